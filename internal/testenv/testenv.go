@@ -1,0 +1,22 @@
+// Package testenv holds what the project's tests share about their
+// environment: whether they may touch the kernel's networking.
+package testenv
+
+import (
+	"os"
+	"testing"
+)
+
+// RequireRoot skips a test that needs root (namespaces, XDP, AF_XDP) when
+// the process is not root, or fails it when XSWITCH_REQUIRE_PRIVILEGED=1
+// says privileged tests must run, so that CI cannot go green by skipping.
+func RequireRoot(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() == 0 {
+		return
+	}
+	if os.Getenv("XSWITCH_REQUIRE_PRIVILEGED") == "1" {
+		t.Fatal("this test needs root (network namespaces, XDP) and XSWITCH_REQUIRE_PRIVILEGED=1 forbids skipping it")
+	}
+	t.Skip("skipping: this test needs root (network namespaces, XDP); run as root, or set XSWITCH_REQUIRE_PRIVILEGED=1 to make this a failure")
+}

@@ -1,0 +1,75 @@
+// Package port defines the boundary between the switch and the devices it
+// forwards between. The switch knows only these interfaces; AF_XDP sockets
+// (port/afxdp) and in-memory test ports (port/porttest) sit behind them.
+//
+// Everything here is batch-first: one call moves many frames, so the cost of
+// a system call, an atomic ring update or a kick is paid once per batch,
+// never once per frame. No method on the frame path may allocate.
+package port
+
+// Frame is one received frame. Data is a view into memory owned by the port
+// that received it and stays valid only until the frame is handed back with
+// RxQueue.Release; a frame that must outlive that is copied (Transmit copies).
+type Frame struct {
+	Data []byte
+	// Handle identifies the frame's buffer to the port that produced it and
+	// means nothing to anyone else.
+	Handle uint64
+}
+
+// RxQueue is one receive queue of a port. A queue is owned by exactly one
+// forwarding goroutine; its methods are not safe for concurrent use.
+type RxQueue interface {
+	// Receive fills frames with up to len(frames) received frames and
+	// returns how many it filled. It never blocks.
+	Receive(frames []Frame) int
+	// Release gives received frames back to the queue so it can receive
+	// into their buffers again. Every received frame is released exactly once.
+	Release(frames []Frame)
+	// Fd is a file descriptor that polls readable when frames are waiting
+	// (or when the kernel needs a wakeup to deliver more). An idle forwarder
+	// sleeps in poll(2) on it.
+	Fd() int
+}
+
+// Port is a device attached to a bridge.
+type Port interface {
+	// Name is the interface name, unique on the host.
+	Name() string
+	// RxQueues are the port's receive queues, fixed for the port's life.
+	RxQueues() []RxQueue
+	// Transmit copies frames into the port's transmit ring and kicks the
+	// device once. It returns how many frames were accepted; the caller
+	// counts the rest as dropped. It never blocks waiting for ring space.
+	// Only the goroutine that owns the port's queues may call it.
+	Transmit(frames [][]byte) int
+	// Info describes how the port was opened.
+	Info() Info
+	// Stats returns the port's own counters (the kernel's, for AF_XDP). It
+	// may be called from any goroutine.
+	Stats() Stats
+	// Close releases everything the port holds. The port must no longer be
+	// in use by a forwarder.
+	Close() error
+}
+
+// Info describes how a port was opened: what a user sees in `xswitch show`.
+type Info struct {
+	Kind     string // "afxdp", "memory", ...
+	XDPMode  string // "native" or "generic": where the XDP program is attached
+	BindMode string // "zerocopy" or "copy": how the sockets were bound
+	Queues   int
+}
+
+// Stats are counters kept by the port itself rather than by the switch:
+// for AF_XDP, the kernel's XDP_STATISTICS summed over the port's sockets.
+// They explain loss the switch cannot see, such as frames the kernel
+// dropped because the fill ring ran dry.
+type Stats struct {
+	RxDropped       uint64 // dropped by the kernel for reasons other than below
+	RxInvalidDescs  uint64
+	RxRingFull      uint64 // rx ring was full: the switch did not keep up
+	RxFillRingEmpty uint64 // no buffer to receive into
+	TxInvalidDescs  uint64
+	TxRingEmpty     uint64
+}

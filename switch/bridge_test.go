@@ -1,0 +1,86 @@
+package vswitch
+
+import (
+	"testing"
+	"time"
+
+	"github.com/xswitch/xswitch/port/porttest"
+)
+
+func newTestBridge(t *testing.T) *Bridge {
+	t.Helper()
+	b, err := New("br0", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
+// waitTransmitted waits until p has transmitted n frames in all.
+func waitTransmitted(t *testing.T, p *porttest.Port, n uint64) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for p.Counts().Transmitted < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s transmitted %d frames; want %d", p.Name(), p.Counts().Transmitted, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestBridgeForwardsLearnsAndForgets(t *testing.T) {
+	b := newTestBridge(t)
+	p1, p2, p3 := porttest.New("p1"), porttest.New("p2"), porttest.New("p3")
+	for i, p := range []*porttest.Port{p1, p2, p3} {
+		n, err := b.AddPort(p, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != uint16(i+1) {
+			t.Fatalf("port %s got ofport %d; want %d", p.Name(), n, i+1)
+		}
+	}
+	p1.Inject(frame(broadcast, mac(1), "from 1")) // wakes the sleeping forwarder
+	waitTransmitted(t, p2, 1)
+	waitTransmitted(t, p3, 1)
+
+	fdb := b.FDB()
+	if len(fdb) != 1 || fdb[0].Port != 1 || fdb[0].MAC != [6]byte(mac(1)) {
+		t.Fatalf("FDB = %+v; want mac(1) on port 1", fdb)
+	}
+	stats := b.Ports()
+	if stats[0].Stats.RxPackets != 1 || stats[1].Stats.TxPackets != 1 || stats[2].Stats.TxPackets != 1 {
+		t.Fatalf("counters do not count: %+v", stats)
+	}
+
+	if err := b.RemovePort("p1"); err != nil {
+		t.Fatal(err)
+	}
+	if fdb := b.FDB(); len(fdb) != 0 {
+		t.Fatalf("FDB after removing the port = %+v; want empty", fdb)
+	}
+	if err := b.RemovePort("p1"); err == nil {
+		t.Fatal("removing a removed port succeeded")
+	}
+	// The freed number is reused, as in OVS.
+	if n, err := b.AddPort(porttest.New("p4"), 0); err != nil || n != 1 {
+		t.Fatalf("AddPort = %d, %v; want 1", n, err)
+	}
+}
+
+func TestBridgeRejectsDuplicates(t *testing.T) {
+	b := newTestBridge(t)
+	if _, err := b.AddPort(porttest.New("p1"), 7); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.AddPort(porttest.New("p1"), 0); err == nil {
+		t.Fatal("a second port of the same name was added")
+	}
+	if _, err := b.AddPort(porttest.New("p2"), 7); err == nil {
+		t.Fatal("a second port with ofport 7 was added")
+	}
+	if n, err := b.AddPort(porttest.New("p3"), 0); err != nil || n != 1 {
+		t.Fatalf("AddPort = %d, %v; want 1", n, err)
+	}
+}

@@ -1,0 +1,309 @@
+package vswitch
+
+// The forwarding pipeline.
+//
+// A bridge has exactly one forwarding goroutine, locked to its OS thread. It
+// owns everything the per-frame path touches: the ports' receive queues, the
+// MAC table, the per-port transmit groups and the scratch arrays, all sized
+// when a port is added, so that forwarding a frame allocates nothing, takes
+// no lock and makes no system call of its own. System calls happen once per
+// batch: one receive, one transmit (with its kick) per output port, one
+// release.
+//
+// One iteration, for each receive queue in turn:
+//
+//	receive up to BatchSize frames
+//	for each frame: learn its source, pick its output ports, append the
+//	    frame to each output port's group (a flood appends it to several)
+//	transmit each non-empty group with one call, count what the ring refused
+//	release the batch back to its queue
+//
+// Frames are transmitted before their batch is released because the groups
+// point into the receiving port's memory: transmission copies them out.
+//
+// When no queue had anything to do the goroutine sleeps in poll(2) on every
+// queue's descriptor and on an eventfd that the control plane writes when it
+// has a request. Control-plane requests (add or remove a port, read the MAC
+// table) run on the forwarding goroutine between batches, which is why the
+// forwarder's state needs no locks.
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/xswitch/xswitch/port"
+)
+
+const (
+	ethHeaderLen = 14
+	// idlePoll bounds a sleep, only so that a lost wakeup would cost a
+	// second rather than a hang.
+	idlePoll = time.Second
+)
+
+type forwarder struct {
+	batchSize int
+	fdb       *macTable
+	epoch     time.Time
+
+	ports   []*bridgePort // by slot; nil for a free slot
+	live    []uint16      // slots in use, the flood list
+	queues  []rxQueue
+	pollFds []unix.PollFd // [0] is the wakeup eventfd, then one per queue
+	frames  []port.Frame
+	groups  []txGroup // by slot
+	pending []uint16  // slots whose group holds frames
+
+	requests chan request
+	wakeFd   int
+	stopped  bool
+	exited   chan struct{}
+	scratch  [8]byte
+}
+
+type rxQueue struct {
+	slot uint16
+	q    port.RxQueue
+}
+
+// txGroup collects the frames of one batch bound for one port.
+type txGroup struct {
+	frames [][]byte
+}
+
+type request struct {
+	fn   func()
+	done chan struct{}
+}
+
+func newForwarder(batchSize int, fdb *macTable) (*forwarder, error) {
+	wake, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("creating the forwarder's wakeup eventfd: %w", err)
+	}
+	f := &forwarder{
+		batchSize: batchSize,
+		fdb:       fdb,
+		epoch:     time.Now(),
+		frames:    make([]port.Frame, batchSize),
+		requests:  make(chan request, 1),
+		wakeFd:    wake,
+		exited:    make(chan struct{}),
+	}
+	f.rebuild()
+	return f, nil
+}
+
+// start runs the forwarding loop on its own goroutine.
+func (f *forwarder) start() {
+	go func() {
+		defer close(f.exited)
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		f.loop()
+	}()
+}
+
+func (f *forwarder) loop() {
+	for !f.stopped {
+		busy := false
+		for i := range f.queues {
+			if f.forwardBatch(f.queues[i]) {
+				busy = true
+			}
+		}
+		f.serveRequests()
+		if !busy && !f.stopped {
+			f.sleep()
+		}
+	}
+}
+
+// do runs fn on the forwarding goroutine between two batches and returns
+// when it has run. The caller serializes calls (Bridge.mu).
+func (f *forwarder) do(fn func()) {
+	done := make(chan struct{})
+	f.requests <- request{fn: fn, done: done}
+	one := [8]byte{1}
+	unix.Write(f.wakeFd, one[:])
+	<-done
+}
+
+// stop ends the loop and waits for its goroutine to exit.
+func (f *forwarder) stop() {
+	f.do(func() { f.stopped = true })
+	<-f.exited
+	unix.Close(f.wakeFd)
+}
+
+func (f *forwarder) serveRequests() {
+	for {
+		select {
+		case r := <-f.requests:
+			r.fn()
+			close(r.done)
+		default:
+			return
+		}
+	}
+}
+
+func (f *forwarder) sleep() {
+	_, err := unix.Poll(f.pollFds, int(idlePoll/time.Millisecond))
+	if err != nil && !errors.Is(err, unix.EINTR) {
+		// Poll on descriptors we own fails only if one was closed under
+		// us, which the request protocol rules out; back off rather than
+		// spin if it happens anyway.
+		time.Sleep(time.Millisecond)
+		return
+	}
+	if f.pollFds[0].Revents&unix.POLLIN != 0 {
+		unix.Read(f.wakeFd, f.scratch[:])
+	}
+}
+
+// now is the forwarder's monotonic clock, read once per batch.
+func (f *forwarder) now() int64 { return int64(time.Since(f.epoch)) }
+
+// forwardBatch receives one batch from q and forwards it. It reports whether
+// there was anything to do.
+func (f *forwarder) forwardBatch(rx rxQueue) bool {
+	n := rx.q.Receive(f.frames)
+	if n == 0 {
+		return false
+	}
+	frames := f.frames[:n]
+	now := f.now()
+	var rxBytes, malformed uint64
+	for i := range frames {
+		data := frames[i].Data
+		rxBytes += uint64(len(data))
+		if len(data) < ethHeaderLen || isMulticast(data[6:12]) {
+			// Too short to switch, or a multicast source address, which
+			// no real station has: learning it would poison the table.
+			malformed++
+			continue
+		}
+		f.normal(rx.slot, data, now)
+	}
+	in := f.ports[rx.slot]
+	in.counters.rxPackets.Add(uint64(n))
+	in.counters.rxBytes.Add(rxBytes)
+	if malformed > 0 {
+		in.counters.rxDropped.Add(malformed)
+	}
+	f.transmitGroups()
+	rx.q.Release(frames)
+	return true
+}
+
+// normal is the NORMAL action: a learning switch.
+func (f *forwarder) normal(inSlot uint16, frame []byte, now int64) {
+	vlan := frameVLAN(frame)
+	f.fdb.learn(macKey(frame[6:12], vlan), inSlot, now)
+	dst := frame[0:6]
+	if !isMulticast(dst) {
+		if out, ok := f.fdb.lookup(macKey(dst, vlan), now); ok {
+			if out != inSlot {
+				f.enqueue(out, frame)
+			}
+			return
+		}
+	}
+	for _, out := range f.live {
+		if out != inSlot {
+			f.enqueue(out, frame)
+		}
+	}
+}
+
+func (f *forwarder) enqueue(slot uint16, frame []byte) {
+	g := &f.groups[slot]
+	if len(g.frames) == 0 {
+		f.pending = append(f.pending, slot)
+	}
+	// Capacity is batchSize and a frame joins a group at most once, so
+	// this append never grows the slice.
+	g.frames = append(g.frames, frame)
+}
+
+func (f *forwarder) transmitGroups() {
+	for _, slot := range f.pending {
+		g := &f.groups[slot]
+		out := f.ports[slot]
+		sent := out.Transmit(g.frames)
+		var bytes uint64
+		for _, fr := range g.frames[:sent] {
+			bytes += uint64(len(fr))
+		}
+		out.counters.txPackets.Add(uint64(sent))
+		out.counters.txBytes.Add(bytes)
+		if dropped := len(g.frames) - sent; dropped > 0 {
+			out.counters.txDropped.Add(uint64(dropped))
+		}
+		clear(g.frames)
+		g.frames = g.frames[:0]
+	}
+	f.pending = f.pending[:0]
+}
+
+// addPort puts p in the first free slot. It runs on the forwarder.
+func (f *forwarder) addPort(p *bridgePort) {
+	slot := len(f.ports)
+	for i, q := range f.ports {
+		if q == nil {
+			slot = i
+			break
+		}
+	}
+	if slot == len(f.ports) {
+		f.ports = append(f.ports, nil)
+		f.groups = append(f.groups, txGroup{})
+	}
+	p.slot = uint16(slot)
+	f.ports[slot] = p
+	f.groups[slot] = txGroup{frames: make([][]byte, 0, f.batchSize)}
+	f.rebuild()
+}
+
+// removePort forgets p and every address learned on it. It runs on the
+// forwarder; afterwards the forwarder holds no reference to p.
+func (f *forwarder) removePort(p *bridgePort) {
+	f.ports[p.slot] = nil
+	f.groups[p.slot] = txGroup{}
+	f.fdb.flushPort(p.slot)
+	f.rebuild()
+}
+
+// rebuild derives the flood list, queue list and poll set from f.ports.
+func (f *forwarder) rebuild() {
+	f.live = f.live[:0]
+	f.queues = f.queues[:0]
+	f.pollFds = append(f.pollFds[:0], unix.PollFd{Fd: int32(f.wakeFd), Events: unix.POLLIN})
+	for slot, p := range f.ports {
+		if p == nil {
+			continue
+		}
+		f.live = append(f.live, uint16(slot))
+		for _, q := range p.RxQueues() {
+			f.queues = append(f.queues, rxQueue{slot: uint16(slot), q: q})
+			f.pollFds = append(f.pollFds, unix.PollFd{Fd: int32(q.Fd()), Events: unix.POLLIN})
+		}
+	}
+}
+
+func isMulticast(mac []byte) bool { return mac[0]&1 != 0 }
+
+// frameVLAN returns the VLAN ID of an 802.1Q or 802.1ad tagged frame, 0 for
+// an untagged one.
+func frameVLAN(frame []byte) uint16 {
+	etherType := uint16(frame[12])<<8 | uint16(frame[13])
+	if (etherType == 0x8100 || etherType == 0x88a8) && len(frame) >= ethHeaderLen+4 {
+		return (uint16(frame[14])<<8 | uint16(frame[15])) & 0xfff
+	}
+	return 0
+}

@@ -1,0 +1,158 @@
+package vswitch
+
+import (
+	"math/bits"
+	"math/rand/v2"
+	"sort"
+	"time"
+)
+
+// DefaultMACAging is how long a learned address is trusted without being
+// seen again, as in OVS (mac-aging-time) and the Linux bridge.
+const DefaultMACAging = 300 * time.Second
+
+// DefaultMACTableSize is the number of addresses a bridge can hold.
+const DefaultMACTableSize = 8192
+
+// macWays is the associativity of the table: an address can live in any of
+// the macWays slots of its set, and a full set evicts its least recently
+// seen entry. Bounded sets make learning O(1) with no allocation, and an
+// address flood can only evict entries that share a set with it.
+const macWays = 8
+
+// macTable is the forwarding database: which port a (VLAN, MAC) was last
+// seen on. It is owned by one forwarding goroutine; other goroutines read it
+// only through the forwarder (see Bridge.FDB).
+type macTable struct {
+	slots   []macEntry // len = sets*macWays
+	setMask uint64
+	seed    uint64 // random, so that nobody can aim addresses at one set
+	aging   int64  // nanoseconds
+
+	evictions uint64
+}
+
+type macEntry struct {
+	key  uint64 // MAC in the low 48 bits, VLAN in the next 12, bit 63 set when in use
+	port uint16 // port slot
+	seen int64  // monotonic nanoseconds
+}
+
+const macInUse = 1 << 63
+
+func newMACTable(size int, aging time.Duration) *macTable {
+	if size < macWays {
+		size = macWays
+	}
+	sets := uint64(1) << bits.Len(uint(size-1)/macWays) // round up to a power of two
+	return &macTable{
+		slots:   make([]macEntry, sets*macWays),
+		setMask: sets - 1,
+		seed:    rand.Uint64() | 1,
+		aging:   int64(aging),
+	}
+}
+
+// macKey packs a MAC address and a VLAN ID into one word.
+func macKey(mac []byte, vlan uint16) uint64 {
+	_ = mac[5]
+	return macInUse | uint64(vlan&0xfff)<<48 |
+		uint64(mac[0])<<40 | uint64(mac[1])<<32 | uint64(mac[2])<<24 |
+		uint64(mac[3])<<16 | uint64(mac[4])<<8 | uint64(mac[5])
+}
+
+func (t *macTable) set(key uint64) []macEntry {
+	h := (key ^ t.seed) * 0x9e3779b97f4a7c15
+	i := ((h >> 32) & t.setMask) * macWays
+	return t.slots[i : i+macWays : i+macWays]
+}
+
+func (t *macTable) fresh(e *macEntry, now int64) bool {
+	return e.key&macInUse != 0 && now-e.seen < t.aging
+}
+
+// learn records that key was seen on port at time now.
+func (t *macTable) learn(key uint64, port uint16, now int64) {
+	set := t.set(key)
+	victim := 0
+	for i := range set {
+		e := &set[i]
+		if e.key == key {
+			e.port, e.seen = port, now
+			return
+		}
+		if !t.fresh(e, now) {
+			victim = i
+			break
+		}
+		if e.seen < set[victim].seen {
+			victim = i
+		}
+	}
+	if t.fresh(&set[victim], now) {
+		t.evictions++
+	}
+	set[victim] = macEntry{key: key, port: port, seen: now}
+}
+
+// lookup returns the port key was last seen on, if that was recent enough.
+func (t *macTable) lookup(key uint64, now int64) (port uint16, ok bool) {
+	set := t.set(key)
+	for i := range set {
+		if e := &set[i]; e.key == key {
+			return e.port, now-e.seen < t.aging
+		}
+	}
+	return 0, false
+}
+
+// flushPort forgets every address learned on port, as when it leaves the
+// bridge.
+func (t *macTable) flushPort(port uint16) {
+	for i := range t.slots {
+		if t.slots[i].port == port {
+			t.slots[i] = macEntry{}
+		}
+	}
+}
+
+// FDBEntry is one learned address, as `xswitch fdb-show` prints it.
+type FDBEntry struct {
+	Port uint16 // OpenFlow port number
+	VLAN uint16
+	MAC  [6]byte
+	Age  time.Duration
+}
+
+// snapshot lists the live entries sorted by port, VLAN and MAC, so that
+// output is stable. It allocates: it belongs to the control path.
+func (t *macTable) snapshot(now int64, ofport func(slot uint16) uint16) []FDBEntry {
+	var out []FDBEntry
+	for i := range t.slots {
+		e := &t.slots[i]
+		if !t.fresh(e, now) {
+			continue
+		}
+		var mac [6]byte
+		for b := range 6 {
+			mac[b] = byte(e.key >> (40 - 8*b))
+		}
+		out = append(out, FDBEntry{
+			Port: ofport(e.port),
+			VLAN: uint16(e.key>>48) & 0xfff,
+			MAC:  mac,
+			Age:  time.Duration(now - e.seen),
+		})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Port != b.Port {
+			return a.Port < b.Port
+		}
+		if a.VLAN != b.VLAN {
+			return a.VLAN < b.VLAN
+		}
+		return string(a.MAC[:]) < string(b.MAC[:])
+	})
+	return out
+}
