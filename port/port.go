@@ -66,10 +66,10 @@ type Info struct {
 // They explain loss the switch cannot see, such as frames the kernel
 // dropped because the fill ring ran dry.
 type Stats struct {
-	RxDropped       uint64 // dropped by the kernel for reasons other than below
-	RxInvalidDescs  uint64
-	RxRingFull      uint64 // rx ring was full: the switch did not keep up
-	RxFillRingEmpty uint64 // no buffer to receive into
-	TxInvalidDescs  uint64
-	TxRingEmpty     uint64
+	RxDropped       uint64 `json:"rx_dropped"` // dropped by the kernel for reasons other than below
+	RxInvalidDescs  uint64 `json:"rx_invalid_descs"`
+	RxRingFull      uint64 `json:"rx_ring_full"`       // rx ring was full: the switch did not keep up
+	RxFillRingEmpty uint64 `json:"rx_fill_ring_empty"` // no buffer to receive into
+	TxInvalidDescs  uint64 `json:"tx_invalid_descs"`
+	TxRingEmpty     uint64 `json:"tx_ring_empty"`
 }

@@ -126,7 +126,7 @@ func TestBadFramesAreDroppedAndCounted(t *testing.T) {
 	ports[0].Inject(runt, mcastSource, good)
 	forwardAll(f)
 	wantFrames(t, ports[1], good)
-	in := f.ports[0].counters
+	in := &f.ports[0].counters
 	if got := in.rxDropped.Load(); got != 2 {
 		t.Fatalf("rx dropped = %d; want 2", got)
 	}
@@ -169,7 +169,7 @@ func TestFullTransmitRingDropsAndCounts(t *testing.T) {
 		ports[0].Inject(frame(broadcast, mac(1), fmt.Sprint(i)))
 	}
 	forwardAll(f)
-	out := f.ports[1].counters
+	out := &f.ports[1].counters
 	if tx, drop := out.txPackets.Load(), out.txDropped.Load(); tx != 5 || drop != 15 {
 		t.Fatalf("tx %d, dropped %d; want 5 and 15", tx, drop)
 	}

@@ -1,0 +1,270 @@
+// Package veth plumbs veth pairs that connect a network namespace to the
+// switch: one end (the switch end) stays in the caller's namespace, where
+// an AF_XDP port opens it; the other (the peer) lives in a named namespace
+// and behaves like that namespace's NIC.
+//
+// A pair is created whole or not at all: if any step fails, what was made
+// is removed before Create returns.
+package veth
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"strings"
+
+	"github.com/vishvananda/netlink"
+	vnetns "github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+
+	"github.com/xswitch/xswitch/internal/netns"
+)
+
+const (
+	// DefaultPeer is the peer's name when Config.Peer is empty.
+	DefaultPeer = "eth0"
+	// DefaultMTU is the MTU of both ends when Config.MTU is 0.
+	DefaultMTU = 1500
+
+	maxNameLen = unix.IFNAMSIZ - 1
+	// The kernel's bounds for an Ethernet MTU (ETH_MIN_MTU, ETH_MAX_MTU).
+	minMTU = 68
+	maxMTU = 65535
+)
+
+// Config describes a veth pair.
+type Config struct {
+	Name      string // the switch end, in the caller's namespace
+	Namespace string // an existing named network namespace that receives the peer
+	Peer      string // the peer's name inside Namespace; DefaultPeer if empty
+	Address   string // optional CIDR for the peer: "10.0.0.1/24" or "fd00::1/64"
+	MTU       int    // of both ends; DefaultMTU if 0
+}
+
+func (c Config) peer() string {
+	if c.Peer == "" {
+		return DefaultPeer
+	}
+	return c.Peer
+}
+
+func (c Config) mtu() int {
+	if c.MTU == 0 {
+		return DefaultMTU
+	}
+	return c.MTU
+}
+
+// Validate checks the configuration without changing anything, including
+// that the namespace exists.
+func (c Config) Validate() error {
+	if err := validateName(c.Name); err != nil {
+		return err
+	}
+	if err := validateName(c.peer()); err != nil {
+		return fmt.Errorf("peer: %w", err)
+	}
+	if c.Namespace == "" {
+		return errors.New("no network namespace given for the peer")
+	}
+	if _, err := c.address(); err != nil {
+		return err
+	}
+	if c.MTU != 0 && (c.MTU < minMTU || c.MTU > maxMTU) {
+		return fmt.Errorf("MTU %d is outside %d..%d", c.MTU, minMTU, maxMTU)
+	}
+	if !netns.Exists(c.Namespace) {
+		return fmt.Errorf("network namespace %q does not exist", c.Namespace)
+	}
+	return nil
+}
+
+// address parses Address; nil means none was given.
+func (c Config) address() (*netlink.Addr, error) {
+	if c.Address == "" {
+		return nil, nil
+	}
+	ip, ipNet, err := net.ParseCIDR(c.Address)
+	if err != nil {
+		return nil, fmt.Errorf("invalid address %q: want an address with a prefix length, like 10.0.0.1/24 or fd00::1/64", c.Address)
+	}
+	addr := &netlink.Addr{IPNet: &net.IPNet{IP: ip, Mask: ipNet.Mask}}
+	if ip.To4() == nil {
+		// A configured address is meant to be usable at once; duplicate
+		// address detection would hold it tentative for a second or more.
+		addr.Flags = unix.IFA_F_NODAD
+	}
+	return addr, nil
+}
+
+// validateName applies the kernel's rules for interface names
+// (dev_valid_name), so that a bad name fails here with a clear message
+// rather than as EINVAL from netlink.
+func validateName(name string) error {
+	switch {
+	case name == "":
+		return errors.New("empty interface name")
+	case len(name) > maxNameLen:
+		return fmt.Errorf("interface name %q is longer than %d characters", name, maxNameLen)
+	case name == "." || name == ".." || strings.ContainsAny(name, "/: \t\n\v\f\r\x00"):
+		return fmt.Errorf("invalid interface name %q: it may not be \".\" or \"..\" or contain '/', ':', NUL or white space", name)
+	}
+	return nil
+}
+
+// Create makes the veth pair described by cfg: the peer inside the
+// namespace, renamed, addressed, up, with TX checksum offload off (a frame
+// forwarded by AF_XDP carries whatever checksum the sender left, and with
+// offload on that is a partial one), and the namespace's lo up; the switch
+// end up and without IPv6, so the host stack sends nothing of its own
+// (router solicitations, DAD) into the switch. If any step fails, nothing
+// is left behind.
+func Create(cfg Config) (err error) {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	addr, err := cfg.address()
+	if err != nil {
+		return err
+	}
+	peer := cfg.peer()
+	if _, err := linkByName(netlink.LinkByName, cfg.Name); err == nil {
+		return fmt.Errorf("interface %q already exists", cfg.Name)
+	}
+
+	ns, err := vnetns.GetFromName(cfg.Namespace)
+	if err != nil {
+		return fmt.Errorf("open network namespace %q: %w", cfg.Namespace, err)
+	}
+	defer ns.Close()
+	inNS, err := netlink.NewHandleAt(ns)
+	if err != nil {
+		return fmt.Errorf("netlink in network namespace %q: %w", cfg.Namespace, err)
+	}
+	defer inNS.Close()
+	if _, err := linkByName(inNS.LinkByName, peer); err == nil {
+		return fmt.Errorf("interface %q already exists in network namespace %q", peer, cfg.Namespace)
+	}
+
+	// The kernel creates the peer directly inside the namespace, under its
+	// final name: it never exists in our namespace, where its name could
+	// clash with one of ours.
+	pair := &netlink.Veth{
+		LinkAttrs:     netlink.LinkAttrs{Name: cfg.Name, MTU: cfg.mtu()},
+		PeerName:      peer,
+		PeerNamespace: netlink.NsFd(ns),
+	}
+	if err := netlink.LinkAdd(pair); err != nil {
+		if errors.Is(err, unix.EEXIST) {
+			// Lost a race with whoever created the name after the check.
+			return fmt.Errorf("interface %q (or %q in network namespace %q) already exists", cfg.Name, peer, cfg.Namespace)
+		}
+		return fmt.Errorf("create veth %q: %w", cfg.Name, err)
+	}
+	defer func() {
+		if err != nil {
+			if delErr := Delete(cfg.Name); delErr != nil {
+				err = errors.Join(err, fmt.Errorf("remove half-created veth: %w", delErr))
+			}
+		}
+	}()
+
+	if err := setUpPeer(inNS, peer, addr); err != nil {
+		return fmt.Errorf("set up %q in network namespace %q: %w", peer, cfg.Namespace, err)
+	}
+	if err := DisableTxChecksum(cfg.Namespace, peer); err != nil {
+		return err
+	}
+	if err := setUpSwitchEnd(cfg.Name); err != nil {
+		return fmt.Errorf("set up %q: %w", cfg.Name, err)
+	}
+	return nil
+}
+
+func setUpPeer(h *netlink.Handle, peer string, addr *netlink.Addr) error {
+	link, err := linkByName(h.LinkByName, peer)
+	if err != nil {
+		return err
+	}
+	if addr != nil {
+		if err := h.AddrAdd(link, addr); err != nil {
+			return fmt.Errorf("add address %s: %w", addr.IPNet, err)
+		}
+	}
+	if err := h.LinkSetUp(link); err != nil {
+		return fmt.Errorf("bring up: %w", err)
+	}
+	lo, err := linkByName(h.LinkByName, "lo")
+	if err != nil {
+		return err
+	}
+	if err := h.LinkSetUp(lo); err != nil {
+		return fmt.Errorf("bring lo up: %w", err)
+	}
+	return nil
+}
+
+func setUpSwitchEnd(name string) error {
+	link, err := linkByName(netlink.LinkByName, name)
+	if err != nil {
+		return err
+	}
+	// Done before the link comes up, so it never gets a link-local address.
+	// Without IPv6 in the kernel the file is missing, and so is the chatter.
+	err = os.WriteFile("/proc/sys/net/ipv6/conf/"+name+"/disable_ipv6", []byte("1"), 0)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("disable IPv6: %w", err)
+	}
+	if err := netlink.LinkSetUp(link); err != nil {
+		return fmt.Errorf("bring up: %w", err)
+	}
+	return nil
+}
+
+// Delete removes the veth pair whose switch end is name; the peer goes with
+// it. It refuses to delete an interface that is not a veth. If there is no
+// such interface, the error matches errors.Is(err, fs.ErrNotExist).
+func Delete(name string) error {
+	link, err := linkByName(netlink.LinkByName, name)
+	if err != nil {
+		return err
+	}
+	if link.Type() != "veth" {
+		return fmt.Errorf("interface %q is a %s, not a veth", name, link.Type())
+	}
+	if err := netlink.LinkDel(link); err != nil {
+		return fmt.Errorf("delete veth %q: %w", name, err)
+	}
+	return nil
+}
+
+// Exists reports whether a veth named name exists in the caller's namespace.
+func Exists(name string) bool {
+	link, err := linkByName(netlink.LinkByName, name)
+	return err == nil && link.Type() == "veth"
+}
+
+// notExistError names a missing interface and matches fs.ErrNotExist, so
+// that callers can treat "already gone" as done.
+type notExistError struct{ name string }
+
+func (e notExistError) Error() string { return fmt.Sprintf("interface %q does not exist", e.name) }
+
+func (e notExistError) Is(target error) bool { return target == fs.ErrNotExist }
+
+// linkByName looks a link up by its name only: netlink's lookup also
+// matches alternative names, which would let "x" find (and Delete remove)
+// an interface whose real name is something else.
+func linkByName(lookup func(string) (netlink.Link, error), name string) (netlink.Link, error) {
+	link, err := lookup(name)
+	var notFound netlink.LinkNotFoundError
+	if errors.As(err, &notFound) || errors.Is(err, unix.ENODEV) || (err == nil && link.Attrs().Name != name) {
+		return nil, notExistError{name}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("look up interface %q: %w", name, err)
+	}
+	return link, nil
+}
