@@ -1,0 +1,61 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/xswitch/xswitch/control"
+)
+
+func (c *cli) daemonCommand() *cobra.Command {
+	var db string
+	cmd := &cobra.Command{
+		Use:   "daemon",
+		Short: "Run the switch in the foreground",
+		Long: `Run the switch in the foreground. It restores the bridges and ports saved in
+--db, then serves clients on --sock until SIGTERM or SIGINT, when it closes
+every port (detaching its XDP program) and exits.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+			return runDaemon(cmd.Context(), c.socket, db, log)
+		},
+	}
+	cmd.Flags().StringVar(&db, "db", control.DefaultDB, "where the configuration is kept")
+	return cmd
+}
+
+// runDaemon serves until ctx is done or a terminating signal arrives.
+func runDaemon(ctx context.Context, socket, db string, log *slog.Logger) error {
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	ln, err := control.Listen(socket)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(socket)
+	d, err := control.NewDaemon(db, log)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	served := make(chan error, 1)
+	go func() { served <- d.Serve(ln) }()
+	log.Info("listening", "socket", socket, "pid", os.Getpid())
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down")
+	case err = <-served:
+	}
+	ln.Close()
+	if cerr := d.Close(); cerr != nil && err == nil {
+		err = fmt.Errorf("closing: %w", cerr)
+	}
+	return err
+}

@@ -1,0 +1,289 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/xswitch/xswitch/control"
+	"github.com/xswitch/xswitch/internal/netns"
+)
+
+func (c *cli) demoCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "demo",
+		Short: "Bridge three network namespaces through xswitch and show traffic flowing",
+		Long: `Bridge three network namespaces through xswitch and show traffic flowing.
+
+The demo starts a private daemon, creates three namespaces with a veth port
+each on one bridge, pings every pair, sends 64 MiB over TCP, prints the
+port counters and the learned MAC addresses, and removes everything it
+made, also when interrupted or when a step fails. It needs root.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runDemo(cmd.Context(), os.Stdout)
+		},
+	}
+}
+
+// demoHost is one namespace of the demo and its port on the bridge.
+type demoHost struct {
+	label, netns, port, addr string
+}
+
+// undoStack runs cleanups in the reverse order of their registration.
+type undoStack []func()
+
+func (u *undoStack) push(f func()) { *u = append(*u, f) }
+
+func (u *undoStack) run() {
+	for i := len(*u) - 1; i >= 0; i-- {
+		(*u)[i]()
+	}
+	*u = nil
+}
+
+const demoTransferSize = 64 << 20
+
+func runDemo(ctx context.Context, w io.Writer) error {
+	if os.Geteuid() != 0 {
+		return errors.New("the demo needs root: it creates network namespaces and attaches XDP programs")
+	}
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	var undo undoStack
+	defer func() {
+		fmt.Fprintln(w, "\n== cleaning up")
+		undo.run()
+		fmt.Fprintln(w, "removed the bridge, its veth pairs, the namespaces and the private daemon")
+	}()
+
+	tag := randomTag()
+	dir, err := os.MkdirTemp("", "xswitch-demo-")
+	if err != nil {
+		return err
+	}
+	undo.push(func() { os.RemoveAll(dir) })
+
+	fmt.Fprintf(w, "== starting a private xswitch daemon (socket %s)\n", filepath.Join(dir, "xswitch.sock"))
+	client, closeDaemon, err := startPrivateDaemon(dir)
+	if err != nil {
+		return err
+	}
+	undo.push(closeDaemon)
+
+	hosts := []demoHost{
+		{label: "a", addr: "10.99.0.1"},
+		{label: "b", addr: "10.99.0.2"},
+		{label: "c", addr: "10.99.0.3"},
+	}
+	fmt.Fprintln(w, "== creating namespaces")
+	for i := range hosts {
+		h := &hosts[i]
+		h.netns = "xsdemo-" + tag + "-" + h.label
+		h.port = "xsd" + tag + h.label
+		if err := netns.Create(h.netns); err != nil {
+			return err
+		}
+		undo.push(func() { netns.Delete(h.netns) })
+		fmt.Fprintf(w, "   %s\n", h.netns)
+	}
+
+	bridge := "xsdemo" + tag
+	fmt.Fprintf(w, "== xswitch add-br %s\n", bridge)
+	if _, err := client.call(control.Request{Verb: control.VerbAddBridge, Bridge: bridge}); err != nil {
+		return err
+	}
+	undo.push(func() { client.call(control.Request{Verb: control.VerbDelBridge, Bridge: bridge}) })
+	for _, h := range hosts {
+		fmt.Fprintf(w, "== xswitch add-port %s %s --netns %s --address %s/24\n", bridge, h.port, h.netns, h.addr)
+		pc := &control.PortConfig{Name: h.port, Netns: h.netns, Address: h.addr + "/24"}
+		if _, err := client.call(control.Request{Verb: control.VerbAddPort, Bridge: bridge, AddPort: pc}); err != nil {
+			return err
+		}
+	}
+	bridges, err := client.show(bridge)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "== xswitch show")
+	printShow(w, bridges)
+
+	fmt.Fprintln(w, "== ping every pair")
+	for i := range hosts {
+		for j := range hosts {
+			if i == j {
+				continue
+			}
+			line, err := demoPing(ctx, hosts[i], hosts[j])
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(w, "   %s -> %s: %s\n", hosts[i].netns, hosts[j].addr, line)
+		}
+	}
+
+	fmt.Fprintf(w, "== TCP: %d MiB from %s to %s\n", demoTransferSize>>20, hosts[0].netns, hosts[2].netns)
+	line, err := demoTransfer(ctx, hosts[0], hosts[2], demoTransferSize)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "   %s\n", line)
+
+	if bridges, err = client.show(bridge); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "== xswitch dump-ports %s\n", bridge)
+	printDumpPorts(w, bridges[0].Ports)
+	resp, err := client.call(control.Request{Verb: control.VerbFDB, Bridge: bridge})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "== xswitch fdb-show %s\n", bridge)
+	printFDB(w, resp.FDB)
+	return nil
+}
+
+func randomTag() string {
+	var b [2]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// startPrivateDaemon runs a daemon in this process on a socket in dir.
+func startPrivateDaemon(dir string) (*cli, func(), error) {
+	sock := filepath.Join(dir, "xswitch.sock")
+	ln, err := control.Listen(sock)
+	if err != nil {
+		return nil, nil, err
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	d, err := control.NewDaemon(filepath.Join(dir, "conf.json"), log)
+	if err != nil {
+		ln.Close()
+		return nil, nil, err
+	}
+	served := make(chan struct{})
+	go func() {
+		d.Serve(ln)
+		close(served)
+	}()
+	return &cli{socket: sock}, func() {
+		ln.Close()
+		<-served
+		d.Close()
+	}, nil
+}
+
+var (
+	pingReceived = regexp.MustCompile(`(\d+) packets transmitted, (\d+) received`)
+	pingRTT      = regexp.MustCompile(`rtt min/avg/max/mdev = ([\d.]+)/([\d.]+)/([\d.]+)`)
+)
+
+// demoPing pings to.addr from inside from's namespace with ping(8) and
+// summarizes the result. Traffic must flow: no reply is an error.
+func demoPing(ctx context.Context, from, to demoHost) (string, error) {
+	var out []byte
+	err := netns.Do(from.netns, func() error {
+		// A child forked from this thread starts in its namespace.
+		cmd := exec.CommandContext(ctx, "ping", "-c", "3", "-i", "0.2", "-W", "2", to.addr)
+		var err error
+		out, err = cmd.CombinedOutput()
+		return err
+	})
+	m := pingReceived.FindSubmatch(out)
+	if err != nil || m == nil || string(m[2]) == "0" {
+		return "", fmt.Errorf("ping from %s to %s failed (%v):\n%s", from.netns, to.addr, err, out)
+	}
+	summary := fmt.Sprintf("%s/%s replies", m[2], m[1])
+	if r := pingRTT.FindSubmatch(out); r != nil {
+		summary += fmt.Sprintf(", rtt min/avg/max %s/%s/%s ms", r[1], r[2], r[3])
+	}
+	return summary, nil
+}
+
+// demoTransfer sends size random bytes over TCP from one namespace to
+// another and checks that they arrive intact.
+func demoTransfer(ctx context.Context, from, to demoHost, size int) (string, error) {
+	var ln net.Listener
+	err := netns.Do(to.netns, func() (err error) {
+		ln, err = net.Listen("tcp", net.JoinHostPort(to.addr, "0"))
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	received := make(chan [sha256.Size]byte, 1)
+	recvErr := make(chan error, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			recvErr <- err
+			return
+		}
+		defer c.Close()
+		h := sha256.New()
+		n, err := io.Copy(h, c)
+		if err == nil && n != int64(size) {
+			err = fmt.Errorf("received %d bytes of %d", n, size)
+		}
+		if err != nil {
+			recvErr <- err
+			return
+		}
+		received <- [sha256.Size]byte(h.Sum(nil))
+	}()
+
+	var conn net.Conn
+	err = netns.Do(from.netns, func() (err error) {
+		d := net.Dialer{Timeout: 5 * time.Second}
+		conn, err = d.DialContext(ctx, "tcp", ln.Addr().String())
+		return err
+	})
+	if err != nil {
+		return "", fmt.Errorf("connecting from %s to %s: %w", from.netns, ln.Addr(), err)
+	}
+	stopWatch := context.AfterFunc(ctx, func() { conn.Close(); ln.Close() })
+	defer stopWatch()
+	chunk := make([]byte, 1<<20)
+	rand.Read(chunk)
+	sent := sha256.New()
+	start := time.Now()
+	for range size / len(chunk) {
+		sent.Write(chunk)
+		if _, err := conn.Write(chunk); err != nil {
+			conn.Close()
+			return "", fmt.Errorf("sending: %w", err)
+		}
+	}
+	conn.Close()
+	select {
+	case sum := <-received:
+		elapsed := time.Since(start)
+		if sum != [sha256.Size]byte(sent.Sum(nil)) {
+			return "", errors.New("the data arrived corrupted: checksums differ")
+		}
+		return fmt.Sprintf("%d MiB arrived intact (sha256 matches) in %.2fs: %.2f Gbit/s",
+			size>>20, elapsed.Seconds(), float64(size)*8/elapsed.Seconds()/1e9), nil
+	case err := <-recvErr:
+		return "", fmt.Errorf("receiving: %w", err)
+	case <-time.After(2 * time.Minute):
+		return "", errors.New("the transfer did not finish within 2 minutes")
+	}
+}

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/xswitch/xswitch/control"
+)
+
+func printPortNames(w io.Writer, b control.BridgeStatus) {
+	names := make([]string, 0, len(b.Ports))
+	for _, p := range b.Ports {
+		names = append(names, p.Name)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		fmt.Fprintln(w, n)
+	}
+}
+
+// printShow prints the configuration as a tree, in the manner of
+// ovs-vsctl show.
+func printShow(w io.Writer, bridges []control.BridgeStatus) {
+	for _, b := range bridges {
+		fmt.Fprintf(w, "Bridge %s\n", b.Name)
+		for _, p := range b.Ports {
+			fmt.Fprintf(w, "    Port %s\n", p.Name)
+			fmt.Fprintf(w, "        ofport: %d\n", p.OFPort)
+			if p.Error != "" {
+				fmt.Fprintf(w, "        state: down (%s)\n", p.Error)
+				continue
+			}
+			fmt.Fprintf(w, "        type: %s (xdp=%s, bind=%s, queues=%d)\n",
+				p.Info.Kind, p.Info.XDPMode, p.Info.BindMode, p.Info.Queues)
+			if p.Netns != "" {
+				details := []string{"peer " + p.Peer}
+				if p.Address != "" {
+					details = append(details, "address "+p.Address)
+				}
+				fmt.Fprintf(w, "        netns: %s (%s)\n", p.Netns, strings.Join(details, ", "))
+			}
+			fmt.Fprintf(w, "        state: up\n")
+		}
+	}
+}
+
+// printDumpPorts prints port counters in ovs-ofctl dump-ports' shape, with
+// the AF_XDP sockets' own statistics on a line of their own. Frames the
+// kernel could not hand to the switch count as rx drops, as they would on a
+// NIC.
+func printDumpPorts(w io.Writer, ports []control.PortStatus) {
+	fmt.Fprintf(w, "OFPST_PORT reply: %d ports\n", len(ports))
+	for _, p := range ports {
+		s, k := p.Stats, p.Stats.Kernel
+		rxDrop := s.RxDropped + k.RxDropped + k.RxRingFull + k.RxFillRingEmpty
+		fmt.Fprintf(w, "  port %2d: rx pkts=%d, bytes=%d, drop=%d, errs=%d, frame=0, over=0, crc=0\n",
+			p.OFPort, s.RxPackets, s.RxBytes, rxDrop, k.RxInvalidDescs)
+		fmt.Fprintf(w, "           tx pkts=%d, bytes=%d, drop=%d, errs=%d, coll=0\n",
+			s.TxPackets, s.TxBytes, s.TxDropped, k.TxInvalidDescs)
+		fmt.Fprintf(w, "           xsk rx_dropped=%d, rx_ring_full=%d, fill_ring_empty=%d, rx_invalid=%d, tx_invalid=%d, tx_ring_empty=%d\n",
+			k.RxDropped, k.RxRingFull, k.RxFillRingEmpty, k.RxInvalidDescs, k.TxInvalidDescs, k.TxRingEmpty)
+	}
+}
+
+// printFDB prints learned addresses in ovs-appctl fdb/show's shape.
+func printFDB(w io.Writer, entries []control.FDBEntry) {
+	fmt.Fprintln(w, " port  VLAN  MAC                Age")
+	for _, e := range entries {
+		fmt.Fprintf(w, "%5d  %4d  %s  %3d\n", e.Port, e.VLAN, e.MAC, e.AgeSec)
+	}
+}

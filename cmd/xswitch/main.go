@@ -1,0 +1,68 @@
+// Command xswitch is the xswitch switch: `xswitch daemon` runs it, every
+// other verb talks to the running daemon, in the manner of ovs-vsctl and
+// ovs-ofctl.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/xswitch/xswitch/control"
+)
+
+// Exit codes.
+const (
+	exitUserError   = 1 // the request was refused or malformed
+	exitUnreachable = 2 // no daemon answered
+)
+
+func main() {
+	root := newRootCommand()
+	if err := root.Execute(); err != nil {
+		fmt.Fprintf(os.Stderr, "xswitch: %v\n", err)
+		var unreachable *control.UnreachableError
+		if errors.As(err, &unreachable) {
+			os.Exit(exitUnreachable)
+		}
+		os.Exit(exitUserError)
+	}
+}
+
+// cli holds what every verb shares.
+type cli struct {
+	socket string
+}
+
+// call sends one request to the daemon.
+func (c *cli) call(req control.Request) (*control.Response, error) {
+	return control.Call(c.socket, req)
+}
+
+func newRootCommand() *cobra.Command {
+	c := &cli{}
+	root := &cobra.Command{
+		Use:   "xswitch",
+		Short: "A software switch whose ports are AF_XDP sockets",
+		Long: `xswitch is a software switch in the family of Open vSwitch whose ports are
+AF_XDP sockets. "xswitch daemon" runs the switch; every other verb talks to
+the running daemon over its unix socket.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	defaultSocket := control.DefaultSocket
+	if s := os.Getenv("XSWITCH_SOCK"); s != "" {
+		defaultSocket = s
+	}
+	root.PersistentFlags().StringVar(&c.socket, "sock", defaultSocket, "the daemon's unix socket (env XSWITCH_SOCK)")
+	root.AddCommand(
+		c.daemonCommand(),
+		c.addBridgeCommand(), c.delBridgeCommand(), c.listBridgesCommand(),
+		c.addPortCommand(), c.delPortCommand(), c.listPortsCommand(),
+		c.showCommand(), c.dumpPortsCommand(), c.fdbShowCommand(),
+		c.demoCommand(),
+	)
+	return root
+}

@@ -1,0 +1,190 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+
+	"github.com/spf13/cobra"
+
+	"github.com/xswitch/xswitch/control"
+)
+
+func (c *cli) addBridgeCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "add-br BRIDGE",
+		Short: "Create a bridge",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			_, err := c.call(control.Request{Verb: control.VerbAddBridge, Bridge: args[0]})
+			return err
+		},
+	}
+}
+
+func (c *cli) delBridgeCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "del-br BRIDGE",
+		Short: "Delete a bridge and all its ports",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			_, err := c.call(control.Request{Verb: control.VerbDelBridge, Bridge: args[0]})
+			return err
+		},
+	}
+}
+
+func (c *cli) listBridgesCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "list-br",
+		Short: "List the bridges, one per line",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			bridges, err := c.show("")
+			if err != nil {
+				return err
+			}
+			for _, b := range bridges {
+				fmt.Println(b.Name)
+			}
+			return nil
+		},
+	}
+}
+
+func (c *cli) addPortCommand() *cobra.Command {
+	var pc control.PortConfig
+	var ofport uint16
+	cmd := &cobra.Command{
+		Use:   "add-port BRIDGE IFACE",
+		Short: "Add an interface to a bridge as an AF_XDP port",
+		Long: `Add an interface to a bridge as an AF_XDP port.
+
+Without --netns, IFACE must exist (a physical, veth or tap interface).
+With --netns NS, add-port creates a veth pair: IFACE stays with the switch,
+its peer (--peer, default eth0) moves into the existing namespace NS, is
+brought up and given --address, and gets TX checksum offload turned off.
+del-port deletes such a pair again.`,
+		Example: `  xswitch add-port br0 eth1
+  xswitch add-port br0 vm1 --netns ns1 --address 10.0.0.1/24`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			pc.Name = args[1]
+			pc.OFPort = ofport
+			_, err := c.call(control.Request{Verb: control.VerbAddPort, Bridge: args[0], AddPort: &pc})
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.Uint16Var(&ofport, "ofport", 0, "OpenFlow port number (default: the lowest free one)")
+	f.StringVar(&pc.Mode, "mode", "auto", "AF_XDP mode: auto, zerocopy, copy or generic")
+	f.IntVar(&pc.Queues, "queues", 0, "number of rx queues to serve (default: all of the interface's)")
+	f.StringVar(&pc.Netns, "netns", "", "create a veth pair whose peer goes into this existing network namespace")
+	f.StringVar(&pc.Peer, "peer", "", "name of the veth peer inside --netns (default eth0)")
+	f.StringVar(&pc.Address, "address", "", "address of the veth peer, as CIDR (10.0.0.1/24, fd00::1/64)")
+	return cmd
+}
+
+func (c *cli) delPortCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "del-port BRIDGE IFACE",
+		Short: "Remove a port from a bridge (and delete its veth pair if add-port made it)",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			_, err := c.call(control.Request{Verb: control.VerbDelPort, Bridge: args[0], Port: args[1]})
+			return err
+		},
+	}
+}
+
+func (c *cli) listPortsCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "list-ports BRIDGE",
+		Short: "List a bridge's ports, one per line",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			bridges, err := c.show(args[0])
+			if err != nil {
+				return err
+			}
+			printPortNames(os.Stdout, bridges[0])
+			return nil
+		},
+	}
+}
+
+func (c *cli) showCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "show",
+		Short: "Show every bridge and port with how it is attached",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			bridges, err := c.show("")
+			if err != nil {
+				return err
+			}
+			printShow(os.Stdout, bridges)
+			return nil
+		},
+	}
+}
+
+func (c *cli) dumpPortsCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "dump-ports BRIDGE [PORT]",
+		Short: "Print port counters, as ovs-ofctl dump-ports does",
+		Args:  cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			bridges, err := c.show(args[0])
+			if err != nil {
+				return err
+			}
+			ports := bridges[0].Ports
+			if len(args) == 2 {
+				p, err := findPort(bridges[0], args[1])
+				if err != nil {
+					return err
+				}
+				ports = []control.PortStatus{p}
+			}
+			printDumpPorts(os.Stdout, ports)
+			return nil
+		},
+	}
+}
+
+func (c *cli) fdbShowCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "fdb-show BRIDGE",
+		Short: "Print the learned MAC addresses, as ovs-appctl fdb/show does",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			resp, err := c.call(control.Request{Verb: control.VerbFDB, Bridge: args[0]})
+			if err != nil {
+				return err
+			}
+			printFDB(os.Stdout, resp.FDB)
+			return nil
+		},
+	}
+}
+
+// show asks for the status of every bridge, or of one.
+func (c *cli) show(bridge string) ([]control.BridgeStatus, error) {
+	resp, err := c.call(control.Request{Verb: control.VerbShow, Bridge: bridge})
+	if err != nil {
+		return nil, err
+	}
+	return resp.Bridges, nil
+}
+
+// findPort finds a port by name or OpenFlow number, as ovs-ofctl accepts.
+func findPort(b control.BridgeStatus, nameOrNumber string) (control.PortStatus, error) {
+	n, numErr := strconv.ParseUint(nameOrNumber, 10, 16)
+	for _, p := range b.Ports {
+		if p.Name == nameOrNumber || (numErr == nil && uint64(p.OFPort) == n) {
+			return p, nil
+		}
+	}
+	return control.PortStatus{}, fmt.Errorf("no port %q on bridge %s", nameOrNumber, b.Name)
+}

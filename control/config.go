@@ -1,0 +1,114 @@
+package control
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// Config is everything the daemon persists: what a restart must restore.
+type Config struct {
+	Bridges []BridgeConfig `json:"bridges"`
+}
+
+// BridgeConfig is one bridge and its ports.
+type BridgeConfig struct {
+	Name  string       `json:"name"`
+	Ports []PortConfig `json:"ports"`
+}
+
+// PortConfig is one port as the user asked for it.
+type PortConfig struct {
+	Name   string `json:"name"`
+	OFPort uint16 `json:"ofport,omitempty"`
+	Mode   string `json:"mode,omitempty"`
+	Queues int    `json:"queues,omitempty"`
+	// Netns, Peer and Address describe a veth pair that xswitch created and
+	// so owns: it recreates the pair after a reboot and deletes it with the
+	// port. A port without Netns is an existing interface it only attaches.
+	Netns   string `json:"netns,omitempty"`
+	Peer    string `json:"peer,omitempty"`
+	Address string `json:"address,omitempty"`
+}
+
+func (c *Config) bridge(name string) *BridgeConfig {
+	for i := range c.Bridges {
+		if c.Bridges[i].Name == name {
+			return &c.Bridges[i]
+		}
+	}
+	return nil
+}
+
+// clone returns a deep copy, so that a change can be built aside and
+// committed only once it is saved.
+func (c *Config) clone() *Config {
+	out := &Config{Bridges: make([]BridgeConfig, len(c.Bridges))}
+	for i, b := range c.Bridges {
+		out.Bridges[i] = BridgeConfig{Name: b.Name, Ports: append([]PortConfig(nil), b.Ports...)}
+	}
+	return out
+}
+
+// LoadConfig reads the configuration at path. A missing file is an empty
+// configuration; a file that does not parse is an error, and the file is
+// left alone for the operator to inspect.
+func LoadConfig(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return &Config{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var c Config
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		return nil, fmt.Errorf("configuration %s is corrupt (%v); fix or move it away, xswitch will not overwrite it", path, err)
+	}
+	return &c, nil
+}
+
+// SaveConfig writes c to path atomically: a crash at any moment leaves
+// either the old file or the new one, never a torn one.
+func SaveConfig(path string, c *Config) error {
+	data, err := json.MarshalIndent(c, "", "  ")
+	if err != nil {
+		return err
+	}
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // after a successful rename there is nothing to remove
+	if _, err := tmp.Write(append(data, '\n')); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	// The rename is durable only once the directory is.
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

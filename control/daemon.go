@@ -1,0 +1,379 @@
+package control
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+
+	vswitch "github.com/xswitch/xswitch/switch"
+
+	"github.com/xswitch/xswitch/port"
+	"github.com/xswitch/xswitch/port/afxdp"
+	"github.com/xswitch/xswitch/port/veth"
+)
+
+// maxNameLen is the kernel's limit on interface names (IFNAMSIZ-1); bridge
+// names follow it too, as in OVS, where a bridge is also an interface.
+const maxNameLen = 15
+
+// Daemon owns the bridges and the persisted configuration. Its methods are
+// the verbs of the protocol; each either applies completely and is saved
+// before it returns, or changes nothing and returns an error.
+type Daemon struct {
+	dbPath string
+	log    *slog.Logger
+
+	mu      sync.Mutex // serializes verbs
+	cfg     *Config    // what is saved: the truth a restart restores
+	bridges map[string]*vswitch.Bridge
+	down    map[string]error // ports in cfg that could not be opened, by name
+}
+
+// NewDaemon loads the configuration at dbPath and brings up every bridge and
+// port it lists. A port that cannot be opened stays configured and is shown
+// as down with the reason; a configuration that cannot be read is an error.
+func NewDaemon(dbPath string, log *slog.Logger) (*Daemon, error) {
+	cfg, err := LoadConfig(dbPath)
+	if err != nil {
+		return nil, err
+	}
+	d := &Daemon{
+		dbPath:  dbPath,
+		log:     log,
+		cfg:     cfg,
+		bridges: map[string]*vswitch.Bridge{},
+		down:    map[string]error{},
+	}
+	for _, bc := range cfg.Bridges {
+		b, err := vswitch.New(bc.Name, vswitch.Options{})
+		if err != nil {
+			d.Close()
+			return nil, fmt.Errorf("restoring bridge %s: %w", bc.Name, err)
+		}
+		d.bridges[bc.Name] = b
+		for _, pc := range bc.Ports {
+			if err := d.restorePort(b, pc); err != nil {
+				d.down[pc.Name] = err
+				log.Error("port is down", "bridge", bc.Name, "port", pc.Name, "err", err)
+				continue
+			}
+			log.Info("port restored", "bridge", bc.Name, "port", pc.Name)
+		}
+	}
+	log.Info("configuration loaded", "path", dbPath, "bridges", len(cfg.Bridges))
+	return d, nil
+}
+
+// restorePort re-attaches a configured port, recreating its veth pair if
+// xswitch made it and it is gone (after a reboot, say).
+func (d *Daemon) restorePort(b *vswitch.Bridge, pc PortConfig) error {
+	if pc.Netns != "" && !veth.Exists(pc.Name) {
+		if err := veth.Create(vethConfig(pc)); err != nil {
+			return err
+		}
+	}
+	p, err := openPort(pc)
+	if err != nil {
+		return err
+	}
+	if _, err := b.AddPort(p, pc.OFPort); err != nil {
+		p.Close()
+		return err
+	}
+	return nil
+}
+
+func vethConfig(pc PortConfig) veth.Config {
+	return veth.Config{Name: pc.Name, Namespace: pc.Netns, Peer: pc.Peer, Address: pc.Address}
+}
+
+func openPort(pc PortConfig) (port.Port, error) {
+	mode, err := afxdp.ParseMode(pc.Mode)
+	if err != nil {
+		return nil, err
+	}
+	return afxdp.Open(afxdp.Config{Interface: pc.Name, Queues: pc.Queues, Mode: mode})
+}
+
+// Close stops every bridge and closes its ports, leaving the configuration
+// (and the veth pairs it describes) for the next start.
+func (d *Daemon) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var errs []error
+	for name, b := range d.bridges {
+		if err := b.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("bridge %s: %w", name, err))
+		}
+		delete(d.bridges, name)
+	}
+	return errors.Join(errs...)
+}
+
+// Handle runs one request.
+func (d *Daemon) Handle(req Request) Response {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var err error
+	var resp Response
+	switch req.Verb {
+	case VerbAddBridge:
+		err = d.addBridge(req.Bridge)
+	case VerbDelBridge:
+		err = d.delBridge(req.Bridge)
+	case VerbAddPort:
+		if req.AddPort == nil {
+			err = errors.New("add-port without a port")
+			break
+		}
+		err = d.addPort(req.Bridge, *req.AddPort)
+	case VerbDelPort:
+		err = d.delPort(req.Bridge, req.Port)
+	case VerbShow:
+		resp.Bridges, err = d.show(req.Bridge)
+	case VerbFDB:
+		resp.FDB, err = d.fdb(req.Bridge)
+	default:
+		err = fmt.Errorf("unknown verb %q", req.Verb)
+	}
+	if err != nil {
+		return Response{Error: err.Error()}
+	}
+	return resp
+}
+
+// commit saves next as the configuration and adopts it.
+func (d *Daemon) commit(next *Config) error {
+	if err := SaveConfig(d.dbPath, next); err != nil {
+		return fmt.Errorf("saving the configuration: %w", err)
+	}
+	d.cfg = next
+	return nil
+}
+
+func validateName(what, name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("no %s name given", what)
+	case len(name) > maxNameLen:
+		return fmt.Errorf("%s name %q is longer than %d characters", what, name, maxNameLen)
+	case strings.ContainsAny(name, "/ \t\n:") || name == "." || name == "..":
+		return fmt.Errorf("%s name %q is not a valid interface name", what, name)
+	}
+	return nil
+}
+
+func (d *Daemon) bridge(name string) (*vswitch.Bridge, error) {
+	if b, ok := d.bridges[name]; ok {
+		return b, nil
+	}
+	return nil, fmt.Errorf("no bridge %q", name)
+}
+
+func (d *Daemon) addBridge(name string) error {
+	if err := validateName("bridge", name); err != nil {
+		return err
+	}
+	if _, ok := d.bridges[name]; ok {
+		return fmt.Errorf("bridge %q already exists", name)
+	}
+	b, err := vswitch.New(name, vswitch.Options{})
+	if err != nil {
+		return err
+	}
+	next := d.cfg.clone()
+	next.Bridges = append(next.Bridges, BridgeConfig{Name: name, Ports: []PortConfig{}})
+	if err := d.commit(next); err != nil {
+		b.Close()
+		return err
+	}
+	d.bridges[name] = b
+	d.log.Info("bridge added", "bridge", name)
+	return nil
+}
+
+func (d *Daemon) delBridge(name string) error {
+	b, err := d.bridge(name)
+	if err != nil {
+		return err
+	}
+	next := d.cfg.clone()
+	ports := next.bridge(name).Ports
+	next.Bridges = slices.DeleteFunc(next.Bridges, func(bc BridgeConfig) bool { return bc.Name == name })
+	// Forget first, then tear down: a crash in between leaves at worst a
+	// veth pair that nothing refers to, never a configuration that points
+	// at ports that are gone.
+	if err := d.commit(next); err != nil {
+		return err
+	}
+	delete(d.bridges, name)
+	if err := b.Close(); err != nil {
+		d.log.Error("closing bridge", "bridge", name, "err", err)
+	}
+	for _, pc := range ports {
+		d.deleteOwnedVeth(pc)
+		delete(d.down, pc.Name)
+	}
+	d.log.Info("bridge deleted", "bridge", name)
+	return nil
+}
+
+// portOwner returns the bridge a port of that name is on, if any.
+func (d *Daemon) portOwner(name string) string {
+	for _, bc := range d.cfg.Bridges {
+		for _, pc := range bc.Ports {
+			if pc.Name == name {
+				return bc.Name
+			}
+		}
+	}
+	return ""
+}
+
+func (d *Daemon) addPort(bridge string, pc PortConfig) (err error) {
+	b, err := d.bridge(bridge)
+	if err != nil {
+		return err
+	}
+	if err := validateName("port", pc.Name); err != nil {
+		return err
+	}
+	if owner := d.portOwner(pc.Name); owner != "" {
+		return fmt.Errorf("interface %q is already a port of bridge %s", pc.Name, owner)
+	}
+	if pc.OFPort > vswitch.MaxOFPort {
+		return fmt.Errorf("ofport %d out of range 1-%d", pc.OFPort, vswitch.MaxOFPort)
+	}
+	if _, err := afxdp.ParseMode(pc.Mode); err != nil {
+		return err
+	}
+	if pc.Netns == "" && (pc.Peer != "" || pc.Address != "") {
+		return errors.New("--peer and --address need --netns: they describe a veth pair that add-port creates")
+	}
+	if pc.Netns != "" {
+		if pc.Peer == "" {
+			pc.Peer = veth.DefaultPeer
+		}
+		if err := veth.Create(vethConfig(pc)); err != nil {
+			return err
+		}
+		defer func() {
+			if err != nil {
+				d.deleteOwnedVeth(pc)
+			}
+		}()
+	}
+	p, err := openPort(pc)
+	if err != nil {
+		return err
+	}
+	ofport, err := b.AddPort(p, pc.OFPort)
+	if err != nil {
+		p.Close()
+		return err
+	}
+	pc.OFPort = ofport
+	next := d.cfg.clone()
+	bc := next.bridge(bridge)
+	bc.Ports = append(bc.Ports, pc)
+	if err := d.commit(next); err != nil {
+		b.RemovePort(pc.Name)
+		return err
+	}
+	d.log.Info("port added", "bridge", bridge, "port", pc.Name, "ofport", ofport, "info", p.Info())
+	return nil
+}
+
+func (d *Daemon) delPort(bridge, name string) error {
+	b, err := d.bridge(bridge)
+	if err != nil {
+		return err
+	}
+	next := d.cfg.clone()
+	bc := next.bridge(bridge)
+	i := slices.IndexFunc(bc.Ports, func(pc PortConfig) bool { return pc.Name == name })
+	if i < 0 {
+		return fmt.Errorf("no port %q on bridge %s", name, bridge)
+	}
+	pc := bc.Ports[i]
+	bc.Ports = slices.Delete(bc.Ports, i, i+1)
+	if err := d.commit(next); err != nil {
+		return err
+	}
+	if _, wasDown := d.down[name]; wasDown {
+		delete(d.down, name)
+	} else if err := b.RemovePort(name); err != nil {
+		d.log.Error("closing port", "bridge", bridge, "port", name, "err", err)
+	}
+	d.deleteOwnedVeth(pc)
+	d.log.Info("port deleted", "bridge", bridge, "port", name)
+	return nil
+}
+
+// deleteOwnedVeth deletes the veth pair of a port if xswitch created it.
+func (d *Daemon) deleteOwnedVeth(pc PortConfig) {
+	if pc.Netns == "" {
+		return
+	}
+	if err := veth.Delete(pc.Name); err != nil {
+		d.log.Error("deleting veth pair", "port", pc.Name, "err", err)
+	}
+}
+
+// show describes every bridge, or only the named one.
+func (d *Daemon) show(only string) ([]BridgeStatus, error) {
+	if only != "" {
+		if _, err := d.bridge(only); err != nil {
+			return nil, err
+		}
+	}
+	out := []BridgeStatus{}
+	for _, bc := range d.cfg.Bridges {
+		if only != "" && bc.Name != only {
+			continue
+		}
+		live := map[string]vswitch.PortStatus{}
+		for _, ps := range d.bridges[bc.Name].Ports() {
+			live[ps.Name] = ps
+		}
+		bs := BridgeStatus{Name: bc.Name, Ports: []PortStatus{}}
+		for _, pc := range bc.Ports {
+			ps := PortStatus{PortConfig: pc, OFPort: pc.OFPort}
+			if l, ok := live[pc.Name]; ok {
+				ps.Info = l.Info
+				ps.Stats = PortStats{
+					RxPackets: l.Stats.RxPackets, RxBytes: l.Stats.RxBytes, RxDropped: l.Stats.RxDropped,
+					TxPackets: l.Stats.TxPackets, TxBytes: l.Stats.TxBytes, TxDropped: l.Stats.TxDropped,
+					Kernel: l.Stats.Port,
+				}
+			} else if err := d.down[pc.Name]; err != nil {
+				ps.Error = err.Error()
+			}
+			bs.Ports = append(bs.Ports, ps)
+		}
+		slices.SortFunc(bs.Ports, func(a, b PortStatus) int { return int(a.OFPort) - int(b.OFPort) })
+		out = append(out, bs)
+	}
+	slices.SortFunc(out, func(a, b BridgeStatus) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+func (d *Daemon) fdb(bridge string) ([]FDBEntry, error) {
+	b, err := d.bridge(bridge)
+	if err != nil {
+		return nil, err
+	}
+	out := []FDBEntry{}
+	for _, e := range b.FDB() {
+		out = append(out, FDBEntry{
+			Port:   e.Port,
+			VLAN:   e.VLAN,
+			MAC:    fmt.Sprintf("%02x:%02x:%02x:%02x:%02x:%02x", e.MAC[0], e.MAC[1], e.MAC[2], e.MAC[3], e.MAC[4], e.MAC[5]),
+			AgeSec: int(e.Age.Seconds()),
+		})
+	}
+	return out, nil
+}
