@@ -1,0 +1,75 @@
+package control
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestConfigRoundTrip(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sub", "conf.json")
+	want := &Config{Bridges: []BridgeConfig{{
+		Name: "br0",
+		Ports: []PortConfig{
+			{Name: "p1", OFPort: 1, Netns: "ns1", Peer: "eth0", Address: "10.0.0.1/24"},
+			{Name: "eth9", OFPort: 7, Mode: "generic", Queues: 2},
+		},
+	}}}
+	if err := SaveConfig(path, want); err != nil {
+		t.Fatal(err)
+	}
+	got, err := LoadConfig(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Bridges) != 1 || len(got.Bridges[0].Ports) != 2 || got.Bridges[0].Ports[1] != want.Bridges[0].Ports[1] {
+		t.Fatalf("loaded %+v; want %+v", got, want)
+	}
+	entries, _ := os.ReadDir(filepath.Dir(path))
+	if len(entries) != 1 {
+		t.Fatalf("saving left %d files behind; want only the configuration", len(entries))
+	}
+}
+
+func TestMissingConfigIsEmpty(t *testing.T) {
+	c, err := LoadConfig(filepath.Join(t.TempDir(), "none.json"))
+	if err != nil || len(c.Bridges) != 0 {
+		t.Fatalf("LoadConfig = %+v, %v; want empty, nil", c, err)
+	}
+}
+
+func TestCorruptConfigIsRefusedAndKept(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "conf.json")
+	for _, corrupt := range []string{`{"bridges": [`, `{"bridges": [], "surprise": 1}`, "\x00\x01"} {
+		os.WriteFile(path, []byte(corrupt), 0o600)
+		_, err := LoadConfig(path)
+		if err == nil || !strings.Contains(err.Error(), "corrupt") {
+			t.Fatalf("LoadConfig(%q) = %v; want a corrupt-configuration error", corrupt, err)
+		}
+		if data, _ := os.ReadFile(path); string(data) != corrupt {
+			t.Fatal("the corrupt file was changed")
+		}
+	}
+}
+
+func TestCloneIsDeep(t *testing.T) {
+	c := &Config{Bridges: []BridgeConfig{{Name: "br0", Ports: []PortConfig{{Name: "p1"}}}}}
+	d := c.clone()
+	d.Bridges[0].Ports[0].Name = "changed"
+	d.Bridges[0].Ports = append(d.Bridges[0].Ports, PortConfig{Name: "p2"})
+	if c.Bridges[0].Ports[0].Name != "p1" || len(c.Bridges[0].Ports) != 1 {
+		t.Fatal("changing a clone changed the original")
+	}
+}
+
+func TestValidateName(t *testing.T) {
+	for name, ok := range map[string]bool{
+		"br0": true, "abcdefghijklmno": true,
+		"": false, "abcdefghijklmnop": false, "a/b": false, "a b": false, "..": false,
+	} {
+		if err := validateName("bridge", name); (err == nil) != ok {
+			t.Errorf("validateName(%q) = %v", name, err)
+		}
+	}
+}
