@@ -3,15 +3,17 @@ module github.com/xswitch/xswitch
 go 1.26.8
 
 require (
-	github.com/cilium/ebpf v0.22.0 // indirect
-	github.com/google/gopacket v1.1.19 // indirect
-	github.com/hashicorp/golang-lru/v2 v2.0.7 // indirect
+	github.com/cilium/ebpf v0.22.0
+	github.com/google/gopacket v1.1.19
+	github.com/spf13/cobra v1.10.2
+	github.com/vishvananda/netlink v1.3.1
+	github.com/vishvananda/netns v0.0.5
+	golang.org/x/sys v0.50.0
+)
+
+require (
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
-	github.com/spf13/cobra v1.10.2 // indirect
 	github.com/spf13/pflag v1.0.10 // indirect
-	github.com/vishvananda/netlink v1.3.1 // indirect
-	github.com/vishvananda/netns v0.0.5 // indirect
-	golang.org/x/sys v0.50.0 // indirect
 )
 
 tool github.com/cilium/ebpf/cmd/bpf2go
