@@ -166,6 +166,11 @@ func Open(cfg Config) (p *Port, err error) {
 		}
 		return nil, fmt.Errorf("look up interface %q: %w", cfg.Interface, err)
 	}
+	if lnk.Attrs().EncapType == "loopback" {
+		// Frames on lo have no Ethernet header worth switching, and
+		// redirecting them would cut the host off from itself.
+		return nil, fmt.Errorf("interface %q is a loopback device and cannot be a switch port", cfg.Interface)
+	}
 	ifindex := lnk.Attrs().Index
 	// Netlink reports how many rx queues the device could have (veth says
 	// one per CPU); sysfs lists those in use, which is what bind accepts.
