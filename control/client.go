@@ -22,7 +22,7 @@ type UnreachableError struct {
 }
 
 func (e *UnreachableError) Error() string {
-	return fmt.Sprintf("cannot reach the xswitch daemon at %s (is \"xswitch daemon\" running?): %v", e.Socket, e.Err)
+	return fmt.Sprintf("cannot reach the xswitch daemon at %s: it is not running, or not on that socket (start it with \"xswitch daemon\"): %v", e.Socket, e.Err)
 }
 
 func (e *UnreachableError) Unwrap() error { return e.Err }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xswitch/xswitch/internal/race"
 	"github.com/xswitch/xswitch/port"
 )
 
@@ -40,7 +41,7 @@ func (e *echoBatch) run() (sent, received int) {
 }
 
 func TestFramePathDoesNotAllocate(t *testing.T) {
-	if raceEnabled {
+	if race.Enabled {
 		t.Skip("the race detector changes allocation counts")
 	}
 	b := newTestbed(t)

@@ -1,5 +1,0 @@
-//go:build !race
-
-package afxdp
-
-const raceEnabled = false
