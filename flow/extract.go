@@ -1,0 +1,441 @@
+package flow
+
+import (
+	"encoding/binary"
+	"errors"
+
+	"github.com/google/gopacket"
+	"github.com/google/gopacket/layers"
+)
+
+// Extractor turns frames into Keys. It owns one gopacket DecodingLayerParser
+// over preallocated layers and is used by one forwarding goroutine (not safe
+// for concurrent use).
+//
+// The layers are thin wrappers around gopacket's. gopacket's NextLayerType
+// follows its whole protocol graph (IP in IP, transparent Ethernet bridging,
+// VXLAN and DNS guessed from ports, whatever a program registers), and a
+// second IPv4 or Ethernet header would overwrite the one the key is made
+// of. The wrappers stop where OVS's flow extraction stops; they also carry
+// what gopacket does not decode the way OVS does: first IPv4 fragments
+// continue into their L4 header, LLC/SNAP frames get their SNAP type, and
+// the IPv6 extension headers that OVS looks through (routing, destination
+// options, fragment, AH) have decoders.
+//
+// Two choices differ from OVS: a later IPv6 fragment keeps its upper-layer
+// protocol in NwProto, as a later IPv4 fragment does (OVS puts 44, the
+// fragment header, there); and an ARP opcode above 255 keys on its low 8
+// bits (OVS leaves the ARP fields zero).
+//
+// Frames decode without allocating, except IPv6 packets with hop-by-hop
+// options (MLD reports): gopacket decodes each option into a new object.
+type Extractor struct {
+	parser  *gopacket.DecodingLayerParser
+	layers  gopacket.DecodingLayerContainer
+	decoded []gopacket.LayerType
+
+	eth      ethernetLayer
+	dot1q    dot1qLayer
+	arp      layers.ARP
+	ipv4     ipv4Layer
+	ipv6     ipv6Layer
+	routing  ipv6ExtHeader
+	destOpts ipv6ExtHeader
+	ah       ipv6ExtHeader
+	fragment ipv6FragmentHeader
+	tcp      tcpLayer
+	udp      udpLayer
+	icmpv4   icmpv4Layer
+	icmpv6   icmpv6Layer
+}
+
+// NewExtractor returns an Extractor ready to use.
+func NewExtractor() *Extractor {
+	e := &Extractor{
+		// Ethernet, two tags, IPv6, a few extension headers, L4: more only
+		// for odd frames, for which growing once is fine.
+		decoded:  make([]gopacket.LayerType, 0, 16),
+		routing:  ipv6ExtHeader{layerType: layers.LayerTypeIPv6Routing},
+		destOpts: ipv6ExtHeader{layerType: layers.LayerTypeIPv6Destination},
+		ah:       ipv6ExtHeader{layerType: layers.LayerTypeIPSecAH},
+	}
+	// Options take at least one byte of a header's 40 bytes of options:
+	// with this capacity, option lists never grow, and never allocate.
+	e.ipv4.Options = make([]layers.IPv4Option, 0, 40)
+	e.tcp.Options = make([]layers.TCPOption, 0, 40)
+
+	var container gopacket.DecodingLayerContainer = gopacket.DecodingLayerSparse(nil)
+	for _, l := range []gopacket.DecodingLayer{
+		&e.eth, &e.dot1q, &e.arp, &e.ipv4, &e.ipv6, &e.routing, &e.destOpts, &e.ah, &e.fragment,
+		&e.tcp, &e.udp, &e.icmpv4, &e.icmpv6,
+	} {
+		container = container.Put(l)
+	}
+	e.layers = container
+	e.parser = gopacket.NewDecodingLayerParser(layers.LayerTypeEthernet)
+	e.parser.SetDecodingLayerContainer(container)
+	// Without it, every frame that ends in a protocol the key ignores would
+	// be an error, and building that error allocates.
+	e.parser.IgnoreUnsupported = true
+	return e
+}
+
+// Extract fills *k from frame, which arrived on OpenFlow port inPort, and
+// reports whether the frame was well formed. A truncated or malformed frame
+// yields a key with what could be read (fields of layers that did not
+// decode stay zero) and false; it never panics.
+func (e *Extractor) Extract(frame []byte, inPort uint16, k *Key) (ok bool) {
+	*k = Key{InPort: inPort}
+	err := e.parser.DecodeLayers(frame, &e.decoded)
+	for _, typ := range e.decoded {
+		e.fill(typ, k)
+	}
+	return err == nil && !e.parser.Truncated && !e.endsBeforeHeader()
+}
+
+// fill copies into k the fields of the layer of type typ, which decoded
+// last among the layers of its type. The parser reuses one layer per type,
+// so when a type repeats (stacked tags, destination options before and
+// after a routing header), the layer holds its last occurrence; the fields
+// that come from the outermost one are taken with that in mind.
+func (e *Extractor) fill(typ gopacket.LayerType, k *Key) {
+	switch typ {
+	case layers.LayerTypeEthernet:
+		copy(k.DlDst[:], e.eth.DstMAC)
+		copy(k.DlSrc[:], e.eth.SrcMAC)
+		k.DlType = e.eth.dlType
+	case layers.LayerTypeDot1Q:
+		if k.VLANTCI == 0 {
+			// The outermost tag starts the Ethernet payload.
+			k.VLANTCI = binary.BigEndian.Uint16(e.eth.Payload) | VLANCFI
+		}
+		k.DlType = e.dot1q.dlType
+	case layers.LayerTypeARP:
+		a := &e.arp
+		if a.AddrType == layers.LinkTypeEthernet && a.Protocol == layers.EthernetTypeIPv4 &&
+			a.HwAddressSize == 6 && a.ProtAddressSize == 4 {
+			k.NwProto = uint8(a.Operation)
+			copy(k.NwSrc[:], a.SourceProtAddress)
+			copy(k.NwDst[:], a.DstProtAddress)
+		}
+	case layers.LayerTypeIPv4:
+		ip := &e.ipv4
+		copy(k.NwSrc[:], ip.SrcIP)
+		copy(k.NwDst[:], ip.DstIP)
+		k.NwProto = uint8(ip.Protocol)
+		k.NwTOS = ip.TOS
+		k.NwTTL = ip.TTL
+		if ip.Flags&layers.IPv4MoreFragments != 0 || ip.FragOffset != 0 {
+			k.NwFrag = FragAny
+		}
+		if ip.FragOffset != 0 {
+			k.NwFrag |= FragLater
+		}
+	case layers.LayerTypeIPv6:
+		ip := &e.ipv6
+		copy(k.IPv6Src[:], ip.SrcIP)
+		copy(k.IPv6Dst[:], ip.DstIP)
+		k.NwProto = uint8(ip.nextHeader())
+		k.NwTOS = ip.TrafficClass
+		k.NwTTL = ip.HopLimit
+	case layers.LayerTypeIPv6Routing:
+		k.NwProto = uint8(e.routing.nextHeader)
+	case layers.LayerTypeIPv6Destination:
+		k.NwProto = uint8(e.destOpts.nextHeader)
+	case layers.LayerTypeIPSecAH:
+		k.NwProto = uint8(e.ah.nextHeader)
+	case layers.LayerTypeIPv6Fragment:
+		f := &e.fragment
+		k.NwProto = uint8(f.nextHeader)
+		if f.more || f.offset != 0 {
+			k.NwFrag = FragAny
+		}
+		if f.offset != 0 {
+			k.NwFrag |= FragLater
+		}
+	case layers.LayerTypeTCP:
+		k.TpSrc = uint16(e.tcp.SrcPort)
+		k.TpDst = uint16(e.tcp.DstPort)
+	case layers.LayerTypeUDP:
+		k.TpSrc = uint16(e.udp.SrcPort)
+		k.TpDst = uint16(e.udp.DstPort)
+	case layers.LayerTypeICMPv4:
+		k.TpSrc = uint16(e.icmpv4.TypeCode.Type())
+		k.TpDst = uint16(e.icmpv4.TypeCode.Code())
+	case layers.LayerTypeICMPv6:
+		k.TpSrc = uint16(e.icmpv6.TypeCode.Type())
+		k.TpDst = uint16(e.icmpv6.TypeCode.Code())
+	}
+}
+
+// endsBeforeHeader reports whether the frame ends where a header the key
+// reads should start: gopacket stops quietly at an empty payload, whatever
+// the last layer announced.
+func (e *Extractor) endsBeforeHeader() bool {
+	if len(e.decoded) == 0 {
+		return false
+	}
+	last, _ := e.layers.Decoder(e.decoded[len(e.decoded)-1])
+	_, known := e.layers.Decoder(last.NextLayerType())
+	return known && len(last.LayerPayload()) == 0
+}
+
+// stopDecoding is the next layer type of a layer after which the key reads
+// nothing: no layer of the Extractor decodes it.
+var stopDecoding = gopacket.LayerTypePayload
+
+// OVS's dl_type for an 802.3 frame that is not Ethernet II or SNAP
+// (FLOW_DL_TYPE_NONE).
+const dlTypeNone = 0x05ff
+
+// dlType returns OVS's dl_type for the EtherType or 802.3 length field typ
+// followed by payload, and what follows the LLC/SNAP header of a SNAP frame
+// (payload itself otherwise).
+func dlType(typ uint16, payload []byte) (uint16, []byte) {
+	const minEtherType = 0x0600
+	if typ >= minEtherType {
+		return typ, payload
+	}
+	// 802.2 LLC with DSAP = SSAP = SNAP, unnumbered information, and the
+	// SNAP organization code 0 that marks an EtherType.
+	if len(payload) < 8 || payload[0] != 0xaa || payload[1] != 0xaa || payload[2] != 0x03 ||
+		payload[3] != 0 || payload[4] != 0 || payload[5] != 0 {
+		return dlTypeNone, payload
+	}
+	if snapType := binary.BigEndian.Uint16(payload[6:8]); snapType >= minEtherType {
+		return snapType, payload[8:]
+	}
+	return dlTypeNone, payload
+}
+
+func etherTypeNextLayer(dlType uint16) gopacket.LayerType {
+	switch dlType {
+	case EtherTypeVLAN, uint16(layers.EthernetTypeQinQ):
+		return layers.LayerTypeDot1Q
+	case EtherTypeARP:
+		return layers.LayerTypeARP
+	case EtherTypeIPv4:
+		return layers.LayerTypeIPv4
+	case EtherTypeIPv6:
+		return layers.LayerTypeIPv6
+	}
+	return stopDecoding
+}
+
+type ethernetLayer struct {
+	layers.Ethernet
+	dlType uint16
+}
+
+func (eth *ethernetLayer) DecodeFromBytes(data []byte, df gopacket.DecodeFeedback) error {
+	if err := eth.Ethernet.DecodeFromBytes(data, df); err != nil {
+		return err
+	}
+	// gopacket replaces an 802.3 length with EthernetTypeLLC: read the field.
+	eth.dlType, eth.Payload = dlType(binary.BigEndian.Uint16(data[12:14]), eth.Payload)
+	return nil
+}
+
+func (eth *ethernetLayer) NextLayerType() gopacket.LayerType { return etherTypeNextLayer(eth.dlType) }
+
+type dot1qLayer struct {
+	layers.Dot1Q
+	dlType uint16
+}
+
+func (d *dot1qLayer) DecodeFromBytes(data []byte, df gopacket.DecodeFeedback) error {
+	if err := d.Dot1Q.DecodeFromBytes(data, df); err != nil {
+		return err
+	}
+	d.dlType, d.Payload = dlType(uint16(d.Type), d.Payload)
+	return nil
+}
+
+func (d *dot1qLayer) NextLayerType() gopacket.LayerType { return etherTypeNextLayer(d.dlType) }
+
+var (
+	errIPv4Version      = errors.New("IPv4 header with another IP version")
+	errIPv6Version      = errors.New("IPv6 header with another IP version")
+	errIPv6ExtTruncated = errors.New("truncated IPv6 extension header")
+
+	errIPv6HopByHopPastPayload = errors.New("IPv6 hop-by-hop header longer than the payload length")
+)
+
+// truncationFeedback keeps what a gopacket layer reports, for a wrapper that
+// knows better.
+type truncationFeedback struct{ truncated bool }
+
+func (f *truncationFeedback) SetTruncated() { f.truncated = true }
+
+type ipv4Layer struct{ layers.IPv4 }
+
+func (ip *ipv4Layer) DecodeFromBytes(data []byte, df gopacket.DecodeFeedback) error {
+	if err := ip.IPv4.DecodeFromBytes(data, df); err != nil {
+		return err
+	}
+	if ip.Version != 4 {
+		return errIPv4Version
+	}
+	return nil
+}
+
+// NextLayerType goes on into the L4 header of a first fragment, where
+// gopacket stops at every fragment: OVS keys first fragments on their ports.
+func (ip *ipv4Layer) NextLayerType() gopacket.LayerType {
+	if ip.FragOffset != 0 {
+		return stopDecoding
+	}
+	switch ip.Protocol {
+	case layers.IPProtocolTCP:
+		return layers.LayerTypeTCP
+	case layers.IPProtocolUDP:
+		return layers.LayerTypeUDP
+	case layers.IPProtocolICMPv4:
+		return layers.LayerTypeICMPv4
+	}
+	return stopDecoding
+}
+
+type ipv6Layer struct {
+	layers.IPv6
+	feedback truncationFeedback
+}
+
+func (ip *ipv6Layer) DecodeFromBytes(data []byte, df gopacket.DecodeFeedback) error {
+	ip.feedback = truncationFeedback{}
+	err := ip.IPv6.DecodeFromBytes(data, &ip.feedback)
+	if err == nil && ip.Version != 6 {
+		err = errIPv6Version
+	}
+	if err != nil || ip.HopByHop == nil || ip.Length == 0 {
+		if ip.feedback.truncated {
+			df.SetTruncated()
+		}
+		return err
+	}
+	// gopacket 1.1.19 counts the payload length from after the hop-by-hop
+	// header, so that it calls every such packet truncated, and lets its
+	// payload run hop-by-hop-length bytes into the Ethernet padding.
+	const headerSize = 40
+	end := headerSize + int(ip.Length)
+	if end > len(data) {
+		df.SetTruncated()
+		end = len(data)
+	}
+	start := headerSize + ip.HopByHop.ActualLength
+	if start > end {
+		return errIPv6HopByHopPastPayload
+	}
+	ip.Payload = data[start:end]
+	return nil
+}
+
+// nextHeader is the header after the fixed header and the hop-by-hop
+// options, which gopacket decodes as part of the IPv6 layer.
+func (ip *ipv6Layer) nextHeader() layers.IPProtocol {
+	if ip.HopByHop != nil {
+		return ip.HopByHop.NextHeader
+	}
+	return ip.NextHeader
+}
+
+func (ip *ipv6Layer) NextLayerType() gopacket.LayerType { return ipv6NextLayer(ip.nextHeader()) }
+
+// ipv6NextLayer looks through the extension headers OVS skips to find the
+// upper-layer protocol.
+func ipv6NextLayer(next layers.IPProtocol) gopacket.LayerType {
+	switch next {
+	case layers.IPProtocolTCP:
+		return layers.LayerTypeTCP
+	case layers.IPProtocolUDP:
+		return layers.LayerTypeUDP
+	case layers.IPProtocolICMPv6:
+		return layers.LayerTypeICMPv6
+	case layers.IPProtocolIPv6Routing:
+		return layers.LayerTypeIPv6Routing
+	case layers.IPProtocolIPv6Destination:
+		return layers.LayerTypeIPv6Destination
+	case layers.IPProtocolAH:
+		return layers.LayerTypeIPSecAH
+	case layers.IPProtocolIPv6Fragment:
+		return layers.LayerTypeIPv6Fragment
+	}
+	return stopDecoding
+}
+
+// ipv6ExtHeader is an IPv6 routing, destination options or AH header: only
+// its length and next header matter to the key. (gopacket's own decoders
+// for these allocate, or are not DecodingLayers.)
+type ipv6ExtHeader struct {
+	layers.BaseLayer
+	layerType  gopacket.LayerType
+	nextHeader layers.IPProtocol
+}
+
+func (h *ipv6ExtHeader) DecodeFromBytes(data []byte, df gopacket.DecodeFeedback) error {
+	// Every extension header is at least 8 bytes long.
+	if len(data) < 8 {
+		df.SetTruncated()
+		return errIPv6ExtTruncated
+	}
+	size := (int(data[1]) + 1) * 8
+	if h.layerType == layers.LayerTypeIPSecAH {
+		size = (int(data[1]) + 2) * 4 // RFC 4302 counts 4-byte words, less 2
+	}
+	if len(data) < size {
+		df.SetTruncated()
+		return errIPv6ExtTruncated
+	}
+	h.nextHeader = layers.IPProtocol(data[0])
+	h.BaseLayer = layers.BaseLayer{Contents: data[:size], Payload: data[size:]}
+	return nil
+}
+
+func (h *ipv6ExtHeader) CanDecode() gopacket.LayerClass    { return h.layerType }
+func (h *ipv6ExtHeader) NextLayerType() gopacket.LayerType { return ipv6NextLayer(h.nextHeader) }
+
+// ipv6FragmentHeader decodes the IPv6 fragment header (gopacket's is not a
+// DecodingLayer).
+type ipv6FragmentHeader struct {
+	layers.BaseLayer
+	nextHeader layers.IPProtocol
+	offset     uint16 // in 8-byte units
+	more       bool
+}
+
+func (f *ipv6FragmentHeader) DecodeFromBytes(data []byte, df gopacket.DecodeFeedback) error {
+	const size = 8
+	if len(data) < size {
+		df.SetTruncated()
+		return errIPv6ExtTruncated
+	}
+	f.nextHeader = layers.IPProtocol(data[0])
+	offsetAndFlags := binary.BigEndian.Uint16(data[2:4])
+	f.offset = offsetAndFlags >> 3
+	f.more = offsetAndFlags&1 != 0
+	f.BaseLayer = layers.BaseLayer{Contents: data[:size], Payload: data[size:]}
+	return nil
+}
+
+func (f *ipv6FragmentHeader) CanDecode() gopacket.LayerClass { return layers.LayerTypeIPv6Fragment }
+
+// NextLayerType stops at a later fragment, which has no upper-layer header.
+func (f *ipv6FragmentHeader) NextLayerType() gopacket.LayerType {
+	if f.offset != 0 {
+		return stopDecoding
+	}
+	return ipv6NextLayer(f.nextHeader)
+}
+
+// The L4 layers end the decoding: the key has no field above them.
+type (
+	tcpLayer    struct{ layers.TCP }
+	udpLayer    struct{ layers.UDP }
+	icmpv4Layer struct{ layers.ICMPv4 }
+	icmpv6Layer struct{ layers.ICMPv6 }
+)
+
+func (*tcpLayer) NextLayerType() gopacket.LayerType    { return stopDecoding }
+func (*udpLayer) NextLayerType() gopacket.LayerType    { return stopDecoding }
+func (*icmpv4Layer) NextLayerType() gopacket.LayerType { return stopDecoding }
+func (*icmpv6Layer) NextLayerType() gopacket.LayerType { return stopDecoding }

@@ -1,0 +1,461 @@
+package flow
+
+import (
+	"bytes"
+	"encoding/binary"
+	"net"
+	"reflect"
+	"testing"
+
+	"github.com/google/gopacket"
+	"github.com/google/gopacket/layers"
+
+	"github.com/xswitch/xswitch/internal/race"
+)
+
+var (
+	exMACA = net.HardwareAddr{0x02, 0x00, 0x00, 0x00, 0x00, 0x0a}
+	exMACB = net.HardwareAddr{0x02, 0x00, 0x00, 0x00, 0x00, 0x0b}
+	exIP4A = net.IP{10, 0, 0, 1}
+	exIP4B = net.IP{10, 0, 0, 2}
+	exIP6A = net.ParseIP("fd00::a")
+	exIP6B = net.ParseIP("fd00::b")
+
+	// exPayload ends most test frames: the headers are what precedes it.
+	exPayload = gopacket.Payload("xswitch")
+)
+
+const exInPort = 7
+
+// exCase is a frame and the key it must give.
+type exCase struct {
+	name  string
+	frame []byte
+	want  Key
+	ok    bool
+	// headerEnd is where the last header the key reads ends: a frame cut
+	// before it is not well formed.
+	headerEnd int
+	// allocates is set for frames gopacket cannot decode without allocating.
+	allocates bool
+}
+
+func exSerialize(tb testing.TB, ls ...gopacket.SerializableLayer) []byte {
+	tb.Helper()
+	buf := gopacket.NewSerializeBuffer()
+	if err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true}, ls...); err != nil {
+		tb.Fatalf("serialize %v: %v", ls, err)
+	}
+	return bytes.Clone(buf.Bytes())
+}
+
+func exEth(typ layers.EthernetType) *layers.Ethernet {
+	return &layers.Ethernet{SrcMAC: exMACA, DstMAC: exMACB, EthernetType: typ}
+}
+
+func exIPv4(proto layers.IPProtocol) *layers.IPv4 {
+	return &layers.IPv4{Version: 4, IHL: 5, TOS: 0xb9, TTL: 64, Flags: layers.IPv4DontFragment,
+		Protocol: proto, SrcIP: exIP4A, DstIP: exIP4B}
+}
+
+func exIPv6(next layers.IPProtocol) *layers.IPv6 {
+	return &layers.IPv6{Version: 6, TrafficClass: 0x2a, FlowLabel: 0x12345, HopLimit: 63,
+		NextHeader: next, SrcIP: exIP6A, DstIP: exIP6B}
+}
+
+func exTCP() *layers.TCP {
+	// A SYN as Linux sends it; port 443 tempts gopacket into TLS.
+	return &layers.TCP{SrcPort: 43210, DstPort: 443, SYN: true, Window: 64240, Options: []layers.TCPOption{
+		{OptionType: layers.TCPOptionKindMSS, OptionLength: 4, OptionData: []byte{0x05, 0xb4}},
+		{OptionType: layers.TCPOptionKindSACKPermitted, OptionLength: 2},
+		{OptionType: layers.TCPOptionKindTimestamps, OptionLength: 10, OptionData: make([]byte, 8)},
+		{OptionType: layers.TCPOptionKindNop},
+		{OptionType: layers.TCPOptionKindWindowScale, OptionLength: 3, OptionData: []byte{7}},
+	}}
+}
+
+// exUDP goes to port 53 (4789 with vxlan): gopacket would decode DNS (VXLAN).
+func exUDP(vxlan bool) *layers.UDP {
+	u := &layers.UDP{SrcPort: 5353, DstPort: 53}
+	if vxlan {
+		u.DstPort = 4789
+	}
+	return u
+}
+
+func exIPv4Key(proto uint8, tpSrc, tpDst uint16) Key {
+	return Key{InPort: exInPort, DlDst: [6]byte(exMACB), DlSrc: [6]byte(exMACA), DlType: EtherTypeIPv4,
+		NwProto: proto, NwTOS: 0xb9, NwTTL: 64, NwSrc: [4]byte(exIP4A), NwDst: [4]byte(exIP4B),
+		TpSrc: tpSrc, TpDst: tpDst}
+}
+
+func exIPv6Key(proto uint8, tpSrc, tpDst uint16) Key {
+	return Key{InPort: exInPort, DlDst: [6]byte(exMACB), DlSrc: [6]byte(exMACA), DlType: EtherTypeIPv6,
+		NwProto: proto, NwTOS: 0x2a, NwTTL: 63, IPv6Src: [16]byte(exIP6A), IPv6Dst: [16]byte(exIP6B),
+		TpSrc: tpSrc, TpDst: tpDst}
+}
+
+func exL2Key(dlType uint16) Key {
+	return Key{InPort: exInPort, DlDst: [6]byte(exMACB), DlSrc: [6]byte(exMACA), DlType: dlType}
+}
+
+func exWith(k Key, set func(*Key)) Key {
+	set(&k)
+	return k
+}
+
+// wellFormed builds one frame of each kind the extractor knows, with
+// its key. Frames end in exPayload unless headerEnd says otherwise.
+func exWellFormed(tb testing.TB) []exCase {
+	arp := func(proto layers.EthernetType, protSize uint8, op uint16) *layers.ARP {
+		a := &layers.ARP{AddrType: layers.LinkTypeEthernet, Protocol: proto, HwAddressSize: 6,
+			ProtAddressSize: protSize, Operation: op, SourceHwAddress: exMACA, DstHwAddress: make([]byte, 6),
+			SourceProtAddress: exIP4A, DstProtAddress: exIP4B}
+		if protSize == 16 {
+			a.SourceProtAddress, a.DstProtAddress = exIP6A, exIP6B
+		}
+		return a
+	}
+	fragment := func(ip *layers.IPv4, offset uint16) *layers.IPv4 {
+		ip.Flags, ip.FragOffset = layers.IPv4MoreFragments, offset
+		return ip
+	}
+	// An IPv6 fragment header: next header, reserved, offset<<3 | M, id.
+	ipv6Fragment := func(offset uint16, more bool) gopacket.Payload {
+		h := []byte{byte(layers.IPProtocolUDP), 0, 0, 0, 0xca, 0xfe, 0xf0, 0x0d}
+		binary.BigEndian.PutUint16(h[2:], offset<<3)
+		if more {
+			h[3] |= 1
+		}
+		return h
+	}
+	vlan := func(pcp uint8, vid uint16, typ layers.EthernetType) *layers.Dot1Q {
+		return &layers.Dot1Q{Priority: pcp, VLANIdentifier: vid, Type: typ}
+	}
+	mldv2Report := &layers.ICMPv6{TypeCode: layers.CreateICMPv6TypeCode(layers.ICMPv6TypeMLDv2MulticastListenerReportMessageV2, 0)}
+	ns := &layers.ICMPv6NeighborSolicitation{TargetAddress: exIP6B, Options: layers.ICMPv6Options{
+		{Type: layers.ICMPv6OptSourceAddress, Data: exMACA},
+	}}
+
+	var cases []exCase
+	add := func(name string, want Key, ls ...gopacket.SerializableLayer) *exCase {
+		frame := exSerialize(tb, ls...)
+		headerEnd := bytes.Index(frame, exPayload) // else set by the caller
+		cases = append(cases, exCase{name: name, frame: frame, want: want, ok: true, headerEnd: headerEnd})
+		return &cases[len(cases)-1]
+	}
+
+	add("ipv4/tcp", exIPv4Key(ProtoTCP, 43210, 443),
+		exEth(layers.EthernetTypeIPv4), exIPv4(layers.IPProtocolTCP), exTCP(), exPayload)
+	add("vlan/ipv4/udp", exWith(exIPv4Key(ProtoUDP, 5353, 53), func(k *Key) { k.VLANTCI = 5<<13 | VLANCFI | 100 }),
+		exEth(layers.EthernetTypeDot1Q), vlan(5, 100, layers.EthernetTypeIPv4), exIPv4(layers.IPProtocolUDP), exUDP(false), exPayload)
+	add("qinq/ipv4/udp", exWith(exIPv4Key(ProtoUDP, 5353, 4789), func(k *Key) { k.VLANTCI = 1<<13 | VLANCFI | 10 }),
+		exEth(layers.EthernetTypeQinQ), vlan(1, 10, layers.EthernetTypeDot1Q), vlan(2, 20, layers.EthernetTypeIPv4),
+		exIPv4(layers.IPProtocolUDP), exUDP(true), exPayload)
+	add("vlan0/arp", Key{InPort: exInPort, DlDst: [6]byte(exMACB), DlSrc: [6]byte(exMACA), DlType: EtherTypeARP,
+		VLANTCI: 3<<13 | VLANCFI, NwProto: 1, NwSrc: [4]byte(exIP4A), NwDst: [4]byte(exIP4B)},
+		exEth(layers.EthernetTypeDot1Q), vlan(3, 0, layers.EthernetTypeARP), arp(layers.EthernetTypeIPv4, 4, 1)).headerEnd = 14 + 4 + 28
+	add("ipv6/tcp", exIPv6Key(ProtoTCP, 43210, 443),
+		exEth(layers.EthernetTypeIPv6), exIPv6(layers.IPProtocolTCP), exTCP(), exPayload)
+	add("arp", Key{InPort: exInPort, DlDst: [6]byte(exMACB), DlSrc: [6]byte(exMACA), DlType: EtherTypeARP,
+		NwProto: 1, NwSrc: [4]byte(exIP4A), NwDst: [4]byte(exIP4B)},
+		exEth(layers.EthernetTypeARP), arp(layers.EthernetTypeIPv4, 4, 1)).headerEnd = 14 + 28
+	add("arp/op>255", Key{InPort: exInPort, DlDst: [6]byte(exMACB), DlSrc: [6]byte(exMACA), DlType: EtherTypeARP,
+		NwProto: 0x02, NwSrc: [4]byte(exIP4A), NwDst: [4]byte(exIP4B)},
+		exEth(layers.EthernetTypeARP), arp(layers.EthernetTypeIPv4, 4, 0x0102)).headerEnd = 14 + 28
+	add("arp/not ipv4", exL2Key(EtherTypeARP),
+		exEth(layers.EthernetTypeARP), arp(layers.EthernetTypeIPv6, 16, 1)).headerEnd = 14 + 8 + 2*6 + 2*16
+	add("icmp", exIPv4Key(ProtoICMP, 8, 0),
+		exEth(layers.EthernetTypeIPv4), exIPv4(layers.IPProtocolICMPv4),
+		&layers.ICMPv4{TypeCode: layers.CreateICMPv4TypeCode(layers.ICMPv4TypeEchoRequest, 0), Id: 1, Seq: 1}, exPayload)
+	add("icmp/port unreachable", exIPv4Key(ProtoICMP, 3, 3),
+		exEth(layers.EthernetTypeIPv4), exIPv4(layers.IPProtocolICMPv4),
+		&layers.ICMPv4{TypeCode: layers.CreateICMPv4TypeCode(layers.ICMPv4TypeDestinationUnreachable, layers.ICMPv4CodePort)}, exPayload)
+	add("icmpv6/neighbour solicitation", exIPv6Key(ProtoICMPv6, 135, 0),
+		exEth(layers.EthernetTypeIPv6), exIPv6(layers.IPProtocolICMPv6),
+		&layers.ICMPv6{TypeCode: layers.CreateICMPv6TypeCode(layers.ICMPv6TypeNeighborSolicitation, 0)}, ns).headerEnd = 14 + 40 + 4
+	add("ipv4/first fragment/udp", exWith(exIPv4Key(ProtoUDP, 5353, 53), func(k *Key) { k.NwFrag = FragAny }),
+		exEth(layers.EthernetTypeIPv4), fragment(exIPv4(layers.IPProtocolUDP), 0), exUDP(false), exPayload)
+	add("ipv4/later fragment", exWith(exIPv4Key(ProtoUDP, 0, 0), func(k *Key) { k.NwFrag = FragAny | FragLater }),
+		exEth(layers.EthernetTypeIPv4), fragment(exIPv4(layers.IPProtocolUDP), 185), exUDP(false), exPayload).headerEnd = 34
+	add("ipv4/last fragment", exWith(exIPv4Key(ProtoUDP, 0, 0), func(k *Key) { k.NwFrag = FragAny | FragLater }),
+		exEth(layers.EthernetTypeIPv4), &layers.IPv4{Version: 4, IHL: 5, TOS: 0xb9, TTL: 64, FragOffset: 185,
+			Protocol: layers.IPProtocolUDP, SrcIP: exIP4A, DstIP: exIP4B}, exPayload)
+	add("ipv6/first fragment/udp", exWith(exIPv6Key(ProtoUDP, 5353, 53), func(k *Key) { k.NwFrag = FragAny }),
+		exEth(layers.EthernetTypeIPv6), exIPv6(layers.IPProtocolIPv6Fragment), ipv6Fragment(0, true), exUDP(false), exPayload)
+	add("ipv6/atomic fragment/udp", exIPv6Key(ProtoUDP, 5353, 53),
+		exEth(layers.EthernetTypeIPv6), exIPv6(layers.IPProtocolIPv6Fragment), ipv6Fragment(0, false), exUDP(false), exPayload)
+	add("ipv6/later fragment", exWith(exIPv6Key(ProtoUDP, 0, 0), func(k *Key) { k.NwFrag = FragAny | FragLater }),
+		exEth(layers.EthernetTypeIPv6), exIPv6(layers.IPProtocolIPv6Fragment), ipv6Fragment(100, true), exUDP(false), exPayload).headerEnd = 14 + 40 + 8
+	// Router alert and a 0-byte PadN: an MLD report's hop-by-hop header.
+	add("ipv6/hop-by-hop/mldv2", exIPv6Key(ProtoICMPv6, 143, 0),
+		exEth(layers.EthernetTypeIPv6), exIPv6(layers.IPProtocolIPv6HopByHop),
+		gopacket.Payload{byte(layers.IPProtocolICMPv6), 0, 5, 2, 0, 0, 1, 0}, mldv2Report, exPayload).allocates = true
+	add("ipv6/destination options/routing/destination options/udp", exIPv6Key(ProtoUDP, 5353, 53),
+		exEth(layers.EthernetTypeIPv6), exIPv6(layers.IPProtocolIPv6Destination),
+		gopacket.Payload{byte(layers.IPProtocolIPv6Routing), 0, 1, 4, 0, 0, 0, 0},
+		gopacket.Payload{byte(layers.IPProtocolIPv6Destination), 2, 0, 0, 0, 0, 0, 0, // type 0, one address
+			0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+		gopacket.Payload{byte(layers.IPProtocolUDP), 1, 1, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+		exUDP(false), exPayload)
+	add("ipv6/ah/tcp", exIPv6Key(ProtoTCP, 43210, 443),
+		exEth(layers.EthernetTypeIPv6), exIPv6(layers.IPProtocolAH),
+		gopacket.Payload{byte(layers.IPProtocolTCP), 4, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, // 24 bytes, 12 of ICV
+			1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12},
+		exTCP(), exPayload)
+	withOptions := exIPv4(layers.IPProtocolTCP)
+	withOptions.Options = []layers.IPv4Option{
+		{OptionType: 148, OptionLength: 4, OptionData: []byte{0, 0}}, // router alert
+		{OptionType: 1}, {OptionType: 1}, {OptionType: 1}, {OptionType: 0},
+	}
+	add("ipv4 options/tcp", exIPv4Key(ProtoTCP, 43210, 443),
+		exEth(layers.EthernetTypeIPv4), withOptions, exTCP(), exPayload)
+	add("802.3 llc", exL2Key(dlTypeNone),
+		exEth(layers.EthernetTypeLLC), &layers.LLC{DSAP: 0x42, SSAP: 0x42, Control: 3}, exPayload).headerEnd = 14
+	add("snap/ipv4/udp", exIPv4Key(ProtoUDP, 5353, 53),
+		exEth(layers.EthernetTypeLLC), &layers.LLC{DSAP: 0xaa, SSAP: 0xaa, Control: 3},
+		&layers.SNAP{OrganizationalCode: []byte{0, 0, 0}, Type: layers.EthernetTypeIPv4}, exIPv4(layers.IPProtocolUDP), exUDP(false), exPayload)
+	add("lldp", exL2Key(0x88cc), exEth(layers.EthernetTypeLinkLayerDiscovery), exPayload).headerEnd = 14
+	add("ipv4 in ipv4", exIPv4Key(4, 0, 0),
+		exEth(layers.EthernetTypeIPv4), exIPv4(layers.IPProtocolIPv4), exIPv4(layers.IPProtocolTCP), exTCP(), exPayload).headerEnd = 34
+	add("transparent ethernet bridging", exL2Key(0x6558),
+		exEth(layers.EthernetTypeTransparentEthernetBridging),
+		&layers.Ethernet{SrcMAC: exMACB, DstMAC: exMACA, EthernetType: layers.EthernetTypeIPv4},
+		exIPv4(layers.IPProtocolTCP), exTCP(), exPayload).headerEnd = 14
+	add("ipv6/udp/no payload", exIPv6Key(ProtoUDP, 5353, 53),
+		exEth(layers.EthernetTypeIPv6), exIPv6(layers.IPProtocolUDP), exUDP(false)).headerEnd = 14 + 40 + 8
+	// Ethernet pads short frames to 60 bytes, past the IP total length.
+	add("ipv4/udp/padded", exIPv4Key(ProtoUDP, 5353, 53),
+		exEth(layers.EthernetTypeIPv4), exIPv4(layers.IPProtocolUDP), exUDP(false)).headerEnd = 14 + 20 + 8
+
+	for _, c := range cases {
+		if c.headerEnd <= 0 {
+			tb.Fatalf("%s: no header end", c.name)
+		}
+	}
+	return cases
+}
+
+// exMalformed are frames that lie, with what can still be read of them.
+func exMalformed(tb testing.TB) []exCase {
+	ipv4TCP := exSerialize(tb, exEth(layers.EthernetTypeIPv4), exIPv4(layers.IPProtocolTCP), exTCP(), exPayload)
+	ipv6TCP := exSerialize(tb, exEth(layers.EthernetTypeIPv6), exIPv6(layers.IPProtocolTCP), exTCP(), exPayload)
+	edit := func(frame []byte, set func(f []byte)) []byte {
+		f := bytes.Clone(frame)
+		set(f)
+		return f
+	}
+	const ip, ip6, tcp = 14, 14, 14 + 20 // where the headers start
+	var stacked []gopacket.SerializableLayer
+	stacked = append(stacked, exEth(layers.EthernetTypeDot1Q))
+	for i := range 20 {
+		typ := layers.EthernetTypeDot1Q
+		if i == 19 {
+			typ = layers.EthernetTypeIPv4
+		}
+		stacked = append(stacked, &layers.Dot1Q{VLANIdentifier: uint16(i + 1), Type: typ})
+	}
+	stacked = append(stacked, exIPv4(layers.IPProtocolUDP), exUDP(false), exPayload)
+
+	l2 := exL2Key(EtherTypeIPv4)
+	l3 := exIPv4Key(ProtoTCP, 0, 0)
+	return []exCase{
+		// The options are the TCP header, and do not parse.
+		{name: "ipv4/ihl 15", frame: edit(ipv4TCP, func(f []byte) { f[ip] = 0x4f }), want: l2},
+		{name: "ipv4/ihl 3", frame: edit(ipv4TCP, func(f []byte) { f[ip] = 0x43 }), want: l2},
+		{name: "ipv4/total length past the frame", frame: edit(ipv4TCP, func(f []byte) { f[ip+2] = 0x40 }),
+			want: exIPv4Key(ProtoTCP, 43210, 443)},
+		{name: "ipv4/total length under the header", frame: edit(ipv4TCP, func(f []byte) { f[ip+2], f[ip+3] = 0, 19 }), want: l2},
+		{name: "ipv4/total length cuts tcp", frame: edit(ipv4TCP, func(f []byte) { f[ip+2], f[ip+3] = 0, 30 }), want: l3},
+		{name: "ipv4/version 6", frame: edit(ipv4TCP, func(f []byte) { f[ip] = 0x65 }), want: l2},
+		{name: "ipv4/tcp data offset 15", frame: edit(ipv4TCP, func(f []byte) { f[tcp+12] = 0xf0 }), want: l3},
+		{name: "ipv4/tcp data offset 4", frame: edit(ipv4TCP, func(f []byte) { f[tcp+12] = 0x40 }), want: l3},
+		{name: "ipv4/tcp cut", frame: ipv4TCP[:tcp+19], want: l3},
+		{name: "ipv6/payload length past the frame", frame: edit(ipv6TCP, func(f []byte) { f[ip6+4] = 0x40 }),
+			want: exIPv6Key(ProtoTCP, 43210, 443)},
+		{name: "ipv6/payload length 0", frame: edit(ipv6TCP, func(f []byte) { f[ip6+4], f[ip6+5] = 0, 0 }),
+			want: exL2Key(EtherTypeIPv6)},
+		{name: "ipv6/version 4", frame: edit(ipv6TCP, func(f []byte) { f[ip6] = 0x42 }), want: exL2Key(EtherTypeIPv6)},
+		// gopacket reads the ICMPv6 header from the trailer.
+		{name: "ipv6/hop-by-hop/no icmpv6 header/trailer", frame: append(exSerialize(tb,
+			exEth(layers.EthernetTypeIPv6), exIPv6(layers.IPProtocolIPv6HopByHop),
+			gopacket.Payload{byte(layers.IPProtocolICMPv6), 0, 5, 2, 0, 0, 1, 0}), 0x80, 0, 0, 0, 0, 0, 0, 0),
+			want: exIPv6Key(ProtoICMPv6, 0, 0)},
+		{name: "20 stacked tags", frame: exSerialize(tb, stacked...), ok: true,
+			want: exWith(exIPv4Key(ProtoUDP, 5353, 53), func(k *Key) { k.VLANTCI = VLANCFI | 1 })},
+		{name: "arp/address sizes past the frame", frame: edit(
+			exSerialize(tb, exEth(layers.EthernetTypeARP), &layers.ARP{AddrType: layers.LinkTypeEthernet,
+				Protocol: layers.EthernetTypeIPv4, HwAddressSize: 6, ProtAddressSize: 4, Operation: 1,
+				SourceHwAddress: exMACA, DstHwAddress: exMACB, SourceProtAddress: exIP4A, DstProtAddress: exIP4B}),
+			func(f []byte) { f[14+4] = 255 }), want: exL2Key(EtherTypeARP)},
+		{name: "runt", frame: ipv4TCP[:13]},
+		{name: "empty"},
+	}
+}
+
+func TestExtract(t *testing.T) {
+	e := NewExtractor()
+	for _, c := range append(exWellFormed(t), exMalformed(t)...) {
+		var k Key
+		ok := e.Extract(c.frame, exInPort, &k)
+		if ok != c.ok {
+			t.Errorf("%s: ok = %v, want %v", c.name, ok, c.ok)
+		}
+		if c.name == "runt" || c.name == "empty" {
+			c.want = Key{InPort: exInPort}
+		}
+		if k != c.want {
+			t.Errorf("%s:\n got %+v\nwant %+v", c.name, k, c.want)
+		}
+	}
+}
+
+// TestExtractRandomEtherTypes puts every EtherType in front of an IPv4/TCP
+// body.
+func TestExtractRandomEtherTypes(t *testing.T) {
+	e := NewExtractor()
+	frame := exSerialize(t, exEth(layers.EthernetTypeIPv4), exIPv4(layers.IPProtocolTCP), exTCP(), exPayload)
+	for typ := range 1 << 16 {
+		binary.BigEndian.PutUint16(frame[12:], uint16(typ))
+		var k Key
+		e.Extract(frame, exInPort, &k)
+		want := uint16(typ)
+		if want < 0x600 {
+			want = dlTypeNone
+		}
+		// A tag is read from the IPv4 header.
+		isVLAN := typ == EtherTypeVLAN || typ == int(layers.EthernetTypeQinQ)
+		if k.DlType != want && !isVLAN {
+			t.Fatalf("EtherType %#04x: DlType = %#04x, want %#04x", typ, k.DlType, want)
+		}
+		exCheckInvariants(t, &k, exInPort)
+	}
+}
+
+// TestExtractTruncated cuts every well-formed frame at every byte: the key
+// holds only fields of the whole frame's key, and a frame cut inside its
+// headers is not well formed.
+func TestExtractTruncated(t *testing.T) {
+	e := NewExtractor()
+	for _, c := range exWellFormed(t) {
+		for n := range len(c.frame) {
+			frame := bytes.Clone(c.frame[:n]) // exactly sized, so that reading past the end panics
+			var k Key
+			ok := e.Extract(frame, exInPort, &k)
+			if n < c.headerEnd && ok {
+				t.Errorf("%s cut at %d of %d: ok, want not well formed", c.name, n, len(c.frame))
+			}
+			if field, ok := exSubKey(&k, &c.want); !ok {
+				t.Errorf("%s cut at %d: field %s = %v, neither zero nor the whole frame's\n got %+v\nwant %+v",
+					c.name, n, field, reflect.ValueOf(k).FieldByName(field), k, c.want)
+			}
+			exCheckInvariants(t, &k, exInPort)
+		}
+	}
+}
+
+// exSubKey reports whether every field of k is zero or the one of whole,
+// except those a cut frame changes: the EtherType after a cut tag, the
+// protocol after a cut IPv6 extension header. It names the first one that is not.
+func exSubKey(k, whole *Key) (string, bool) {
+	kv, wv := reflect.ValueOf(*k), reflect.ValueOf(*whole)
+	for i := range kv.NumField() {
+		name := kv.Type().Field(i).Name
+		if name == "DlType" || name == "NwProto" {
+			continue
+		}
+		if f := kv.Field(i); !f.IsZero() && !f.Equal(wv.Field(i)) {
+			return name, false
+		}
+	}
+	return "", true
+}
+
+// exCheckInvariants checks what holds for the key of any frame.
+func exCheckInvariants(tb testing.TB, k *Key, inPort uint16) {
+	tb.Helper()
+	if k.InPort != inPort {
+		tb.Errorf("InPort = %d, want %d", k.InPort, inPort)
+	}
+	if k.NwFrag&^(FragAny|FragLater) != 0 || k.NwFrag == FragLater {
+		tb.Errorf("NwFrag = %#x", k.NwFrag)
+	}
+	if k.NwFrag&FragLater != 0 && (k.TpSrc != 0 || k.TpDst != 0) {
+		tb.Errorf("later fragment with L4 ports %d > %d", k.TpSrc, k.TpDst)
+	}
+	if k.VLANTCI != 0 && k.VLANTCI&VLANCFI == 0 {
+		tb.Errorf("VLANTCI %#04x without CFI", k.VLANTCI)
+	}
+	isIP := k.DlType == EtherTypeIPv4 || k.DlType == EtherTypeIPv6
+	if !isIP && (k.NwTOS != 0 || k.NwTTL != 0 || k.NwFrag != 0 || k.TpSrc != 0 || k.TpDst != 0) {
+		tb.Errorf("IP fields in a frame of type %#04x: %+v", k.DlType, k)
+	}
+	if k.DlType != EtherTypeIPv6 && (k.IPv6Src != [16]byte{} || k.IPv6Dst != [16]byte{}) {
+		tb.Errorf("IPv6 addresses in a frame of type %#04x: %+v", k.DlType, k)
+	}
+	if k.DlType != EtherTypeIPv4 && k.DlType != EtherTypeARP && (k.NwSrc != [4]byte{} || k.NwDst != [4]byte{}) {
+		tb.Errorf("IPv4 addresses in a frame of type %#04x: %+v", k.DlType, k)
+	}
+}
+
+func TestExtractAllocs(t *testing.T) {
+	if race.Enabled {
+		t.Skip("the race detector allocates")
+	}
+	e := NewExtractor()
+	for _, c := range append(exWellFormed(t), exMalformed(t)...) {
+		if c.allocates || !c.ok {
+			continue
+		}
+		var k Key
+		if allocs := testing.AllocsPerRun(100, func() { e.Extract(c.frame, exInPort, &k) }); allocs != 0 {
+			t.Errorf("%s: %v allocations per frame, want 0", c.name, allocs)
+		}
+	}
+}
+
+func BenchmarkExtract(b *testing.B) {
+	frames := map[string][]byte{}
+	for _, c := range exWellFormed(b) {
+		frames[c.name] = c.frame
+	}
+	for _, name := range []string{
+		"ipv4/tcp", "vlan/ipv4/udp", "ipv6/tcp", "arp", "icmp", "icmpv6/neighbour solicitation",
+		"ipv6/later fragment", "ipv6/hop-by-hop/mldv2",
+	} {
+		frame := frames[name]
+		b.Run(name, func(b *testing.B) {
+			e := NewExtractor()
+			var k Key
+			b.ReportAllocs()
+			for b.Loop() {
+				e.Extract(frame, exInPort, &k)
+			}
+		})
+	}
+}
+
+func FuzzExtract(f *testing.F) {
+	wellFormed := exWellFormed(f)
+	for _, c := range append(wellFormed, exMalformed(f)...) {
+		f.Add(c.frame)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		e := NewExtractor()
+		frame := bytes.Clone(data) // exactly sized, so that reading past the end panics
+		var k Key
+		e.Extract(frame, exInPort, &k)
+		exCheckInvariants(t, &k, exInPort)
+
+		// Nothing of one frame leaks into the key of the next.
+		var other, again Key
+		e.Extract(wellFormed[0].frame, 1, &other)
+		e.Extract(frame, exInPort, &again)
+		if again != k {
+			t.Errorf("same frame, another key after another frame:\n got %+v\nwant %+v", again, k)
+		}
+		if !bytes.Equal(frame, data) {
+			t.Error("Extract changed the frame")
+		}
+	})
+}

@@ -1,0 +1,100 @@
+package flow
+
+import "encoding/binary"
+
+// Key is what the flow table matches on: the header fields of one frame,
+// plus the port it arrived on.
+//
+// It is a packed, comparable struct of fixed-size arrays with no pointers,
+// so that it hashes as plain memory when it is a map key (the exact-match
+// cache, the classifier's subtables) and masks with a few word operations.
+// A field that a frame does not have is zero: the IPv4 fields of an ARP
+// frame, the L4 ports of a later fragment. Field meanings follow OVS's
+// struct flow, so that matches translate one to one:
+//
+//   - ARP frames put arp_op in NwProto and the sender and target protocol
+//     addresses in NwSrc and NwDst, as OVS does.
+//   - ICMP and ICMPv6 put the type in TpSrc and the code in TpDst.
+//   - VLANTCI is the outermost 802.1Q tag's TCI with the CFI bit (0x1000)
+//     forced on, so that "no tag" (0) and "tag with VID 0" differ; DlType is
+//     then the EtherType inside the tag.
+type Key struct {
+	InPort  uint16
+	DlDst   [6]byte
+	DlSrc   [6]byte
+	DlType  uint16
+	VLANTCI uint16
+	NwProto uint8
+	NwTOS   uint8 // the whole TOS / traffic class byte: DSCP << 2 | ECN
+	NwTTL   uint8
+	NwFrag  uint8 // FragAny, FragLater
+	NwSrc   [4]byte
+	NwDst   [4]byte
+	IPv6Src [16]byte
+	IPv6Dst [16]byte
+	TpSrc   uint16
+	TpDst   uint16
+}
+
+// VLANCFI marks VLANTCI as present (OVS's VLAN_CFI).
+const VLANCFI = 0x1000
+
+// NwFrag bits, as in OVS (nw_frag).
+const (
+	FragAny   = 1 << 0 // the packet is a fragment
+	FragLater = 1 << 1 // and not the first one: it has no L4 header
+)
+
+// EtherTypes and IP protocols the table knows by name.
+const (
+	EtherTypeIPv4 = 0x0800
+	EtherTypeARP  = 0x0806
+	EtherTypeVLAN = 0x8100
+	EtherTypeIPv6 = 0x86dd
+
+	ProtoICMP   = 1
+	ProtoTCP    = 6
+	ProtoUDP    = 17
+	ProtoICMPv6 = 58
+)
+
+// And returns k with only the bits set in mask kept.
+func (k *Key) And(mask *Key) Key {
+	var out Key
+	maskKey(&out, k, mask)
+	return out
+}
+
+// maskKey sets *dst to k & m. Each array moves as one or two words rather
+// than byte by byte, which matters because a lookup masks the key once per
+// subtable it probes.
+func maskKey(dst, k, m *Key) {
+	le := binary.LittleEndian
+	dst.InPort = k.InPort & m.InPort
+	and48(&dst.DlDst, &k.DlDst, &m.DlDst)
+	and48(&dst.DlSrc, &k.DlSrc, &m.DlSrc)
+	dst.DlType = k.DlType & m.DlType
+	dst.VLANTCI = k.VLANTCI & m.VLANTCI
+	dst.NwProto = k.NwProto & m.NwProto
+	dst.NwTOS = k.NwTOS & m.NwTOS
+	dst.NwTTL = k.NwTTL & m.NwTTL
+	dst.NwFrag = k.NwFrag & m.NwFrag
+	le.PutUint32(dst.NwSrc[:], le.Uint32(k.NwSrc[:])&le.Uint32(m.NwSrc[:]))
+	le.PutUint32(dst.NwDst[:], le.Uint32(k.NwDst[:])&le.Uint32(m.NwDst[:]))
+	and128(&dst.IPv6Src, &k.IPv6Src, &m.IPv6Src)
+	and128(&dst.IPv6Dst, &k.IPv6Dst, &m.IPv6Dst)
+	dst.TpSrc = k.TpSrc & m.TpSrc
+	dst.TpDst = k.TpDst & m.TpDst
+}
+
+func and48(dst, a, b *[6]byte) {
+	le := binary.LittleEndian
+	le.PutUint32(dst[:4], le.Uint32(a[:4])&le.Uint32(b[:4]))
+	le.PutUint16(dst[4:], le.Uint16(a[4:])&le.Uint16(b[4:]))
+}
+
+func and128(dst, a, b *[16]byte) {
+	le := binary.LittleEndian
+	le.PutUint64(dst[:8], le.Uint64(a[:8])&le.Uint64(b[:8]))
+	le.PutUint64(dst[8:], le.Uint64(a[8:])&le.Uint64(b[8:]))
+}
