@@ -1,0 +1,388 @@
+package flow
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// This file reads and writes flows in the text syntax of ovs-ofctl
+// (ovs-ofctl(8), ovs-fields(7), ovs-actions(7)): the rule-level fields and
+// the split into match and actions are here, the match fields in
+// syntax_match.go, the actions in syntax_actions.go.
+//
+// The formatter is canonical: for every rule that ParseRule accepts,
+// ParseRule(FormatRule(r)) == r, which is what lets dump-flows output be fed
+// back to add-flow and lets the daemon persist flows as text.
+
+// PortNames resolves the port names that flows use in place of numbers
+// (in_port=p1, output:p1).
+type PortNames interface {
+	PortNumber(name string) (uint16, bool)
+}
+
+// NoPortError reports a port name that PortNames does not know. Its message
+// is `no port "p9"`; the caller, who knows the bridge, can add it:
+// errors.As(err, &noPort) → `no port "p9" on bridge br0`.
+type NoPortError struct{ Name string }
+
+func (e *NoPortError) Error() string { return fmt.Sprintf("no port %q", e.Name) }
+
+// DumpStats are the counters dump-flows shows.
+type DumpStats struct {
+	Duration         time.Duration // since installation
+	Packets, Bytes   uint64
+	IdleAge, HardAge time.Duration // since the last hit, since the last modification
+}
+
+// maxPortNumber is OpenFlow's OFPP_MAX: higher numbers name reserved ports,
+// which flows spell as NORMAL, FLOOD, ALL and IN_PORT.
+const maxPortNumber = 0xff00
+
+// ParseRule parses a flow as add-flow takes it:
+//
+//	priority=100,ip,nw_dst=10.0.0.2,actions=output:2
+//
+// Fields are separated by commas and/or whitespace; everything after
+// "actions=" is the action list. The counters that dump-flows prints
+// (duration, n_packets, n_bytes, idle_age, hard_age) are ignored, so a
+// dump-flows line parses back to its rule. A port name that ports does not
+// know is a *NoPortError.
+func ParseRule(s string, ports PortNames) (Rule, error) {
+	tokens, actionText, hasActions, err := scanFlowText(s)
+	if err != nil {
+		return Rule{}, err
+	}
+	if !hasActions {
+		return Rule{}, errors.New(`missing "actions=" (write actions=drop to drop)`)
+	}
+	p := flowParser{ports: ports}
+	if err := p.parseFields(tokens); err != nil {
+		return Rule{}, err
+	}
+	if p.hasCookieMask {
+		return Rule{}, errors.New("a cookie mask only selects flows (del-flows, dump-flows); set a cookie without one")
+	}
+	r := Rule{
+		Priority:    DefaultPriority,
+		Cookie:      p.cookie,
+		IdleTimeout: p.idleTimeout,
+		HardTimeout: p.hardTimeout,
+		Match:       p.match.match,
+	}
+	if p.hasPriority {
+		r.Priority = p.priority
+	}
+	if r.Actions, err = parseActions(actionText, &r.Match, ports); err != nil {
+		return Rule{}, err
+	}
+	return r, nil
+}
+
+// ParseFilter parses a match without actions, as del-flows, dump-flows and
+// mod-flows --strict select rules and as trace describes a packet:
+// "tcp,tp_dst=80", "priority=5,in_port=1", "cookie=0x5/-1". The empty string
+// matches everything. A cookie without a mask must match exactly.
+func ParseFilter(s string, ports PortNames) (Filter, error) {
+	tokens, _, hasActions, err := scanFlowText(s)
+	if err != nil {
+		return Filter{}, err
+	}
+	if hasActions {
+		return Filter{}, errors.New("actions are not allowed in a match")
+	}
+	p := flowParser{ports: ports, matchOnly: true}
+	if err := p.parseFields(tokens); err != nil {
+		return Filter{}, err
+	}
+	f := Filter{Match: p.match.match, Priority: p.priority, HasPriority: p.hasPriority}
+	if p.hasCookie {
+		f.CookieMask = math.MaxUint64
+		if p.hasCookieMask {
+			f.CookieMask = p.cookieMask
+		}
+		f.Cookie = p.cookie & f.CookieMask
+	}
+	return f, nil
+}
+
+// Filter selects rules for mod-flows, del-flows and dump-flows, and
+// describes a packet for trace; Cookie is already masked.
+type Filter struct {
+	Match              Match
+	Priority           uint16
+	HasPriority        bool
+	Cookie, CookieMask uint64
+}
+
+// FormatRule formats r as add-flow takes it, canonically:
+//
+//	cookie=0x5, idle_timeout=10, hard_timeout=20, priority=100,tcp,nw_dst=10.0.0.2,tp_dst=80 actions=output:2
+//
+// The cookie and the timeouts appear only when they are not zero.
+func FormatRule(r Rule) string {
+	var b strings.Builder
+	if r.Cookie != 0 {
+		fmt.Fprintf(&b, "cookie=%#x, ", r.Cookie)
+	}
+	writeTimeouts(&b, &r)
+	writeMatchAndActions(&b, &r)
+	return b.String()
+}
+
+// FormatDumpLine formats r and its counters as one line of ovs-ofctl
+// dump-flows:
+//
+//	cookie=0x0, duration=3.205s, table=0, n_packets=10, n_bytes=980, idle_timeout=10, idle_age=2, priority=100,ip,nw_dst=10.0.0.2 actions=output:2
+//
+// hard_age appears only when r has a hard_timeout. ParseRule reads the line
+// back as r.
+func FormatDumpLine(r Rule, s DumpStats) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "cookie=%#x, duration=%.3fs, table=0, n_packets=%d, n_bytes=%d, ",
+		r.Cookie, s.Duration.Seconds(), s.Packets, s.Bytes)
+	writeTimeouts(&b, &r)
+	fmt.Fprintf(&b, "idle_age=%d, ", int64(s.IdleAge/time.Second))
+	if r.HardTimeout != 0 {
+		fmt.Fprintf(&b, "hard_age=%d, ", int64(s.HardAge/time.Second))
+	}
+	writeMatchAndActions(&b, &r)
+	return b.String()
+}
+
+func writeTimeouts(b *strings.Builder, r *Rule) {
+	if r.IdleTimeout != 0 {
+		fmt.Fprintf(b, "idle_timeout=%d, ", r.IdleTimeout)
+	}
+	if r.HardTimeout != 0 {
+		fmt.Fprintf(b, "hard_timeout=%d, ", r.HardTimeout)
+	}
+}
+
+// writeMatchAndActions writes "priority=N,MATCH actions=ACTIONS", leaving
+// out the default priority as ovs-ofctl does.
+func writeMatchAndActions(b *strings.Builder, r *Rule) {
+	var fields []string
+	if r.Priority != DefaultPriority {
+		fields = append(fields, fmt.Sprintf("priority=%d", r.Priority))
+	}
+	if m := FormatMatch(r.Match); m != "" {
+		fields = append(fields, m)
+	}
+	if len(fields) > 0 {
+		b.WriteString(strings.Join(fields, ","))
+		b.WriteByte(' ')
+	}
+	b.WriteString("actions=")
+	b.WriteString(FormatActions(r.Actions))
+}
+
+// flowToken is one field of the text before "actions=": "nw_dst=10.0.0.2"
+// or a bare name such as "tcp".
+type flowToken struct {
+	name, value string
+	hasValue    bool
+}
+
+func isFieldSeparator(c byte) bool {
+	return c == ',' || c == ' ' || c == '\t' || c == '\r' || c == '\n'
+}
+
+// scanFlowText splits s into its fields and, if there is one, the action
+// list: all the text after "actions=" (or OVS's "action="), whatever it
+// holds.
+func scanFlowText(s string) (tokens []flowToken, actionText string, hasActions bool, err error) {
+	i := 0
+	for {
+		for i < len(s) && isFieldSeparator(s[i]) {
+			i++
+		}
+		if i == len(s) {
+			return tokens, "", false, nil
+		}
+		start := i
+		for i < len(s) && !isFieldSeparator(s[i]) && s[i] != '=' {
+			i++
+		}
+		tok := flowToken{name: s[start:i]}
+		if tok.name == "actions" || tok.name == "action" {
+			for i < len(s) && (s[i] == ' ' || s[i] == '\t') {
+				i++
+			}
+			if i == len(s) || s[i] != '=' {
+				return nil, "", false, fmt.Errorf(`%q must be followed by "=" and the action list`, tok.name)
+			}
+			return tokens, s[i+1:], true, nil
+		}
+		if i < len(s) && s[i] == '=' {
+			i++
+			valueStart := i
+			for i < len(s) && !isFieldSeparator(s[i]) {
+				i++
+			}
+			tok.value, tok.hasValue = s[valueStart:i], true
+		}
+		if tok.name == "" {
+			return nil, "", false, fmt.Errorf("missing field name before %q", s[start:i])
+		}
+		tokens = append(tokens, tok)
+	}
+}
+
+// flowParser gathers the fields before "actions=".
+type flowParser struct {
+	ports     PortNames
+	matchOnly bool // a Filter: no timeouts
+	seen      map[string]bool
+	match     matchBuilder
+
+	priority                 uint16
+	hasPriority              bool
+	cookie, cookieMask       uint64
+	hasCookie, hasCookieMask bool
+	idleTimeout, hardTimeout uint16
+}
+
+func (p *flowParser) parseFields(tokens []flowToken) error {
+	for _, tok := range tokens {
+		if err := p.parseField(tok); err != nil {
+			return err
+		}
+	}
+	return p.match.checkPrerequisites()
+}
+
+func (p *flowParser) parseField(tok flowToken) error {
+	if p.seen[tok.name] {
+		return fmt.Errorf("field %q given twice", tok.name)
+	}
+	if p.seen == nil {
+		p.seen = make(map[string]bool)
+	}
+	p.seen[tok.name] = true
+
+	switch tok.name {
+	case "duration", "n_packets", "n_bytes", "idle_age", "hard_age":
+		// dump-flows prints these; OVS ignores them on input too.
+		return nil
+	case "priority", "idle_timeout", "hard_timeout", "table", "cookie":
+		if !tok.hasValue {
+			return fmt.Errorf("field %q needs a value", tok.name)
+		}
+		return p.parseRuleField(tok)
+	}
+	field, ok := matchFields[tok.name]
+	switch {
+	case !ok:
+		return fmt.Errorf("unknown field %q", tok.name)
+	case field.isShorthand && tok.hasValue:
+		return fmt.Errorf("field %q takes no value", tok.name)
+	case !field.isShorthand && !tok.hasValue:
+		return fmt.Errorf("field %q needs a value", tok.name)
+	}
+	part, err := field.parse(tok.name, tok.value, p.ports)
+	if err != nil {
+		return err
+	}
+	return p.match.add(tok.name, part, field.needs)
+}
+
+// parseRuleField parses the fields that describe the rule rather than the
+// packets it matches.
+func (p *flowParser) parseRuleField(tok flowToken) error {
+	switch tok.name {
+	case "priority":
+		v, err := numberFromText(tok.name, tok.value, math.MaxUint16)
+		p.priority, p.hasPriority = uint16(v), true
+		return err
+	case "idle_timeout", "hard_timeout":
+		if p.matchOnly {
+			return fmt.Errorf("field %q is not allowed in a match", tok.name)
+		}
+		v, err := numberFromText(tok.name, tok.value, math.MaxUint16)
+		if tok.name == "idle_timeout" {
+			p.idleTimeout = uint16(v)
+		} else {
+			p.hardTimeout = uint16(v)
+		}
+		return err
+	case "table":
+		v, err := numberFromText(tok.name, tok.value, math.MaxUint8)
+		if err == nil && v != 0 {
+			err = fmt.Errorf("table %s: only table 0 exists", tok.value)
+		}
+		return err
+	default: // cookie
+		return p.parseCookie(tok.value)
+	}
+}
+
+// parseCookie reads "V" or, to select flows, "V/MASK", where MASK -1 is all
+// ones as in OVS.
+func (p *flowParser) parseCookie(text string) error {
+	valueText, maskText, hasMask := strings.Cut(text, "/")
+	v, err := numberFromText("cookie", valueText, math.MaxUint64)
+	if err != nil {
+		return err
+	}
+	p.cookie, p.hasCookie = v, true
+	if !hasMask {
+		return nil
+	}
+	p.cookieMask, p.hasCookieMask = math.MaxUint64, true
+	if maskText != "-1" {
+		p.cookieMask, err = numberFromText("cookie mask", maskText, math.MaxUint64)
+	}
+	return err
+}
+
+// scanUint reads a decimal or 0x-prefixed hexadecimal number. isNumber is
+// false for anything else; fits is false for a number beyond 64 bits.
+func scanUint(text string) (v uint64, isNumber, fits bool) {
+	digits, base := text, 10
+	if len(text) > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X') {
+		digits, base = text[2:], 16
+	}
+	v, err := strconv.ParseUint(digits, base, 64)
+	if err != nil {
+		return 0, errors.Is(err, strconv.ErrRange), false
+	}
+	return v, true, true
+}
+
+// numberFromText reads the number that field name holds, at most max.
+func numberFromText(name, text string, max uint64) (uint64, error) {
+	v, isNumber, fits := scanUint(text)
+	switch {
+	case !isNumber:
+		return 0, fmt.Errorf("invalid %s %q", name, text)
+	case !fits || v > max:
+		return 0, fmt.Errorf("%s %s out of range", name, text)
+	}
+	return v, nil
+}
+
+// portFromText reads an OpenFlow port number or a port name.
+func portFromText(text string, ports PortNames) (uint16, error) {
+	if v, isNumber, fits := scanUint(text); isNumber {
+		if !fits || v == 0 || v > maxPortNumber {
+			return 0, fmt.Errorf("port %s out of range (1-%d)", text, maxPortNumber)
+		}
+		return uint16(v), nil
+	}
+	if text == "" {
+		return 0, errors.New(`invalid port ""`)
+	}
+	if ports != nil {
+		if n, ok := ports.PortNumber(text); ok {
+			if n == 0 || n > maxPortNumber {
+				return 0, fmt.Errorf("port %q has number %d, out of range (1-%d)", text, n, maxPortNumber)
+			}
+			return n, nil
+		}
+	}
+	return 0, &NoPortError{Name: text}
+}

@@ -1,0 +1,312 @@
+package flow
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// What actions that rewrite headers need the match to guarantee, as OVS
+// requires, so that a rule never rewrites a header the packet lacks.
+var (
+	actionNeedsIPv4     = &prerequisite{holds: func(m *Match) bool { return hasDlType(m, EtherTypeIPv4) }, what: "an IPv4 match (ip)"}
+	actionNeedsIP       = &prerequisite{holds: isIPMatch, what: "an ip or ipv6 match"}
+	actionNeedsTCPOrUDP = &prerequisite{holds: func(m *Match) bool { return isTCPMatch(m) || isUDPMatch(m) }, what: "a tcp or udp match"}
+	actionNeedsTCP      = &prerequisite{holds: isTCPMatch, what: "a tcp match"}
+	actionNeedsUDP      = &prerequisite{holds: isUDPMatch, what: "a udp match"}
+)
+
+// reservedPorts are the ports that actions name by word; OVS spells them in
+// any case.
+var reservedPorts = map[string]ActionType{
+	"NORMAL":  ActNormal,
+	"FLOOD":   ActFlood,
+	"ALL":     ActAll,
+	"IN_PORT": ActInPort,
+}
+
+// parseActions parses the text after "actions=" for a rule whose match is
+// m. "drop" and the empty list are both nil.
+func parseActions(text string, m *Match, ports PortNames) ([]Action, error) {
+	items, err := splitActionList(text)
+	if err != nil {
+		return nil, err
+	}
+	var actions []Action
+	for _, item := range items {
+		name, arg, hasArg := strings.Cut(item, ":")
+		if i := strings.IndexAny(name, "=("); i >= 0 {
+			if name[i] == '(' {
+				// OVS's "name(args)" form, which no supported action has.
+				if isActionName(name[:i]) {
+					return nil, fmt.Errorf("action %q: arguments in parentheses are not supported", item)
+				}
+				return nil, fmt.Errorf("unknown action %q", name[:i])
+			}
+			name, arg, hasArg = item[:i], item[i+1:], true // OVS also takes "name=arg"
+		}
+		if strings.EqualFold(name, "drop") {
+			if hasArg {
+				return nil, fmt.Errorf("action %q takes no argument", name)
+			}
+			if len(items) > 1 {
+				return nil, errors.New(`"drop" must be the only action`)
+			}
+			return nil, nil
+		}
+		a, needs, err := parseAction(name, arg, hasArg, ports)
+		if err != nil {
+			return nil, err
+		}
+		if needs != nil && !needs.holds(m) {
+			label := name
+			if name == "set_field" {
+				_, field, _ := cutLast(arg, "->")
+				label = "set_field to " + field
+			}
+			return nil, fmt.Errorf("%s requires %s", label, needs.what)
+		}
+		actions = append(actions, a)
+	}
+	return actions, nil
+}
+
+// splitActionList splits at commas and whitespace outside parentheses.
+func splitActionList(text string) ([]string, error) {
+	var items []string
+	depth, start := 0, 0
+	for i := 0; i <= len(text); i++ {
+		switch {
+		case i < len(text) && text[i] == '(':
+			depth++
+		case i < len(text) && text[i] == ')':
+			if depth--; depth < 0 {
+				return nil, fmt.Errorf("unbalanced parentheses in actions %q", text)
+			}
+		case i == len(text) || depth == 0 && isFieldSeparator(text[i]):
+			if i > start {
+				items = append(items, text[start:i])
+			}
+			start = i + 1
+		}
+	}
+	if depth != 0 {
+		return nil, fmt.Errorf("unbalanced parentheses in actions %q", text)
+	}
+	return items, nil
+}
+
+// actionNames are the actions parseAction knows by name, other than the
+// reserved ports.
+var actionNames = map[string]bool{
+	"output": true, "mod_dl_src": true, "mod_dl_dst": true, "mod_vlan_vid": true,
+	"strip_vlan": true, "pop_vlan": true, "push_vlan": true, "mod_nw_src": true,
+	"mod_nw_dst": true, "mod_tp_src": true, "mod_tp_dst": true, "dec_ttl": true,
+	"set_field": true,
+}
+
+func isActionName(name string) bool {
+	_, reserved := reservedPorts[strings.ToUpper(name)]
+	return actionNames[name] || reserved || strings.EqualFold(name, "drop")
+}
+
+// parseAction parses one action other than drop.
+func parseAction(name, arg string, hasArg bool, ports PortNames) (Action, *prerequisite, error) {
+	if typ, ok := reservedPorts[strings.ToUpper(name)]; ok {
+		if hasArg {
+			return Action{}, nil, fmt.Errorf("action %q takes no argument", name)
+		}
+		return Action{Type: typ}, nil, nil
+	}
+	if !actionNames[name] {
+		if hasArg {
+			return Action{}, nil, fmt.Errorf("unknown action %q", name)
+		}
+		return bareOutput(name, ports)
+	}
+	switch name {
+	case "strip_vlan", "pop_vlan", "dec_ttl":
+		if hasArg {
+			return Action{}, nil, fmt.Errorf("action %q takes no argument", name)
+		}
+		if name == "dec_ttl" {
+			return Action{Type: ActDecTTL}, actionNeedsIP, nil
+		}
+		return Action{Type: ActStripVLAN}, nil, nil
+	}
+	if !hasArg {
+		return Action{}, nil, fmt.Errorf("action %q needs an argument (%s:VALUE)", name, name)
+	}
+	switch name {
+	case "output":
+		if typ, ok := reservedPorts[strings.ToUpper(arg)]; ok {
+			return Action{Type: typ}, nil, nil
+		}
+		port, err := portFromText(arg, ports)
+		return Action{Type: ActOutput, Port: port}, nil, err
+	case "mod_dl_src", "mod_dl_dst":
+		typ := ActSetDlSrc
+		if name == "mod_dl_dst" {
+			typ = ActSetDlDst
+		}
+		return macAction(typ, arg)
+	case "mod_vlan_vid":
+		vid, err := numberFromText(name, arg, vlanVIDMask)
+		return Action{Type: ActSetVLANVID, Value: uint16(vid)}, nil, err
+	case "push_vlan":
+		return pushVLANAction(arg)
+	case "mod_nw_src", "mod_nw_dst":
+		typ := ActSetNwSrc
+		if name == "mod_nw_dst" {
+			typ = ActSetNwDst
+		}
+		return ipv4Action(typ, arg)
+	case "mod_tp_src", "mod_tp_dst":
+		typ := ActSetTpSrc
+		if name == "mod_tp_dst" {
+			typ = ActSetTpDst
+		}
+		port, err := numberFromText(name, arg, math.MaxUint16)
+		return Action{Type: typ, Value: uint16(port)}, actionNeedsTCPOrUDP, err
+	default: // set_field
+		return setFieldAction(arg)
+	}
+}
+
+// bareOutput parses an action that is only a port number or name.
+func bareOutput(text string, ports PortNames) (Action, *prerequisite, error) {
+	port, err := portFromText(text, ports)
+	if _, unknownName := errors.AsType[*NoPortError](err); unknownName {
+		return Action{}, nil, fmt.Errorf("unknown action %q", text)
+	}
+	return Action{Type: ActOutput, Port: port}, nil, err
+}
+
+func macAction(typ ActionType, text string) (Action, *prerequisite, error) {
+	mac, ok := macFromText(text)
+	if !ok {
+		return Action{}, nil, fmt.Errorf("invalid MAC address %q", text)
+	}
+	return Action{Type: typ, MAC: mac}, nil, nil
+}
+
+func ipv4Action(typ ActionType, text string) (Action, *prerequisite, error) {
+	addr, ok := ipFromText(text, 4)
+	if !ok {
+		return Action{}, nil, fmt.Errorf("invalid IPv4 address %q", text)
+	}
+	return Action{Type: typ, IPv4: [4]byte(addr)}, actionNeedsIPv4, nil
+}
+
+func pushVLANAction(text string) (Action, *prerequisite, error) {
+	tpid, err := numberFromText("push_vlan", text, math.MaxUint16)
+	if err == nil && tpid != EtherTypeVLAN && tpid != etherTypeQinQ {
+		err = fmt.Errorf("push_vlan %s: want 0x8100 or 0x88a8", text)
+	}
+	return Action{Type: ActPushVLAN, Value: uint16(tpid)}, nil, err
+}
+
+// etherTypeQinQ is 802.1ad's service tag.
+const etherTypeQinQ = 0x88a8
+
+// setFieldAction parses set_field's "VALUE->FIELD" into the mod_* action
+// that does the same.
+func setFieldAction(arg string) (Action, *prerequisite, error) {
+	value, field, ok := cutLast(arg, "->")
+	if !ok {
+		return Action{}, nil, fmt.Errorf("set_field %q: want VALUE->FIELD", arg)
+	}
+	switch field {
+	case "eth_src", "dl_src":
+		return macAction(ActSetDlSrc, value)
+	case "eth_dst", "dl_dst":
+		return macAction(ActSetDlDst, value)
+	case "vlan_vid", "dl_vlan":
+		// OpenFlow writes vlan_vid with its "present" bit (0x1000).
+		vid, err := numberFromText("set_field "+field, value, VLANCFI|vlanVIDMask)
+		return Action{Type: ActSetVLANVID, Value: uint16(vid) &^ VLANCFI}, nil, err
+	case "ip_src", "nw_src":
+		return ipv4Action(ActSetNwSrc, value)
+	case "ip_dst", "nw_dst":
+		return ipv4Action(ActSetNwDst, value)
+	}
+	var typ ActionType
+	var needs *prerequisite
+	switch field {
+	case "tcp_src", "udp_src", "tp_src":
+		typ = ActSetTpSrc
+	case "tcp_dst", "udp_dst", "tp_dst":
+		typ = ActSetTpDst
+	default:
+		return Action{}, nil, fmt.Errorf("set_field: unsupported field %q", field)
+	}
+	switch field[:3] {
+	case "tcp":
+		needs = actionNeedsTCP
+	case "udp":
+		needs = actionNeedsUDP
+	default:
+		needs = actionNeedsTCPOrUDP
+	}
+	port, err := numberFromText("set_field "+field, value, math.MaxUint16)
+	return Action{Type: typ, Value: uint16(port)}, needs, err
+}
+
+func cutLast(s, sep string) (before, after string, found bool) {
+	if i := strings.LastIndex(s, sep); i >= 0 {
+		return s[:i], s[i+len(sep):], true
+	}
+	return s, "", false
+}
+
+// FormatActions formats actions in ovs-ofctl's syntax, canonically
+// ("output:2,mod_dl_src:02:00:00:00:00:01"); no actions is "drop".
+// set_field prints as the mod_* action it is equivalent to.
+func FormatActions(actions []Action) string {
+	if len(actions) == 0 {
+		return "drop"
+	}
+	texts := make([]string, len(actions))
+	for i, a := range actions {
+		texts[i] = actionText(a)
+	}
+	return strings.Join(texts, ",")
+}
+
+func actionText(a Action) string {
+	switch a.Type {
+	case ActOutput:
+		return "output:" + strconv.Itoa(int(a.Port))
+	case ActNormal:
+		return "NORMAL"
+	case ActFlood:
+		return "FLOOD"
+	case ActAll:
+		return "ALL"
+	case ActInPort:
+		return "IN_PORT"
+	case ActSetDlSrc:
+		return "mod_dl_src:" + macText(a.MAC)
+	case ActSetDlDst:
+		return "mod_dl_dst:" + macText(a.MAC)
+	case ActSetVLANVID:
+		return "mod_vlan_vid:" + strconv.Itoa(int(a.Value))
+	case ActStripVLAN:
+		return "strip_vlan"
+	case ActPushVLAN:
+		return fmt.Sprintf("push_vlan:0x%04x", a.Value)
+	case ActSetNwSrc:
+		return "mod_nw_src:" + ipText(a.IPv4[:])
+	case ActSetNwDst:
+		return "mod_nw_dst:" + ipText(a.IPv4[:])
+	case ActSetTpSrc:
+		return "mod_tp_src:" + strconv.Itoa(int(a.Value))
+	case ActSetTpDst:
+		return "mod_tp_dst:" + strconv.Itoa(int(a.Value))
+	case ActDecTTL:
+		return "dec_ttl"
+	}
+	return fmt.Sprintf("unknown_action_type_%d", a.Type)
+}
