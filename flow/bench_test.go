@@ -1,0 +1,157 @@
+package flow
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+// benchMasks returns n distinct masks, each with one wide field (so that
+// many random rules with the mask stay distinct) and a few narrow ones.
+func benchMasks(rnd *rand.Rand, n int) []Key {
+	anchors := []func(m *Key){
+		func(m *Key) { m.NwDst = prefix4(32) },
+		func(m *Key) { m.NwSrc = prefix4(32) },
+		func(m *Key) { m.DlDst = [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff} },
+		func(m *Key) { m.IPv6Dst = prefix16(128) },
+		func(m *Key) { m.NwSrc, m.NwDst = prefix4(24), prefix4(24) },
+	}
+	narrow := []func(m *Key){
+		func(m *Key) { m.InPort = 0xffff },
+		func(m *Key) { m.DlType = 0xffff },
+		func(m *Key) { m.NwProto = 0xff },
+		func(m *Key) { m.TpDst = 0xffff },
+		func(m *Key) { m.TpSrc = 0xffff },
+		func(m *Key) { m.VLANTCI = 0x1fff },
+		func(m *Key) { m.NwTOS = 0xfc },
+	}
+	seen := map[Key]bool{}
+	var masks []Key
+	for len(masks) < n {
+		var m Key
+		anchors[rnd.IntN(len(anchors))](&m)
+		for _, set := range narrow {
+			if rnd.IntN(3) == 0 {
+				set(&m)
+			}
+		}
+		if !seen[m] {
+			seen[m] = true
+			masks = append(masks, m)
+		}
+	}
+	return masks
+}
+
+func randomFullKey(rnd *rand.Rand) Key {
+	b := make([]byte, 66)
+	for i := range b {
+		b[i] = byte(rnd.Uint32())
+	}
+	return keyFromBytes(b)
+}
+
+// benchTable returns a table of n random rules over nMasks masks, with
+// priorities 1-1000, and 4096 keys, nine in ten of them matching a rule.
+func benchTable(n, nMasks int) (*Table, []Rule, []Key) {
+	rnd := rand.New(rand.NewPCG(uint64(n), uint64(nMasks)))
+	masks := benchMasks(rnd, nMasks)
+	rules := make([]Rule, n)
+	for i := range rules {
+		mask := masks[i%len(masks)]
+		k := randomFullKey(rnd)
+		rules[i] = Rule{
+			Priority: uint16(1 + rnd.IntN(1000)),
+			Match:    Match{Key: k.And(&mask), Mask: mask},
+			Actions:  output(uint16(i)),
+		}
+	}
+	keys := make([]Key, 4096)
+	for i := range keys {
+		keys[i] = randomFullKey(rnd)
+		if rnd.IntN(10) != 0 {
+			keys[i] = nearKey(&rules[rnd.IntN(n)], keys[i])
+		}
+	}
+	return emptyTable().AddAll(rules, t0), rules, keys
+}
+
+func BenchmarkLookup(b *testing.B) {
+	for _, n := range []int{10, 1000, 100000} {
+		for _, nMasks := range []int{1, 10, 50} {
+			b.Run(fmt.Sprintf("rules=%d/masks=%d", n, nMasks), func(b *testing.B) {
+				tab, _, keys := benchTable(n, nMasks)
+				b.ReportAllocs()
+				i := 0
+				for b.Loop() {
+					tab.Lookup(&keys[i%len(keys)])
+					i++
+				}
+			})
+		}
+	}
+}
+
+func BenchmarkCacheHit(b *testing.B) {
+	tab, _, keys := benchTable(1000, 10)
+	keys = keys[:1024]
+	cache := NewCache(DefaultCacheSize)
+	for i := range keys {
+		cache.Lookup(tab, &keys[i])
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		cache.Lookup(tab, &keys[i%len(keys)])
+		i++
+	}
+}
+
+// BenchmarkCacheMiss looks up a new key every time in a full cache: the
+// classifier lookup, the LRU's eviction and its Add, which allocates one
+// list entry (simplelru does not reuse the evicted one).
+func BenchmarkCacheMiss(b *testing.B) {
+	tab, _, keys := benchTable(1000, 10)
+	cache := NewCache(DefaultCacheSize)
+	var n uint32
+	next := func() *Key {
+		k := &keys[n%uint32(len(keys))]
+		binary.BigEndian.PutUint32(k.IPv6Src[:4], n) // never seen before, still matching
+		n++
+		return k
+	}
+	for range DefaultCacheSize {
+		cache.Lookup(tab, next())
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		cache.Lookup(tab, next())
+	}
+}
+
+func BenchmarkAddAll(b *testing.B) {
+	_, rules, _ := benchTable(100000, 10)
+	b.ReportAllocs()
+	for b.Loop() {
+		emptyTable().AddAll(rules, t0)
+	}
+}
+
+// BenchmarkAddOne builds one version by a single Add on a table of 10,000
+// rules: the cost of copying the touched subtable.
+func BenchmarkAddOne(b *testing.B) {
+	for _, nMasks := range []int{1, 10} {
+		b.Run(fmt.Sprintf("rules=10000/masks=%d", nMasks), func(b *testing.B) {
+			base, rules, _ := benchTable(10000, nMasks)
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				r := rules[i%len(rules)]
+				r.Priority++ // a new entry, not a replacement
+				base.Add(r, t0)
+				i++
+			}
+		})
+	}
+}

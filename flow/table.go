@@ -1,0 +1,382 @@
+package flow
+
+import (
+	"cmp"
+	"maps"
+	"slices"
+	"sync/atomic"
+	"time"
+)
+
+// Entry is an installed rule with its counters. Rule is immutable once
+// installed; counters are updated by forwarding goroutines once per rule per
+// batch and read by anyone.
+type Entry struct {
+	Rule
+	Installed time.Time // when added (for duration and hard_timeout)
+
+	// stats is shared by every table version in which the entry survives
+	// unchanged, and carried over when mod-flows changes only actions.
+	stats *entryStats
+	// seq orders entries by installation, for ties between equal
+	// priorities and for dump order. mod-flows keeps it.
+	seq uint64
+}
+
+type entryStats struct {
+	packets  atomic.Uint64
+	bytes    atomic.Uint64
+	lastUsed atomic.Int64 // Unix nanoseconds; 0 = never hit
+}
+
+// entrySeq numbers entries in creation order across all tables, so that
+// entries from different versions keep their relative order.
+var entrySeq atomic.Uint64
+
+func newEntry(r Rule, now time.Time) *Entry {
+	// A Key with bits outside its Mask would never match; normalise rather
+	// than install a dead rule.
+	r.Match.Key = r.Match.Key.And(&r.Match.Mask)
+	return &Entry{Rule: r, Installed: now, stats: new(entryStats), seq: entrySeq.Add(1)}
+}
+
+// Hit counts packets and bytes against e and records now as its last use.
+func (e *Entry) Hit(packets, bytes uint64, now time.Time) {
+	e.stats.packets.Add(packets)
+	e.stats.bytes.Add(bytes)
+	e.stats.lastUsed.Store(now.UnixNano())
+}
+
+// Stats returns e's counters; lastUsed is Installed if e was never hit.
+func (e *Entry) Stats() (packets, bytes uint64, lastUsed time.Time) {
+	lastUsed = e.Installed
+	if ns := e.stats.lastUsed.Load(); ns != 0 {
+		lastUsed = time.Unix(0, ns)
+	}
+	return e.stats.packets.Load(), e.stats.bytes.Load(), lastUsed
+}
+
+// outranks reports whether e wins over o when both match: higher priority,
+// then earlier installation.
+func (e *Entry) outranks(o *Entry) bool {
+	return e.Priority > o.Priority || e.Priority == o.Priority && e.seq < o.seq
+}
+
+func compareRank(a, b *Entry) int {
+	if c := cmp.Compare(b.Priority, a.Priority); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.seq, b.seq)
+}
+
+// Table is one immutable version of the flow table. Lookups never lock.
+type Table struct {
+	version   uint64
+	subtables []*subtable // by the rank of their best entry, best first
+	n         int
+}
+
+// NewTable builds a table from entries. Entries taken from another Table
+// keep their counters and installation order; others (built by hand, with
+// no counters) are copied and installed now, in slice order, after every
+// existing entry. Of entries with identical Match and Priority, the last
+// in the slice stays.
+func NewTable(entries []*Entry, version uint64) *Table {
+	b := newBuilder(&Table{})
+	for _, e := range entries {
+		if e.stats == nil {
+			e = newEntry(e.Rule, e.Installed)
+		}
+		b.insert(e)
+	}
+	return b.build(version)
+}
+
+// Version returns the table's version number.
+func (t *Table) Version() uint64 { return t.version }
+
+// Len returns the number of entries.
+func (t *Table) Len() int { return t.n }
+
+// Entries returns all entries by priority, highest first, then in
+// installation order (the order of dump-flows).
+func (t *Table) Entries() []*Entry {
+	all := make([]*Entry, 0, t.n)
+	for _, st := range t.subtables {
+		for _, bucket := range st.buckets {
+			all = append(all, bucket...)
+		}
+	}
+	slices.SortFunc(all, compareRank)
+	return all
+}
+
+// Add installs r as OpenFlow's add does: an entry with the same Match and
+// Priority is replaced, and the replacement starts with zero counters.
+func (t *Table) Add(r Rule, now time.Time) *Table {
+	return t.AddAll([]Rule{r}, now)
+}
+
+// AddAll installs rs in order, as one new version (t itself if rs is
+// empty). The table keeps each rule's Actions slice: do not change it
+// afterwards.
+func (t *Table) AddAll(rs []Rule, now time.Time) *Table {
+	if len(rs) == 0 {
+		return t
+	}
+	b := newBuilder(t)
+	for _, r := range rs {
+		b.insert(newEntry(r, now))
+	}
+	return b.build(t.version + 1)
+}
+
+// Modify gives the selected entries (see Select) new actions, keeping their
+// counters, timeouts and installation time. It returns the new version and
+// how many entries changed; with none, t itself.
+//
+// now is unused: hard_timeout counts from Installed, which mod-flows keeps.
+func (t *Table) Modify(f Filter, strict bool, actions []Action, _ time.Time) (*Table, int) {
+	selected := t.Select(f, strict)
+	if len(selected) == 0 {
+		return t, 0
+	}
+	actions = slices.Clone(actions)
+	b := newBuilder(t)
+	for _, old := range selected {
+		modified := *old
+		modified.Actions = actions
+		b.replace(old, &modified)
+	}
+	return b.build(t.version + 1), len(selected)
+}
+
+// Delete removes the selected entries (see Select). It returns the new
+// version and how many entries it removed; with none, t itself.
+func (t *Table) Delete(f Filter, strict bool) (*Table, int) {
+	selected := t.Select(f, strict)
+	if len(selected) == 0 {
+		return t, 0
+	}
+	return t.without(selected), len(selected)
+}
+
+// Select returns the entries f selects, in Entries order, as ovs-ofctl's
+// flow commands do. Both modes require (cookie & f.CookieMask) ==
+// (f.Cookie & f.CookieMask). Non-strict, an entry is selected when f.Match
+// is at least as general as the entry's match (f's mask is a subset of the
+// entry's, and the entry's key agrees with f's on f's mask), whatever its
+// priority. Strict, the entry's Match must equal f.Match and its priority
+// f.Priority (DefaultPriority if !f.HasPriority).
+func (t *Table) Select(f Filter, strict bool) []*Entry {
+	var selected []*Entry
+	cookieOK := func(e *Entry) bool {
+		return e.Cookie&f.CookieMask == f.Cookie&f.CookieMask
+	}
+	if strict {
+		priority := f.Priority
+		if !f.HasPriority {
+			priority = DefaultPriority
+		}
+		for _, st := range t.subtables {
+			if st.mask != f.Match.Mask {
+				continue
+			}
+			for _, e := range st.buckets[f.Match.Key] {
+				if e.Priority == priority && e.Match == f.Match && cookieOK(e) {
+					selected = append(selected, e)
+				}
+			}
+		}
+		return selected
+	}
+	var masked Key
+	for _, st := range t.subtables {
+		if !covers(&st.mask, &f.Match.Mask) {
+			continue
+		}
+		if st.mask == f.Match.Mask {
+			for _, e := range st.buckets[f.Match.Key] {
+				if cookieOK(e) {
+					selected = append(selected, e)
+				}
+			}
+			continue
+		}
+		for key, bucket := range st.buckets {
+			if maskKey(&masked, &key, &f.Match.Mask); masked != f.Match.Key {
+				continue
+			}
+			for _, e := range bucket {
+				if cookieOK(e) {
+					selected = append(selected, e)
+				}
+			}
+		}
+	}
+	slices.SortFunc(selected, compareRank)
+	return selected
+}
+
+// Expire removes the entries whose hard_timeout has passed since they were
+// installed or whose idle_timeout has passed since they were last hit (or
+// installed, if never hit). A timeout expires once the full number of
+// seconds has elapsed. It returns the new version and the removed entries
+// in Entries order; if none expired, t itself and nil.
+func (t *Table) Expire(now time.Time) (*Table, []*Entry) {
+	var expired []*Entry
+	for _, st := range t.subtables {
+		for _, bucket := range st.buckets {
+			for _, e := range bucket {
+				if e.expired(now) {
+					expired = append(expired, e)
+				}
+			}
+		}
+	}
+	if len(expired) == 0 {
+		return t, nil
+	}
+	slices.SortFunc(expired, compareRank)
+	return t.without(expired), expired
+}
+
+func (e *Entry) expired(now time.Time) bool {
+	if e.HardTimeout != 0 && now.Sub(e.Installed) >= time.Duration(e.HardTimeout)*time.Second {
+		return true
+	}
+	if e.IdleTimeout != 0 {
+		_, _, lastUsed := e.Stats()
+		return now.Sub(lastUsed) >= time.Duration(e.IdleTimeout)*time.Second
+	}
+	return false
+}
+
+func (t *Table) without(entries []*Entry) *Table {
+	b := newBuilder(t)
+	for _, e := range entries {
+		b.remove(e)
+	}
+	return b.build(t.version + 1)
+}
+
+// builder makes the next version of a table. It copies a subtable the
+// first time an edit touches it (and a bucket every time), so the base
+// version, which lookups may still be using, never changes.
+type builder struct {
+	subtables []*subtable
+	byMask    map[Key]int        // index into subtables
+	owned     map[*subtable]bool // copies made by this builder: safe to change
+	stale     map[*subtable]bool // owned subtables whose best entry may have been removed
+	n         int
+}
+
+func newBuilder(t *Table) *builder {
+	b := &builder{
+		subtables: slices.Clone(t.subtables),
+		byMask:    make(map[Key]int, len(t.subtables)),
+		owned:     make(map[*subtable]bool),
+		stale:     make(map[*subtable]bool),
+		n:         t.n,
+	}
+	for i, st := range t.subtables {
+		b.byMask[st.mask] = i
+	}
+	return b
+}
+
+// writable returns an owned subtable for mask, creating an empty one if
+// there is none and create is set; nil otherwise.
+func (b *builder) writable(mask *Key, create bool) *subtable {
+	i, ok := b.byMask[*mask]
+	if !ok {
+		if !create {
+			return nil
+		}
+		st := &subtable{mask: *mask, buckets: make(map[Key][]*Entry)}
+		st.resetTop()
+		b.byMask[*mask] = len(b.subtables)
+		b.subtables = append(b.subtables, st)
+		b.owned[st] = true
+		return st
+	}
+	st := b.subtables[i]
+	if !b.owned[st] {
+		clone := *st
+		clone.buckets = maps.Clone(st.buckets)
+		st = &clone
+		b.subtables[i] = st
+		b.owned[st] = true
+	}
+	return st
+}
+
+// insert adds e, replacing an entry with the same Match and Priority.
+func (b *builder) insert(e *Entry) {
+	st := b.writable(&e.Match.Mask, true)
+	old := st.buckets[e.Match.Key]
+	bucket := make([]*Entry, 0, len(old)+1)
+	for _, o := range old {
+		if o.Priority != e.Priority {
+			bucket = append(bucket, o)
+		}
+	}
+	replaced := len(bucket) < len(old)
+	if replaced {
+		// The replaced entry may have been the subtable's best.
+		b.stale[st] = true
+	} else {
+		st.n++
+		b.n++
+	}
+	i, _ := slices.BinarySearchFunc(bucket, e, compareRank)
+	st.buckets[e.Match.Key] = slices.Insert(bucket, i, e)
+	st.offerTop(e)
+}
+
+// remove deletes e, which must be in the table.
+func (b *builder) remove(e *Entry) {
+	st := b.writable(&e.Match.Mask, false)
+	old := st.buckets[e.Match.Key]
+	bucket := slices.DeleteFunc(slices.Clone(old), func(o *Entry) bool { return o == e })
+	if len(bucket) == 0 {
+		delete(st.buckets, e.Match.Key)
+	} else {
+		st.buckets[e.Match.Key] = bucket
+	}
+	st.n--
+	b.n--
+	b.stale[st] = true
+}
+
+// replace puts updated in old's place; both have the same Match, Priority
+// and seq, so no order changes.
+func (b *builder) replace(old, updated *Entry) {
+	st := b.writable(&old.Match.Mask, false)
+	bucket := slices.Clone(st.buckets[old.Match.Key])
+	bucket[slices.Index(bucket, old)] = updated
+	st.buckets[old.Match.Key] = bucket
+}
+
+func (b *builder) build(version uint64) *Table {
+	t := &Table{version: version, n: b.n, subtables: make([]*subtable, 0, len(b.subtables))}
+	for _, st := range b.subtables {
+		if st.n == 0 {
+			continue
+		}
+		if b.stale[st] {
+			st.resetTop()
+			for _, bucket := range st.buckets {
+				st.offerTop(bucket[0])
+			}
+		}
+		t.subtables = append(t.subtables, st)
+	}
+	slices.SortFunc(t.subtables, func(a, b *subtable) int {
+		if c := cmp.Compare(b.maxPriority, a.maxPriority); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.topSeq, b.topSeq)
+	})
+	return t
+}
