@@ -1,0 +1,1020 @@
+package vswitch
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"slices"
+	"testing"
+
+	"github.com/google/gopacket"
+	"github.com/google/gopacket/layers"
+
+	"github.com/xswitch/xswitch/internal/race"
+)
+
+// The rewrite tests describe a frame as a frameSpec and serialize it with
+// gopacket, checksums computed from scratch. A rewrite is right when the
+// frame it produces equals, byte for byte, the frame serialized from the
+// spec with the field changed: that checks at once that the field changed,
+// that nothing else did, and that the incremental checksums equal full
+// recomputation.
+
+type vlanTag struct{ tpid, tci uint16 }
+
+type fragKind uint8
+
+const (
+	unfragmented fragKind = iota
+	firstFragment
+	laterFragment
+)
+
+type frameSpec struct {
+	dlDst, dlSrc  [6]byte
+	tags          []vlanTag // outermost first
+	v6            bool
+	ipOptionWords int  // IPv4: 4-byte words of NOP options
+	hopByHop      bool // IPv6: a hop-by-hop options header first
+	proto         layers.IPProtocol
+	udpNoChecksum bool
+	ip4Src        [4]byte
+	ip4Dst        [4]byte
+	ip6Src        [16]byte
+	ip6Dst        [16]byte
+	ttl           uint8
+	tpSrc, tpDst  uint16
+	payload       []byte
+	frag          fragKind
+	fragLen       int // upper-layer bytes in the first fragment, a multiple of 8
+	padding       int // Ethernet padding after the IP packet
+}
+
+func (s frameSpec) String() string {
+	ip := "ipv4"
+	if s.v6 {
+		ip = "ipv6"
+	}
+	return fmt.Sprintf("{tags %x %s options %d hbh %v %v nocsum %v ttl %d ports %d>%d payload %d frag %d/%d pad %d}",
+		s.tags, ip, s.ipOptionWords, s.hopByHop, s.proto, s.udpNoChecksum, s.ttl, s.tpSrc, s.tpDst,
+		len(s.payload), s.frag, s.fragLen, s.padding)
+}
+
+func (s frameSpec) l3() int { return ethHeaderLen + vlanTagLen*len(s.tags) }
+
+// ipHeaderLen includes the IPv6 hop-by-hop header.
+func (s frameSpec) ipHeaderLen() int {
+	switch {
+	case !s.v6:
+		return ipv4MinHeaderLen + 4*s.ipOptionWords
+	case s.hopByHop:
+		return ipv6HeaderLen + 16
+	}
+	return ipv6HeaderLen
+}
+
+func (s frameSpec) l3Visible() bool { return len(s.tags) <= maxVLANTags }
+
+func (s frameSpec) hasPorts() bool {
+	return s.proto == layers.IPProtocolTCP || s.proto == layers.IPProtocolUDP
+}
+
+func (s frameSpec) withTags(tags []vlanTag) frameSpec {
+	s.tags = tags
+	return s
+}
+
+// build serializes s, with room for a VLAN tag to be pushed.
+func (s frameSpec) build(t testing.TB) []byte {
+	t.Helper()
+	opts := gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true}
+	var network gopacket.NetworkLayer
+	var ipLayer gopacket.SerializableLayer
+	etherType := uint16(etherTypeIPv4)
+	if s.v6 {
+		ip := &layers.IPv6{Version: 6, NextHeader: s.proto, HopLimit: s.ttl,
+			SrcIP: net.IP(slices.Clone(s.ip6Src[:])), DstIP: net.IP(slices.Clone(s.ip6Dst[:]))}
+		if s.hopByHop {
+			ip.NextHeader = layers.IPProtocolIPv6HopByHop
+		}
+		network, ipLayer, etherType = ip, ip, etherTypeIPv6
+	} else {
+		ip := &layers.IPv4{Version: 4, TTL: s.ttl, Protocol: s.proto,
+			SrcIP: net.IP(slices.Clone(s.ip4Src[:])), DstIP: net.IP(slices.Clone(s.ip4Dst[:]))}
+		for range 4 * s.ipOptionWords {
+			ip.Options = append(ip.Options, layers.IPv4Option{OptionType: 1})
+		}
+		network, ipLayer = ip, ip
+	}
+
+	var l4 gopacket.SerializableLayer
+	switch s.proto {
+	case layers.IPProtocolTCP:
+		tcp := &layers.TCP{SrcPort: layers.TCPPort(s.tpSrc), DstPort: layers.TCPPort(s.tpDst),
+			Seq: 1000, Ack: 2000, ACK: true, PSH: true, Window: 512}
+		if err := tcp.SetNetworkLayerForChecksum(network); err != nil {
+			t.Fatal(err)
+		}
+		l4 = tcp
+	case layers.IPProtocolUDP:
+		udp := &layers.UDP{SrcPort: layers.UDPPort(s.tpSrc), DstPort: layers.UDPPort(s.tpDst)}
+		if err := udp.SetNetworkLayerForChecksum(network); err != nil {
+			t.Fatal(err)
+		}
+		l4 = udp
+	case layers.IPProtocolICMPv4:
+		l4 = &layers.ICMPv4{TypeCode: layers.CreateICMPv4TypeCode(layers.ICMPv4TypeEchoRequest, 0), Id: 7, Seq: 1}
+	case layers.IPProtocolICMPv6:
+		icmp := &layers.ICMPv6{TypeCode: layers.CreateICMPv6TypeCode(layers.ICMPv6TypeEchoRequest, 0)}
+		if err := icmp.SetNetworkLayerForChecksum(network); err != nil {
+			t.Fatal(err)
+		}
+		l4 = icmp
+	default:
+		t.Fatalf("frameSpec: no protocol %v", s.proto)
+	}
+	l4Buf := gopacket.NewSerializeBuffer()
+	if err := gopacket.SerializeLayers(l4Buf, opts, l4, gopacket.Payload(s.payload)); err != nil {
+		t.Fatal(err)
+	}
+	ipPayload := l4Buf.Bytes()
+	if s.proto == layers.IPProtocolUDP {
+		switch {
+		case s.udpNoChecksum:
+			binary.BigEndian.PutUint16(ipPayload[udpChecksumOff:], 0)
+		case binary.BigEndian.Uint16(ipPayload[udpChecksumOff:]) == 0:
+			// gopacket sends a computed 0 as is; RFC 768 says 0xffff.
+			binary.BigEndian.PutUint16(ipPayload[udpChecksumOff:], 0xffff)
+		}
+	}
+	if s.hopByHop {
+		// 16 bytes: a PadN option of 12 bytes.
+		hopByHop := append([]byte{byte(s.proto), 1, 1, 12}, make([]byte, 12)...)
+		ipPayload = append(hopByHop, ipPayload...)
+	}
+	ipBuf := gopacket.NewSerializeBuffer()
+	if err := gopacket.SerializeLayers(ipBuf, opts, ipLayer, gopacket.Payload(ipPayload)); err != nil {
+		t.Fatal(err)
+	}
+	packet := ipBuf.Bytes()
+	checkChecksums(t, s, packet)
+	packet = s.fragment(packet)
+
+	frame := make([]byte, 0, s.l3()+len(packet)+s.padding+vlanTagLen)
+	frame = append(frame, s.dlDst[:]...)
+	frame = append(frame, s.dlSrc[:]...)
+	for _, tag := range s.tags {
+		frame = binary.BigEndian.AppendUint16(frame, tag.tpid)
+		frame = binary.BigEndian.AppendUint16(frame, tag.tci)
+	}
+	frame = binary.BigEndian.AppendUint16(frame, etherType)
+	frame = append(frame, packet...)
+	return append(frame, make([]byte, s.padding)...)
+}
+
+// fragment cuts the IP packet as s.frag says, keeping the fragment asked for.
+func (s frameSpec) fragment(packet []byte) []byte {
+	if s.frag == unfragmented {
+		return packet
+	}
+	hl := s.ipHeaderLen()
+	header, upper := slices.Clone(packet[:hl]), packet[hl:]
+	data := upper[:s.fragLen]
+	if s.frag == laterFragment {
+		data = upper[s.fragLen:]
+	}
+	if !s.v6 {
+		flags := uint16(0x2000) // more fragments, offset 0
+		if s.frag == laterFragment {
+			flags = uint16(s.fragLen / 8)
+		}
+		binary.BigEndian.PutUint16(header[6:], flags)
+		binary.BigEndian.PutUint16(header[2:], uint16(hl+len(data)))
+		binary.BigEndian.PutUint16(header[ipv4ChecksumOff:], 0)
+		binary.BigEndian.PutUint16(header[ipv4ChecksumOff:], ^onesSum(0, header))
+		return append(header, data...)
+	}
+	nextHeaderField := ipv6NextHeaderOff
+	if s.hopByHop {
+		nextHeaderField = ipv6HeaderLen
+	}
+	fragHeader := []byte{header[nextHeaderField], 0, 0, 1, 0, 0, 0, 42} // offset 0, more fragments
+	if s.frag == laterFragment {
+		binary.BigEndian.PutUint16(fragHeader[2:], uint16(s.fragLen))
+	}
+	header[nextHeaderField] = ipv6Fragment
+	binary.BigEndian.PutUint16(header[4:], uint16(hl-ipv6HeaderLen+ipv6FragmentLen+len(data)))
+	return append(append(header, fragHeader...), data...)
+}
+
+// checkChecksums recomputes the checksums of an unfragmented packet from
+// scratch, checking gopacket's (and the way the tests use it).
+func checkChecksums(t testing.TB, s frameSpec, packet []byte) {
+	t.Helper()
+	hl := s.ipHeaderLen()
+	if !s.v6 {
+		if got, want := binary.BigEndian.Uint16(packet[ipv4ChecksumOff:]), referenceChecksum(0, packet[:hl], ipv4ChecksumOff); got != want {
+			t.Fatalf("%v: IPv4 header checksum %#04x, recomputed %#04x", s, got, want)
+		}
+	}
+	upper := packet[hl:]
+	var pseudo uint32
+	if s.v6 {
+		pseudo = uint32(onesSum(0, packet[8:40]))
+	} else {
+		pseudo = uint32(onesSum(0, packet[12:20]))
+	}
+	pseudo += uint32(s.proto) + uint32(len(upper))
+	csumOff := 2
+	switch s.proto {
+	case layers.IPProtocolTCP:
+		csumOff = tcpChecksumOff
+	case layers.IPProtocolUDP:
+		csumOff = udpChecksumOff
+	case layers.IPProtocolICMPv4:
+		pseudo = 0
+	}
+	got := binary.BigEndian.Uint16(upper[csumOff:])
+	want := referenceChecksum(pseudo, upper, csumOff)
+	if s.proto == layers.IPProtocolUDP {
+		if s.udpNoChecksum {
+			want = 0
+		} else if want == 0 {
+			want = 0xffff
+		}
+	}
+	if got != want {
+		t.Fatalf("%v: %v checksum %#04x, recomputed %#04x", s, s.proto, got, want)
+	}
+}
+
+// referenceChecksum computes the checksum of data, whose checksum field is
+// at csumOff, from scratch.
+func referenceChecksum(pseudo uint32, data []byte, csumOff int) uint16 {
+	data = slices.Clone(data)
+	data[csumOff], data[csumOff+1] = 0, 0
+	return ^onesSum(pseudo, data)
+}
+
+func onesSum(sum uint32, data []byte) uint16 {
+	for i := 0; i+1 < len(data); i += 2 {
+		sum += uint32(binary.BigEndian.Uint16(data[i:]))
+	}
+	if len(data)%2 == 1 {
+		sum += uint32(data[len(data)-1]) << 8
+	}
+	for sum > 0xffff {
+		sum = sum>>16 + sum&0xffff
+	}
+	return uint16(sum)
+}
+
+// rewriteAction is one rewrite with its arguments, and what it must do to
+// a frame's spec.
+type rewriteAction struct {
+	name    string
+	needsIP bool
+	apply   func(frame []byte) ([]byte, bool)
+	expect  func(s frameSpec) (frameSpec, bool)
+}
+
+func dlSrcAction(mac [6]byte) rewriteAction {
+	return rewriteAction{
+		name:   fmt.Sprintf("setDlSrc(%x)", mac),
+		apply:  func(f []byte) ([]byte, bool) { setDlSrc(f, mac); return f, true },
+		expect: func(s frameSpec) (frameSpec, bool) { s.dlSrc = mac; return s, true },
+	}
+}
+
+func dlDstAction(mac [6]byte) rewriteAction {
+	return rewriteAction{
+		name:   fmt.Sprintf("setDlDst(%x)", mac),
+		apply:  func(f []byte) ([]byte, bool) { setDlDst(f, mac); return f, true },
+		expect: func(s frameSpec) (frameSpec, bool) { s.dlDst = mac; return s, true },
+	}
+}
+
+func nwSrcAction(ip [4]byte) rewriteAction {
+	return rewriteAction{
+		name:    fmt.Sprintf("setNwSrc(%v)", net.IP(ip[:])),
+		needsIP: true,
+		apply:   func(f []byte) ([]byte, bool) { setNwSrc(f, ip); return f, true },
+		expect: func(s frameSpec) (frameSpec, bool) {
+			if s.l3Visible() && !s.v6 {
+				s.ip4Src = ip
+			}
+			return s, true
+		},
+	}
+}
+
+func nwDstAction(ip [4]byte) rewriteAction {
+	return rewriteAction{
+		name:    fmt.Sprintf("setNwDst(%v)", net.IP(ip[:])),
+		needsIP: true,
+		apply:   func(f []byte) ([]byte, bool) { setNwDst(f, ip); return f, true },
+		expect: func(s frameSpec) (frameSpec, bool) {
+			if s.l3Visible() && !s.v6 {
+				s.ip4Dst = ip
+			}
+			return s, true
+		},
+	}
+}
+
+func tpSrcAction(port uint16) rewriteAction {
+	return rewriteAction{
+		name:    fmt.Sprintf("setTpSrc(%d)", port),
+		needsIP: true,
+		apply:   func(f []byte) ([]byte, bool) { setTpSrc(f, port); return f, true },
+		expect: func(s frameSpec) (frameSpec, bool) {
+			if s.l3Visible() && s.hasPorts() && s.frag != laterFragment {
+				s.tpSrc = port
+			}
+			return s, true
+		},
+	}
+}
+
+func tpDstAction(port uint16) rewriteAction {
+	return rewriteAction{
+		name:    fmt.Sprintf("setTpDst(%d)", port),
+		needsIP: true,
+		apply:   func(f []byte) ([]byte, bool) { setTpDst(f, port); return f, true },
+		expect: func(s frameSpec) (frameSpec, bool) {
+			if s.l3Visible() && s.hasPorts() && s.frag != laterFragment {
+				s.tpDst = port
+			}
+			return s, true
+		},
+	}
+}
+
+var decTTLAction = rewriteAction{
+	name:    "decTTL",
+	needsIP: true,
+	apply:   func(f []byte) ([]byte, bool) { return f, decTTL(f) },
+	expect: func(s frameSpec) (frameSpec, bool) {
+		if !s.l3Visible() {
+			return s, true
+		}
+		if s.ttl <= 1 {
+			return s, false
+		}
+		s.ttl--
+		return s, true
+	},
+}
+
+func pushVLANAction(tpid uint16) rewriteAction {
+	return rewriteAction{
+		name:  fmt.Sprintf("pushVLAN(%#04x)", tpid),
+		apply: func(f []byte) ([]byte, bool) { return pushVLAN(f, tpid) },
+		expect: func(s frameSpec) (frameSpec, bool) {
+			var tci uint16
+			if len(s.tags) > 0 {
+				tci = s.tags[0].tci
+			}
+			return s.withTags(append([]vlanTag{{tpid, tci}}, s.tags...)), true
+		},
+	}
+}
+
+var stripVLANAction = rewriteAction{
+	name:  "stripVLAN",
+	apply: func(f []byte) ([]byte, bool) { return stripVLAN(f), true },
+	expect: func(s frameSpec) (frameSpec, bool) {
+		if len(s.tags) == 0 {
+			return s, true
+		}
+		return s.withTags(s.tags[1:]), true
+	},
+}
+
+func setVLANVIDAction(vid uint16) rewriteAction {
+	return rewriteAction{
+		name:  fmt.Sprintf("setVLANVID(%d)", vid),
+		apply: func(f []byte) ([]byte, bool) { return setVLANVID(f, vid) },
+		expect: func(s frameSpec) (frameSpec, bool) {
+			if len(s.tags) == 0 {
+				return s.withTags([]vlanTag{{tpidDot1Q, vid & vlanVIDMask}}), true
+			}
+			tags := slices.Clone(s.tags)
+			tags[0].tci = tags[0].tci&^vlanVIDMask | vid&vlanVIDMask
+			return s.withTags(tags), true
+		},
+	}
+}
+
+// fixedActions covers each rewrite with ordinary and extreme arguments, and
+// with arguments equal to the fields of the base spec.
+func fixedActions() []rewriteAction {
+	return []rewriteAction{
+		dlSrcAction([6]byte{0x02, 0, 0, 0, 0, 0x99}),
+		dlDstAction([6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}),
+		nwSrcAction([4]byte{192, 0, 2, 99}),
+		nwSrcAction([4]byte{}),
+		nwSrcAction(baseSpec().ip4Src),
+		nwDstAction([4]byte{255, 255, 255, 255}),
+		nwDstAction([4]byte{198, 51, 100, 7}),
+		tpSrcAction(0),
+		tpSrcAction(baseSpec().tpSrc),
+		tpSrcAction(0xffff),
+		tpDstAction(80),
+		tpDstAction(0x8000),
+		decTTLAction,
+		pushVLANAction(tpidDot1Q),
+		pushVLANAction(tpidDot1AD),
+		stripVLANAction,
+		setVLANVIDAction(0),
+		setVLANVIDAction(100),
+		setVLANVIDAction(0xffff),
+	}
+}
+
+func baseSpec() frameSpec {
+	return frameSpec{
+		dlDst:   [6]byte{0x02, 0, 0, 0, 0, 2},
+		dlSrc:   [6]byte{0x02, 0, 0, 0, 0, 1},
+		proto:   layers.IPProtocolTCP,
+		ip4Src:  [4]byte{10, 0, 0, 1},
+		ip4Dst:  [4]byte{10, 0, 0, 2},
+		ip6Src:  [16]byte{0: 0xfd, 15: 1},
+		ip6Dst:  [16]byte{0: 0xfd, 15: 2},
+		ttl:     64,
+		tpSrc:   40000,
+		tpDst:   443,
+		payload: []byte("0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz"),
+	}
+}
+
+// namedSpecs are the hand-picked frames every rewrite is tried on.
+func namedSpecs() map[string]frameSpec {
+	specs := map[string]frameSpec{}
+	add := func(name string, edit func(s *frameSpec)) {
+		s := baseSpec()
+		edit(&s)
+		specs[name] = s
+	}
+	add("ipv4/tcp", func(s *frameSpec) {})
+	add("ipv4/udp", func(s *frameSpec) { s.proto = layers.IPProtocolUDP })
+	add("ipv4/udp without checksum", func(s *frameSpec) { s.proto, s.udpNoChecksum = layers.IPProtocolUDP, true })
+	add("ipv4 with options/tcp", func(s *frameSpec) { s.ipOptionWords = 3 })
+	add("ipv4 with 40 bytes of options/udp", func(s *frameSpec) { s.ipOptionWords, s.proto = 10, layers.IPProtocolUDP })
+	add("ipv4/icmp", func(s *frameSpec) { s.proto = layers.IPProtocolICMPv4 })
+	add("ipv4/udp padded", func(s *frameSpec) { s.proto, s.payload, s.padding = layers.IPProtocolUDP, []byte{1}, 17 })
+	add("ipv4 ttl 1", func(s *frameSpec) { s.ttl = 1 })
+	add("ipv4 ttl 0", func(s *frameSpec) { s.ttl = 0 })
+	add("ipv4 first fragment/tcp", func(s *frameSpec) { s.frag, s.fragLen = firstFragment, 32 })
+	add("ipv4 later fragment/tcp", func(s *frameSpec) { s.frag, s.fragLen = laterFragment, 32 })
+	add("ipv4 first fragment/udp", func(s *frameSpec) { s.proto, s.frag, s.fragLen = layers.IPProtocolUDP, firstFragment, 8 })
+	add("ipv6/tcp", func(s *frameSpec) { s.v6 = true })
+	add("ipv6/udp", func(s *frameSpec) { s.v6, s.proto = true, layers.IPProtocolUDP })
+	add("ipv6/udp without checksum", func(s *frameSpec) { s.v6, s.proto, s.udpNoChecksum = true, layers.IPProtocolUDP, true })
+	add("ipv6 hop-by-hop/tcp", func(s *frameSpec) { s.v6, s.hopByHop = true, true })
+	add("ipv6/icmpv6", func(s *frameSpec) { s.v6, s.proto = true, layers.IPProtocolICMPv6 })
+	add("ipv6 hop limit 1", func(s *frameSpec) { s.v6, s.ttl = true, 1 })
+	add("ipv6 first fragment/udp", func(s *frameSpec) {
+		s.v6, s.proto, s.frag, s.fragLen = true, layers.IPProtocolUDP, firstFragment, 16
+	})
+	add("ipv6 later fragment/tcp", func(s *frameSpec) { s.v6, s.frag, s.fragLen = true, laterFragment, 24 })
+	add("ipv6 hop-by-hop first fragment/tcp", func(s *frameSpec) {
+		s.v6, s.hopByHop, s.frag, s.fragLen = true, true, firstFragment, 24
+	})
+	add("802.1q/ipv4/tcp", func(s *frameSpec) { s.tags = []vlanTag{{tpidDot1Q, 0xa00a}} })
+	add("802.1q with DEI/ipv4/udp", func(s *frameSpec) {
+		s.tags, s.proto = []vlanTag{{tpidDot1Q, 0x7fff}}, layers.IPProtocolUDP
+	})
+	add("802.1ad+802.1q/ipv6/udp", func(s *frameSpec) {
+		s.tags, s.v6, s.proto = []vlanTag{{tpidDot1AD, 0x2064}, {tpidDot1Q, 0x000a}}, true, layers.IPProtocolUDP
+	})
+	add("802.1q+802.1q/ipv4 later fragment", func(s *frameSpec) {
+		s.tags, s.frag, s.fragLen = []vlanTag{{tpidDot1Q, 1}, {tpidDot1Q, 2}}, laterFragment, 24
+	})
+	add("three tags/ipv4/tcp (beyond maxVLANTags)", func(s *frameSpec) {
+		s.tags = []vlanTag{{tpidDot1AD, 1}, {tpidDot1Q, 2}, {tpidDot1Q, 3}}
+	})
+	return specs
+}
+
+// applyAndCheck applies a to the frame built from s and compares the
+// result with the frame built from the spec a expects.
+func applyAndCheck(t *testing.T, s frameSpec, a rewriteAction) {
+	t.Helper()
+	frame := s.build(t)
+	got, keep := a.apply(frame)
+	wantSpec, wantKeep := a.expect(s)
+	want := wantSpec.build(t)
+	if keep != wantKeep {
+		t.Errorf("%s on %v: keep = %v, want %v", a.name, s, keep, wantKeep)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s on %v:\n got %x\nwant %x", a.name, s, got, want)
+	}
+}
+
+func TestRewritesMatchFullRecomputation(t *testing.T) {
+	for name, s := range namedSpecs() {
+		t.Run(name, func(t *testing.T) {
+			for _, a := range fixedActions() {
+				applyAndCheck(t, s, a)
+			}
+		})
+	}
+}
+
+func randomSpec(r *rand.Rand) frameSpec {
+	s := frameSpec{
+		v6:      r.IntN(2) == 0,
+		ttl:     uint8(r.Uint32()),
+		tpSrc:   uint16(r.Uint32()),
+		tpDst:   uint16(r.Uint32()),
+		payload: make([]byte, r.IntN(1400)),
+	}
+	fillRandom(r, s.dlDst[:], s.dlSrc[:], s.ip4Src[:], s.ip4Dst[:], s.ip6Src[:], s.ip6Dst[:], s.payload)
+	for range r.IntN(maxVLANTags + 2) {
+		tpid := uint16(tpidDot1Q)
+		if r.IntN(2) == 0 {
+			tpid = tpidDot1AD
+		}
+		s.tags = append(s.tags, vlanTag{tpid, uint16(r.Uint32())})
+	}
+	headerLen := udpHeaderLen
+	switch r.IntN(3) {
+	case 0:
+		s.proto, headerLen = layers.IPProtocolTCP, tcpMinHeaderLen
+	case 1:
+		s.proto = layers.IPProtocolUDP
+		s.udpNoChecksum = r.IntN(4) == 0
+	case 2:
+		s.proto = layers.IPProtocolICMPv4
+		if s.v6 {
+			s.proto = layers.IPProtocolICMPv6
+		}
+	}
+	if s.v6 {
+		s.hopByHop = r.IntN(3) == 0
+	} else {
+		s.ipOptionWords = r.IntN(11)
+	}
+	// A first fragment carries the whole upper-layer header.
+	if upperLen := headerLen + len(s.payload); r.IntN(2) == 0 && upperLen > 32 {
+		s.frag = firstFragment + fragKind(r.IntN(2))
+		s.fragLen = 8 * (3 + r.IntN((upperLen-25)/8))
+	}
+	if r.IntN(4) == 0 {
+		s.padding = r.IntN(40)
+	}
+	return s
+}
+
+func randomAction(r *rand.Rand, s frameSpec) rewriteAction {
+	var mac [6]byte
+	var ip [4]byte
+	fillRandom(r, mac[:], ip[:])
+	port := uint16(r.Uint32())
+	if r.IntN(8) == 0 {
+		port = s.tpSrc
+	}
+	switch r.IntN(11) {
+	case 0:
+		return dlSrcAction(mac)
+	case 1:
+		return dlDstAction(mac)
+	case 2:
+		return nwSrcAction(ip)
+	case 3:
+		return nwDstAction(ip)
+	case 4:
+		return tpSrcAction(port)
+	case 5:
+		return tpDstAction(port)
+	case 6:
+		return decTTLAction
+	case 7:
+		return pushVLANAction(tpidDot1Q)
+	case 8:
+		return pushVLANAction(tpidDot1AD)
+	case 9:
+		return stripVLANAction
+	}
+	return setVLANVIDAction(uint16(r.Uint32()))
+}
+
+// withRoom copies frame into a buffer with room for a pushed tag.
+func withRoom(frame []byte) []byte {
+	room := make([]byte, len(frame), len(frame)+vlanTagLen)
+	copy(room, frame)
+	return room
+}
+
+func fillRandom(r *rand.Rand, fields ...[]byte) {
+	for _, f := range fields {
+		for i := range f {
+			f[i] = byte(r.Uint32())
+		}
+	}
+}
+
+// TestRewritesRandomFrames is the property: over random frames and random
+// arguments, every rewrite gives what serializing from scratch gives.
+func TestRewritesRandomFrames(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	n := 5000
+	if testing.Short() {
+		n = 500
+	}
+	for range n {
+		s := randomSpec(r)
+		applyAndCheck(t, s, randomAction(r, s))
+		if t.Failed() {
+			return
+		}
+	}
+}
+
+// TestChecksumZeroResults tries every port on one TCP and one UDP frame,
+// so that the checksum takes every value, 0 included: TCP keeps the 0
+// that recomputation gives; UDP sends it as 0xffff.
+func TestChecksumZeroResults(t *testing.T) {
+	for _, proto := range []layers.IPProtocol{layers.IPProtocolTCP, layers.IPProtocolUDP} {
+		s := baseSpec()
+		s.proto = proto
+		frame := s.build(t)
+		l4 := s.l3() + s.ipHeaderLen()
+		csumOff := l4 + tcpChecksumOff
+		if proto == layers.IPProtocolUDP {
+			csumOff = l4 + udpChecksumOff
+		}
+		zeroField := uint16(0)
+		if proto == layers.IPProtocolUDP {
+			zeroField = 0xffff
+		}
+		sawZero := false
+		for port := range 0x10000 {
+			setTpDst(frame, uint16(port))
+			s.tpDst = uint16(port)
+			checkChecksums(t, s, frame[s.l3():])
+			sawZero = sawZero || binary.BigEndian.Uint16(frame[csumOff:]) == zeroField
+		}
+		if !sawZero {
+			t.Errorf("%v: no port gave a zero checksum", proto)
+		}
+	}
+}
+
+// TestRewritesTruncatedFrames applies every rewrite to every prefix of
+// each frame: nothing may panic or write past the prefix (but for the 4
+// bytes a push grows into); a frame whose IP packet is cut short is not
+// IP to the rewrites; cutting only padding changes nothing.
+func TestRewritesTruncatedFrames(t *testing.T) {
+	const guard = 16
+	const sentinel = 0xa5
+	for name, s := range namedSpecs() {
+		full := s.build(t)
+		ipEnd := len(full) - s.padding
+		for _, a := range fixedActions() {
+			fullResult, fullKeep := a.apply(withRoom(full))
+			for n := range len(full) + 1 {
+				buf := bytes.Repeat([]byte{sentinel}, n+vlanTagLen+guard)
+				copy(buf, full[:n])
+				got, keep := a.apply(buf[: n : n+vlanTagLen])
+				grown := len(got) - n
+				if grown != 0 && grown != vlanTagLen && grown != -vlanTagLen {
+					t.Fatalf("%s, %s cut to %d bytes: length %d", a.name, name, n, len(got))
+				}
+				for i := max(n, len(got)); i < len(buf); i++ {
+					if buf[i] != sentinel {
+						t.Fatalf("%s, %s cut to %d bytes: wrote byte %d", a.name, name, n, i)
+					}
+				}
+				switch {
+				case n >= ipEnd:
+					if !bytes.Equal(got, fullResult[:len(got)]) || keep != fullKeep {
+						t.Errorf("%s, %s cut to %d bytes (padding only): got %x (keep %v), want %x (keep %v)",
+							a.name, name, n, got, keep, fullResult[:len(got)], fullKeep)
+					}
+				case n < ethHeaderLen:
+					if !bytes.Equal(got, full[:n]) || !keep {
+						t.Errorf("%s, %s cut to %d bytes: changed a runt frame", a.name, name, n)
+					}
+				case a.needsIP:
+					// decTTL drops a frame that says IP but is cut short.
+					ipSeen := s.l3Visible() && n >= s.l3()
+					if !bytes.Equal(got, full[:n]) || keep == ipSeen && a.name == decTTLAction.name {
+						t.Errorf("%s, %s cut to %d bytes: changed a cut IP packet (keep %v)", a.name, name, n, keep)
+					}
+				case n >= s.l3():
+					// Link-layer rewrites do not care about the IP packet.
+					if !bytes.Equal(got, fullResult[:len(got)]) || keep != fullKeep {
+						t.Errorf("%s, %s cut to %d bytes: got %x, want %x", a.name, name, n, got, fullResult[:len(got)])
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestTinyFirstFragment: a first fragment too short for its TCP header
+// gets its address rewritten but its TCP bytes left alone.
+func TestTinyFirstFragment(t *testing.T) {
+	s := baseSpec()
+	s.frag, s.fragLen = firstFragment, 8
+	frame := s.build(t)
+	original := slices.Clone(frame)
+	setTpDst(frame, 1)
+	if !bytes.Equal(frame, original) {
+		t.Errorf("setTpDst changed a first fragment without the whole TCP header:\n got %x\nwant %x", frame, original)
+	}
+	setNwSrc(frame, [4]byte{192, 0, 2, 1})
+	want := s
+	want.ip4Src = [4]byte{192, 0, 2, 1}
+	wantFrame := want.build(t)
+	l4 := s.l3() + s.ipHeaderLen()
+	if !bytes.Equal(frame[:l4], wantFrame[:l4]) || !bytes.Equal(frame[l4:], original[l4:]) {
+		t.Errorf("setNwSrc on a first fragment without the whole TCP header:\n got %x\nwant %x then %x",
+			frame, wantFrame[:l4], original[l4:])
+	}
+}
+
+func TestRewritesLeaveMalformedIPAlone(t *testing.T) {
+	v4, v6 := baseSpec(), baseSpec()
+	v6.v6 = true
+	tests := []struct {
+		name    string
+		spec    frameSpec
+		corrupt func(ip []byte)
+	}{
+		{"ipv4 version 5", v4, func(ip []byte) { ip[0] = 0x55 }},
+		{"ipv4 header length 16", v4, func(ip []byte) { ip[0] = 0x44 }},
+		{"ipv4 header longer than the packet", v4, func(ip []byte) { binary.BigEndian.PutUint16(ip[2:], 16) }},
+		{"ipv4 total length past the frame", v4, func(ip []byte) { ip[3]++ }},
+		{"ipv6 version 4", v6, func(ip []byte) { ip[0] = 0x40 }},
+		{"ipv6 payload length past the frame", v6, func(ip []byte) { ip[5]++ }},
+	}
+	for _, tt := range tests {
+		frame := tt.spec.build(t)
+		tt.corrupt(frame[tt.spec.l3():])
+		original := slices.Clone(frame)
+		setNwSrc(frame, [4]byte{1, 2, 3, 4})
+		setNwDst(frame, [4]byte{1, 2, 3, 4})
+		setTpSrc(frame, 1)
+		setTpDst(frame, 1)
+		if keep := decTTL(frame); keep {
+			t.Errorf("%s: decTTL kept the frame", tt.name)
+		}
+		if !bytes.Equal(frame, original) {
+			t.Errorf("%s: rewritten:\n got %x\nwant %x", tt.name, frame, original)
+		}
+	}
+}
+
+// TestRewritesLeaveCutL4HeaderAlone: when the IP packet ends inside the TCP
+// or UDP header (the rest of the frame is padding), the ports and the L4
+// checksum stay as they are.
+func TestRewritesLeaveCutL4HeaderAlone(t *testing.T) {
+	for _, proto := range []layers.IPProtocol{layers.IPProtocolTCP, layers.IPProtocolUDP} {
+		for _, v6 := range []bool{false, true} {
+			s := baseSpec()
+			s.proto, s.v6 = proto, v6
+			frame := s.build(t)
+			ip := frame[s.l3():]
+			const upperLen = 4
+			if v6 {
+				binary.BigEndian.PutUint16(ip[4:], upperLen)
+			} else {
+				binary.BigEndian.PutUint16(ip[2:], uint16(s.ipHeaderLen()+upperLen))
+				binary.BigEndian.PutUint16(ip[ipv4ChecksumOff:], referenceChecksum(0, ip[:s.ipHeaderLen()], ipv4ChecksumOff))
+			}
+			original := slices.Clone(frame)
+			setTpSrc(frame, 1)
+			setTpDst(frame, 1)
+			if !bytes.Equal(frame, original) {
+				t.Errorf("%v over ipv6 %v: ports rewritten in a cut header:\n got %x\nwant %x", proto, v6, frame, original)
+			}
+			if v6 {
+				continue
+			}
+			setNwSrc(frame, [4]byte{192, 0, 2, 1})
+			l4 := s.l3() + s.ipHeaderLen()
+			if got, want := binary.BigEndian.Uint16(ip[ipv4ChecksumOff:]), referenceChecksum(0, ip[:s.ipHeaderLen()], ipv4ChecksumOff); got != want {
+				t.Errorf("%v: IPv4 checksum %#04x after setNwSrc, want %#04x", proto, got, want)
+			}
+			if !bytes.Equal(frame[l4:], original[l4:]) {
+				t.Errorf("%v: setNwSrc changed a cut header:\n got %x\nwant %x", proto, frame[l4:], original[l4:])
+			}
+		}
+	}
+}
+
+func TestRewritesLeaveNonIPAlone(t *testing.T) {
+	buf := gopacket.NewSerializeBuffer()
+	err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true},
+		&layers.Ethernet{SrcMAC: net.HardwareAddr{2, 0, 0, 0, 0, 1}, DstMAC: net.HardwareAddr{0xff, 0xff, 0xff, 0xff, 0xff, 0xff},
+			EthernetType: layers.EthernetTypeARP},
+		&layers.ARP{AddrType: layers.LinkTypeEthernet, Protocol: layers.EthernetTypeIPv4, HwAddressSize: 6, ProtAddressSize: 4,
+			Operation: layers.ARPRequest, SourceHwAddress: []byte{2, 0, 0, 0, 0, 1}, SourceProtAddress: []byte{10, 0, 0, 1},
+			DstHwAddress: make([]byte, 6), DstProtAddress: []byte{10, 0, 0, 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	frame := buf.Bytes()
+	original := slices.Clone(frame)
+	setNwSrc(frame, [4]byte{1, 2, 3, 4})
+	setNwDst(frame, [4]byte{1, 2, 3, 4})
+	setTpSrc(frame, 1)
+	setTpDst(frame, 1)
+	if !decTTL(frame) {
+		t.Error("decTTL dropped an ARP frame")
+	}
+	if !bytes.Equal(frame, original) {
+		t.Errorf("ARP frame rewritten:\n got %x\nwant %x", frame, original)
+	}
+}
+
+func TestDecTTL(t *testing.T) {
+	for _, v6 := range []bool{false, true} {
+		for _, tt := range []struct {
+			ttl     uint8
+			keep    bool
+			wantTTL uint8
+		}{{64, true, 63}, {2, true, 1}, {1, false, 1}, {0, false, 0}, {255, true, 254}} {
+			s := baseSpec()
+			s.v6, s.ttl = v6, tt.ttl
+			frame := s.build(t)
+			keep := decTTL(frame)
+			want := s
+			want.ttl = tt.wantTTL
+			if keep != tt.keep || !bytes.Equal(frame, want.build(t)) {
+				t.Errorf("ipv6 %v, TTL %d: keep %v (want %v), frame %x", v6, tt.ttl, keep, tt.keep, frame)
+			}
+		}
+	}
+}
+
+func TestPushVLANCopiesOuterTCI(t *testing.T) {
+	s := baseSpec()
+	s.tags = []vlanTag{{tpidDot1Q, 0xb005}} // PCP 5, DEI, VID 5
+	frame, ok := pushVLAN(s.build(t), tpidDot1AD)
+	if !ok {
+		t.Fatal("pushVLAN had no room")
+	}
+	want := []byte{0x88, 0xa8, 0xb0, 0x05, 0x81, 0x00, 0xb0, 0x05, 0x08, 0x00}
+	if got := frame[12:22]; !bytes.Equal(got, want) {
+		t.Errorf("after push: %x, want %x", got, want)
+	}
+}
+
+func TestPushVLANWithoutRoom(t *testing.T) {
+	s := baseSpec()
+	for _, push := range []func([]byte) ([]byte, bool){
+		func(f []byte) ([]byte, bool) { return pushVLAN(f, tpidDot1Q) },
+		func(f []byte) ([]byte, bool) { return setVLANVID(f, 10) },
+	} {
+		built := s.build(t)
+		frame := built[:len(built):len(built)]
+		original := slices.Clone(frame)
+		got, ok := push(frame)
+		if ok || !bytes.Equal(got, original) {
+			t.Errorf("push into a full buffer: ok %v, frame %x", ok, got)
+		}
+	}
+}
+
+func TestPushStripRoundTrip(t *testing.T) {
+	for name, s := range namedSpecs() {
+		for _, tpid := range []uint16{tpidDot1Q, tpidDot1AD} {
+			original := s.build(t)
+			pushed, ok := pushVLAN(withRoom(original), tpid)
+			if !ok {
+				t.Fatalf("%s: pushVLAN had no room", name)
+			}
+			if got := stripVLAN(pushed); !bytes.Equal(got, original) {
+				t.Errorf("%s: push %#04x then strip:\n got %x\nwant %x", name, tpid, got, original)
+			}
+		}
+	}
+	untagged := baseSpec().build(t)
+	if got := stripVLAN(slices.Clone(untagged)); !bytes.Equal(got, untagged) {
+		t.Errorf("strip on an untagged frame changed it: %x", got)
+	}
+}
+
+// TestFrameBuilder checks the hand-built link layer of frameSpec.build
+// against gopacket's decoder.
+func TestFrameBuilder(t *testing.T) {
+	s := namedSpecs()["802.1ad+802.1q/ipv6/udp"]
+	packet := gopacket.NewPacket(s.build(t), layers.LayerTypeEthernet, gopacket.Default)
+	var vids []uint16
+	for _, l := range packet.Layers() {
+		if tag, ok := l.(*layers.Dot1Q); ok {
+			vids = append(vids, tag.VLANIdentifier)
+		}
+	}
+	udp, _ := packet.Layer(layers.LayerTypeUDP).(*layers.UDP)
+	ip, _ := packet.Layer(layers.LayerTypeIPv6).(*layers.IPv6)
+	if !slices.Equal(vids, []uint16{0x064, 0x00a}) || udp == nil || ip == nil ||
+		uint16(udp.SrcPort) != s.tpSrc || !ip.SrcIP.Equal(net.IP(s.ip6Src[:])) {
+		t.Errorf("gopacket decodes %v", packet)
+	}
+}
+
+func TestRewritesAllocateNothing(t *testing.T) {
+	if race.Enabled {
+		t.Skip("the race detector allocates")
+	}
+	s := baseSpec()
+	s.tags = []vlanTag{{tpidDot1Q, 10}}
+	built := s.build(t)
+	n := len(built)
+	frame := built[: n : n+vlanTagLen]
+	allocs := testing.AllocsPerRun(100, func() {
+		setDlSrc(frame, [6]byte{2, 0, 0, 0, 0, 9})
+		setDlDst(frame, [6]byte{2, 0, 0, 0, 0, 8})
+		setNwSrc(frame, [4]byte{10, 1, 1, 1})
+		setNwDst(frame, [4]byte{10, 1, 1, 2})
+		setNwSrc(frame, [4]byte{10, 0, 0, 1})
+		setTpSrc(frame, 1)
+		setTpDst(frame, 2)
+		decTTL(frame)
+		f, _ := pushVLAN(frame, tpidDot1AD)
+		f = stripVLAN(f)
+		f, _ = setVLANVID(f, 20)
+		_ = stripVLAN(f)
+	})
+	if allocs != 0 {
+		t.Errorf("rewrites allocate %v times per run, want 0", allocs)
+	}
+}
+
+func FuzzRewrites(f *testing.F) {
+	for _, s := range namedSpecs() {
+		f.Add(s.build(f))
+	}
+	const guard = 8
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, a := range fixedActions() {
+			buf := make([]byte, len(data)+vlanTagLen+guard)
+			copy(buf, data)
+			got, _ := a.apply(buf[: len(data) : len(data)+vlanTagLen])
+			if len(got) > len(data)+vlanTagLen || !bytes.Equal(buf[len(data)+vlanTagLen:], make([]byte, guard)) {
+				t.Fatalf("%s wrote past the frame's room", a.name)
+			}
+		}
+		// Whatever the options, a valid IPv4 header checksum stays valid.
+		frame := withRoom(data)
+		if etherType, l3, ok := findL3(frame); ok && etherType == etherTypeIPv4 {
+			if _, ok := parseIPv4(frame, l3); ok {
+				header := frame[l3 : l3+int(frame[l3]&0x0f)*4]
+				if onesSum(0, header) == 0xffff {
+					setNwSrc(frame, [4]byte{192, 0, 2, 1})
+					decTTL(frame)
+					if onesSum(0, header) != 0xffff {
+						t.Fatalf("IPv4 header checksum broken: %x", header)
+					}
+				}
+			}
+		}
+		if len(data) >= ethHeaderLen {
+			pushed, ok := pushVLAN(withRoom(data), tpidDot1Q)
+			if got := stripVLAN(pushed); !ok || !bytes.Equal(got, data) {
+				t.Fatalf("push then strip: %x, want %x", got, data)
+			}
+		}
+	})
+}
+
+// The benchmarks show that a rewrite's cost does not grow with the frame.
+func BenchmarkRewrites(b *testing.B) {
+	for _, size := range []int{64, 1500, 9000} {
+		s := baseSpec()
+		s.payload = make([]byte, size-ethHeaderLen-ipv4MinHeaderLen-tcpMinHeaderLen)
+		built := s.build(b)
+		frame := built[: len(built) : len(built)+vlanTagLen]
+		b.Run(fmt.Sprintf("setNwSrc/%dB", size), func(b *testing.B) {
+			ips := [2][4]byte{{10, 0, 0, 1}, {10, 9, 9, 9}}
+			for i := 0; b.Loop(); i++ {
+				setNwSrc(frame, ips[i&1])
+			}
+		})
+		b.Run(fmt.Sprintf("setTpDst/%dB", size), func(b *testing.B) {
+			for i := 0; b.Loop(); i++ {
+				setTpDst(frame, uint16(i))
+			}
+		})
+		b.Run(fmt.Sprintf("decTTL/%dB", size), func(b *testing.B) {
+			for b.Loop() {
+				frame[s.l3()+ipv4TTLOff] = 64
+				decTTL(frame)
+			}
+		})
+		b.Run(fmt.Sprintf("pushVLAN+stripVLAN/%dB", size), func(b *testing.B) {
+			for b.Loop() {
+				f, _ := pushVLAN(frame, tpidDot1Q)
+				stripVLAN(f)
+			}
+		})
+	}
+}
