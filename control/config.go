@@ -15,10 +15,14 @@ type Config struct {
 	Bridges []BridgeConfig `json:"bridges"`
 }
 
-// BridgeConfig is one bridge and its ports.
+// BridgeConfig is one bridge, its ports and its flow table.
 type BridgeConfig struct {
 	Name  string       `json:"name"`
 	Ports []PortConfig `json:"ports"`
+	// Flows are the bridge's rules in ovs-ofctl syntax, highest priority
+	// first. A configuration written before flow tables has none: the
+	// bridge then gets the default table.
+	Flows []string `json:"flows"`
 }
 
 // PortConfig is one port as the user asked for it.
@@ -49,7 +53,11 @@ func (c *Config) bridge(name string) *BridgeConfig {
 func (c *Config) clone() *Config {
 	out := &Config{Bridges: make([]BridgeConfig, len(c.Bridges))}
 	for i, b := range c.Bridges {
-		out.Bridges[i] = BridgeConfig{Name: b.Name, Ports: append([]PortConfig(nil), b.Ports...)}
+		out.Bridges[i] = BridgeConfig{
+			Name:  b.Name,
+			Ports: append([]PortConfig(nil), b.Ports...),
+			Flows: b.Flows, // never modified in place, only replaced
+		}
 	}
 	return out
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	vswitch "github.com/xswitch/xswitch/switch"
 
@@ -30,6 +31,9 @@ type Daemon struct {
 	cfg     *Config    // what is saved: the truth a restart restores
 	bridges map[string]*vswitch.Bridge
 	down    map[string]error // ports in cfg that could not be opened, by name
+
+	stopExpiry chan struct{}
+	expiryDone chan struct{}
 }
 
 // NewDaemon loads the configuration at dbPath and brings up every bridge and
@@ -48,7 +52,12 @@ func NewDaemon(dbPath string, log *slog.Logger) (*Daemon, error) {
 		down:    map[string]error{},
 	}
 	for _, bc := range cfg.Bridges {
-		b, err := vswitch.New(bc.Name, vswitch.Options{})
+		flows, err := loadFlows(&bc, time.Now())
+		if err != nil {
+			d.Close()
+			return nil, fmt.Errorf("configuration %s: %w", dbPath, err)
+		}
+		b, err := vswitch.New(bc.Name, flows, vswitch.Options{})
 		if err != nil {
 			d.Close()
 			return nil, fmt.Errorf("restoring bridge %s: %w", bc.Name, err)
@@ -64,6 +73,11 @@ func NewDaemon(dbPath string, log *slog.Logger) (*Daemon, error) {
 		}
 	}
 	log.Info("configuration loaded", "path", dbPath, "bridges", len(cfg.Bridges))
+	d.stopExpiry, d.expiryDone = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(d.expiryDone)
+		d.expireLoop(d.stopExpiry)
+	}()
 	return d, nil
 }
 
@@ -101,6 +115,11 @@ func openPort(pc PortConfig) (port.Port, error) {
 // Close stops every bridge and closes its ports, leaving the configuration
 // (and the veth pairs it describes) for the next start.
 func (d *Daemon) Close() error {
+	if d.stopExpiry != nil {
+		close(d.stopExpiry)
+		<-d.expiryDone
+		d.stopExpiry = nil
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var errs []error
@@ -136,6 +155,16 @@ func (d *Daemon) Handle(req Request) Response {
 		resp.Bridges, err = d.show(req.Bridge)
 	case VerbFDB:
 		resp.FDB, err = d.fdb(req.Bridge)
+	case VerbAddFlows:
+		err = d.addFlows(req.Bridge, req.Flows)
+	case VerbModFlows:
+		resp.Changed, err = d.modFlows(req.Bridge, req.Flows, req.Strict)
+	case VerbDelFlows:
+		resp.Changed, err = d.delFlows(req.Bridge, req.Match, req.Strict)
+	case VerbDumpFlows:
+		resp.Flows, err = d.dumpFlows(req.Bridge, req.Match)
+	case VerbTrace:
+		resp.Trace, err = d.trace(req.Bridge, req.Match)
 	default:
 		err = fmt.Errorf("unknown verb %q", req.Verb)
 	}
@@ -180,12 +209,17 @@ func (d *Daemon) addBridge(name string) error {
 	if _, ok := d.bridges[name]; ok {
 		return fmt.Errorf("bridge %q already exists", name)
 	}
-	b, err := vswitch.New(name, vswitch.Options{})
+	bc := BridgeConfig{Name: name, Ports: []PortConfig{}, Flows: defaultFlows}
+	flows, err := loadFlows(&bc, time.Now())
+	if err != nil {
+		return err
+	}
+	b, err := vswitch.New(name, flows, vswitch.Options{})
 	if err != nil {
 		return err
 	}
 	next := d.cfg.clone()
-	next.Bridges = append(next.Bridges, BridgeConfig{Name: name, Ports: []PortConfig{}})
+	next.Bridges = append(next.Bridges, bc)
 	if err := d.commit(next); err != nil {
 		b.Close()
 		return err
@@ -335,17 +369,19 @@ func (d *Daemon) show(only string) ([]BridgeStatus, error) {
 		if only != "" && bc.Name != only {
 			continue
 		}
+		b := d.bridges[bc.Name]
+		bs := BridgeStatus{Name: bc.Name, Ports: []PortStatus{}, Flows: b.Flows().Len()}
+		bs.CacheHits, bs.CacheMisses = b.CacheStats()
 		live := map[string]vswitch.PortStatus{}
-		for _, ps := range d.bridges[bc.Name].Ports() {
+		for _, ps := range b.Ports() {
 			live[ps.Name] = ps
 		}
-		bs := BridgeStatus{Name: bc.Name, Ports: []PortStatus{}}
 		for _, pc := range bc.Ports {
 			ps := PortStatus{PortConfig: pc, OFPort: pc.OFPort}
 			if l, ok := live[pc.Name]; ok {
 				ps.Info = l.Info
 				ps.Stats = PortStats{
-					RxPackets: l.Stats.RxPackets, RxBytes: l.Stats.RxBytes, RxDropped: l.Stats.RxDropped,
+					RxPackets: l.Stats.RxPackets, RxBytes: l.Stats.RxBytes, RxErrors: l.Stats.RxErrors,
 					TxPackets: l.Stats.TxPackets, TxBytes: l.Stats.TxBytes, TxDropped: l.Stats.TxDropped,
 					Kernel: l.Stats.Port,
 				}
@@ -371,7 +407,7 @@ func (d *Daemon) fdb(bridge string) ([]FDBEntry, error) {
 		out = append(out, FDBEntry{
 			Port:   e.Port,
 			VLAN:   e.VLAN,
-			MAC:    fmt.Sprintf("%02x:%02x:%02x:%02x:%02x:%02x", e.MAC[0], e.MAC[1], e.MAC[2], e.MAC[3], e.MAC[4], e.MAC[5]),
+			MAC:    formatMAC(e.MAC),
 			AgeSec: int(e.Age.Seconds()),
 		})
 	}

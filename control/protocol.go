@@ -15,6 +15,12 @@ type Request struct {
 	Bridge  string      `json:"bridge,omitempty"`
 	Port    string      `json:"port,omitempty"`
 	AddPort *PortConfig `json:"add_port,omitempty"`
+	// Flows are rules in ovs-ofctl syntax, for add-flow(s) and mod-flows.
+	Flows []string `json:"flows,omitempty"`
+	// Match selects rules for mod-flows, del-flows and dump-flows, and
+	// describes the packet for trace.
+	Match  string `json:"match,omitempty"`
+	Strict bool   `json:"strict,omitempty"`
 }
 
 // Verbs.
@@ -25,6 +31,11 @@ const (
 	VerbDelPort   = "del-port"
 	VerbShow      = "show"
 	VerbFDB       = "fdb-show"
+	VerbAddFlows  = "add-flows"
+	VerbModFlows  = "mod-flows"
+	VerbDelFlows  = "del-flows"
+	VerbDumpFlows = "dump-flows"
+	VerbTrace     = "trace"
 )
 
 // Response is what the daemon answers. Exactly one of Error and the
@@ -33,12 +44,50 @@ type Response struct {
 	Error   string         `json:"error,omitempty"`
 	Bridges []BridgeStatus `json:"bridges,omitempty"`
 	FDB     []FDBEntry     `json:"fdb,omitempty"`
+	Flows   []FlowStatus   `json:"flows,omitempty"`
+	Trace   *Trace         `json:"trace,omitempty"`
+	// Changed counts the rules that mod-flows or del-flows touched.
+	Changed int `json:"changed,omitempty"`
 }
 
 // BridgeStatus is a bridge as `show`, `list-ports` and `dump-ports` see it.
 type BridgeStatus struct {
-	Name  string       `json:"name"`
-	Ports []PortStatus `json:"ports"`
+	Name        string       `json:"name"`
+	Ports       []PortStatus `json:"ports"`
+	Flows       int          `json:"flows"`
+	CacheHits   uint64       `json:"cache_hits"`
+	CacheMisses uint64       `json:"cache_misses"`
+}
+
+// FlowStatus is one rule as dump-flows shows it.
+type FlowStatus struct {
+	Text        string  `json:"text"` // the line ovs-ofctl dump-flows would print
+	Cookie      uint64  `json:"cookie"`
+	DurationSec float64 `json:"duration"`
+	Priority    uint16  `json:"priority"`
+	Match       string  `json:"match"`
+	Actions     string  `json:"actions"`
+	Packets     uint64  `json:"n_packets"`
+	Bytes       uint64  `json:"n_bytes"`
+	IdleTimeout uint16  `json:"idle_timeout"`
+	HardTimeout uint16  `json:"hard_timeout"`
+	IdleAgeSec  int     `json:"idle_age"`
+}
+
+// Trace is what `trace` found for a packet: the rule it meets and what
+// each of its actions does.
+type Trace struct {
+	Flow      string      `json:"flow"`       // the packet, in flow syntax
+	Rule      *FlowStatus `json:"rule"`       // nil: no rule matched, the packet is dropped
+	Steps     []TraceStep `json:"steps"`      // one per action
+	FinalFlow string      `json:"final_flow"` // the packet after rewrites
+	Outputs   []uint16    `json:"outputs"`    // ports the packet leaves by; empty: dropped
+}
+
+// TraceStep is one action and what it did to the packet.
+type TraceStep struct {
+	Action string   `json:"action"`
+	Notes  []string `json:"notes,omitempty"`
 }
 
 // PortStatus is a port's configuration, how it was opened and its counters.
@@ -56,7 +105,7 @@ type PortStatus struct {
 type PortStats struct {
 	RxPackets uint64     `json:"rx_packets"`
 	RxBytes   uint64     `json:"rx_bytes"`
-	RxDropped uint64     `json:"rx_dropped"`
+	RxErrors  uint64     `json:"rx_errors"`
 	TxPackets uint64     `json:"tx_packets"`
 	TxBytes   uint64     `json:"tx_bytes"`
 	TxDropped uint64     `json:"tx_dropped"`

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/xswitch/xswitch/flow"
 	"github.com/xswitch/xswitch/port"
 )
 
@@ -27,6 +28,7 @@ type Options struct {
 	BatchSize    int
 	MACTableSize int
 	MACAging     time.Duration
+	CacheSize    int // entries in the forwarder's exact-match flow cache
 }
 
 func (o Options) withDefaults() Options {
@@ -39,13 +41,17 @@ func (o Options) withDefaults() Options {
 	if o.MACAging <= 0 {
 		o.MACAging = DefaultMACAging
 	}
+	if o.CacheSize <= 0 {
+		o.CacheSize = flow.DefaultCacheSize
+	}
 	return o
 }
 
-// Bridge is a set of ports that a forwarding goroutine switches between.
-// Its methods are safe for concurrent use.
+// Bridge is a set of ports that a forwarding goroutine switches between
+// according to a flow table. Its methods are safe for concurrent use.
 type Bridge struct {
-	name string
+	name  string
+	flows *flow.Classifier
 
 	mu    sync.Mutex // serializes changes; the forwarder itself never takes it
 	ports []*bridgePort
@@ -62,19 +68,41 @@ type bridgePort struct {
 // portCounters are written by the forwarder once per batch and read by
 // anyone.
 type portCounters struct {
-	rxPackets, rxBytes, rxDropped atomic.Uint64
+	rxPackets, rxBytes, rxErrors  atomic.Uint64
 	txPackets, txBytes, txDropped atomic.Uint64
 }
 
-// New starts a bridge with no ports.
-func New(name string, opts Options) (*Bridge, error) {
+// New starts a bridge with no ports and the given flow table (nil: an
+// empty one, which drops everything).
+func New(name string, flows *flow.Table, opts Options) (*Bridge, error) {
 	opts = opts.withDefaults()
-	fwd, err := newForwarder(opts.BatchSize, newMACTable(opts.MACTableSize, opts.MACAging))
+	cls := flow.NewClassifier()
+	if flows != nil {
+		cls.Publish(flows)
+	}
+	fwd, err := newForwarder(opts, cls)
 	if err != nil {
 		return nil, err
 	}
 	fwd.start()
-	return &Bridge{name: name, fwd: fwd}, nil
+	return &Bridge{name: name, flows: cls, fwd: fwd}, nil
+}
+
+// Flows returns the current version of the flow table.
+func (b *Bridge) Flows() *flow.Table { return b.flows.Load() }
+
+// SetFlows makes t the flow table. Forwarding uses it from the next batch
+// on, and drops what it had cached from the previous version.
+func (b *Bridge) SetFlows(t *flow.Table) { b.flows.Publish(t) }
+
+// CacheStats reports the exact-match cache's hits and misses.
+func (b *Bridge) CacheStats() (hits, misses uint64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.fwd == nil {
+		return 0, 0
+	}
+	return b.fwd.cache.Stats()
 }
 
 // Name returns the bridge's name.
@@ -143,8 +171,9 @@ type PortStatus struct {
 }
 
 // PortStats are a port's counters: the switch's own and the port's.
+// RxErrors counts frames too malformed to classify.
 type PortStats struct {
-	RxPackets, RxBytes, RxDropped uint64
+	RxPackets, RxBytes, RxErrors  uint64
 	TxPackets, TxBytes, TxDropped uint64
 	Port                          port.Stats
 }
@@ -161,13 +190,31 @@ func (b *Bridge) Ports() []PortStatus {
 			OFPort: q.ofport,
 			Info:   q.Info(),
 			Stats: PortStats{
-				RxPackets: c.rxPackets.Load(), RxBytes: c.rxBytes.Load(), RxDropped: c.rxDropped.Load(),
+				RxPackets: c.rxPackets.Load(), RxBytes: c.rxBytes.Load(), RxErrors: c.rxErrors.Load(),
 				TxPackets: c.txPackets.Load(), TxBytes: c.txBytes.Load(), TxDropped: c.txDropped.Load(),
 				Port: q.Stats(),
 			},
 		})
 	}
 	return out
+}
+
+// LookupMAC returns the port on which mac was learned in vlan, as NORMAL
+// would find it now.
+func (b *Bridge) LookupMAC(mac [6]byte, vlan uint16) (ofport uint16, ok bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	f := b.fwd
+	if f == nil {
+		return 0, false
+	}
+	f.do(func() {
+		var slot uint16
+		if slot, ok = f.fdb.lookup(macKey(mac[:], vlan), f.now()); ok {
+			ofport = f.ports[slot].ofport
+		}
+	})
+	return ofport, ok
 }
 
 // FDB lists the learned MAC addresses.

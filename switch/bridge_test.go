@@ -9,7 +9,7 @@ import (
 
 func newTestBridge(t *testing.T) *Bridge {
 	t.Helper()
-	b, err := New("br0", Options{})
+	b, err := New("br0", normalTable(), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

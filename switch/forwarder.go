@@ -13,13 +13,21 @@ package vswitch
 // One iteration, for each receive queue in turn:
 //
 //	receive up to BatchSize frames
-//	for each frame: learn its source, pick its output ports, append the
-//	    frame to each output port's group (a flood appends it to several)
+//	load the flow table's current version (once per batch)
+//	for each frame:
+//	    extract its key (flow.Extractor), find its rule in the exact-match
+//	    cache or, on a miss, the classifier
+//	    run the rule's actions: rewrites change the frame in place; outputs,
+//	    NORMAL (learn the source, look up the destination, else flood) and
+//	    FLOOD append the frame to each output port's group
+//	add each rule's packet and byte counts once for the batch
 //	transmit each non-empty group with one call, count what the ring refused
 //	release the batch back to its queue
 //
 // Frames are transmitted before their batch is released because the groups
-// point into the receiving port's memory: transmission copies them out.
+// point into the receiving port's memory: transmission copies them out. For
+// the same reason a rewrite that follows an output in one action list works
+// on a private copy, so that the earlier output sends the frame as it was.
 //
 // When no queue had anything to do the goroutine sleeps in poll(2) on every
 // queue's descriptor and on an eventfd that the control plane writes when it
@@ -35,6 +43,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/xswitch/xswitch/flow"
 	"github.com/xswitch/xswitch/port"
 )
 
@@ -49,9 +58,16 @@ type forwarder struct {
 	batchSize int
 	fdb       *macTable
 	epoch     time.Time
+	flows     *flow.Classifier
+	extractor *flow.Extractor
+	cache     *flow.Cache
+	key       flow.Key
+	hits      ruleHits
+	copies    copyPool
 
 	ports   []*bridgePort // by slot; nil for a free slot
 	live    []uint16      // slots in use, the flood list
+	slotOf  []int32       // by OpenFlow port number: its slot, or -1
 	queues  []rxQueue
 	pollFds []unix.PollFd // [0] is the wakeup eventfd, then one per queue
 	frames  []port.Frame
@@ -80,15 +96,20 @@ type request struct {
 	done chan struct{}
 }
 
-func newForwarder(batchSize int, fdb *macTable) (*forwarder, error) {
+func newForwarder(opts Options, flows *flow.Classifier) (*forwarder, error) {
 	wake, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
 	if err != nil {
 		return nil, fmt.Errorf("creating the forwarder's wakeup eventfd: %w", err)
 	}
+	batchSize := opts.BatchSize
 	f := &forwarder{
 		batchSize: batchSize,
-		fdb:       fdb,
+		fdb:       newMACTable(opts.MACTableSize, opts.MACAging),
 		epoch:     time.Now(),
+		flows:     flows,
+		extractor: flow.NewExtractor(),
+		cache:     flow.NewCache(opts.CacheSize),
+		copies:    newCopyPool(batchSize),
 		frames:    make([]port.Frame, batchSize),
 		requests:  make(chan request, 1),
 		wakeFd:    wake,
@@ -177,26 +198,37 @@ func (f *forwarder) forwardBatch(rx rxQueue) bool {
 		return false
 	}
 	frames := f.frames[:n]
-	now := f.now()
+	wall := time.Now()
+	now := int64(wall.Sub(f.epoch))
+	table := f.flows.Load()
+	in := f.ports[rx.slot]
 	var rxBytes, malformed uint64
 	for i := range frames {
 		data := frames[i].Data
 		rxBytes += uint64(len(data))
-		if len(data) < ethHeaderLen || isMulticast(data[6:12]) {
-			// Too short to switch, or a multicast source address, which
-			// no real station has: learning it would poison the table.
+		// Too short to switch, a multicast source address (which no real
+		// station has, and learning it would poison the MAC table), or
+		// headers that lie about their lengths: count and drop.
+		if len(data) < ethHeaderLen || isMulticast(data[6:12]) ||
+			!f.extractor.Extract(data, in.ofport, &f.key) {
 			malformed++
 			continue
 		}
-		f.normal(rx.slot, data, now)
+		rule := f.cache.Lookup(table, &f.key)
+		if rule == nil {
+			continue // no rule matches: drop, as an OpenFlow table miss does
+		}
+		f.hits.add(rule, len(data))
+		f.execute(rx.slot, data, rule.Actions, now)
 	}
-	in := f.ports[rx.slot]
+	f.hits.flush(wall)
 	in.counters.rxPackets.Add(uint64(n))
 	in.counters.rxBytes.Add(rxBytes)
 	if malformed > 0 {
-		in.counters.rxDropped.Add(malformed)
+		in.counters.rxErrors.Add(malformed)
 	}
 	f.transmitGroups()
+	f.copies.reset()
 	rx.q.Release(frames)
 	return true
 }
@@ -214,6 +246,11 @@ func (f *forwarder) normal(inSlot uint16, frame []byte, now int64) {
 			return
 		}
 	}
+	f.flood(inSlot, frame)
+}
+
+// flood sends frame to every port but its input port.
+func (f *forwarder) flood(inSlot uint16, frame []byte) {
 	for _, out := range f.live {
 		if out != inSlot {
 			f.enqueue(out, frame)
@@ -282,6 +319,7 @@ func (f *forwarder) removePort(p *bridgePort) {
 // rebuild derives the flood list, queue list and poll set from f.ports.
 func (f *forwarder) rebuild() {
 	f.live = f.live[:0]
+	f.slotOf = f.slotOf[:0]
 	f.queues = f.queues[:0]
 	f.pollFds = append(f.pollFds[:0], unix.PollFd{Fd: int32(f.wakeFd), Events: unix.POLLIN})
 	for slot, p := range f.ports {
@@ -289,6 +327,10 @@ func (f *forwarder) rebuild() {
 			continue
 		}
 		f.live = append(f.live, uint16(slot))
+		for int(p.ofport) >= len(f.slotOf) {
+			f.slotOf = append(f.slotOf, -1)
+		}
+		f.slotOf[p.ofport] = int32(slot)
 		for _, q := range p.RxQueues() {
 			f.queues = append(f.queues, rxQueue{slot: uint16(slot), q: q})
 			f.pollFds = append(f.pollFds, unix.PollFd{Fd: int32(q.Fd()), Events: unix.POLLIN})

@@ -35,10 +35,17 @@ type result struct {
 // cannot start or times out fails the test; a non-zero exit does not.
 func run(t testing.TB, name string, args ...string) result {
 	t.Helper()
+	return runInput(t, "", name, args...)
+}
+
+// runInput is run with input on the command's standard input.
+func runInput(t testing.TB, input, name string, args ...string) result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Env = clientEnv()
+	cmd.Stdin = strings.NewReader(input)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -92,6 +99,50 @@ func clientEnv() []string {
 func xswitch(t testing.TB, sock string, args ...string) result {
 	t.Helper()
 	return run(t, xswitchBin, append([]string{"--sock", sock}, args...)...)
+}
+
+// background is a command running while the test does something else.
+type background struct {
+	cmd    *exec.Cmd
+	output bytes.Buffer
+	done   chan struct{} // closed once the command has been waited for
+}
+
+// startBackground starts a command whose output the test reads when it
+// ends; cleanup kills it if the test did not wait for it.
+func startBackground(t testing.TB, name string, args ...string) *background {
+	t.Helper()
+	b := &background{cmd: exec.Command(name, args...), done: make(chan struct{})}
+	b.cmd.Stdout, b.cmd.Stderr = &b.output, &b.output
+	if err := b.cmd.Start(); err != nil {
+		t.Fatalf("%s %s: %v", name, strings.Join(args, " "), err)
+	}
+	go func() {
+		b.cmd.Wait()
+		close(b.done)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-b.done:
+		default:
+			b.cmd.Process.Kill()
+			<-b.done
+		}
+	})
+	return b
+}
+
+// wait waits at most timeout for the command to end and returns its
+// output; a command still running then fails the test.
+func (b *background) wait(t testing.TB, timeout time.Duration) string {
+	t.Helper()
+	select {
+	case <-b.done:
+		return b.output.String()
+	case <-time.After(timeout):
+		t.Fatalf("%s still running after %v", b.cmd, timeout)
+		return ""
+	}
 }
 
 // daemon is one `xswitch daemon` subprocess with its socket, database and
@@ -241,6 +292,17 @@ func (d *daemon) logState(t *testing.T) {
 			t.Logf("xswitch %s %s at failure:\n%s%s", verb, br, r.stdout, r.stderr)
 		}
 	}
+}
+
+// xInput runs a client verb with input on its standard input; it must
+// succeed.
+func (d *daemon) xInput(t testing.TB, input string, args ...string) string {
+	t.Helper()
+	r := runInput(t, input, xswitchBin, append([]string{"--sock", d.sock}, args...)...)
+	if r.code != 0 {
+		t.Fatalf("xswitch %s: exit %d: %s", strings.Join(args, " "), r.code, r.stderr)
+	}
+	return r.stdout
 }
 
 // x runs a client verb that must succeed and returns its stdout.

@@ -32,21 +32,42 @@ func TestTCPTransfer(t *testing.T) {
 	receiver := addNSPort(t, d, n, br, 2, false)
 	waitPing(t, sender.ns, receiver.addr, 5*time.Second)
 
-	payload := make([]byte, tcpPayloadSize)
-	rng := rand.NewChaCha8([32]byte{byte(n.x), byte(n.y)})
+	elapsed := transferTCP(t, sender.ns, receiver.ns, receiver.addr, receiver.addr, tcpPayloadSize)
+	t.Logf("%d MiB in %v: %.0f Mbit/s", tcpPayloadSize>>20, elapsed.Round(time.Millisecond),
+		float64(tcpPayloadSize)*8/elapsed.Seconds()/1e6)
+
+	// The payload crossed the bridge: in on the sender's port, out on the
+	// receiver's, each with at least the payload's bytes.
+	numbers := ofports(t, d, br)
+	counters := dumpPorts(t, d, br)
+	in, out := counters[numbers[sender.name]], counters[numbers[receiver.name]]
+	if in.rxBytes < tcpPayloadSize || out.txBytes < tcpPayloadSize {
+		t.Errorf("port %s rx bytes=%d, port %s tx bytes=%d, want both at least %d",
+			sender.name, in.rxBytes, receiver.name, out.txBytes, tcpPayloadSize)
+	}
+}
+
+// transferTCP sends size random bytes over TCP from namespace fromNS to a
+// listener on listenAddr in namespace toNS, dialling dialAddr (the same
+// address, or one a rule rewrites into it), checks that every byte arrived
+// and returns how long it took.
+func transferTCP(t *testing.T, fromNS, toNS, listenAddr, dialAddr string, size int) time.Duration {
+	t.Helper()
+	payload := make([]byte, size)
+	rng := rand.NewChaCha8([32]byte{byte(size), byte(size >> 8)})
 	if _, err := rng.Read(payload); err != nil {
 		t.Fatal(err)
 	}
 	want := sha256.Sum256(payload)
 
 	var listener net.Listener
-	err := netns.Do(receiver.ns, func() error {
+	err := netns.Do(toNS, func() error {
 		var err error
-		listener, err = net.Listen("tcp4", net.JoinHostPort(receiver.addr, "0"))
+		listener, err = net.Listen("tcp4", net.JoinHostPort(listenAddr, "0"))
 		return err
 	})
 	if err != nil {
-		t.Fatalf("listen in %s: %v", receiver.ns, err)
+		t.Fatalf("listen in %s: %v", toNS, err)
 	}
 	defer listener.Close()
 	port := strconv.Itoa(listener.Addr().(*net.TCPAddr).Port)
@@ -77,13 +98,13 @@ func TestTCPTransfer(t *testing.T) {
 	}()
 
 	var conn net.Conn
-	err = netns.Do(sender.ns, func() error {
+	err = netns.Do(fromNS, func() error {
 		var err error
-		conn, err = net.DialTimeout("tcp4", net.JoinHostPort(receiver.addr, port), 10*time.Second)
+		conn, err = net.DialTimeout("tcp4", net.JoinHostPort(dialAddr, port), 10*time.Second)
 		return err
 	})
 	if err != nil {
-		t.Fatalf("dial %s:%s from %s: %v", receiver.addr, port, sender.ns, err)
+		t.Fatalf("dial %s:%s from %s: %v", dialAddr, port, fromNS, err)
 	}
 	defer conn.Close()
 	start := time.Now()
@@ -106,19 +127,9 @@ func TestTCPTransfer(t *testing.T) {
 	if got.err != nil {
 		t.Fatalf("receive: %v (after %d bytes)", got.err, got.n)
 	}
-	if got.n != tcpPayloadSize || got.sum != want {
-		t.Fatalf("received %d bytes with sha256 %x, sent %d bytes with sha256 %x", got.n, got.sum, tcpPayloadSize, want)
+	if got.n != int64(size) || got.sum != want {
+		t.Fatalf("received %d bytes with sha256 %x, sent %d bytes with sha256 %x", got.n, got.sum, size, want)
 	}
-	t.Logf("%d MiB in %v: %.0f Mbit/s", tcpPayloadSize>>20, elapsed.Round(time.Millisecond),
-		float64(tcpPayloadSize)*8/elapsed.Seconds()/1e6)
+	return elapsed
 
-	// The payload crossed the bridge: in on the sender's port, out on the
-	// receiver's, each with at least the payload's bytes.
-	numbers := ofports(t, d, br)
-	counters := dumpPorts(t, d, br)
-	in, out := counters[numbers[sender.name]], counters[numbers[receiver.name]]
-	if in.rxBytes < tcpPayloadSize || out.txBytes < tcpPayloadSize {
-		t.Errorf("port %s rx bytes=%d, port %s tx bytes=%d, want both at least %d",
-			sender.name, in.rxBytes, receiver.name, out.txBytes, tcpPayloadSize)
-	}
 }

@@ -49,14 +49,16 @@ func printShow(w io.Writer, bridges []control.BridgeStatus) {
 // printDumpPorts prints port counters in ovs-ofctl dump-ports' shape, with
 // the AF_XDP sockets' own statistics on a line of their own. Frames the
 // kernel could not hand to the switch count as rx drops, as they would on a
-// NIC.
+// NIC; frames too malformed to classify count as rx errors.
 func printDumpPorts(w io.Writer, ports []control.PortStatus) {
 	fmt.Fprintf(w, "OFPST_PORT reply: %d ports\n", len(ports))
 	for _, p := range ports {
 		s, k := p.Stats, p.Stats.Kernel
-		rxDrop := s.RxDropped + k.RxDropped + k.RxRingFull + k.RxFillRingEmpty
+		// The kernel counts a frame lost to an empty fill ring in both
+		// rx_dropped and fill_ring_empty: count it once.
+		rxDrop := k.RxDropped + k.RxRingFull
 		fmt.Fprintf(w, "  port %2d: rx pkts=%d, bytes=%d, drop=%d, errs=%d, frame=0, over=0, crc=0\n",
-			p.OFPort, s.RxPackets, s.RxBytes, rxDrop, k.RxInvalidDescs)
+			p.OFPort, s.RxPackets, s.RxBytes, rxDrop, s.RxErrors+k.RxInvalidDescs)
 		fmt.Fprintf(w, "           tx pkts=%d, bytes=%d, drop=%d, errs=%d, coll=0\n",
 			s.TxPackets, s.TxBytes, s.TxDropped, k.TxInvalidDescs)
 		fmt.Fprintf(w, "           xsk rx_dropped=%d, rx_ring_full=%d, fill_ring_empty=%d, rx_invalid=%d, tx_invalid=%d, tx_ring_empty=%d\n",
@@ -69,5 +71,21 @@ func printFDB(w io.Writer, entries []control.FDBEntry) {
 	fmt.Fprintln(w, " port  VLAN  MAC                Age")
 	for _, e := range entries {
 		fmt.Fprintf(w, "%5d  %4d  %s  %3d\n", e.Port, e.VLAN, e.MAC, e.AgeSec)
+	}
+}
+
+// printPMDStats prints each bridge's forwarding statistics, after
+// ovs-appctl dpif-netdev/pmd-stats-show.
+func printPMDStats(w io.Writer, bridges []control.BridgeStatus) {
+	for _, b := range bridges {
+		var rx uint64
+		for _, p := range b.Ports {
+			rx += p.Stats.RxPackets
+		}
+		fmt.Fprintf(w, "bridge %s:\n", b.Name)
+		fmt.Fprintf(w, "  packets received: %d\n", rx)
+		fmt.Fprintf(w, "  flows: %d\n", b.Flows)
+		fmt.Fprintf(w, "  exact-match cache hits: %d\n", b.CacheHits)
+		fmt.Fprintf(w, "  classifier lookups (cache misses): %d\n", b.CacheMisses)
 	}
 }

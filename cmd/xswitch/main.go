@@ -62,6 +62,8 @@ the running daemon over its unix socket.`,
 		c.addBridgeCommand(), c.delBridgeCommand(), c.listBridgesCommand(),
 		c.addPortCommand(), c.delPortCommand(), c.listPortsCommand(),
 		c.showCommand(), c.dumpPortsCommand(), c.fdbShowCommand(),
+		c.addFlowCommand(), c.addFlowsCommand(), c.modFlowsCommand(), c.delFlowsCommand(),
+		c.dumpFlowsCommand(), c.traceCommand(), c.pmdStatsCommand(),
 		c.demoCommand(),
 	)
 	return root

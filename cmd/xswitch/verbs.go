@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -124,6 +125,22 @@ func (c *cli) showCommand() *cobra.Command {
 				return err
 			}
 			printShow(os.Stdout, bridges)
+			return nil
+		},
+	}
+}
+
+func (c *cli) pmdStatsCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "pmd-stats-show [BRIDGE]",
+		Short: "Print forwarding statistics: flows, exact-match cache hits and misses",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			bridges, err := c.show(strings.Join(args, ""))
+			if err != nil {
+				return err
+			}
+			printPMDStats(os.Stdout, bridges)
 			return nil
 		},
 	}

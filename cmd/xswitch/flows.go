@@ -1,0 +1,196 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/xswitch/xswitch/control"
+)
+
+func (c *cli) addFlowCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "add-flow BRIDGE FLOW",
+		Short: "Add a rule to a bridge's flow table (ovs-ofctl syntax)",
+		Long: `Add a rule to a bridge's flow table, in ovs-ofctl's syntax. A rule with the
+same match and priority as an existing one replaces it.`,
+		Example: `  xswitch add-flow br0 "priority=100,ip,nw_dst=10.0.0.2,actions=output:2"
+  xswitch add-flow br0 "tcp,tp_dst=22,actions=drop"`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			_, err := c.call(control.Request{Verb: control.VerbAddFlows, Bridge: args[0], Flows: args[1:]})
+			return err
+		},
+	}
+}
+
+func (c *cli) addFlowsCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "add-flows BRIDGE FILE|-",
+		Short: "Add the rules in FILE (or standard input), one per line, all or none",
+		Long: `Add the rules in FILE, or standard input for "-", one per line. Blank lines
+and lines starting with # are skipped. Either every rule is added or, if one
+is wrong, none is.`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			flows, err := readFlows(args[1])
+			if err != nil {
+				return err
+			}
+			_, err = c.call(control.Request{Verb: control.VerbAddFlows, Bridge: args[0], Flows: flows})
+			return err
+		},
+	}
+}
+
+// readFlows reads one rule per line from a file or "-".
+func readFlows(name string) ([]string, error) {
+	var r io.Reader = os.Stdin
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		r = f
+	}
+	var flows []string
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		flows = append(flows, line)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", name, err)
+	}
+	if len(flows) == 0 {
+		return nil, fmt.Errorf("%s holds no flows", name)
+	}
+	return flows, nil
+}
+
+func (c *cli) modFlowsCommand() *cobra.Command {
+	var strict bool
+	cmd := &cobra.Command{
+		Use:   "mod-flows BRIDGE FLOW",
+		Short: "Replace the actions of the rules that FLOW's match selects",
+		Long: `Replace the actions of every rule whose match is at least as specific as
+FLOW's, or with --strict of the one rule with exactly FLOW's match and
+priority. Counters and timeouts are kept.`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			_, err := c.call(control.Request{Verb: control.VerbModFlows, Bridge: args[0], Flows: args[1:], Strict: strict})
+			return err
+		},
+	}
+	cmd.Flags().BoolVar(&strict, "strict", false, "match priority and fields exactly")
+	return cmd
+}
+
+func (c *cli) delFlowsCommand() *cobra.Command {
+	var strict bool
+	cmd := &cobra.Command{
+		Use:   "del-flows BRIDGE [MATCH]",
+		Short: "Delete the rules MATCH selects (all of them without MATCH)",
+		Args:  cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			req := control.Request{Verb: control.VerbDelFlows, Bridge: args[0], Strict: strict}
+			if len(args) == 2 {
+				req.Match = args[1]
+			}
+			_, err := c.call(req)
+			return err
+		},
+	}
+	cmd.Flags().BoolVar(&strict, "strict", false, "match priority and fields exactly")
+	return cmd
+}
+
+func (c *cli) dumpFlowsCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "dump-flows BRIDGE [MATCH]",
+		Short: "Print the rules (those MATCH selects) with their counters, as ovs-ofctl does",
+		Args:  cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			req := control.Request{Verb: control.VerbDumpFlows, Bridge: args[0]}
+			if len(args) == 2 {
+				req.Match = args[1]
+			}
+			resp, err := c.call(req)
+			if err != nil {
+				return err
+			}
+			for _, f := range resp.Flows {
+				fmt.Printf(" %s\n", f.Text)
+			}
+			return nil
+		},
+	}
+}
+
+func (c *cli) traceCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "trace BRIDGE PACKET",
+		Short: "Show the rule a packet meets and what its actions do",
+		Long: `Show the rule a packet meets and what its actions do, NORMAL's learned or
+flooded decision included. PACKET is described in flow syntax; fields not
+given are zero. Nothing is sent and nothing is learned.`,
+		Example: `  xswitch trace br0 "in_port=1,tcp,nw_src=10.0.0.1,nw_dst=10.0.0.2,tp_dst=80"`,
+		Args:    cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			resp, err := c.call(control.Request{Verb: control.VerbTrace, Bridge: args[0], Match: args[1]})
+			if err != nil {
+				return err
+			}
+			printTrace(os.Stdout, args[0], resp.Trace)
+			return nil
+		},
+	}
+}
+
+// printTrace prints a trace in the shape of ovs-appctl ofproto/trace.
+func printTrace(w io.Writer, bridge string, tr *control.Trace) {
+	fmt.Fprintf(w, "Flow: %s\n\n", tr.Flow)
+	title := fmt.Sprintf("bridge(%q)", bridge)
+	fmt.Fprintf(w, "%s\n%s\n", title, strings.Repeat("-", len(title)))
+	if tr.Rule == nil {
+		fmt.Fprintf(w, " 0. No match.\n    drop\n")
+	} else {
+		match := tr.Rule.Match
+		if match == "" {
+			match = "(any)"
+		}
+		fmt.Fprintf(w, " 0. %s, priority %d, cookie %#x\n", match, tr.Rule.Priority, tr.Rule.Cookie)
+		if len(tr.Steps) == 0 {
+			fmt.Fprintf(w, "    drop\n")
+		}
+		for _, s := range tr.Steps {
+			fmt.Fprintf(w, "    %s\n", s.Action)
+			for _, n := range s.Notes {
+				fmt.Fprintf(w, "     -> %s\n", n)
+			}
+		}
+	}
+	final := tr.FinalFlow
+	if final == tr.Flow {
+		final = "unchanged"
+	}
+	fmt.Fprintf(w, "\nFinal flow: %s\n", final)
+	if len(tr.Outputs) == 0 {
+		fmt.Fprintf(w, "Datapath actions: drop\n")
+		return
+	}
+	ports := make([]string, len(tr.Outputs))
+	for i, p := range tr.Outputs {
+		ports[i] = fmt.Sprint(p)
+	}
+	fmt.Fprintf(w, "Datapath actions: %s\n", strings.Join(ports, ","))
+}

@@ -1,0 +1,256 @@
+package control
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/xswitch/xswitch/flow"
+	vswitch "github.com/xswitch/xswitch/switch"
+)
+
+// defaultFlows is what a new bridge holds, as in OVS: one rule that makes
+// it a learning switch.
+var defaultFlows = []string{"priority=0 actions=NORMAL"}
+
+// bridgePorts resolves the port names of one bridge for the flow parser.
+type bridgePorts BridgeConfig
+
+func (b *bridgePorts) PortNumber(name string) (uint16, bool) {
+	for _, pc := range b.Ports {
+		if pc.Name == name {
+			return pc.OFPort, true
+		}
+	}
+	return 0, false
+}
+
+// parseRules parses flows for bridge bc, all or nothing. Errors name the
+// line when there are several.
+func parseRules(bc *BridgeConfig, flows []string) ([]flow.Rule, error) {
+	rules := make([]flow.Rule, 0, len(flows))
+	for i, text := range flows {
+		r, err := flow.ParseRule(text, (*bridgePorts)(bc))
+		if err != nil {
+			err = onBridge(err, bc.Name)
+			if len(flows) > 1 {
+				return nil, fmt.Errorf("flow %d (%s): %w", i+1, text, err)
+			}
+			return nil, err
+		}
+		rules = append(rules, r)
+	}
+	return rules, nil
+}
+
+// parseFilter parses a match for bridge bc.
+func parseFilter(bc *BridgeConfig, text string) (flow.Filter, error) {
+	f, err := flow.ParseFilter(text, (*bridgePorts)(bc))
+	return f, onBridge(err, bc.Name)
+}
+
+// onBridge names the bridge in an unknown-port error, which the parser
+// cannot know.
+func onBridge(err error, bridge string) error {
+	var noPort *flow.NoPortError
+	if errors.As(err, &noPort) {
+		return fmt.Errorf("no port %q on bridge %s", noPort.Name, bridge)
+	}
+	return err
+}
+
+// loadFlows builds a bridge's table from its saved rules.
+func loadFlows(bc *BridgeConfig, now time.Time) (*flow.Table, error) {
+	texts := bc.Flows
+	if texts == nil { // saved before xswitch had flow tables
+		texts = defaultFlows
+	}
+	rules, err := parseRules(bc, texts)
+	if err != nil {
+		return nil, fmt.Errorf("bridge %s: saved flows: %w", bc.Name, err)
+	}
+	return flow.NewTable(nil, 1).AddAll(rules, now), nil
+}
+
+// formatFlows is how a table is saved: ovs-ofctl syntax, which parses back
+// to the same rules.
+func formatFlows(t *flow.Table) []string {
+	out := []string{}
+	for _, e := range t.Entries() {
+		out = append(out, flow.FormatRule(e.Rule))
+	}
+	return out
+}
+
+// setFlows saves t as bridge's table and then installs it, so that a table
+// is never in use that a restart would not bring back.
+func (d *Daemon) setFlows(bridge string, b *vswitch.Bridge, t *flow.Table) error {
+	next := d.cfg.clone()
+	next.bridge(bridge).Flows = formatFlows(t)
+	if err := d.commit(next); err != nil {
+		return err
+	}
+	b.SetFlows(t)
+	return nil
+}
+
+func (d *Daemon) addFlows(bridge string, flows []string) error {
+	b, err := d.bridge(bridge)
+	if err != nil {
+		return err
+	}
+	if len(flows) == 0 {
+		return errors.New("no flows given")
+	}
+	rules, err := parseRules(d.cfg.bridge(bridge), flows)
+	if err != nil {
+		return err
+	}
+	if err := d.setFlows(bridge, b, b.Flows().AddAll(rules, time.Now())); err != nil {
+		return err
+	}
+	d.log.Info("flows added", "bridge", bridge, "count", len(rules))
+	return nil
+}
+
+func (d *Daemon) modFlows(bridge string, flows []string, strict bool) (int, error) {
+	b, err := d.bridge(bridge)
+	if err != nil {
+		return 0, err
+	}
+	if len(flows) != 1 {
+		return 0, errors.New("mod-flows takes one flow")
+	}
+	bc := d.cfg.bridge(bridge)
+	r, err := flow.ParseRule(flows[0], (*bridgePorts)(bc))
+	if err != nil {
+		return 0, onBridge(err, bridge)
+	}
+	filter := flow.Filter{Match: r.Match, Priority: r.Priority, HasPriority: true}
+	if r.Cookie != 0 {
+		filter.Cookie, filter.CookieMask = r.Cookie, ^uint64(0)
+	}
+	t, n := b.Flows().Modify(filter, strict, r.Actions, time.Now())
+	if n == 0 {
+		return 0, nil
+	}
+	if err := d.setFlows(bridge, b, t); err != nil {
+		return 0, err
+	}
+	d.log.Info("flows modified", "bridge", bridge, "count", n)
+	return n, nil
+}
+
+func (d *Daemon) delFlows(bridge, match string, strict bool) (int, error) {
+	b, err := d.bridge(bridge)
+	if err != nil {
+		return 0, err
+	}
+	filter, err := parseFilter(d.cfg.bridge(bridge), match)
+	if err != nil {
+		return 0, err
+	}
+	t, n := b.Flows().Delete(filter, strict)
+	if n == 0 {
+		return 0, nil
+	}
+	if err := d.setFlows(bridge, b, t); err != nil {
+		return 0, err
+	}
+	d.log.Info("flows deleted", "bridge", bridge, "count", n)
+	return n, nil
+}
+
+func (d *Daemon) dumpFlows(bridge, match string) ([]FlowStatus, error) {
+	b, err := d.bridge(bridge)
+	if err != nil {
+		return nil, err
+	}
+	filter, err := parseFilter(d.cfg.bridge(bridge), match)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	out := []FlowStatus{}
+	for _, e := range b.Flows().Select(filter, false) {
+		out = append(out, flowStatus(e, now))
+	}
+	return out, nil
+}
+
+func flowStatus(e *flow.Entry, now time.Time) FlowStatus {
+	packets, bytes, lastUsed := e.Stats()
+	stats := flow.DumpStats{
+		Duration: now.Sub(e.Installed),
+		Packets:  packets,
+		Bytes:    bytes,
+		IdleAge:  now.Sub(lastUsed),
+		HardAge:  now.Sub(e.Installed),
+	}
+	return FlowStatus{
+		Text:        flow.FormatDumpLine(e.Rule, stats),
+		Cookie:      e.Cookie,
+		DurationSec: stats.Duration.Seconds(),
+		Priority:    e.Priority,
+		Match:       flow.FormatMatch(e.Match),
+		Actions:     flow.FormatActions(e.Actions),
+		Packets:     packets,
+		Bytes:       bytes,
+		IdleTimeout: e.IdleTimeout,
+		HardTimeout: e.HardTimeout,
+		IdleAgeSec:  int(stats.IdleAge.Seconds()),
+	}
+}
+
+// expireFlows removes rules whose idle or hard timeout has passed.
+func (d *Daemon) expireFlows(now time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for name, b := range d.bridges {
+		t, expired := b.Flows().Expire(now)
+		if len(expired) == 0 {
+			continue
+		}
+		if err := d.setFlows(name, b, t); err != nil {
+			d.log.Error("expiring flows", "bridge", name, "err", err)
+			continue
+		}
+		for _, e := range expired {
+			d.log.Info("flow expired", "bridge", name, "flow", flow.FormatRule(e.Rule))
+		}
+	}
+}
+
+// expireLoop checks timeouts once a second until stop is closed. OpenFlow
+// timeouts have a resolution of one second.
+func (d *Daemon) expireLoop(stop <-chan struct{}) {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case now := <-tick.C:
+			d.expireFlows(now)
+		}
+	}
+}
+
+// portList lists a bridge's ports as "N (name)" for trace output.
+func portLabel(bc *BridgeConfig, ofport uint16) string {
+	for _, pc := range bc.Ports {
+		if pc.OFPort == ofport {
+			return fmt.Sprintf("%d (%s)", ofport, pc.Name)
+		}
+	}
+	return fmt.Sprint(ofport)
+}
+
+func joinPorts(ports []uint16) string {
+	var s []string
+	for _, p := range ports {
+		s = append(s, fmt.Sprint(p))
+	}
+	return strings.Join(s, ",")
+}
