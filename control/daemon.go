@@ -20,12 +20,20 @@ import (
 // names follow it too, as in OVS, where a bridge is also an interface.
 const maxNameLen = 15
 
+// Options configure a daemon.
+type Options struct {
+	DBPath string          // where the configuration is kept
+	Log    *slog.Logger    // nil: slog.Default()
+	Bridge vswitch.Options // for every bridge
+}
+
 // Daemon owns the bridges and the persisted configuration. Its methods are
 // the verbs of the protocol; each either applies completely and is saved
 // before it returns, or changes nothing and returns an error.
 type Daemon struct {
-	dbPath string
-	log    *slog.Logger
+	dbPath     string
+	log        *slog.Logger
+	bridgeOpts vswitch.Options
 
 	mu      sync.Mutex // serializes verbs
 	cfg     *Config    // what is saved: the truth a restart restores
@@ -36,20 +44,26 @@ type Daemon struct {
 	expiryDone chan struct{}
 }
 
-// NewDaemon loads the configuration at dbPath and brings up every bridge and
-// port it lists. A port that cannot be opened stays configured and is shown
-// as down with the reason; a configuration that cannot be read is an error.
-func NewDaemon(dbPath string, log *slog.Logger) (*Daemon, error) {
+// NewDaemon loads the configuration at opts.DBPath and brings up every
+// bridge and port it lists. A port that cannot be opened stays configured
+// and is shown as down with the reason; a configuration that cannot be read
+// is an error.
+func NewDaemon(opts Options) (*Daemon, error) {
+	dbPath, log := opts.DBPath, opts.Log
+	if log == nil {
+		log = slog.Default()
+	}
 	cfg, err := LoadConfig(dbPath)
 	if err != nil {
 		return nil, err
 	}
 	d := &Daemon{
-		dbPath:  dbPath,
-		log:     log,
-		cfg:     cfg,
-		bridges: map[string]*vswitch.Bridge{},
-		down:    map[string]error{},
+		dbPath:     dbPath,
+		log:        log,
+		bridgeOpts: opts.Bridge,
+		cfg:        cfg,
+		bridges:    map[string]*vswitch.Bridge{},
+		down:       map[string]error{},
 	}
 	for _, bc := range cfg.Bridges {
 		flows, err := loadFlows(&bc, time.Now())
@@ -57,7 +71,7 @@ func NewDaemon(dbPath string, log *slog.Logger) (*Daemon, error) {
 			d.Close()
 			return nil, fmt.Errorf("configuration %s: %w", dbPath, err)
 		}
-		b, err := vswitch.New(bc.Name, flows, vswitch.Options{})
+		b, err := vswitch.New(bc.Name, flows, d.bridgeOpts)
 		if err != nil {
 			d.Close()
 			return nil, fmt.Errorf("restoring bridge %s: %w", bc.Name, err)
@@ -214,7 +228,7 @@ func (d *Daemon) addBridge(name string) error {
 	if err != nil {
 		return err
 	}
-	b, err := vswitch.New(name, flows, vswitch.Options{})
+	b, err := vswitch.New(name, flows, d.bridgeOpts)
 	if err != nil {
 		return err
 	}

@@ -308,3 +308,40 @@ func TestTraceShowsRuleAndNormalDecision(t *testing.T) {
 		t.Errorf("trace with an empty table:\n%s", out)
 	}
 }
+
+func TestFlowTimeoutsExpireRules(t *testing.T) {
+	testenv.RequireRoot(t)
+	d := startDaemon(t)
+	n := newTestNet()
+	br := n.name("br")
+	d.x(t, "add-br", br)
+	a := addNSPort(t, d, n, br, 1, false)
+	b := addNSPort(t, d, n, br, 2, false)
+	waitPing(t, a.ns, b.addr, 5*time.Second)
+
+	d.x(t, "add-flow", br, "hard_timeout=2,priority=5,udp,actions=NORMAL")
+	d.x(t, "add-flow", br, "idle_timeout=1,priority=6,icmp,actions=NORMAL")
+	if dump := d.x(t, "dump-flows", br); !strings.Contains(dump, "hard_timeout=2") || !strings.Contains(dump, "idle_timeout=1") {
+		t.Fatalf("rules with timeouts missing right after add-flow:\n%s", dump)
+	}
+	// Echo requests every 200 ms keep the idle rule alive past its timeout.
+	// Timeouts are checked once a second, so a rule may outlive its
+	// timeout by up to a second, as in OVS.
+	stream := startBackground(t, "ip", "netns", "exec", a.ns, "ping", "-n", "-c", "20", "-i", "0.2", b.addr)
+	time.Sleep(3500 * time.Millisecond)
+	dump := d.x(t, "dump-flows", br)
+	if strings.Contains(dump, "hard_timeout=2") {
+		t.Errorf("the hard_timeout=2 rule outlived 3.5 s:\n%s", dump)
+	}
+	if !strings.Contains(dump, "idle_timeout=1") {
+		t.Errorf("the idle_timeout=1 rule expired while pings hit it:\n%s", dump)
+	}
+	stream.wait(t, 10*time.Second)
+	deadline := time.Now().Add(3 * time.Second)
+	for strings.Contains(d.x(t, "dump-flows", br), "idle_timeout=1") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the idle_timeout=1 rule is still there 3 s after its last hit:\n%s", d.x(t, "dump-flows", br))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

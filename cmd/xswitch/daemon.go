@@ -11,10 +11,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/xswitch/xswitch/control"
+	"github.com/xswitch/xswitch/flow"
+	vswitch "github.com/xswitch/xswitch/switch"
 )
 
 func (c *cli) daemonCommand() *cobra.Command {
-	var db string
+	opts := control.Options{}
 	cmd := &cobra.Command{
 		Use:   "daemon",
 		Short: "Run the switch in the foreground",
@@ -23,16 +25,20 @@ func (c *cli) daemonCommand() *cobra.Command {
 every port (detaching its XDP program) and exits.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-			return runDaemon(cmd.Context(), c.socket, db, log)
+			opts.Log = slog.New(slog.NewTextHandler(os.Stderr, nil))
+			return runDaemon(cmd.Context(), c.socket, opts)
 		},
 	}
-	cmd.Flags().StringVar(&db, "db", control.DefaultDB, "where the configuration is kept")
+	f := cmd.Flags()
+	f.StringVar(&opts.DBPath, "db", control.DefaultDB, "where the configuration is kept")
+	f.IntVar(&opts.Bridge.CacheSize, "flow-cache-size", flow.DefaultCacheSize, "entries in each bridge's exact-match flow cache")
+	f.IntVar(&opts.Bridge.MACTableSize, "mac-table-size", vswitch.DefaultMACTableSize, "learned addresses each bridge holds at most")
 	return cmd
 }
 
 // runDaemon serves until ctx is done or a terminating signal arrives.
-func runDaemon(ctx context.Context, socket, db string, log *slog.Logger) error {
+func runDaemon(ctx context.Context, socket string, opts control.Options) error {
+	log := opts.Log
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	ln, err := control.Listen(socket)
@@ -40,7 +46,7 @@ func runDaemon(ctx context.Context, socket, db string, log *slog.Logger) error {
 		return err
 	}
 	defer os.Remove(socket)
-	d, err := control.NewDaemon(db, log)
+	d, err := control.NewDaemon(opts)
 	if err != nil {
 		ln.Close()
 		return err

@@ -173,7 +173,7 @@ func startPrivateDaemon(dir string) (*cli, func(), error) {
 		return nil, nil, err
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	d, err := control.NewDaemon(filepath.Join(dir, "conf.json"), log)
+	d, err := control.NewDaemon(control.Options{DBPath: filepath.Join(dir, "conf.json"), Log: log})
 	if err != nil {
 		ln.Close()
 		return nil, nil, err
