@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -17,6 +18,7 @@ import (
 
 func (c *cli) daemonCommand() *cobra.Command {
 	opts := control.Options{}
+	var logFormat, logLevel string
 	cmd := &cobra.Command{
 		Use:   "daemon",
 		Short: "Run the switch in the foreground",
@@ -25,13 +27,19 @@ func (c *cli) daemonCommand() *cobra.Command {
 every port (detaching its XDP program) and exits.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Log = slog.New(slog.NewTextHandler(os.Stderr, nil))
+			log, err := newLogger(os.Stderr, logFormat, logLevel)
+			if err != nil {
+				return err
+			}
+			opts.Log = log
 			return runDaemon(cmd.Context(), c.socket, opts)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&opts.DBPath, "db", control.DefaultDB, "where the configuration is kept")
 	f.IntVar(&opts.Bridge.CacheSize, "flow-cache-size", flow.DefaultCacheSize, "entries in each bridge's exact-match flow cache")
+	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
+	f.StringVar(&logLevel, "log-level", "info", "least severe level logged: debug, info, warn or error")
 	f.IntVar(&opts.Bridge.MACTableSize, "mac-table-size", vswitch.DefaultMACTableSize, "learned addresses each bridge holds at most")
 	return cmd
 }
@@ -64,4 +72,20 @@ func runDaemon(ctx context.Context, socket string, opts control.Options) error {
 		err = fmt.Errorf("closing: %w", cerr)
 	}
 	return err
+}
+
+// newLogger makes the daemon's structured logger.
+func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("unknown log level %q (want debug, info, warn or error)", level)
+	}
+	opts := &slog.HandlerOptions{Level: lvl}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("unknown log format %q (want text or json)", format)
 }
