@@ -103,7 +103,7 @@ func (d *Daemon) restorePort(b *vswitch.Bridge, pc PortConfig) error {
 			return err
 		}
 	}
-	p, err := openPort(pc)
+	p, err := d.openPort(pc)
 	if err != nil {
 		return err
 	}
@@ -118,12 +118,26 @@ func vethConfig(pc PortConfig) veth.Config {
 	return veth.Config{Name: pc.Name, Namespace: pc.Netns, Peer: pc.Peer, Address: pc.Address}
 }
 
-func openPort(pc PortConfig) (port.Port, error) {
+// openPort opens a configured port and logs where "auto" had to fall back:
+// an operator who expected zero-copy on a NIC wants to know.
+func (d *Daemon) openPort(pc PortConfig) (port.Port, error) {
 	mode, err := afxdp.ParseMode(pc.Mode)
 	if err != nil {
 		return nil, err
 	}
-	return afxdp.Open(afxdp.Config{Interface: pc.Name, Queues: pc.Queues, Mode: mode})
+	p, err := afxdp.Open(afxdp.Config{Interface: pc.Name, Queues: pc.Queues, Mode: mode})
+	if err != nil {
+		return nil, err
+	}
+	if info := p.Info(); mode == afxdp.ModeAuto {
+		if info.XDPMode != "native" {
+			d.log.Warn("driver-mode XDP unavailable, fell back", "port", pc.Name, "xdp", info.XDPMode)
+		}
+		if info.BindMode != "zerocopy" {
+			d.log.Info("zero-copy AF_XDP unavailable, fell back", "port", pc.Name, "bind", info.BindMode)
+		}
+	}
+	return p, nil
 }
 
 // Close stops every bridge and closes its ports, leaving the configuration
@@ -314,7 +328,7 @@ func (d *Daemon) addPort(bridge string, pc PortConfig) (err error) {
 			}
 		}()
 	}
-	p, err := openPort(pc)
+	p, err := d.openPort(pc)
 	if err != nil {
 		return err
 	}
