@@ -72,9 +72,16 @@ func (t *macTable) fresh(e *macEntry, now int64) bool {
 }
 
 // learn records that key was seen on port at time now.
+//
+// When its set is full, the entry to give up is the least recently seen
+// one of the port that is learning, if the set holds any of its entries,
+// else the least recently seen of all. So a port that floods the table with
+// made-up source addresses evicts its own addresses, not the stations that
+// other ports serve: the same protection OVS gives by evicting from the port
+// with the most entries, decided within one set so that learning stays O(1).
 func (t *macTable) learn(key uint64, port uint16, now int64) {
 	set := t.set(key)
-	victim := 0
+	victim, ownVictim := 0, -1
 	for i := range set {
 		e := &set[i]
 		if e.key == key {
@@ -82,16 +89,20 @@ func (t *macTable) learn(key uint64, port uint16, now int64) {
 			return
 		}
 		if !t.fresh(e, now) {
-			victim = i
-			break
+			set[i] = macEntry{key: key, port: port, seen: now}
+			return
 		}
 		if e.seen < set[victim].seen {
 			victim = i
 		}
+		if e.port == port && (ownVictim < 0 || e.seen < set[ownVictim].seen) {
+			ownVictim = i
+		}
 	}
-	if t.fresh(&set[victim], now) {
-		t.evictions++
+	if ownVictim >= 0 {
+		victim = ownVictim
 	}
+	t.evictions++
 	set[victim] = macEntry{key: key, port: port, seen: now}
 }
 

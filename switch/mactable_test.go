@@ -110,3 +110,19 @@ func TestMACTableSizeRoundsUp(t *testing.T) {
 		t.Fatalf("table of 1000 has %d slots", len(tbl.slots))
 	}
 }
+
+func TestMACTableFloodEvictsTheFloodersOwnEntries(t *testing.T) {
+	tbl := newMACTable(macWays, time.Hour) // one set: every address competes
+	const steady, flooder = 1, 2
+	tbl.learn(macKey(mac(1), 0), steady, 1)
+	tbl.learn(macKey(mac(2), 0), steady, 2)
+	for i := range 10000 {
+		src := []byte{0x02, 0xff, byte(i >> 16), byte(i >> 8), byte(i), 0}
+		tbl.learn(macKey(src, 0), flooder, int64(100+i))
+	}
+	for _, m := range []byte{1, 2} {
+		if p, ok := tbl.lookup(macKey(mac(m), 0), 20000); !ok || p != steady {
+			t.Fatalf("steady station %d was evicted by a MAC flood from another port", m)
+		}
+	}
+}
