@@ -3,6 +3,7 @@ package control
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"slices"
 	"strings"
@@ -40,8 +41,9 @@ type Daemon struct {
 	bridges map[string]*vswitch.Bridge
 	down    map[string]error // ports in cfg that could not be opened, by name
 
-	stopExpiry chan struct{}
+	stop       chan struct{} // closed by Close: ends the goroutines below
 	expiryDone chan struct{}
+	linksDone  chan struct{}
 }
 
 // NewDaemon loads the configuration at opts.DBPath and brings up every
@@ -87,11 +89,16 @@ func NewDaemon(opts Options) (*Daemon, error) {
 		}
 	}
 	log.Info("configuration loaded", "path", dbPath, "bridges", len(cfg.Bridges))
-	d.stopExpiry, d.expiryDone = make(chan struct{}), make(chan struct{})
+	d.stop, d.expiryDone, d.linksDone = make(chan struct{}), make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(d.expiryDone)
-		d.expireLoop(d.stopExpiry)
+		d.expireLoop(d.stop)
 	}()
+	if err := d.watchLinks(d.stop); err != nil {
+		close(d.linksDone)
+		d.Close()
+		return nil, fmt.Errorf("watching link events: %w", err)
+	}
 	return d, nil
 }
 
@@ -143,10 +150,11 @@ func (d *Daemon) openPort(pc PortConfig) (port.Port, error) {
 // Close stops every bridge and closes its ports, leaving the configuration
 // (and the veth pairs it describes) for the next start.
 func (d *Daemon) Close() error {
-	if d.stopExpiry != nil {
-		close(d.stopExpiry)
+	if d.stop != nil {
+		close(d.stop)
 		<-d.expiryDone
-		d.stopExpiry = nil
+		<-d.linksDone
+		d.stop = nil
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -283,18 +291,6 @@ func (d *Daemon) delBridge(name string) error {
 	return nil
 }
 
-// portOwner returns the bridge a port of that name is on, if any.
-func (d *Daemon) portOwner(name string) string {
-	for _, bc := range d.cfg.Bridges {
-		for _, pc := range bc.Ports {
-			if pc.Name == name {
-				return bc.Name
-			}
-		}
-	}
-	return ""
-}
-
 func (d *Daemon) addPort(bridge string, pc PortConfig) (err error) {
 	b, err := d.bridge(bridge)
 	if err != nil {
@@ -303,7 +299,7 @@ func (d *Daemon) addPort(bridge string, pc PortConfig) (err error) {
 	if err := validateName("port", pc.Name); err != nil {
 		return err
 	}
-	if owner := d.portOwner(pc.Name); owner != "" {
+	if owner, _, ok := d.findPort(pc.Name); ok {
 		return fmt.Errorf("interface %q is already a port of bridge %s", pc.Name, owner)
 	}
 	if pc.OFPort > vswitch.MaxOFPort {
@@ -380,7 +376,8 @@ func (d *Daemon) deleteOwnedVeth(pc PortConfig) {
 	if pc.Netns == "" {
 		return
 	}
-	if err := veth.Delete(pc.Name); err != nil {
+	// Gone already when its namespace was deleted.
+	if err := veth.Delete(pc.Name); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		d.log.Error("deleting veth pair", "port", pc.Name, "err", err)
 	}
 }

@@ -1,0 +1,119 @@
+package test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/xswitch/xswitch/internal/netns"
+	"github.com/xswitch/xswitch/internal/testenv"
+	"github.com/xswitch/xswitch/port/veth"
+)
+
+// waitPortState waits until `show` gives port the wanted state line prefix
+// ("up", "down (interface vanished)").
+func waitPortState(t *testing.T, d *daemon, br, port, want string, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		var state string
+		for _, b := range parseShow(t, d.x(t, "show")) {
+			for _, p := range b.ports {
+				if b.name == br && p.name == port {
+					state = p.attrs["state"]
+				}
+			}
+		}
+		if strings.HasPrefix(state, want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("port %s state %q after %v, want %q\n%s", port, state, within, want, d.x(t, "show"))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestPortWhoseInterfaceVanishesGoesDownAndComesBack(t *testing.T) {
+	testenv.RequireRoot(t)
+	d := startDaemon(t)
+	n := newTestNet()
+	br := n.name("br")
+	d.x(t, "add-br", br)
+	a := addNSPort(t, d, n, br, 1, false)
+	b := addNSPort(t, d, n, br, 2, false)
+	waitPing(t, a.ns, b.addr, 5*time.Second)
+
+	// A port on an interface xswitch did not create: when it is deleted
+	// and created again, the port follows by itself.
+	cNS := n.namespace(t, "n3")
+	cName := n.name("p3")
+	deleteLinkAtCleanup(t, cName)
+	makeVeth := func() {
+		if err := veth.Create(veth.Config{Name: cName, Namespace: cNS, Address: n.ipv4(3) + "/24"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	makeVeth()
+	d.x(t, "add-port", br, cName)
+	waitPing(t, cNS, a.addr, 5*time.Second)
+
+	if err := veth.Delete(cName); err != nil {
+		t.Fatal(err)
+	}
+	waitPortState(t, d, br, cName, "down (interface vanished)", 5*time.Second)
+	requirePing(t, a.ns, b.addr, 56) // the others keep forwarding
+	makeVeth()
+	waitPortState(t, d, br, cName, "up", 5*time.Second)
+	waitPing(t, cNS, a.addr, 5*time.Second)
+
+	// A port whose namespace (and with it the veth pair) is deleted stays
+	// down until it is added again.
+	if err := netns.Delete(b.ns); err != nil {
+		t.Fatal(err)
+	}
+	waitPortState(t, d, br, b.name, "down (interface vanished)", 5*time.Second)
+	requirePing(t, a.ns, n.ipv4(3), 56)
+	d.x(t, "del-port", br, b.name)
+	if err := netns.Create(b.ns); err != nil {
+		t.Fatal(err)
+	}
+	d.x(t, "add-port", br, b.name, "--netns", b.ns, "--address", b.addr+"/24")
+	// The new peer has a new MAC address that a's neighbour cache does not
+	// know yet.
+	mustRun(t, "ip", "netns", "exec", a.ns, "ip", "neigh", "flush", "all")
+	waitPing(t, a.ns, b.addr, 5*time.Second)
+
+	log := d.log()
+	if !strings.Contains(log, "port down") || !strings.Contains(log, "port up") {
+		t.Errorf("the daemon log does not record the port going down and up:\n%s", log)
+	}
+}
+
+func TestPortThatCannotOpenFailsOnce(t *testing.T) {
+	testenv.RequireRoot(t)
+	d := startDaemon(t)
+	n := newTestNet()
+	br := n.name("br")
+	d.x(t, "add-br", br)
+	ns := n.namespace(t, "n1")
+	name := n.name("p1")
+	deleteLinkAtCleanup(t, name)
+	if err := veth.Create(veth.Config{Name: name, Namespace: ns}); err != nil {
+		t.Fatal(err)
+	}
+	before := d.x(t, "show")
+	stderr, code := d.xErr(t, "add-port", br, name, "--queues", "4")
+	if code != 1 || !strings.Contains(stderr, "has 1 rx queue, 4 requested") {
+		t.Fatalf("add-port with too many queues: exit %d, %q", code, stderr)
+	}
+	if after := d.x(t, "show"); after != before {
+		t.Fatalf("a failed add-port changed the configuration:\n%s\nwant\n%s", after, before)
+	}
+	// Nothing keeps trying: the error appears in the log once and only once.
+	time.Sleep(2 * time.Second)
+	if got := strings.Count(d.log(), fmt.Sprintf("%q", name)); got > 1 {
+		t.Fatalf("the daemon log mentions %s %d times after one failed add-port:\n%s", name, got, d.log())
+	}
+}
