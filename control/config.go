@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // Config is everything the daemon persists: what a restart must restore.
@@ -76,7 +78,15 @@ func LoadConfig(path string) (*Config, error) {
 	var c Config
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&c); err != nil {
+	err = dec.Decode(&c)
+	if err == nil {
+		// A second value or stray bytes after the first mean the file is
+		// not what SaveConfig wrote: refuse it rather than guess.
+		if _, tokErr := dec.Token(); tokErr != io.EOF {
+			err = errors.New("data after the configuration")
+		}
+	}
+	if err != nil {
 		return nil, fmt.Errorf("configuration %s is corrupt (%v); fix or move it away, xswitch will not overwrite it", path, err)
 	}
 	return &c, nil
@@ -93,7 +103,17 @@ func SaveConfig(path string, c *Config) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(dir, filepath.Base(path)+".tmp*")
+	tmpPrefix := filepath.Base(path) + ".tmp"
+	// A save that a crash interrupted left its temporary file; without
+	// this, every crash would leave one more copy of the configuration.
+	if entries, err := os.ReadDir(dir); err == nil {
+		for _, e := range entries {
+			if strings.HasPrefix(e.Name(), tmpPrefix) {
+				os.Remove(filepath.Join(dir, e.Name()))
+			}
+		}
+	}
+	tmp, err := os.CreateTemp(dir, tmpPrefix+"*")
 	if err != nil {
 		return err
 	}

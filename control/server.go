@@ -49,14 +49,25 @@ func Listen(path string) (net.Listener, error) {
 func (d *Daemon) Serve(ln net.Listener) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	var backoff time.Duration
 	for {
 		c, err := ln.Accept()
 		if errors.Is(err, net.ErrClosed) {
 			return nil
 		}
+		if acceptCanRecover(err) {
+			// Out of descriptors or memory, as under a flood of clients:
+			// that passes as connections close or time out, so wait rather
+			// than stop serving.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			d.log.Warn("cannot accept a client, retrying", "err", err, "in", backoff)
+			time.Sleep(backoff)
+			continue
+		}
 		if err != nil {
 			return err
 		}
+		backoff = 0
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -65,18 +76,39 @@ func (d *Daemon) Serve(ln net.Listener) error {
 	}
 }
 
+// acceptCanRecover reports whether Accept failed for want of a resource
+// that comes back by itself.
+func acceptCanRecover(err error) bool {
+	for _, errno := range []syscall.Errno{syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS, syscall.ENOMEM, syscall.ECONNABORTED} {
+		if errors.Is(err, errno) {
+			return true
+		}
+	}
+	return false
+}
+
 func (d *Daemon) serveConn(c net.Conn) {
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(requestTimeout))
 	log := d.log
 	if uid, err := peerUID(c); err != nil || (uid != 0 && uid != uint32(os.Geteuid())) {
 		d.log.Warn("client refused", "uid", uid, "err", err)
+		// Read the request first: closing before the client has written it
+		// fails the client's write, and it would report an unreachable
+		// daemon instead of this refusal.
+		decodeRequest(c)
 		writeResponse(c, Response{Error: "permission denied: only root may control xswitch"})
 		return
 	}
-	var req Request
-	if err := json.NewDecoder(io.LimitReader(c, maxRequestSize)).Decode(&req); err != nil {
+	req, err := decodeRequest(c)
+	if err != nil {
 		log.Warn("bad request", "err", err)
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			// The deadline covers the answer too: give the reason a moment
+			// to reach a client that was merely slow.
+			err = fmt.Errorf("no complete request within %v", requestTimeout)
+			c.SetWriteDeadline(time.Now().Add(time.Second))
+		}
 		writeResponse(c, Response{Error: fmt.Sprintf("bad request: %v", err)})
 		return
 	}
@@ -85,6 +117,19 @@ func (d *Daemon) serveConn(c net.Conn) {
 		log.Info("request failed", "verb", req.Verb, "bridge", req.Bridge, "err", resp.Error)
 	}
 	writeResponse(c, resp)
+}
+
+// decodeRequest reads one request from r, reading at most maxRequestSize
+// bytes of it.
+func decodeRequest(r io.Reader) (Request, error) {
+	limited := &io.LimitedReader{R: r, N: maxRequestSize}
+	var req Request
+	err := json.NewDecoder(limited).Decode(&req)
+	if err != nil && limited.N == 0 {
+		// The decoder saw the limit as an early end of input; say which.
+		return Request{}, fmt.Errorf("request larger than %d bytes", maxRequestSize)
+	}
+	return req, err
 }
 
 func writeResponse(c net.Conn, resp Response) {

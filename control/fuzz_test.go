@@ -1,0 +1,165 @@
+package control
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+var requestSeeds = []string{
+	`{"verb":"list-br"}`,
+	`{"verb":"add-port","bridge":"br0","add_port":{"name":"p1","ofport":3,"mode":"copy","queues":2,"netns":"ns1","peer":"eth0","address":"10.0.0.1/24"}}`,
+	`{"verb":"add-flows","bridge":"br0","flows":["priority=100,ip,nw_dst=10.0.0.2,actions=output:2","priority=0,actions=NORMAL"]}`,
+	`{"verb":"del-flows","bridge":"br0","match":"tcp,tp_dst=80","strict":true}`,
+	`{"verb":"trace","bridge":"br0","match":"in_port=1,arp"}` + "\n",
+	`{"verb":"show"} {"verb":"del-br"}`,
+	`{"verb":`,
+	`{"verb":"show","surprise":[1,{"a":null}]}`,
+	`[1,2,3]`,
+	`"\ud800"`,
+	``,
+}
+
+// FuzzRequest checks that decoding a request from any bytes never panics,
+// and that a request it accepts means the same after a round trip through
+// the client's encoding.
+func FuzzRequest(f *testing.F) {
+	for _, s := range requestSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		req, err := decodeRequest(bytes.NewReader(data))
+		if err != nil {
+			return
+		}
+		// json turns empty lists into absent ones and bad UTF-8 into
+		// U+FFFD, so compare encodings from the first re-encoding on.
+		first, err := json.Marshal(req)
+		if err != nil {
+			t.Fatalf("decoded %+v from %q, which does not encode: %v", req, data, err)
+		}
+		again, err := decodeRequest(bytes.NewReader(first))
+		if err != nil {
+			t.Fatalf("re-encoded request %s does not decode: %v", first, err)
+		}
+		second, _ := json.Marshal(again)
+		if !bytes.Equal(first, second) {
+			t.Fatalf("request %q changes on a round trip: %s, then %s", data, first, second)
+		}
+	})
+}
+
+// TestDecodeRequestLimit checks the request size limit, which FuzzRequest's
+// small inputs never reach: a request past it is refused by name, one just
+// inside it is read.
+func TestDecodeRequestLimit(t *testing.T) {
+	oversized := `{"verb":"add-flows","flows":["` + strings.Repeat("x", maxRequestSize) + `"]}`
+	if _, err := decodeRequest(strings.NewReader(oversized)); err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Errorf("a request of %d bytes: error %v, want one saying it is larger than the limit", len(oversized), err)
+	}
+	head := `{"verb":"show","match":"`
+	fits := head + strings.Repeat("y", maxRequestSize-len(head)-2) + `"}`
+	req, err := decodeRequest(strings.NewReader(fits))
+	if err != nil || req.Verb != "show" {
+		t.Errorf("a request of exactly %d bytes: %+v, %v; want it decoded", len(fits), req.Verb, err)
+	}
+}
+
+var configSeeds = []string{
+	`{"bridges":[]}`,
+	`{"bridges":[{"name":"br0","ports":[{"name":"p1","ofport":1,"netns":"ns1","peer":"eth0","address":"10.0.0.1/24"},{"name":"eth9","ofport":7,"mode":"generic","queues":2}],"flows":["priority=0,actions=NORMAL"]}]}`,
+	`{"bridges":[{"name":"br0","ports":null,"flows":null}]}`,
+	`{"bridges":[{"name":"br0","ports":[],"flows":[]}]}` + "\n",
+	`{"bridges":[{"name":"old","ports":[]}]}`,
+	`{"bridges":[`,
+	`{"bridges":[],"surprise":1}`,
+	`{"bridges":[]} {"bridges":[]}`,
+	`{"bridges":[{"name":"br0","ports":[{"name":"p","ofport":70000}]}]}`,
+	"\x00\x01",
+	``,
+}
+
+// FuzzLoadConfig checks that LoadConfig never panics on any file, and that
+// a configuration it loads is saved and loaded back unchanged: what a
+// restart restores is what was running.
+func FuzzLoadConfig(f *testing.F) {
+	for _, s := range configSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "conf.json")
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		loaded, err := LoadConfig(path)
+		if err != nil {
+			if !strings.Contains(err.Error(), "corrupt") || !strings.Contains(err.Error(), path) {
+				t.Fatalf("LoadConfig(%q): error %q does not say the file %s is corrupt", data, err, path)
+			}
+			if kept, _ := os.ReadFile(path); !bytes.Equal(kept, data) {
+				t.Fatalf("LoadConfig(%q) changed the file it refused to %q", data, kept)
+			}
+			return
+		}
+		resaved := filepath.Join(dir, "resaved.json")
+		if err := SaveConfig(resaved, loaded); err != nil {
+			t.Fatalf("SaveConfig of %+v loaded from %q: %v", loaded, data, err)
+		}
+		reloaded, err := LoadConfig(resaved)
+		if err != nil {
+			t.Fatalf("LoadConfig of a saved configuration (from %q): %v", data, err)
+		}
+		if !reflect.DeepEqual(loaded, reloaded) {
+			t.Fatalf("configuration %q: loaded %+v, after save and load %+v", data, loaded, reloaded)
+		}
+	})
+}
+
+// TestTrailingDataIsCorrupt keeps a fix: a file with a second value after
+// the configuration once loaded as if the rest were not there.
+func TestTrailingDataIsCorrupt(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "conf.json")
+	for _, text := range []string{`{"bridges":[]} {"bridges":[{"name":"br1"}]}`, `{"bridges":[]}]`, `{"bridges":[]}x`} {
+		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := LoadConfig(path); err == nil || !strings.Contains(err.Error(), "corrupt") {
+			t.Errorf("LoadConfig(%q) = %v; want a corrupt-configuration error", text, err)
+		}
+	}
+	if err := os.WriteFile(path, []byte("{\"bridges\":[]}\n\n  \t\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadConfig(path); err != nil {
+		t.Errorf("trailing white space: %v; want it accepted", err)
+	}
+}
+
+// TestSaveRemovesTemporariesOfInterruptedSaves: a daemon killed during a
+// save leaves its temporary file; the next save clears it, and nothing
+// else beside the configuration.
+func TestSaveRemovesTemporariesOfInterruptedSaves(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "conf.json")
+	for _, name := range []string{"conf.json.tmp123", "conf.json.tmp", "other.json.tmp9"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("{"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := SaveConfig(path, &Config{}); err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := os.ReadDir(dir)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if want := []string{"conf.json", "other.json.tmp9"}; !reflect.DeepEqual(names, want) {
+		t.Errorf("after a save the directory holds %v, want %v", names, want)
+	}
+}
