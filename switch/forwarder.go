@@ -77,6 +77,7 @@ type forwarder struct {
 	requests chan request
 	wakeFd   int
 	stopped  bool
+	clock    loopClock
 	exited   chan struct{}
 	scratch  [8]byte
 }
@@ -130,6 +131,7 @@ func (f *forwarder) start() {
 }
 
 func (f *forwarder) loop() {
+	f.clock.start()
 	for !f.stopped {
 		busy := false
 		for i := range f.queues {
@@ -138,8 +140,10 @@ func (f *forwarder) loop() {
 			}
 		}
 		f.serveRequests()
+		f.clock.worked()
 		if !busy && !f.stopped {
 			f.sleep()
+			f.clock.slept()
 		}
 	}
 }

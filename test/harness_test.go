@@ -149,6 +149,7 @@ func (b *background) wait(t testing.TB, timeout time.Duration) string {
 // log. It can be stopped and started again on the same database.
 type daemon struct {
 	sock, db, logPath string
+	extraArgs         []string // daemon flags beyond --sock and --db, on every start
 	cmd               *exec.Cmd
 	// exited is closed once the process has been waited for; waitErr is
 	// valid after that.
@@ -162,11 +163,18 @@ type daemon struct {
 // own output and what it held at the end.
 func startDaemon(t *testing.T) *daemon {
 	t.Helper()
+	return startDaemonWith(t)
+}
+
+// startDaemonWith is startDaemon with extra daemon flags.
+func startDaemonWith(t *testing.T, extraArgs ...string) *daemon {
+	t.Helper()
 	dir := t.TempDir()
 	d := &daemon{
-		sock:    filepath.Join(dir, "x.sock"),
-		db:      filepath.Join(dir, "conf.json"),
-		logPath: filepath.Join(dir, "daemon.log"),
+		sock:      filepath.Join(dir, "x.sock"),
+		db:        filepath.Join(dir, "conf.json"),
+		logPath:   filepath.Join(dir, "daemon.log"),
+		extraArgs: extraArgs,
 	}
 	t.Cleanup(func() {
 		if t.Failed() && d.running() {
@@ -193,7 +201,7 @@ func (d *daemon) start(t testing.TB) {
 	}
 	d.starts++
 	fmt.Fprintf(logFile, "=== start %d\n", d.starts)
-	cmd := exec.Command(xswitchBin, "daemon", "--sock", d.sock, "--db", d.db)
+	cmd := exec.Command(xswitchBin, append([]string{"daemon", "--sock", d.sock, "--db", d.db}, d.extraArgs...)...)
 	cmd.Env = clientEnv()
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {

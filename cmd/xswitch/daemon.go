@@ -8,56 +8,81 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/xswitch/xswitch/control"
 	"github.com/xswitch/xswitch/flow"
+	"github.com/xswitch/xswitch/metrics"
 	vswitch "github.com/xswitch/xswitch/switch"
 )
 
+// metricsShutdown bounds how long a stopping daemon waits for scrapes in
+// progress.
+const metricsShutdown = 5 * time.Second
+
 func (c *cli) daemonCommand() *cobra.Command {
-	opts := control.Options{}
+	opts := daemonOptions{}
 	var logFormat, logLevel string
 	cmd := &cobra.Command{
 		Use:   "daemon",
 		Short: "Run the switch in the foreground",
 		Long: `Run the switch in the foreground. It restores the bridges and ports saved in
 --db, then serves clients on --sock until SIGTERM or SIGINT, when it closes
-every port (detaching its XDP program) and exits.`,
+every port (detaching its XDP program) and exits. SIGHUP is logged and
+ignored: there is nothing to reload.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			log, err := newLogger(os.Stderr, logFormat, logLevel)
 			if err != nil {
 				return err
 			}
-			opts.Log = log
-			return runDaemon(cmd.Context(), c.socket, opts)
+			opts.socket, opts.control.Log = c.socket, log
+			return runDaemon(cmd.Context(), opts)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&opts.DBPath, "db", control.DefaultDB, "where the configuration is kept")
-	f.IntVar(&opts.Bridge.CacheSize, "flow-cache-size", flow.DefaultCacheSize, "entries in each bridge's exact-match flow cache")
+	f.StringVar(&opts.control.DBPath, "db", control.DefaultDB, "where the configuration is kept")
+	f.IntVar(&opts.control.Bridge.CacheSize, "flow-cache-size", flow.DefaultCacheSize, "entries in each bridge's exact-match flow cache")
 	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&logLevel, "log-level", "info", "least severe level logged: debug, info, warn or error")
-	f.IntVar(&opts.Bridge.MACTableSize, "mac-table-size", vswitch.DefaultMACTableSize, "learned addresses each bridge holds at most")
+	f.StringVar(&opts.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://ADDR"+metrics.Path+" (host:port); off when empty")
+	f.IntVar(&opts.control.Bridge.MACTableSize, "mac-table-size", vswitch.DefaultMACTableSize, "learned addresses each bridge holds at most")
 	return cmd
 }
 
+type daemonOptions struct {
+	socket      string
+	metricsAddr string // empty: no metrics endpoint
+	control     control.Options
+}
+
 // runDaemon serves until ctx is done or a terminating signal arrives.
-func runDaemon(ctx context.Context, socket string, opts control.Options) error {
-	log := opts.Log
+func runDaemon(ctx context.Context, opts daemonOptions) error {
+	log, socket := opts.control.Log, opts.socket
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	defer ignoreHangups(log)()
 	ln, err := control.Listen(socket)
 	if err != nil {
 		return err
 	}
 	defer os.Remove(socket)
-	d, err := control.NewDaemon(opts)
+	d, err := control.NewDaemon(opts.control)
 	if err != nil {
 		ln.Close()
 		return err
+	}
+	var metricsServer *metrics.Server
+	if opts.metricsAddr != "" {
+		metricsServer, err = metrics.Start(metrics.Options{Addr: opts.metricsAddr, Source: d, Log: log})
+		if err != nil {
+			ln.Close()
+			d.Close()
+			return err
+		}
+		log.Info("serving metrics", "url", "http://"+metricsServer.Addr().String()+metrics.Path)
 	}
 	served := make(chan error, 1)
 	go func() { served <- d.Serve(ln) }()
@@ -68,6 +93,14 @@ func runDaemon(ctx context.Context, socket string, opts control.Options) error {
 	case err = <-served:
 	}
 	ln.Close()
+	// Scrapes read the bridges: they end before the bridges do.
+	if metricsServer != nil {
+		shutdownCtx, cancel := context.WithTimeout(context.Background(), metricsShutdown)
+		if err := metricsServer.Shutdown(shutdownCtx); err != nil {
+			log.Warn("metrics server: scrapes cut short", "err", err)
+		}
+		cancel()
+	}
 	if cerr := d.Close(); cerr != nil && err == nil {
 		err = fmt.Errorf("closing: %w", cerr)
 	}

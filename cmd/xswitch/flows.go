@@ -20,7 +20,8 @@ func (c *cli) addFlowCommand() *cobra.Command {
 same match and priority as an existing one replaces it.`,
 		Example: `  xswitch add-flow br0 "priority=100,ip,nw_dst=10.0.0.2,actions=output:2"
   xswitch add-flow br0 "tcp,tp_dst=22,actions=drop"`,
-		Args: cobra.ExactArgs(2),
+		Args:              cobra.ExactArgs(2),
+		ValidArgsFunction: c.completeBridge,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			_, err := c.call(control.Request{Verb: control.VerbAddFlows, Bridge: args[0], Flows: args[1:]})
 			return err
@@ -35,7 +36,8 @@ func (c *cli) addFlowsCommand() *cobra.Command {
 		Long: `Add the rules in FILE, or standard input for "-", one per line. Blank lines
 and lines starting with # are skipped. Either every rule is added or, if one
 is wrong, none is.`,
-		Args: cobra.ExactArgs(2),
+		Args:              cobra.ExactArgs(2),
+		ValidArgsFunction: c.completeBridgeThenFile,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			flows, err := readFlows(args[1])
 			if err != nil {
@@ -85,7 +87,8 @@ func (c *cli) modFlowsCommand() *cobra.Command {
 		Long: `Replace the actions of every rule whose match is at least as specific as
 FLOW's, or with --strict of the one rule with exactly FLOW's match and
 priority. Counters and timeouts are kept.`,
-		Args: cobra.ExactArgs(2),
+		Args:              cobra.ExactArgs(2),
+		ValidArgsFunction: c.completeBridge,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			_, err := c.call(control.Request{Verb: control.VerbModFlows, Bridge: args[0], Flows: args[1:], Strict: strict})
 			return err
@@ -98,9 +101,10 @@ priority. Counters and timeouts are kept.`,
 func (c *cli) delFlowsCommand() *cobra.Command {
 	var strict bool
 	cmd := &cobra.Command{
-		Use:   "del-flows BRIDGE [MATCH]",
-		Short: "Delete the rules MATCH selects (all of them without MATCH)",
-		Args:  cobra.RangeArgs(1, 2),
+		Use:               "del-flows BRIDGE [MATCH]",
+		Short:             "Delete the rules MATCH selects (all of them without MATCH)",
+		Args:              cobra.RangeArgs(1, 2),
+		ValidArgsFunction: c.completeBridge,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req := control.Request{Verb: control.VerbDelFlows, Bridge: args[0], Strict: strict}
 			if len(args) == 2 {
@@ -116,9 +120,10 @@ func (c *cli) delFlowsCommand() *cobra.Command {
 
 func (c *cli) dumpFlowsCommand() *cobra.Command {
 	return &cobra.Command{
-		Use:   "dump-flows BRIDGE [MATCH]",
-		Short: "Print the rules (those MATCH selects) with their counters, as ovs-ofctl does",
-		Args:  cobra.RangeArgs(1, 2),
+		Use:               "dump-flows BRIDGE [MATCH]",
+		Short:             "Print the rules (those MATCH selects) with their counters, as ovs-ofctl does",
+		Args:              cobra.RangeArgs(1, 2),
+		ValidArgsFunction: c.completeBridge,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req := control.Request{Verb: control.VerbDumpFlows, Bridge: args[0]}
 			if len(args) == 2 {
@@ -128,10 +133,11 @@ func (c *cli) dumpFlowsCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			for _, f := range resp.Flows {
-				fmt.Printf(" %s\n", f.Text)
-			}
-			return nil
+			return c.emit(cmd.OutOrStdout(), toFlowsJSON(args[0], resp.Flows), func(w io.Writer) {
+				for _, f := range resp.Flows {
+					fmt.Fprintf(w, " %s\n", f.Text)
+				}
+			})
 		},
 	}
 }
@@ -143,15 +149,16 @@ func (c *cli) traceCommand() *cobra.Command {
 		Long: `Show the rule a packet meets and what its actions do, NORMAL's learned or
 flooded decision included. PACKET is described in flow syntax; fields not
 given are zero. Nothing is sent and nothing is learned.`,
-		Example: `  xswitch trace br0 "in_port=1,tcp,nw_src=10.0.0.1,nw_dst=10.0.0.2,tp_dst=80"`,
-		Args:    cobra.ExactArgs(2),
+		Example:           `  xswitch trace br0 "in_port=1,tcp,nw_src=10.0.0.1,nw_dst=10.0.0.2,tp_dst=80"`,
+		Args:              cobra.ExactArgs(2),
+		ValidArgsFunction: c.completeBridge,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			resp, err := c.call(control.Request{Verb: control.VerbTrace, Bridge: args[0], Match: args[1]})
 			if err != nil {
 				return err
 			}
-			printTrace(os.Stdout, args[0], resp.Trace)
-			return nil
+			return c.emit(cmd.OutOrStdout(), toTraceJSON(args[0], resp.Trace),
+				func(w io.Writer) { printTrace(w, args[0], resp.Trace) })
 		},
 	}
 }

@@ -3,19 +3,13 @@ package main
 import (
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 
 	"github.com/xswitch/xswitch/control"
 )
 
 func printPortNames(w io.Writer, b control.BridgeStatus) {
-	names := make([]string, 0, len(b.Ports))
-	for _, p := range b.Ports {
-		names = append(names, p.Name)
-	}
-	slices.Sort(names)
-	for _, n := range names {
+	for _, n := range portNames(b) {
 		fmt.Fprintln(w, n)
 	}
 }
@@ -47,20 +41,15 @@ func printShow(w io.Writer, bridges []control.BridgeStatus) {
 }
 
 // printDumpPorts prints port counters in ovs-ofctl dump-ports' shape, with
-// the AF_XDP sockets' own statistics on a line of their own. Frames the
-// kernel could not hand to the switch count as rx drops, as they would on a
-// NIC; frames too malformed to classify count as rx errors.
+// the AF_XDP sockets' own statistics on a line of their own.
 func printDumpPorts(w io.Writer, ports []control.PortStatus) {
 	fmt.Fprintf(w, "OFPST_PORT reply: %d ports\n", len(ports))
 	for _, p := range ports {
-		s, k := p.Stats, p.Stats.Kernel
-		// The kernel counts a frame lost to an empty fill ring in both
-		// rx_dropped and fill_ring_empty: count it once.
-		rxDrop := k.RxDropped + k.RxRingFull
+		c, k := countersOf(p), p.Stats.Kernel
 		fmt.Fprintf(w, "  port %2d: rx pkts=%d, bytes=%d, drop=%d, errs=%d, frame=0, over=0, crc=0\n",
-			p.OFPort, s.RxPackets, s.RxBytes, rxDrop, s.RxErrors+k.RxInvalidDescs)
+			p.OFPort, c.RxPackets, c.RxBytes, c.RxDropped, c.RxErrors)
 		fmt.Fprintf(w, "           tx pkts=%d, bytes=%d, drop=%d, errs=%d, coll=0\n",
-			s.TxPackets, s.TxBytes, s.TxDropped, k.TxInvalidDescs)
+			c.TxPackets, c.TxBytes, c.TxDropped, c.TxErrors)
 		fmt.Fprintf(w, "           xsk rx_dropped=%d, rx_ring_full=%d, fill_ring_empty=%d, rx_invalid=%d, tx_invalid=%d, tx_ring_empty=%d\n",
 			k.RxDropped, k.RxRingFull, k.RxFillRingEmpty, k.RxInvalidDescs, k.TxInvalidDescs, k.TxRingEmpty)
 	}
@@ -78,12 +67,8 @@ func printFDB(w io.Writer, entries []control.FDBEntry) {
 // ovs-appctl dpif-netdev/pmd-stats-show.
 func printPMDStats(w io.Writer, bridges []control.BridgeStatus) {
 	for _, b := range bridges {
-		var rx uint64
-		for _, p := range b.Ports {
-			rx += p.Stats.RxPackets
-		}
 		fmt.Fprintf(w, "bridge %s:\n", b.Name)
-		fmt.Fprintf(w, "  packets received: %d\n", rx)
+		fmt.Fprintf(w, "  packets received: %d\n", packetsReceived(b))
 		fmt.Fprintf(w, "  flows: %d\n", b.Flows)
 		fmt.Fprintf(w, "  exact-match cache hits: %d\n", b.CacheHits)
 		fmt.Fprintf(w, "  classifier lookups (cache misses): %d\n", b.CacheMisses)

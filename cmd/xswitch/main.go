@@ -34,6 +34,7 @@ func main() {
 // cli holds what every verb shares.
 type cli struct {
 	socket string
+	format string // formatText or formatJSON, for the verbs that print
 }
 
 // call sends one request to the daemon.
@@ -48,15 +49,29 @@ func newRootCommand() *cobra.Command {
 		Short: "A software switch whose ports are AF_XDP sockets",
 		Long: `xswitch is a software switch in the family of Open vSwitch whose ports are
 AF_XDP sockets. "xswitch daemon" runs the switch; every other verb talks to
-the running daemon over its unix socket.`,
+the running daemon over its unix socket.
+
+The verbs that print (show, list-br, list-ports, dump-ports, fdb-show,
+dump-flows, trace, pmd-stats-show, top, version) print JSON with --format json.
+Errors always go to standard error as text.
+
+Exit codes:
+  0  success
+  1  the request was refused or malformed (the message says why; nothing changed)
+  2  no daemon answered on the socket`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			return checkFormat(c.format)
+		},
 	}
 	defaultSocket := control.DefaultSocket
 	if s := os.Getenv("XSWITCH_SOCK"); s != "" {
 		defaultSocket = s
 	}
 	root.PersistentFlags().StringVar(&c.socket, "sock", defaultSocket, "the daemon's unix socket (env XSWITCH_SOCK)")
+	root.PersistentFlags().StringVar(&c.format, "format", formatText, "output of the verbs that print: text or json")
+	root.RegisterFlagCompletionFunc("format", cobra.FixedCompletions([]string{formatText, formatJSON}, cobra.ShellCompDirectiveNoFileComp))
 	root.AddCommand(
 		c.daemonCommand(),
 		c.addBridgeCommand(), c.delBridgeCommand(), c.listBridgesCommand(),
@@ -64,6 +79,7 @@ the running daemon over its unix socket.`,
 		c.showCommand(), c.dumpPortsCommand(), c.fdbShowCommand(),
 		c.addFlowCommand(), c.addFlowsCommand(), c.modFlowsCommand(), c.delFlowsCommand(),
 		c.dumpFlowsCommand(), c.traceCommand(), c.pmdStatsCommand(),
+		c.topCommand(), c.versionCommand(),
 		c.demoCommand(),
 	)
 	return root

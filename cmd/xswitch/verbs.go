@@ -2,7 +2,7 @@ package main
 
 import (
 	"fmt"
-	"os"
+	"io"
 	"strconv"
 	"strings"
 
@@ -25,9 +25,10 @@ func (c *cli) addBridgeCommand() *cobra.Command {
 
 func (c *cli) delBridgeCommand() *cobra.Command {
 	return &cobra.Command{
-		Use:   "del-br BRIDGE",
-		Short: "Delete a bridge and all its ports",
-		Args:  cobra.ExactArgs(1),
+		Use:               "del-br BRIDGE",
+		Short:             "Delete a bridge and all its ports",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: c.completeBridge,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			_, err := c.call(control.Request{Verb: control.VerbDelBridge, Bridge: args[0]})
 			return err
@@ -45,10 +46,15 @@ func (c *cli) listBridgesCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			names := make([]string, 0, len(bridges))
 			for _, b := range bridges {
-				fmt.Println(b.Name)
+				names = append(names, b.Name)
 			}
-			return nil
+			return c.emit(cmd.OutOrStdout(), bridgeListJSON{Bridges: names}, func(w io.Writer) {
+				for _, n := range names {
+					fmt.Fprintln(w, n)
+				}
+			})
 		},
 	}
 }
@@ -68,7 +74,8 @@ brought up and given --address, and gets TX checksum offload turned off.
 del-port deletes such a pair again.`,
 		Example: `  xswitch add-port br0 eth1
   xswitch add-port br0 vm1 --netns ns1 --address 10.0.0.1/24`,
-		Args: cobra.ExactArgs(2),
+		Args:              cobra.ExactArgs(2),
+		ValidArgsFunction: c.completeBridgeThenInterface,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			pc.Name = args[1]
 			pc.OFPort = ofport
@@ -88,9 +95,10 @@ del-port deletes such a pair again.`,
 
 func (c *cli) delPortCommand() *cobra.Command {
 	return &cobra.Command{
-		Use:   "del-port BRIDGE IFACE",
-		Short: "Remove a port from a bridge (and delete its veth pair if add-port made it)",
-		Args:  cobra.ExactArgs(2),
+		Use:               "del-port BRIDGE IFACE",
+		Short:             "Remove a port from a bridge (and delete its veth pair if add-port made it)",
+		Args:              cobra.ExactArgs(2),
+		ValidArgsFunction: c.completeBridgeThenPort,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			_, err := c.call(control.Request{Verb: control.VerbDelPort, Bridge: args[0], Port: args[1]})
 			return err
@@ -100,16 +108,18 @@ func (c *cli) delPortCommand() *cobra.Command {
 
 func (c *cli) listPortsCommand() *cobra.Command {
 	return &cobra.Command{
-		Use:   "list-ports BRIDGE",
-		Short: "List a bridge's ports, one per line",
-		Args:  cobra.ExactArgs(1),
+		Use:               "list-ports BRIDGE",
+		Short:             "List a bridge's ports, one per line",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: c.completeBridge,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			bridges, err := c.show(args[0])
 			if err != nil {
 				return err
 			}
-			printPortNames(os.Stdout, bridges[0])
-			return nil
+			b := bridges[0]
+			return c.emit(cmd.OutOrStdout(), portListJSON{Bridge: b.Name, Ports: portNames(b)},
+				func(w io.Writer) { printPortNames(w, b) })
 		},
 	}
 }
@@ -124,33 +134,33 @@ func (c *cli) showCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			printShow(os.Stdout, bridges)
-			return nil
+			return c.emit(cmd.OutOrStdout(), toShowJSON(bridges), func(w io.Writer) { printShow(w, bridges) })
 		},
 	}
 }
 
 func (c *cli) pmdStatsCommand() *cobra.Command {
 	return &cobra.Command{
-		Use:   "pmd-stats-show [BRIDGE]",
-		Short: "Print forwarding statistics: flows, exact-match cache hits and misses",
-		Args:  cobra.MaximumNArgs(1),
+		Use:               "pmd-stats-show [BRIDGE]",
+		Short:             "Print forwarding statistics: flows, exact-match cache hits and misses",
+		Args:              cobra.MaximumNArgs(1),
+		ValidArgsFunction: c.completeBridge,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			bridges, err := c.show(strings.Join(args, ""))
 			if err != nil {
 				return err
 			}
-			printPMDStats(os.Stdout, bridges)
-			return nil
+			return c.emit(cmd.OutOrStdout(), toPMDStatsJSON(bridges), func(w io.Writer) { printPMDStats(w, bridges) })
 		},
 	}
 }
 
 func (c *cli) dumpPortsCommand() *cobra.Command {
 	return &cobra.Command{
-		Use:   "dump-ports BRIDGE [PORT]",
-		Short: "Print port counters, as ovs-ofctl dump-ports does",
-		Args:  cobra.RangeArgs(1, 2),
+		Use:               "dump-ports BRIDGE [PORT]",
+		Short:             "Print port counters, as ovs-ofctl dump-ports does",
+		Args:              cobra.RangeArgs(1, 2),
+		ValidArgsFunction: c.completeBridgeThenPort,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			bridges, err := c.show(args[0])
 			if err != nil {
@@ -164,24 +174,24 @@ func (c *cli) dumpPortsCommand() *cobra.Command {
 				}
 				ports = []control.PortStatus{p}
 			}
-			printDumpPorts(os.Stdout, ports)
-			return nil
+			return c.emit(cmd.OutOrStdout(), toDumpPortsJSON(bridges[0].Name, ports),
+				func(w io.Writer) { printDumpPorts(w, ports) })
 		},
 	}
 }
 
 func (c *cli) fdbShowCommand() *cobra.Command {
 	return &cobra.Command{
-		Use:   "fdb-show BRIDGE",
-		Short: "Print the learned MAC addresses, as ovs-appctl fdb/show does",
-		Args:  cobra.ExactArgs(1),
+		Use:               "fdb-show BRIDGE",
+		Short:             "Print the learned MAC addresses, as ovs-appctl fdb/show does",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: c.completeBridge,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			resp, err := c.call(control.Request{Verb: control.VerbFDB, Bridge: args[0]})
 			if err != nil {
 				return err
 			}
-			printFDB(os.Stdout, resp.FDB)
-			return nil
+			return c.emit(cmd.OutOrStdout(), toFDBJSON(args[0], resp.FDB), func(w io.Writer) { printFDB(w, resp.FDB) })
 		},
 	}
 }

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// execute runs the CLI in-process with args and returns what it printed.
+func execute(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	root := newRootCommand()
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&out)
+	root.SetArgs(args)
+	err := root.Execute()
+	return out.String(), err
+}
+
+func TestCompletionScripts(t *testing.T) {
+	for _, shell := range []string{"bash", "zsh"} {
+		out, err := execute(t, "completion", shell)
+		if err != nil {
+			t.Errorf("completion %s: %v", shell, err)
+			continue
+		}
+		if !strings.Contains(out, "xswitch") || len(out) < 1000 {
+			t.Errorf("completion %s: %d bytes that do not look like a script for xswitch:\n%.300s", shell, len(out), out)
+		}
+	}
+}
+
+func TestVersion(t *testing.T) {
+	out, err := execute(t, "version")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(out, "xswitch ") || !strings.Contains(out, "go1.") {
+		t.Errorf("version printed %q, want \"xswitch VERSION, ... goX.Y\"", out)
+	}
+
+	out, err = execute(t, "version", "--format", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v versionJSON
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatalf("version --format json: %v\n%s", err, out)
+	}
+	if v.Version == "" || !strings.HasPrefix(v.Go, "go") || v.Platform == "" {
+		t.Errorf("version --format json: %+v lacks version, Go or platform", v)
+	}
+}
+
+func TestVersionUnknownFormat(t *testing.T) {
+	_, err := execute(t, "version", "--format", "yaml")
+	if err == nil || !strings.Contains(err.Error(), `unknown --format "yaml"`) {
+		t.Errorf("version --format yaml: error %v, want unknown --format", err)
+	}
+}

@@ -1,0 +1,310 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/xswitch/xswitch/control"
+)
+
+// Output formats, chosen with --format.
+const (
+	formatText = "text"
+	formatJSON = "json"
+)
+
+// checkFormat refuses a --format the verbs cannot print.
+func checkFormat(format string) error {
+	switch format {
+	case formatText, formatJSON:
+		return nil
+	}
+	return fmt.Errorf("unknown --format %q (want text or json)", format)
+}
+
+// emit prints a read verb's answer: v as indented JSON with --format json,
+// else what text prints for people.
+func (c *cli) emit(w io.Writer, v any, text func(io.Writer)) error {
+	if c.format != formatJSON {
+		text(w)
+		return nil
+	}
+	out, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encoding the answer as JSON: %w", err)
+	}
+	_, err = fmt.Fprintf(w, "%s\n", out)
+	return err
+}
+
+// The JSON that --format json prints. These types are the scripting
+// interface the README documents: they belong to the CLI rather than to
+// the daemon's wire protocol so that the protocol can change without
+// breaking scripts. Fields are added, never renamed or removed; lists are
+// [] rather than null when empty.
+
+// bridgeListJSON is list-br's answer.
+type bridgeListJSON struct {
+	Bridges []string `json:"bridges"`
+}
+
+// portListJSON is list-ports' answer.
+type portListJSON struct {
+	Bridge string   `json:"bridge"`
+	Ports  []string `json:"ports"`
+}
+
+// showJSON is show's answer.
+type showJSON struct {
+	Bridges []showBridgeJSON `json:"bridges"`
+}
+
+type showBridgeJSON struct {
+	Name  string         `json:"name"`
+	Ports []showPortJSON `json:"ports"`
+}
+
+type showPortJSON struct {
+	Name   string `json:"name"`
+	OFPort uint16 `json:"ofport"`
+	State  string `json:"state"`           // "up" or "down"
+	Error  string `json:"error,omitempty"` // why a port is down
+	Mode   string `json:"mode"`            // as configured: auto, zerocopy, copy, generic
+	Type   string `json:"type,omitempty"`  // "afxdp"; empty for a port that is down
+	XDP    string `json:"xdp,omitempty"`   // "native" or "generic"
+	Bind   string `json:"bind,omitempty"`  // "zerocopy" or "copy"
+	Queues int    `json:"queues,omitempty"`
+	// A veth pair that add-port --netns created.
+	Netns   string `json:"netns,omitempty"`
+	Peer    string `json:"peer,omitempty"`
+	Address string `json:"address,omitempty"`
+}
+
+func toShowJSON(bridges []control.BridgeStatus) showJSON {
+	out := showJSON{Bridges: make([]showBridgeJSON, 0, len(bridges))}
+	for _, b := range bridges {
+		jb := showBridgeJSON{Name: b.Name, Ports: make([]showPortJSON, 0, len(b.Ports))}
+		for _, p := range b.Ports {
+			jp := showPortJSON{
+				Name: p.Name, OFPort: p.OFPort, State: "up", Error: p.Error, Mode: p.Mode,
+				Netns: p.Netns, Peer: p.Peer, Address: p.Address,
+			}
+			if jp.Mode == "" {
+				jp.Mode = "auto"
+			}
+			if p.Error != "" {
+				jp.State = "down"
+			} else {
+				jp.Type, jp.XDP, jp.Bind, jp.Queues = p.Info.Kind, p.Info.XDPMode, p.Info.BindMode, p.Info.Queues
+			}
+			jb.Ports = append(jb.Ports, jp)
+		}
+		out.Bridges = append(out.Bridges, jb)
+	}
+	return out
+}
+
+// portCounters are a port's counters as dump-ports and top count them.
+// Frames the kernel could not hand to the switch are rx drops, as they
+// would be on a NIC; frames too malformed to classify are rx errors.
+type portCounters struct {
+	RxPackets uint64 `json:"rx_packets"`
+	RxBytes   uint64 `json:"rx_bytes"`
+	RxDropped uint64 `json:"rx_dropped"`
+	RxErrors  uint64 `json:"rx_errors"`
+	TxPackets uint64 `json:"tx_packets"`
+	TxBytes   uint64 `json:"tx_bytes"`
+	TxDropped uint64 `json:"tx_dropped"`
+	TxErrors  uint64 `json:"tx_errors"`
+}
+
+func countersOf(p control.PortStatus) portCounters {
+	s, k := p.Stats, p.Stats.Kernel
+	return portCounters{
+		RxPackets: s.RxPackets,
+		RxBytes:   s.RxBytes,
+		// The kernel counts a frame lost to an empty fill ring in both
+		// rx_dropped and fill_ring_empty: count it once.
+		RxDropped: k.RxDropped + k.RxRingFull,
+		RxErrors:  s.RxErrors + k.RxInvalidDescs,
+		TxPackets: s.TxPackets,
+		TxBytes:   s.TxBytes,
+		TxDropped: s.TxDropped,
+		TxErrors:  k.TxInvalidDescs,
+	}
+}
+
+// dumpPortsJSON is dump-ports' answer.
+type dumpPortsJSON struct {
+	Bridge string         `json:"bridge"`
+	Ports  []portDumpJSON `json:"ports"`
+}
+
+type portDumpJSON struct {
+	Name   string `json:"name"`
+	OFPort uint16 `json:"ofport"`
+	portCounters
+	XSK xskJSON `json:"xsk"`
+}
+
+// xskJSON are the AF_XDP sockets' own statistics, named as on dump-ports'
+// xsk line.
+type xskJSON struct {
+	RxDropped     uint64 `json:"rx_dropped"`
+	RxRingFull    uint64 `json:"rx_ring_full"`
+	FillRingEmpty uint64 `json:"fill_ring_empty"`
+	RxInvalid     uint64 `json:"rx_invalid"`
+	TxInvalid     uint64 `json:"tx_invalid"`
+	TxRingEmpty   uint64 `json:"tx_ring_empty"`
+}
+
+func toDumpPortsJSON(bridge string, ports []control.PortStatus) dumpPortsJSON {
+	out := dumpPortsJSON{Bridge: bridge, Ports: make([]portDumpJSON, 0, len(ports))}
+	for _, p := range ports {
+		k := p.Stats.Kernel
+		out.Ports = append(out.Ports, portDumpJSON{
+			Name: p.Name, OFPort: p.OFPort, portCounters: countersOf(p),
+			XSK: xskJSON{
+				RxDropped: k.RxDropped, RxRingFull: k.RxRingFull, FillRingEmpty: k.RxFillRingEmpty,
+				RxInvalid: k.RxInvalidDescs, TxInvalid: k.TxInvalidDescs, TxRingEmpty: k.TxRingEmpty,
+			},
+		})
+	}
+	return out
+}
+
+// fdbJSON is fdb-show's answer.
+type fdbJSON struct {
+	Bridge  string         `json:"bridge"`
+	Entries []fdbEntryJSON `json:"entries"`
+}
+
+type fdbEntryJSON struct {
+	Port   uint16 `json:"port"`
+	VLAN   uint16 `json:"vlan"`
+	MAC    string `json:"mac"`
+	AgeSec int    `json:"age"`
+}
+
+func toFDBJSON(bridge string, entries []control.FDBEntry) fdbJSON {
+	out := fdbJSON{Bridge: bridge, Entries: make([]fdbEntryJSON, 0, len(entries))}
+	for _, e := range entries {
+		out.Entries = append(out.Entries, fdbEntryJSON(e))
+	}
+	return out
+}
+
+// flowsJSON is dump-flows' answer.
+type flowsJSON struct {
+	Bridge string     `json:"bridge"`
+	Flows  []flowJSON `json:"flows"`
+}
+
+// flowJSON is one rule. The cookie is a hex string, as ovs-ofctl writes
+// it, because JSON readers that hold numbers as doubles would round a
+// 64-bit cookie.
+type flowJSON struct {
+	Cookie      string  `json:"cookie"`
+	DurationSec float64 `json:"duration"`
+	Table       int     `json:"table"`
+	Priority    uint16  `json:"priority"`
+	Match       string  `json:"match"`
+	Actions     string  `json:"actions"`
+	Packets     uint64  `json:"n_packets"`
+	Bytes       uint64  `json:"n_bytes"`
+	IdleTimeout uint16  `json:"idle_timeout"`
+	HardTimeout uint16  `json:"hard_timeout"`
+	IdleAgeSec  int     `json:"idle_age"`
+	Text        string  `json:"text"` // the dump-flows line, which add-flow accepts back
+}
+
+func toFlowJSON(f control.FlowStatus) flowJSON {
+	return flowJSON{
+		Cookie: fmt.Sprintf("%#x", f.Cookie), DurationSec: f.DurationSec, Priority: f.Priority,
+		Match: f.Match, Actions: f.Actions, Packets: f.Packets, Bytes: f.Bytes,
+		IdleTimeout: f.IdleTimeout, HardTimeout: f.HardTimeout, IdleAgeSec: f.IdleAgeSec, Text: f.Text,
+	}
+}
+
+func toFlowsJSON(bridge string, flows []control.FlowStatus) flowsJSON {
+	out := flowsJSON{Bridge: bridge, Flows: make([]flowJSON, 0, len(flows))}
+	for _, f := range flows {
+		out.Flows = append(out.Flows, toFlowJSON(f))
+	}
+	return out
+}
+
+// traceJSON is trace's answer.
+type traceJSON struct {
+	Bridge    string          `json:"bridge"`
+	Flow      string          `json:"flow"`
+	Rule      *flowJSON       `json:"rule"` // null: no rule matched, the packet is dropped
+	Steps     []traceStepJSON `json:"steps"`
+	FinalFlow string          `json:"final_flow"`
+	Outputs   []uint16        `json:"outputs"` // empty: dropped
+}
+
+type traceStepJSON struct {
+	Action string   `json:"action"`
+	Notes  []string `json:"notes"`
+}
+
+func toTraceJSON(bridge string, tr *control.Trace) traceJSON {
+	out := traceJSON{
+		Bridge: bridge, Flow: tr.Flow, FinalFlow: tr.FinalFlow,
+		Steps:   make([]traceStepJSON, 0, len(tr.Steps)),
+		Outputs: append([]uint16{}, tr.Outputs...),
+	}
+	if tr.Rule != nil {
+		rule := toFlowJSON(*tr.Rule)
+		out.Rule = &rule
+	}
+	for _, s := range tr.Steps {
+		out.Steps = append(out.Steps, traceStepJSON{Action: s.Action, Notes: append([]string{}, s.Notes...)})
+	}
+	return out
+}
+
+// pmdStatsJSON is pmd-stats-show's answer.
+type pmdStatsJSON struct {
+	Bridges []pmdBridgeJSON `json:"bridges"`
+}
+
+type pmdBridgeJSON struct {
+	Name            string `json:"name"`
+	PacketsReceived uint64 `json:"packets_received"`
+	Flows           int    `json:"flows"`
+	CacheHits       uint64 `json:"cache_hits"`
+	CacheMisses     uint64 `json:"cache_misses"`
+}
+
+func toPMDStatsJSON(bridges []control.BridgeStatus) pmdStatsJSON {
+	out := pmdStatsJSON{Bridges: make([]pmdBridgeJSON, 0, len(bridges))}
+	for _, b := range bridges {
+		out.Bridges = append(out.Bridges, pmdBridgeJSON{
+			Name: b.Name, PacketsReceived: packetsReceived(b), Flows: b.Flows,
+			CacheHits: b.CacheHits, CacheMisses: b.CacheMisses,
+		})
+	}
+	return out
+}
+
+func packetsReceived(b control.BridgeStatus) uint64 {
+	var rx uint64
+	for _, p := range b.Ports {
+		rx += p.Stats.RxPackets
+	}
+	return rx
+}
+
+// portNames are a bridge's port names, sorted.
+func portNames(b control.BridgeStatus) []string {
+	names := make([]string, 0, len(b.Ports))
+	for _, p := range b.Ports {
+		names = append(names, p.Name)
+	}
+	slices.Sort(names)
+	return names
+}

@@ -1,0 +1,142 @@
+// Package metrics exposes the switch's counters to Prometheus.
+//
+// Nothing on the forwarding path knows about Prometheus: the forwarders
+// keep their counters in atomics as they always do, and each scrape reads
+// one snapshot of them from the daemon (control.Daemon.Metrics) and turns
+// it into constant metrics. A scrape costs the datapath nothing but one
+// request per bridge between two batches, for the MAC table's size.
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/xswitch/xswitch/control"
+)
+
+// Source is what the collector reads on every scrape; *control.Daemon is
+// one.
+type Source interface {
+	Metrics() []control.BridgeMetrics
+}
+
+const namespace = "xswitch"
+
+var (
+	portLabels   = []string{"bridge", "port"}
+	bridgeLabels = []string{"bridge"}
+)
+
+func portDesc(name, help string, extraLabels ...string) *prometheus.Desc {
+	return prometheus.NewDesc(prometheus.BuildFQName(namespace, "port", name), help,
+		append(append([]string{}, portLabels...), extraLabels...), nil)
+}
+
+func bridgeDesc(name, help string) *prometheus.Desc {
+	return prometheus.NewDesc(prometheus.BuildFQName(namespace, "bridge", name), help, bridgeLabels, nil)
+}
+
+// portCounter is one per-port counter and where it is in a PortStats.
+type portCounter struct {
+	desc  *prometheus.Desc
+	value func(*control.PortStats) uint64
+}
+
+var portCounters = []portCounter{
+	{portDesc("rx_packets_total", "Frames the switch received on the port."),
+		func(s *control.PortStats) uint64 { return s.RxPackets }},
+	{portDesc("rx_bytes_total", "Bytes of the frames the switch received on the port."),
+		func(s *control.PortStats) uint64 { return s.RxBytes }},
+	{portDesc("rx_errors_total", "Received frames too malformed to classify, dropped."),
+		func(s *control.PortStats) uint64 { return s.RxErrors }},
+	{portDesc("tx_packets_total", "Frames the switch transmitted on the port."),
+		func(s *control.PortStats) uint64 { return s.TxPackets }},
+	{portDesc("tx_bytes_total", "Bytes of the frames the switch transmitted on the port."),
+		func(s *control.PortStats) uint64 { return s.TxBytes }},
+	{portDesc("tx_dropped_total", "Frames dropped because the port's transmit ring was full."),
+		func(s *control.PortStats) uint64 { return s.TxDropped }},
+	{portDesc("xsk_rx_dropped_total", "Frames the kernel dropped on the port's AF_XDP sockets for other reasons than below (XDP_STATISTICS rx_dropped)."),
+		func(s *control.PortStats) uint64 { return s.Kernel.RxDropped }},
+	{portDesc("xsk_rx_ring_full_total", "Frames the kernel dropped because an AF_XDP receive ring was full: the switch did not keep up."),
+		func(s *control.PortStats) uint64 { return s.Kernel.RxRingFull }},
+	{portDesc("xsk_rx_fill_ring_empty_total", "Times the kernel found an AF_XDP fill ring empty: no buffer to receive into."),
+		func(s *control.PortStats) uint64 { return s.Kernel.RxFillRingEmpty }},
+	{portDesc("xsk_rx_invalid_descs_total", "Invalid descriptors on the port's AF_XDP receive side."),
+		func(s *control.PortStats) uint64 { return s.Kernel.RxInvalidDescs }},
+	{portDesc("xsk_tx_invalid_descs_total", "Invalid descriptors on the port's AF_XDP transmit rings."),
+		func(s *control.PortStats) uint64 { return s.Kernel.TxInvalidDescs }},
+	{portDesc("xsk_tx_ring_empty_total", "Times the kernel found an AF_XDP transmit ring empty when asked to send."),
+		func(s *control.PortStats) uint64 { return s.Kernel.TxRingEmpty }},
+}
+
+var (
+	portInfo = portDesc("info", "How the port was opened; always 1.",
+		"kind", "xdp_mode", "bind_mode")
+	portUp = portDesc("up", "1 if the port is open and forwarding, 0 if it is configured but could not be opened.")
+
+	bridgeFlows       = bridgeDesc("flows", "Rules in the bridge's flow table.")
+	bridgeCacheHits   = bridgeDesc("flow_cache_hits_total", "Frames classified by the exact-match flow cache.")
+	bridgeCacheMisses = bridgeDesc("flow_cache_misses_total", "Frames the exact-match flow cache missed, classified by the flow table.")
+	bridgeMACEntries  = bridgeDesc("mac_entries", "Learned MAC addresses that have not aged out.")
+	bridgeBusy        = bridgeDesc("forwarder_busy_seconds_total", "Time the bridge's forwarding thread spent receiving, forwarding and serving the control plane.")
+	bridgeIdle        = bridgeDesc("forwarder_idle_seconds_total", "Time the bridge's forwarding thread spent asleep waiting for frames.")
+)
+
+// Collector is a prometheus.Collector that reads a Source on each scrape.
+type Collector struct {
+	src Source
+}
+
+// NewCollector returns a collector of src's bridges and ports.
+func NewCollector(src Source) *Collector { return &Collector{src: src} }
+
+// Describe sends every metric's descriptor.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, pc := range portCounters {
+		ch <- pc.desc
+	}
+	for _, d := range []*prometheus.Desc{
+		portInfo, portUp,
+		bridgeFlows, bridgeCacheHits, bridgeCacheMisses, bridgeMACEntries, bridgeBusy, bridgeIdle,
+	} {
+		ch <- d
+	}
+}
+
+// Collect sends the current value of every metric.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	for _, b := range c.src.Metrics() {
+		collectBridge(ch, &b)
+	}
+}
+
+func collectBridge(ch chan<- prometheus.Metric, b *control.BridgeMetrics) {
+	gauge := func(d *prometheus.Desc, v float64) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, b.Name)
+	}
+	counter := func(d *prometheus.Desc, v float64) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, b.Name)
+	}
+	gauge(bridgeFlows, float64(b.Flows))
+	counter(bridgeCacheHits, float64(b.CacheHits))
+	counter(bridgeCacheMisses, float64(b.CacheMisses))
+	gauge(bridgeMACEntries, float64(b.MACEntries))
+	counter(bridgeBusy, b.ForwarderBusy.Seconds())
+	counter(bridgeIdle, b.ForwarderIdle.Seconds())
+
+	for i := range b.Ports {
+		p := &b.Ports[i]
+		if p.Error != "" {
+			// A port that is down has no counters and was never opened:
+			// only its being down is worth a series.
+			ch <- prometheus.MustNewConstMetric(portUp, prometheus.GaugeValue, 0, b.Name, p.Name)
+			continue
+		}
+		ch <- prometheus.MustNewConstMetric(portUp, prometheus.GaugeValue, 1, b.Name, p.Name)
+		ch <- prometheus.MustNewConstMetric(portInfo, prometheus.GaugeValue, 1,
+			b.Name, p.Name, p.Info.Kind, p.Info.XDPMode, p.Info.BindMode)
+		for _, pc := range portCounters {
+			ch <- prometheus.MustNewConstMetric(pc.desc, prometheus.CounterValue,
+				float64(pc.value(&p.Stats)), b.Name, p.Name)
+		}
+	}
+}

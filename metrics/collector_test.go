@@ -1,0 +1,182 @@
+package metrics
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/xswitch/xswitch/control"
+	"github.com/xswitch/xswitch/port"
+)
+
+// fakeSource is a daemon with one bridge: one working port and one that
+// could not be opened.
+type fakeSource struct{ bridges []control.BridgeMetrics }
+
+func (f *fakeSource) Metrics() []control.BridgeMetrics { return f.bridges }
+
+func newFakeSource() *fakeSource {
+	up := control.PortStatus{
+		PortConfig: control.PortConfig{Name: "p1"},
+		OFPort:     1,
+		Info:       port.Info{Kind: "afxdp", XDPMode: "native", BindMode: "copy", Queues: 1},
+		Stats: control.PortStats{
+			RxPackets: 10, RxBytes: 1000, RxErrors: 1,
+			TxPackets: 20, TxBytes: 2000, TxDropped: 2,
+			Kernel: port.Stats{RxDropped: 3, RxInvalidDescs: 4, RxRingFull: 5, RxFillRingEmpty: 6, TxInvalidDescs: 7, TxRingEmpty: 8},
+		},
+	}
+	down := control.PortStatus{PortConfig: control.PortConfig{Name: "p2"}, OFPort: 2, Error: `interface "p2" does not exist`}
+	return &fakeSource{bridges: []control.BridgeMetrics{{
+		BridgeStatus: control.BridgeStatus{
+			Name: "br0", Ports: []control.PortStatus{up, down},
+			Flows: 3, CacheHits: 100, CacheMisses: 9,
+		},
+		MACEntries:    2,
+		ForwarderBusy: 1500 * time.Millisecond,
+		ForwarderIdle: 30 * time.Second,
+	}}}
+}
+
+func TestCollectorReportsTheSnapshot(t *testing.T) {
+	const want = `
+# HELP xswitch_port_rx_packets_total Frames the switch received on the port.
+# TYPE xswitch_port_rx_packets_total counter
+xswitch_port_rx_packets_total{bridge="br0",port="p1"} 10
+# HELP xswitch_port_rx_bytes_total Bytes of the frames the switch received on the port.
+# TYPE xswitch_port_rx_bytes_total counter
+xswitch_port_rx_bytes_total{bridge="br0",port="p1"} 1000
+# HELP xswitch_port_rx_errors_total Received frames too malformed to classify, dropped.
+# TYPE xswitch_port_rx_errors_total counter
+xswitch_port_rx_errors_total{bridge="br0",port="p1"} 1
+# HELP xswitch_port_tx_packets_total Frames the switch transmitted on the port.
+# TYPE xswitch_port_tx_packets_total counter
+xswitch_port_tx_packets_total{bridge="br0",port="p1"} 20
+# HELP xswitch_port_tx_dropped_total Frames dropped because the port's transmit ring was full.
+# TYPE xswitch_port_tx_dropped_total counter
+xswitch_port_tx_dropped_total{bridge="br0",port="p1"} 2
+# HELP xswitch_port_xsk_rx_ring_full_total Frames the kernel dropped because an AF_XDP receive ring was full: the switch did not keep up.
+# TYPE xswitch_port_xsk_rx_ring_full_total counter
+xswitch_port_xsk_rx_ring_full_total{bridge="br0",port="p1"} 5
+# HELP xswitch_port_xsk_tx_ring_empty_total Times the kernel found an AF_XDP transmit ring empty when asked to send.
+# TYPE xswitch_port_xsk_tx_ring_empty_total counter
+xswitch_port_xsk_tx_ring_empty_total{bridge="br0",port="p1"} 8
+# HELP xswitch_port_info How the port was opened; always 1.
+# TYPE xswitch_port_info gauge
+xswitch_port_info{bind_mode="copy",bridge="br0",kind="afxdp",port="p1",xdp_mode="native"} 1
+# HELP xswitch_port_up 1 if the port is open and forwarding, 0 if it is configured but could not be opened.
+# TYPE xswitch_port_up gauge
+xswitch_port_up{bridge="br0",port="p1"} 1
+xswitch_port_up{bridge="br0",port="p2"} 0
+# HELP xswitch_bridge_flows Rules in the bridge's flow table.
+# TYPE xswitch_bridge_flows gauge
+xswitch_bridge_flows{bridge="br0"} 3
+# HELP xswitch_bridge_flow_cache_hits_total Frames classified by the exact-match flow cache.
+# TYPE xswitch_bridge_flow_cache_hits_total counter
+xswitch_bridge_flow_cache_hits_total{bridge="br0"} 100
+# HELP xswitch_bridge_flow_cache_misses_total Frames the exact-match flow cache missed, classified by the flow table.
+# TYPE xswitch_bridge_flow_cache_misses_total counter
+xswitch_bridge_flow_cache_misses_total{bridge="br0"} 9
+# HELP xswitch_bridge_mac_entries Learned MAC addresses that have not aged out.
+# TYPE xswitch_bridge_mac_entries gauge
+xswitch_bridge_mac_entries{bridge="br0"} 2
+# HELP xswitch_bridge_forwarder_busy_seconds_total Time the bridge's forwarding thread spent receiving, forwarding and serving the control plane.
+# TYPE xswitch_bridge_forwarder_busy_seconds_total counter
+xswitch_bridge_forwarder_busy_seconds_total{bridge="br0"} 1.5
+# HELP xswitch_bridge_forwarder_idle_seconds_total Time the bridge's forwarding thread spent asleep waiting for frames.
+# TYPE xswitch_bridge_forwarder_idle_seconds_total counter
+xswitch_bridge_forwarder_idle_seconds_total{bridge="br0"} 30
+`
+	c := NewCollector(newFakeSource())
+	names := []string{
+		"xswitch_port_rx_packets_total", "xswitch_port_rx_bytes_total", "xswitch_port_rx_errors_total",
+		"xswitch_port_tx_packets_total", "xswitch_port_tx_dropped_total",
+		"xswitch_port_xsk_rx_ring_full_total", "xswitch_port_xsk_tx_ring_empty_total",
+		"xswitch_port_info", "xswitch_port_up",
+		"xswitch_bridge_flows", "xswitch_bridge_flow_cache_hits_total", "xswitch_bridge_flow_cache_misses_total",
+		"xswitch_bridge_mac_entries", "xswitch_bridge_forwarder_busy_seconds_total", "xswitch_bridge_forwarder_idle_seconds_total",
+	}
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), names...); err != nil {
+		t.Fatal(err)
+	}
+	// The down port has no counters and no info, only its up series: 12
+	// counters and info and up for p1, up for p2, 6 bridge series.
+	if n := testutil.CollectAndCount(c); n != 12+2+1+6 {
+		t.Errorf("collected %d series; want %d", n, 12+2+1+6)
+	}
+}
+
+// A pedantic registry checks that Collect sends only what Describe
+// announced, with consistent label sets.
+func TestCollectorMatchesItsDescription(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(NewCollector(newFakeSource()))
+	if _, err := reg.Gather(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCollectorMetricNamesFollowConventions(t *testing.T) {
+	problems, err := testutil.GatherAndLint(NewRegistry(newFakeSource()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("%s: %s", p.Metric, p.Text)
+	}
+}
+
+func TestCollectorWithoutBridges(t *testing.T) {
+	if n := testutil.CollectAndCount(NewCollector(&fakeSource{})); n != 0 {
+		t.Errorf("a daemon without bridges gave %d series; want 0", n)
+	}
+}
+
+func TestMetricsServerServesScrapesAndRefusesABusyAddress(t *testing.T) {
+	s, err := Start(Options{Addr: "127.0.0.1:0", Source: newFakeSource()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Shutdown(context.Background()) })
+
+	if _, err := Start(Options{Addr: s.Addr().String(), Source: newFakeSource()}); err == nil ||
+		!strings.Contains(err.Error(), s.Addr().String()) {
+		t.Errorf("Start on the address in use = %v; want an error naming %s", err, s.Addr())
+	}
+
+	resp, err := http.Get("http://" + s.Addr().String() + Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s", Path, resp.Status)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"xswitch_port_rx_packets_total", "go_goroutines", "process_cpu_seconds_total"} {
+		if _, ok := families[name]; !ok {
+			t.Errorf("scrape has no %s", name)
+		}
+	}
+	if got := families["xswitch_port_rx_packets_total"].GetMetric()[0].GetCounter().GetValue(); got != 10 {
+		t.Errorf("xswitch_port_rx_packets_total = %v; want 10", got)
+	}
+
+	if err := s.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := http.Get("http://" + s.Addr().String() + Path); err == nil {
+		t.Error("the server still answers after Shutdown")
+	}
+}
