@@ -216,6 +216,7 @@ func (d *Daemon) commit(next *Config) error {
 		return fmt.Errorf("saving the configuration: %w", err)
 	}
 	d.cfg = next
+	d.log.Debug("configuration saved", "path", d.dbPath)
 	return nil
 }
 

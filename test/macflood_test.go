@@ -1,0 +1,85 @@
+package test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/xswitch/xswitch/internal/testenv"
+)
+
+// TestMACFloodCannotEvictOtherPortsStations floods a small MAC table with
+// random source addresses from one namespace while two others ping each
+// other slowly, and samples the table during the flood: the two stations
+// must stay learned (the flooding port gives up its own entries), the
+// table must stay within its size, and the daemon's memory must not grow.
+func TestMACFloodCannotEvictOtherPortsStations(t *testing.T) {
+	testenv.RequireRoot(t)
+	const tableSize = 256
+	metricsAddr := freeTCPAddr(t)
+	d := startDaemonWith(t, "--mac-table-size", fmt.Sprint(tableSize), "--metrics-addr", metricsAddr)
+	n := newTestNet()
+	br := n.name("br")
+	d.x(t, "add-br", br)
+	a := addNSPort(t, d, n, br, 1, false)
+	b := addNSPort(t, d, n, br, 2, false)
+	flooder := addNSPort(t, d, n, br, 3, false)
+	waitPing(t, a.ns, b.addr, 5*time.Second)
+	macA, macB := nsMAC(t, a.ns, "eth0"), nsMAC(t, b.ns, "eth0")
+	rssBefore := scrapeMetrics(t, metricsAddr).value(t, "process_resident_memory_bytes", nil)
+
+	const floodFrames = 200000
+	rng := rand.New(rand.NewPCG(uint64(n.x), uint64(n.y)))
+	frames := make([][]byte, floodFrames)
+	for i := range frames {
+		f := make([]byte, 60)
+		for j := range 12 {
+			f[j] = byte(rng.Uint32())
+		}
+		f[0] &^= 1         // unicast destination nobody has: flooded
+		f[6] = f[6]&^1 | 2 // unicast, locally administered source
+		f[12], f[13] = 0x88, 0xb5
+		frames[i] = f
+	}
+	fd, to := packetSocket(t, flooder.ns, "eth0")
+	stream := startBackground(t, "ip", "netns", "exec", a.ns, "ping", "-n", "-q", "-c", "20", "-i", "0.25", "-W", "1", b.addr)
+	floodDone := make(chan floodResult, 1)
+	go func() { floodDone <- sendPaced(fd, to, frames, 64) }()
+
+	var samples, missing int
+	for sampling := true; sampling; {
+		select {
+		case r := <-floodDone:
+			floodDone <- r
+			sampling = false
+		case <-time.After(100 * time.Millisecond):
+			fdb := d.x(t, "fdb-show", br)
+			samples++
+			if !strings.Contains(fdb, macA) || !strings.Contains(fdb, macB) {
+				missing++
+			}
+			if entries := strings.Count(fdb, "\n") - 1; entries > tableSize {
+				t.Fatalf("fdb-show lists %d entries in a table of %d", entries, tableSize)
+			}
+		}
+	}
+	flood := <-floodDone
+	sent, received := pingCounts(t, stream.wait(t, 15*time.Second))
+	rssAfter := scrapeMetrics(t, metricsAddr).value(t, "process_resident_memory_bytes", nil)
+	t.Logf("flood of %d random source MACs (%d sent in %v): the steady stations were missing from %d of %d table samples; ping %d/%d; RSS %.1f → %.1f MiB",
+		floodFrames, flood.sent, flood.elapsed.Round(time.Millisecond), missing, samples, received, sent, rssBefore/(1<<20), rssAfter/(1<<20))
+	if samples < 3 {
+		t.Fatalf("only %d samples of the table during the flood", samples)
+	}
+	if missing > 0 {
+		t.Errorf("a MAC flood from another port evicted the steady stations in %d of %d samples", missing, samples)
+	}
+	if received < sent-1 {
+		t.Errorf("the steady ping lost %d of %d during the flood", sent-received, sent)
+	}
+	if rssAfter > rssBefore+32<<20 {
+		t.Errorf("the daemon's memory grew from %.1f to %.1f MiB during the flood", rssBefore/(1<<20), rssAfter/(1<<20))
+	}
+}
