@@ -21,13 +21,8 @@ var churnTime = flag.Duration("churn", 60*time.Second, "how long TestChurnUnderL
 func TestChurnUnderLoad(t *testing.T) {
 	testenv.RequireRoot(t)
 	metricsAddr := freeTCPAddr(t)
-	d := startDaemonWith(t, "--metrics-addr", metricsAddr)
-	n := newTestNet()
-	br := n.name("br")
-	d.x(t, "add-br", br)
-	a := addNSPort(t, d, n, br, 1, false)
-	b := addNSPort(t, d, n, br, 2, false)
-	waitPing(t, a.ns, b.addr, 5*time.Second)
+	r := newRig(t, 2, "--metrics-addr", metricsAddr)
+	d, n, br, a, b := r.d, r.n, r.br, r.hosts[0], r.hosts[1]
 	churnNS := []string{n.namespace(t, "c1"), n.namespace(t, "c2"), n.namespace(t, "c3")}
 
 	// Other packages' tests may run meanwhile: count only what is ours.

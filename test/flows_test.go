@@ -45,14 +45,8 @@ func stripCounters(dump string) string { return countersInDump.ReplaceAllString(
 
 func TestFlowsPortToPortRulesBeatNormal(t *testing.T) {
 	testenv.RequireRoot(t)
-	d := startDaemon(t)
-	n := newTestNet()
-	br := n.name("br")
-	d.x(t, "add-br", br)
-	p1 := addNSPort(t, d, n, br, 1, false)
-	p2 := addNSPort(t, d, n, br, 2, false)
-	p3 := addNSPort(t, d, n, br, 3, false)
-	waitPing(t, p1.ns, p3.addr, 5*time.Second) // NORMAL reaches everyone
+	r := newRig(t, 3)
+	d, br, p1, p2, p3 := r.d, r.br, r.hosts[0], r.hosts[1], r.hosts[2]
 
 	// A patch cable between ports 1 and 2, by name: port 3 is out of reach
 	// from port 1 although NORMAL (priority 0) would flood to it.
@@ -71,13 +65,8 @@ func TestFlowsPortToPortRulesBeatNormal(t *testing.T) {
 
 func TestFlowsDropOneTCPPortPassAnother(t *testing.T) {
 	testenv.RequireRoot(t)
-	d := startDaemon(t)
-	n := newTestNet()
-	br := n.name("br")
-	d.x(t, "add-br", br)
-	client := addNSPort(t, d, n, br, 1, false)
-	server := addNSPort(t, d, n, br, 2, false)
-	waitPing(t, client.ns, server.addr, 5*time.Second)
+	r := newRig(t, 2)
+	d, br, client, server := r.d, r.br, r.hosts[0], r.hosts[1]
 
 	var blocked net.Listener
 	if err := netns.Do(server.ns, func() (err error) {
@@ -109,13 +98,8 @@ func TestFlowsDropOneTCPPortPassAnother(t *testing.T) {
 
 func TestFlowAddedDuringPingStreamActsAtOnce(t *testing.T) {
 	testenv.RequireRoot(t)
-	d := startDaemon(t)
-	n := newTestNet()
-	br := n.name("br")
-	d.x(t, "add-br", br)
-	a := addNSPort(t, d, n, br, 1, false)
-	b := addNSPort(t, d, n, br, 2, false)
-	waitPing(t, a.ns, b.addr, 5*time.Second)
+	r := newRig(t, 2)
+	d, br, a, b := r.d, r.br, r.hosts[0], r.hosts[1]
 
 	// 60 echo requests, one every 50 ms; the rule blocks the middle second.
 	stream := startBackground(t, "ip", "netns", "exec", a.ns, "ping", "-n", "-c", "60", "-i", "0.05", "-W", "1", b.addr)
@@ -151,13 +135,8 @@ func TestFlowAddedDuringPingStreamActsAtOnce(t *testing.T) {
 
 func TestFlowRewritesCarryTCPToAVirtualAddress(t *testing.T) {
 	testenv.RequireRoot(t)
-	d := startDaemon(t)
-	n := newTestNet()
-	br := n.name("br")
-	d.x(t, "add-br", br)
-	client := addNSPort(t, d, n, br, 1, false)
-	server := addNSPort(t, d, n, br, 2, false)
-	waitPing(t, client.ns, server.addr, 5*time.Second)
+	r := newRig(t, 2)
+	d, n, br, client, server := r.d, r.n, r.br, r.hosts[0], r.hosts[1]
 
 	// The client talks to a virtual address that no host has; the switch
 	// turns it into the server's and back, at both layers.
@@ -311,13 +290,8 @@ func TestTraceShowsRuleAndNormalDecision(t *testing.T) {
 
 func TestFlowTimeoutsExpireRules(t *testing.T) {
 	testenv.RequireRoot(t)
-	d := startDaemon(t)
-	n := newTestNet()
-	br := n.name("br")
-	d.x(t, "add-br", br)
-	a := addNSPort(t, d, n, br, 1, false)
-	b := addNSPort(t, d, n, br, 2, false)
-	waitPing(t, a.ns, b.addr, 5*time.Second)
+	r := newRig(t, 2)
+	d, br, a, b := r.d, r.br, r.hosts[0], r.hosts[1]
 
 	d.x(t, "add-flow", br, "hard_timeout=2,priority=5,udp,actions=NORMAL")
 	d.x(t, "add-flow", br, "idle_timeout=1,priority=6,icmp,actions=NORMAL")

@@ -283,14 +283,8 @@ var icmpSeq = regexp.MustCompile(`icmp_seq=(\d+)`)
 // broken frames show as rx errors of the port they came in by.
 func TestMalformedFramesAreCountedAndHarmless(t *testing.T) {
 	testenv.RequireRoot(t)
-	d := startDaemon(t)
-	n := newTestNet()
-	br := n.name("br")
-	d.x(t, "add-br", br)
-	a := addNSPort(t, d, n, br, 1, false)
-	b := addNSPort(t, d, n, br, 2, false)
-	sender := addNSPort(t, d, n, br, 3, false)
-	waitPing(t, a.ns, b.addr, 5*time.Second)
+	r := newRig(t, 3)
+	d, n, br, a, b, sender := r.d, r.n, r.br, r.hosts[0], r.hosts[1], r.hosts[2]
 	waitPing(t, sender.ns, a.addr, 5*time.Second)
 	nums := ofports(t, d, br)
 

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -89,13 +88,8 @@ func (s scrape) value(t testing.TB, name string, labels map[string]string) float
 func TestMetricsEndpointCountsTraffic(t *testing.T) {
 	testenv.RequireRoot(t)
 	addr := freeTCPAddr(t)
-	d := startDaemonWith(t, "--metrics-addr", addr)
-	n := newTestNet()
-	br := n.name("br")
-	d.x(t, "add-br", br)
-	sender := addNSPort(t, d, n, br, 1, false)
-	receiver := addNSPort(t, d, n, br, 2, false)
-	waitPing(t, sender.ns, receiver.addr, 5*time.Second) // resolves ARP first
+	r := newRig(t, 2, "--metrics-addr", addr)
+	br, sender, receiver := r.br, r.hosts[0], r.hosts[1]
 
 	const echoes = 20
 	before := scrapeMetrics(t, addr)

@@ -25,13 +25,8 @@ func TestRestartKeepsConfig(t *testing.T) {
 		sig := stop.sig
 		t.Run(stop.name, func(t *testing.T) {
 			testenv.RequireRoot(t)
-			d := startDaemon(t)
-			n := newTestNet()
-			br := n.name("br")
-			d.x(t, "add-br", br)
-			a := addNSPort(t, d, n, br, 1, false)
-			b := addNSPort(t, d, n, br, 2, false)
-			waitPing(t, a.ns, b.addr, 5*time.Second)
+			r := newRig(t, 2)
+			d, br, a, b := r.d, r.br, r.hosts[0], r.hosts[1]
 			requirePing(t, a.ns, b.addr, 56)
 
 			before := map[string]string{

@@ -24,13 +24,8 @@ const (
 // offload on veth and the forwarding path all have to be right.
 func TestTCPTransfer(t *testing.T) {
 	testenv.RequireRoot(t)
-	d := startDaemon(t)
-	n := newTestNet()
-	br := n.name("br")
-	d.x(t, "add-br", br)
-	sender := addNSPort(t, d, n, br, 1, false)
-	receiver := addNSPort(t, d, n, br, 2, false)
-	waitPing(t, sender.ns, receiver.addr, 5*time.Second)
+	r := newRig(t, 2)
+	d, br, sender, receiver := r.d, r.br, r.hosts[0], r.hosts[1]
 
 	elapsed := transferTCP(t, sender.ns, receiver.ns, receiver.addr, receiver.addr, tcpPayloadSize)
 	t.Logf("%d MiB in %v: %.0f Mbit/s", tcpPayloadSize>>20, elapsed.Round(time.Millisecond),

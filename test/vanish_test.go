@@ -37,13 +37,8 @@ func waitPortState(t *testing.T, d *daemon, br, port, want string, within time.D
 
 func TestPortWhoseInterfaceVanishesGoesDownAndComesBack(t *testing.T) {
 	testenv.RequireRoot(t)
-	d := startDaemon(t)
-	n := newTestNet()
-	br := n.name("br")
-	d.x(t, "add-br", br)
-	a := addNSPort(t, d, n, br, 1, false)
-	b := addNSPort(t, d, n, br, 2, false)
-	waitPing(t, a.ns, b.addr, 5*time.Second)
+	r := newRig(t, 2)
+	d, n, br, a, b := r.d, r.n, r.br, r.hosts[0], r.hosts[1]
 
 	// A port on an interface xswitch did not create: when it is deleted
 	// and created again, the port follows by itself.
