@@ -51,6 +51,11 @@ func TestDemo(t *testing.T) {
 	if !regexp.MustCompile(`(?i)\btcp\b`).MatchString(output) || !strings.Contains(output, "arrived intact") {
 		t.Errorf("demo output does not report an intact TCP transfer")
 	}
+	// And a flow rule at work: it drops a ping, counts it, and is deleted.
+	if !strings.Contains(output, "blocked, 3 echo requests dropped by the rule") ||
+		!regexp.MustCompile(`n_packets=3, n_bytes=\d+, idle_age=\d+, priority=100,icmp,in_port=1 actions=drop`).MatchString(output) {
+		t.Errorf("demo output does not show the drop rule dropping and counting 3 echo requests")
+	}
 
 	if pids := runningXswitch(t, 2*time.Second); len(pids) > 0 {
 		t.Errorf("xswitch processes still running after the demo exited: pids %v", pids)
