@@ -204,6 +204,9 @@ func (d *daemon) start(t testing.TB) {
 	cmd := exec.Command(xswitchBin, append([]string{"daemon", "--sock", d.sock, "--db", d.db}, d.extraArgs...)...)
 	cmd.Env = clientEnv()
 	cmd.Stdout, cmd.Stderr = logFile, logFile
+	// If the test binary dies (a -timeout panic), the daemon must not
+	// outlive it holding ports and namespaces.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
 		t.Fatalf("start daemon: %v", err)
