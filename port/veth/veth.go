@@ -38,9 +38,13 @@ const (
 type Config struct {
 	Name      string // the switch end, in the caller's namespace
 	Namespace string // an existing named network namespace that receives the peer
-	Peer      string // the peer's name inside Namespace; DefaultPeer if empty
-	Address   string // optional CIDR for the peer: "10.0.0.1/24" or "fd00::1/64"
-	MTU       int    // of both ends; DefaultMTU if 0
+	// PeerHere keeps the peer in the caller's namespace (Namespace must be
+	// empty): the host's own interface on the bridge, like an OVS internal
+	// port.
+	PeerHere bool
+	Peer     string // the peer's name inside Namespace; DefaultPeer if empty
+	Address  string // optional CIDR for the peer: "10.0.0.1/24" or "fd00::1/64"
+	MTU      int    // of both ends; DefaultMTU if 0
 }
 
 func (c Config) peer() string {
@@ -66,7 +70,12 @@ func (c Config) Validate() error {
 	if err := validateName(c.peer()); err != nil {
 		return fmt.Errorf("peer: %w", err)
 	}
-	if c.Namespace == "" {
+	switch {
+	case c.PeerHere && c.Namespace != "":
+		return fmt.Errorf("the peer cannot both stay here and go into network namespace %q", c.Namespace)
+	case c.PeerHere && c.peer() == c.Name:
+		return fmt.Errorf("the switch end and the peer are both named %q", c.Name)
+	case !c.PeerHere && c.Namespace == "":
 		return errors.New("no network namespace given for the peer")
 	}
 	if _, err := c.address(); err != nil {
@@ -75,7 +84,7 @@ func (c Config) Validate() error {
 	if c.MTU != 0 && (c.MTU < minMTU || c.MTU > maxMTU) {
 		return fmt.Errorf("MTU %d is outside %d..%d", c.MTU, minMTU, maxMTU)
 	}
-	if !netns.Exists(c.Namespace) {
+	if !c.PeerHere && !netns.Exists(c.Namespace) {
 		return fmt.Errorf("network namespace %q does not exist", c.Namespace)
 	}
 	return nil
@@ -134,32 +143,40 @@ func Create(cfg Config) (err error) {
 		return fmt.Errorf("interface %q already exists", cfg.Name)
 	}
 
-	ns, err := vnetns.GetFromName(cfg.Namespace)
-	if err != nil {
-		return fmt.Errorf("open network namespace %q: %w", cfg.Namespace, err)
+	pair := &netlink.Veth{
+		LinkAttrs: netlink.LinkAttrs{Name: cfg.Name, MTU: cfg.mtu()},
+		PeerName:  peer,
 	}
-	defer ns.Close()
-	inNS, err := netlink.NewHandleAt(ns)
-	if err != nil {
-		return fmt.Errorf("netlink in network namespace %q: %w", cfg.Namespace, err)
+	var inNS *netlink.Handle
+	where := "" // for messages: where the peer lives
+	if cfg.PeerHere {
+		if inNS, err = netlink.NewHandle(); err != nil {
+			return fmt.Errorf("netlink: %w", err)
+		}
+	} else {
+		ns, err := vnetns.GetFromName(cfg.Namespace)
+		if err != nil {
+			return fmt.Errorf("open network namespace %q: %w", cfg.Namespace, err)
+		}
+		defer ns.Close()
+		if inNS, err = netlink.NewHandleAt(ns); err != nil {
+			return fmt.Errorf("netlink in network namespace %q: %w", cfg.Namespace, err)
+		}
+		where = fmt.Sprintf(" in network namespace %q", cfg.Namespace)
+		// The kernel creates the peer directly inside the namespace, under
+		// its final name: it never exists in our namespace, where its name
+		// could clash with one of ours.
+		pair.PeerNamespace = netlink.NsFd(ns)
 	}
 	defer inNS.Close()
 	if _, err := linkByName(inNS.LinkByName, peer); err == nil {
-		return fmt.Errorf("interface %q already exists in network namespace %q", peer, cfg.Namespace)
+		return fmt.Errorf("interface %q already exists%s", peer, where)
 	}
 
-	// The kernel creates the peer directly inside the namespace, under its
-	// final name: it never exists in our namespace, where its name could
-	// clash with one of ours.
-	pair := &netlink.Veth{
-		LinkAttrs:     netlink.LinkAttrs{Name: cfg.Name, MTU: cfg.mtu()},
-		PeerName:      peer,
-		PeerNamespace: netlink.NsFd(ns),
-	}
 	if err := netlink.LinkAdd(pair); err != nil {
 		if errors.Is(err, unix.EEXIST) {
 			// Lost a race with whoever created the name after the check.
-			return fmt.Errorf("interface %q (or %q in network namespace %q) already exists", cfg.Name, peer, cfg.Namespace)
+			return fmt.Errorf("interface %q (or %q%s) already exists", cfg.Name, peer, where)
 		}
 		return fmt.Errorf("create veth %q: %w", cfg.Name, err)
 	}
@@ -171,8 +188,10 @@ func Create(cfg Config) (err error) {
 		}
 	}()
 
-	if err := setUpPeer(inNS, peer, addr); err != nil {
-		return fmt.Errorf("set up %q in network namespace %q: %w", peer, cfg.Namespace, err)
+	// The caller's namespace has its loopback up already, and it is not
+	// ours to touch.
+	if err := setUpPeer(inNS, peer, addr, !cfg.PeerHere); err != nil {
+		return fmt.Errorf("set up %q%s: %w", peer, where, err)
 	}
 	if err := DisableTxChecksum(cfg.Namespace, peer); err != nil {
 		return err
@@ -183,7 +202,7 @@ func Create(cfg Config) (err error) {
 	return nil
 }
 
-func setUpPeer(h *netlink.Handle, peer string, addr *netlink.Addr) error {
+func setUpPeer(h *netlink.Handle, peer string, addr *netlink.Addr, loUp bool) error {
 	link, err := linkByName(h.LinkByName, peer)
 	if err != nil {
 		return err
@@ -195,6 +214,9 @@ func setUpPeer(h *netlink.Handle, peer string, addr *netlink.Addr) error {
 	}
 	if err := h.LinkSetUp(link); err != nil {
 		return fmt.Errorf("bring up: %w", err)
+	}
+	if !loUp {
+		return nil
 	}
 	lo, err := linkByName(h.LinkByName, "lo")
 	if err != nil {

@@ -90,6 +90,8 @@ func TestValidateWithoutNamespace(t *testing.T) {
 		{Config{Name: "ok", Namespace: missing, MTU: -1}, "MTU -1 is outside 68..65535"},
 		{Config{Name: "ok", Namespace: missing, MTU: 65536}, "MTU 65536 is outside 68..65535"},
 		{Config{Name: "0123456789abcde", Namespace: missing, Address: "fd00::1/64", MTU: 9000}, `network namespace "` + missing + `" does not exist`},
+		{Config{Name: "ok", PeerHere: true, Namespace: missing}, `the peer cannot both stay here and go into network namespace "` + missing + `"`},
+		{Config{Name: "eth0", PeerHere: true}, `the switch end and the peer are both named "eth0"`},
 	}
 	for _, tt := range tests {
 		err := tt.cfg.Validate()
@@ -184,6 +186,30 @@ func TestCreate(t *testing.T) {
 	if links := inNamespace(t, ns, "ip", "-o", "link", "show"); strings.Contains(links, "eth0") {
 		t.Errorf("peer still in %q after Delete: %s", ns, links)
 	}
+}
+
+// TestCreateInternalPair makes an internal port's pair: both ends here, the
+// peer up under its own name. No address, to leave the host's routes alone.
+func TestCreateInternalPair(t *testing.T) {
+	testenv.RequireRoot(t)
+	name, peer := uniqueName(t), uniqueName(t)
+	cleanupLink(t, name)
+	if err := Create(Config{Name: name, PeerHere: true, Peer: peer}); err != nil {
+		t.Fatal(err)
+	}
+	out := run(t, "ip", "-o", "link", "show", "dev", peer)
+	for _, want := range []string{peer + "@" + name, "state UP"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("peer lacks %q: %s", want, out)
+		}
+	}
+	if err := Create(Config{Name: uniqueName(t), PeerHere: true, Peer: peer}); err == nil || !strings.Contains(err.Error(), "already exists") {
+		t.Errorf("second pair with the same peer: got %v, want \"already exists\"", err)
+	}
+	if err := Delete(name); err != nil {
+		t.Fatal(err)
+	}
+	assertNoLink(t, peer)
 }
 
 func TestCreateIPv6AddressUsableAtOnce(t *testing.T) {
