@@ -39,6 +39,35 @@ type PortConfig struct {
 	Netns   string `json:"netns,omitempty"`
 	Peer    string `json:"peer,omitempty"`
 	Address string `json:"address,omitempty"`
+	// Tag, Trunks and VLANMode are the port's VLAN configuration, as OVS's
+	// columns of the same names (see vswitch.VLANConfig); none of them is a
+	// trunk of every VLAN.
+	Tag      uint16   `json:"tag,omitempty"`
+	Trunks   []uint16 `json:"trunks,omitempty"`
+	VLANMode string   `json:"vlan_mode,omitempty"`
+	// Type is a device xswitch creates and owns besides a --netns veth
+	// pair: PortTypeTap or PortTypeInternal; "" for the other ports.
+	Type string `json:"type,omitempty"`
+	// Owner is the user ID that may open a tap without CAP_NET_ADMIN; 0
+	// sets none, since root needs none.
+	Owner int `json:"owner,omitempty"`
+	// Device is the interface the AF_XDP socket opens when it is not Name:
+	// the switch end of an internal port's veth pair, whose peer is Name.
+	Device string `json:"device,omitempty"`
+}
+
+// Port types that xswitch creates the device of.
+const (
+	PortTypeTap      = "tap"      // a persistent tap device, for a VM monitor to open
+	PortTypeInternal = "internal" // the host's (or --netns's) own interface on the bridge
+)
+
+// device is the interface the port's AF_XDP socket is bound to.
+func (pc PortConfig) device() string {
+	if pc.Device != "" {
+		return pc.Device
+	}
+	return pc.Name
 }
 
 func (c *Config) bridge(name string) *BridgeConfig {

@@ -3,6 +3,7 @@ package control
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -13,7 +14,7 @@ func TestConfigRoundTrip(t *testing.T) {
 		Name: "br0",
 		Ports: []PortConfig{
 			{Name: "p1", OFPort: 1, Netns: "ns1", Peer: "eth0", Address: "10.0.0.1/24"},
-			{Name: "eth9", OFPort: 7, Mode: "generic", Queues: 2},
+			{Name: "eth9", OFPort: 7, Mode: "generic", Queues: 2, VLANMode: "native-untagged", Tag: 10, Trunks: []uint16{20, 30}},
 		},
 	}}}
 	if err := SaveConfig(path, want); err != nil {
@@ -23,7 +24,7 @@ func TestConfigRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got.Bridges) != 1 || len(got.Bridges[0].Ports) != 2 || got.Bridges[0].Ports[1] != want.Bridges[0].Ports[1] {
+	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("loaded %+v; want %+v", got, want)
 	}
 	entries, _ := os.ReadDir(filepath.Dir(path))

@@ -3,7 +3,6 @@ package control
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"slices"
 	"strings"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/xswitch/xswitch/port"
 	"github.com/xswitch/xswitch/port/afxdp"
-	"github.com/xswitch/xswitch/port/veth"
 )
 
 // maxNameLen is the kernel's limit on interface names (IFNAMSIZ-1); bridge
@@ -102,11 +100,11 @@ func NewDaemon(opts Options) (*Daemon, error) {
 	return d, nil
 }
 
-// restorePort re-attaches a configured port, recreating its veth pair if
-// xswitch made it and it is gone (after a reboot, say).
+// restorePort re-attaches a configured port, recreating its veth pair or
+// tap if xswitch made it and it is gone (after a reboot, say).
 func (d *Daemon) restorePort(b *vswitch.Bridge, pc PortConfig) error {
-	if pc.Netns != "" && !veth.Exists(pc.Name) {
-		if err := veth.Create(vethConfig(pc)); err != nil {
+	if missingOwnedDevice(pc) {
+		if err := createOwnedDevice(pc); err != nil {
 			return err
 		}
 	}
@@ -114,15 +112,11 @@ func (d *Daemon) restorePort(b *vswitch.Bridge, pc PortConfig) error {
 	if err != nil {
 		return err
 	}
-	if _, err := b.AddPort(p, pc.OFPort); err != nil {
+	if _, err := addToBridge(b, p, pc); err != nil {
 		p.Close()
 		return err
 	}
 	return nil
-}
-
-func vethConfig(pc PortConfig) veth.Config {
-	return veth.Config{Name: pc.Name, Namespace: pc.Netns, Peer: pc.Peer, Address: pc.Address}
 }
 
 // openPort opens a configured port and logs where "auto" had to fall back:
@@ -132,7 +126,7 @@ func (d *Daemon) openPort(pc PortConfig) (port.Port, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := afxdp.Open(afxdp.Config{Interface: pc.Name, Queues: pc.Queues, Mode: mode})
+	p, err := afxdp.Open(afxdp.Config{Interface: pc.device(), Queues: pc.Queues, Mode: mode})
 	if err != nil {
 		return nil, err
 	}
@@ -143,6 +137,9 @@ func (d *Daemon) openPort(pc PortConfig) (port.Port, error) {
 		if info.BindMode != "zerocopy" {
 			d.log.Info("zero-copy AF_XDP unavailable, fell back", "port", pc.Name, "bind", info.BindMode)
 		}
+	}
+	if pc.device() != pc.Name {
+		return renamedPort{Port: p, name: pc.Name}, nil
 	}
 	return p, nil
 }
@@ -285,7 +282,7 @@ func (d *Daemon) delBridge(name string) error {
 		d.log.Error("closing bridge", "bridge", name, "err", err)
 	}
 	for _, pc := range ports {
-		d.deleteOwnedVeth(pc)
+		d.deleteOwnedDevice(pc)
 		delete(d.down, pc.Name)
 	}
 	d.log.Info("bridge deleted", "bridge", name)
@@ -309,19 +306,22 @@ func (d *Daemon) addPort(bridge string, pc PortConfig) (err error) {
 	if _, err := afxdp.ParseMode(pc.Mode); err != nil {
 		return err
 	}
-	if pc.Netns == "" && (pc.Peer != "" || pc.Address != "") {
-		return errors.New("--peer and --address need --netns: they describe a veth pair that add-port creates")
+	if _, err := pc.portOptions(); err != nil {
+		return err
 	}
-	if pc.Netns != "" {
-		if pc.Peer == "" {
-			pc.Peer = veth.DefaultPeer
-		}
-		if err := veth.Create(vethConfig(pc)); err != nil {
+	if err := completePortType(&pc); err != nil {
+		return err
+	}
+	if owner, _, ok := d.findPort(pc.device()); ok {
+		return fmt.Errorf("interface %q is already a port of bridge %s", pc.device(), owner)
+	}
+	if pc.ownsDevice() {
+		if err := createOwnedDevice(pc); err != nil {
 			return err
 		}
 		defer func() {
 			if err != nil {
-				d.deleteOwnedVeth(pc)
+				d.deleteOwnedDevice(pc)
 			}
 		}()
 	}
@@ -329,7 +329,7 @@ func (d *Daemon) addPort(bridge string, pc PortConfig) (err error) {
 	if err != nil {
 		return err
 	}
-	ofport, err := b.AddPort(p, pc.OFPort)
+	ofport, err := addToBridge(b, p, pc)
 	if err != nil {
 		p.Close()
 		return err
@@ -367,20 +367,9 @@ func (d *Daemon) delPort(bridge, name string) error {
 	} else if err := b.RemovePort(name); err != nil {
 		d.log.Error("closing port", "bridge", bridge, "port", name, "err", err)
 	}
-	d.deleteOwnedVeth(pc)
+	d.deleteOwnedDevice(pc)
 	d.log.Info("port deleted", "bridge", bridge, "port", name)
 	return nil
-}
-
-// deleteOwnedVeth deletes the veth pair of a port if xswitch created it.
-func (d *Daemon) deleteOwnedVeth(pc PortConfig) {
-	if pc.Netns == "" {
-		return
-	}
-	// Gone already when its namespace was deleted.
-	if err := veth.Delete(pc.Name); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		d.log.Error("deleting veth pair", "port", pc.Name, "err", err)
-	}
 }
 
 // show describes every bridge, or only the named one.
@@ -409,7 +398,7 @@ func (d *Daemon) show(only string) ([]BridgeStatus, error) {
 				ps.Stats = PortStats{
 					RxPackets: l.Stats.RxPackets, RxBytes: l.Stats.RxBytes, RxErrors: l.Stats.RxErrors,
 					TxPackets: l.Stats.TxPackets, TxBytes: l.Stats.TxBytes, TxDropped: l.Stats.TxDropped,
-					Kernel: l.Stats.Port,
+					RxVLANDropped: l.Stats.RxVLANDropped, Kernel: l.Stats.Port,
 				}
 			} else if err := d.down[pc.Name]; err != nil {
 				ps.Error = err.Error()

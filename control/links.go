@@ -47,9 +47,12 @@ func (d *Daemon) linkEvent(u netlink.LinkUpdate) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	bridge, pc, ok := d.findPort(name)
-	if !ok {
+	// Only the interface the socket is on counts: an internal port's name
+	// here may be an unrelated interface, its own being in another namespace.
+	if !ok || pc.device() != name {
 		return
 	}
+	name = pc.Name
 	b := d.bridges[bridge]
 	_, isDown := d.down[name]
 	switch u.Header.Type {
@@ -68,7 +71,7 @@ func (d *Daemon) linkEvent(u netlink.LinkUpdate) {
 		}
 		p, err := d.openPort(pc)
 		if err == nil {
-			if _, err = b.AddPort(p, pc.OFPort); err != nil {
+			if _, err = addToBridge(b, p, pc); err != nil {
 				p.Close()
 			}
 		}
@@ -82,11 +85,12 @@ func (d *Daemon) linkEvent(u netlink.LinkUpdate) {
 	}
 }
 
-// findPort returns the bridge and configuration of the port named name.
+// findPort returns the bridge and configuration of the port named name,
+// or whose AF_XDP socket is on the interface name.
 func (d *Daemon) findPort(name string) (string, PortConfig, bool) {
 	for _, bc := range d.cfg.Bridges {
 		for _, pc := range bc.Ports {
-			if pc.Name == name {
+			if pc.Name == name || pc.device() == name {
 				return bc.Name, pc, true
 			}
 		}

@@ -110,6 +110,9 @@ type PortStats struct {
 	TxBytes   uint64     `json:"tx_bytes"`
 	TxDropped uint64     `json:"tx_dropped"`
 	Kernel    port.Stats `json:"kernel"`
+	// RxVLANDropped counts frames that NORMAL dropped because the port
+	// does not carry their VLAN.
+	RxVLANDropped uint64 `json:"rx_vlan_dropped"`
 }
 
 // FDBEntry is one learned MAC address.

@@ -61,19 +61,25 @@ func (d *Daemon) trace(bridge, packet string) (*Trace, error) {
 			step.Notes = append(step.Notes, "to every port but the input one: "+joinPorts(ports))
 			output(&step, ports...)
 		case flow.ActNormal:
-			vlan := key.VLANTCI & 0xfff
+			var vid uint16
+			if key.VLANTCI&flow.VLANCFI != 0 {
+				vid = key.VLANTCI & 0xfff
+			}
+			vlan, carried := vlanOf(bc, in).Ingress(vid)
 			switch {
+			case !carried:
+				step.Notes = append(step.Notes, fmt.Sprintf("port %s does not carry VLAN %d: dropped", portLabel(bc, in), vid))
 			case key.DlDst[0]&1 != 0:
-				ports := allBut(in)
-				step.Notes = append(step.Notes, "multicast or broadcast destination: flooding to "+joinPorts(ports))
+				ports := carrying(bc, vlan, allBut(in))
+				step.Notes = append(step.Notes, fmt.Sprintf("multicast or broadcast destination: flooding VLAN %d to %s", vlan, joinPorts(ports)))
 				output(&step, ports...)
 			default:
-				if p, ok := b.LookupMAC(key.DlDst, vlan); ok {
+				if p, ok := b.LookupMAC(key.DlDst, vlan); ok && vlanOf(bc, p).Carries(vlan) {
 					step.Notes = append(step.Notes, fmt.Sprintf("learned that %s is on port %s in VLAN %d",
 						formatMAC(key.DlDst), portLabel(bc, p), vlan))
 					output(&step, p)
 				} else {
-					ports := allBut(in)
+					ports := carrying(bc, vlan, allBut(in))
 					step.Notes = append(step.Notes, fmt.Sprintf("no learned port for %s in VLAN %d: flooding to %s",
 						formatMAC(key.DlDst), vlan, joinPorts(ports)))
 					output(&step, ports...)

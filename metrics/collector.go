@@ -48,6 +48,8 @@ var portCounters = []portCounter{
 		func(s *control.PortStats) uint64 { return s.RxBytes }},
 	{portDesc("rx_errors_total", "Received frames too malformed to classify, dropped."),
 		func(s *control.PortStats) uint64 { return s.RxErrors }},
+	{portDesc("rx_vlan_dropped_total", "Received frames that NORMAL dropped because the port does not carry their VLAN."),
+		func(s *control.PortStats) uint64 { return s.RxVLANDropped }},
 	{portDesc("tx_packets_total", "Frames the switch transmitted on the port."),
 		func(s *control.PortStats) uint64 { return s.TxPackets }},
 	{portDesc("tx_bytes_total", "Bytes of the frames the switch transmitted on the port."),

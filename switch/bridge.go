@@ -61,6 +61,7 @@ type Bridge struct {
 type bridgePort struct {
 	port.Port
 	ofport   uint16
+	vlan     portVLAN
 	slot     uint16 // index in the forwarder's tables; set by the forwarder
 	counters portCounters
 }
@@ -69,6 +70,7 @@ type bridgePort struct {
 // anyone.
 type portCounters struct {
 	rxPackets, rxBytes, rxErrors  atomic.Uint64
+	rxVLANDropped                 atomic.Uint64
 	txPackets, txBytes, txDropped atomic.Uint64
 }
 
@@ -108,10 +110,20 @@ func (b *Bridge) CacheStats() (hits, misses uint64) {
 // Name returns the bridge's name.
 func (b *Bridge) Name() string { return b.name }
 
-// AddPort adds p to the bridge as OpenFlow port ofport, or as the lowest
-// free number when ofport is 0, and returns the number it got. The bridge
-// owns p from then on.
-func (b *Bridge) AddPort(p port.Port, ofport uint16) (uint16, error) {
+// PortOptions configure a port of a bridge. The zero value is the lowest
+// free OpenFlow port number and a trunk of every VLAN.
+type PortOptions struct {
+	OFPort uint16 // 0: the lowest free number
+	VLAN   VLANConfig
+}
+
+// AddPort adds p to the bridge and returns the OpenFlow port number it got.
+// The bridge owns p from then on, unless AddPort fails.
+func (b *Bridge) AddPort(p port.Port, opts PortOptions) (uint16, error) {
+	if err := opts.VLAN.Validate(); err != nil {
+		return 0, fmt.Errorf("port %q: %w", p.Name(), err)
+	}
+	ofport := opts.OFPort
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.fwd == nil {
@@ -131,7 +143,7 @@ func (b *Bridge) AddPort(p port.Port, ofport uint16) (uint16, error) {
 	if ofport == 0 {
 		ofport = b.lowestFreeOFPort()
 	}
-	bp := &bridgePort{Port: p, ofport: ofport}
+	bp := &bridgePort{Port: p, ofport: ofport, vlan: compileVLAN(opts.VLAN)}
 	b.fwd.do(func() { b.fwd.addPort(bp) })
 	b.ports = append(b.ports, bp)
 	slices.SortFunc(b.ports, func(x, y *bridgePort) int { return int(x.ofport) - int(y.ofport) })
@@ -171,9 +183,11 @@ type PortStatus struct {
 }
 
 // PortStats are a port's counters: the switch's own and the port's.
-// RxErrors counts frames too malformed to classify.
+// RxErrors counts frames too malformed to classify, RxVLANDropped frames
+// that NORMAL dropped because the port does not carry their VLAN.
 type PortStats struct {
 	RxPackets, RxBytes, RxErrors  uint64
+	RxVLANDropped                 uint64
 	TxPackets, TxBytes, TxDropped uint64
 	Port                          port.Stats
 }
@@ -192,7 +206,8 @@ func (b *Bridge) Ports() []PortStatus {
 			Stats: PortStats{
 				RxPackets: c.rxPackets.Load(), RxBytes: c.rxBytes.Load(), RxErrors: c.rxErrors.Load(),
 				TxPackets: c.txPackets.Load(), TxBytes: c.txBytes.Load(), TxDropped: c.txDropped.Load(),
-				Port: q.Stats(),
+				RxVLANDropped: c.rxVLANDropped.Load(),
+				Port:          q.Stats(),
 			},
 		})
 	}

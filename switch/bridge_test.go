@@ -33,7 +33,7 @@ func TestBridgeForwardsLearnsAndForgets(t *testing.T) {
 	b := newTestBridge(t)
 	p1, p2, p3 := porttest.New("p1"), porttest.New("p2"), porttest.New("p3")
 	for i, p := range []*porttest.Port{p1, p2, p3} {
-		n, err := b.AddPort(p, 0)
+		n, err := b.AddPort(p, PortOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -64,23 +64,23 @@ func TestBridgeForwardsLearnsAndForgets(t *testing.T) {
 		t.Fatal("removing a removed port succeeded")
 	}
 	// The freed number is reused, as in OVS.
-	if n, err := b.AddPort(porttest.New("p4"), 0); err != nil || n != 1 {
+	if n, err := b.AddPort(porttest.New("p4"), PortOptions{}); err != nil || n != 1 {
 		t.Fatalf("AddPort = %d, %v; want 1", n, err)
 	}
 }
 
 func TestBridgeRejectsDuplicates(t *testing.T) {
 	b := newTestBridge(t)
-	if _, err := b.AddPort(porttest.New("p1"), 7); err != nil {
+	if _, err := b.AddPort(porttest.New("p1"), PortOptions{OFPort: 7}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.AddPort(porttest.New("p1"), 0); err == nil {
+	if _, err := b.AddPort(porttest.New("p1"), PortOptions{}); err == nil {
 		t.Fatal("a second port of the same name was added")
 	}
-	if _, err := b.AddPort(porttest.New("p2"), 7); err == nil {
+	if _, err := b.AddPort(porttest.New("p2"), PortOptions{OFPort: 7}); err == nil {
 		t.Fatal("a second port with ofport 7 was added")
 	}
-	if n, err := b.AddPort(porttest.New("p3"), 0); err != nil || n != 1 {
+	if n, err := b.AddPort(porttest.New("p3"), PortOptions{}); err != nil || n != 1 {
 		t.Fatalf("AddPort = %d, %v; want 1", n, err)
 	}
 }

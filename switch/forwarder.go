@@ -18,8 +18,9 @@ package vswitch
 //	    extract its key (flow.Extractor), find its rule in the exact-match
 //	    cache or, on a miss, the classifier
 //	    run the rule's actions: rewrites change the frame in place; outputs,
-//	    NORMAL (learn the source, look up the destination, else flood) and
-//	    FLOOD append the frame to each output port's group
+//	    NORMAL (learn the source, look up the destination, else flood, all
+//	    within the frame's VLAN) and FLOOD append the frame to each output
+//	    port's group
 //	add each rule's packet and byte counts once for the batch
 //	transmit each non-empty group with one call, count what the ring refused
 //	release the batch back to its queue
@@ -64,6 +65,9 @@ type forwarder struct {
 	key       flow.Key
 	hits      ruleHits
 	copies    copyPool
+	// vlanDropped counts the current batch's frames that NORMAL dropped
+	// because their input port does not carry their VLAN.
+	vlanDropped uint64
 
 	ports   []*bridgePort // by slot; nil for a free slot
 	live    []uint16      // slots in use, the flood list
@@ -110,7 +114,7 @@ func newForwarder(opts Options, flows *flow.Classifier) (*forwarder, error) {
 		flows:     flows,
 		extractor: flow.NewExtractor(),
 		cache:     flow.NewCache(opts.CacheSize),
-		copies:    newCopyPool(batchSize),
+		copies:    newCopyPool(2 * batchSize), // NORMAL's tagged and untagged forms of each frame (vlan.go)
 		frames:    make([]port.Frame, batchSize),
 		requests:  make(chan request, 1),
 		wakeFd:    wake,
@@ -231,26 +235,52 @@ func (f *forwarder) forwardBatch(rx rxQueue) bool {
 	if malformed > 0 {
 		in.counters.rxErrors.Add(malformed)
 	}
+	if f.vlanDropped > 0 {
+		in.counters.rxVLANDropped.Add(f.vlanDropped)
+		f.vlanDropped = 0
+	}
 	f.transmitGroups()
 	f.copies.reset()
 	rx.q.Release(frames)
 	return true
 }
 
-// normal is the NORMAL action: a learning switch.
+// normal is the NORMAL action: a learning switch, per VLAN (see vlan.go).
 func (f *forwarder) normal(inSlot uint16, frame []byte, now int64) {
-	vlan := frameVLAN(frame)
+	tagged, vid := frameTag(frame)
+	vlan, ok := f.ports[inSlot].vlan.ingress(vid)
+	if !ok {
+		f.vlanDropped++
+		return
+	}
+	fr := vlanFrame{arrived: frame, vlan: vlan, tagged: tagged, vid: vid}
 	f.fdb.learn(macKey(frame[6:12], vlan), inSlot, now)
 	dst := frame[0:6]
 	if !isMulticast(dst) {
 		if out, ok := f.fdb.lookup(macKey(dst, vlan), now); ok {
 			if out != inSlot {
-				f.enqueue(out, frame)
+				f.normalOutput(out, &fr)
 			}
 			return
 		}
 	}
-	f.flood(inSlot, frame)
+	for _, out := range f.live {
+		if out != inSlot {
+			f.normalOutput(out, &fr)
+		}
+	}
+}
+
+// normalOutput sends fr out of slot in the form that port wants, if the
+// port carries fr's VLAN.
+func (f *forwarder) normalOutput(slot uint16, fr *vlanFrame) {
+	out := &f.ports[slot].vlan
+	if !out.carries(fr.vlan) {
+		return
+	}
+	if frame := f.formFor(fr, out); frame != nil {
+		f.enqueue(slot, frame)
+	}
 }
 
 // flood sends frame to every port but its input port.
@@ -343,13 +373,3 @@ func (f *forwarder) rebuild() {
 }
 
 func isMulticast(mac []byte) bool { return mac[0]&1 != 0 }
-
-// frameVLAN returns the VLAN ID of an 802.1Q or 802.1ad tagged frame, 0 for
-// an untagged one.
-func frameVLAN(frame []byte) uint16 {
-	etherType := uint16(frame[12])<<8 | uint16(frame[13])
-	if (etherType == 0x8100 || etherType == 0x88a8) && len(frame) >= ethHeaderLen+4 {
-		return (uint16(frame[14])<<8 | uint16(frame[15])) & 0xfff
-	}
-	return 0
-}

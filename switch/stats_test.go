@@ -11,7 +11,7 @@ func TestMetricsMACEntriesAndForwarderTime(t *testing.T) {
 	b := newTestBridge(t)
 	p1, p2 := porttest.New("p1"), porttest.New("p2")
 	for _, p := range []*porttest.Port{p1, p2} {
-		if _, err := b.AddPort(p, 0); err != nil {
+		if _, err := b.AddPort(p, PortOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}

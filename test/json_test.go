@@ -31,6 +31,10 @@ type jsonShow struct {
 			Netns   string `json:"netns"`
 			Peer    string `json:"peer"`
 			Address string `json:"address"`
+			// VLANs (test/vlan_test.go).
+			VLANMode string   `json:"vlan_mode"`
+			Tag      uint16   `json:"tag"`
+			Trunks   []uint16 `json:"trunks"`
 		} `json:"ports"`
 	} `json:"bridges"`
 }

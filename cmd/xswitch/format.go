@@ -22,18 +22,37 @@ func printShow(w io.Writer, bridges []control.BridgeStatus) {
 		for _, p := range b.Ports {
 			fmt.Fprintf(w, "    Port %s\n", p.Name)
 			fmt.Fprintf(w, "        ofport: %d\n", p.OFPort)
+			if vlan := vlanSummary(p.PortConfig); vlan != "" {
+				fmt.Fprintf(w, "        vlan: %s\n", vlan)
+			}
 			if p.Error != "" {
 				fmt.Fprintf(w, "        state: down (%s)\n", p.Error)
 				continue
 			}
+			kind := p.Info.Kind
+			if p.Type != "" {
+				kind += " on " + p.Type // "afxdp on tap"
+			}
 			fmt.Fprintf(w, "        type: %s (xdp=%s, bind=%s, queues=%d)\n",
-				p.Info.Kind, p.Info.XDPMode, p.Info.BindMode, p.Info.Queues)
-			if p.Netns != "" {
-				details := []string{"peer " + p.Peer}
-				if p.Address != "" {
-					details = append(details, "address "+p.Address)
-				}
+				kind, p.Info.XDPMode, p.Info.BindMode, p.Info.Queues)
+			var details []string
+			if p.Peer != "" {
+				details = append(details, "peer "+p.Peer)
+			}
+			if p.Device != "" {
+				details = append(details, "device "+p.Device)
+			}
+			if p.Address != "" {
+				details = append(details, "address "+p.Address)
+			}
+			switch {
+			case p.Netns != "":
 				fmt.Fprintf(w, "        netns: %s (%s)\n", p.Netns, strings.Join(details, ", "))
+			case p.Type == control.PortTypeInternal:
+				fmt.Fprintf(w, "        netns: host (%s)\n", strings.Join(details, ", "))
+			}
+			if p.Owner != 0 {
+				fmt.Fprintf(w, "        owner: %d\n", p.Owner)
 			}
 			fmt.Fprintf(w, "        state: up\n")
 		}

@@ -80,6 +80,17 @@ type showPortJSON struct {
 	Netns   string `json:"netns,omitempty"`
 	Peer    string `json:"peer,omitempty"`
 	Address string `json:"address,omitempty"`
+	// The device add-port --type created: PortType is "tap" or "internal"
+	// ("type" being the AF_XDP kind, as it always was), Device an internal
+	// port's switch end, Owner a tap's user.
+	PortType string `json:"port_type,omitempty"`
+	Device   string `json:"device,omitempty"`
+	Owner    int    `json:"owner,omitempty"`
+	// VLAN configuration; VLANMode is the mode in effect (access when only
+	// a tag was given), empty for a port with none: a trunk of every VLAN.
+	VLANMode string   `json:"vlan_mode,omitempty"`
+	Tag      uint16   `json:"tag,omitempty"`
+	Trunks   []uint16 `json:"trunks,omitempty"`
 }
 
 func toShowJSON(bridges []control.BridgeStatus) showJSON {
@@ -90,6 +101,8 @@ func toShowJSON(bridges []control.BridgeStatus) showJSON {
 			jp := showPortJSON{
 				Name: p.Name, OFPort: p.OFPort, State: "up", Error: p.Error, Mode: p.Mode,
 				Netns: p.Netns, Peer: p.Peer, Address: p.Address,
+				PortType: p.Type, Device: p.Device, Owner: p.Owner,
+				VLANMode: effectiveVLANMode(p.PortConfig), Tag: p.Tag, Trunks: p.Trunks,
 			}
 			if jp.Mode == "" {
 				jp.Mode = "auto"
@@ -108,7 +121,8 @@ func toShowJSON(bridges []control.BridgeStatus) showJSON {
 
 // portCounters are a port's counters as dump-ports and top count them.
 // Frames the kernel could not hand to the switch are rx drops, as they
-// would be on a NIC; frames too malformed to classify are rx errors.
+// would be on a NIC, and so are frames in a VLAN that their port does not
+// carry; frames too malformed to classify are rx errors.
 type portCounters struct {
 	RxPackets uint64 `json:"rx_packets"`
 	RxBytes   uint64 `json:"rx_bytes"`
@@ -127,7 +141,7 @@ func countersOf(p control.PortStatus) portCounters {
 		RxBytes:   s.RxBytes,
 		// The kernel counts a frame lost to an empty fill ring in both
 		// rx_dropped and fill_ring_empty: count it once.
-		RxDropped: k.RxDropped + k.RxRingFull,
+		RxDropped: k.RxDropped + k.RxRingFull + s.RxVLANDropped,
 		RxErrors:  s.RxErrors + k.RxInvalidDescs,
 		TxPackets: s.TxPackets,
 		TxBytes:   s.TxBytes,

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/xswitch/xswitch/control"
+	vswitch "github.com/xswitch/xswitch/switch"
 )
 
 func (c *cli) addBridgeCommand() *cobra.Command {
@@ -62,6 +63,7 @@ func (c *cli) listBridgesCommand() *cobra.Command {
 func (c *cli) addPortCommand() *cobra.Command {
 	var pc control.PortConfig
 	var ofport uint16
+	var trunks []uint
 	cmd := &cobra.Command{
 		Use:   "add-port BRIDGE IFACE",
 		Short: "Add an interface to a bridge as an AF_XDP port",
@@ -71,14 +73,33 @@ Without --netns, IFACE must exist (a physical, veth or tap interface).
 With --netns NS, add-port creates a veth pair: IFACE stays with the switch,
 its peer (--peer, default eth0) moves into the existing namespace NS, is
 brought up and given --address, and gets TX checksum offload turned off.
-del-port deletes such a pair again.`,
+del-port deletes such a pair again.
+
+--type tap creates a persistent tap device IFACE for a VM monitor to open
+by name (QEMU: -netdev tap,ifname=IFACE,script=no,downscript=no); --owner
+lets that user open it without CAP_NET_ADMIN. --type internal creates
+IFACE as the host's own interface on the bridge (in --netns if given),
+up and given --address. del-port deletes either device again.
+
+--tag, --trunks and --vlan-mode configure the port's VLANs for the NORMAL
+action, as Open vSwitch's tag, trunks and vlan_mode columns do.`,
 		Example: `  xswitch add-port br0 eth1
-  xswitch add-port br0 vm1 --netns ns1 --address 10.0.0.1/24`,
+  xswitch add-port br0 vm1 --netns ns1 --address 10.0.0.1/24
+  xswitch add-port br0 vm2 --netns ns2 --address 10.0.0.2/24 --tag 10
+  xswitch add-port br0 eth2 --trunks 10,20
+  xswitch add-port br0 vm3 --type tap --owner 1000
+  xswitch add-port br0 br0host --type internal --address 10.0.0.254/24`,
 		Args:              cobra.ExactArgs(2),
 		ValidArgsFunction: c.completeBridgeThenInterface,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			pc.Name = args[1]
 			pc.OFPort = ofport
+			for _, v := range trunks {
+				if v > vswitch.MaxVLAN {
+					return fmt.Errorf("trunk VLAN %d out of range 0-%d", v, vswitch.MaxVLAN)
+				}
+				pc.Trunks = append(pc.Trunks, uint16(v))
+			}
 			_, err := c.call(control.Request{Verb: control.VerbAddPort, Bridge: args[0], AddPort: &pc})
 			return err
 		},
@@ -89,7 +110,12 @@ del-port deletes such a pair again.`,
 	f.IntVar(&pc.Queues, "queues", 0, "number of rx queues to serve (default: all of the interface's)")
 	f.StringVar(&pc.Netns, "netns", "", "create a veth pair whose peer goes into this existing network namespace")
 	f.StringVar(&pc.Peer, "peer", "", "name of the veth peer inside --netns (default eth0)")
-	f.StringVar(&pc.Address, "address", "", "address of the veth peer, as CIDR (10.0.0.1/24, fd00::1/64)")
+	f.StringVar(&pc.Address, "address", "", "address of the veth peer or internal port, as CIDR (10.0.0.1/24, fd00::1/64)")
+	f.StringVar(&pc.Type, "type", "", "create the interface: tap (for a VM) or internal (the host's own port)")
+	f.IntVar(&pc.Owner, "owner", 0, "user ID that may open a --type tap device without CAP_NET_ADMIN")
+	f.Uint16Var(&pc.Tag, "tag", 0, "VLAN of an access port, or native VLAN of a native-tagged/native-untagged port")
+	f.UintSliceVar(&trunks, "trunks", nil, "VLANs a trunk or native port carries, as 10,20 (default: all)")
+	f.StringVar(&pc.VLANMode, "vlan-mode", "", "access, trunk, native-tagged or native-untagged (default: access with --tag, else trunk)")
 	return cmd
 }
 

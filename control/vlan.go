@@ -1,0 +1,59 @@
+package control
+
+import (
+	"fmt"
+
+	"github.com/xswitch/xswitch/port"
+
+	vswitch "github.com/xswitch/xswitch/switch"
+)
+
+// portOptions turns pc into the bridge's port options, or says what is
+// wrong with its VLAN configuration.
+func (pc PortConfig) portOptions() (vswitch.PortOptions, error) {
+	mode, err := vswitch.ParseVLANMode(pc.VLANMode)
+	if err != nil {
+		return vswitch.PortOptions{}, fmt.Errorf("port %q: %w", pc.Name, err)
+	}
+	opts := vswitch.PortOptions{
+		OFPort: pc.OFPort,
+		VLAN:   vswitch.VLANConfig{Mode: mode, Tag: pc.Tag, Trunks: pc.Trunks},
+	}
+	if err := opts.VLAN.Validate(); err != nil {
+		return vswitch.PortOptions{}, fmt.Errorf("port %q: %w", pc.Name, err)
+	}
+	return opts, nil
+}
+
+// addToBridge adds the opened port p to b as pc configures it.
+func addToBridge(b *vswitch.Bridge, p port.Port, pc PortConfig) (uint16, error) {
+	opts, err := pc.portOptions()
+	if err != nil {
+		return 0, err
+	}
+	return b.AddPort(p, opts)
+}
+
+// vlanOf is the VLAN configuration of bc's port ofport; a port it does not
+// know is a trunk of every VLAN.
+func vlanOf(bc *BridgeConfig, ofport uint16) vswitch.VLANConfig {
+	for _, pc := range bc.Ports {
+		if pc.OFPort == ofport {
+			if opts, err := pc.portOptions(); err == nil {
+				return opts.VLAN
+			}
+		}
+	}
+	return vswitch.VLANConfig{}
+}
+
+// carrying keeps the ports of bc that carry vlan.
+func carrying(bc *BridgeConfig, vlan uint16, ports []uint16) []uint16 {
+	var out []uint16
+	for _, p := range ports {
+		if vlanOf(bc, p).Carries(vlan) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
