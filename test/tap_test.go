@@ -151,6 +151,39 @@ func TestTapVM(t *testing.T) {
 	}
 }
 
+// TestTapVMLinuxBridgeBaseline does what TestTapVM does through the Linux
+// bridge instead of xswitch, so that their logged throughputs compare in
+// one run; it checks only that the data arrives.
+func TestTapVMLinuxBridgeBaseline(t *testing.T) {
+	testenv.RequireRoot(t)
+	n := newTestNet()
+	br, tapName, vethName := n.name("lb"), n.name("t"), n.name("v")
+	for _, name := range []string{br, tapName, vethName} {
+		deleteLinkAtCleanup(t, name)
+	}
+	ns := n.namespace(t, "n1")
+	mustRun(t, "ip", "link", "add", br, "type", "bridge")
+	mustRun(t, "ip", "tuntap", "add", "dev", tapName, "mode", "tap")
+	mustRun(t, "ip", "link", "add", vethName, "type", "veth", "peer", "name", "eth0", "netns", ns)
+	for _, name := range []string{tapName, vethName} {
+		mustRun(t, "ip", "link", "set", name, "master", br, "up")
+	}
+	mustRun(t, "ip", "link", "set", br, "up")
+	mustRun(t, "ip", "netns", "exec", ns, "ip", "addr", "add", n.ipv4(1)+"/24", "dev", "eth0")
+	mustRun(t, "ip", "netns", "exec", ns, "ip", "link", "set", "eth0", "up")
+	vmAddr := n.ipv4(2)
+	vmNS := startVM(t, n, tapName, vmAddr+"/24")
+	waitPing(t, ns, vmAddr, 5*time.Second)
+	for _, dir := range []struct{ from, to, addr, what string }{
+		{ns, vmNS, vmAddr, "namespace → VM"},
+		{vmNS, ns, n.ipv4(1), "VM → namespace"},
+	} {
+		elapsed := transferTCP(t, dir.from, dir.to, dir.addr, dir.addr, vmPayloadSize)
+		t.Logf("Linux bridge, %s: %d MiB in %v: %.0f Mbit/s", dir.what,
+			vmPayloadSize>>20, elapsed.Round(time.Millisecond), float64(vmPayloadSize)*8/elapsed.Seconds()/1e6)
+	}
+}
+
 // internalDevice is the switch end's name the daemon derives for an
 // internal port.
 func internalDevice(name string) string {
