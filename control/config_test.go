@@ -63,14 +63,3 @@ func TestCloneIsDeep(t *testing.T) {
 		t.Fatal("changing a clone changed the original")
 	}
 }
-
-func TestValidateName(t *testing.T) {
-	for name, ok := range map[string]bool{
-		"br0": true, "abcdefghijklmno": true,
-		"": false, "abcdefghijklmnop": false, "a/b": false, "a b": false, "..": false,
-	} {
-		if err := validateName("bridge", name); (err == nil) != ok {
-			t.Errorf("validateName(%q) = %v", name, err)
-		}
-	}
-}

@@ -11,13 +11,10 @@ import (
 
 	vswitch "github.com/xswitch/xswitch/switch"
 
+	"github.com/xswitch/xswitch/internal/ifname"
 	"github.com/xswitch/xswitch/port"
 	"github.com/xswitch/xswitch/port/afxdp"
 )
-
-// maxNameLen is the kernel's limit on interface names (IFNAMSIZ-1); bridge
-// names follow it too, as in OVS, where a bridge is also an interface.
-const maxNameLen = 15
 
 // Options configure a daemon.
 type Options struct {
@@ -217,18 +214,6 @@ func (d *Daemon) commit(next *Config) error {
 	return nil
 }
 
-func validateName(what, name string) error {
-	switch {
-	case name == "":
-		return fmt.Errorf("no %s name given", what)
-	case len(name) > maxNameLen:
-		return fmt.Errorf("%s name %q is longer than %d characters", what, name, maxNameLen)
-	case strings.ContainsAny(name, "/ \t\n:") || name == "." || name == "..":
-		return fmt.Errorf("%s name %q is not a valid interface name", what, name)
-	}
-	return nil
-}
-
 func (d *Daemon) bridge(name string) (*vswitch.Bridge, error) {
 	if b, ok := d.bridges[name]; ok {
 		return b, nil
@@ -237,7 +222,7 @@ func (d *Daemon) bridge(name string) (*vswitch.Bridge, error) {
 }
 
 func (d *Daemon) addBridge(name string) error {
-	if err := validateName("bridge", name); err != nil {
+	if err := ifname.Validate("bridge", name); err != nil {
 		return err
 	}
 	if _, ok := d.bridges[name]; ok {
@@ -294,7 +279,7 @@ func (d *Daemon) addPort(bridge string, pc PortConfig) (err error) {
 	if err != nil {
 		return err
 	}
-	if err := validateName("port", pc.Name); err != nil {
+	if err := ifname.Validate("port", pc.Name); err != nil {
 		return err
 	}
 	if owner, _, ok := d.findPort(pc.Name); ok {

@@ -3,6 +3,8 @@ package control
 import (
 	"strings"
 	"testing"
+
+	"github.com/xswitch/xswitch/internal/ifname"
 )
 
 func TestPortTypeTapInternal(t *testing.T) {
@@ -28,8 +30,8 @@ func TestPortTypeTapInternal(t *testing.T) {
 	if err := completePortType(&pc); err != nil {
 		t.Fatal(err)
 	}
-	if pc.Device != internalDevice("host0") || !strings.HasPrefix(pc.Device, "xi") || len(pc.Device) > maxNameLen {
-		t.Errorf("internal port's device %q, want %q (xi..., at most %d characters)", pc.Device, internalDevice("host0"), maxNameLen)
+	if pc.Device != internalDevice("host0") || !strings.HasPrefix(pc.Device, "xi") || len(pc.Device) > ifname.MaxLen {
+		t.Errorf("internal port's device %q, want %q (xi..., at most %d characters)", pc.Device, internalDevice("host0"), ifname.MaxLen)
 	}
 	if pc.device() != pc.Device || (PortConfig{Name: "eth1"}).device() != "eth1" {
 		t.Errorf("device() does not follow Device")

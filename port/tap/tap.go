@@ -16,14 +16,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"strings"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
-)
 
-const maxNameLen = unix.IFNAMSIZ - 1
+	"github.com/xswitch/xswitch/internal/ifname"
+)
 
 // Config describes a tap device.
 type Config struct {
@@ -36,26 +34,11 @@ type Config struct {
 
 // Validate checks the configuration without changing anything.
 func (c Config) Validate() error {
-	if err := validateName(c.Name); err != nil {
+	if err := ifname.Validate("interface", c.Name); err != nil {
 		return err
 	}
 	if c.Owner < 0 || c.Owner > 0xfffffffe {
 		return fmt.Errorf("owner %d is not a user ID", c.Owner)
-	}
-	return nil
-}
-
-// validateName applies the kernel's rules for interface names
-// (dev_valid_name), so that a bad name fails with a clear message rather
-// than as EINVAL from an ioctl.
-func validateName(name string) error {
-	switch {
-	case name == "":
-		return errors.New("empty interface name")
-	case len(name) > maxNameLen:
-		return fmt.Errorf("interface name %q is longer than %d characters", name, maxNameLen)
-	case name == "." || name == ".." || strings.ContainsAny(name, "/: \t\n\v\f\r\x00"):
-		return fmt.Errorf("invalid interface name %q: it may not be \".\" or \"..\" or contain '/', ':', NUL or white space", name)
 	}
 	return nil
 }
@@ -88,9 +71,7 @@ func Create(cfg Config) (err error) {
 		return err
 	}
 	// Before the link comes up, so it never gets a link-local address.
-	// Without IPv6 in the kernel the file is missing, and so is the chatter.
-	err = os.WriteFile("/proc/sys/net/ipv6/conf/"+cfg.Name+"/disable_ipv6", []byte("1"), 0)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := ifname.DisableIPv6(cfg.Name); err != nil {
 		return fmt.Errorf("tap %q: disable IPv6: %w", cfg.Name, err)
 	}
 	if err := netlink.LinkSetUp(link); err != nil {

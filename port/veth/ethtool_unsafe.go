@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/xswitch/xswitch/internal/ifname"
 	"github.com/xswitch/xswitch/internal/netns"
 )
 
@@ -30,18 +31,18 @@ type ifreqData struct {
 	_    [24 - unsafe.Sizeof(uintptr(0))]byte
 }
 
-// DisableTxChecksum turns TX checksum offload off on interface ifname in
+// DisableTxChecksum turns TX checksum offload off on interface name in
 // network namespace ns ("" for the caller's), like `ethtool -K IF tx off`.
 // The kernel also turns off what depends on it (TSO, GSO with checksums).
-func DisableTxChecksum(ns, ifname string) error {
-	if err := validateName(ifname); err != nil {
+func DisableTxChecksum(ns, name string) error {
+	if err := ifname.Validate("interface", name); err != nil {
 		return err
 	}
 	if ns == "" {
-		return txChecksumOff(ifname)
+		return txChecksumOff(name)
 	}
-	// SIOCETHTOOL finds ifname in the namespace of the socket it is given.
-	if err := netns.Do(ns, func() error { return txChecksumOff(ifname) }); err != nil {
+	// SIOCETHTOOL finds the interface in the namespace of the socket it is given.
+	if err := netns.Do(ns, func() error { return txChecksumOff(name) }); err != nil {
 		return fmt.Errorf("in network namespace %q: %w", ns, err)
 	}
 	return nil

@@ -12,13 +12,12 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
-	"os"
-	"strings"
 
 	"github.com/vishvananda/netlink"
 	vnetns "github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
+	"github.com/xswitch/xswitch/internal/ifname"
 	"github.com/xswitch/xswitch/internal/netns"
 )
 
@@ -28,7 +27,6 @@ const (
 	// DefaultMTU is the MTU of both ends when Config.MTU is 0.
 	DefaultMTU = 1500
 
-	maxNameLen = unix.IFNAMSIZ - 1
 	// The kernel's bounds for an Ethernet MTU (ETH_MIN_MTU, ETH_MAX_MTU).
 	minMTU = 68
 	maxMTU = 65535
@@ -64,10 +62,10 @@ func (c Config) mtu() int {
 // Validate checks the configuration without changing anything, including
 // that the namespace exists.
 func (c Config) Validate() error {
-	if err := validateName(c.Name); err != nil {
+	if err := ifname.Validate("interface", c.Name); err != nil {
 		return err
 	}
-	if err := validateName(c.peer()); err != nil {
+	if err := ifname.Validate("interface", c.peer()); err != nil {
 		return fmt.Errorf("peer: %w", err)
 	}
 	switch {
@@ -106,21 +104,6 @@ func (c Config) address() (*netlink.Addr, error) {
 		addr.Flags = unix.IFA_F_NODAD
 	}
 	return addr, nil
-}
-
-// validateName applies the kernel's rules for interface names
-// (dev_valid_name), so that a bad name fails here with a clear message
-// rather than as EINVAL from netlink.
-func validateName(name string) error {
-	switch {
-	case name == "":
-		return errors.New("empty interface name")
-	case len(name) > maxNameLen:
-		return fmt.Errorf("interface name %q is longer than %d characters", name, maxNameLen)
-	case name == "." || name == ".." || strings.ContainsAny(name, "/: \t\n\v\f\r\x00"):
-		return fmt.Errorf("invalid interface name %q: it may not be \".\" or \"..\" or contain '/', ':', NUL or white space", name)
-	}
-	return nil
 }
 
 // Create makes the veth pair described by cfg: the peer inside the
@@ -234,9 +217,7 @@ func setUpSwitchEnd(name string) error {
 		return err
 	}
 	// Done before the link comes up, so it never gets a link-local address.
-	// Without IPv6 in the kernel the file is missing, and so is the chatter.
-	err = os.WriteFile("/proc/sys/net/ipv6/conf/"+name+"/disable_ipv6", []byte("1"), 0)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := ifname.DisableIPv6(name); err != nil {
 		return fmt.Errorf("disable IPv6: %w", err)
 	}
 	if err := netlink.LinkSetUp(link); err != nil {
