@@ -80,7 +80,7 @@ Exit codes:
 		c.addFlowCommand(), c.addFlowsCommand(), c.modFlowsCommand(), c.delFlowsCommand(),
 		c.dumpFlowsCommand(), c.traceCommand(), c.pmdStatsCommand(),
 		c.topCommand(), c.versionCommand(),
-		c.demoCommand(),
+		c.demoCommand(), c.benchCommand(),
 	)
 	return root
 }

@@ -1,0 +1,139 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os/exec"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
+	"github.com/xswitch/xswitch/internal/netns"
+	"github.com/xswitch/xswitch/port/veth"
+)
+
+// LinuxBridge is the kernel's bridge between the two veths.
+func LinuxBridge() Case {
+	return Case{Name: "linux-bridge", Setup: setupLinuxBridge}
+}
+
+// XDPRedirect forwards with an XDP program on the generator's switch-side
+// veth that redirects every frame to the receiver's: the fastest a frame
+// can cross from one veth to another on this machine.
+func XDPRedirect() Case {
+	return Case{Name: "xdp-redirect", Setup: setupXDPRedirect}
+}
+
+// OVS stands for Open vSwitch, which this version of bench does not drive
+// yet; it says so rather than pretending.
+func OVS() Case {
+	c := Case{Name: "ovs", Skip: "Open vSwitch support is not implemented yet: skipped"}
+	if _, err := exec.LookPath("ovs-vswitchd"); err != nil {
+		c.Skip = "Open vSwitch not installed: skipped"
+	}
+	return c
+}
+
+// CreateVeths makes the two veth pairs of hosts, with their switch ends in
+// this namespace, and returns a cleanup that deletes them.
+func CreateVeths(hosts Hosts) (cleanup func(), err error) {
+	var made []string
+	cleanup = func() {
+		for _, name := range made {
+			veth.Delete(name)
+		}
+	}
+	for _, p := range []struct{ name, ns string }{{hosts.GenPort, hosts.GenNetns}, {hosts.RcvPort, hosts.RcvNetns}} {
+		if err := veth.Create(veth.Config{Name: p.name, Namespace: p.ns, Peer: PeerName}); err != nil {
+			cleanup()
+			return nil, err
+		}
+		made = append(made, p.name)
+	}
+	return cleanup, nil
+}
+
+func setupLinuxBridge(ctx context.Context, hosts Hosts) (func(), error) {
+	removeVeths, err := CreateVeths(hosts)
+	if err != nil {
+		return nil, err
+	}
+	br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: hosts.GenPort + "b"}}
+	cleanup := func() {
+		netlink.LinkDel(br)
+		removeVeths()
+	}
+	if err := setupBridge(ctx, br, hosts); err != nil {
+		cleanup()
+		return nil, err
+	}
+	return cleanup, nil
+}
+
+func setupBridge(ctx context.Context, br *netlink.Bridge, hosts Hosts) error {
+	if err := netlink.LinkAdd(br); err != nil {
+		return fmt.Errorf("create bridge %q: %w", br.Name, err)
+	}
+	for _, name := range []string{hosts.GenPort, hosts.RcvPort} {
+		l, err := netlink.LinkByName(name)
+		if err != nil {
+			return fmt.Errorf("interface %q: %w", name, err)
+		}
+		if err := netlink.LinkSetMaster(l, br); err != nil {
+			return fmt.Errorf("add %q to bridge %q: %w", name, br.Name, err)
+		}
+	}
+	if err := linkUp(br.Name); err != nil {
+		return err
+	}
+	// A veth delivers frames sent with XDP (the generator's) only when its
+	// peer polls with NAPI, which it does with GRO on or an XDP program.
+	if out, err := exec.CommandContext(ctx, "ethtool", "-K", hosts.GenPort, "gro", "on").CombinedOutput(); err != nil {
+		return fmt.Errorf("turn GRO on for %q: %w: %s", hosts.GenPort, err, out)
+	}
+	return nil
+}
+
+func setupXDPRedirect(ctx context.Context, hosts Hosts) (func(), error) {
+	removeVeths, err := CreateVeths(hosts)
+	if err != nil {
+		return nil, err
+	}
+	r, err := attachRedirect(hosts.GenPort, hosts.RcvPort)
+	if err != nil {
+		removeVeths()
+		return nil, err
+	}
+	return func() {
+		r.close()
+		removeVeths()
+	}, nil
+}
+
+// announceEtherType is the IEEE's EtherType for local experiments.
+const announceEtherType = 0x88b5
+
+// announce sends one frame from the receiver so that learning switches
+// know its address before the generator starts.
+func announce(ns string, from, to net.HardwareAddr) error {
+	frame := make([]byte, MinFrameSize)
+	copy(frame[0:6], to)
+	copy(frame[6:12], from)
+	frame[12], frame[13] = announceEtherType>>8, announceEtherType&0xff
+	return netns.Do(ns, func() error {
+		dev, err := net.InterfaceByName(PeerName)
+		if err != nil {
+			return fmt.Errorf("interface %q in namespace %q: %w", PeerName, ns, err)
+		}
+		fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW, 0)
+		if err != nil {
+			return fmt.Errorf("open a packet socket in namespace %q: %w", ns, err)
+		}
+		defer unix.Close(fd)
+		if err := unix.Sendto(fd, frame, 0, &unix.SockaddrLinklayer{Ifindex: dev.Index, Halen: 6}); err != nil {
+			return fmt.Errorf("send from %q in namespace %q: %w", PeerName, ns, err)
+		}
+		return nil
+	})
+}

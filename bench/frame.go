@@ -1,0 +1,60 @@
+package bench
+
+import (
+	"fmt"
+	"net"
+
+	"github.com/google/gopacket"
+	"github.com/google/gopacket/layers"
+)
+
+// Frame sizes bench accepts: Ethernet's minimum and the largest frame a
+// 1500-byte MTU carries, both without the FCS, which XDP never sees.
+const (
+	MinFrameSize = 60
+	MaxFrameSize = 1514
+)
+
+// FrameConfig describes the one UDP datagram the generator sends again and
+// again.
+type FrameConfig struct {
+	SrcMAC, DstMAC net.HardwareAddr
+	SrcIP, DstIP   net.IP // IPv4
+	Size           int    // of the whole Ethernet frame
+}
+
+const (
+	benchSrcPort = 9
+	benchDstPort = 9 // discard
+)
+
+// BuildFrame returns an Ethernet/IPv4/UDP frame of exactly cfg.Size bytes
+// with correct IPv4 and UDP checksums.
+func BuildFrame(cfg FrameConfig) ([]byte, error) {
+	if cfg.Size < MinFrameSize || cfg.Size > MaxFrameSize {
+		return nil, fmt.Errorf("frame size %d is outside %d..%d", cfg.Size, MinFrameSize, MaxFrameSize)
+	}
+	if cfg.SrcIP.To4() == nil || cfg.DstIP.To4() == nil {
+		return nil, fmt.Errorf("bench frames are IPv4; got %v -> %v", cfg.SrcIP, cfg.DstIP)
+	}
+	eth := &layers.Ethernet{SrcMAC: cfg.SrcMAC, DstMAC: cfg.DstMAC, EthernetType: layers.EthernetTypeIPv4}
+	ip := &layers.IPv4{
+		Version: 4, TTL: 64, Protocol: layers.IPProtocolUDP,
+		SrcIP: cfg.SrcIP.To4(), DstIP: cfg.DstIP.To4(),
+	}
+	udp := &layers.UDP{SrcPort: benchSrcPort, DstPort: benchDstPort}
+	if err := udp.SetNetworkLayerForChecksum(ip); err != nil {
+		return nil, err
+	}
+	const headers = 14 + 20 + 8
+	payload := make(gopacket.Payload, cfg.Size-headers)
+	for i := range payload {
+		payload[i] = byte(i)
+	}
+	buf := gopacket.NewSerializeBuffer()
+	opts := gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true}
+	if err := gopacket.SerializeLayers(buf, opts, eth, ip, udp, payload); err != nil {
+		return nil, fmt.Errorf("build the bench frame: %w", err)
+	}
+	return buf.Bytes(), nil
+}
