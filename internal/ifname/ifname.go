@@ -4,8 +4,11 @@
 package ifname
 
 import (
+	"io/fs"
+
 	"errors"
 	"fmt"
+	"github.com/vishvananda/netlink"
 	"os"
 	"strings"
 
@@ -40,4 +43,28 @@ func DisableIPv6(name string) error {
 		return nil // a kernel without IPv6: nothing to turn off
 	}
 	return err
+}
+
+// NotExistError names a missing interface. It matches fs.ErrNotExist, so
+// callers can tell "already gone" from a failure with errors.Is.
+type NotExistError struct{ Name string }
+
+func (e NotExistError) Error() string { return fmt.Sprintf("interface %q does not exist", e.Name) }
+
+func (e NotExistError) Is(target error) bool { return target == fs.ErrNotExist }
+
+// Link looks a link up by its real name with lookup (netlink.LinkByName,
+// or a Handle's in another namespace). netlink's lookup also matches
+// alternative names, which would let "x" find, and a delete remove, an
+// interface whose real name is something else.
+func Link(lookup func(string) (netlink.Link, error), name string) (netlink.Link, error) {
+	link, err := lookup(name)
+	var notFound netlink.LinkNotFoundError
+	if errors.As(err, &notFound) || errors.Is(err, unix.ENODEV) || (err == nil && link.Attrs().Name != name) {
+		return nil, NotExistError{name}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("look up interface %q: %w", name, err)
+	}
+	return link, nil
 }

@@ -15,7 +15,6 @@ package tap
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -53,7 +52,7 @@ func Create(cfg Config) (err error) {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	if _, err := lookup(cfg.Name); err == nil {
+	if _, err := ifname.Link(netlink.LinkByName, cfg.Name); err == nil {
 		return fmt.Errorf("interface %q already exists", cfg.Name)
 	}
 	if err := createPersistent(cfg); err != nil {
@@ -66,7 +65,7 @@ func Create(cfg Config) (err error) {
 			}
 		}
 	}()
-	link, err := lookup(cfg.Name)
+	link, err := ifname.Link(netlink.LinkByName, cfg.Name)
 	if err != nil {
 		return err
 	}
@@ -116,7 +115,7 @@ func createPersistent(cfg Config) error {
 // is not a tap. If there is no such interface, the error matches
 // errors.Is(err, fs.ErrNotExist).
 func Delete(name string) error {
-	link, err := lookup(name)
+	link, err := ifname.Link(netlink.LinkByName, name)
 	if err != nil {
 		return err
 	}
@@ -132,34 +131,11 @@ func Delete(name string) error {
 // Exists reports whether a tap device named name exists in the caller's
 // namespace.
 func Exists(name string) bool {
-	link, err := lookup(name)
+	link, err := ifname.Link(netlink.LinkByName, name)
 	return err == nil && isTap(link)
 }
 
 func isTap(link netlink.Link) bool {
 	t, ok := link.(*netlink.Tuntap)
 	return ok && t.Mode == netlink.TUNTAP_MODE_TAP
-}
-
-// notExistError names a missing interface and matches fs.ErrNotExist, so
-// that callers can treat "already gone" as done.
-type notExistError struct{ name string }
-
-func (e notExistError) Error() string { return fmt.Sprintf("interface %q does not exist", e.name) }
-
-func (e notExistError) Is(target error) bool { return target == fs.ErrNotExist }
-
-// lookup finds a link by its name only: netlink's lookup also matches
-// alternative names, which would let Delete remove an interface whose
-// real name is something else.
-func lookup(name string) (netlink.Link, error) {
-	link, err := netlink.LinkByName(name)
-	var notFound netlink.LinkNotFoundError
-	if errors.As(err, &notFound) || errors.Is(err, unix.ENODEV) || (err == nil && link.Attrs().Name != name) {
-		return nil, notExistError{name}
-	}
-	if err != nil {
-		return nil, fmt.Errorf("look up interface %q: %w", name, err)
-	}
-	return link, nil
 }

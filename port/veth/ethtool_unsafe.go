@@ -48,7 +48,7 @@ func DisableTxChecksum(ns, name string) error {
 	return nil
 }
 
-func txChecksumOff(ifname string) error {
+func txChecksumOff(name string) error {
 	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("socket for ethtool: %w", err)
@@ -57,16 +57,16 @@ func txChecksumOff(ifname string) error {
 
 	value := ethtoolValue{cmd: ethtoolSetTxCsum, data: 0}
 	req := ifreqData{data: unsafe.Pointer(&value)}
-	copy(req.name[:], ifname)
+	copy(req.name[:], name)
 	_, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.SIOCETHTOOL, uintptr(unsafe.Pointer(&req)))
 	switch {
 	case errno == 0:
 		return nil
 	case errors.Is(errno, unix.ENODEV):
-		return notExistError{ifname}
+		return ifname.NotExistError{Name: name}
 	case errors.Is(errno, unix.EOPNOTSUPP):
-		return fmt.Errorf("interface %q cannot turn TX checksum offload off: %w", ifname, errno)
+		return fmt.Errorf("interface %q cannot turn TX checksum offload off: %w", name, errno)
 	default:
-		return fmt.Errorf("turn TX checksum offload off on %q: %w", ifname, errno)
+		return fmt.Errorf("turn TX checksum offload off on %q: %w", name, errno)
 	}
 }

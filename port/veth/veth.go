@@ -10,7 +10,6 @@ package veth
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"net"
 
 	"github.com/vishvananda/netlink"
@@ -122,7 +121,7 @@ func Create(cfg Config) (err error) {
 		return err
 	}
 	peer := cfg.peer()
-	if _, err := linkByName(netlink.LinkByName, cfg.Name); err == nil {
+	if _, err := ifname.Link(netlink.LinkByName, cfg.Name); err == nil {
 		return fmt.Errorf("interface %q already exists", cfg.Name)
 	}
 
@@ -152,7 +151,7 @@ func Create(cfg Config) (err error) {
 		pair.PeerNamespace = netlink.NsFd(ns)
 	}
 	defer inNS.Close()
-	if _, err := linkByName(inNS.LinkByName, peer); err == nil {
+	if _, err := ifname.Link(inNS.LinkByName, peer); err == nil {
 		return fmt.Errorf("interface %q already exists%s", peer, where)
 	}
 
@@ -186,7 +185,7 @@ func Create(cfg Config) (err error) {
 }
 
 func setUpPeer(h *netlink.Handle, peer string, addr *netlink.Addr, loUp bool) error {
-	link, err := linkByName(h.LinkByName, peer)
+	link, err := ifname.Link(h.LinkByName, peer)
 	if err != nil {
 		return err
 	}
@@ -201,7 +200,7 @@ func setUpPeer(h *netlink.Handle, peer string, addr *netlink.Addr, loUp bool) er
 	if !loUp {
 		return nil
 	}
-	lo, err := linkByName(h.LinkByName, "lo")
+	lo, err := ifname.Link(h.LinkByName, "lo")
 	if err != nil {
 		return err
 	}
@@ -212,7 +211,7 @@ func setUpPeer(h *netlink.Handle, peer string, addr *netlink.Addr, loUp bool) er
 }
 
 func setUpSwitchEnd(name string) error {
-	link, err := linkByName(netlink.LinkByName, name)
+	link, err := ifname.Link(netlink.LinkByName, name)
 	if err != nil {
 		return err
 	}
@@ -230,7 +229,7 @@ func setUpSwitchEnd(name string) error {
 // it. It refuses to delete an interface that is not a veth. If there is no
 // such interface, the error matches errors.Is(err, fs.ErrNotExist).
 func Delete(name string) error {
-	link, err := linkByName(netlink.LinkByName, name)
+	link, err := ifname.Link(netlink.LinkByName, name)
 	if err != nil {
 		return err
 	}
@@ -245,29 +244,6 @@ func Delete(name string) error {
 
 // Exists reports whether a veth named name exists in the caller's namespace.
 func Exists(name string) bool {
-	link, err := linkByName(netlink.LinkByName, name)
+	link, err := ifname.Link(netlink.LinkByName, name)
 	return err == nil && link.Type() == "veth"
-}
-
-// notExistError names a missing interface and matches fs.ErrNotExist, so
-// that callers can treat "already gone" as done.
-type notExistError struct{ name string }
-
-func (e notExistError) Error() string { return fmt.Sprintf("interface %q does not exist", e.name) }
-
-func (e notExistError) Is(target error) bool { return target == fs.ErrNotExist }
-
-// linkByName looks a link up by its name only: netlink's lookup also
-// matches alternative names, which would let "x" find (and Delete remove)
-// an interface whose real name is something else.
-func linkByName(lookup func(string) (netlink.Link, error), name string) (netlink.Link, error) {
-	link, err := lookup(name)
-	var notFound netlink.LinkNotFoundError
-	if errors.As(err, &notFound) || errors.Is(err, unix.ENODEV) || (err == nil && link.Attrs().Name != name) {
-		return nil, notExistError{name}
-	}
-	if err != nil {
-		return nil, fmt.Errorf("look up interface %q: %w", name, err)
-	}
-	return link, nil
 }
