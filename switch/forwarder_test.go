@@ -226,6 +226,21 @@ func TestForwardingAllocatesNothing(t *testing.T) {
 	}
 }
 
+// loopForwarder builds a forwarder with the default options and table
+// whose port 1 (with VLAN configuration vlan) receives frames on every call.
+func loopForwarder(tb testing.TB, frames [][]byte, vlan portVLAN) (*forwarder, *porttest.Port) {
+	tb.Helper()
+	loop := porttest.NewLoop("in", frames)
+	cls := flow.NewClassifier()
+	cls.Publish(normalTable())
+	f, err := newForwarder(Options{}.withDefaults(), cls)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	f.addPort(&bridgePort{Port: loop, ofport: 1, vlan: vlan})
+	return f, loop
+}
+
 // benchForwarder builds a forwarder whose first port receives a full batch
 // of unicast frames on every call, to stations learned on the other ports,
 // and whose other ports discard what they transmit.
@@ -237,14 +252,7 @@ func benchForwarder(tb testing.TB, nports int) (*forwarder, *porttest.Port) {
 		frames[i] = udpFrame(tb, dst, mac(1), net.IPv4(10, 0, 0, 1), net.IPv4(10, 0, 0, byte(2+i%(nports-1))),
 			uint16(1000+i%8), 5000, make([]byte, 18))
 	}
-	loop := porttest.NewLoop("in", frames)
-	cls := flow.NewClassifier()
-	cls.Publish(normalTable())
-	f, err := newForwarder(Options{}.withDefaults(), cls)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	f.addPort(&bridgePort{Port: loop, ofport: 1})
+	f, loop := loopForwarder(tb, frames, portVLAN{})
 	for i := 2; i <= nports; i++ {
 		p := porttest.NewLoop(fmt.Sprint("out", i), nil)
 		f.addPort(&bridgePort{Port: p, ofport: uint16(i)})

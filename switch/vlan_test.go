@@ -273,14 +273,7 @@ func benchVLANForwarder(tb testing.TB) (*forwarder, *porttest.Port) {
 		frames[i] = udpFrame(tb, dst, mac(1), net.IPv4(10, 0, 0, 1), net.IPv4(10, 0, 0, 2),
 			uint16(1000+i%8), 5000, make([]byte, 18))
 	}
-	loop := porttest.NewLoop("in", frames)
-	cls := flow.NewClassifier()
-	cls.Publish(normalTable())
-	f, err := newForwarder(Options{}.withDefaults(), cls)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	f.addPort(&bridgePort{Port: loop, ofport: 1, vlan: compileVLAN(access(10))})
+	f, loop := loopForwarder(tb, frames, compileVLAN(access(10)))
 	f.addPort(&bridgePort{Port: porttest.NewLoop("trunk", nil), ofport: 2, vlan: compileVLAN(trunk(10, 20))})
 	f.addPort(&bridgePort{Port: porttest.NewLoop("access", nil), ofport: 3, vlan: compileVLAN(access(10))})
 	f.addPort(&bridgePort{Port: porttest.NewLoop("other", nil), ofport: 4, vlan: compileVLAN(access(20))})
