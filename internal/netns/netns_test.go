@@ -1,8 +1,6 @@
 package netns
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"io"
 	"io/fs"
@@ -18,19 +16,10 @@ import (
 	"github.com/xswitch/xswitch/internal/testenv"
 )
 
-func uniqueName(t *testing.T) string {
-	t.Helper()
-	b := make([]byte, 5)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
-	}
-	return "xt" + hex.EncodeToString(b)
-}
-
 // newNamespace creates a namespace that is deleted when the test ends.
 func newNamespace(t *testing.T) string {
 	t.Helper()
-	name := uniqueName(t)
+	name := testenv.UniqueName(t)
 	t.Cleanup(func() {
 		if err := Delete(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("cleanup: %v", err)
@@ -99,7 +88,7 @@ func TestCreateExistsDelete(t *testing.T) {
 
 func TestDoMissingNamespace(t *testing.T) {
 	testenv.RequireRoot(t)
-	name := uniqueName(t)
+	name := testenv.UniqueName(t)
 	called := false
 	err := Do(name, func() error { called = true; return nil })
 	if !errors.Is(err, fs.ErrNotExist) || called {
@@ -276,7 +265,7 @@ func setupVeth(t *testing.T, nsA, nsB, addrA, addrB string) {
 		t.Fatal(err)
 	}
 	defer hB.Close()
-	nameA, nameB := uniqueName(t), uniqueName(t)
+	nameA, nameB := testenv.UniqueName(t), testenv.UniqueName(t)
 	veth := &netlink.Veth{
 		LinkAttrs:     netlink.LinkAttrs{Name: nameA, Namespace: netlink.NsFd(hA)},
 		PeerName:      nameB,

@@ -3,6 +3,8 @@
 package testenv
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"os"
 	"testing"
 )
@@ -19,4 +21,16 @@ func RequireRoot(t testing.TB) {
 		t.Fatal("this test needs root (network namespaces, XDP) and XSWITCH_REQUIRE_PRIVILEGED=1 forbids skipping it")
 	}
 	t.Skip("skipping: this test needs root (network namespaces, XDP); run as root, or set XSWITCH_REQUIRE_PRIVILEGED=1 to make this a failure")
+}
+
+// UniqueName returns "xt" and 10 random hex digits: a name for a namespace
+// or interface (12 characters, within IFNAMSIZ) that no other test run
+// uses.
+func UniqueName(t testing.TB) string {
+	t.Helper()
+	b := make([]byte, 5)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return "xt" + hex.EncodeToString(b)
 }

@@ -1,8 +1,6 @@
 package veth
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"io"
 	"io/fs"
@@ -19,18 +17,9 @@ import (
 	"github.com/xswitch/xswitch/internal/testenv"
 )
 
-func uniqueName(t *testing.T) string {
-	t.Helper()
-	b := make([]byte, 4)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
-	}
-	return "xt" + hex.EncodeToString(b)
-}
-
 func newNamespace(t *testing.T) string {
 	t.Helper()
-	name := uniqueName(t)
+	name := testenv.UniqueName(t)
 	t.Cleanup(func() {
 		if err := netns.Delete(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("cleanup: %v", err)
@@ -121,7 +110,7 @@ func TestCreate(t *testing.T) {
 	// lo down, to see that Create brings it up even in a namespace made by
 	// someone else.
 	inNamespace(t, ns, "ip", "link", "set", "lo", "down")
-	name := uniqueName(t)
+	name := testenv.UniqueName(t)
 	cleanupLink(t, name)
 	cfg := Config{Name: name, Namespace: ns, Address: "10.88.0.1/24", MTU: 1400}
 	if err := Create(cfg); err != nil {
@@ -192,7 +181,7 @@ func TestCreate(t *testing.T) {
 // peer up under its own name. No address, to leave the host's routes alone.
 func TestCreateInternalPair(t *testing.T) {
 	testenv.RequireRoot(t)
-	name, peer := uniqueName(t), uniqueName(t)
+	name, peer := testenv.UniqueName(t), testenv.UniqueName(t)
 	cleanupLink(t, name)
 	if err := Create(Config{Name: name, PeerHere: true, Peer: peer}); err != nil {
 		t.Fatal(err)
@@ -203,7 +192,7 @@ func TestCreateInternalPair(t *testing.T) {
 			t.Errorf("peer lacks %q: %s", want, out)
 		}
 	}
-	if err := Create(Config{Name: uniqueName(t), PeerHere: true, Peer: peer}); err == nil || !strings.Contains(err.Error(), "already exists") {
+	if err := Create(Config{Name: testenv.UniqueName(t), PeerHere: true, Peer: peer}); err == nil || !strings.Contains(err.Error(), "already exists") {
 		t.Errorf("second pair with the same peer: got %v, want \"already exists\"", err)
 	}
 	if err := Delete(name); err != nil {
@@ -215,7 +204,7 @@ func TestCreateInternalPair(t *testing.T) {
 func TestCreateIPv6AddressUsableAtOnce(t *testing.T) {
 	testenv.RequireRoot(t)
 	ns := newNamespace(t)
-	name := uniqueName(t)
+	name := testenv.UniqueName(t)
 	cleanupLink(t, name)
 	if err := Create(Config{Name: name, Namespace: ns, Peer: "xp0", Address: "fd00:88::1/64"}); err != nil {
 		t.Fatal(err)
@@ -235,7 +224,7 @@ func TestCreateIPv6AddressUsableAtOnce(t *testing.T) {
 func TestTrafficAcrossPair(t *testing.T) {
 	testenv.RequireRoot(t)
 	nsA, nsB := newNamespace(t), newNamespace(t)
-	name := uniqueName(t)
+	name := testenv.UniqueName(t)
 	cleanupLink(t, name)
 	if err := Create(Config{Name: name, Namespace: nsA, Address: "10.89.0.1/24"}); err != nil {
 		t.Fatal(err)
@@ -303,7 +292,7 @@ func TestCreateFailuresLeaveNothing(t *testing.T) {
 	ns := newNamespace(t)
 
 	t.Run("missing namespace", func(t *testing.T) {
-		name, missing := uniqueName(t), uniqueName(t)
+		name, missing := testenv.UniqueName(t), testenv.UniqueName(t)
 		cleanupLink(t, name)
 		err := Create(Config{Name: name, Namespace: missing})
 		if want := `network namespace "` + missing + `" does not exist`; err == nil || err.Error() != want {
@@ -313,7 +302,7 @@ func TestCreateFailuresLeaveNothing(t *testing.T) {
 	})
 
 	t.Run("invalid address", func(t *testing.T) {
-		name := uniqueName(t)
+		name := testenv.UniqueName(t)
 		cleanupLink(t, name)
 		err := Create(Config{Name: name, Namespace: ns, Address: "10.0.0.300/24"})
 		if err == nil || !strings.HasPrefix(err.Error(), `invalid address "10.0.0.300/24"`) {
@@ -324,7 +313,7 @@ func TestCreateFailuresLeaveNothing(t *testing.T) {
 	})
 
 	t.Run("peer name taken in namespace", func(t *testing.T) {
-		first, second := uniqueName(t), uniqueName(t)
+		first, second := testenv.UniqueName(t), testenv.UniqueName(t)
 		cleanupLink(t, first)
 		cleanupLink(t, second)
 		if err := Create(Config{Name: first, Namespace: ns, Peer: "taken"}); err != nil {
@@ -345,7 +334,7 @@ func TestCreateFailuresLeaveNothing(t *testing.T) {
 	t.Run("failure after the pair exists", func(t *testing.T) {
 		noV6 := newNamespace(t)
 		inNamespace(t, noV6, "sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1")
-		name := uniqueName(t)
+		name := testenv.UniqueName(t)
 		cleanupLink(t, name)
 		err := Create(Config{Name: name, Namespace: noV6, Address: "fd00:89::1/64"})
 		if err == nil || !strings.Contains(err.Error(), "add address fd00:89::1/64") {
@@ -372,7 +361,7 @@ func assertNoPeer(t *testing.T, ns, peer string) {
 
 func TestDelete(t *testing.T) {
 	testenv.RequireRoot(t)
-	missing := uniqueName(t)
+	missing := testenv.UniqueName(t)
 	err := Delete(missing)
 	if !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("Delete of a missing interface: got %v, want fs.ErrNotExist", err)
@@ -405,7 +394,7 @@ func TestDisableTxChecksumErrors(t *testing.T) {
 	if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), `interface "nosuchif" does not exist`) {
 		t.Errorf("got %v", err)
 	}
-	missing := uniqueName(t)
+	missing := testenv.UniqueName(t)
 	err = DisableTxChecksum(missing, "eth0")
 	if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), `network namespace "`+missing+`" does not exist`) {
 		t.Errorf("got %v", err)
@@ -417,7 +406,7 @@ func TestDisableTxChecksumErrors(t *testing.T) {
 func TestDisableTxChecksumCurrentNamespace(t *testing.T) {
 	testenv.RequireRoot(t)
 	ns := newNamespace(t)
-	name := uniqueName(t)
+	name := testenv.UniqueName(t)
 	cleanupLink(t, name)
 	if err := Create(Config{Name: name, Namespace: ns}); err != nil {
 		t.Fatal(err)
