@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/xswitch/xswitch/port/porttest"
 )
 
@@ -83,4 +85,52 @@ func TestBridgeRejectsDuplicates(t *testing.T) {
 	if n, err := b.AddPort(porttest.New("p3"), PortOptions{}); err != nil || n != 1 {
 		t.Fatalf("AddPort = %d, %v; want 1", n, err)
 	}
+}
+
+func TestBridgePinsItsForwarder(t *testing.T) {
+	var allowed unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &allowed); err != nil {
+		t.Fatal(err)
+	}
+	cpu := -1
+	for i := range len(allowed) * 64 {
+		if allowed.IsSet(i) {
+			cpu = i // the last CPU this process may use
+		}
+	}
+	b, err := New("br0", normalTable(), Options{CPUs: []int{cpu}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	var got unix.CPUSet
+	var getErr error
+	b.fwd.do(func() { getErr = unix.SchedGetaffinity(0, &got) })
+	if getErr != nil {
+		t.Fatal(getErr)
+	}
+	if got.Count() != 1 || !got.IsSet(cpu) {
+		t.Errorf("forwarding thread may run on %d CPUs (CPU %d: %v); want only CPU %d", got.Count(), cpu, got.IsSet(cpu), cpu)
+	}
+	if _, err := New("br1", normalTable(), Options{CPUs: []int{1 << 20}}); err == nil {
+		t.Error("a bridge pinned to CPU 1048576 was created")
+	}
+}
+
+func TestBusyPollingBridgeForwardsAndCountsIdleTime(t *testing.T) {
+	b, err := New("br0", normalTable(), Options{BusyPoll: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	p1, p2 := porttest.New("p1"), porttest.New("p2")
+	for _, p := range []*porttest.Port{p1, p2} {
+		if _, err := b.AddPort(p, PortOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p1.Inject(frame(broadcast, mac(1), "from 1"))
+	waitTransmitted(t, p2, 1)
+	// Spinning without frames is idle time, as sleeping is.
+	waitForwarderTime(t, b, 0, 10*time.Millisecond)
 }

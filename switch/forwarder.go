@@ -32,7 +32,7 @@ package vswitch
 //
 // When no queue had anything to do the goroutine sleeps in poll(2) on every
 // queue's descriptor and on an eventfd that the control plane writes when it
-// has a request. Control-plane requests (add or remove a port, read the MAC
+// has a request; in busy-poll mode it goes round again instead. Control-plane requests (add or remove a port, read the MAC
 // table) run on the forwarding goroutine between batches, which is why the
 // forwarder's state needs no locks.
 
@@ -80,6 +80,7 @@ type forwarder struct {
 
 	requests chan request
 	wakeFd   int
+	busyPoll bool
 	stopped  bool
 	clock    loopClock
 	exited   chan struct{}
@@ -118,20 +119,49 @@ func newForwarder(opts Options, flows *flow.Classifier) (*forwarder, error) {
 		frames:    make([]port.Frame, batchSize),
 		requests:  make(chan request, 1),
 		wakeFd:    wake,
+		busyPoll:  opts.BusyPoll,
 		exited:    make(chan struct{}),
 	}
 	f.rebuild()
 	return f, nil
 }
 
-// start runs the forwarding loop on its own goroutine.
-func (f *forwarder) start() {
+// start runs the forwarding loop on its own goroutine, whose thread it
+// pins to cpus unless that is empty. If pinning fails, nothing runs.
+func (f *forwarder) start(cpus []int) error {
+	pinned := make(chan error, 1)
 	go func() {
 		defer close(f.exited)
 		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
+		// A thread whose affinity was changed must not go back to the
+		// pool, so it stays locked and exits with the goroutine.
+		if err := pinThread(cpus); err != nil {
+			pinned <- err
+			unix.Close(f.wakeFd)
+			return
+		}
+		pinned <- nil
 		f.loop()
 	}()
+	return <-pinned
+}
+
+// pinThread restricts the calling thread to cpus, if any are given.
+func pinThread(cpus []int) error {
+	if len(cpus) == 0 {
+		return nil
+	}
+	var set unix.CPUSet
+	for _, cpu := range cpus {
+		if cpu < 0 || cpu >= len(set)*64 {
+			return fmt.Errorf("CPU %d does not exist", cpu)
+		}
+		set.Set(cpu)
+	}
+	if err := unix.SchedSetaffinity(0, &set); err != nil {
+		return fmt.Errorf("pinning the forwarding thread to CPUs %v: %w", cpus, err)
+	}
+	return nil
 }
 
 func (f *forwarder) loop() {
@@ -143,12 +173,17 @@ func (f *forwarder) loop() {
 				busy = true
 			}
 		}
-		f.serveRequests()
-		f.clock.worked()
-		if !busy && !f.stopped {
-			f.sleep()
-			f.clock.slept()
+		if f.serveRequests() {
+			busy = true
 		}
+		if busy || f.stopped {
+			f.clock.worked()
+			continue
+		}
+		if !f.busyPoll {
+			f.sleep()
+		}
+		f.clock.slept()
 	}
 }
 
@@ -169,14 +204,16 @@ func (f *forwarder) stop() {
 	unix.Close(f.wakeFd)
 }
 
-func (f *forwarder) serveRequests() {
+// serveRequests runs the waiting requests and reports whether there were any.
+func (f *forwarder) serveRequests() (served bool) {
 	for {
 		select {
 		case r := <-f.requests:
 			r.fn()
 			close(r.done)
+			served = true
 		default:
-			return
+			return served
 		}
 	}
 }

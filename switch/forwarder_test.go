@@ -216,7 +216,7 @@ func TestForwardingAllocatesNothing(t *testing.T) {
 	if race.Enabled {
 		t.Skip("the race detector changes allocation counts")
 	}
-	f, loop := benchForwarder(t, 3)
+	f, loop := benchForwarder(t, 3, 8)
 	allocs := testing.AllocsPerRun(100, func() { f.forwardBatch(f.queues[0]) })
 	if allocs != 0 {
 		t.Fatalf("forwarding a batch allocates %.1f times; want 0", allocs)
@@ -242,15 +242,18 @@ func loopForwarder(tb testing.TB, frames [][]byte, vlan portVLAN) (*forwarder, *
 }
 
 // benchForwarder builds a forwarder whose first port receives a full batch
-// of unicast frames on every call, to stations learned on the other ports,
-// and whose other ports discard what they transmit.
-func benchForwarder(tb testing.TB, nports int) (*forwarder, *porttest.Port) {
+// of unicast UDP frames on every call, to stations learned on the other
+// ports, and whose other ports discard what they transmit. Frame i belongs
+// to flow i%flows, so with more than one flow no two successive frames
+// share a key.
+func benchForwarder(tb testing.TB, nports, flows int) (*forwarder, *porttest.Port) {
 	frames := make([][]byte, DefaultBatchSize)
 	for i := range frames {
-		dst := mac(byte(2 + i%(nports-1)))
+		flow := i % flows
+		station := byte(2 + flow%(nports-1))
 		// 64 bytes on the wire less the FCS: 14 + 20 + 8 + 18.
-		frames[i] = udpFrame(tb, dst, mac(1), net.IPv4(10, 0, 0, 1), net.IPv4(10, 0, 0, byte(2+i%(nports-1))),
-			uint16(1000+i%8), 5000, make([]byte, 18))
+		frames[i] = udpFrame(tb, mac(station), mac(1), net.IPv4(10, 0, 0, 1), net.IPv4(10, 0, 0, station),
+			uint16(1000+flow), 5000, make([]byte, 18))
 	}
 	f, loop := loopForwarder(tb, frames, portVLAN{})
 	for i := 2; i <= nports; i++ {
@@ -261,8 +264,20 @@ func benchForwarder(tb testing.TB, nports int) (*forwarder, *porttest.Port) {
 	return f, loop
 }
 
+// BenchmarkForwardBatch forwards batches that mix eight flows, so that
+// every frame's key differs from the one before.
 func BenchmarkForwardBatch(b *testing.B) {
-	f, _ := benchForwarder(b, 3)
+	benchmarkForwardBatch(b, 8)
+}
+
+// BenchmarkForwardBatchOneFlow forwards batches of one flow, as the bench
+// command's generator sends.
+func BenchmarkForwardBatchOneFlow(b *testing.B) {
+	benchmarkForwardBatch(b, 1)
+}
+
+func benchmarkForwardBatch(b *testing.B, flows int) {
+	f, _ := benchForwarder(b, 3, flows)
 	b.ReportAllocs()
 	for b.Loop() {
 		f.forwardBatch(f.queues[0])
