@@ -108,6 +108,18 @@ func BenchmarkCacheHit(b *testing.B) {
 	}
 }
 
+// BenchmarkCacheHitTrain looks up one key again and again, as the frames
+// of one flow arriving back to back do.
+func BenchmarkCacheHitTrain(b *testing.B) {
+	tab, _, keys := benchTable(1000, 10)
+	cache := NewCache(DefaultCacheSize)
+	cache.Lookup(tab, &keys[0])
+	b.ReportAllocs()
+	for b.Loop() {
+		cache.Lookup(tab, &keys[0])
+	}
+}
+
 // BenchmarkCacheMiss looks up a new key every time in a full cache: the
 // classifier lookup, the LRU's eviction and its Add, which allocates one
 // list entry (simplelru does not reuse the evicted one).

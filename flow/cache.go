@@ -19,6 +19,14 @@ type Cache struct {
 	lru   *simplelru.LRU[Key, *Entry]
 	table *Table // the version the cached results come from
 
+	// last is the most recently used key and its result. Frames arrive in
+	// trains of one flow (a TCP window, a UDP burst), and comparing a key
+	// costs a fraction of hashing it; the LRU order stays right because
+	// last is already the LRU's most recent entry.
+	last      Key
+	lastEntry *Entry
+	lastValid bool
+
 	// Written only by the owner (a plain load and store, no locked add);
 	// atomic so that other goroutines may read them.
 	hits, misses atomic.Uint64
@@ -45,14 +53,21 @@ func (c *Cache) Lookup(t *Table, k *Key) *Entry {
 		// tables built independently with the same version number.
 		c.lru.Purge()
 		c.table = t
+		c.lastValid = false
 	}
-	if e, ok := c.lru.Get(*k); ok {
+	if c.lastValid && *k == c.last {
 		c.hits.Store(c.hits.Load() + 1)
-		return e
+		return c.lastEntry
 	}
-	c.misses.Store(c.misses.Load() + 1)
-	e := t.Lookup(k)
-	c.lru.Add(*k, e)
+	e, ok := c.lru.Get(*k)
+	if ok {
+		c.hits.Store(c.hits.Load() + 1)
+	} else {
+		c.misses.Store(c.misses.Load() + 1)
+		e = t.Lookup(k)
+		c.lru.Add(*k, e)
+	}
+	c.last, c.lastEntry, c.lastValid = *k, e, true
 	return e
 }
 
