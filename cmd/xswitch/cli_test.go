@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -58,5 +59,23 @@ func TestVersionUnknownFormat(t *testing.T) {
 	_, err := execute(t, "version", "--format", "yaml")
 	if err == nil || !strings.Contains(err.Error(), `unknown --format "yaml"`) {
 		t.Errorf("version --format yaml: error %v, want unknown --format", err)
+	}
+}
+
+func TestParseCPUList(t *testing.T) {
+	for in, want := range map[string][]int{
+		"1":       {1},
+		"0,2-3":   {0, 2, 3},
+		"3,1-2,2": {1, 2, 3},
+	} {
+		got, err := parseCPUList(in)
+		if err != nil || !slices.Equal(got, want) {
+			t.Errorf("parseCPUList(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "a", "1,", "3-1", "-1", "1-", "70000"} {
+		if got, err := parseCPUList(in); err == nil {
+			t.Errorf("parseCPUList(%q) = %v, want an error", in, got)
+		}
 	}
 }
