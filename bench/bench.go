@@ -1,11 +1,13 @@
-// Package bench measures how many frames per second a forwarding path
-// carries from one network namespace to another: xswitch itself, the Linux
-// bridge, and the kernel's XDP redirect, which is the machine's limit.
+// Package bench measures what a forwarding path carries from one network
+// namespace to another: xswitch itself, the Linux bridge, Open vSwitch and
+// the kernel's XDP redirect, which is the machine's limit.
 //
-// A generator transmits one UDP frame again and again with BPF_PROG_RUN in
-// live-frames mode out of a veth in the generator's namespace; an XDP
-// program on the receiver's veth counts and drops what arrives. Only the
-// path between the two veths differs from case to case.
+// Each case is measured under several workloads (see Workload): UDP frames
+// of a given size from a generator that transmits one frame again and again
+// with BPF_PROG_RUN in live-frames mode, counted and dropped by an XDP
+// program on the receiver's veth; TCP throughput with iperf3; and ping
+// latency at idle. Only the path between the two veths differs from case to
+// case.
 package bench
 
 import (
@@ -13,9 +15,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/vishvananda/netlink"
@@ -29,6 +31,9 @@ import (
 type Hosts struct {
 	GenNetns, RcvNetns string
 	GenPort, RcvPort   string
+	// Log takes a line about what Setup chose where it had a choice (OVS's
+	// XDP mode) and about what cleanup could not undo.
+	Log io.Writer
 }
 
 // PeerName is the name of the veth end inside each namespace.
@@ -41,39 +46,76 @@ type Case struct {
 	Skip string
 	// Setup builds the path between hosts' namespaces. The returned
 	// cleanup removes everything Setup made; Setup itself cleans up when
-	// it fails.
+	// it fails. Run gives the PeerName ends their IPv4 addresses after
+	// Setup, so Setup need not.
 	Setup func(ctx context.Context, hosts Hosts) (cleanup func(), err error)
 }
 
 // Options configure Run.
 type Options struct {
-	Cases    []Case
-	Duration time.Duration // per case and round; the first second is discarded
-	Rounds   int
-	Size     int           // of each frame, see BuildFrame
-	Progress io.Writer     // one line per case and round
-	Tag      func() string // unique short names; four hex digits or so
+	Cases     []Case
+	Workloads []Workload
+	Duration  time.Duration // per case, workload and round; the first second is discarded
+	Rounds    int
+	Progress  io.Writer     // one line per case, workload and round
+	Tag       func() string // unique short names; four hex digits or so
 }
 
-// Result is one case's throughput over all rounds, from the receiver's
-// once-a-second samples.
+// Result is one case's figures under one workload over all rounds. Rates
+// are from once-a-second samples into the receiving namespace; which
+// fields are set depends on the workload's kind.
 type Result struct {
-	Case       string  `json:"case"`
-	Skipped    string  `json:"skipped,omitempty"`
-	MedianPPS  float64 `json:"median_pps"`
-	MinPPS     float64 `json:"min_pps"`
-	MaxPPS     float64 `json:"max_pps"`
-	MedianGbps float64 `json:"median_gbps"` // of frame bytes, without FCS, preamble and gap
-	Samples    int     `json:"samples"`
+	Case     string `json:"case"`
+	Workload string `json:"workload"`
+	Skipped  string `json:"skipped,omitempty"`
+	// Error is why a round failed; the other rounds' figures stand.
+	Error string `json:"error,omitempty"`
+
+	// UDP: frames per second.
+	MedianPPS float64 `json:"median_pps,omitempty"`
+	MinPPS    float64 `json:"min_pps,omitempty"`
+	MaxPPS    float64 `json:"max_pps,omitempty"`
+	// UDP and TCP. UDP counts frame bytes, without FCS, preamble and gap;
+	// TCP counts what iperf3 reads from the socket.
+	MedianGbps float64 `json:"median_gbps,omitempty"`
+	MinGbps    float64 `json:"min_gbps,omitempty"`
+	MaxGbps    float64 `json:"max_gbps,omitempty"`
+
+	// Ping: round-trip times in microseconds, and requests without reply.
+	P50Micros float64 `json:"p50_us,omitempty"`
+	P99Micros float64 `json:"p99_us,omitempty"`
+	MinMicros float64 `json:"min_us,omitempty"`
+	MaxMicros float64 `json:"max_us,omitempty"`
+	Lost      int     `json:"lost,omitempty"`
+
+	// Samples counts seconds for rates and replies for ping.
+	Samples int `json:"samples"`
 }
 
-// sample is one second's worth of receiver counts.
-type sample struct {
-	pps, bps float64
+// samples is what one measurement yields: per-second rates, or round-trip
+// times.
+type samples struct {
+	rates []rate
+	rtts  []time.Duration
+	lost  int
 }
 
-// Run measures every case for opts.Rounds rounds, alternating cases within
-// a round so that drift in the machine affects them all alike.
+// rate is one second's worth of traffic into the receiving namespace.
+type rate struct {
+	pps, bytesPerSec float64
+}
+
+func (s *samples) add(more samples) {
+	s.rates = append(s.rates, more.rates...)
+	s.rtts = append(s.rtts, more.rtts...)
+	s.lost += more.lost
+}
+
+// Run measures every case under every workload for opts.Rounds rounds. The
+// rounds of a workload alternate the cases so that drift in the machine
+// affects them all alike. Each measurement builds its path afresh in new
+// namespaces. A failed measurement is reported in its Result and the rest
+// go on; only cancellation stops Run early.
 func Run(ctx context.Context, opts Options) ([]Result, error) {
 	if opts.Duration < 2*time.Second {
 		return nil, fmt.Errorf("duration %v is too short: the first second is discarded, so at least 2s", opts.Duration)
@@ -81,52 +123,99 @@ func Run(ctx context.Context, opts Options) ([]Result, error) {
 	if opts.Rounds < 1 {
 		return nil, fmt.Errorf("rounds must be at least 1, not %d", opts.Rounds)
 	}
-	if opts.Size < MinFrameSize || opts.Size > MaxFrameSize {
-		return nil, fmt.Errorf("frame size %d is outside %d..%d", opts.Size, MinFrameSize, MaxFrameSize)
+	if len(opts.Workloads) == 0 {
+		return nil, errors.New("no workloads given")
 	}
-	samples := make([][]sample, len(opts.Cases))
-	for round := 1; round <= opts.Rounds; round++ {
-		for i, c := range opts.Cases {
-			if c.Skip != "" {
-				if round == 1 {
-					fmt.Fprintf(opts.Progress, "%s: %s\n", c.Name, c.Skip)
-				}
-				continue
-			}
-			got, err := measure(ctx, c, opts)
-			if err != nil {
-				return nil, fmt.Errorf("case %s, round %d: %w", c.Name, round, err)
-			}
-			samples[i] = append(samples[i], got...)
-			r := summarize(c.Name, got)
-			fmt.Fprintf(opts.Progress, "round %d/%d %-14s %7.3f Mpps (%.3f-%.3f) %6.2f Gbit/s\n",
-				round, opts.Rounds, c.Name, r.MedianPPS/1e6, r.MinPPS/1e6, r.MaxPPS/1e6, r.MedianGbps)
+	for _, w := range opts.Workloads {
+		if err := w.validate(); err != nil {
+			return nil, err
 		}
 	}
-	results := make([]Result, len(opts.Cases))
-	for i, c := range opts.Cases {
+	for _, c := range opts.Cases {
 		if c.Skip != "" {
-			results[i] = Result{Case: c.Name, Skipped: c.Skip}
-			continue
+			fmt.Fprintf(opts.Progress, "%s: %s\n", c.Name, c.Skip)
 		}
-		results[i] = summarize(c.Name, samples[i])
+	}
+	var results []Result
+	for _, w := range opts.Workloads {
+		got := make([]samples, len(opts.Cases))
+		failed := make([]error, len(opts.Cases))
+		for round := 1; round <= opts.Rounds; round++ {
+			for i, c := range opts.Cases {
+				if c.Skip != "" {
+					continue
+				}
+				s, err := measure(ctx, c, w, opts)
+				if ctx.Err() != nil {
+					return nil, fmt.Errorf("case %s, workload %s, round %d: %w", c.Name, w.Name, round, ctx.Err())
+				}
+				prefix := fmt.Sprintf("%-8s round %d/%d %-14s", w.Name, round, opts.Rounds, c.Name)
+				if err != nil {
+					failed[i] = fmt.Errorf("round %d: %w", round, err)
+					fmt.Fprintf(opts.Progress, "%s failed: %v\n", prefix, err)
+					continue
+				}
+				got[i].add(s)
+				fmt.Fprintf(opts.Progress, "%s %s\n", prefix, summarize(c.Name, w, s).brief(w))
+			}
+		}
+		for i, c := range opts.Cases {
+			r := Result{Case: c.Name, Workload: w.Name, Skipped: c.Skip}
+			if c.Skip == "" {
+				r = summarize(c.Name, w, got[i])
+			}
+			if failed[i] != nil {
+				r.Error = failed[i].Error()
+			}
+			results = append(results, r)
+		}
 	}
 	return results, nil
 }
 
-func summarize(name string, samples []sample) Result {
-	r := Result{Case: name, Samples: len(samples)}
-	if len(samples) == 0 {
-		return r
+func summarize(name string, w Workload, s samples) Result {
+	r := Result{Case: name, Workload: w.Name}
+	switch w.Kind {
+	case KindUDP, KindTCP:
+		r.Samples = len(s.rates)
+		if len(s.rates) == 0 {
+			return r
+		}
+		pps := make([]float64, len(s.rates))
+		gbps := make([]float64, len(s.rates))
+		for i, v := range s.rates {
+			pps[i], gbps[i] = v.pps, v.bytesPerSec*8/1e9
+		}
+		if w.Kind == KindUDP {
+			r.MedianPPS, r.MinPPS, r.MaxPPS = median(pps), slices.Min(pps), slices.Max(pps)
+		}
+		r.MedianGbps, r.MinGbps, r.MaxGbps = median(gbps), slices.Min(gbps), slices.Max(gbps)
+	case KindPing:
+		r.Samples, r.Lost = len(s.rtts), s.lost
+		if len(s.rtts) == 0 {
+			return r
+		}
+		us := make([]float64, len(s.rtts))
+		for i, d := range s.rtts {
+			us[i] = float64(d) / float64(time.Microsecond)
+		}
+		slices.Sort(us)
+		r.P50Micros, r.P99Micros = percentile(us, 50), percentile(us, 99)
+		r.MinMicros, r.MaxMicros = us[0], us[len(us)-1]
 	}
-	pps := make([]float64, len(samples))
-	bps := make([]float64, len(samples))
-	for i, s := range samples {
-		pps[i], bps[i] = s.pps, s.bps
-	}
-	r.MedianPPS, r.MinPPS, r.MaxPPS = median(pps), slices.Min(pps), slices.Max(pps)
-	r.MedianGbps = median(bps) * 8 / 1e9
 	return r
+}
+
+// brief is r in a progress line.
+func (r Result) brief(w Workload) string {
+	switch w.Kind {
+	case KindUDP:
+		return fmt.Sprintf("%7.3f Mpps (%.3f-%.3f) %6.2f Gbit/s", r.MedianPPS/1e6, r.MinPPS/1e6, r.MaxPPS/1e6, r.MedianGbps)
+	case KindTCP:
+		return fmt.Sprintf("%6.2f Gbit/s (%.2f-%.2f)", r.MedianGbps, r.MinGbps, r.MaxGbps)
+	default:
+		return fmt.Sprintf("p50 %.0f µs, p99 %.0f µs (%.0f-%.0f), %d replies, %d lost", r.P50Micros, r.P99Micros, r.MinMicros, r.MaxMicros, r.Samples, r.Lost)
+	}
 }
 
 func median(v []float64) float64 {
@@ -139,21 +228,32 @@ func median(v []float64) float64 {
 	return (s[n/2-1] + s[n/2]) / 2
 }
 
-// Addresses of the generator and the receiver; nothing routes them, they
-// only make the frame a well-formed datagram.
+// percentile is the nearest-rank p-th percentile of sorted, which must not
+// be empty: the smallest value that at least p percent of them do not
+// exceed.
+func percentile(sorted []float64, p float64) float64 {
+	rank := int(math.Ceil(p / 100 * float64(len(sorted))))
+	return sorted[max(rank, 1)-1]
+}
+
+// Addresses of the generator's and the receiver's ends, which TCP and ping
+// use and which make the UDP frame a well-formed datagram.
 var (
 	genIP = net.IPv4(10, 253, 0, 1)
 	rcvIP = net.IPv4(10, 253, 0, 2)
 )
 
-// measure builds c's path in fresh namespaces, runs the generator for
-// opts.Duration and returns the receiver's per-second samples after the
-// first, and removes everything again.
-func measure(ctx context.Context, c Case, opts Options) (samples []sample, err error) {
+const hostPrefixLen = 24
+
+// measure builds c's path in fresh namespaces, runs w over it for
+// opts.Duration and returns what it saw after the first second, and
+// removes everything again.
+func measure(ctx context.Context, c Case, w Workload, opts Options) (s samples, err error) {
 	tag := opts.Tag()
 	hosts := Hosts{
 		GenNetns: "xsbench-" + tag + "-gen", RcvNetns: "xsbench-" + tag + "-rcv",
 		GenPort: "xsb" + tag + "g", RcvPort: "xsb" + tag + "r",
+		Log: opts.Progress,
 	}
 	var undo []func() error
 	defer func() {
@@ -163,81 +263,46 @@ func measure(ctx context.Context, c Case, opts Options) (samples []sample, err e
 	}()
 	for _, ns := range []string{hosts.GenNetns, hosts.RcvNetns} {
 		if err := netns.Create(ns); err != nil {
-			return nil, err
+			return samples{}, err
 		}
 		undo = append(undo, func() error { return netns.Delete(ns) })
 	}
 	cleanup, err := c.Setup(ctx, hosts)
 	if err != nil {
-		return nil, err
+		return samples{}, err
 	}
 	undo = append(undo, func() error { cleanup(); return nil })
-
-	genMAC, err := peerMAC(hosts.GenNetns)
-	if err != nil {
-		return nil, err
-	}
-	rcvMAC, err := peerMAC(hosts.RcvNetns)
-	if err != nil {
-		return nil, err
-	}
-	frame, err := BuildFrame(FrameConfig{SrcMAC: genMAC, DstMAC: rcvMAC, SrcIP: genIP, DstIP: rcvIP, Size: opts.Size})
-	if err != nil {
-		return nil, err
-	}
-	// A learning switch then knows where the receiver is and forwards
-	// rather than floods.
-	if err := announce(hosts.RcvNetns, rcvMAC, genMAC); err != nil {
-		return nil, err
-	}
-	cnt, err := attachCounter(hosts.RcvNetns, PeerName)
-	if err != nil {
-		return nil, err
-	}
-	undo = append(undo, cnt.close)
-
-	genCtx, stopGen := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	var genErr error
-	wg.Go(func() {
-		defer stopGen()
-		genErr = generate(genCtx, hosts.GenNetns, PeerName, frame)
-	})
-	defer func() {
-		stopGen()
-		wg.Wait()
-		err = errors.Join(err, genErr)
-	}()
-
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	lastPackets, lastBytes, err := cnt.read()
-	if err != nil {
-		return nil, err
-	}
-	last := time.Now()
-	for second := 0; second < int(opts.Duration/time.Second); second++ {
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-genCtx.Done():
-			return nil, errors.New("the generator stopped early")
-		case now := <-tick.C:
-			packets, bytes, err := cnt.read()
-			if err != nil {
-				return nil, err
-			}
-			elapsed := now.Sub(last).Seconds()
-			if second > 0 { // the first second includes the ramp-up
-				samples = append(samples, sample{
-					pps: float64(packets-lastPackets) / elapsed,
-					bps: float64(bytes-lastBytes) / elapsed,
-				})
-			}
-			lastPackets, lastBytes, last = packets, bytes, now
+	for _, h := range []struct {
+		ns string
+		ip net.IP
+	}{{hosts.GenNetns, genIP}, {hosts.RcvNetns, rcvIP}} {
+		if err := addAddress(h.ns, h.ip); err != nil {
+			return samples{}, err
 		}
 	}
-	return samples, nil
+	switch w.Kind {
+	case KindUDP:
+		return measureUDP(ctx, hosts, w.Size, opts.Duration)
+	case KindTCP:
+		return measureTCP(ctx, hosts, opts.Duration)
+	default:
+		return measurePing(ctx, hosts, opts.Duration)
+	}
+}
+
+// addAddress gives the PeerName end in namespace ns the address ip.
+func addAddress(ns string, ip net.IP) error {
+	return netns.Do(ns, func() error {
+		l, err := netlink.LinkByName(PeerName)
+		if err != nil {
+			return fmt.Errorf("interface %q in namespace %q: %w", PeerName, ns, err)
+		}
+		addr := &netlink.Addr{IPNet: &net.IPNet{IP: ip, Mask: net.CIDRMask(hostPrefixLen, 32)}}
+		if err := netlink.AddrAdd(l, addr); err != nil {
+			return fmt.Errorf("add address %s to %q in namespace %q: %w", addr.IPNet, PeerName, ns, err)
+		}
+		return nil
+	})
 }
 
 // peerMAC returns the MAC address of the veth end inside namespace ns.

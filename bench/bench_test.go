@@ -2,35 +2,183 @@ package bench
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 )
 
-func TestSummarize(t *testing.T) {
-	r := summarize("x", []sample{{pps: 3, bps: 300}, {pps: 1, bps: 100}, {pps: 2, bps: 200}, {pps: 10, bps: 1000}})
+func TestSummarizeRates(t *testing.T) {
+	s := samples{rates: []rate{{3, 300}, {1, 100}, {2, 200}, {10, 1000}}}
+	r := summarize("x", UDP(64), s)
+	if r.Case != "x" || r.Workload != "udp64" {
+		t.Errorf("summarize names %q/%q, want x/udp64", r.Case, r.Workload)
+	}
 	if r.MedianPPS != 2.5 || r.MinPPS != 1 || r.MaxPPS != 10 || r.Samples != 4 {
 		t.Errorf("summarize = %+v, want median 2.5, min 1, max 10, 4 samples", r)
 	}
-	if want := 250 * 8 / 1e9; r.MedianGbps != want {
-		t.Errorf("MedianGbps = %v, want %v", r.MedianGbps, want)
+	if r.MedianGbps != 250*8/1e9 || r.MinGbps != 100*8/1e9 || r.MaxGbps != 1000*8/1e9 {
+		t.Errorf("Gbit/s median %v min %v max %v, want %v %v %v", r.MedianGbps, r.MinGbps, r.MaxGbps, 250*8/1e9, 100*8/1e9, 1000*8/1e9)
 	}
-	if r := summarize("empty", nil); r.Samples != 0 || r.MedianPPS != 0 {
-		t.Errorf("summarize(nil) = %+v", r)
+	tcp := summarize("x", TCP(), samples{rates: []rate{{bytesPerSec: 1e9}, {bytesPerSec: 2e9}, {bytesPerSec: 3e9}}})
+	if tcp.MedianGbps != 16 || tcp.MinGbps != 8 || tcp.MaxGbps != 24 || tcp.MedianPPS != 0 {
+		t.Errorf("summarize TCP = %+v, want 16 Gbit/s (8-24) and no frame rate", tcp)
+	}
+	if r := summarize("empty", UDP(64), samples{}); r.Samples != 0 || r.MedianPPS != 0 {
+		t.Errorf("summarize(nothing) = %+v", r)
+	}
+}
+
+func TestSummarizePing(t *testing.T) {
+	var s samples
+	for i := 100; i >= 1; i-- { // 1..100 µs, out of order
+		s.rtts = append(s.rtts, time.Duration(i)*time.Microsecond)
+	}
+	s.lost = 3
+	r := summarize("x", Ping(), s)
+	if r.P50Micros != 50 || r.P99Micros != 99 || r.MinMicros != 1 || r.MaxMicros != 100 || r.Lost != 3 || r.Samples != 100 {
+		t.Errorf("summarize ping = %+v, want p50 50, p99 99, 1-100, 3 lost, 100 samples", r)
+	}
+	if r.MedianGbps != 0 {
+		t.Errorf("ping has a rate: %+v", r)
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	for _, tc := range []struct {
+		sorted []float64
+		p      float64
+		want   float64
+	}{
+		{[]float64{7}, 50, 7},
+		{[]float64{7}, 99, 7},
+		{[]float64{1, 2}, 50, 1},
+		{[]float64{1, 2}, 99, 2},
+		{[]float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, 50, 5},
+		{[]float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, 99, 10},
+		{[]float64{1, 2, 3}, 0, 1},
+	} {
+		if got := percentile(tc.sorted, tc.p); got != tc.want {
+			t.Errorf("percentile(%v, %v) = %v, want %v", tc.sorted, tc.p, got, tc.want)
+		}
+	}
+}
+
+func TestParseWorkload(t *testing.T) {
+	for name, want := range map[string]Workload{
+		"udp64":   {Name: "udp64", Kind: KindUDP, Size: 64},
+		"udp1500": {Name: "udp1500", Kind: KindUDP, Size: 1500},
+		"udp60":   {Name: "udp60", Kind: KindUDP, Size: 60},
+		"tcp":     {Name: "tcp", Kind: KindTCP},
+		"ping":    {Name: "ping", Kind: KindPing},
+	} {
+		got, err := ParseWorkload(name)
+		if err != nil || got != want {
+			t.Errorf("ParseWorkload(%q) = %+v, %v; want %+v", name, got, err, want)
+		}
+	}
+	for _, name := range []string{"", "udp", "udp59", "udp1515", "udpx", "UDP64", "tcp2", "icmp"} {
+		if w, err := ParseWorkload(name); err == nil {
+			t.Errorf("ParseWorkload(%q) = %+v, want an error", name, w)
+		}
 	}
 }
 
 func TestRunRejectsOptions(t *testing.T) {
-	good := Options{Duration: 2 * time.Second, Rounds: 1, Size: 64}
+	good := Options{Duration: 2 * time.Second, Rounds: 1, Workloads: []Workload{UDP(64)}}
 	for name, mutate := range map[string]func(*Options){
-		"short duration": func(o *Options) { o.Duration = time.Second },
-		"no rounds":      func(o *Options) { o.Rounds = 0 },
-		"tiny frame":     func(o *Options) { o.Size = MinFrameSize - 1 },
-		"jumbo frame":    func(o *Options) { o.Size = MaxFrameSize + 1 },
+		"short duration":  func(o *Options) { o.Duration = time.Second },
+		"no rounds":       func(o *Options) { o.Rounds = 0 },
+		"no workloads":    func(o *Options) { o.Workloads = nil },
+		"tiny frame":      func(o *Options) { o.Workloads = []Workload{UDP(MinFrameSize - 1)} },
+		"jumbo frame":     func(o *Options) { o.Workloads = []Workload{UDP(MaxFrameSize + 1)} },
+		"zero workload":   func(o *Options) { o.Workloads = []Workload{{Name: "x"}} },
+		"nameless":        func(o *Options) { o.Workloads = []Workload{{Kind: KindTCP}} },
+		"one bad of many": func(o *Options) { o.Workloads = []Workload{TCP(), UDP(10)} },
 	} {
 		opts := good
 		mutate(&opts)
 		if _, err := Run(context.Background(), opts); err == nil {
 			t.Errorf("%s: Run accepted %+v", name, opts)
+		}
+	}
+}
+
+func TestParsePing(t *testing.T) {
+	out := `PING 10.253.0.2 (10.253.0.2) 56(84) bytes of data.
+64 bytes from 10.253.0.2: icmp_seq=1 ttl=64 time=1.50 ms
+64 bytes from 10.253.0.2: icmp_seq=2 ttl=64 time=0.100 ms
+64 bytes from 10.253.0.2: icmp_seq=3 ttl=64 time=0.045 ms
+64 bytes from 10.253.0.2: icmp_seq=3 ttl=64 time=0.050 ms (DUP!)
+64 bytes from 10.253.0.2: icmp_seq=5 ttl=64 time=0.062 ms
+
+--- 10.253.0.2 ping statistics ---
+5 packets transmitted, 4 received, +1 duplicates, 20% packet loss, time 40ms
+rtt min/avg/max/mdev = 0.045/0.426/1.500/0.621 ms
+`
+	s, err := parsePing([]byte(out), 5, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []time.Duration{100 * time.Microsecond, 45 * time.Microsecond, 62 * time.Microsecond}
+	if len(s.rtts) != len(want) {
+		t.Fatalf("parsePing round-trip times %v, want %v", s.rtts, want)
+	}
+	for i := range want {
+		if s.rtts[i] != want[i] {
+			t.Errorf("rtt %d = %v, want %v", i, s.rtts[i], want[i])
+		}
+	}
+	if s.lost != 1 {
+		t.Errorf("lost = %d, want 1 (icmp_seq 4)", s.lost)
+	}
+
+	_, err = parsePing([]byte("PING 10.253.0.2 (10.253.0.2) 56(84) bytes of data.\n"), 5, 1)
+	if err == nil || !strings.Contains(err.Error(), "no reply") {
+		t.Errorf("parsePing without replies: %v, want a no-reply error", err)
+	}
+}
+
+func TestParseIperf(t *testing.T) {
+	// Trimmed from iperf 3.12's client report with --get-server-output,
+	// -t 2 -O 1.
+	report := `{
+	"start": {"version": "iperf 3.12"},
+	"intervals": [],
+	"end": {"sum_received": {"bits_per_second": 20160739159.5}},
+	"server_output_json": {
+		"start": {},
+		"intervals": [
+			{"streams": [], "sum": {"start": 0, "end": 1.000065, "seconds": 1.000065, "bytes": 2463496736, "bits_per_second": 19706693562.5, "omitted": true}},
+			{"streams": [], "sum": {"start": 0.000042, "end": 1.000018, "seconds": 1.00006, "bytes": 2507978064, "bits_per_second": 20062621511.6, "omitted": false}},
+			{"streams": [], "sum": {"start": 1.000018, "end": 1.999986, "seconds": 0.999968, "bytes": 2531807000, "bits_per_second": 20255104319.2, "omitted": false}},
+			{"streams": [], "sum": {"start": 1.999986, "end": 2.001235, "seconds": 0.001249, "bytes": 3512040, "bits_per_second": 22495052681.9, "omitted": false}}
+		],
+		"end": {}
+	}
+}`
+	s, err := parseIperf([]byte(report))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []float64{20062621511.6 / 8, 20255104319.2 / 8}
+	if len(s.rates) != len(want) {
+		t.Fatalf("parseIperf rates %+v, want bytes per second %v", s.rates, want)
+	}
+	for i := range want {
+		if s.rates[i].bytesPerSec != want[i] {
+			t.Errorf("second %d: %v bytes/s, want %v", i, s.rates[i].bytesPerSec, want[i])
+		}
+	}
+
+	for name, tc := range map[string]struct{ report, wantErr string }{
+		"client error":     {`{"start": {}, "intervals": [], "end": {}, "error": "unable to connect to server: Connection refused"}`, "Connection refused"},
+		"server error":     {`{"server_output_json": {"error": "the client has unexpectedly closed the connection"}}`, "unexpectedly closed"},
+		"no server output": {`{"start": {}, "intervals": [], "end": {}}`, "no server output"},
+		"only omitted":     {`{"server_output_json": {"intervals": [{"sum": {"seconds": 1, "bits_per_second": 1, "omitted": true}}]}}`, "no whole second"},
+		"not JSON":         {`iperf3: error - unable to start`, "JSON"},
+	} {
+		if _, err := parseIperf([]byte(tc.report)); err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+			t.Errorf("%s: parseIperf error %v, want one containing %q", name, err, tc.wantErr)
 		}
 	}
 }

@@ -25,16 +25,6 @@ func XDPRedirect() Case {
 	return Case{Name: "xdp-redirect", Setup: setupXDPRedirect}
 }
 
-// OVS stands for Open vSwitch, which this version of bench does not drive
-// yet; it says so rather than pretending.
-func OVS() Case {
-	c := Case{Name: "ovs", Skip: "Open vSwitch support is not implemented yet: skipped"}
-	if _, err := exec.LookPath("ovs-vswitchd"); err != nil {
-		c.Skip = "Open vSwitch not installed: skipped"
-	}
-	return c
-}
-
 // CreateVeths makes the two veth pairs of hosts, with their switch ends in
 // this namespace, and returns a cleanup that deletes them.
 func CreateVeths(hosts Hosts) (cleanup func(), err error) {
@@ -100,15 +90,33 @@ func setupXDPRedirect(ctx context.Context, hosts Hosts) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := attachRedirect(hosts.GenPort, hosts.RcvPort)
-	if err != nil {
+	var redirects []*redirector
+	cleanup := func() {
+		for _, r := range redirects {
+			r.close()
+		}
 		removeVeths()
-		return nil, err
 	}
-	return func() {
-		r.close()
-		removeVeths()
-	}, nil
+	// Both ways, so that TCP and ping get their answers back.
+	for _, dir := range []struct{ from, to string }{{hosts.GenPort, hosts.RcvPort}, {hosts.RcvPort, hosts.GenPort}} {
+		r, err := attachRedirect(dir.from, dir.to)
+		if err != nil {
+			cleanup()
+			return nil, err
+		}
+		redirects = append(redirects, r)
+	}
+	// A frame redirected into a veth arrives at its peer only if the peer
+	// polls with NAPI, which it does with an XDP program (the UDP
+	// receiver's counter) or with GRO on.
+	for _, ns := range []string{hosts.GenNetns, hosts.RcvNetns} {
+		cmd := exec.CommandContext(ctx, "ip", "netns", "exec", ns, "ethtool", "-K", PeerName, "gro", "on")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			cleanup()
+			return nil, fmt.Errorf("turn GRO on for %q in namespace %q: %w: %s", PeerName, ns, err, out)
+		}
+	}
+	return cleanup, nil
 }
 
 // announceEtherType is the IEEE's EtherType for local experiments.

@@ -36,6 +36,10 @@ const framesPerRun = 1 << 22
 // with the path under test for one CPU the same way in every case.
 const generatorCPU = 0
 
+// SwitchCPU is where a switch that has forwarding threads of its own
+// (xswitch's forwarder, OVS's PMD) runs them: away from the generator.
+const SwitchCPU = 1
+
 // generate transmits frame out of iface inside namespace ns as fast as the
 // kernel can, until ctx is done. In live-frames mode the program's XDP_TX
 // sends each frame out of the context's ingress device, which the kernel

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -17,50 +18,73 @@ import (
 
 	"github.com/xswitch/xswitch/bench"
 	"github.com/xswitch/xswitch/control"
+	vswitch "github.com/xswitch/xswitch/switch"
 )
 
 // benchOptions are bench's flags.
 type benchOptions struct {
-	duration time.Duration
-	rounds   int
-	size     int
-	cases    []string
-	json     bool
+	duration  time.Duration
+	rounds    int
+	workloads []string
+	cases     []string
+	json      bool
 }
 
-const defaultBenchCases = "xswitch,xswitch-rule,linux-bridge,xdp-redirect,ovs"
+const defaultBenchWorkloads = "udp64,udp1500,tcp,ping"
+
+const defaultBenchCases = "xswitch,xswitch-busy,xswitch-flows,linux-bridge,ovs,ovs-flows,xdp-redirect"
+
+// benchFlows is how many flows the -flows cases install.
+const benchFlows = 1000
 
 func (c *cli) benchCommand() *cobra.Command {
 	var opts benchOptions
 	cmd := &cobra.Command{
 		Use:   "bench",
-		Short: "Measure forwarding throughput: xswitch against the Linux bridge and XDP redirect",
-		Long: `Measure how many frames per second cross from one network namespace to
-another through each forwarding path, one UDP frame size at a time.
+		Short: "Measure forwarding: xswitch against the Linux bridge, Open vSwitch and XDP redirect",
+		Long: `Measure what crosses from one network namespace to another through each
+forwarding path, under each of the workloads of --workloads in one run:
 
-A generator transmits frames with BPF_PROG_RUN in live-frames mode out of a
-veth in its namespace, pinned to CPU 0; an XDP program on the receiving veth
-counts and drops them. The cases:
+  udpN           N-byte UDP frames (without FCS; N from 60 to 1514), sent with
+                 BPF_PROG_RUN in live-frames mode out of the generator's veth
+                 and counted and dropped by an XDP program on the receiver's:
+                 frames/s and Gbit/s of frame bytes (no FCS, preamble or gap)
+  tcp            one iperf3 stream (iperf3 -J -O 1): Gbit/s the receiver reads
+  ping           an ICMP echo request every 10 ms at idle: p50 and p99
+                 round-trip time in µs
 
-  xswitch        a private in-process xswitch daemon, NORMAL forwarding
-  xswitch-rule   the same with one flow: in_port=1,actions=output:2
+The generator, iperf3's client and server and ping run on CPU 0. The cases:
+
+  xswitch        a private in-process xswitch daemon, NORMAL forwarding, its
+                 forwarding thread pinned to CPU 1 (daemon --cpus 1)
+  xswitch-busy   the same in busy-poll mode (daemon --busy-poll): no sleep
+                 when idle, as OVS's PMD thread
+  xswitch-flows  the same with 1,000 flows over 15 masks (bench.ManyFlows): the
+                 bench traffic's rule ranks below rules of 13 other masks
   linux-bridge   the kernel's bridge
+  ovs            Open vSwitch's userspace datapath: type=afxdp ports, one PMD
+                 thread on CPU 1, NORMAL; a private ovsdb-server and
+                 ovs-vswitchd (skipped when Open vSwitch is not installed)
+  ovs-flows      the same with the 1,000 flows of xswitch-flows
   xdp-redirect   an XDP program redirecting from veth to veth: the machine's limit
-  ovs            Open vSwitch (not driven yet: reported as skipped)
 
-Each case builds its own namespaces and removes them afterwards, also on
-failure or Ctrl-C. The receiver is sampled once a second and the first
-second discarded; rounds alternate the cases. xswitch's forwarding
-goroutine is not pinned and may share CPU 0 with the generator. Gbit/s
-counts frame bytes only (no FCS, preamble or gap). Needs root.`,
+Each measurement builds its case in fresh namespaces, with 10.253.0.1/24 on
+the generator's side and 10.253.0.2/24 on the receiver's, and removes them
+afterwards, also on failure or Ctrl-C. Rates are sampled once a second and
+the first second is discarded, as are the pings of the first second; the
+rounds of each workload alternate the cases. One table per workload gives
+medians, ranges over all samples and rounds, and the ratio of each median
+to linux-bridge's and to ovs's (for ping of p50, so above 1 is slower).
+A failed measurement is reported and the others go on; bench
+then exits with an error. Needs root and iperf3.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runBench(cmd.Context(), os.Stdout, opts)
 		},
 	}
-	cmd.Flags().DurationVar(&opts.duration, "duration", 5*time.Second, "how long each case runs per round (at least 2s)")
-	cmd.Flags().IntVar(&opts.rounds, "rounds", 3, "how many times each case runs")
-	cmd.Flags().IntVar(&opts.size, "size", 64, fmt.Sprintf("Ethernet frame size in bytes without FCS, %d to %d", bench.MinFrameSize, bench.MaxFrameSize))
+	cmd.Flags().DurationVar(&opts.duration, "duration", 5*time.Second, "how long each case runs per workload and round (at least 2s)")
+	cmd.Flags().IntVar(&opts.rounds, "rounds", 3, "how many times each case runs per workload")
+	cmd.Flags().StringSliceVar(&opts.workloads, "workloads", strings.Split(defaultBenchWorkloads, ","), "the workloads to run, in order: udpN (N-byte frames), tcp, ping")
 	cmd.Flags().StringSliceVar(&opts.cases, "cases", strings.Split(defaultBenchCases, ","), "the cases to run, in order")
 	cmd.Flags().BoolVar(&opts.json, "json", false, "print the results as JSON")
 	return cmd
@@ -71,15 +95,19 @@ func benchCases(names []string) ([]bench.Case, error) {
 	for _, name := range names {
 		switch name {
 		case "xswitch":
-			cases = append(cases, xswitchBenchCase(name, nil))
-		case "xswitch-rule":
-			cases = append(cases, xswitchBenchCase(name, []string{"in_port=1,actions=output:2"}))
+			cases = append(cases, xswitchBenchCase(name, xswitchBench{}))
+		case "xswitch-busy":
+			cases = append(cases, xswitchBenchCase(name, xswitchBench{busyPoll: true}))
+		case "xswitch-flows":
+			cases = append(cases, xswitchBenchCase(name, xswitchBench{flows: bench.ManyFlows(benchFlows)}))
 		case "linux-bridge":
 			cases = append(cases, bench.LinuxBridge())
 		case "xdp-redirect":
 			cases = append(cases, bench.XDPRedirect())
 		case "ovs":
-			cases = append(cases, bench.OVS())
+			cases = append(cases, bench.OVS(name, nil))
+		case "ovs-flows":
+			cases = append(cases, bench.OVS(name, bench.ManyFlows(benchFlows)))
 		default:
 			return nil, fmt.Errorf("unknown bench case %q: want some of %s", name, defaultBenchCases)
 		}
@@ -90,12 +118,19 @@ func benchCases(names []string) ([]bench.Case, error) {
 	return cases, nil
 }
 
+// xswitchBench is how a case runs xswitch: a private daemon in this
+// process whose forwarding thread is pinned to bench.SwitchCPU.
+type xswitchBench struct {
+	flows    []string // installed after the ports; none: NORMAL
+	busyPoll bool
+}
+
 // xswitchBenchCase bridges the two namespaces through a private daemon's
-// bridge with the given flows.
-func xswitchBenchCase(name string, flows []string) bench.Case {
+// bridge.
+func xswitchBenchCase(name string, xb xswitchBench) bench.Case {
 	return bench.Case{Name: name, Setup: func(ctx context.Context, hosts bench.Hosts) (func(), error) {
 		var undo undoStack
-		if err := setupXswitchBench(&undo, hosts, flows); err != nil {
+		if err := setupXswitchBench(&undo, hosts, xb); err != nil {
 			undo.run()
 			return nil, err
 		}
@@ -103,13 +138,13 @@ func xswitchBenchCase(name string, flows []string) bench.Case {
 	}}
 }
 
-func setupXswitchBench(undo *undoStack, hosts bench.Hosts, flows []string) error {
+func setupXswitchBench(undo *undoStack, hosts bench.Hosts, xb xswitchBench) error {
 	dir, err := os.MkdirTemp("", "xswitch-bench-")
 	if err != nil {
 		return err
 	}
 	undo.push(func() { os.RemoveAll(dir) })
-	client, closeDaemon, err := startPrivateDaemon(dir)
+	client, closeDaemon, err := startPrivateDaemon(dir, vswitch.Options{CPUs: []int{bench.SwitchCPU}, BusyPoll: xb.busyPoll})
 	if err != nil {
 		return err
 	}
@@ -128,10 +163,18 @@ func setupXswitchBench(undo *undoStack, hosts bench.Hosts, flows []string) error
 			return err
 		}
 	}
-	if len(flows) > 0 {
-		if _, err := client.call(control.Request{Verb: control.VerbAddFlows, Bridge: bridge, Flows: flows}); err != nil {
-			return err
-		}
+	if len(xb.flows) == 0 {
+		return nil
+	}
+	if _, err := client.call(control.Request{Verb: control.VerbAddFlows, Bridge: bridge, Flows: xb.flows}); err != nil {
+		return err
+	}
+	resp, err := client.call(control.Request{Verb: control.VerbShow, Bridge: bridge})
+	if err != nil {
+		return err
+	}
+	if len(resp.Bridges) != 1 || resp.Bridges[0].Flows != len(xb.flows) {
+		return fmt.Errorf("bridge %s holds %v flows after adding %d", bridge, resp.Bridges, len(xb.flows))
 	}
 	return nil
 }
@@ -144,15 +187,20 @@ func runBench(ctx context.Context, w io.Writer, opts benchOptions) error {
 	if err != nil {
 		return err
 	}
+	workloads, err := benchWorkloads(opts.workloads)
+	if err != nil {
+		return err
+	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	progress := w
 	if opts.json {
 		progress = os.Stderr
 	}
-	fmt.Fprintf(progress, "== %d-byte frames, %v per case, %d rounds; generator on CPU 0\n", opts.size, opts.duration, opts.rounds)
+	fmt.Fprintf(progress, "== workloads %s; %v per case, workload and round, %d rounds; generator on CPU 0\n",
+		strings.Join(opts.workloads, ","), opts.duration, opts.rounds)
 	results, err := bench.Run(ctx, bench.Options{
-		Cases: cases, Duration: opts.duration, Rounds: opts.rounds, Size: opts.size,
+		Cases: cases, Workloads: workloads, Duration: opts.duration, Rounds: opts.rounds,
 		Progress: progress, Tag: randomTag,
 	})
 	if err != nil {
@@ -161,31 +209,113 @@ func runBench(ctx context.Context, w io.Writer, opts benchOptions) error {
 	if opts.json {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		return enc.Encode(results)
+		if err := enc.Encode(results); err != nil {
+			return err
+		}
+	} else {
+		printBenchTables(w, workloads, results)
 	}
-	printBenchTable(w, results)
+	var failed []string
+	for _, r := range results {
+		if r.Error != "" {
+			failed = append(failed, fmt.Sprintf("%s under %s: %s", r.Case, r.Workload, r.Error))
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("%d measurements failed:\n  %s", len(failed), strings.Join(failed, "\n  "))
+	}
 	return nil
 }
 
-func printBenchTable(w io.Writer, results []bench.Result) {
-	var baseline float64
-	for _, r := range results {
-		if r.Case == "linux-bridge" && r.Skipped == "" {
-			baseline = r.MedianPPS
+func benchWorkloads(names []string) ([]bench.Workload, error) {
+	var workloads []bench.Workload
+	for _, name := range names {
+		w, err := bench.ParseWorkload(name)
+		if err != nil {
+			return nil, err
+		}
+		workloads = append(workloads, w)
+	}
+	if len(workloads) == 0 {
+		return nil, errors.New("no bench workloads given")
+	}
+	return workloads, nil
+}
+
+// benchBaselines are the cases every other is compared with, in the
+// tables' column order.
+var benchBaselines = []string{"linux-bridge", "ovs"}
+
+// printBenchTables prints one table per workload.
+func printBenchTables(w io.Writer, workloads []bench.Workload, results []bench.Result) {
+	for i, wl := range workloads {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		var rows []bench.Result
+		for _, r := range results {
+			if r.Workload == wl.Name {
+				rows = append(rows, r)
+			}
+		}
+		fmt.Fprintf(w, "== %s\n", wl.Name)
+		printBenchTable(w, wl.Kind, rows)
+	}
+}
+
+// printBenchTable prints the results of one workload of the given kind.
+func printBenchTable(w io.Writer, kind bench.WorkloadKind, rows []bench.Result) {
+	// headline is the figure ratios compare.
+	headline := func(r bench.Result) float64 {
+		switch kind {
+		case bench.KindUDP:
+			return r.MedianPPS
+		case bench.KindTCP:
+			return r.MedianGbps
+		default:
+			return r.P50Micros
 		}
 	}
+	baselines := make([]float64, len(benchBaselines))
+	for i, name := range benchBaselines {
+		for _, r := range rows {
+			if r.Case == name && r.Samples > 0 {
+				baselines[i] = headline(r)
+			}
+		}
+	}
+	var header string
+	switch kind {
+	case bench.KindUDP:
+		header = "case\tMpps\trange\tGbit/s"
+	case bench.KindTCP:
+		header = "case\tGbit/s\trange"
+	default:
+		header = "case\tp50 µs\tp99 µs\trange µs\tlost"
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "case\tMpps\trange\tGbit/s\tvs linux-bridge\t")
-	for _, r := range results {
-		if r.Skipped != "" {
-			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t\n", r.Case)
-			continue
+	fmt.Fprintf(tw, "%s\tvs %s\t\n", header, strings.Join(benchBaselines, "\tvs "))
+	for _, r := range rows {
+		var figures []string
+		switch {
+		case r.Samples == 0:
+			n := strings.Count(header, "\t")
+			figures = slices.Repeat([]string{"-"}, n)
+		case kind == bench.KindUDP:
+			figures = []string{fmt.Sprintf("%.3f", r.MedianPPS/1e6), fmt.Sprintf("%.3f-%.3f", r.MinPPS/1e6, r.MaxPPS/1e6), fmt.Sprintf("%.2f", r.MedianGbps)}
+		case kind == bench.KindTCP:
+			figures = []string{fmt.Sprintf("%.2f", r.MedianGbps), fmt.Sprintf("%.2f-%.2f", r.MinGbps, r.MaxGbps)}
+		default:
+			figures = []string{fmt.Sprintf("%.0f", r.P50Micros), fmt.Sprintf("%.0f", r.P99Micros), fmt.Sprintf("%.0f-%.0f", r.MinMicros, r.MaxMicros), fmt.Sprint(r.Lost)}
 		}
-		ratio := "-"
-		if baseline > 0 {
-			ratio = fmt.Sprintf("%.2fx", r.MedianPPS/baseline)
+		for _, base := range baselines {
+			ratio := "-"
+			if base > 0 && r.Samples > 0 {
+				ratio = fmt.Sprintf("%.2fx", headline(r)/base)
+			}
+			figures = append(figures, ratio)
 		}
-		fmt.Fprintf(tw, "%s\t%.3f\t%.3f-%.3f\t%.2f\t%s\t\n", r.Case, r.MedianPPS/1e6, r.MinPPS/1e6, r.MaxPPS/1e6, r.MedianGbps, ratio)
+		fmt.Fprintf(tw, "%s\t%s\t\n", r.Case, strings.Join(figures, "\t"))
 	}
 	tw.Flush()
 }

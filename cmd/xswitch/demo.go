@@ -22,6 +22,7 @@ import (
 
 	"github.com/xswitch/xswitch/control"
 	"github.com/xswitch/xswitch/internal/netns"
+	vswitch "github.com/xswitch/xswitch/switch"
 )
 
 func (c *cli) demoCommand() *cobra.Command {
@@ -81,7 +82,7 @@ func runDemo(ctx context.Context, w io.Writer) error {
 	undo.push(func() { os.RemoveAll(dir) })
 
 	fmt.Fprintf(w, "== starting a private xswitch daemon (socket %s)\n", filepath.Join(dir, "xswitch.sock"))
-	client, closeDaemon, err := startPrivateDaemon(dir)
+	client, closeDaemon, err := startPrivateDaemon(dir, vswitch.Options{})
 	if err != nil {
 		return err
 	}
@@ -172,15 +173,16 @@ func randomTag() string {
 	return hex.EncodeToString(b[:])
 }
 
-// startPrivateDaemon runs a daemon in this process on a socket in dir.
-func startPrivateDaemon(dir string) (*cli, func(), error) {
+// startPrivateDaemon serves a daemon in this process, its socket and
+// configuration in dir, with bridges made with opts.
+func startPrivateDaemon(dir string, opts vswitch.Options) (*cli, func(), error) {
 	sock := filepath.Join(dir, "xswitch.sock")
 	ln, err := control.Listen(sock)
 	if err != nil {
 		return nil, nil, err
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	d, err := control.NewDaemon(control.Options{DBPath: filepath.Join(dir, "conf.json"), Log: log})
+	d, err := control.NewDaemon(control.Options{DBPath: filepath.Join(dir, "conf.json"), Log: log, Bridge: opts})
 	if err != nil {
 		ln.Close()
 		return nil, nil, err

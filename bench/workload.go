@@ -1,0 +1,81 @@
+package bench
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Workload is the traffic a measurement sends through a case. UDP, TCP,
+// Ping and ParseWorkload make them.
+type Workload struct {
+	// Name is what ParseWorkload reads and Result.Workload says: udpN,
+	// tcp or ping.
+	Name string
+	Kind WorkloadKind
+	Size int // of each frame of a UDP workload
+}
+
+// WorkloadKind says which of Result's figures a workload yields.
+type WorkloadKind int
+
+const (
+	KindUDP  WorkloadKind = iota + 1 // frames and bits per second
+	KindTCP                          // bits per second
+	KindPing                         // round-trip times
+)
+
+// UDP is the generator's N-byte UDP frames (without FCS) as fast as the
+// kernel transmits them, in frames and bits per second into the receiver.
+func UDP(size int) Workload {
+	return Workload{Name: "udp" + strconv.Itoa(size), Kind: KindUDP, Size: size}
+}
+
+// TCP is one iperf3 stream from the generator's namespace to the
+// receiver's, in bits per second the receiver reads.
+func TCP() Workload { return Workload{Name: "tcp", Kind: KindTCP} }
+
+// Ping is ICMP echo round-trip time at idle, one request every
+// pingInterval.
+func Ping() Workload { return Workload{Name: "ping", Kind: KindPing} }
+
+// ParseWorkload reads a workload's name: "udp" and a frame size (udp64,
+// udp1500), "tcp" or "ping".
+func ParseWorkload(name string) (Workload, error) {
+	switch name {
+	case "tcp":
+		return TCP(), nil
+	case "ping":
+		return Ping(), nil
+	}
+	digits, ok := strings.CutPrefix(name, "udp")
+	if !ok {
+		return Workload{}, fmt.Errorf("unknown workload %q: want udpSIZE (such as udp64), tcp or ping", name)
+	}
+	size, err := strconv.Atoi(digits)
+	if err != nil {
+		return Workload{}, fmt.Errorf("workload %q: %q is not a frame size in bytes", name, digits)
+	}
+	w := UDP(size)
+	if err := w.validate(); err != nil {
+		return Workload{}, err
+	}
+	return w, nil
+}
+
+func (w Workload) validate() error {
+	if w.Name == "" {
+		return errors.New("a workload needs a name")
+	}
+	switch w.Kind {
+	case KindUDP:
+		if w.Size < MinFrameSize || w.Size > MaxFrameSize {
+			return fmt.Errorf("workload %q: frame size %d is outside %d..%d", w.Name, w.Size, MinFrameSize, MaxFrameSize)
+		}
+	case KindTCP, KindPing:
+	default:
+		return fmt.Errorf("workload %q was not made by UDP, TCP, Ping or ParseWorkload", w.Name)
+	}
+	return nil
+}
