@@ -372,6 +372,11 @@ func (d *Daemon) show(only string) ([]BridgeStatus, error) {
 		b := d.bridges[bc.Name]
 		bs := BridgeStatus{Name: bc.Name, Ports: []PortStatus{}, Flows: b.Flows().Len()}
 		bs.CacheHits, bs.CacheMisses = b.CacheStats()
+		busy, idle := b.ForwarderTime()
+		bs.Forwarder = ForwarderStatus{
+			CPUs: d.bridgeOpts.CPUs, BusyPoll: d.bridgeOpts.BusyPoll,
+			BusySec: busy.Seconds(), IdleSec: idle.Seconds(),
+		}
 		live := map[string]vswitch.PortStatus{}
 		for _, ps := range b.Ports() {
 			live[ps.Name] = ps

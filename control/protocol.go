@@ -57,6 +57,17 @@ type BridgeStatus struct {
 	Flows       int          `json:"flows"`
 	CacheHits   uint64       `json:"cache_hits"`
 	CacheMisses uint64       `json:"cache_misses"`
+	// Forwarder is the bridge's forwarding thread.
+	Forwarder ForwarderStatus `json:"forwarder"`
+}
+
+// ForwarderStatus is where a bridge's forwarding thread runs and how it
+// has spent its time since the bridge was created.
+type ForwarderStatus struct {
+	CPUs     []int   `json:"cpus,omitempty"` // none: any CPU
+	BusyPoll bool    `json:"busy_poll"`
+	BusySec  float64 `json:"busy_seconds"`
+	IdleSec  float64 `json:"idle_seconds"`
 }
 
 // FlowStatus is one rule as dump-flows shows it.

@@ -121,6 +121,12 @@ type jsonPMDStats struct {
 		Flows           int    `json:"flows"`
 		CacheHits       uint64 `json:"cache_hits"`
 		CacheMisses     uint64 `json:"cache_misses"`
+		Forwarder       struct {
+			CPUs     []int   `json:"cpus"`
+			BusyPoll bool    `json:"busy_poll"`
+			BusySec  float64 `json:"busy_seconds"`
+			IdleSec  float64 `json:"idle_seconds"`
+		} `json:"forwarder"`
 	} `json:"bridges"`
 }
 
@@ -283,8 +289,9 @@ func TestJSONOutput(t *testing.T) {
 
 	var pmd jsonPMDStats
 	d.xJSON(t, &pmd, "pmd-stats-show", br)
-	if len(pmd.Bridges) != 1 || pmd.Bridges[0].Name != br || pmd.Bridges[0].PacketsReceived < 6 || pmd.Bridges[0].Flows != 1 {
-		t.Errorf("pmd-stats-show: %+v, want bridge %s with 1 flow and the pings received", pmd, br)
+	if len(pmd.Bridges) != 1 || pmd.Bridges[0].Name != br || pmd.Bridges[0].PacketsReceived < 6 || pmd.Bridges[0].Flows != 1 ||
+		pmd.Bridges[0].Forwarder.BusySec <= 0 || pmd.Bridges[0].Forwarder.BusyPoll {
+		t.Errorf("pmd-stats-show: %+v, want bridge %s with 1 flow, the pings received, and a forwarder that has worked and sleeps when idle", pmd, br)
 	}
 
 	// Errors stay text on stderr, with nothing on stdout, and exit 1;

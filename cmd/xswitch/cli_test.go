@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/xswitch/xswitch/control"
 )
 
 // execute runs the CLI in-process with args and returns what it printed.
@@ -76,6 +78,23 @@ func TestParseCPUList(t *testing.T) {
 	for _, in := range []string{"", "a", "1,", "3-1", "-1", "1-", "70000"} {
 		if got, err := parseCPUList(in); err == nil {
 			t.Errorf("parseCPUList(%q) = %v, want an error", in, got)
+		}
+	}
+}
+
+func TestPrintForwarder(t *testing.T) {
+	for _, tc := range []struct {
+		f    control.ForwarderStatus
+		want string
+	}{
+		{control.ForwarderStatus{}, "  forwarding thread: any CPU, sleeps when idle\n"},
+		{control.ForwarderStatus{CPUs: []int{1, 3}, BusyPoll: true, BusySec: 1, IdleSec: 3},
+			"  forwarding thread: CPUs 1,3, busy-polls when idle\n  busy: 1.0 s (25.0%), idle: 3.0 s (75.0%)\n"},
+	} {
+		var out strings.Builder
+		printForwarder(&out, tc.f)
+		if out.String() != tc.want {
+			t.Errorf("printForwarder(%+v) = %q, want %q", tc.f, out.String(), tc.want)
 		}
 	}
 }

@@ -91,5 +91,26 @@ func printPMDStats(w io.Writer, bridges []control.BridgeStatus) {
 		fmt.Fprintf(w, "  flows: %d\n", b.Flows)
 		fmt.Fprintf(w, "  exact-match cache hits: %d\n", b.CacheHits)
 		fmt.Fprintf(w, "  classifier lookups (cache misses): %d\n", b.CacheMisses)
+		printForwarder(w, b.Forwarder)
 	}
+}
+
+// printForwarder says where a bridge's forwarding thread runs and, as OVS
+// does for a PMD thread, how much of its time went to forwarding.
+func printForwarder(w io.Writer, f control.ForwarderStatus) {
+	cpus := "any CPU"
+	if len(f.CPUs) > 0 {
+		cpus = "CPUs " + (*cpuList)(&f.CPUs).String()
+	}
+	idleMode := "sleeps when idle"
+	if f.BusyPoll {
+		idleMode = "busy-polls when idle"
+	}
+	fmt.Fprintf(w, "  forwarding thread: %s, %s\n", cpus, idleMode)
+	total := f.BusySec + f.IdleSec
+	if total == 0 {
+		return
+	}
+	fmt.Fprintf(w, "  busy: %.1f s (%.1f%%), idle: %.1f s (%.1f%%)\n",
+		f.BusySec, 100*f.BusySec/total, f.IdleSec, 100*f.IdleSec/total)
 }

@@ -292,6 +292,8 @@ type pmdBridgeJSON struct {
 	Flows           int    `json:"flows"`
 	CacheHits       uint64 `json:"cache_hits"`
 	CacheMisses     uint64 `json:"cache_misses"`
+
+	Forwarder control.ForwarderStatus `json:"forwarder"`
 }
 
 func toPMDStatsJSON(bridges []control.BridgeStatus) pmdStatsJSON {
@@ -299,7 +301,7 @@ func toPMDStatsJSON(bridges []control.BridgeStatus) pmdStatsJSON {
 	for _, b := range bridges {
 		out.Bridges = append(out.Bridges, pmdBridgeJSON{
 			Name: b.Name, PacketsReceived: packetsReceived(b), Flows: b.Flows,
-			CacheHits: b.CacheHits, CacheMisses: b.CacheMisses,
+			CacheHits: b.CacheHits, CacheMisses: b.CacheMisses, Forwarder: b.Forwarder,
 		})
 	}
 	return out
