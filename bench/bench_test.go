@@ -182,3 +182,21 @@ func TestParseIperf(t *testing.T) {
 		}
 	}
 }
+
+func TestNextCallFrames(t *testing.T) {
+	for _, tc := range []struct {
+		frames  uint32
+		elapsed time.Duration
+		want    uint32
+	}{
+		{1 << 20, time.Second, 2 << 20},            // twice as many for twice the time
+		{1 << 20, 4 * time.Second, 1 << 19},        // half
+		{1 << 20, time.Hour, minCallFrames},        // a crawl still sends something
+		{1 << 26, time.Millisecond, maxCallFrames}, // bounded
+		{1 << 20, 0, maxCallFrames},
+	} {
+		if got := nextCallFrames(tc.frames, tc.elapsed); got != tc.want {
+			t.Errorf("nextCallFrames(%d, %v) = %d, want %d", tc.frames, tc.elapsed, got, tc.want)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -23,14 +24,33 @@ type xdpMD struct {
 	EgressIfindex           uint32
 }
 
-// Frames BPF_PROG_RUN transmits per call. Each call sets up and tears down
-// a page pool, waiting for an RCU grace period (tens of milliseconds in a
-// VM): with 65,536 frames a call that wait dominated, the generator sent in
-// bursts separated by long silences, and every switch measured a fraction
-// of its rate (xswitch 0.22 Mpps, the Linux bridge 1.1). At 4 Mi frames a
-// call the wait is amortized; a cancelled run stops within about two
-// seconds.
-const framesPerRun = 1 << 22
+// How many frames BPF_PROG_RUN transmits per call. Each call sets up and
+// tears down a page pool, waiting for an RCU grace period (tens of
+// milliseconds in a VM), during which nothing is sent: with 65,536 frames
+// a call that wait dominated, and every switch measured a fraction of its
+// rate (xswitch 0.22 Mpps, the Linux bridge 1.1). A fixed 4 Mi frames
+// still left a path that lets the generator run at 15 Mpps (dropping most
+// frames at its input, as a saturated xswitch or OVS does) silent 10% of
+// the time, against 1.5% for the Linux bridge, which slows the generator
+// down to its own rate. So each call is sized to last callDuration at the
+// rate the previous call reached: the wait costs every case alike, and a
+// cancelled run stops within about that long.
+const (
+	firstCallFrames = 1 << 20
+	minCallFrames   = 1 << 16
+	maxCallFrames   = 1 << 27
+	callDuration    = 2 * time.Second
+)
+
+// nextCallFrames sizes the next call to last callDuration at the rate at
+// which the last one sent frames frames in elapsed.
+func nextCallFrames(frames uint32, elapsed time.Duration) uint32 {
+	if elapsed <= 0 {
+		return maxCallFrames
+	}
+	next := float64(frames) * callDuration.Seconds() / elapsed.Seconds()
+	return uint32(min(max(next, minCallFrames), maxCallFrames))
+}
 
 // generatorCPU is where the generator's thread runs, so that it competes
 // with the path under test for one CPU the same way in every case.
@@ -75,14 +95,16 @@ func generate(ctx context.Context, ns, iface string, frame []byte) error {
 		opts := &ebpf.RunOptions{
 			Data:      frame,
 			Context:   md,
-			Repeat:    framesPerRun,
+			Repeat:    firstCallFrames,
 			BatchSize: 256,
 			Flags:     unix.BPF_F_TEST_XDP_LIVE_FRAMES,
 		}
 		for ctx.Err() == nil {
+			start := time.Now()
 			if _, err := prog.Run(opts); err != nil {
 				return fmt.Errorf("transmit out of %q in namespace %q with BPF_PROG_RUN: %w", iface, ns, err)
 			}
+			opts.Repeat = nextCallFrames(opts.Repeat, time.Since(start))
 		}
 		return nil
 	})
