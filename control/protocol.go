@@ -57,14 +57,14 @@ type BridgeStatus struct {
 	Flows       int          `json:"flows"`
 	CacheHits   uint64       `json:"cache_hits"`
 	CacheMisses uint64       `json:"cache_misses"`
-	// Forwarder is the bridge's forwarding thread.
+	// Forwarder is the bridge's forwarding threads.
 	Forwarder ForwarderStatus `json:"forwarder"`
 }
 
-// ForwarderStatus is where a bridge's forwarding thread runs and how it
-// has spent its time since the bridge was created.
+// ForwarderStatus is where a bridge's forwarding threads run and how they
+// have spent their time since the bridge was created, summed over them.
 type ForwarderStatus struct {
-	CPUs     []int   `json:"cpus,omitempty"` // none: any CPU
+	CPUs     []int   `json:"cpus,omitempty"` // one thread on each; none: one thread on any CPU
 	BusyPoll bool    `json:"busy_poll"`
 	BusySec  float64 `json:"busy_seconds"`
 	IdleSec  float64 `json:"idle_seconds"`

@@ -40,8 +40,8 @@ type Port interface {
 	RxQueues() []RxQueue
 	// Transmit copies frames into the port's transmit ring and kicks the
 	// device once. It returns how many frames were accepted; the caller
-	// counts the rest as dropped. It never blocks waiting for ring space.
-	// Only the goroutine that owns the port's queues may call it.
+	// counts the rest as dropped. It never blocks waiting for ring space,
+	// only for another forwarding goroutine's Transmit to the same port.
 	Transmit(frames [][]byte) int
 	// Info describes how the port was opened.
 	Info() Info

@@ -29,8 +29,10 @@ type Options struct {
 	MACTableSize int
 	MACAging     time.Duration
 	CacheSize    int // entries in the forwarder's exact-match flow cache
-	// CPUs are the CPUs the forwarding thread may run on; empty means any.
-	// One CPU that nothing else uses makes a dedicated forwarding core.
+	// CPUs are where the bridge's forwarding threads run: one thread
+	// pinned to each, the bridge's receive queues dealt out among them.
+	// Empty means one thread on any CPU. A CPU that nothing else uses makes
+	// a dedicated forwarding core.
 	CPUs []int
 	// BusyPoll keeps the forwarding thread polling its rings when idle
 	// instead of sleeping in poll(2): lower latency for a core of its own.
@@ -53,22 +55,22 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Bridge is a set of ports that a forwarding goroutine switches between
+// Bridge is a set of ports that forwarding goroutines switch between
 // according to a flow table. Its methods are safe for concurrent use.
 type Bridge struct {
 	name  string
 	flows *flow.Classifier
 
-	mu    sync.Mutex // serializes changes; the forwarder itself never takes it
+	mu    sync.Mutex // serializes changes; the forwarders never take it
 	ports []*bridgePort
-	fwd   *forwarder
+	fwds  []*forwarder // one per thread; none once closed
 }
 
 type bridgePort struct {
 	port.Port
 	ofport   uint16
 	vlan     portVLAN
-	slot     uint16 // index in the forwarder's tables; set by the forwarder
+	slot     uint16 // index in the forwarders' tables
 	counters portCounters
 }
 
@@ -88,14 +90,44 @@ func New(name string, flows *flow.Table, opts Options) (*Bridge, error) {
 	if flows != nil {
 		cls.Publish(flows)
 	}
-	fwd, err := newForwarder(opts, cls)
-	if err != nil {
-		return nil, err
+	b := &Bridge{name: name, flows: cls}
+	place := alone(opts)
+	if len(opts.CPUs) > 1 {
+		place = threadPlace{fdb: newSharedMACTable(opts.MACTableSize, opts.MACAging), epoch: time.Now(), count: len(opts.CPUs)}
 	}
-	if err := fwd.start(opts.CPUs); err != nil {
-		return nil, fmt.Errorf("bridge %s: %w", name, err)
+	for i := range place.count {
+		place.index = i
+		f, err := newForwarder(opts, cls, place)
+		if err == nil {
+			var cpus []int
+			if len(opts.CPUs) > 0 {
+				cpus = opts.CPUs[i : i+1]
+			}
+			err = f.start(cpus)
+		}
+		if err != nil {
+			b.stopForwarders()
+			return nil, fmt.Errorf("bridge %s: %w", name, err)
+		}
+		b.fwds = append(b.fwds, f)
 	}
-	return &Bridge{name: name, flows: cls, fwd: fwd}, nil
+	return b, nil
+}
+
+// onEachForwarder runs fn on every forwarding thread between two of its
+// batches, one thread after the other.
+func (b *Bridge) onEachForwarder(fn func(f *forwarder)) {
+	for _, f := range b.fwds {
+		f.do(func() { fn(f) })
+	}
+}
+
+// stopForwarders stops every forwarding thread; the bridge is closed.
+func (b *Bridge) stopForwarders() {
+	for _, f := range b.fwds {
+		f.stop()
+	}
+	b.fwds = nil
 }
 
 // Flows returns the current version of the flow table.
@@ -109,10 +141,11 @@ func (b *Bridge) SetFlows(t *flow.Table) { b.flows.Publish(t) }
 func (b *Bridge) CacheStats() (hits, misses uint64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.fwd == nil {
-		return 0, 0
+	for _, f := range b.fwds {
+		h, m := f.cache.Stats()
+		hits, misses = hits+h, misses+m
 	}
-	return b.fwd.cache.Stats()
+	return hits, misses
 }
 
 // Name returns the bridge's name.
@@ -134,7 +167,7 @@ func (b *Bridge) AddPort(p port.Port, opts PortOptions) (uint16, error) {
 	ofport := opts.OFPort
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.fwd == nil {
+	if b.fwds == nil {
 		return 0, fmt.Errorf("bridge %s is closed", b.name)
 	}
 	for _, q := range b.ports {
@@ -152,7 +185,9 @@ func (b *Bridge) AddPort(p port.Port, opts PortOptions) (uint16, error) {
 		ofport = b.lowestFreeOFPort()
 	}
 	bp := &bridgePort{Port: p, ofport: ofport, vlan: compileVLAN(opts.VLAN)}
-	b.fwd.do(func() { b.fwd.addPort(bp) })
+	var slot uint16
+	b.onEachForwarder(func(f *forwarder) { slot = f.addPort(bp) })
+	bp.slot = slot
 	b.ports = append(b.ports, bp)
 	slices.SortFunc(b.ports, func(x, y *bridgePort) int { return int(x.ofport) - int(y.ofport) })
 	return ofport, nil
@@ -177,7 +212,7 @@ func (b *Bridge) RemovePort(name string) error {
 		return fmt.Errorf("no port %q on bridge %s", name, b.name)
 	}
 	bp := b.ports[i]
-	b.fwd.do(func() { b.fwd.removePort(bp) })
+	b.onEachForwarder(func(f *forwarder) { f.removePort(bp) })
 	b.ports = slices.Delete(b.ports, i, i+1)
 	return bp.Close()
 }
@@ -227,10 +262,10 @@ func (b *Bridge) Ports() []PortStatus {
 func (b *Bridge) LookupMAC(mac [6]byte, vlan uint16) (ofport uint16, ok bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	f := b.fwd
-	if f == nil {
+	if b.fwds == nil {
 		return 0, false
 	}
+	f := b.fwds[0]
 	f.do(func() {
 		var slot uint16
 		if slot, ok = f.fdb.lookup(macKey(mac[:], vlan), f.now()); ok {
@@ -245,10 +280,10 @@ func (b *Bridge) FDB() []FDBEntry {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var out []FDBEntry
-	f := b.fwd
-	if f == nil {
+	if b.fwds == nil {
 		return nil
 	}
+	f := b.fwds[0]
 	f.do(func() {
 		out = f.fdb.snapshot(f.now(), func(slot uint16) uint16 { return f.ports[slot].ofport })
 	})
@@ -259,11 +294,10 @@ func (b *Bridge) FDB() []FDBEntry {
 func (b *Bridge) Close() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.fwd == nil {
+	if b.fwds == nil {
 		return nil
 	}
-	b.fwd.stop()
-	b.fwd = nil
+	b.stopForwarders()
 	var errs []error
 	for _, q := range b.ports {
 		if err := q.Close(); err != nil {

@@ -1,6 +1,7 @@
 package vswitch
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -88,16 +89,7 @@ func TestBridgeRejectsDuplicates(t *testing.T) {
 }
 
 func TestBridgePinsItsForwarder(t *testing.T) {
-	var allowed unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &allowed); err != nil {
-		t.Fatal(err)
-	}
-	cpu := -1
-	for i := range len(allowed) * 64 {
-		if allowed.IsSet(i) {
-			cpu = i // the last CPU this process may use
-		}
-	}
+	cpu := lastAllowedCPU(t)
 	b, err := New("br0", normalTable(), Options{CPUs: []int{cpu}})
 	if err != nil {
 		t.Fatal(err)
@@ -105,7 +97,7 @@ func TestBridgePinsItsForwarder(t *testing.T) {
 	defer b.Close()
 	var got unix.CPUSet
 	var getErr error
-	b.fwd.do(func() { getErr = unix.SchedGetaffinity(0, &got) })
+	b.fwds[0].do(func() { getErr = unix.SchedGetaffinity(0, &got) })
 	if getErr != nil {
 		t.Fatal(getErr)
 	}
@@ -133,4 +125,76 @@ func TestBusyPollingBridgeForwardsAndCountsIdleTime(t *testing.T) {
 	waitTransmitted(t, p2, 1)
 	// Spinning without frames is idle time, as sleeping is.
 	waitForwarderTime(t, b, 0, 10*time.Millisecond)
+}
+
+// lastAllowedCPU is the highest-numbered CPU this process may run on.
+func lastAllowedCPU(t *testing.T) int {
+	var allowed unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &allowed); err != nil {
+		t.Fatal(err)
+	}
+	cpu := -1
+	for i := range len(allowed) * 64 {
+		if allowed.IsSet(i) {
+			cpu = i
+		}
+	}
+	return cpu
+}
+
+func TestBridgeForwardsWithSeveralThreads(t *testing.T) {
+	cpu := lastAllowedCPU(t)
+	// Two threads on one CPU: what matters here is that they share the
+	// bridge's state correctly, which the race detector watches.
+	b, err := New("br0", normalTable(), Options{CPUs: []int{cpu, cpu}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if len(b.fwds) != 2 {
+		t.Fatalf("%d forwarding threads; want one per CPU listed, 2", len(b.fwds))
+	}
+	p1, p2, p3 := porttest.New("p1"), porttest.New("p2"), porttest.New("p3")
+	for _, p := range []*porttest.Port{p1, p2, p3} {
+		if _, err := b.AddPort(p, PortOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The queues are dealt out in turn: p1's and p3's to the first thread,
+	// p2's to the second.
+	for i, want := range [][]string{{"p1", "p3"}, {"p2"}} {
+		var got []string
+		f := b.fwds[i]
+		f.do(func() {
+			for _, q := range f.queues {
+				got = append(got, f.ports[q.slot].Name())
+			}
+		})
+		if !slices.Equal(got, want) {
+			t.Errorf("thread %d polls the queues of %v; want %v", i, got, want)
+		}
+	}
+
+	// p1's station is learned by the first thread; the second finds it
+	// when p2's station answers, and sends the answer to p1 alone.
+	p1.Inject(frame(broadcast, mac(1), "from 1"))
+	waitTransmitted(t, p2, 1)
+	waitTransmitted(t, p3, 1)
+	p2.Inject(frame(mac(1), mac(2), "from 2 to 1"))
+	waitTransmitted(t, p1, 1)
+	if n := p3.Counts().Transmitted; n != 1 {
+		t.Errorf("p3 transmitted %d frames; want only the broadcast: the answer was flooded", n)
+	}
+	if fdb := b.FDB(); len(fdb) != 2 {
+		t.Errorf("FDB = %+v; want both stations", fdb)
+	}
+	if err := b.RemovePort("p1"); err != nil {
+		t.Fatal(err)
+	}
+	if fdb := b.FDB(); len(fdb) != 1 || fdb[0].Port != 2 {
+		t.Errorf("FDB after removing p1 = %+v; want p2's station only", fdb)
+	}
+	if hits, misses := b.CacheStats(); hits+misses != 2 {
+		t.Errorf("cache hits %d + misses %d; want the 2 frames received, summed over the threads", hits, misses)
+	}
 }

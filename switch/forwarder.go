@@ -2,13 +2,16 @@ package vswitch
 
 // The forwarding pipeline.
 //
-// A bridge has exactly one forwarding goroutine, locked to its OS thread. It
-// owns everything the per-frame path touches: the ports' receive queues, the
-// MAC table, the per-port transmit groups and the scratch arrays, all sized
-// when a port is added, so that forwarding a frame allocates nothing, takes
-// no lock and makes no system call of its own. System calls happen once per
-// batch: one receive, one transmit (with its kick) per output port, one
-// release.
+// A bridge has one forwarding goroutine per thread it is given (one per
+// CPU of Options.CPUs), each locked to its OS thread. The bridge's receive
+// queues are dealt out among them, and each owns its queues, its flow cache,
+// its per-port transmit groups and its scratch arrays, all sized when a port
+// is added, so that forwarding a frame allocates nothing and makes no system
+// call of its own. The threads share the flow table (immutable versions),
+// the counters (atomic), the MAC table (a lock per set, only when there are
+// several threads) and the ports' transmit side, which each port serializes.
+// System calls happen once per batch: one receive, one transmit (with its
+// kick) per output port, one release.
 //
 // One iteration, for each receive queue in turn:
 //
@@ -30,11 +33,12 @@ package vswitch
 // the same reason a rewrite that follows an output in one action list works
 // on a private copy, so that the earlier output sends the frame as it was.
 //
-// When no queue had anything to do the goroutine sleeps in poll(2) on every
-// queue's descriptor and on an eventfd that the control plane writes when it
-// has a request; in busy-poll mode it goes round again instead. Control-plane requests (add or remove a port, read the MAC
-// table) run on the forwarding goroutine between batches, which is why the
-// forwarder's state needs no locks.
+// When none of its queues had anything to do, a goroutine sleeps in poll(2)
+// on their descriptors and on an eventfd that the control plane writes when
+// it has a request; in busy-poll mode it goes round again instead.
+// Control-plane requests (add or remove a port, read the MAC table) run on
+// each forwarding goroutine between its batches, which is why a
+// forwarder's own state needs no locks.
 
 import (
 	"errors"
@@ -57,6 +61,7 @@ const (
 
 type forwarder struct {
 	batchSize int
+	place     threadPlace
 	fdb       *macTable
 	epoch     time.Time
 	flows     *flow.Classifier
@@ -102,7 +107,20 @@ type request struct {
 	done chan struct{}
 }
 
-func newForwarder(opts Options, flows *flow.Classifier) (*forwarder, error) {
+// threadPlace is a forwarding thread's place among its bridge's threads,
+// and what they share.
+type threadPlace struct {
+	fdb          *macTable
+	epoch        time.Time // of the MAC table's timestamps
+	index, count int
+}
+
+// alone is the place of a bridge's only forwarding thread.
+func alone(opts Options) threadPlace {
+	return threadPlace{fdb: newMACTable(opts.MACTableSize, opts.MACAging), epoch: time.Now(), count: 1}
+}
+
+func newForwarder(opts Options, flows *flow.Classifier, place threadPlace) (*forwarder, error) {
 	wake, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
 	if err != nil {
 		return nil, fmt.Errorf("creating the forwarder's wakeup eventfd: %w", err)
@@ -110,8 +128,9 @@ func newForwarder(opts Options, flows *flow.Classifier) (*forwarder, error) {
 	batchSize := opts.BatchSize
 	f := &forwarder{
 		batchSize: batchSize,
-		fdb:       newMACTable(opts.MACTableSize, opts.MACAging),
-		epoch:     time.Now(),
+		place:     place,
+		fdb:       place.fdb,
+		epoch:     place.epoch,
 		flows:     flows,
 		extractor: flow.NewExtractor(),
 		cache:     flow.NewCache(opts.CacheSize),
@@ -359,8 +378,10 @@ func (f *forwarder) transmitGroups() {
 	f.pending = f.pending[:0]
 }
 
-// addPort puts p in the first free slot. It runs on the forwarder.
-func (f *forwarder) addPort(p *bridgePort) {
+// addPort puts p in the first free slot and returns it. It runs on the
+// forwarder. Every thread of a bridge has the same slots, so they all
+// choose the same one, and the bridge records it in p once they have.
+func (f *forwarder) addPort(p *bridgePort) uint16 {
 	slot := len(f.ports)
 	for i, q := range f.ports {
 		if q == nil {
@@ -372,10 +393,10 @@ func (f *forwarder) addPort(p *bridgePort) {
 		f.ports = append(f.ports, nil)
 		f.groups = append(f.groups, txGroup{})
 	}
-	p.slot = uint16(slot)
 	f.ports[slot] = p
 	f.groups[slot] = txGroup{frames: make([][]byte, 0, f.batchSize)}
 	f.rebuild()
+	return uint16(slot)
 }
 
 // removePort forgets p and every address learned on it. It runs on the
@@ -388,7 +409,10 @@ func (f *forwarder) removePort(p *bridgePort) {
 }
 
 // rebuild derives the flood list, queue list and poll set from f.ports.
+// The bridge's queues, in slot and queue order, are dealt out among its
+// threads in turn; every thread has the same ports, so they agree.
 func (f *forwarder) rebuild() {
+	n := 0
 	f.live = f.live[:0]
 	f.slotOf = f.slotOf[:0]
 	f.queues = f.queues[:0]
@@ -403,8 +427,11 @@ func (f *forwarder) rebuild() {
 		}
 		f.slotOf[p.ofport] = int32(slot)
 		for _, q := range p.RxQueues() {
-			f.queues = append(f.queues, rxQueue{slot: uint16(slot), q: q})
-			f.pollFds = append(f.pollFds, unix.PollFd{Fd: int32(q.Fd()), Events: unix.POLLIN})
+			if n%f.place.count == f.place.index {
+				f.queues = append(f.queues, rxQueue{slot: uint16(slot), q: q})
+				f.pollFds = append(f.pollFds, unix.PollFd{Fd: int32(q.Fd()), Events: unix.POLLIN})
+			}
+			n++
 		}
 	}
 }

@@ -56,7 +56,8 @@ func testForwarder(t testing.TB, batch int, ports ...*porttest.Port) *forwarder 
 	t.Helper()
 	cls := flow.NewClassifier()
 	cls.Publish(normalTable())
-	f, err := newForwarder(Options{BatchSize: batch, MACTableSize: 64, MACAging: time.Hour, CacheSize: 64}, cls)
+	opts := Options{BatchSize: batch, MACTableSize: 64, MACAging: time.Hour, CacheSize: 64}
+	f, err := newForwarder(opts, cls, alone(opts))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +234,8 @@ func loopForwarder(tb testing.TB, frames [][]byte, vlan portVLAN) (*forwarder, *
 	loop := porttest.NewLoop("in", frames)
 	cls := flow.NewClassifier()
 	cls.Publish(normalTable())
-	f, err := newForwarder(Options{}.withDefaults(), cls)
+	opts := Options{}.withDefaults()
+	f, err := newForwarder(opts, cls, alone(opts))
 	if err != nil {
 		tb.Fatal(err)
 	}

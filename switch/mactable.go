@@ -4,6 +4,8 @@ import (
 	"math/bits"
 	"math/rand/v2"
 	"sort"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -21,15 +23,19 @@ const DefaultMACTableSize = 8192
 const macWays = 8
 
 // macTable is the forwarding database: which port a (VLAN, MAC) was last
-// seen on. It is owned by one forwarding goroutine; other goroutines read it
-// only through the forwarder (see Bridge.FDB).
+// seen on. A bridge with one forwarding goroutine owns it there, and other
+// goroutines read it only through the forwarder (see Bridge.FDB). A bridge
+// with several shares one table between them, with a lock per set: a
+// frame's learning and lookup each lock one set, so threads contend only
+// when their stations hash to the same set at the same moment.
 type macTable struct {
 	slots   []macEntry // len = sets*macWays
+	locks   []sync.Mutex
 	setMask uint64
 	seed    uint64 // random, so that nobody can aim addresses at one set
 	aging   int64  // nanoseconds
 
-	evictions uint64
+	evictions atomic.Uint64
 }
 
 type macEntry struct {
@@ -53,6 +59,26 @@ func newMACTable(size int, aging time.Duration) *macTable {
 	}
 }
 
+// newSharedMACTable is newMACTable for several forwarding goroutines.
+func newSharedMACTable(size int, aging time.Duration) *macTable {
+	t := newMACTable(size, aging)
+	t.locks = make([]sync.Mutex, t.setMask+1)
+	return t
+}
+
+// lock locks set i if the table is shared.
+func (t *macTable) lock(i uint64) {
+	if t.locks != nil {
+		t.locks[i].Lock()
+	}
+}
+
+func (t *macTable) unlock(i uint64) {
+	if t.locks != nil {
+		t.locks[i].Unlock()
+	}
+}
+
 // macKey packs a MAC address and a VLAN ID into one word.
 func macKey(mac []byte, vlan uint16) uint64 {
 	_ = mac[5]
@@ -61,10 +87,14 @@ func macKey(mac []byte, vlan uint16) uint64 {
 		uint64(mac[3])<<16 | uint64(mac[4])<<8 | uint64(mac[5])
 }
 
-func (t *macTable) set(key uint64) []macEntry {
+// setOf returns the index of key's set.
+func (t *macTable) setOf(key uint64) uint64 {
 	h := (key ^ t.seed) * 0x9e3779b97f4a7c15
-	i := ((h >> 32) & t.setMask) * macWays
-	return t.slots[i : i+macWays : i+macWays]
+	return (h >> 32) & t.setMask
+}
+
+func (t *macTable) set(i uint64) []macEntry {
+	return t.slots[i*macWays : (i+1)*macWays : (i+1)*macWays]
 }
 
 func (t *macTable) fresh(e *macEntry, now int64) bool {
@@ -80,7 +110,17 @@ func (t *macTable) fresh(e *macEntry, now int64) bool {
 // other ports serve: the same protection OVS gives by evicting from the port
 // with the most entries, decided within one set so that learning stays O(1).
 func (t *macTable) learn(key uint64, port uint16, now int64) {
-	set := t.set(key)
+	i := t.setOf(key)
+	if t.locks == nil {
+		t.learnIn(t.set(i), key, port, now)
+		return
+	}
+	t.locks[i].Lock()
+	t.learnIn(t.set(i), key, port, now)
+	t.locks[i].Unlock()
+}
+
+func (t *macTable) learnIn(set []macEntry, key uint64, port uint16, now int64) {
 	victim, ownVictim := 0, -1
 	for i := range set {
 		e := &set[i]
@@ -102,13 +142,26 @@ func (t *macTable) learn(key uint64, port uint16, now int64) {
 	if ownVictim >= 0 {
 		victim = ownVictim
 	}
-	t.evictions++
+	t.evictions.Add(1)
 	set[victim] = macEntry{key: key, port: port, seen: now}
 }
 
 // lookup returns the port key was last seen on, if that was recent enough.
 func (t *macTable) lookup(key uint64, now int64) (port uint16, ok bool) {
-	set := t.set(key)
+	i := t.setOf(key)
+	if t.locks == nil {
+		return t.lookupIn(t.set(i), key, now)
+	}
+	return t.lookupLocked(i, key, now)
+}
+
+func (t *macTable) lookupLocked(i, key uint64, now int64) (port uint16, ok bool) {
+	t.locks[i].Lock()
+	defer t.locks[i].Unlock()
+	return t.lookupIn(t.set(i), key, now)
+}
+
+func (t *macTable) lookupIn(set []macEntry, key uint64, now int64) (port uint16, ok bool) {
 	for i := range set {
 		if e := &set[i]; e.key == key {
 			return e.port, now-e.seen < t.aging
@@ -117,14 +170,25 @@ func (t *macTable) lookup(key uint64, now int64) (port uint16, ok bool) {
 	return 0, false
 }
 
+// eachSet calls fn on every set in turn, locked if the table is shared.
+func (t *macTable) eachSet(fn func(set []macEntry)) {
+	for i := range t.setMask + 1 {
+		t.lock(i)
+		fn(t.set(i))
+		t.unlock(i)
+	}
+}
+
 // flushPort forgets every address learned on port, as when it leaves the
 // bridge.
 func (t *macTable) flushPort(port uint16) {
-	for i := range t.slots {
-		if t.slots[i].port == port {
-			t.slots[i] = macEntry{}
+	t.eachSet(func(set []macEntry) {
+		for i := range set {
+			if set[i].port == port {
+				set[i] = macEntry{}
+			}
 		}
-	}
+	})
 }
 
 // FDBEntry is one learned address, as `xswitch fdb-show` prints it.
@@ -139,22 +203,24 @@ type FDBEntry struct {
 // output is stable. It allocates: it belongs to the control path.
 func (t *macTable) snapshot(now int64, ofport func(slot uint16) uint16) []FDBEntry {
 	var out []FDBEntry
-	for i := range t.slots {
-		e := &t.slots[i]
-		if !t.fresh(e, now) {
-			continue
+	t.eachSet(func(set []macEntry) {
+		for i := range set {
+			e := &set[i]
+			if !t.fresh(e, now) {
+				continue
+			}
+			var mac [6]byte
+			for b := range 6 {
+				mac[b] = byte(e.key >> (40 - 8*b))
+			}
+			out = append(out, FDBEntry{
+				Port: ofport(e.port),
+				VLAN: uint16(e.key>>48) & 0xfff,
+				MAC:  mac,
+				Age:  time.Duration(now - e.seen),
+			})
 		}
-		var mac [6]byte
-		for b := range 6 {
-			mac[b] = byte(e.key >> (40 - 8*b))
-		}
-		out = append(out, FDBEntry{
-			Port: ofport(e.port),
-			VLAN: uint16(e.key>>48) & 0xfff,
-			MAC:  mac,
-			Age:  time.Duration(now - e.seen),
-		})
-	}
+	})
 	sort.Slice(out, func(i, j int) bool {
 		a, b := out[i], out[j]
 		if a.Port != b.Port {

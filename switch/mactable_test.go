@@ -70,8 +70,8 @@ func TestMACTableEvictsLeastRecentlySeenWhenFull(t *testing.T) {
 			t.Fatalf("entry %d was evicted", keep)
 		}
 	}
-	if tbl.evictions != 1 {
-		t.Fatalf("evictions = %d; want 1", tbl.evictions)
+	if tbl.evictions.Load() != 1 {
+		t.Fatalf("evictions = %d; want 1", tbl.evictions.Load())
 	}
 }
 

@@ -31,16 +31,17 @@ func (c *loopClock) slept() {
 	c.mark = now
 }
 
-// ForwarderTime reports how long the bridge's forwarding goroutine has
-// spent working and asleep since the bridge was created. The two keep
-// counting until the bridge is closed, then read zero.
+// ForwarderTime reports how long the bridge's forwarding goroutines have
+// spent working and asleep since the bridge was created, summed over them.
+// The two keep counting until the bridge is closed, then read zero.
 func (b *Bridge) ForwarderTime() (busy, idle time.Duration) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.fwd == nil {
-		return 0, 0
+	for _, f := range b.fwds {
+		busy += time.Duration(f.clock.busy.Load())
+		idle += time.Duration(f.clock.idle.Load())
 	}
-	return time.Duration(b.fwd.clock.busy.Load()), time.Duration(b.fwd.clock.idle.Load())
+	return busy, idle
 }
 
 // FDBSize is how many learned addresses the bridge's MAC table holds that
@@ -49,10 +50,10 @@ func (b *Bridge) ForwarderTime() (busy, idle time.Duration) {
 func (b *Bridge) FDBSize() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	f := b.fwd
-	if f == nil {
+	if b.fwds == nil {
 		return 0
 	}
+	f := b.fwds[0]
 	var n int
 	f.do(func() { n = f.fdb.liveEntries(f.now()) })
 	return n
@@ -61,10 +62,12 @@ func (b *Bridge) FDBSize() int {
 // liveEntries counts the entries that have not aged out.
 func (t *macTable) liveEntries(now int64) int {
 	n := 0
-	for i := range t.slots {
-		if t.fresh(&t.slots[i], now) {
-			n++
+	t.eachSet(func(set []macEntry) {
+		for i := range set {
+			if t.fresh(&set[i], now) {
+				n++
+			}
 		}
-	}
+	})
 	return n
 }

@@ -87,9 +87,11 @@ func TestPrintForwarder(t *testing.T) {
 		f    control.ForwarderStatus
 		want string
 	}{
-		{control.ForwarderStatus{}, "  forwarding thread: any CPU, sleeps when idle\n"},
+		{control.ForwarderStatus{}, "  forwarding thread: any CPU, sleeping when idle\n"},
+		{control.ForwarderStatus{CPUs: []int{2}, BusySec: 1, IdleSec: 1},
+			"  forwarding thread: CPU 2, sleeping when idle\n  busy: 1.0 s (50.0%), idle: 1.0 s (50.0%)\n"},
 		{control.ForwarderStatus{CPUs: []int{1, 3}, BusyPoll: true, BusySec: 1, IdleSec: 3},
-			"  forwarding thread: CPUs 1,3, busy-polls when idle\n  busy: 1.0 s (25.0%), idle: 3.0 s (75.0%)\n"},
+			"  forwarding threads: one on each of CPUs 1,3, busy-polling when idle\n  busy: 1.0 s (25.0%), idle: 3.0 s (75.0%)\n"},
 	} {
 		var out strings.Builder
 		printForwarder(&out, tc.f)

@@ -52,7 +52,7 @@ ignored: there is nothing to reload.`,
 	f.StringVar(&logLevel, "log-level", "info", "least severe level logged: debug, info, warn or error")
 	f.StringVar(&opts.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://ADDR"+metrics.Path+" (host:port); off when empty")
 	f.IntVar(&opts.control.Bridge.MACTableSize, "mac-table-size", vswitch.DefaultMACTableSize, "learned addresses each bridge holds at most")
-	f.Var((*cpuList)(&opts.control.Bridge.CPUs), "cpus", "CPUs the forwarding threads run on, as taskset -c lists them (1 or 0,2-3); any when empty")
+	f.Var((*cpuList)(&opts.control.Bridge.CPUs), "cpus", "one forwarding thread per bridge on each of these CPUs, as taskset -c lists them (1 or 0,2-3); one thread on any CPU when empty")
 	f.BoolVar(&opts.control.Bridge.BusyPoll, "busy-poll", false, "forwarding threads poll their rings when idle instead of sleeping: lowest latency, a whole CPU each")
 	return cmd
 }

@@ -95,18 +95,22 @@ func printPMDStats(w io.Writer, bridges []control.BridgeStatus) {
 	}
 }
 
-// printForwarder says where a bridge's forwarding thread runs and, as OVS
-// does for a PMD thread, how much of its time went to forwarding.
+// printForwarder says where a bridge's forwarding threads run and, as OVS
+// does for PMD threads, how much of their time went to forwarding.
 func printForwarder(w io.Writer, f control.ForwarderStatus) {
-	cpus := "any CPU"
-	if len(f.CPUs) > 0 {
-		cpus = "CPUs " + (*cpuList)(&f.CPUs).String()
+	switch len(f.CPUs) {
+	case 0:
+		fmt.Fprint(w, "  forwarding thread: any CPU")
+	case 1:
+		fmt.Fprintf(w, "  forwarding thread: CPU %d", f.CPUs[0])
+	default:
+		fmt.Fprintf(w, "  forwarding threads: one on each of CPUs %s", (*cpuList)(&f.CPUs).String())
 	}
-	idleMode := "sleeps when idle"
 	if f.BusyPoll {
-		idleMode = "busy-polls when idle"
+		fmt.Fprintln(w, ", busy-polling when idle")
+	} else {
+		fmt.Fprintln(w, ", sleeping when idle")
 	}
-	fmt.Fprintf(w, "  forwarding thread: %s, %s\n", cpus, idleMode)
 	total := f.BusySec + f.IdleSec
 	if total == 0 {
 		return

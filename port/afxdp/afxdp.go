@@ -136,7 +136,9 @@ type Port struct {
 	sockets  []*socket
 	rxQueues []port.RxQueue
 
-	// Transmit state, owned by the forwarding goroutine.
+	// Transmit state. txMu serializes the forwarding goroutines that send
+	// through the port: uncontended, it costs one lock per batch.
+	txMu      sync.Mutex
 	frameSize uint32
 	txFree    []uint64 // tx frame addresses not on the tx or completion ring
 	// maxKicks bounds the sendto calls of one Transmit: enough to drain a

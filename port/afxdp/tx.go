@@ -7,6 +7,8 @@ import "golang.org/x/sys/unix"
 // longer than a UMEM frame are skipped. It returns how many frames it
 // queued.
 func (p *Port) Transmit(frames [][]byte) int {
+	p.txMu.Lock()
+	defer p.txMu.Unlock()
 	s := p.sockets[0]
 	p.reclaimTx(s)
 
