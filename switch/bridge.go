@@ -91,10 +91,7 @@ func New(name string, flows *flow.Table, opts Options) (*Bridge, error) {
 		cls.Publish(flows)
 	}
 	b := &Bridge{name: name, flows: cls}
-	place := alone(opts)
-	if len(opts.CPUs) > 1 {
-		place = threadPlace{fdb: newSharedMACTable(opts.MACTableSize, opts.MACAging), epoch: time.Now(), count: len(opts.CPUs)}
-	}
+	place := firstOf(max(1, len(opts.CPUs)), opts)
 	for i := range place.count {
 		place.index = i
 		f, err := newForwarder(opts, cls, place)

@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/xswitch/xswitch/internal/testenv"
 	"github.com/xswitch/xswitch/port/porttest"
 )
 
@@ -89,7 +90,8 @@ func TestBridgeRejectsDuplicates(t *testing.T) {
 }
 
 func TestBridgePinsItsForwarder(t *testing.T) {
-	cpu := lastAllowedCPU(t)
+	cpus := testenv.AllowedCPUs(t)
+	cpu := cpus[len(cpus)-1]
 	b, err := New("br0", normalTable(), Options{CPUs: []int{cpu}})
 	if err != nil {
 		t.Fatal(err)
@@ -127,23 +129,9 @@ func TestBusyPollingBridgeForwardsAndCountsIdleTime(t *testing.T) {
 	waitForwarderTime(t, b, 0, 10*time.Millisecond)
 }
 
-// lastAllowedCPU is the highest-numbered CPU this process may run on.
-func lastAllowedCPU(t *testing.T) int {
-	var allowed unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &allowed); err != nil {
-		t.Fatal(err)
-	}
-	cpu := -1
-	for i := range len(allowed) * 64 {
-		if allowed.IsSet(i) {
-			cpu = i
-		}
-	}
-	return cpu
-}
-
 func TestBridgeForwardsWithSeveralThreads(t *testing.T) {
-	cpu := lastAllowedCPU(t)
+	cpus := testenv.AllowedCPUs(t)
+	cpu := cpus[len(cpus)-1]
 	// Two threads on one CPU: what matters here is that they share the
 	// bridge's state correctly, which the race detector watches.
 	b, err := New("br0", normalTable(), Options{CPUs: []int{cpu, cpu}})

@@ -44,6 +44,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -61,15 +62,17 @@ const (
 
 type forwarder struct {
 	batchSize int
-	place     threadPlace
-	fdb       *macTable
-	epoch     time.Time
-	flows     *flow.Classifier
-	extractor *flow.Extractor
-	cache     *flow.Cache
-	key       flow.Key
-	hits      ruleHits
-	copies    copyPool
+	// thread is this forwarder's index among its bridge's threads, which
+	// number threads; rebuild deals the queues out by them.
+	thread, threads int
+	fdb             *macTable
+	epoch           time.Time
+	flows           *flow.Classifier
+	extractor       *flow.Extractor
+	cache           *flow.Cache
+	key             flow.Key
+	hits            ruleHits
+	copies          copyPool
 	// vlanDropped counts the current batch's frames that NORMAL dropped
 	// because their input port does not carry their VLAN.
 	vlanDropped uint64
@@ -115,9 +118,14 @@ type threadPlace struct {
 	index, count int
 }
 
-// alone is the place of a bridge's only forwarding thread.
-func alone(opts Options) threadPlace {
-	return threadPlace{fdb: newMACTable(opts.MACTableSize, opts.MACAging), epoch: time.Now(), count: 1}
+// firstOf returns the place of the first of count threads, with the MAC
+// table they share: locked per set when there is more than one.
+func firstOf(count int, opts Options) threadPlace {
+	fdb := newMACTable(opts.MACTableSize, opts.MACAging)
+	if count > 1 {
+		fdb.locks = make([]sync.Mutex, fdb.setMask+1)
+	}
+	return threadPlace{fdb: fdb, epoch: time.Now(), count: count}
 }
 
 func newForwarder(opts Options, flows *flow.Classifier, place threadPlace) (*forwarder, error) {
@@ -128,7 +136,8 @@ func newForwarder(opts Options, flows *flow.Classifier, place threadPlace) (*for
 	batchSize := opts.BatchSize
 	f := &forwarder{
 		batchSize: batchSize,
-		place:     place,
+		thread:    place.index,
+		threads:   place.count,
 		fdb:       place.fdb,
 		epoch:     place.epoch,
 		flows:     flows,
@@ -427,7 +436,7 @@ func (f *forwarder) rebuild() {
 		}
 		f.slotOf[p.ofport] = int32(slot)
 		for _, q := range p.RxQueues() {
-			if n%f.place.count == f.place.index {
+			if n%f.threads == f.thread {
 				f.queues = append(f.queues, rxQueue{slot: uint16(slot), q: q})
 				f.pollFds = append(f.pollFds, unix.PollFd{Fd: int32(q.Fd()), Events: unix.POLLIN})
 			}

@@ -57,7 +57,7 @@ func testForwarder(t testing.TB, batch int, ports ...*porttest.Port) *forwarder 
 	cls := flow.NewClassifier()
 	cls.Publish(normalTable())
 	opts := Options{BatchSize: batch, MACTableSize: 64, MACAging: time.Hour, CacheSize: 64}
-	f, err := newForwarder(opts, cls, alone(opts))
+	f, err := newForwarder(opts, cls, firstOf(1, opts))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +235,7 @@ func loopForwarder(tb testing.TB, frames [][]byte, vlan portVLAN) (*forwarder, *
 	cls := flow.NewClassifier()
 	cls.Publish(normalTable())
 	opts := Options{}.withDefaults()
-	f, err := newForwarder(opts, cls, alone(opts))
+	f, err := newForwarder(opts, cls, firstOf(1, opts))
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -29,8 +29,8 @@ const macWays = 8
 // frame's learning and lookup each lock one set, so threads contend only
 // when their stations hash to the same set at the same moment.
 type macTable struct {
-	slots   []macEntry // len = sets*macWays
-	locks   []sync.Mutex
+	slots   []macEntry   // len = sets*macWays
+	locks   []sync.Mutex // one per set when shared (see firstOf), else nil
 	setMask uint64
 	seed    uint64 // random, so that nobody can aim addresses at one set
 	aging   int64  // nanoseconds
@@ -56,26 +56,6 @@ func newMACTable(size int, aging time.Duration) *macTable {
 		setMask: sets - 1,
 		seed:    rand.Uint64() | 1,
 		aging:   int64(aging),
-	}
-}
-
-// newSharedMACTable is newMACTable for several forwarding goroutines.
-func newSharedMACTable(size int, aging time.Duration) *macTable {
-	t := newMACTable(size, aging)
-	t.locks = make([]sync.Mutex, t.setMask+1)
-	return t
-}
-
-// lock locks set i if the table is shared.
-func (t *macTable) lock(i uint64) {
-	if t.locks != nil {
-		t.locks[i].Lock()
-	}
-}
-
-func (t *macTable) unlock(i uint64) {
-	if t.locks != nil {
-		t.locks[i].Unlock()
 	}
 }
 
@@ -173,9 +153,13 @@ func (t *macTable) lookupIn(set []macEntry, key uint64, now int64) (port uint16,
 // eachSet calls fn on every set in turn, locked if the table is shared.
 func (t *macTable) eachSet(fn func(set []macEntry)) {
 	for i := range t.setMask + 1 {
-		t.lock(i)
+		if t.locks != nil {
+			t.locks[i].Lock()
+		}
 		fn(t.set(i))
-		t.unlock(i)
+		if t.locks != nil {
+			t.locks[i].Unlock()
+		}
 	}
 }
 

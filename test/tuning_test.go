@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/xswitch/xswitch/internal/testenv"
 )
 
@@ -19,7 +17,7 @@ import (
 // the thread spent busy and idle.
 func TestPinnedBusyPollingForwarder(t *testing.T) {
 	testenv.RequireRoot(t)
-	cpus := allowedCPUs(t)
+	cpus := testenv.AllowedCPUs(t)
 	cpu := cpus[len(cpus)-1]
 	r := newRig(t, 2, "--cpus", strconv.Itoa(cpu), "--busy-poll")
 	requirePing(t, r.hosts[0].ns, r.hosts[1].addr, 56)
@@ -77,7 +75,7 @@ func pinnedThreads(t *testing.T, pid int, cpus string) int {
 // other. Every byte must arrive.
 func TestTwoForwardingThreads(t *testing.T) {
 	testenv.RequireRoot(t)
-	cpus := allowedCPUs(t)
+	cpus := testenv.AllowedCPUs(t)
 	if len(cpus) < 2 {
 		t.Skipf("this process may use only CPU %d: two forwarding threads need two CPUs", cpus[0])
 	}
@@ -105,20 +103,4 @@ func TestTwoForwardingThreads(t *testing.T) {
 	if len(ports) != 2 {
 		t.Errorf("fdb-show after the transfer: %+v; want stations on both ports", fdb.Entries)
 	}
-}
-
-// allowedCPUs lists the CPUs this process may run on, in order.
-func allowedCPUs(t *testing.T) []int {
-	t.Helper()
-	var allowed unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &allowed); err != nil {
-		t.Fatal(err)
-	}
-	var cpus []int
-	for i := range len(allowed) * 64 {
-		if allowed.IsSet(i) {
-			cpus = append(cpus, i)
-		}
-	}
-	return cpus
 }

@@ -1,5 +1,6 @@
 // Package testenv holds what the project's tests share about their
-// environment: whether they may touch the kernel's networking.
+// environment: whether they may touch the kernel's networking, and which
+// CPUs they may pin threads to.
 package testenv
 
 import (
@@ -7,6 +8,8 @@ import (
 	"encoding/hex"
 	"os"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // RequireRoot skips a test that needs root (namespaces, XDP, AF_XDP) when
@@ -33,4 +36,20 @@ func UniqueName(t testing.TB) string {
 		t.Fatal(err)
 	}
 	return "xt" + hex.EncodeToString(b)
+}
+
+// AllowedCPUs lists, in order, the CPUs this process may run on.
+func AllowedCPUs(t testing.TB) []int {
+	t.Helper()
+	var allowed unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &allowed); err != nil {
+		t.Fatal(err)
+	}
+	var cpus []int
+	for i := range len(allowed) * 64 {
+		if allowed.IsSet(i) {
+			cpus = append(cpus, i)
+		}
+	}
+	return cpus
 }
