@@ -127,6 +127,21 @@ func TestBusyPollingBridgeForwardsAndCountsIdleTime(t *testing.T) {
 	waitTransmitted(t, p2, 1)
 	// Spinning without frames is idle time, as sleeping is.
 	waitForwarderTime(t, b, 0, 10*time.Millisecond)
+
+	// And it is spinning, not sleeping: with no frames at all, the
+	// forwarding thread still spends its time on the CPU.
+	f := b.fwds[0]
+	cpuTime := func() time.Duration {
+		var ru unix.Rusage
+		f.do(func() { unix.Getrusage(unix.RUSAGE_THREAD, &ru) })
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	const wall = 200 * time.Millisecond
+	before := cpuTime()
+	time.Sleep(wall)
+	if used := cpuTime() - before; used < wall/8 {
+		t.Errorf("the idle busy-polling thread used %v of CPU in %v; want a good part of it, even on a busy machine (a sleeping one uses next to none)", used, wall)
+	}
 }
 
 func TestBridgeForwardsWithSeveralThreads(t *testing.T) {
