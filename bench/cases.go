@@ -77,10 +77,20 @@ func setupBridge(ctx context.Context, br *netlink.Bridge, hosts Hosts) error {
 	if err := linkUp(br.Name); err != nil {
 		return err
 	}
-	// A veth delivers frames sent with XDP (the generator's) only when its
-	// peer polls with NAPI, which it does with GRO on or an XDP program.
-	if out, err := exec.CommandContext(ctx, "ethtool", "-K", hosts.GenPort, "gro", "on").CombinedOutput(); err != nil {
-		return fmt.Errorf("turn GRO on for %q: %w: %s", hosts.GenPort, err, out)
+	return enableGRO(ctx, "", hosts.GenPort)
+}
+
+// enableGRO turns GRO on for iface in namespace ns ("": this one). A frame
+// sent into a veth with XDP (the generator's, or a redirect's) arrives at
+// the peer only if the peer polls with NAPI, which it does with an XDP
+// program or with GRO on.
+func enableGRO(ctx context.Context, ns, iface string) error {
+	args := []string{"ethtool", "-K", iface, "gro", "on"}
+	if ns != "" {
+		args = append([]string{"ip", "netns", "exec", ns}, args...)
+	}
+	if out, err := exec.CommandContext(ctx, args[0], args[1:]...).CombinedOutput(); err != nil {
+		return fmt.Errorf("turn GRO on for %q in namespace %q: %w: %s", iface, ns, err, out)
 	}
 	return nil
 }
@@ -106,14 +116,11 @@ func setupXDPRedirect(ctx context.Context, hosts Hosts) (func(), error) {
 		}
 		redirects = append(redirects, r)
 	}
-	// A frame redirected into a veth arrives at its peer only if the peer
-	// polls with NAPI, which it does with an XDP program (the UDP
-	// receiver's counter) or with GRO on.
+	// The UDP receiver's counter is an XDP program; TCP and ping have none.
 	for _, ns := range []string{hosts.GenNetns, hosts.RcvNetns} {
-		cmd := exec.CommandContext(ctx, "ip", "netns", "exec", ns, "ethtool", "-K", PeerName, "gro", "on")
-		if out, err := cmd.CombinedOutput(); err != nil {
+		if err := enableGRO(ctx, ns, PeerName); err != nil {
 			cleanup()
-			return nil, fmt.Errorf("turn GRO on for %q in namespace %q: %w: %s", PeerName, ns, err, out)
+			return nil, err
 		}
 	}
 	return cleanup, nil

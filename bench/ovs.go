@@ -116,17 +116,10 @@ func setupOVS(ctx context.Context, hosts Hosts, flows []string) (_ func(), err e
 			return nil, err
 		}
 		modes[port] = mode
-		// Frames the generator sends with XDP reach the switch end only
-		// if it polls with NAPI: with an XDP program in the driver, or
-		// with GRO on.
+		// In native mode OVS's XDP program makes the generator's
+		// frames arrive; in generic mode, GRO must.
 		if port == hosts.GenPort && mode == xdpModeGeneric {
-			err := netns.Do(o.netns, func() error {
-				if out, err := exec.CommandContext(ctx, "ethtool", "-K", port, "gro", "on").CombinedOutput(); err != nil {
-					return fmt.Errorf("turn GRO on for %q: %w: %s", port, err, out)
-				}
-				return nil
-			})
-			if err != nil {
+			if err := enableGRO(ctx, o.netns, port); err != nil {
 				return nil, err
 			}
 		}
