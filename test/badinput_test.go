@@ -26,8 +26,11 @@ func TestBadInput(t *testing.T) {
 	missingNS := n.name("nope")
 	missingIface := n.name("nosuch")
 	tooLong := n.name("0123456789") // 18 characters
+	wideTooLong := n.name("ééé")    // 11 characters, 14 bytes
+	template := n.name("p%d")       // the kernel would name it ...p0
 	deleteLinkAtCleanup(t, newPort)
 	deleteLinkAtCleanup(t, tooLong[:15])
+	deleteLinkAtCleanup(t, n.name("p0"))
 
 	cases := []struct {
 		name   string
@@ -47,8 +50,12 @@ func TestBadInput(t *testing.T) {
 		{"interface on another bridge", []string{"add-port", other, p1.name}, `interface "` + p1.name + `" is already a port of bridge ` + br},
 		{"interface already on this bridge", []string{"add-port", br, p1.name}, `interface "` + p1.name + `" is already a port of bridge ` + br},
 		{"missing namespace", []string{"add-port", br, newPort, "--netns", missingNS}, `network namespace "` + missingNS + `" does not exist`},
-		{"bridge name too long", []string{"add-br", tooLong}, "longer than 15 characters"},
-		{"port name too long", []string{"add-port", br, tooLong, "--netns", spareNS}, "longer than 15 characters"},
+		{"bridge name too long", []string{"add-br", tooLong}, "is 18 bytes long, longer than 15"},
+		{"port name too long", []string{"add-port", br, tooLong, "--netns", spareNS}, "is 18 bytes long, longer than 15"},
+		{"port name too long in bytes", []string{"add-port", br, wideTooLong + "é", "--netns", spareNS}, "is 16 bytes long, longer than 15"},
+		{"port name a kernel template", []string{"add-port", br, template, "--netns", spareNS}, "which the kernel takes as a name template"},
+		{"port name a pattern", []string{"add-port", br, n.name("p*"), "--netns", spareNS}, "pattern characters"},
+		{"bridge name a pattern", []string{"add-br", n.name("[ab]")}, "pattern characters"},
 		{"duplicate bridge", []string{"add-br", br}, `bridge "` + br + `" already exists`},
 		{"bad address", []string{"add-port", br, newPort, "--netns", spareNS, "--address", "10.1.2.300/24"}, "10.1.2.300"},
 	}
@@ -66,7 +73,7 @@ func TestBadInput(t *testing.T) {
 				t.Errorf("show changed by a failed command; before:\n%s\nafter:\n%s", before, after)
 			}
 			// A refused add-port must not leave half a veth pair behind.
-			for _, link := range []string{newPort, tooLong[:15]} {
+			for _, link := range []string{newPort, tooLong[:15], n.name("p0")} {
 				if linkExists(t, link) {
 					t.Errorf("link %s exists after the failed command", link)
 				}

@@ -4,14 +4,14 @@
 package ifname
 
 import (
-	"io/fs"
-
 	"errors"
 	"fmt"
-	"github.com/vishvananda/netlink"
+	"io/fs"
 	"os"
 	"strings"
+	"unicode/utf8"
 
+	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
 
@@ -19,17 +19,27 @@ import (
 const MaxLen = unix.IFNAMSIZ - 1
 
 // Validate applies the kernel's rules for interface names (dev_valid_name)
-// to name, so that a bad one fails with a clear message rather than as
-// EINVAL from netlink or an ioctl. what says what the name is for in the
-// message: "interface", "bridge", "port".
+// to name, and xswitch's own, so that a bad one fails with a clear message
+// rather than as EINVAL from netlink or an ioctl, or worse. what says what
+// the name is for in the message: "interface", "bridge", "port".
 func Validate(what, name string) error {
 	switch {
 	case name == "":
 		return fmt.Errorf("empty %s name", what)
 	case len(name) > MaxLen:
-		return fmt.Errorf("%s name %q is longer than %d characters", what, name, MaxLen)
+		// The kernel counts bytes: "é" takes two.
+		return fmt.Errorf("%s name %q is %d bytes long, longer than %d", what, name, len(name), MaxLen)
+	case !utf8.ValidString(name):
+		return fmt.Errorf("%s name %q is not valid UTF-8", what, name)
 	case name == "." || name == ".." || strings.ContainsAny(name, "/: \t\n\v\f\r\x00"):
 		return fmt.Errorf("invalid %s name %q: it may not be \".\" or \"..\" or contain '/', ':', NUL or white space", what, name)
+	case strings.Contains(name, "%"):
+		// The kernel takes "x%d" as a template and names the device x0,
+		// x1...: the interface would not be called what was asked for.
+		return fmt.Errorf("invalid %s name %q: it may not contain '%%', which the kernel takes as a name template", what, name)
+	case strings.ContainsAny(name, "*?[]\\"):
+		// Interfaces are found in sysfs by path, where these are patterns.
+		return fmt.Errorf("invalid %s name %q: it may not contain the pattern characters '*', '?', '[', ']' or '\\'", what, name)
 	}
 	return nil
 }
