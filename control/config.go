@@ -9,12 +9,23 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
+	"regexp"
+	"time"
+
+	"github.com/xswitch/xswitch/internal/ifname"
+	"github.com/xswitch/xswitch/port/afxdp"
+	vswitch "github.com/xswitch/xswitch/switch"
 )
 
 // Config is everything the daemon persists: what a restart must restore.
+// While the daemon runs, its Config describes bridges and ports only: the
+// flow tables live in the bridges, and are written out (Flows) only in a
+// snapshot (see store.go).
 type Config struct {
-	Bridges []BridgeConfig `json:"bridges"`
+	// Generation numbers the snapshot, so that the journal of changes made
+	// after it can tell it from an older one.
+	Generation uint64         `json:"generation,omitempty"`
+	Bridges    []BridgeConfig `json:"bridges"`
 }
 
 // BridgeConfig is one bridge, its ports and its flow table.
@@ -22,9 +33,26 @@ type BridgeConfig struct {
 	Name  string       `json:"name"`
 	Ports []PortConfig `json:"ports"`
 	// Flows are the bridge's rules in ovs-ofctl syntax, highest priority
-	// first. A configuration written before flow tables has none: the
-	// bridge then gets the default table.
+	// first; a bridge without rules has an empty list. A configuration
+	// written before flow tables has none at all: the bridge then gets the
+	// default table.
 	Flows []string `json:"flows"`
+	// Installed says when each of Flows was installed, so that hard
+	// timeouts run on across a restart: the first Count rules at the first
+	// time, the next Count at the next, and so on (rules come in bulk, and
+	// one add-flows installs all of its rules at once). A configuration
+	// written before install times were kept has none: the rules count from
+	// the start.
+	Installed []InstallTime `json:"installed,omitempty"`
+	// Released are OpenFlow port numbers that ports had until lately,
+	// kept from reuse for a while (see ofport.go).
+	Released []ReleasedPort `json:"released_ofports,omitempty"`
+}
+
+// InstallTime is when a run of a bridge's rules was installed.
+type InstallTime struct {
+	At    time.Time `json:"at"`
+	Count int       `json:"count"`
 }
 
 // PortConfig is one port as the user asked for it.
@@ -82,21 +110,103 @@ func (c *Config) bridge(name string) *BridgeConfig {
 // clone returns a deep copy, so that a change can be built aside and
 // committed only once it is saved.
 func (c *Config) clone() *Config {
-	out := &Config{Bridges: make([]BridgeConfig, len(c.Bridges))}
+	out := &Config{Generation: c.Generation, Bridges: make([]BridgeConfig, len(c.Bridges))}
 	for i, b := range c.Bridges {
 		out.Bridges[i] = BridgeConfig{
-			Name:  b.Name,
-			Ports: append([]PortConfig(nil), b.Ports...),
-			Flows: b.Flows, // never modified in place, only replaced
+			Name:      b.Name,
+			Ports:     append([]PortConfig(nil), b.Ports...),
+			Flows:     b.Flows,     // never modified in place, only replaced
+			Installed: b.Installed, // likewise
+			Released:  append([]ReleasedPort(nil), b.Released...),
 		}
 	}
 	return out
 }
 
-// LoadConfig reads the configuration at path. A missing file is an empty
-// configuration; a file that does not parse is an error, and the file is
-// left alone for the operator to inspect.
-func LoadConfig(path string) (*Config, error) {
+// validate holds a configuration read from disk to the rules the verbs
+// hold their input to, so that a file edited by hand, or written by a
+// daemon with a bug since fixed, cannot bring up what no verb would have.
+func (c *Config) validate() error {
+	bridges := map[string]bool{}
+	owners := map[string]string{} // port and device names: their bridge
+	for _, bc := range c.Bridges {
+		if err := ifname.Validate("bridge", bc.Name); err != nil {
+			return err
+		}
+		if bridges[bc.Name] {
+			return fmt.Errorf("bridge %q appears twice", bc.Name)
+		}
+		bridges[bc.Name] = true
+		ofports := map[uint16]string{}
+		for _, pc := range bc.Ports {
+			if err := pc.validate(); err != nil {
+				return fmt.Errorf("bridge %s: %w", bc.Name, err)
+			}
+			names := []string{pc.Name}
+			if pc.device() != pc.Name {
+				names = append(names, pc.device())
+			}
+			for _, name := range names {
+				if owner, ok := owners[name]; ok {
+					return fmt.Errorf("interface %q belongs to two ports (on bridges %s and %s)", name, owner, bc.Name)
+				}
+				owners[name] = bc.Name
+			}
+			if other, ok := ofports[pc.OFPort]; ok {
+				return fmt.Errorf("bridge %s: ports %q and %q both have ofport %d", bc.Name, other, pc.Name, pc.OFPort)
+			}
+			ofports[pc.OFPort] = pc.Name
+		}
+		counted := 0
+		for _, run := range bc.Installed {
+			if run.Count < 1 {
+				return fmt.Errorf("bridge %s: install times for %d rules", bc.Name, run.Count)
+			}
+			counted += run.Count
+		}
+		if len(bc.Installed) > 0 && counted != len(bc.Flows) {
+			return fmt.Errorf("bridge %s: install times for %d rules, but %d rules", bc.Name, counted, len(bc.Flows))
+		}
+		for _, r := range bc.Released {
+			if r.OFPort < 1 || r.OFPort > vswitch.MaxOFPort {
+				return fmt.Errorf("bridge %s: released ofport %d out of range 1-%d", bc.Name, r.OFPort, vswitch.MaxOFPort)
+			}
+		}
+	}
+	return nil
+}
+
+// validate checks one saved port as add-port checks its arguments.
+func (pc PortConfig) validate() error {
+	if err := ifname.Validate("port", pc.Name); err != nil {
+		return err
+	}
+	if pc.OFPort < 1 || pc.OFPort > vswitch.MaxOFPort {
+		return fmt.Errorf("port %q: ofport %d out of range 1-%d", pc.Name, pc.OFPort, vswitch.MaxOFPort)
+	}
+	if pc.Queues < 0 {
+		return fmt.Errorf("port %q: negative queue count %d", pc.Name, pc.Queues)
+	}
+	if _, err := afxdp.ParseMode(pc.Mode); err != nil {
+		return fmt.Errorf("port %q: %w", pc.Name, err)
+	}
+	if _, err := pc.portOptions(); err != nil {
+		return err
+	}
+	completed := pc
+	if err := completePortType(&completed); err != nil {
+		return fmt.Errorf("port %q: %w", pc.Name, err)
+	}
+	if completed.Device != pc.Device || completed.Peer != pc.Peer {
+		return fmt.Errorf("port %q: device %q and peer %q are not what its type makes (%q, %q)",
+			pc.Name, pc.Device, pc.Peer, completed.Device, completed.Peer)
+	}
+	return nil
+}
+
+// readSnapshot reads the snapshot at path. A missing file is an empty
+// configuration.
+func readSnapshot(path string) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return &Config{}, nil
@@ -110,44 +220,48 @@ func LoadConfig(path string) (*Config, error) {
 	err = dec.Decode(&c)
 	if err == nil {
 		// A second value or stray bytes after the first mean the file is
-		// not what SaveConfig wrote: refuse it rather than guess.
+		// not what writeSnapshot wrote: refuse it rather than guess.
 		if _, tokErr := dec.Token(); tokErr != io.EOF {
 			err = errors.New("data after the configuration")
 		}
 	}
+	if err == nil {
+		err = c.validate()
+	}
 	if err != nil {
-		return nil, fmt.Errorf("configuration %s is corrupt (%v); fix or move it away, xswitch will not overwrite it", path, err)
+		return nil, corrupt(path, err)
 	}
 	return &c, nil
 }
 
-// SaveConfig writes c to path atomically: a crash at any moment leaves
-// either the old file or the new one, never a torn one.
+// corrupt is the error for a configuration file that cannot be used.
+func corrupt(path string, err error) error {
+	return fmt.Errorf("configuration %s is corrupt (%v); fix or move it away, xswitch will not overwrite it", path, err)
+}
+
+// SaveConfig writes c to path as a snapshot, atomically: a crash at any
+// moment leaves either the old file or the new one, never a torn one.
 func SaveConfig(path string, c *Config) error {
 	data, err := json.MarshalIndent(c, "", "  ")
 	if err != nil {
 		return err
 	}
+	return writeFileAtomic(path, append(data, '\n'))
+}
+
+// writeFileAtomic replaces path with data through a temporary file in the
+// same directory, synced before and after the rename.
+func writeFileAtomic(path string, data []byte) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	tmpPrefix := filepath.Base(path) + ".tmp"
-	// A save that a crash interrupted left its temporary file; without
-	// this, every crash would leave one more copy of the configuration.
-	if entries, err := os.ReadDir(dir); err == nil {
-		for _, e := range entries {
-			if strings.HasPrefix(e.Name(), tmpPrefix) {
-				os.Remove(filepath.Join(dir, e.Name()))
-			}
-		}
-	}
-	tmp, err := os.CreateTemp(dir, tmpPrefix+"*")
+	tmp, err := os.CreateTemp(dir, tempPrefix(path)+"*")
 	if err != nil {
 		return err
 	}
 	defer os.Remove(tmp.Name()) // after a successful rename there is nothing to remove
-	if _, err := tmp.Write(append(data, '\n')); err != nil {
+	if _, err := tmp.Write(data); err != nil {
 		tmp.Close()
 		return err
 	}
@@ -161,11 +275,45 @@ func SaveConfig(path string, c *Config) error {
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return err
 	}
-	// The rename is durable only once the directory is.
+	return syncDir(dir)
+}
+
+// syncDir makes a rename or a new file in dir durable.
+func syncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return err
 	}
 	defer d.Close()
 	return d.Sync()
+}
+
+// tempPrefix names the temporary files of saves to path: hidden, and
+// marked as xswitch's, so that clearing those a crash left behind can
+// never touch a file of anyone else's.
+func tempPrefix(path string) string {
+	return "." + filepath.Base(path) + ".xswitch-save-"
+}
+
+// removeStaleTemporaries removes the temporary files that saves to path
+// left when a crash interrupted them: only names os.CreateTemp made from
+// tempPrefix.
+func removeStaleTemporaries(path string) error {
+	dir := filepath.Dir(path)
+	ours := regexp.MustCompile(`^` + regexp.QuoteMeta(tempPrefix(path)) + `[0-9]+$`)
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if ours.MatchString(e.Name()) {
+			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

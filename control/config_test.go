@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestConfigRoundTrip(t *testing.T) {
@@ -16,6 +17,16 @@ func TestConfigRoundTrip(t *testing.T) {
 			{Name: "p1", OFPort: 1, Netns: "ns1", Peer: "eth0", Address: "10.0.0.1/24"},
 			{Name: "eth9", OFPort: 7, Mode: "generic", Queues: 2, VLANMode: "native-untagged", Tag: 10, Trunks: []uint16{20, 30}},
 		},
+		Flows: []string{
+			"priority=100,ip,nw_dst=10.0.0.2 actions=output:7",
+			"priority=90,ip,nw_dst=10.0.0.3 actions=output:1",
+			"priority=0 actions=NORMAL",
+		},
+		Installed: []InstallTime{
+			{At: time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC), Count: 2},
+			{At: time.Date(2025, 1, 2, 3, 4, 5, 6, time.UTC), Count: 1},
+		},
+		Released: []ReleasedPort{{Name: "p2", OFPort: 2, Time: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}},
 	}}}
 	if err := SaveConfig(path, want); err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 
 	vswitch "github.com/xswitch/xswitch/switch"
 
+	"github.com/xswitch/xswitch/flow"
 	"github.com/xswitch/xswitch/internal/ifname"
 	"github.com/xswitch/xswitch/port"
 	"github.com/xswitch/xswitch/port/afxdp"
@@ -32,7 +33,8 @@ type Daemon struct {
 	bridgeOpts vswitch.Options
 
 	mu      sync.Mutex // serializes verbs
-	cfg     *Config    // what is saved: the truth a restart restores
+	store   *store     // the configuration on disk, locked for this daemon
+	cfg     *Config    // bridges and ports as saved: the truth a restart restores
 	bridges map[string]*vswitch.Bridge
 	down    map[string]error // ports in cfg that could not be opened, by name
 
@@ -41,34 +43,33 @@ type Daemon struct {
 	linksDone  chan struct{}
 }
 
-// NewDaemon loads the configuration at opts.DBPath and brings up every
-// bridge and port it lists. A port that cannot be opened stays configured
-// and is shown as down with the reason; a configuration that cannot be read
-// is an error.
+// NewDaemon locks and loads the configuration at opts.DBPath and brings up
+// every bridge and port it lists. A port that cannot be opened stays
+// configured and is shown as down with the reason; a configuration that
+// cannot be read, or that another daemon holds, is an error.
 func NewDaemon(opts Options) (*Daemon, error) {
 	dbPath, log := opts.DBPath, opts.Log
 	if log == nil {
 		log = slog.Default()
 	}
-	cfg, err := LoadConfig(dbPath)
+	st, loaded, err := openStore(dbPath, time.Now())
 	if err != nil {
 		return nil, err
+	}
+	if loaded.torn {
+		log.Warn("the configuration's last change was cut short by a crash before it was acknowledged; it is dropped", "path", journalPath(dbPath))
 	}
 	d := &Daemon{
 		dbPath:     dbPath,
 		log:        log,
 		bridgeOpts: opts.Bridge,
-		cfg:        cfg,
+		store:      st,
+		cfg:        loaded.cfg,
 		bridges:    map[string]*vswitch.Bridge{},
 		down:       map[string]error{},
 	}
-	for _, bc := range cfg.Bridges {
-		flows, err := loadFlows(&bc, time.Now())
-		if err != nil {
-			d.Close()
-			return nil, fmt.Errorf("configuration %s: %w", dbPath, err)
-		}
-		b, err := vswitch.New(bc.Name, flows, d.bridgeOpts)
+	for _, bc := range d.cfg.Bridges {
+		b, err := vswitch.New(bc.Name, loaded.tables[bc.Name], d.bridgeOpts)
 		if err != nil {
 			d.Close()
 			return nil, fmt.Errorf("restoring bridge %s: %w", bc.Name, err)
@@ -83,7 +84,7 @@ func NewDaemon(opts Options) (*Daemon, error) {
 			log.Info("port restored", "bridge", bc.Name, "port", pc.Name)
 		}
 	}
-	log.Info("configuration loaded", "path", dbPath, "bridges", len(cfg.Bridges))
+	log.Info("configuration loaded", "path", dbPath, "bridges", len(d.cfg.Bridges), "changes_replayed", loaded.records)
 	d.stop, d.expiryDone, d.linksDone = make(chan struct{}), make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(d.expiryDone)
@@ -142,7 +143,8 @@ func (d *Daemon) openPort(pc PortConfig) (port.Port, error) {
 }
 
 // Close stops every bridge and closes its ports, leaving the configuration
-// (and the veth pairs it describes) for the next start.
+// (and the veth pairs it describes) for the next start, and releases the
+// configuration's lock.
 func (d *Daemon) Close() error {
 	if d.stop != nil {
 		close(d.stop)
@@ -152,6 +154,9 @@ func (d *Daemon) Close() error {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.store != nil && d.store.changes > 0 && len(d.bridges) == len(d.cfg.Bridges) {
+		d.compact()
+	}
 	var errs []error
 	for name, b := range d.bridges {
 		if err := b.Close(); err != nil {
@@ -159,13 +164,35 @@ func (d *Daemon) Close() error {
 		}
 		delete(d.bridges, name)
 	}
+	if d.store != nil {
+		d.store.close()
+		d.store = nil
+	}
 	return errors.Join(errs...)
 }
 
 // Handle runs one request.
 func (d *Daemon) Handle(req Request) Response {
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	var err error
+	var resp Response
+	switch req.Verb {
+	case VerbDumpFlows:
+		// A big table takes long to format: do it outside the verb lock,
+		// from the immutable version current when the request came.
+		resp.Flows, err = d.dumpFlows(req.Bridge, req.Match)
+	default:
+		d.mu.Lock()
+		resp, err = d.handleLocked(req)
+		d.mu.Unlock()
+	}
+	if err != nil {
+		return Response{Error: err.Error()}
+	}
+	return resp
+}
+
+// handleLocked runs a verb under the verb lock.
+func (d *Daemon) handleLocked(req Request) (Response, error) {
 	var err error
 	var resp Response
 	switch req.Verb {
@@ -186,32 +213,60 @@ func (d *Daemon) Handle(req Request) Response {
 	case VerbFDB:
 		resp.FDB, err = d.fdb(req.Bridge)
 	case VerbAddFlows:
-		err = d.addFlows(req.Bridge, req.Flows)
+		err = d.addFlows(req.Bridge, req.Flows, req.FlowLines)
 	case VerbModFlows:
 		resp.Changed, err = d.modFlows(req.Bridge, req.Flows, req.Strict)
 	case VerbDelFlows:
 		resp.Changed, err = d.delFlows(req.Bridge, req.Match, req.Strict)
-	case VerbDumpFlows:
-		resp.Flows, err = d.dumpFlows(req.Bridge, req.Match)
 	case VerbTrace:
 		resp.Trace, err = d.trace(req.Bridge, req.Match)
 	default:
 		err = fmt.Errorf("unknown verb %q", req.Verb)
 	}
-	if err != nil {
-		return Response{Error: err.Error()}
+	if err == nil {
+		d.compactIfDue()
 	}
-	return resp
+	return resp, err
 }
 
-// commit saves next as the configuration and adopts it.
-func (d *Daemon) commit(next *Config) error {
-	if err := SaveConfig(d.dbPath, next); err != nil {
+// save writes rec to the journal and adopts its configuration, if it has
+// one. The caller installs the flow tables rec edits once it succeeds.
+func (d *Daemon) save(rec journalRecord) error {
+	if err := d.store.append(rec); err != nil {
 		return fmt.Errorf("saving the configuration: %w", err)
 	}
-	d.cfg = next
-	d.log.Debug("configuration saved", "path", d.dbPath)
+	if rec.Config != nil {
+		d.cfg = rec.Config
+	}
 	return nil
+}
+
+// commit saves next as the configuration of bridges and ports, and adopts
+// it.
+func (d *Daemon) commit(next *Config) error {
+	return d.save(journalRecord{Time: time.Now(), Config: next})
+}
+
+// compactIfDue writes a new snapshot when the journal has outgrown the
+// last one.
+func (d *Daemon) compactIfDue() {
+	if d.store.dueForCompaction() {
+		d.compact()
+	}
+}
+
+// compact writes the configuration in use as a new snapshot. A failure
+// costs only disk space: the journal still holds every change.
+func (d *Daemon) compact() {
+	st := &state{cfg: d.cfg, tables: make(map[string]*flow.Table, len(d.bridges))}
+	for name, b := range d.bridges {
+		st.tables[name] = b.Flows()
+	}
+	if err := d.store.compact(st); err != nil {
+		d.log.Error("compacting the configuration's journal", "path", d.dbPath, "err", err)
+		return
+	}
+	d.log.Info("configuration compacted", "path", d.dbPath, "generation", d.store.generation)
 }
 
 func (d *Daemon) bridge(name string) (*vswitch.Bridge, error) {
@@ -228,18 +283,20 @@ func (d *Daemon) addBridge(name string) error {
 	if _, ok := d.bridges[name]; ok {
 		return fmt.Errorf("bridge %q already exists", name)
 	}
-	bc := BridgeConfig{Name: name, Ports: []PortConfig{}, Flows: defaultFlows}
-	flows, err := loadFlows(&bc, time.Now())
+	bc := BridgeConfig{Name: name, Ports: []PortConfig{}}
+	now := time.Now()
+	rules, err := parseRules(&bc, defaultFlows, nil)
 	if err != nil {
 		return err
 	}
-	b, err := vswitch.New(name, flows, d.bridgeOpts)
+	b, err := vswitch.New(name, flow.NewTable(nil, 1).AddAll(rules, now), d.bridgeOpts)
 	if err != nil {
 		return err
 	}
 	next := d.cfg.clone()
 	next.Bridges = append(next.Bridges, bc)
-	if err := d.commit(next); err != nil {
+	rec := journalRecord{Time: now, Config: next, Flows: []tableEdit{{Bridge: name, Reset: true, Add: defaultFlows}}}
+	if err := d.save(rec); err != nil {
 		b.Close()
 		return err
 	}
@@ -285,8 +342,10 @@ func (d *Daemon) addPort(bridge string, pc PortConfig) (err error) {
 	if owner, _, ok := d.findPort(pc.Name); ok {
 		return fmt.Errorf("interface %q is already a port of bridge %s", pc.Name, owner)
 	}
-	if pc.OFPort > vswitch.MaxOFPort {
-		return fmt.Errorf("ofport %d out of range 1-%d", pc.OFPort, vswitch.MaxOFPort)
+	next := d.cfg.clone()
+	bc := next.bridge(bridge)
+	if pc.OFPort, err = allocOFPort(bc, pc.Name, pc.OFPort, time.Now()); err != nil {
+		return err
 	}
 	if _, err := afxdp.ParseMode(pc.Mode); err != nil {
 		return err
@@ -314,20 +373,16 @@ func (d *Daemon) addPort(bridge string, pc PortConfig) (err error) {
 	if err != nil {
 		return err
 	}
-	ofport, err := addToBridge(b, p, pc)
-	if err != nil {
+	if _, err := addToBridge(b, p, pc); err != nil {
 		p.Close()
 		return err
 	}
-	pc.OFPort = ofport
-	next := d.cfg.clone()
-	bc := next.bridge(bridge)
 	bc.Ports = append(bc.Ports, pc)
 	if err := d.commit(next); err != nil {
 		b.RemovePort(pc.Name)
 		return err
 	}
-	d.log.Info("port added", "bridge", bridge, "port", pc.Name, "ofport", ofport, "info", p.Info())
+	d.log.Info("port added", "bridge", bridge, "port", pc.Name, "ofport", pc.OFPort, "info", p.Info())
 	return nil
 }
 
@@ -344,6 +399,7 @@ func (d *Daemon) delPort(bridge, name string) error {
 	}
 	pc := bc.Ports[i]
 	bc.Ports = slices.Delete(bc.Ports, i, i+1)
+	bc.release(pc, time.Now())
 	if err := d.commit(next); err != nil {
 		return err
 	}

@@ -27,14 +27,18 @@ func (b *bridgePorts) PortNumber(name string) (uint16, bool) {
 }
 
 // parseRules parses flows for bridge bc, all or nothing. Errors name the
-// line when there are several.
-func parseRules(bc *BridgeConfig, flows []string) ([]flow.Rule, error) {
+// rule when there are several: by its line, when lines gives the line
+// numbers of a file's rules, else by its place in flows.
+func parseRules(bc *BridgeConfig, flows []string, lines []int) ([]flow.Rule, error) {
 	rules := make([]flow.Rule, 0, len(flows))
 	for i, text := range flows {
 		r, err := flow.ParseRule(text, (*bridgePorts)(bc))
 		if err != nil {
 			err = onBridge(err, bc.Name)
-			if len(flows) > 1 {
+			switch {
+			case len(lines) == len(flows):
+				return nil, fmt.Errorf("line %d (%s): %w", lines[i], text, err)
+			case len(flows) > 1:
 				return nil, fmt.Errorf("flow %d (%s): %w", i+1, text, err)
 			}
 			return nil, err
@@ -60,42 +64,83 @@ func onBridge(err error, bridge string) error {
 	return err
 }
 
-// loadFlows builds a bridge's table from its saved rules.
+// loadFlows builds a bridge's table from its saved rules. Rules saved
+// without the time they were installed count from now.
 func loadFlows(bc *BridgeConfig, now time.Time) (*flow.Table, error) {
 	texts := bc.Flows
 	if texts == nil { // saved before xswitch had flow tables
 		texts = defaultFlows
 	}
-	rules, err := parseRules(bc, texts)
+	rules, err := parseRules(bc, texts, nil)
 	if err != nil {
 		return nil, fmt.Errorf("bridge %s: saved flows: %w", bc.Name, err)
 	}
-	return flow.NewTable(nil, 1).AddAll(rules, now), nil
+	restore := make([]flow.SavedRule, len(rules))
+	next := 0
+	for _, run := range bc.Installed {
+		for range run.Count {
+			restore[next].Installed = run.At
+			next++
+		}
+	}
+	for i, r := range rules {
+		restore[i].Rule = r
+		if restore[i].Installed.IsZero() {
+			restore[i].Installed = now.UTC().Round(0) // as it will read back from a snapshot
+		}
+	}
+	return flow.NewTable(nil, 1).Apply(flow.Edit{Restore: restore}, now)
 }
 
-// formatFlows is how a table is saved: ovs-ofctl syntax, which parses back
-// to the same rules.
-func formatFlows(t *flow.Table) []string {
-	out := []string{}
+// formatFlows is how a snapshot saves a table: ovs-ofctl syntax, which
+// parses back to the same rules, and when they were installed.
+func formatFlows(t *flow.Table) (texts []string, installed []InstallTime) {
+	texts = []string{}
 	for _, e := range t.Entries() {
-		out = append(out, flow.FormatRule(e.Rule))
+		texts = append(texts, flow.FormatRule(e.Rule))
+		if n := len(installed); n > 0 && installed[n-1].At.Equal(e.Installed) {
+			installed[n-1].Count++
+		} else {
+			installed = append(installed, InstallTime{At: e.Installed.UTC().Round(0), Count: 1})
+		}
+	}
+	return texts, installed
+}
+
+// formatRules and formatEntries write rules for the journal.
+func formatRules(rules []flow.Rule) []string {
+	out := make([]string, len(rules))
+	for i, r := range rules {
+		out[i] = flow.FormatRule(r)
 	}
 	return out
 }
 
-// setFlows saves t as bridge's table and then installs it, so that a table
-// is never in use that a restart would not bring back.
-func (d *Daemon) setFlows(bridge string, b *vswitch.Bridge, t *flow.Table) error {
-	next := d.cfg.clone()
-	next.bridge(bridge).Flows = formatFlows(t)
-	if err := d.commit(next); err != nil {
+func formatEntries(entries []*flow.Entry) []string {
+	out := make([]string, len(entries))
+	for i, e := range entries {
+		out[i] = flow.FormatRule(e.Rule)
+	}
+	return out
+}
+
+// setFlows saves the change edit, which made t from bridge's table, then
+// installs t, so that a table is never in use that a restart would not
+// bring back. An edit that leaves the table empty is saved as such, not
+// as every rule it removed.
+func (d *Daemon) setFlows(b *vswitch.Bridge, t *flow.Table, edit tableEdit, now time.Time) error {
+	edit.Bridge = b.Name()
+	if t.Len() == 0 {
+		edit = tableEdit{Bridge: edit.Bridge, Reset: true}
+	}
+	if err := d.save(journalRecord{Time: now, Flows: []tableEdit{edit}}); err != nil {
 		return err
 	}
 	b.SetFlows(t)
 	return nil
 }
 
-func (d *Daemon) addFlows(bridge string, flows []string) error {
+func (d *Daemon) addFlows(bridge string, flows []string, lines []int) error {
 	b, err := d.bridge(bridge)
 	if err != nil {
 		return err
@@ -103,11 +148,12 @@ func (d *Daemon) addFlows(bridge string, flows []string) error {
 	if len(flows) == 0 {
 		return errors.New("no flows given")
 	}
-	rules, err := parseRules(d.cfg.bridge(bridge), flows)
+	rules, err := parseRules(d.cfg.bridge(bridge), flows, lines)
 	if err != nil {
 		return err
 	}
-	if err := d.setFlows(bridge, b, b.Flows().AddAll(rules, time.Now())); err != nil {
+	now := time.Now()
+	if err := d.setFlows(b, b.Flows().AddAll(rules, now), tableEdit{Add: formatRules(rules)}, now); err != nil {
 		return err
 	}
 	d.log.Info("flows added", "bridge", bridge, "count", len(rules))
@@ -131,15 +177,16 @@ func (d *Daemon) modFlows(bridge string, flows []string, strict bool) (int, erro
 	if r.Cookie != 0 {
 		filter.Cookie, filter.CookieMask = r.Cookie, ^uint64(0)
 	}
-	t, n := b.Flows().Modify(filter, strict, r.Actions, time.Now())
-	if n == 0 {
+	now := time.Now()
+	t, modified := b.Flows().Modify(filter, strict, r.Actions, now)
+	if len(modified) == 0 {
 		return 0, nil
 	}
-	if err := d.setFlows(bridge, b, t); err != nil {
+	if err := d.setFlows(b, t, tableEdit{Modify: formatEntries(modified)}, now); err != nil {
 		return 0, err
 	}
-	d.log.Info("flows modified", "bridge", bridge, "count", n)
-	return n, nil
+	d.log.Info("flows modified", "bridge", bridge, "count", len(modified))
+	return len(modified), nil
 }
 
 func (d *Daemon) delFlows(bridge, match string, strict bool) (int, error) {
@@ -151,29 +198,35 @@ func (d *Daemon) delFlows(bridge, match string, strict bool) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	t, n := b.Flows().Delete(filter, strict)
-	if n == 0 {
+	t, removed := b.Flows().Delete(filter, strict)
+	if len(removed) == 0 {
 		return 0, nil
 	}
-	if err := d.setFlows(bridge, b, t); err != nil {
+	if err := d.setFlows(b, t, tableEdit{Remove: formatEntries(removed)}, time.Now()); err != nil {
 		return 0, err
 	}
-	d.log.Info("flows deleted", "bridge", bridge, "count", n)
-	return n, nil
+	d.log.Info("flows deleted", "bridge", bridge, "count", len(removed))
+	return len(removed), nil
 }
 
+// dumpFlows takes the verb lock only to find the table: the
+// configuration and the table it finds are immutable versions.
 func (d *Daemon) dumpFlows(bridge, match string) ([]FlowStatus, error) {
+	d.mu.Lock()
 	b, err := d.bridge(bridge)
+	bc := d.cfg.bridge(bridge)
+	d.mu.Unlock()
 	if err != nil {
 		return nil, err
 	}
-	filter, err := parseFilter(d.cfg.bridge(bridge), match)
+	table := b.Flows()
+	filter, err := parseFilter(bc, match)
 	if err != nil {
 		return nil, err
 	}
 	now := time.Now()
 	out := []FlowStatus{}
-	for _, e := range b.Flows().Select(filter, false) {
+	for _, e := range table.Select(filter, false) {
 		out = append(out, flowStatus(e, now))
 	}
 	return out, nil
@@ -212,7 +265,7 @@ func (d *Daemon) expireFlows(now time.Time) {
 		if len(expired) == 0 {
 			continue
 		}
-		if err := d.setFlows(name, b, t); err != nil {
+		if err := d.setFlows(b, t, tableEdit{Remove: formatEntries(expired)}, now); err != nil {
 			d.log.Error("expiring flows", "bridge", name, "err", err)
 			continue
 		}
@@ -220,6 +273,7 @@ func (d *Daemon) expireFlows(now time.Time) {
 			d.log.Info("flow expired", "bridge", name, "flow", flow.FormatRule(e.Rule))
 		}
 	}
+	d.compactIfDue()
 }
 
 // expireLoop checks timeouts once a second until stop is closed. OpenFlow

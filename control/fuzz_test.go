@@ -3,11 +3,15 @@ package control
 import (
 	"bytes"
 	"encoding/json"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 var requestSeeds = []string{
@@ -32,7 +36,7 @@ func FuzzRequest(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		req, err := decodeRequest(bytes.NewReader(data))
+		req, _, err := decodeRequest(bytes.NewReader(data))
 		if err != nil {
 			return
 		}
@@ -42,7 +46,7 @@ func FuzzRequest(f *testing.F) {
 		if err != nil {
 			t.Fatalf("decoded %+v from %q, which does not encode: %v", req, data, err)
 		}
-		again, err := decodeRequest(bytes.NewReader(first))
+		again, _, err := decodeRequest(bytes.NewReader(first))
 		if err != nil {
 			t.Fatalf("re-encoded request %s does not decode: %v", first, err)
 		}
@@ -58,12 +62,12 @@ func FuzzRequest(f *testing.F) {
 // inside it is read.
 func TestDecodeRequestLimit(t *testing.T) {
 	oversized := `{"verb":"add-flows","flows":["` + strings.Repeat("x", maxRequestSize) + `"]}`
-	if _, err := decodeRequest(strings.NewReader(oversized)); err == nil || !strings.Contains(err.Error(), "larger than") {
+	if _, _, err := decodeRequest(strings.NewReader(oversized)); err == nil || !strings.Contains(err.Error(), "larger than") {
 		t.Errorf("a request of %d bytes: error %v, want one saying it is larger than the limit", len(oversized), err)
 	}
 	head := `{"verb":"show","match":"`
 	fits := head + strings.Repeat("y", maxRequestSize-len(head)-2) + `"}`
-	req, err := decodeRequest(strings.NewReader(fits))
+	req, _, err := decodeRequest(strings.NewReader(fits))
 	if err != nil || req.Verb != "show" {
 		t.Errorf("a request of exactly %d bytes: %+v, %v; want it decoded", len(fits), req.Verb, err)
 	}
@@ -140,26 +144,90 @@ func TestTrailingDataIsCorrupt(t *testing.T) {
 	}
 }
 
-// TestSaveRemovesTemporariesOfInterruptedSaves: a daemon killed during a
-// save leaves its temporary file; the next save clears it, and nothing
-// else beside the configuration.
-func TestSaveRemovesTemporariesOfInterruptedSaves(t *testing.T) {
+// TestOnlyOwnTemporariesAreRemoved: a daemon killed during a save leaves
+// its temporary file, which the next daemon clears at start-up; files that
+// only look like one, a user's among them, stay.
+func TestOnlyOwnTemporariesAreRemoved(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "conf.json")
-	for _, name := range []string{"conf.json.tmp123", "conf.json.tmp", "other.json.tmp9"} {
+	ours := ".conf.json.xswitch-save-123456"
+	theirs := []string{"conf.json.tmp123", "conf.json.tmp", ".conf.json.xswitch-save-mine", "other.json.tmp9"}
+	for _, name := range append([]string{ours}, theirs...) {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte("{"), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := SaveConfig(path, &Config{}); err != nil {
+	s, _, err := openStore(path, time.Now())
+	if err != nil {
 		t.Fatal(err)
 	}
+	defer s.close()
 	entries, _ := os.ReadDir(dir)
 	var names []string
 	for _, e := range entries {
 		names = append(names, e.Name())
 	}
-	if want := []string{"conf.json", "other.json.tmp9"}; !reflect.DeepEqual(names, want) {
-		t.Errorf("after a save the directory holds %v, want %v", names, want)
+	want := append([]string{"conf.json.journal", "conf.json.lock"}, theirs...)
+	slices.Sort(want)
+	if !slices.Equal(names, want) {
+		t.Errorf("after start-up the directory holds %v, want %v", names, want)
 	}
+}
+
+var journalSeeds = []string{
+	"",
+	`556d03aa {"generation":0}` + "\n",
+	`7d8bbd51 {"generation":0}` + "\n" + `00000000 {"time":"2026-12-01T00:00:00Z"}` + "\n",
+	"garbage\nmore garbage\n",
+	`{"generation":0}`,
+}
+
+// FuzzLoadJournal checks that loading a configuration never panics
+// whatever its journal holds, refuses damage by saying the journal is
+// corrupt and leaves it as it was, and that what it loads is saved and
+// loaded back unchanged.
+func FuzzLoadJournal(f *testing.F) {
+	dir := f.TempDir()
+	seed := filepath.Join(dir, "conf.json")
+	d, err := NewDaemon(Options{DBPath: seed, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		f.Fatal(err)
+	}
+	d.Handle(Request{Verb: VerbAddBridge, Bridge: "br0"})
+	d.Handle(Request{Verb: VerbAddFlows, Bridge: "br0", Flows: []string{"priority=7,arp,actions=drop", "cookie=0x1,priority=9,ip,nw_dst=10.0.0.1,actions=output:3"}})
+	d.Handle(Request{Verb: VerbModFlows, Bridge: "br0", Flows: []string{"arp,actions=NORMAL"}})
+	d.Handle(Request{Verb: VerbDelFlows, Bridge: "br0", Match: "ip", Strict: false})
+	crash(d)
+	written, _ := os.ReadFile(journalPath(seed))
+	f.Add(written)
+	for _, s := range journalSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		path := filepath.Join(t.TempDir(), "conf.json")
+		if err := os.WriteFile(journalPath(path), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		loaded, err := LoadConfig(path)
+		if err != nil {
+			if !strings.Contains(err.Error(), "corrupt") || !strings.Contains(err.Error(), journalPath(path)) {
+				t.Fatalf("journal %q: error %q does not say the journal is corrupt", data, err)
+			}
+			if kept, _ := os.ReadFile(journalPath(path)); !bytes.Equal(kept, data) {
+				t.Fatalf("journal %q was changed to %q", data, kept)
+			}
+			return
+		}
+		resaved := filepath.Join(t.TempDir(), "resaved.json")
+		if err := SaveConfig(resaved, loaded); err != nil {
+			t.Fatalf("SaveConfig of %+v loaded with journal %q: %v", loaded, data, err)
+		}
+		reloaded, err := LoadConfig(resaved)
+		if err != nil {
+			t.Fatalf("LoadConfig of a saved configuration (journal %q): %v", data, err)
+		}
+		if !reflect.DeepEqual(loaded.Bridges, reloaded.Bridges) {
+			t.Fatalf("journal %q: loaded %+v, after save and load %+v", data, loaded, reloaded)
+		}
+	})
 }

@@ -2,7 +2,8 @@
 // bridges, the protocol its clients speak over a unix socket, and the
 // configuration it persists.
 //
-// The protocol is one JSON request and one JSON response per connection.
+// The protocol is one JSON request and one JSON response per connection;
+// add-flows may stream its rules after the request instead (Stream).
 // Responses carry structured data; formatting for people is the client's
 // business, so that scripts can ask for the same data as JSON.
 package control
@@ -17,6 +18,14 @@ type Request struct {
 	AddPort *PortConfig `json:"add_port,omitempty"`
 	// Flows are rules in ovs-ofctl syntax, for add-flow(s) and mod-flows.
 	Flows []string `json:"flows,omitempty"`
+	// Stream says that add-flows' rules follow the request on the
+	// connection, from the line after it, one per line as in an add-flows
+	// file, until the client shuts its side down: a file of any size, in
+	// constant client memory.
+	Stream bool `json:"stream,omitempty"`
+	// FlowLines are the line numbers of streamed rules, for the daemon's
+	// error messages.
+	FlowLines []int `json:"-"`
 	// Match selects rules for mod-flows, del-flows and dump-flows, and
 	// describes the packet for trace.
 	Match  string `json:"match,omitempty"`

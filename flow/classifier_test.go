@@ -504,15 +504,17 @@ func TestClassifierMatchesLinearScanAcrossEdits(t *testing.T) {
 					strict := g.pick(2) == 0
 					f := g.filter(strict)
 					what = fmt.Sprintf("delete strict=%v %+v", strict, f)
-					tab, got = tab.Delete(f, strict)
-					want = ref.delete(f, strict)
+					var deleted []*Entry
+					tab, deleted = tab.Delete(f, strict)
+					got, want = len(deleted), ref.delete(f, strict)
 				case op < 9:
 					strict := g.pick(2) == 0
 					f := g.filter(strict)
 					actions := output(uint16(100 + step))
 					what = fmt.Sprintf("modify strict=%v %+v", strict, f)
-					tab, got = tab.Modify(f, strict, actions, now)
-					want = ref.modify(f, strict, actions)
+					var modified []*Entry
+					tab, modified = tab.Modify(f, strict, actions, now)
+					got, want = len(modified), ref.modify(f, strict, actions)
 				default:
 					what = "expire"
 					var expired []*Entry

@@ -2,6 +2,7 @@ package flow
 
 import (
 	"cmp"
+	"fmt"
 	"maps"
 	"slices"
 	"sync/atomic"
@@ -131,34 +132,86 @@ func (t *Table) AddAll(rs []Rule, now time.Time) *Table {
 	return b.build(t.version + 1)
 }
 
+// Edit is a change to a table's entries as a saved configuration keeps
+// it: entries that go, entries that take new actions (both found by their
+// Match and Priority, which are unique in a table) and rules restored as
+// they were saved.
+type Edit struct {
+	Remove  []Rule
+	Modify  []Rule
+	Restore []SavedRule
+}
+
+// SavedRule is a rule as a configuration keeps it.
+type SavedRule struct {
+	Rule
+	Installed time.Time
+}
+
+// Apply makes e's change as one new version (t itself if e is empty).
+// Restored rules keep the time they were first installed, so that their
+// hard_timeout and duration run on across a restart, but count as idle
+// only from now, since their hits before it are not known. A rule to
+// remove or modify that t does not hold is an error: the change was not
+// made against this table.
+func (t *Table) Apply(e Edit, now time.Time) (*Table, error) {
+	if len(e.Remove)+len(e.Modify)+len(e.Restore) == 0 {
+		return t, nil
+	}
+	b := newBuilder(t)
+	for _, r := range e.Remove {
+		old := b.find(&r)
+		if old == nil {
+			return nil, fmt.Errorf("no rule to remove: %s", FormatRule(r))
+		}
+		b.remove(old)
+	}
+	for _, r := range e.Modify {
+		old := b.find(&r)
+		if old == nil {
+			return nil, fmt.Errorf("no rule to modify: %s", FormatRule(r))
+		}
+		modified := *old
+		modified.Actions = r.Actions
+		b.replace(old, &modified)
+	}
+	for _, s := range e.Restore {
+		entry := newEntry(s.Rule, s.Installed)
+		entry.stats.lastUsed.Store(now.UnixNano())
+		b.insert(entry)
+	}
+	return b.build(t.version + 1), nil
+}
+
 // Modify gives the selected entries (see Select) new actions, keeping their
 // counters, timeouts and installation time. It returns the new version and
-// how many entries changed; with none, t itself.
+// the entries as modified; with none, t itself.
 //
 // now is unused: hard_timeout counts from Installed, which mod-flows keeps.
-func (t *Table) Modify(f Filter, strict bool, actions []Action, _ time.Time) (*Table, int) {
+func (t *Table) Modify(f Filter, strict bool, actions []Action, _ time.Time) (*Table, []*Entry) {
 	selected := t.Select(f, strict)
 	if len(selected) == 0 {
-		return t, 0
+		return t, nil
 	}
 	actions = slices.Clone(actions)
 	b := newBuilder(t)
-	for _, old := range selected {
+	for i, old := range selected {
 		modified := *old
 		modified.Actions = actions
 		b.replace(old, &modified)
+		selected[i] = &modified
 	}
-	return b.build(t.version + 1), len(selected)
+	return b.build(t.version + 1), selected
 }
 
 // Delete removes the selected entries (see Select). It returns the new
-// version and how many entries it removed; with none, t itself.
-func (t *Table) Delete(f Filter, strict bool) (*Table, int) {
+// version and the entries it removed; with none, t itself.
+func (t *Table) Delete(f Filter, strict bool) (*Table, []*Entry) {
 	selected := t.Select(f, strict)
 	if len(selected) == 0 {
-		return t, 0
+		return t, nil
 	}
-	return t.without(selected), len(selected)
+	return t.without(selected), selected
 }
 
 // Select returns the entries f selects, in Entries order, as ovs-ofctl's
@@ -347,6 +400,21 @@ func (b *builder) remove(e *Entry) {
 	st.n--
 	b.n--
 	b.stale[st] = true
+}
+
+// find returns the entry with r's Match and Priority, or nil.
+func (b *builder) find(r *Rule) *Entry {
+	i, ok := b.byMask[r.Match.Mask]
+	if !ok {
+		return nil
+	}
+	key := r.Match.Key.And(&r.Match.Mask)
+	for _, e := range b.subtables[i].buckets[key] {
+		if e.Priority == r.Priority {
+			return e
+		}
+	}
+	return nil
 }
 
 // replace puts updated in old's place; both have the same Match, Priority

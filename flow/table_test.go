@@ -231,9 +231,9 @@ func TestModifyKeepsCountersAndTimeouts(t *testing.T) {
 	old := v1.Select(Filter{Match: inPort(1)}, true)[0]
 	old.Hit(4, 400, t0.Add(time.Second))
 
-	v2, n := v1.Modify(Filter{Match: inPort(1)}, false, output(9), t0.Add(5*time.Second))
-	if n != 1 {
-		t.Fatalf("modified %d entries, want 1", n)
+	v2, modified := v1.Modify(Filter{Match: inPort(1)}, false, output(9), t0.Add(5*time.Second))
+	if len(modified) != 1 || !slices.Equal(modified[0].Actions, output(9)) {
+		t.Fatalf("modified %v, want the one entry with its new actions", modified)
 	}
 	e := v2.Lookup(&Key{InPort: 1})
 	if !slices.Equal(e.Actions, output(9)) {
@@ -272,9 +272,9 @@ func TestModifyAndDeleteStrictness(t *testing.T) {
 		{"none", Filter{Match: inPort(9)}, false, 0},
 	}
 	for _, tt := range tests {
-		modified, n := tab.Modify(tt.filter, tt.strict, output(99), t0)
-		if n != tt.want {
-			t.Errorf("%s: modified %d, want %d", tt.name, n, tt.want)
+		modified, changed := tab.Modify(tt.filter, tt.strict, output(99), t0)
+		if n := len(changed); n != tt.want {
+			t.Errorf("%s: modified %d, want %d", tt.name, len(changed), tt.want)
 		}
 		to99 := 0
 		for _, e := range modified.Entries() {
@@ -285,9 +285,9 @@ func TestModifyAndDeleteStrictness(t *testing.T) {
 		if to99 != tt.want {
 			t.Errorf("%s: %d entries output to 99, want %d", tt.name, to99, tt.want)
 		}
-		deleted, n := tab.Delete(tt.filter, tt.strict)
-		if n != tt.want || deleted.Len() != tab.Len()-tt.want {
-			t.Errorf("%s: deleted %d leaving %d, want %d leaving %d", tt.name, n, deleted.Len(), tt.want, tab.Len()-tt.want)
+		deleted, removed := tab.Delete(tt.filter, tt.strict)
+		if n := len(removed); n != tt.want || deleted.Len() != tab.Len()-tt.want {
+			t.Errorf("%s: deleted %d leaving %d, want %d leaving %d", tt.name, len(removed), deleted.Len(), tt.want, tab.Len()-tt.want)
 		}
 		if len(deleted.Select(tt.filter, tt.strict)) != 0 {
 			t.Errorf("%s: entries still selected after deleting them", tt.name)

@@ -56,6 +56,8 @@ func TestBadInput(t *testing.T) {
 		{"port name a kernel template", []string{"add-port", br, template, "--netns", spareNS}, "which the kernel takes as a name template"},
 		{"port name a pattern", []string{"add-port", br, n.name("p*"), "--netns", spareNS}, "pattern characters"},
 		{"bridge name a pattern", []string{"add-br", n.name("[ab]")}, "pattern characters"},
+		{"port name not UTF-8", []string{"add-port", br, n.name("p\xff"), "--netns", spareNS}, "not valid UTF-8"},
+		{"bridge name not UTF-8", []string{"add-br", n.name("\xfe")}, "not valid UTF-8"},
 		{"duplicate bridge", []string{"add-br", br}, `bridge "` + br + `" already exists`},
 		{"bad address", []string{"add-port", br, newPort, "--netns", spareNS, "--address", "10.1.2.300/24"}, "10.1.2.300"},
 	}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -105,11 +106,13 @@ func TestControlSocketOnlyForRoot(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Mode 0600: the kernel refuses the connection.
+	// Mode 0600: the kernel refuses the connection. The client says so,
+	// not that no daemon runs.
 	r := runAsNobody(t, bin, "--sock", d.sock, "list-br")
 	t.Logf("nobody, socket 0600: exit %d: %s", r.code, strings.TrimSpace(r.stderr))
-	if r.code != 2 || !strings.Contains(r.stderr, "permission denied") {
-		t.Errorf("nobody on a 0600 socket: exit %d, %q; want exit 2 and permission denied", r.code, r.stderr)
+	if r.code != 1 || !strings.HasPrefix(r.stderr, "xswitch: permission denied: only root may control xswitch") ||
+		strings.Contains(r.stderr, "not running") {
+		t.Errorf("nobody on a 0600 socket: exit %d, %q; want exit 1 and permission denied", r.code, r.stderr)
 	}
 
 	// Mode 0666: the daemon's peer-credential check must refuse by itself.
@@ -317,5 +320,134 @@ func TestControlConnectionFloodPastDescriptorLimit(t *testing.T) {
 		len(conns), limit, refusals, time.Since(begin).Round(time.Millisecond))
 	if !d.running() {
 		t.Fatal("the daemon exited after the flood")
+	}
+}
+
+// TestControlBigTableUnderConcurrentDumps keeps three fixes found with a
+// table of 200,000 rules: add-flows of the 9.8 MB file failed ("not
+// running … broken pipe") against a 1 MiB request limit; with 20 dump-flows
+// running, an add-flow waited 11.7 s for its turn, was applied, and its
+// client was told the daemon was not running, since one 10 s deadline
+// covered the wait, the work and the answer; and answers that took longer
+// than that to send were cut short. A client that gives up after sending
+// its request (--timeout) says that the outcome is unknown, exit 3.
+func TestControlBigTableUnderConcurrentDumps(t *testing.T) {
+	testenv.RequireRoot(t)
+	d := startDaemon(t)
+	br := newTestNet().name("br")
+	d.x(t, "add-br", br)
+
+	const rules = 200000
+	var file strings.Builder
+	file.WriteString("# generated\n\n")
+	for i := range rules {
+		fmt.Fprintf(&file, "priority=100,ip,nw_dst=10.%d.%d.%d,actions=drop\n", 100+i>>16, i>>8&0xff, i&0xff)
+	}
+	path := filepath.Join(t.TempDir(), "rules")
+	if err := os.WriteFile(path, []byte(file.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	begin := time.Now()
+	d.x(t, "add-flows", br, path)
+	t.Logf("add-flows of %d rules (%d bytes): %v", rules, file.Len(), time.Since(begin).Round(time.Millisecond))
+	want := rules + 1 // and the default rule
+
+	const dumps = 20
+	type dumped struct {
+		lines int
+		code  int
+		err   string
+	}
+	results := make(chan dumped, dumps)
+	for range dumps {
+		go func() {
+			r := runLong(t, xswitchBin, "--sock", d.sock, "dump-flows", br)
+			results <- dumped{lines: strings.Count(r.stdout, "\n"), code: r.code, err: r.stderr}
+		}()
+	}
+	time.Sleep(200 * time.Millisecond) // let the dumps get going
+	begin = time.Now()
+	r := xswitch(t, d.sock, "add-flow", br, "priority=7,arp,actions=drop")
+	t.Logf("add-flow with %d dump-flows of %d rules running: exit %d after %v %s", dumps, want, r.code, time.Since(begin).Round(time.Millisecond), r.stderr)
+	if r.code != 0 {
+		t.Errorf("add-flow with dumps running: exit %d: %s", r.code, r.stderr)
+	}
+	for range dumps {
+		got := <-results
+		if got.code != 0 || (got.lines != want && got.lines != want+1) {
+			t.Errorf("a dump-flows with %d others running: exit %d, %d lines, want %d or %d: %s", dumps-1, got.code, got.lines, want, want+1, got.err)
+		}
+	}
+
+	// An answer that does not come within --timeout: the request was
+	// sent, and the client cannot say whether it took effect.
+	r = xswitch(t, d.sock, "--timeout", "20ms", "mod-flows", br, "ip,actions=NORMAL")
+	t.Logf("mod-flows of %d rules with --timeout 20ms: exit %d: %s", rules, r.code, strings.TrimSpace(r.stderr))
+	if r.code != 3 || !strings.Contains(r.stderr, "may or may not have been carried out") || strings.Contains(r.stderr, "not running") {
+		t.Errorf("mod-flows whose answer did not come in time: exit %d, %q; want exit 3 and an unknown outcome", r.code, r.stderr)
+	}
+	deadline := time.Now().Add(commandTimeout)
+	for {
+		if _, modified := flowCount(t, d, br, "actions=NORMAL"); modified == rules+1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the mod-flows whose client gave up was not carried out")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// runLong is run for commands that take long under load: a minute.
+func runLong(t testing.TB, name string, args ...string) result {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*commandTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env = clientEnv()
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	if exit, ok := errors.AsType[*exec.ExitError](err); ok {
+		code = exit.ExitCode()
+	} else if err != nil {
+		code, stderr = -1, *bytes.NewBufferString(err.Error())
+	}
+	return result{stdout: stdout.String(), stderr: stderr.String(), code: code}
+}
+
+// TestControlStreamedRulesNameTheirLine: an add-flows file with a bad rule
+// is refused whole, and the error gives the file's line number.
+func TestControlStreamedRulesNameTheirLine(t *testing.T) {
+	testenv.RequireRoot(t)
+	d := startDaemon(t)
+	br := newTestNet().name("br")
+	d.x(t, "add-br", br)
+	stderr, code := d.xErrInput(t, "# rules\n\npriority=5,arp,actions=drop\n\n  priority=6,ip,nw_dest=10.0.0.1,actions=drop\n", "add-flows", br, "-")
+	if code != 1 || !strings.Contains(stderr, "line 5") || !strings.Contains(stderr, `unknown field "nw_dest"`) {
+		t.Errorf("add-flows with a bad rule on line 5: exit %d, %q", code, stderr)
+	}
+	if total, _ := flowCount(t, d, br, ""); total != 1 {
+		t.Errorf("a refused add-flows left %d rules, want the default one", total)
+	}
+	stderr, code = d.xErrInput(t, "# nothing\n\n", "add-flows", br, "-")
+	if code != 1 || !strings.Contains(stderr, "no flows") {
+		t.Errorf("add-flows of a file without rules: exit %d, %q", code, stderr)
+	}
+}
+
+// TestControlProbeIsNotABadRequest keeps a fix: a second daemon, making
+// sure that none answers on its socket, connected and closed, and the
+// first logged it as a bad request (err=EOF).
+func TestControlProbeIsNotABadRequest(t *testing.T) {
+	testenv.RequireRoot(t)
+	d := startDaemon(t)
+	r := run(t, xswitchBin, "daemon", "--sock", d.sock, "--db", filepath.Join(t.TempDir(), "other.json"))
+	if r.code == 0 || !strings.Contains(r.stderr, "already listening on "+d.sock) {
+		t.Fatalf("a second daemon on the socket: exit %d, %q", r.code, r.stderr)
+	}
+	d.x(t, "list-br")
+	if log := d.log(); strings.Contains(log, "bad request") {
+		t.Errorf("the first daemon logged the second's probe as a bad request:\n%s", log)
 	}
 }

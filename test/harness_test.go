@@ -316,6 +316,17 @@ func (d *daemon) xInput(t testing.TB, input string, args ...string) string {
 	return r.stdout
 }
 
+// xErrInput runs a client verb with input on its standard input that must
+// fail, and returns its stderr and exit code.
+func (d *daemon) xErrInput(t testing.TB, input string, args ...string) (string, int) {
+	t.Helper()
+	r := runInput(t, input, xswitchBin, append([]string{"--sock", d.sock}, args...)...)
+	if r.code == 0 {
+		t.Fatalf("xswitch %s: succeeded, want an error (stdout: %q)", strings.Join(args, " "), r.stdout)
+	}
+	return r.stderr, r.code
+}
+
 // x runs a client verb that must succeed and returns its stdout.
 func (d *daemon) x(t testing.TB, args ...string) string {
 	t.Helper()

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"os"
@@ -35,48 +34,24 @@ func (c *cli) addFlowsCommand() *cobra.Command {
 		Short: "Add the rules in FILE (or standard input), one per line, all or none",
 		Long: `Add the rules in FILE, or standard input for "-", one per line. Blank lines
 and lines starting with # are skipped. Either every rule is added or, if one
-is wrong, none is.`,
+is wrong, none is; the error names the line. FILE may be of any size: it is
+streamed to the daemon, which saves the rules as one change.`,
 		Args:              cobra.ExactArgs(2),
 		ValidArgsFunction: c.completeBridgeThenFile,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			flows, err := readFlows(args[1])
-			if err != nil {
-				return err
+			var r io.Reader = cmd.InOrStdin()
+			if name := args[1]; name != "-" {
+				f, err := os.Open(name)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				r = f
 			}
-			_, err = c.call(control.Request{Verb: control.VerbAddFlows, Bridge: args[0], Flows: flows})
+			_, err := c.callWithBody(control.Request{Verb: control.VerbAddFlows, Bridge: args[0]}, r)
 			return err
 		},
 	}
-}
-
-// readFlows reads one rule per line from a file or "-".
-func readFlows(name string) ([]string, error) {
-	var r io.Reader = os.Stdin
-	if name != "-" {
-		f, err := os.Open(name)
-		if err != nil {
-			return nil, err
-		}
-		defer f.Close()
-		r = f
-	}
-	var flows []string
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		flows = append(flows, line)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("reading %s: %w", name, err)
-	}
-	if len(flows) == 0 {
-		return nil, fmt.Errorf("%s holds no flows", name)
-	}
-	return flows, nil
 }
 
 func (c *cli) modFlowsCommand() *cobra.Command {

@@ -6,7 +6,9 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -15,31 +17,44 @@ import (
 
 // Exit codes.
 const (
-	exitUserError   = 1 // the request was refused or malformed
-	exitUnreachable = 2 // no daemon answered
+	exitUserError      = 1 // the request was refused or malformed
+	exitUnreachable    = 2 // no daemon answered: nothing was sent
+	exitOutcomeUnknown = 3 // the request was sent, its answer lost
 )
 
 func main() {
 	root := newRootCommand()
 	if err := root.Execute(); err != nil {
 		fmt.Fprintf(os.Stderr, "xswitch: %v\n", err)
-		var unreachable *control.UnreachableError
-		if errors.As(err, &unreachable) {
-			os.Exit(exitUnreachable)
-		}
-		os.Exit(exitUserError)
+		os.Exit(exitCode(err))
 	}
+}
+
+func exitCode(err error) int {
+	if _, ok := errors.AsType[*control.UnreachableError](err); ok {
+		return exitUnreachable
+	}
+	if _, ok := errors.AsType[*control.OutcomeUnknownError](err); ok {
+		return exitOutcomeUnknown
+	}
+	return exitUserError
 }
 
 // cli holds what every verb shares.
 type cli struct {
-	socket string
-	format string // formatText or formatJSON, for the verbs that print
+	socket  string
+	timeout time.Duration // 0: wait for the daemon as long as it takes
+	format  string        // formatText or formatJSON, for the verbs that print
 }
 
 // call sends one request to the daemon.
 func (c *cli) call(req control.Request) (*control.Response, error) {
-	return control.Call(c.socket, req)
+	return c.callWithBody(req, nil)
+}
+
+// callWithBody sends one request with a stream of rules after it.
+func (c *cli) callWithBody(req control.Request, body io.Reader) (*control.Response, error) {
+	return control.Client{Socket: c.socket, Timeout: c.timeout}.Do(req, body)
 }
 
 func newRootCommand() *cobra.Command {
@@ -58,7 +73,9 @@ Errors always go to standard error as text.
 Exit codes:
   0  success
   1  the request was refused or malformed (the message says why; nothing changed)
-  2  no daemon answered on the socket`,
+  2  no daemon answered on the socket (nothing was sent)
+  3  the request was sent but its answer was lost: it may or may not have
+     been carried out`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
@@ -71,6 +88,7 @@ Exit codes:
 	}
 	root.PersistentFlags().StringVar(&c.socket, "sock", defaultSocket, "the daemon's unix socket (env XSWITCH_SOCK)")
 	root.PersistentFlags().StringVar(&c.format, "format", formatText, "output of the verbs that print: text or json")
+	root.PersistentFlags().DurationVar(&c.timeout, "timeout", 0, "give up on the daemon's answer after this long (exit 3); 0 waits as long as it takes")
 	root.RegisterFlagCompletionFunc("format", cobra.FixedCompletions([]string{formatText, formatJSON}, cobra.ShellCompDirectiveNoFileComp))
 	root.AddCommand(
 		c.daemonCommand(),

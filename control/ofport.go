@@ -1,0 +1,83 @@
+package control
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	vswitch "github.com/xswitch/xswitch/switch"
+)
+
+// OpenFlow port numbers, allocated as Open vSwitch's alloc_ofp_port does
+// (ofproto.c): a configured port keeps its number while its interface is
+// gone, and a deleted port's number is kept from other ports for an hour,
+// so that rules still naming it (in_port=9,actions=drop) do not silently
+// apply to the next port added; a port added again under its old name gets
+// its old number back.
+
+// ReleasedPort is the number a deleted port had, and when it was deleted.
+type ReleasedPort struct {
+	Name   string    `json:"name"`
+	OFPort uint16    `json:"ofport"`
+	Time   time.Time `json:"time"`
+}
+
+// ofportQuarantine is how long a released number goes only to the port it
+// was released by.
+const ofportQuarantine = time.Hour
+
+// allocOFPort picks the number of a new port named name on bc, which wants
+// requested (0: any). A requested number must be free; otherwise the port
+// gets its own old number if it had one lately and it is free, else the
+// lowest number that no configured port holds (one whose interface is
+// gone included) and no port released within the quarantine, else, with
+// every number taken or quarantined, the one released longest ago.
+func allocOFPort(bc *BridgeConfig, name string, requested uint16, now time.Time) (uint16, error) {
+	held := make(map[uint16]string, len(bc.Ports))
+	for _, pc := range bc.Ports {
+		held[pc.OFPort] = pc.Name
+	}
+	if requested != 0 {
+		if requested > vswitch.MaxOFPort {
+			return 0, fmt.Errorf("ofport %d out of range 1-%d", requested, vswitch.MaxOFPort)
+		}
+		if owner, ok := held[requested]; ok {
+			return 0, fmt.Errorf("ofport %d is already used by port %q on bridge %s", requested, owner, bc.Name)
+		}
+		return requested, nil
+	}
+	quarantined := map[uint16]bool{}
+	for _, r := range bc.Released {
+		if now.Sub(r.Time) >= ofportQuarantine {
+			continue
+		}
+		if _, taken := held[r.OFPort]; r.Name == name && !taken {
+			return r.OFPort, nil
+		}
+		quarantined[r.OFPort] = true
+	}
+	for n := uint16(1); n <= vswitch.MaxOFPort; n++ {
+		if _, taken := held[n]; !taken && !quarantined[n] {
+			return n, nil
+		}
+	}
+	var oldest *ReleasedPort
+	for i, r := range bc.Released {
+		if _, taken := held[r.OFPort]; !taken && (oldest == nil || r.Time.Before(oldest.Time)) {
+			oldest = &bc.Released[i]
+		}
+	}
+	if oldest == nil {
+		return 0, fmt.Errorf("bridge %s has no free OpenFlow port number", bc.Name)
+	}
+	return oldest.OFPort, nil
+}
+
+// release records that pc's number is free from now, and forgets numbers
+// whose quarantine is over.
+func (bc *BridgeConfig) release(pc PortConfig, now time.Time) {
+	bc.Released = slices.DeleteFunc(bc.Released, func(r ReleasedPort) bool {
+		return now.Sub(r.Time) >= ofportQuarantine || r.Name == pc.Name || r.OFPort == pc.OFPort
+	})
+	bc.Released = append(bc.Released, ReleasedPort{Name: pc.Name, OFPort: pc.OFPort, Time: now})
+}
