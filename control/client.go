@@ -151,3 +151,30 @@ func checkUTF8(v reflect.Value) error {
 	}
 	return nil
 }
+
+// WaitReady waits until a daemon serves on socket, for at most timeout: a
+// daemon answers only once it has restored its configuration, and until it
+// listens, the socket may be missing or left by a dead daemon. Not ready in
+// time is an *UnreachableError.
+func WaitReady(socket string, timeout time.Duration) (*DaemonStatus, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		left := time.Until(deadline)
+		resp, err := Client{Socket: socket, Timeout: max(left, time.Millisecond)}.Do(Request{Verb: VerbStatus}, nil)
+		if err == nil {
+			return resp.Status, nil
+		}
+		var cause error
+		if e, ok := errors.AsType[*UnreachableError](err); ok {
+			cause = e.Err
+		} else if e, ok := errors.AsType[*OutcomeUnknownError](err); ok {
+			cause = e.Err
+		} else {
+			return nil, err
+		}
+		if left = time.Until(deadline); left <= 0 {
+			return nil, &UnreachableError{Socket: socket, Err: fmt.Errorf("none ready within %v: %w", timeout, cause)}
+		}
+		time.Sleep(min(50*time.Millisecond, left))
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -180,6 +181,10 @@ func (d *Daemon) Handle(req Request) Response {
 		// A big table takes long to format: do it outside the verb lock,
 		// from the immutable version current when the request came.
 		resp.Flows, err = d.dumpFlows(req.Bridge, req.Match)
+	case VerbStatus:
+		// A daemon serves only once restored: answering is the news, and
+		// must not wait for other verbs.
+		resp.Status = &DaemonStatus{PID: os.Getpid(), DB: d.dbPath}
 	default:
 		d.mu.Lock()
 		resp, err = d.handleLocked(req)
@@ -220,6 +225,7 @@ func (d *Daemon) handleLocked(req Request) (Response, error) {
 		resp.Changed, err = d.delFlows(req.Bridge, req.Match, req.Strict)
 	case VerbTrace:
 		resp.Trace, err = d.trace(req.Bridge, req.Match)
+
 	default:
 		err = fmt.Errorf("unknown verb %q", req.Verb)
 	}

@@ -45,6 +45,9 @@ const (
 	VerbDelFlows  = "del-flows"
 	VerbDumpFlows = "dump-flows"
 	VerbTrace     = "trace"
+	// VerbStatus asks only whether the daemon serves: it answers once the
+	// configuration is restored.
+	VerbStatus = "status"
 )
 
 // Response is what the daemon answers. Exactly one of Error and the
@@ -56,7 +59,14 @@ type Response struct {
 	Flows   []FlowStatus   `json:"flows,omitempty"`
 	Trace   *Trace         `json:"trace,omitempty"`
 	// Changed counts the rules that mod-flows or del-flows touched.
-	Changed int `json:"changed,omitempty"`
+	Changed int           `json:"changed,omitempty"`
+	Status  *DaemonStatus `json:"status,omitempty"`
+}
+
+// DaemonStatus is the daemon's answer to status.
+type DaemonStatus struct {
+	PID int    `json:"pid"`
+	DB  string `json:"db"`
 }
 
 // BridgeStatus is a bridge as `show`, `list-ports` and `dump-ports` see it.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/xswitch/xswitch/control"
 	"github.com/xswitch/xswitch/flow"
+	"github.com/xswitch/xswitch/internal/sdnotify"
 	"github.com/xswitch/xswitch/metrics"
 	vswitch "github.com/xswitch/xswitch/switch"
 )
@@ -27,25 +28,38 @@ const metricsShutdown = 5 * time.Second
 
 func (c *cli) daemonCommand() *cobra.Command {
 	opts := daemonOptions{}
-	var logFormat, logLevel string
+	var logFormat, logLevel, logFile string
+	var background bool
 	cmd := &cobra.Command{
 		Use:   "daemon",
 		Short: "Run the switch in the foreground",
 		Long: `Run the switch in the foreground. It restores the bridges and ports saved in
 --db, then serves clients on --sock until SIGTERM or SIGINT, when it closes
 every port (detaching its XDP program) and exits. SIGHUP is logged and
-ignored: there is nothing to reload.`,
+ignored: there is nothing to reload.
+
+It is ready once it serves: it tells systemd so (sd_notify READY=1, for a
+Type=notify unit), and with --detach it runs in the background and the
+command returns then, as ovs-vswitchd --detach does. A script that starts
+the daemon otherwise waits with "xswitch wait-ready".`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			log, err := newLogger(os.Stderr, logFormat, logLevel)
+			if background {
+				return detach(withoutDetach(os.Args[1:]))
+			}
+			parent, err := parentWaiting()
 			if err != nil {
 				return err
 			}
-			opts.socket, opts.control.Log = c.socket, log
-			return runDaemon(cmd.Context(), opts)
+			err = startDaemon(cmd.Context(), c, opts, logFormat, logLevel, logFile, parent)
+			parent.failed(err) // nothing once ready
+			return err
 		},
 	}
 	f := cmd.Flags()
+	f.BoolVar(&background, "detach", false, "run in the background; return once the daemon serves, or with its start-up error")
+	f.StringVar(&opts.pidFile, "pidfile", "", "write the daemon's pid to this file once it serves (removed when it stops)")
+	f.StringVar(&logFile, "log-file", "", "append the log to this file instead of standard error (with --detach the log is lost without it)")
 	f.StringVar(&opts.control.DBPath, "db", control.DefaultDB, "where the configuration is kept")
 	f.IntVar(&opts.control.Bridge.CacheSize, "flow-cache-size", flow.DefaultCacheSize, "entries in each bridge's exact-match flow cache")
 	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
@@ -106,7 +120,35 @@ func parseCPUList(s string) ([]int, error) {
 type daemonOptions struct {
 	socket      string
 	metricsAddr string // empty: no metrics endpoint
+	pidFile     string // empty: none
 	control     control.Options
+	// ready is called once the daemon serves.
+	ready func()
+}
+
+// startDaemon sets up the daemon's logging and runs it.
+func startDaemon(ctx context.Context, c *cli, opts daemonOptions, logFormat, logLevel, logFile string, parent *detachedParent) error {
+	var logTo io.Writer = os.Stderr
+	if logFile != "" {
+		f, err := os.OpenFile(logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
+		if err != nil {
+			return fmt.Errorf("--log-file: %w", err)
+		}
+		defer f.Close()
+		logTo = f
+	}
+	log, err := newLogger(logTo, logFormat, logLevel)
+	if err != nil {
+		return err
+	}
+	opts.socket, opts.control.Log = c.socket, log
+	opts.ready = func() {
+		if err := sdnotify.Notify(sdnotify.Ready); err != nil {
+			log.Warn("telling systemd the daemon is ready", "err", err)
+		}
+		parent.ready()
+	}
+	return runDaemon(ctx, opts)
 }
 
 // runDaemon serves until ctx is done or a terminating signal arrives.
@@ -135,14 +177,24 @@ func runDaemon(ctx context.Context, opts daemonOptions) error {
 		}
 		log.Info("serving metrics", "url", "http://"+metricsServer.Addr().String()+metrics.Path)
 	}
+	if opts.pidFile != "" {
+		if err := os.WriteFile(opts.pidFile, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
+			ln.Close()
+			d.Close()
+			return fmt.Errorf("--pidfile: %w", err)
+		}
+		defer os.Remove(opts.pidFile)
+	}
 	served := make(chan error, 1)
 	go func() { served <- d.Serve(ln) }()
 	log.Info("listening", "socket", socket, "pid", os.Getpid())
+	opts.ready()
 	select {
 	case <-ctx.Done():
 		log.Info("shutting down")
 	case err = <-served:
 	}
+	sdnotify.Notify(sdnotify.Stopping)
 	ln.Close()
 	// Scrapes read the bridges: they end before the bridges do.
 	if metricsServer != nil {

@@ -97,7 +97,7 @@ Exit codes:
 		c.showCommand(), c.dumpPortsCommand(), c.fdbShowCommand(),
 		c.addFlowCommand(), c.addFlowsCommand(), c.modFlowsCommand(), c.delFlowsCommand(),
 		c.dumpFlowsCommand(), c.traceCommand(), c.pmdStatsCommand(),
-		c.topCommand(), c.versionCommand(),
+		c.topCommand(), c.versionCommand(), c.waitReadyCommand(),
 		c.demoCommand(), c.benchCommand(),
 	)
 	return root

@@ -5,6 +5,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -240,4 +241,30 @@ func findPort(b control.BridgeStatus, nameOrNumber string) (control.PortStatus, 
 		}
 	}
 	return control.PortStatus{}, fmt.Errorf("no port %q on bridge %s", nameOrNumber, b.Name)
+}
+
+// defaultReadyTimeout is how long wait-ready waits without --timeout.
+const defaultReadyTimeout = 30 * time.Second
+
+func (c *cli) waitReadyCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "wait-ready",
+		Short: "Wait until the daemon serves (up to --timeout, 30 s unless given)",
+		Long: `Wait until a daemon serves on --sock: it answers once it has restored its
+configuration. Until it listens, the socket may be missing, or left behind by
+a daemon that was killed; wait-ready waits through both. It exits 0 once the
+daemon answers, 2 if none does within --timeout (30 s unless given), so that
+a script can start the daemon and go on as soon as it serves:
+
+  xswitch daemon & xswitch wait-ready && xswitch add-br br0`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			timeout := c.timeout
+			if !cmd.Flags().Changed("timeout") {
+				timeout = defaultReadyTimeout
+			}
+			_, err := control.WaitReady(c.socket, timeout)
+			return err
+		},
+	}
 }
