@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"slices"
 	"strings"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	vswitch "github.com/xswitch/xswitch/switch"
+
+	"github.com/vishvananda/netlink"
 
 	"github.com/xswitch/xswitch/flow"
 	"github.com/xswitch/xswitch/internal/ifname"
@@ -37,7 +40,8 @@ type Daemon struct {
 	store   *store     // the configuration on disk, locked for this daemon
 	cfg     *Config    // bridges and ports as saved: the truth a restart restores
 	bridges map[string]*vswitch.Bridge
-	down    map[string]error // ports in cfg that could not be opened, by name
+	down    map[string]error      // ports in cfg that could not be opened, by name
+	opened  map[string]openedPort // the others, by name
 
 	stop       chan struct{} // closed by Close: ends the goroutines below
 	expiryDone chan struct{}
@@ -68,6 +72,7 @@ func NewDaemon(opts Options) (*Daemon, error) {
 		cfg:        loaded.cfg,
 		bridges:    map[string]*vswitch.Bridge{},
 		down:       map[string]error{},
+		opened:     map[string]openedPort{},
 	}
 	for _, bc := range d.cfg.Bridges {
 		b, err := vswitch.New(bc.Name, loaded.tables[bc.Name], d.bridgeOpts)
@@ -107,6 +112,11 @@ func (d *Daemon) restorePort(b *vswitch.Bridge, pc PortConfig) error {
 			return err
 		}
 	}
+	return d.attach(b, pc)
+}
+
+// attach opens a configured port and adds it to b.
+func (d *Daemon) attach(b *vswitch.Bridge, pc PortConfig) error {
 	p, err := d.openPort(pc)
 	if err != nil {
 		return err
@@ -115,7 +125,18 @@ func (d *Daemon) restorePort(b *vswitch.Bridge, pc PortConfig) error {
 		p.Close()
 		return err
 	}
+	op := openedPort{Index: p.Info().Ifindex}
+	if link, err := netlink.LinkByIndex(op.Index); err == nil {
+		op.AdminDown = link.Attrs().Flags&net.FlagUp == 0
+	}
+	d.opened[pc.Name] = op
 	return nil
+}
+
+// openedPort is what the daemon knows of an open port's interface.
+type openedPort struct {
+	Index     int  // the interface the port opened, not another of its name
+	AdminDown bool // it carries nothing until "ip link set IFACE up"
 }
 
 // openPort opens a configured port and logs where "auto" had to fall back:
@@ -332,6 +353,7 @@ func (d *Daemon) delBridge(name string) error {
 	for _, pc := range ports {
 		d.deleteOwnedDevice(pc)
 		delete(d.down, pc.Name)
+		delete(d.opened, pc.Name)
 	}
 	d.log.Info("bridge deleted", "bridge", name)
 	return nil
@@ -375,20 +397,16 @@ func (d *Daemon) addPort(bridge string, pc PortConfig) (err error) {
 			}
 		}()
 	}
-	p, err := d.openPort(pc)
-	if err != nil {
-		return err
-	}
-	if _, err := addToBridge(b, p, pc); err != nil {
-		p.Close()
+	if err := d.attach(b, pc); err != nil {
 		return err
 	}
 	bc.Ports = append(bc.Ports, pc)
 	if err := d.commit(next); err != nil {
 		b.RemovePort(pc.Name)
+		delete(d.opened, pc.Name)
 		return err
 	}
-	d.log.Info("port added", "bridge", bridge, "port", pc.Name, "ofport", pc.OFPort, "info", p.Info())
+	d.log.Info("port added", "bridge", bridge, "port", pc.Name, "ofport", pc.OFPort)
 	return nil
 }
 
@@ -414,6 +432,7 @@ func (d *Daemon) delPort(bridge, name string) error {
 	} else if err := b.RemovePort(name); err != nil {
 		d.log.Error("closing port", "bridge", bridge, "port", name, "err", err)
 	}
+	delete(d.opened, name)
 	d.deleteOwnedDevice(pc)
 	d.log.Info("port deleted", "bridge", bridge, "port", name)
 	return nil
@@ -447,6 +466,9 @@ func (d *Daemon) show(only string) ([]BridgeStatus, error) {
 			ps := PortStatus{PortConfig: pc, OFPort: pc.OFPort}
 			if l, ok := live[pc.Name]; ok {
 				ps.Info = l.Info
+				if d.opened[pc.Name].AdminDown {
+					ps.Error = errAdminDown.Error()
+				}
 				ps.Stats = PortStats{
 					RxPackets: l.Stats.RxPackets, RxBytes: l.Stats.RxBytes, RxErrors: l.Stats.RxErrors,
 					TxPackets: l.Stats.TxPackets, TxBytes: l.Stats.TxBytes, TxDropped: l.Stats.TxDropped,

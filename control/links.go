@@ -2,22 +2,83 @@ package control
 
 import (
 	"errors"
+	"net"
+	"time"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+
+	vswitch "github.com/xswitch/xswitch/switch"
 )
 
 // errVanished is why a port whose interface was deleted is down.
 var errVanished = errors.New("interface vanished")
 
+// errAdminDown is why a port whose interface is administratively down
+// carries nothing.
+var errAdminDown = errors.New("interface is administratively down (ip link set IFACE up)")
+
+// resubscribeRetry is how long the link watcher waits before it tries
+// again to subscribe, when subscribing fails.
+const resubscribeRetry = time.Second
+
 // watchLinks follows the kernel's link events until stop is closed: a port
-// whose interface is deleted is closed and shown as down; when an
-// interface of that name appears again the port is reopened, once per
-// event, so a port that cannot be opened never retries in a loop.
+// whose interface is deleted is closed and shown as down; when an interface
+// of that name appears again the port is reopened, once per event, so a
+// port that cannot be opened never retries in a loop; a port whose
+// interface goes administratively down is shown so.
+//
+// The kernel drops link events that come faster than they are read (a
+// burst of thousands of changes overflows the socket with ENOBUFS), and
+// netlink then ends the subscription. The watcher subscribes again and
+// resyncs by listing every link, so that no deletion or return goes
+// unnoticed.
 func (d *Daemon) watchLinks(stop <-chan struct{}) error {
-	updates := make(chan netlink.LinkUpdate, 64)
-	done := make(chan struct{})
-	err := netlink.LinkSubscribeWithOptions(updates, done, netlink.LinkSubscribeOptions{
+	sub, err := d.subscribeLinks(stop)
+	if err != nil {
+		return err
+	}
+	go func() {
+		defer close(d.linksDone)
+		for {
+			select {
+			case <-stop:
+				sub.end()
+				return
+			case u, ok := <-sub.updates:
+				if ok {
+					d.linkEvent(u)
+					continue
+				}
+			}
+			sub.end()
+			d.log.Warn("link events were lost; subscribing again, and checking every port's interface")
+			for {
+				if sub, err = d.subscribeLinks(stop); err == nil {
+					break
+				}
+				d.log.Error("subscribing to link events", "err", err, "retry_in", resubscribeRetry)
+				select {
+				case <-stop:
+					return
+				case <-time.After(resubscribeRetry):
+				}
+			}
+			d.resyncLinks()
+		}
+	}()
+	return nil
+}
+
+// linkSubscription is one netlink subscription to link events.
+type linkSubscription struct {
+	updates chan netlink.LinkUpdate
+	done    chan struct{} // closed to end it
+}
+
+func (d *Daemon) subscribeLinks(stop <-chan struct{}) (*linkSubscription, error) {
+	sub := &linkSubscription{updates: make(chan netlink.LinkUpdate, 64), done: make(chan struct{})}
+	err := netlink.LinkSubscribeWithOptions(sub.updates, sub.done, netlink.LinkSubscribeOptions{
 		ErrorCallback: func(err error) {
 			select {
 			case <-stop: // closing the subscription fails its receive: expected
@@ -27,55 +88,80 @@ func (d *Daemon) watchLinks(stop <-chan struct{}) error {
 		},
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	go func() {
-		<-stop
-		close(done)
-	}()
-	go func() {
-		defer close(d.linksDone)
-		for u := range updates { // closed once done is
-			d.linkEvent(u)
-		}
-	}()
-	return nil
+	return sub, nil
+}
+
+// end closes the subscription and waits for netlink's reader to finish.
+func (s *linkSubscription) end() {
+	select {
+	case <-s.done:
+	default:
+		close(s.done)
+	}
+	for range s.updates { // closed once netlink's reader has stopped
+	}
 }
 
 func (d *Daemon) linkEvent(u netlink.LinkUpdate) {
-	name := u.Attrs().Name
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	bridge, pc, ok := d.findPort(name)
-	// Only the interface the socket is on counts: an internal port's name
-	// here may be an unrelated interface, its own being in another namespace.
-	if !ok || pc.device() != name {
+	attrs := u.Attrs()
+	if u.Header.Type == unix.RTM_DELLINK {
+		attrs = nil
+	}
+	d.followLink(u.Attrs().Name, attrs)
+}
+
+// resyncLinks brings every port in line with the interfaces the kernel
+// has now.
+func (d *Daemon) resyncLinks() {
+	links, err := netlink.LinkList()
+	if err != nil {
+		d.log.Error("listing links to resync the ports", "err", err)
 		return
 	}
-	name = pc.Name
+	byName := make(map[string]*netlink.LinkAttrs, len(links))
+	for _, l := range links {
+		byName[l.Attrs().Name] = l.Attrs()
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, bc := range d.cfg.Bridges {
+		for _, pc := range bc.Ports {
+			d.followLink(pc.device(), byName[pc.device()])
+		}
+	}
+	d.log.Info("ports resynced with the kernel's links", "links", len(links))
+}
+
+// followLink brings the port whose AF_XDP socket is on interface dev, if
+// there is one, in line with that interface as the kernel has it now:
+// gone (link nil), or link. It runs under the verb lock.
+func (d *Daemon) followLink(dev string, link *netlink.LinkAttrs) {
+	bridge, pc, ok := d.findPort(dev)
+	// Only the interface the socket is on counts: an internal port's name
+	// here may be an unrelated interface, its own being in another namespace.
+	if !ok || pc.device() != dev {
+		return
+	}
 	b := d.bridges[bridge]
+	name := pc.Name
 	_, isDown := d.down[name]
-	switch u.Header.Type {
-	case unix.RTM_DELLINK:
-		if isDown {
-			return
-		}
-		if err := b.RemovePort(name); err != nil {
-			d.log.Error("closing a vanished port", "bridge", bridge, "port", name, "err", err)
-		}
-		d.down[name] = errVanished
-		d.log.Warn("port down: its interface vanished", "bridge", bridge, "port", name)
-	case unix.RTM_NEWLINK:
+	switch {
+	case link == nil && isDown:
+	case link == nil:
+		d.closeVanished(b, pc)
+	case !isDown && link.Index == d.opened[name].Index:
+		d.opened[name] = openedPort{Index: link.Index, AdminDown: link.Flags&net.FlagUp == 0}
+	default:
+		// Back after it vanished, or replaced by another of the same name
+		// while the events that said so were lost.
 		if !isDown {
-			return
+			d.closeVanished(b, pc)
 		}
-		p, err := d.openPort(pc)
-		if err == nil {
-			if _, err = addToBridge(b, p, pc); err != nil {
-				p.Close()
-			}
-		}
-		if err != nil {
+		if err := d.attach(b, pc); err != nil {
 			d.down[name] = err
 			d.log.Error("port stays down: its interface returned but cannot be opened", "bridge", bridge, "port", name, "err", err)
 			return
@@ -83,6 +169,16 @@ func (d *Daemon) linkEvent(u netlink.LinkUpdate) {
 		delete(d.down, name)
 		d.log.Info("port up: its interface returned", "bridge", bridge, "port", name)
 	}
+}
+
+// closeVanished closes a port whose interface is gone.
+func (d *Daemon) closeVanished(b *vswitch.Bridge, pc PortConfig) {
+	if err := b.RemovePort(pc.Name); err != nil {
+		d.log.Error("closing a vanished port", "bridge", b.Name(), "port", pc.Name, "err", err)
+	}
+	delete(d.opened, pc.Name)
+	d.down[pc.Name] = errVanished
+	d.log.Warn("port down: its interface vanished", "bridge", b.Name(), "port", pc.Name)
 }
 
 // findPort returns the bridge and configuration of the port named name,

@@ -124,7 +124,9 @@ type TraceStep struct {
 type PortStatus struct {
 	PortConfig
 	OFPort uint16 `json:"ofport"`
-	// Error says why the port is down; empty for a working port.
+	// Error says why the port is down; empty for a working port. A port
+	// that is down and open (its interface is administratively down) has
+	// Info too.
 	Error string    `json:"error,omitempty"`
 	Info  port.Info `json:"info"`
 	Stats PortStats `json:"stats"`

@@ -73,7 +73,7 @@ var portCounters = []portCounter{
 var (
 	portInfo = portDesc("info", "How the port was opened; always 1.",
 		"kind", "xdp_mode", "bind_mode")
-	portUp = portDesc("up", "1 if the port is open and forwarding, 0 if it is configured but could not be opened.")
+	portUp = portDesc("up", "1 if the port is open and forwarding, 0 if it is configured but down: it could not be opened, or its interface is administratively down.")
 
 	bridgeFlows       = bridgeDesc("flows", "Rules in the bridge's flow table.")
 	bridgeCacheHits   = bridgeDesc("flow_cache_hits_total", "Frames classified by the exact-match flow cache.")
@@ -127,13 +127,16 @@ func collectBridge(ch chan<- prometheus.Metric, b *control.BridgeMetrics) {
 
 	for i := range b.Ports {
 		p := &b.Ports[i]
+		up := 1.0
 		if p.Error != "" {
-			// A port that is down has no counters and was never opened:
-			// only its being down is worth a series.
-			ch <- prometheus.MustNewConstMetric(portUp, prometheus.GaugeValue, 0, b.Name, p.Name)
+			up = 0
+		}
+		ch <- prometheus.MustNewConstMetric(portUp, prometheus.GaugeValue, up, b.Name, p.Name)
+		if p.Info.Kind == "" {
+			// A port that could not be opened has no counters: only its
+			// being down is worth a series.
 			continue
 		}
-		ch <- prometheus.MustNewConstMetric(portUp, prometheus.GaugeValue, 1, b.Name, p.Name)
 		ch <- prometheus.MustNewConstMetric(portInfo, prometheus.GaugeValue, 1,
 			b.Name, p.Name, p.Info.Kind, p.Info.XDPMode, p.Info.BindMode)
 		for _, pc := range portCounters {

@@ -74,7 +74,7 @@ xswitch_port_xsk_tx_ring_empty_total{bridge="br0",port="p1"} 8
 # HELP xswitch_port_info How the port was opened; always 1.
 # TYPE xswitch_port_info gauge
 xswitch_port_info{bind_mode="copy",bridge="br0",kind="afxdp",port="p1",xdp_mode="native"} 1
-# HELP xswitch_port_up 1 if the port is open and forwarding, 0 if it is configured but could not be opened.
+# HELP xswitch_port_up 1 if the port is open and forwarding, 0 if it is configured but down: it could not be opened, or its interface is administratively down.
 # TYPE xswitch_port_up gauge
 xswitch_port_up{bridge="br0",port="p1"} 1
 xswitch_port_up{bridge="br0",port="p2"} 0

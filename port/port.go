@@ -59,6 +59,9 @@ type Info struct {
 	XDPMode  string // "native" or "generic": where the XDP program is attached
 	BindMode string // "zerocopy" or "copy": how the sockets were bound
 	Queues   int
+	// Ifindex is the interface the port opened, which one of the same name
+	// created later is not. 0 for a port on no interface.
+	Ifindex int
 }
 
 // Stats are counters kept by the port itself rather than by the switch:

@@ -112,7 +112,15 @@ type background struct {
 // ends; cleanup kills it if the test did not wait for it.
 func startBackground(t testing.TB, name string, args ...string) *background {
 	t.Helper()
+	return startBackgroundInput(t, "", name, args...)
+}
+
+// startBackgroundInput is startBackground with input on the command's
+// standard input.
+func startBackgroundInput(t testing.TB, input, name string, args ...string) *background {
+	t.Helper()
 	b := &background{cmd: exec.Command(name, args...), done: make(chan struct{})}
+	b.cmd.Stdin = strings.NewReader(input)
 	b.cmd.Stdout, b.cmd.Stderr = &b.output, &b.output
 	if err := b.cmd.Start(); err != nil {
 		t.Fatalf("%s %s: %v", name, strings.Join(args, " "), err)

@@ -25,7 +25,7 @@ func printShow(w io.Writer, bridges []control.BridgeStatus) {
 			if vlan := vlanSummary(p.PortConfig); vlan != "" {
 				fmt.Fprintf(w, "        vlan: %s\n", vlan)
 			}
-			if p.Error != "" {
+			if p.Info.Kind == "" { // not open
 				fmt.Fprintf(w, "        state: down (%s)\n", p.Error)
 				continue
 			}
@@ -54,7 +54,11 @@ func printShow(w io.Writer, bridges []control.BridgeStatus) {
 			if p.Owner != 0 {
 				fmt.Fprintf(w, "        owner: %d\n", p.Owner)
 			}
-			fmt.Fprintf(w, "        state: up\n")
+			if p.Error != "" {
+				fmt.Fprintf(w, "        state: down (%s)\n", p.Error)
+			} else {
+				fmt.Fprintf(w, "        state: up\n")
+			}
 		}
 	}
 }

@@ -72,7 +72,7 @@ type showPortJSON struct {
 	State  string `json:"state"`           // "up" or "down"
 	Error  string `json:"error,omitempty"` // why a port is down
 	Mode   string `json:"mode"`            // as configured: auto, zerocopy, copy, generic
-	Type   string `json:"type,omitempty"`  // "afxdp"; empty for a port that is down
+	Type   string `json:"type,omitempty"`  // "afxdp"; empty for a port that is not open
 	XDP    string `json:"xdp,omitempty"`   // "native" or "generic"
 	Bind   string `json:"bind,omitempty"`  // "zerocopy" or "copy"
 	Queues int    `json:"queues,omitempty"`
@@ -109,7 +109,8 @@ func toShowJSON(bridges []control.BridgeStatus) showJSON {
 			}
 			if p.Error != "" {
 				jp.State = "down"
-			} else {
+			}
+			if p.Info.Kind != "" { // open, if perhaps down
 				jp.Type, jp.XDP, jp.Bind, jp.Queues = p.Info.Kind, p.Info.XDPMode, p.Info.BindMode, p.Info.Queues
 			}
 			jb.Ports = append(jb.Ports, jp)

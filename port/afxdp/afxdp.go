@@ -197,7 +197,7 @@ func Open(cfg Config) (p *Port, err error) {
 
 	p = &Port{
 		name:      cfg.Interface,
-		info:      port.Info{Kind: "afxdp", Queues: cfg.Queues},
+		info:      port.Info{Kind: "afxdp", Queues: cfg.Queues, Ifindex: ifindex},
 		frameSize: uint32(cfg.FrameSize),
 		txFree:    make([]uint64, 0, cfg.FrameCount/2),
 		maxKicks:  cfg.RingSize/minTxBudget + 1,
