@@ -75,6 +75,7 @@ func Start(opts Options) (*Server, error) {
 	}))
 	mux := http.NewServeMux()
 	mux.Handle(Path, handler)
+	limited := newConnLimiter(ln, maxConnections)
 	s := &Server{
 		http: &http.Server{
 			Handler:           mux,
@@ -82,13 +83,14 @@ func Start(opts Options) (*Server, error) {
 			WriteTimeout:      writeTimeout,
 			IdleTimeout:       idleTimeout,
 			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+			ConnState:         limited.connState,
 		},
-		ln:     ln,
+		ln:     limited,
 		served: make(chan struct{}),
 	}
 	go func() {
 		defer close(s.served)
-		if err := s.http.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		if err := s.http.Serve(limited); !errors.Is(err, http.ErrServerClosed) {
 			log.Error("metrics server stopped", "addr", ln.Addr().String(), "err", err)
 		}
 	}()

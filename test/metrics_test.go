@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -175,5 +178,54 @@ func TestMetricsAddressInUseIsAStartupError(t *testing.T) {
 		"--metrics-addr", busy.Addr().String())
 	if r.code == 0 || !strings.Contains(r.stderr, busy.Addr().String()) || !strings.Contains(r.stderr, "address already in use") {
 		t.Errorf("daemon with --metrics-addr on a busy address: exit %d, stderr:\n%s\nwant a failure naming the address", r.code, r.stderr)
+	}
+}
+
+// TestMetricsIdleConnectionFloodLeavesDescriptors keeps a fix: 20,000 idle
+// keep-alive connections to the metrics endpoint took every descriptor the
+// daemon had, and list-br then timed out. The endpoint holds a bounded
+// number of connections, giving up idle ones for new ones.
+func TestMetricsIdleConnectionFloodLeavesDescriptors(t *testing.T) {
+	testenv.RequireRoot(t)
+	addr := freeTCPAddr(t)
+	d := startDaemonWith(t, "--metrics-addr", addr)
+	br := newTestNet().name("br")
+	d.x(t, "add-br", br)
+	const limit, flood = 512, 3000
+	lim := unix.Rlimit{Cur: limit, Max: limit}
+	if err := unix.Prlimit(d.pid(), unix.RLIMIT_NOFILE, &lim, nil); err != nil {
+		t.Fatalf("lower the daemon's descriptor limit: %v", err)
+	}
+	var conns []net.Conn
+	t.Cleanup(func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	for range flood {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			continue // refused or timed out: the endpoint holds no more
+		}
+		conns = append(conns, c)
+		// One request, then idle on a keep-alive connection.
+		c.Write([]byte("GET /nothing HTTP/1.1\r\nHost: x\r\n\r\n"))
+	}
+	time.Sleep(500 * time.Millisecond) // let the daemon take them all in
+	fds := daemonFDs(t, d)
+	begin := time.Now()
+	r := xswitch(t, d.sock, "list-br")
+	took := time.Since(begin)
+	t.Logf("%d idle keep-alive connections to the metrics endpoint: the daemon holds %d descriptors (limit %d); list-br answered in %v",
+		len(conns), fds, limit, took.Round(time.Millisecond))
+	if r.code != 0 || strings.TrimSpace(r.stdout) != br {
+		t.Errorf("list-br during the flood: exit %d, %q, %s", r.code, r.stdout, r.stderr)
+	}
+	if fds > limit/2 {
+		t.Errorf("the daemon holds %d descriptors with %d metrics connections open; want the endpoint bounded well below the limit of %d", fds, len(conns), limit)
+	}
+	scrape := scrapeMetrics(t, addr)
+	if _, ok := scrape["xswitch_bridge_flows"]; !ok {
+		t.Error("a scrape during the flood has no xswitch_bridge_flows")
 	}
 }
