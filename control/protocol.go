@@ -112,6 +112,9 @@ type Trace struct {
 	Steps     []TraceStep `json:"steps"`      // one per action
 	FinalFlow string      `json:"final_flow"` // the packet after rewrites
 	Outputs   []uint16    `json:"outputs"`    // ports the packet leaves by; empty: dropped
+	// Malformed says why the datapath drops the packet before any rule
+	// sees it; empty for a packet the flow table classifies.
+	Malformed string `json:"malformed,omitempty"`
 }
 
 // TraceStep is one action and what it did to the packet.

@@ -22,6 +22,13 @@ func (d *Daemon) trace(bridge, packet string) (*Trace, error) {
 	}
 	key := f.Match.Key
 	tr := &Trace{Flow: flow.FormatMatch(f.Match), Steps: []TraceStep{}, Outputs: []uint16{}}
+	if key.DlSrc[0]&1 != 0 {
+		// As the forwarder: no station has one, and learning it would
+		// poison the MAC table.
+		tr.Malformed = fmt.Sprintf("multicast source address %s: the datapath drops the frame as malformed and counts it in the port's rx errs", formatMAC(key.DlSrc))
+		tr.FinalFlow = tr.Flow
+		return tr, nil
+	}
 	e := b.Flows().Lookup(&key)
 	if e == nil {
 		tr.FinalFlow = tr.Flow

@@ -275,6 +275,12 @@ func TestTraceShowsRuleAndNormalDecision(t *testing.T) {
 	if !strings.Contains(out, "flooding") || !strings.Contains(out, "Datapath actions: 2,3") {
 		t.Errorf("trace of a packet to an unknown address does not flood to ports 2 and 3:\n%s", out)
 	}
+	// The datapath drops a frame with a multicast source before any rule
+	// (and counts it as malformed): trace must not say it floods.
+	out = d.x(t, "trace", br, inA+"ip,dl_src=01:00:5e:00:00:01,dl_dst=02:00:00:00:00:99")
+	if !strings.Contains(out, "multicast source address 01:00:5e:00:00:01") || !strings.Contains(out, "Datapath actions: drop") {
+		t.Errorf("trace of a packet with a multicast source:\n%s", out)
+	}
 	d.x(t, "add-flow", br, "priority=10,udp,tp_dst=53,actions=mod_nw_dst:10.9.9.9,output:3")
 	out = d.x(t, "trace", br, inA+"udp,nw_dst=10.0.0.5,tp_dst=53")
 	for _, want := range []string{"priority 10", "mod_nw_dst:10.9.9.9", "Final flow: udp,in_port=1,nw_dst=10.9.9.9,tp_dst=53", "Datapath actions: 3"} {

@@ -100,3 +100,17 @@ func TestPrintForwarder(t *testing.T) {
 		}
 	}
 }
+
+// TestDaemonRefusesSizesOfNothing keeps a fix: --mac-table-size -5 was
+// accepted silently (and meant the default).
+func TestDaemonRefusesSizesOfNothing(t *testing.T) {
+	for _, args := range [][]string{
+		{"--mac-table-size", "-5"}, {"--mac-table-size", "0"}, {"--flow-cache-size", "-1"},
+	} {
+		dir := t.TempDir()
+		_, err := execute(t, append([]string{"daemon", "--sock", dir + "/s", "--db", dir + "/db"}, args...)...)
+		if want := args[0] + " " + args[1] + ": must be at least 1"; err == nil || err.Error() != want {
+			t.Errorf("daemon %s: %v, want %q", strings.Join(args, " "), err, want)
+		}
+	}
+}

@@ -44,6 +44,9 @@ command returns then, as ovs-vswitchd --detach does. A script that starts
 the daemon otherwise waits with "xswitch wait-ready".`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkSizes(opts.control.Bridge); err != nil {
+				return err
+			}
 			if background {
 				return detach(withoutDetach(os.Args[1:]))
 			}
@@ -69,6 +72,19 @@ the daemon otherwise waits with "xswitch wait-ready".`,
 	f.Var((*cpuList)(&opts.control.Bridge.CPUs), "cpus", "one forwarding thread per bridge on each of these CPUs, as taskset -c lists them (1 or 0,2-3); one thread on any CPU when empty")
 	f.BoolVar(&opts.control.Bridge.BusyPoll, "busy-poll", false, "forwarding threads poll their rings when idle instead of sleeping: lowest latency, a whole CPU each")
 	return cmd
+}
+
+// checkSizes refuses tuning flags that size nothing.
+func checkSizes(o vswitch.Options) error {
+	for _, f := range []struct {
+		flag string
+		n    int
+	}{{"--flow-cache-size", o.CacheSize}, {"--mac-table-size", o.MACTableSize}} {
+		if f.n < 1 {
+			return fmt.Errorf("%s %d: must be at least 1", f.flag, f.n)
+		}
+	}
+	return nil
 }
 
 // cpuList is a flag holding a CPU list in taskset -c syntax.

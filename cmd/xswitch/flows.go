@@ -143,9 +143,12 @@ func printTrace(w io.Writer, bridge string, tr *control.Trace) {
 	fmt.Fprintf(w, "Flow: %s\n\n", tr.Flow)
 	title := fmt.Sprintf("bridge(%q)", bridge)
 	fmt.Fprintf(w, "%s\n%s\n", title, strings.Repeat("-", len(title)))
-	if tr.Rule == nil {
+	switch {
+	case tr.Malformed != "":
+		fmt.Fprintf(w, " Dropped before the flow table: %s\n", tr.Malformed)
+	case tr.Rule == nil:
 		fmt.Fprintf(w, " 0. No match.\n    drop\n")
-	} else {
+	default:
 		match := tr.Rule.Match
 		if match == "" {
 			match = "(any)"

@@ -259,6 +259,8 @@ type traceJSON struct {
 	Steps     []traceStepJSON `json:"steps"`
 	FinalFlow string          `json:"final_flow"`
 	Outputs   []uint16        `json:"outputs"` // empty: dropped
+	// Malformed says why the datapath drops the packet before any rule.
+	Malformed string `json:"malformed,omitempty"`
 }
 
 type traceStepJSON struct {
@@ -268,7 +270,7 @@ type traceStepJSON struct {
 
 func toTraceJSON(bridge string, tr *control.Trace) traceJSON {
 	out := traceJSON{
-		Bridge: bridge, Flow: tr.Flow, FinalFlow: tr.FinalFlow,
+		Bridge: bridge, Flow: tr.Flow, FinalFlow: tr.FinalFlow, Malformed: tr.Malformed,
 		Steps:   make([]traceStepJSON, 0, len(tr.Steps)),
 		Outputs: append([]uint16{}, tr.Outputs...),
 	}
