@@ -176,6 +176,8 @@ func (d *Daemon) Close() error {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	// A clean stop leaves the snapshot alone as the configuration. A
+	// daemon that failed to start has not every bridge's table to write.
 	if d.store != nil && d.store.changes > 0 && len(d.bridges) == len(d.cfg.Bridges) {
 		d.compact()
 	}

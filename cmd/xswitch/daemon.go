@@ -28,7 +28,6 @@ const metricsShutdown = 5 * time.Second
 
 func (c *cli) daemonCommand() *cobra.Command {
 	opts := daemonOptions{}
-	var logFormat, logLevel, logFile string
 	var background bool
 	cmd := &cobra.Command{
 		Use:   "daemon",
@@ -54,7 +53,8 @@ the daemon otherwise waits with "xswitch wait-ready".`,
 			if err != nil {
 				return err
 			}
-			err = startDaemon(cmd.Context(), c, opts, logFormat, logLevel, logFile, parent)
+			opts.socket = c.socket
+			err = startDaemon(cmd.Context(), opts, parent)
 			parent.failed(err) // nothing once ready
 			return err
 		},
@@ -62,11 +62,11 @@ the daemon otherwise waits with "xswitch wait-ready".`,
 	f := cmd.Flags()
 	f.BoolVar(&background, "detach", false, "run in the background; return once the daemon serves, or with its start-up error")
 	f.StringVar(&opts.pidFile, "pidfile", "", "write the daemon's pid to this file once it serves (removed when it stops)")
-	f.StringVar(&logFile, "log-file", "", "append the log to this file instead of standard error (with --detach the log is lost without it)")
+	f.StringVar(&opts.logFile, "log-file", "", "append the log to this file instead of standard error (with --detach the log is lost without it)")
 	f.StringVar(&opts.control.DBPath, "db", control.DefaultDB, "where the configuration is kept")
 	f.IntVar(&opts.control.Bridge.CacheSize, "flow-cache-size", flow.DefaultCacheSize, "entries in each bridge's exact-match flow cache")
-	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
-	f.StringVar(&logLevel, "log-level", "info", "least severe level logged: debug, info, warn or error")
+	f.StringVar(&opts.logFormat, "log-format", "text", "log format: text or json")
+	f.StringVar(&opts.logLevel, "log-level", "info", "least severe level logged: debug, info, warn or error")
 	f.StringVar(&opts.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://ADDR"+metrics.Path+" (host:port); off when empty")
 	f.IntVar(&opts.control.Bridge.MACTableSize, "mac-table-size", vswitch.DefaultMACTableSize, "learned addresses each bridge holds at most")
 	f.Var((*cpuList)(&opts.control.Bridge.CPUs), "cpus", "one forwarding thread per bridge on each of these CPUs, as taskset -c lists them (1 or 0,2-3); one thread on any CPU when empty")
@@ -137,27 +137,31 @@ type daemonOptions struct {
 	socket      string
 	metricsAddr string // empty: no metrics endpoint
 	pidFile     string // empty: none
+	logFormat   string // text or json
+	logLevel    string
+	logFile     string // empty: standard error
 	control     control.Options
 	// ready is called once the daemon serves.
 	ready func()
 }
 
-// startDaemon sets up the daemon's logging and runs it.
-func startDaemon(ctx context.Context, c *cli, opts daemonOptions, logFormat, logLevel, logFile string, parent *detachedParent) error {
+// startDaemon sets up the daemon's logging and readiness reports, and runs
+// it; parent, if not nil, is the daemon --detach waiting for it.
+func startDaemon(ctx context.Context, opts daemonOptions, parent *detachedParent) error {
 	var logTo io.Writer = os.Stderr
-	if logFile != "" {
-		f, err := os.OpenFile(logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
+	if opts.logFile != "" {
+		f, err := os.OpenFile(opts.logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
 		if err != nil {
 			return fmt.Errorf("--log-file: %w", err)
 		}
 		defer f.Close()
 		logTo = f
 	}
-	log, err := newLogger(logTo, logFormat, logLevel)
+	log, err := newLogger(logTo, opts.logFormat, opts.logLevel)
 	if err != nil {
 		return err
 	}
-	opts.socket, opts.control.Log = c.socket, log
+	opts.control.Log = log
 	opts.ready = func() {
 		if err := sdnotify.Notify(sdnotify.Ready); err != nil {
 			log.Warn("telling systemd the daemon is ready", "err", err)
