@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"os"
@@ -338,18 +337,14 @@ func TestControlBigTableUnderConcurrentDumps(t *testing.T) {
 	d.x(t, "add-br", br)
 
 	const rules = 200000
-	var file strings.Builder
-	file.WriteString("# generated\n\n")
-	for i := range rules {
-		fmt.Fprintf(&file, "priority=100,ip,nw_dst=10.%d.%d.%d,actions=drop\n", 100+i>>16, i>>8&0xff, i&0xff)
-	}
+	file := "# generated\n\n" + manyRules(rules, 100)
 	path := filepath.Join(t.TempDir(), "rules")
-	if err := os.WriteFile(path, []byte(file.String()), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte(file), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	begin := time.Now()
 	d.x(t, "add-flows", br, path)
-	t.Logf("add-flows of %d rules (%d bytes): %v", rules, file.Len(), time.Since(begin).Round(time.Millisecond))
+	t.Logf("add-flows of %d rules (%d bytes): %v", rules, len(file), time.Since(begin).Round(time.Millisecond))
 	want := rules + 1 // and the default rule
 
 	const dumps = 20

@@ -18,17 +18,22 @@ import (
 // bulkRules is how many rules one add-flows of the crash test carries.
 const bulkRules = 10000
 
+// manyRules is n distinct rules of priority prio, one a line, as an
+// add-flows file holds them. The priority tells one batch from another.
+func manyRules(n, prio int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "priority=%d,ip,nw_dst=10.%d.%d.%d,actions=drop\n", prio, 100+i>>16, i>>8&0xff, i&0xff)
+	}
+	return b.String()
+}
+
 // writeBulkRules writes bulkRules distinct rules of priority prio to a
-// file and returns its path. The priority tells one round's rules from
-// another's.
+// file and returns its path.
 func writeBulkRules(t *testing.T, prio int) string {
 	t.Helper()
-	var b strings.Builder
-	for i := range bulkRules {
-		fmt.Fprintf(&b, "priority=%d,ip,nw_dst=10.%d.%d.%d,actions=drop\n", prio, 200+i>>16, i>>8&0xff, i&0xff)
-	}
 	path := filepath.Join(t.TempDir(), fmt.Sprintf("rules-%d", prio))
-	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte(manyRules(bulkRules, prio)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return path

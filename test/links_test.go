@@ -35,25 +35,16 @@ func TestLinkEventBurstDoesNotBlindTheDaemon(t *testing.T) {
 	if err := os.WriteFile(batchFile, []byte(batch.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var rules strings.Builder
-	for i := range 100000 {
-		fmt.Fprintf(&rules, "priority=100,ip,nw_dst=10.%d.%d.%d,actions=drop\n", 100+i>>16, i>>8&0xff, i&0xff)
-	}
-	adding := startBackgroundInput(t, rules.String(), xswitchBin, "--sock", d.sock, "add-flows", br, "-")
+	adding := startBackgroundInput(t, manyRules(100000, 100), xswitchBin, "--sock", d.sock, "add-flows", br, "-")
 	begin := time.Now()
 	mustRun(t, "ip", "-batch", batchFile)
 	t.Logf("4,000 link changes in %v", time.Since(begin).Round(time.Millisecond))
 	// Meanwhile b's interface is replaced by another of its name: the
 	// port must follow it, not stay on the one that is gone.
-	recreate := func() {
-		if err := veth.Delete(b.name); err != nil {
-			t.Fatal(err)
-		}
-		if err := veth.Create(veth.Config{Name: b.name, Namespace: b.ns, Address: b.addr + "/24"}); err != nil {
-			t.Fatal(err)
-		}
+	if err := veth.Delete(b.name); err != nil {
+		t.Fatal(err)
 	}
-	recreate()
+	b.create(t)
 	mustRun(t, "ip", "-batch", batchFile)
 	adding.wait(t, commandTimeout)
 
@@ -78,12 +69,7 @@ func TestAdminDownInterfaceShowsDown(t *testing.T) {
 	n := newTestNet()
 	br := n.name("br")
 	d.x(t, "add-br", br)
-	ns := n.namespace(t, "n1")
-	name := n.name("p1")
-	deleteLinkAtCleanup(t, name)
-	if err := veth.Create(veth.Config{Name: name, Namespace: ns}); err != nil {
-		t.Fatal(err)
-	}
+	name := foreignPort(t, n, 1).name
 	mustRun(t, "ip", "link", "set", "dev", name, "down")
 	d.x(t, "add-port", br, name)
 	const adminDown = "down (interface is administratively down"

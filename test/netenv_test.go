@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xswitch/xswitch/internal/netns"
+	"github.com/xswitch/xswitch/port/veth"
 )
 
 // testNet names what one test creates: every namespace, link and bridge
@@ -75,6 +76,26 @@ func addNSPort(t testing.TB, d *daemon, n *testNet, br string, i int, ipv6 bool)
 	deleteLinkAtCleanup(t, p.name)
 	d.x(t, "add-port", br, p.name, "--netns", p.ns, "--address", cidr)
 	return p
+}
+
+// foreignPort creates namespace tag+"n<i>" and, as someone other than the
+// daemon would, a veth pair tag+"p<i>" whose peer eth0 sits in it with host
+// number i's address: an interface for add-port to attach, not create.
+// Cleanup deletes it.
+func foreignPort(t testing.TB, n *testNet, i int) nsPort {
+	t.Helper()
+	p := nsPort{name: n.name(fmt.Sprintf("p%d", i)), ns: n.namespace(t, fmt.Sprintf("n%d", i)), addr: n.ipv4(i)}
+	deleteLinkAtCleanup(t, p.name)
+	p.create(t)
+	return p
+}
+
+// create makes p's veth pair (again).
+func (p nsPort) create(t testing.TB) {
+	t.Helper()
+	if err := veth.Create(veth.Config{Name: p.name, Namespace: p.ns, Address: p.addr + "/24"}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // deleteLinkAtCleanup removes link name at the end of the test if it is

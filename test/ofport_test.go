@@ -24,12 +24,8 @@ func TestOFPortsAreNotReused(t *testing.T) {
 	br := n.name("br")
 	d.x(t, "add-br", br)
 	addNSPort(t, d, n, br, 1, false)
-	ns2 := n.namespace(t, "n2")
-	p2 := n.name("p2")
-	deleteLinkAtCleanup(t, p2)
-	if err := veth.Create(veth.Config{Name: p2, Namespace: ns2}); err != nil {
-		t.Fatal(err)
-	}
+	foreign := foreignPort(t, n, 2)
+	p2 := foreign.name
 	d.x(t, "add-port", br, p2)
 	want := map[string]int{n.name("p1"): 1, p2: 2}
 	checkOFPorts(t, d, br, want)
@@ -42,9 +38,7 @@ func TestOFPortsAreNotReused(t *testing.T) {
 	addNSPort(t, d, n, br, 3, false)
 	want[n.name("p3")] = 3
 	checkOFPorts(t, d, br, want)
-	if err := veth.Create(veth.Config{Name: p2, Namespace: ns2}); err != nil {
-		t.Fatal(err)
-	}
+	foreign.create(t)
 	waitPortState(t, d, br, p2, "up", 5*time.Second)
 	checkOFPorts(t, d, br, want)
 	d.stop(t, syscall.SIGTERM)

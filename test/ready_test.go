@@ -20,11 +20,7 @@ import (
 // and finds d's socket file left behind.
 func slowToRestore(t *testing.T, d *daemon, br string, n int) {
 	t.Helper()
-	var b strings.Builder
-	for i := range n {
-		fmt.Fprintf(&b, "priority=100,ip,nw_dst=10.%d.%d.%d,actions=drop\n", 100+i>>16, i>>8&0xff, i&0xff)
-	}
-	d.xInput(t, b.String(), "add-flows", br, "-")
+	d.xInput(t, manyRules(n, 100), "add-flows", br, "-")
 	d.stop(t, syscall.SIGKILL)
 	if _, err := os.Stat(d.sock); err != nil {
 		t.Fatalf("kill -9 left no socket file: %v", err)

@@ -42,15 +42,8 @@ func TestPortWhoseInterfaceVanishesGoesDownAndComesBack(t *testing.T) {
 
 	// A port on an interface xswitch did not create: when it is deleted
 	// and created again, the port follows by itself.
-	cNS := n.namespace(t, "n3")
-	cName := n.name("p3")
-	deleteLinkAtCleanup(t, cName)
-	makeVeth := func() {
-		if err := veth.Create(veth.Config{Name: cName, Namespace: cNS, Address: n.ipv4(3) + "/24"}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	makeVeth()
+	c := foreignPort(t, n, 3)
+	cNS, cName := c.ns, c.name
 	d.x(t, "add-port", br, cName)
 	waitPing(t, cNS, a.addr, 5*time.Second)
 
@@ -59,7 +52,7 @@ func TestPortWhoseInterfaceVanishesGoesDownAndComesBack(t *testing.T) {
 	}
 	waitPortState(t, d, br, cName, "down (interface vanished)", 5*time.Second)
 	requirePing(t, a.ns, b.addr, 56) // the others keep forwarding
-	makeVeth()
+	c.create(t)
 	waitPortState(t, d, br, cName, "up", 5*time.Second)
 	waitPing(t, cNS, a.addr, 5*time.Second)
 
@@ -92,12 +85,7 @@ func TestPortThatCannotOpenFailsOnce(t *testing.T) {
 	n := newTestNet()
 	br := n.name("br")
 	d.x(t, "add-br", br)
-	ns := n.namespace(t, "n1")
-	name := n.name("p1")
-	deleteLinkAtCleanup(t, name)
-	if err := veth.Create(veth.Config{Name: name, Namespace: ns}); err != nil {
-		t.Fatal(err)
-	}
+	name := foreignPort(t, n, 1).name
 	before := d.x(t, "show")
 	stderr, code := d.xErr(t, "add-port", br, name, "--queues", "4")
 	if code != 1 || !strings.Contains(stderr, "has 1 rx queue, 4 requested") {
