@@ -79,7 +79,26 @@ type bridgePort struct {
 type portCounters struct {
 	rxPackets, rxBytes, rxErrors  atomic.Uint64
 	rxVLANDropped                 atomic.Uint64
+	rxReservedDropped             atomic.Uint64
 	txPackets, txBytes, txDropped atomic.Uint64
+}
+
+// rxDrops are one batch's frames that NORMAL dropped, by reason.
+type rxDrops struct {
+	vlan     uint64 // in a VLAN the input port does not carry
+	reserved uint64 // to a reserved group address (reserved.go)
+}
+
+// flush adds the batch's drops to the input port's counters and starts
+// the next batch at zero.
+func (d *rxDrops) flush(c *portCounters) {
+	if d.vlan > 0 {
+		c.rxVLANDropped.Add(d.vlan)
+	}
+	if d.reserved > 0 {
+		c.rxReservedDropped.Add(d.reserved)
+	}
+	*d = rxDrops{}
 }
 
 // New starts a bridge with no ports and the given flow table (nil: an
@@ -223,11 +242,14 @@ type PortStatus struct {
 }
 
 // PortStats are a port's counters: the switch's own and the port's.
-// RxErrors counts frames too malformed to classify, RxVLANDropped frames
-// that NORMAL dropped because the port does not carry their VLAN.
+// RxErrors counts frames too malformed to classify; NORMAL's drops are
+// counted by reason: RxVLANDropped because the port does not carry their
+// VLAN, RxReservedDropped because they were sent to a reserved group
+// address.
 type PortStats struct {
 	RxPackets, RxBytes, RxErrors  uint64
 	RxVLANDropped                 uint64
+	RxReservedDropped             uint64
 	TxPackets, TxBytes, TxDropped uint64
 	Port                          port.Stats
 }
@@ -246,8 +268,8 @@ func (b *Bridge) Ports() []PortStatus {
 			Stats: PortStats{
 				RxPackets: c.rxPackets.Load(), RxBytes: c.rxBytes.Load(), RxErrors: c.rxErrors.Load(),
 				TxPackets: c.txPackets.Load(), TxBytes: c.txBytes.Load(), TxDropped: c.txDropped.Load(),
-				RxVLANDropped: c.rxVLANDropped.Load(),
-				Port:          q.Stats(),
+				RxVLANDropped: c.rxVLANDropped.Load(), RxReservedDropped: c.rxReservedDropped.Load(),
+				Port: q.Stats(),
 			},
 		})
 	}

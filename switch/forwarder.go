@@ -73,9 +73,12 @@ type forwarder struct {
 	key             flow.Key
 	hits            ruleHits
 	copies          copyPool
-	// vlanDropped counts the current batch's frames that NORMAL dropped
-	// because their input port does not carry their VLAN.
-	vlanDropped uint64
+	// drops counts the current batch's frames that NORMAL dropped, by
+	// reason; they are added to the input port's counters once per batch.
+	drops rxDrops
+	// forwardBPDU makes NORMAL forward frames to reserved group addresses
+	// (reserved.go) instead of dropping them.
+	forwardBPDU bool
 
 	ports   []*bridgePort // by slot; nil for a free slot
 	live    []uint16      // slots in use, the flood list
@@ -300,10 +303,7 @@ func (f *forwarder) forwardBatch(rx rxQueue) bool {
 	if malformed > 0 {
 		in.counters.rxErrors.Add(malformed)
 	}
-	if f.vlanDropped > 0 {
-		in.counters.rxVLANDropped.Add(f.vlanDropped)
-		f.vlanDropped = 0
-	}
+	f.drops.flush(&in.counters)
 	f.transmitGroups()
 	f.copies.reset()
 	rx.q.Release(frames)
@@ -315,12 +315,16 @@ func (f *forwarder) normal(inSlot uint16, frame []byte, now int64) {
 	tagged, vid := frameTag(frame)
 	vlan, ok := f.ports[inSlot].vlan.ingress(vid)
 	if !ok {
-		f.vlanDropped++
+		f.drops.vlan++
+		return
+	}
+	dst := frame[0:6]
+	if !f.forwardBPDU && isReserved(dst) {
+		f.drops.reserved++
 		return
 	}
 	fr := vlanFrame{arrived: frame, vlan: vlan, tagged: tagged, vid: vid}
 	f.fdb.learn(macKey(frame[6:12], vlan), inSlot, now)
-	dst := frame[0:6]
 	if !isMulticast(dst) {
 		if out, ok := f.fdb.lookup(macKey(dst, vlan), now); ok {
 			if out != inSlot {
