@@ -47,6 +47,10 @@ type BridgeConfig struct {
 	// Released are OpenFlow port numbers that ports had until lately,
 	// kept from reuse for a while (see ofport.go).
 	Released []ReleasedPort `json:"released_ofports,omitempty"`
+	// OtherConfig is OVS's Bridge column of that name, as the set verb
+	// writes it (columns.go). It is never modified in place, only
+	// replaced, so that a clone may share it.
+	OtherConfig map[string]string `json:"other_config,omitempty"`
 }
 
 // InstallTime is when a run of a bridge's rules was installed.
@@ -113,11 +117,12 @@ func (c *Config) clone() *Config {
 	out := &Config{Generation: c.Generation, Bridges: make([]BridgeConfig, len(c.Bridges))}
 	for i, b := range c.Bridges {
 		out.Bridges[i] = BridgeConfig{
-			Name:      b.Name,
-			Ports:     append([]PortConfig(nil), b.Ports...),
-			Flows:     b.Flows,     // never modified in place, only replaced
-			Installed: b.Installed, // likewise
-			Released:  append([]ReleasedPort(nil), b.Released...),
+			Name:        b.Name,
+			Ports:       append([]PortConfig(nil), b.Ports...),
+			Flows:       b.Flows,     // never modified in place, only replaced
+			Installed:   b.Installed, // likewise
+			Released:    append([]ReleasedPort(nil), b.Released...),
+			OtherConfig: b.OtherConfig, // likewise
 		}
 	}
 	return out
@@ -127,6 +132,7 @@ func (c *Config) clone() *Config {
 // hold their input to, so that a file edited by hand, or written by a
 // daemon with a bug since fixed, cannot bring up what no verb would have.
 func (c *Config) validate() error {
+	c.dropEmptyMaps()
 	bridges := map[string]bool{}
 	owners := map[string]string{} // port and device names: their bridge
 	for _, bc := range c.Bridges {
@@ -137,6 +143,9 @@ func (c *Config) validate() error {
 			return fmt.Errorf("bridge %q appears twice", bc.Name)
 		}
 		bridges[bc.Name] = true
+		if _, err := bc.settings(); err != nil {
+			return err
+		}
 		ofports := map[uint16]string{}
 		for _, pc := range bc.Ports {
 			if err := pc.validate(); err != nil {

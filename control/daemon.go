@@ -81,6 +81,9 @@ func NewDaemon(opts Options) (*Daemon, error) {
 			return nil, fmt.Errorf("restoring bridge %s: %w", bc.Name, err)
 		}
 		d.bridges[bc.Name] = b
+		// Before the ports, so that none forwards a moment unprotected.
+		settings, _ := bc.settings() // LoadConfig validated them
+		settings.apply(b)
 		for _, pc := range bc.Ports {
 			if err := d.restorePort(b, pc); err != nil {
 				d.down[pc.Name] = err
@@ -248,6 +251,12 @@ func (d *Daemon) handleLocked(req Request) (Response, error) {
 		resp.Changed, err = d.delFlows(req.Bridge, req.Match, req.Strict)
 	case VerbTrace:
 		resp.Trace, err = d.trace(req.Bridge, req.Match)
+	case VerbSet:
+		err = d.setColumns(req.Table, req.Record, req.Columns)
+	case VerbGet:
+		resp.Values, err = d.getColumns(req.Table, req.Record, req.Columns)
+	case VerbRemove:
+		err = d.removeKeys(req.Table, req.Record, req.Columns)
 
 	default:
 		err = fmt.Errorf("unknown verb %q", req.Verb)
@@ -474,7 +483,8 @@ func (d *Daemon) show(only string) ([]BridgeStatus, error) {
 				ps.Stats = PortStats{
 					RxPackets: l.Stats.RxPackets, RxBytes: l.Stats.RxBytes, RxErrors: l.Stats.RxErrors,
 					TxPackets: l.Stats.TxPackets, TxBytes: l.Stats.TxBytes, TxDropped: l.Stats.TxDropped,
-					RxVLANDropped: l.Stats.RxVLANDropped, Kernel: l.Stats.Port,
+					RxVLANDropped: l.Stats.RxVLANDropped, RxReservedDropped: l.Stats.RxReservedDropped,
+					Kernel: l.Stats.Port,
 				}
 			} else if err := d.down[pc.Name]; err != nil {
 				ps.Error = err.Error()

@@ -8,7 +8,11 @@
 // business, so that scripts can ask for the same data as JSON.
 package control
 
-import "github.com/xswitch/xswitch/port"
+import (
+	"encoding/json"
+
+	"github.com/xswitch/xswitch/port"
+)
 
 // Request is what a client sends.
 type Request struct {
@@ -30,6 +34,12 @@ type Request struct {
 	// describes the packet for trace.
 	Match  string `json:"match,omitempty"`
 	Strict bool   `json:"strict,omitempty"`
+	// Table and Record name a row for set, get and remove; Columns are
+	// what they set ("column[:key]=value"), read ("column[:key]") or
+	// remove from (a column, then its keys).
+	Table   string   `json:"table,omitempty"`
+	Record  string   `json:"record,omitempty"`
+	Columns []string `json:"columns,omitempty"`
 }
 
 // Verbs.
@@ -45,6 +55,9 @@ const (
 	VerbDelFlows  = "del-flows"
 	VerbDumpFlows = "dump-flows"
 	VerbTrace     = "trace"
+	VerbSet       = "set"
+	VerbGet       = "get"
+	VerbRemove    = "remove"
 	// VerbStatus asks only whether the daemon serves: it answers once the
 	// configuration is restored.
 	VerbStatus = "status"
@@ -61,6 +74,8 @@ type Response struct {
 	// Changed counts the rules that mod-flows or del-flows touched.
 	Changed int           `json:"changed,omitempty"`
 	Status  *DaemonStatus `json:"status,omitempty"`
+	// Values are what get read, one JSON value per column asked for.
+	Values []json.RawMessage `json:"values,omitempty"`
 }
 
 // DaemonStatus is the daemon's answer to status.
@@ -146,8 +161,10 @@ type PortStats struct {
 	TxDropped uint64     `json:"tx_dropped"`
 	Kernel    port.Stats `json:"kernel"`
 	// RxVLANDropped counts frames that NORMAL dropped because the port
-	// does not carry their VLAN.
-	RxVLANDropped uint64 `json:"rx_vlan_dropped"`
+	// does not carry their VLAN, RxReservedDropped those it dropped because
+	// they were sent to a reserved group address.
+	RxVLANDropped     uint64 `json:"rx_vlan_dropped"`
+	RxReservedDropped uint64 `json:"rx_reserved_dropped"`
 }
 
 // FDBEntry is one learned MAC address.

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/xswitch/xswitch/flow"
+	vswitch "github.com/xswitch/xswitch/switch"
 )
 
 // trace follows a packet, described in flow syntax, through a bridge's
@@ -36,6 +37,7 @@ func (d *Daemon) trace(bridge, packet string) (*Trace, error) {
 	}
 	status := flowStatus(e, time.Now())
 	tr.Rule = &status
+	settings, _ := bc.settings() // validated when saved
 
 	in := key.InPort
 	output := func(step *TraceStep, ports ...uint16) {
@@ -76,6 +78,9 @@ func (d *Daemon) trace(bridge, packet string) (*Trace, error) {
 			switch {
 			case !carried:
 				step.Notes = append(step.Notes, fmt.Sprintf("port %s does not carry VLAN %d: dropped", portLabel(bc, in), vid))
+			case !settings.forwardBPDU && vswitch.IsReserved(key.DlDst):
+				step.Notes = append(step.Notes, fmt.Sprintf("%s is a reserved group address: dropped (other_config:forward-bpdu=true forwards it)",
+					formatMAC(key.DlDst)))
 			case key.DlDst[0]&1 != 0:
 				ports := carrying(bc, vlan, allBut(in))
 				step.Notes = append(step.Notes, fmt.Sprintf("multicast or broadcast destination: flooding VLAN %d to %s", vlan, joinPorts(ports)))

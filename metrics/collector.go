@@ -50,6 +50,8 @@ var portCounters = []portCounter{
 		func(s *control.PortStats) uint64 { return s.RxErrors }},
 	{portDesc("rx_vlan_dropped_total", "Received frames that NORMAL dropped because the port does not carry their VLAN."),
 		func(s *control.PortStats) uint64 { return s.RxVLANDropped }},
+	{portDesc("rx_reserved_dropped_total", "Received frames that NORMAL dropped because they were sent to a reserved group address (STP, LACP, LLDP, ...) and the bridge does not forward BPDUs."),
+		func(s *control.PortStats) uint64 { return s.RxReservedDropped }},
 	{portDesc("tx_packets_total", "Frames the switch transmitted on the port."),
 		func(s *control.PortStats) uint64 { return s.TxPackets }},
 	{portDesc("tx_bytes_total", "Bytes of the frames the switch transmitted on the port."),

@@ -69,6 +69,11 @@ type jsonDumpPorts struct {
 			TxInvalid     uint64 `json:"tx_invalid"`
 			TxRingEmpty   uint64 `json:"tx_ring_empty"`
 		} `json:"xsk"`
+		// NORMAL's drops by reason (test/reserved_test.go).
+		Drops struct {
+			VLAN     uint64 `json:"vlan"`
+			Reserved uint64 `json:"reserved"`
+		} `json:"drops"`
 	} `json:"ports"`
 }
 

@@ -114,3 +114,22 @@ func TestDaemonRefusesSizesOfNothing(t *testing.T) {
 		}
 	}
 }
+
+func TestFormatDatumAsOVSDoes(t *testing.T) {
+	for raw, want := range map[string]string{
+		`true`:                    `true`,
+		`"true"`:                  `"true"`,
+		`"32768"`:                 `"32768"`,
+		`"aa:bb:cc:dd:ee:ff"`:     `"aa:bb:cc:dd:ee:ff"`,
+		`"br0"`:                   `br0`,
+		`"a-b.c_d9"`:              `a-b.c_d9`,
+		`""`:                      `""`,
+		`{}`:                      `{}`,
+		`{"z":"1","a":"x y"}`:     `{a="x y", z="1"}`,
+		`{"forward-bpdu":"true"}`: `{forward-bpdu="true"}`,
+	} {
+		if got := formatDatum([]byte(raw)); got != want {
+			t.Errorf("formatDatum(%s) = %s; want %s", raw, got, want)
+		}
+	}
+}

@@ -64,7 +64,8 @@ func printShow(w io.Writer, bridges []control.BridgeStatus) {
 }
 
 // printDumpPorts prints port counters in ovs-ofctl dump-ports' shape, with
-// the AF_XDP sockets' own statistics on a line of their own.
+// the AF_XDP sockets' own statistics on a line of their own, and NORMAL's
+// drops by reason on another.
 func printDumpPorts(w io.Writer, ports []control.PortStatus) {
 	fmt.Fprintf(w, "OFPST_PORT reply: %d ports\n", len(ports))
 	for _, p := range ports {
@@ -75,6 +76,8 @@ func printDumpPorts(w io.Writer, ports []control.PortStatus) {
 			c.TxPackets, c.TxBytes, c.TxDropped, c.TxErrors)
 		fmt.Fprintf(w, "           xsk rx_dropped=%d, rx_ring_full=%d, fill_ring_empty=%d, rx_invalid=%d, tx_invalid=%d, tx_ring_empty=%d\n",
 			k.RxDropped, k.RxRingFull, k.RxFillRingEmpty, k.RxInvalidDescs, k.TxInvalidDescs, k.TxRingEmpty)
+		d := dropsOf(p)
+		fmt.Fprintf(w, "           drops vlan=%d, reserved=%d\n", d.VLAN, d.Reserved)
 	}
 }
 

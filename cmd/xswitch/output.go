@@ -122,8 +122,8 @@ func toShowJSON(bridges []control.BridgeStatus) showJSON {
 
 // portCounters are a port's counters as dump-ports and top count them.
 // Frames the kernel could not hand to the switch are rx drops, as they
-// would be on a NIC, and so are frames in a VLAN that their port does not
-// carry; frames too malformed to classify are rx errors.
+// would be on a NIC, and so are the frames NORMAL dropped (rxDrops says
+// why); frames too malformed to classify are rx errors.
 type portCounters struct {
 	RxPackets uint64 `json:"rx_packets"`
 	RxBytes   uint64 `json:"rx_bytes"`
@@ -142,7 +142,7 @@ func countersOf(p control.PortStatus) portCounters {
 		RxBytes:   s.RxBytes,
 		// The kernel counts a frame lost to an empty fill ring in both
 		// rx_dropped and fill_ring_empty: count it once.
-		RxDropped: k.RxDropped + k.RxRingFull + s.RxVLANDropped,
+		RxDropped: k.RxDropped + k.RxRingFull + dropsOf(p).total(),
 		RxErrors:  s.RxErrors + k.RxInvalidDescs,
 		TxPackets: s.TxPackets,
 		TxBytes:   s.TxBytes,
@@ -161,8 +161,22 @@ type portDumpJSON struct {
 	Name   string `json:"name"`
 	OFPort uint16 `json:"ofport"`
 	portCounters
-	XSK xskJSON `json:"xsk"`
+	XSK   xskJSON   `json:"xsk"`
+	Drops dropsJSON `json:"drops"`
 }
+
+// dropsJSON are the frames NORMAL dropped, by reason, named as on
+// dump-ports' drops line; all of them count in rx_dropped.
+type dropsJSON struct {
+	VLAN     uint64 `json:"vlan"`     // in a VLAN the port does not carry
+	Reserved uint64 `json:"reserved"` // to a reserved group address, without forward-bpdu
+}
+
+func dropsOf(p control.PortStatus) dropsJSON {
+	return dropsJSON{VLAN: p.Stats.RxVLANDropped, Reserved: p.Stats.RxReservedDropped}
+}
+
+func (d dropsJSON) total() uint64 { return d.VLAN + d.Reserved }
 
 // xskJSON are the AF_XDP sockets' own statistics, named as on dump-ports'
 // xsk line.
@@ -185,6 +199,7 @@ func toDumpPortsJSON(bridge string, ports []control.PortStatus) dumpPortsJSON {
 				RxDropped: k.RxDropped, RxRingFull: k.RxRingFull, FillRingEmpty: k.RxFillRingEmpty,
 				RxInvalid: k.RxInvalidDescs, TxInvalid: k.TxInvalidDescs, TxRingEmpty: k.TxRingEmpty,
 			},
+			Drops: dropsOf(p),
 		})
 	}
 	return out

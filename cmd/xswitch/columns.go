@@ -1,0 +1,138 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/xswitch/xswitch/control"
+)
+
+// The database verbs, as ovs-vsctl spells them: set, get and remove.
+
+func (c *cli) setCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "set TABLE RECORD COLUMN[:KEY]=VALUE...",
+		Short: "Set columns of a bridge's record, as ovs-vsctl set does",
+		Long: `Set columns of a bridge's record, as ovs-vsctl set does. The table is
+Bridge, the record a bridge's name. Every change is checked before any is
+made, saved, and applied at once.
+
+Bridge columns: other_config:forward-bpdu (true|false).`,
+		Example:           `  xswitch set Bridge br0 other_config:forward-bpdu=true`,
+		Args:              cobra.MinimumNArgs(3),
+		ValidArgsFunction: c.completeTableThenRecord,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			_, err := c.call(control.Request{Verb: control.VerbSet, Table: args[0], Record: args[1], Columns: args[2:]})
+			return err
+		},
+	}
+}
+
+func (c *cli) removeCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:               "remove TABLE RECORD COLUMN KEY...",
+		Short:             "Remove keys from a map column (other_config), as ovs-vsctl remove does",
+		Example:           `  xswitch remove Bridge br0 other_config forward-bpdu`,
+		Args:              cobra.MinimumNArgs(4),
+		ValidArgsFunction: c.completeTableThenRecord,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			_, err := c.call(control.Request{Verb: control.VerbRemove, Table: args[0], Record: args[1], Columns: args[2:]})
+			return err
+		},
+	}
+}
+
+func (c *cli) getCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "get TABLE RECORD COLUMN[:KEY]...",
+		Short: "Print columns of a record, one a line, as ovs-vsctl get does",
+		Example: `  xswitch get Bridge br0 other_config:forward-bpdu
+  xswitch get Bridge br0 other_config`,
+		Args:              cobra.MinimumNArgs(3),
+		ValidArgsFunction: c.completeTableThenRecord,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			resp, err := c.call(control.Request{Verb: control.VerbGet, Table: args[0], Record: args[1], Columns: args[2:]})
+			if err != nil {
+				return err
+			}
+			if len(resp.Values) != len(args)-2 {
+				return fmt.Errorf("the daemon answered %d values for %d columns", len(resp.Values), len(args)-2)
+			}
+			out := getJSON{Table: args[0], Record: args[1], Values: map[string]json.RawMessage{}}
+			for i, v := range resp.Values {
+				out.Values[args[2+i]] = v
+			}
+			return c.emit(cmd.OutOrStdout(), out, func(w io.Writer) {
+				for _, v := range resp.Values {
+					fmt.Fprintln(w, formatDatum(v))
+				}
+			})
+		},
+	}
+}
+
+// getJSON is get's answer: each column as asked for, with its value.
+type getJSON struct {
+	Table  string                     `json:"table"`
+	Record string                     `json:"record"`
+	Values map[string]json.RawMessage `json:"values"`
+}
+
+// formatDatum writes a value as ovs-vsctl does: true, "32768",
+// {forward-bpdu="true"}.
+func formatDatum(raw json.RawMessage) string {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return string(raw)
+	}
+	switch v := v.(type) {
+	case string:
+		return formatAtom(v)
+	case map[string]any:
+		var parts []string
+		for _, k := range slices.Sorted(maps.Keys(v)) {
+			s, _ := v[k].(string)
+			parts = append(parts, formatAtom(k)+"="+formatAtom(s))
+		}
+		return "{" + strings.Join(parts, ", ") + "}"
+	default:
+		return string(raw)
+	}
+}
+
+// formatAtom quotes a string unless OVSDB would print it bare: one that
+// starts with a letter or underscore, holds only letters, digits and
+// "_-.", and could not be read back as a boolean.
+func formatAtom(s string) string {
+	bare := s != "" && s != "true" && s != "false"
+	for i, r := range s {
+		letter := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r == '_'
+		if !letter && (i == 0 || !(r >= '0' && r <= '9' || r == '-' || r == '.')) {
+			bare = false
+		}
+	}
+	if bare {
+		return s
+	}
+	return strconv.Quote(s)
+}
+
+// completeTableThenRecord offers a table, then its records.
+func (c *cli) completeTableThenRecord(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+	switch len(args) {
+	case 0:
+		return []string{control.TableBridge}, cobra.ShellCompDirectiveNoFileComp
+	case 1:
+		if strings.EqualFold(args[0], control.TableBridge) {
+			return c.bridgeNames(), cobra.ShellCompDirectiveNoFileComp
+		}
+	}
+	return nil, cobra.ShellCompDirectiveNoFileComp
+}

@@ -1,0 +1,308 @@
+package control
+
+// The set, get and remove verbs: ovs-vsctl's database commands, for the
+// columns of OVS's tables that xswitch has. A record is a bridge by name; a
+// column is a plain one or a key of a map column
+// (other_config:forward-bpdu). Unlike OVS, which keeps any
+// other_config key it is given, set refuses a key xswitch does not know:
+// a misspelt key would otherwise be kept and silently do nothing.
+//
+// A change is validated as the whole record it produces, saved, and only
+// then applied to the running bridge, so that what runs is always what a
+// restart restores.
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	vswitch "github.com/xswitch/xswitch/switch"
+)
+
+// Tables, as ovs-vsctl names them.
+const (
+	TableBridge = "Bridge"
+)
+
+// Columns.
+const (
+	columnOtherConfig = "other_config"
+)
+
+// otherConfigKeys are the other_config keys of each table, with what
+// checks a value.
+var otherConfigKeys = map[string]map[string]func(string) error{
+	TableBridge: {
+		"forward-bpdu": checkBool,
+	},
+}
+
+// tableColumns are each table's columns.
+var tableColumns = map[string][]string{
+	TableBridge: {columnOtherConfig},
+}
+
+func checkBool(v string) error {
+	if v != "true" && v != "false" {
+		return fmt.Errorf("%q is not true or false", v)
+	}
+	return nil
+}
+
+// record is one row of a configuration.
+type record struct {
+	table  string
+	bridge *BridgeConfig
+	name   string
+}
+
+// findRecord finds the named row of table in c, for reading or changing.
+func findRecord(c *Config, table, name string) (record, error) {
+	t, err := lookupTable(table)
+	if err != nil {
+		return record{}, err
+	}
+	r := record{table: t, name: name}
+	for i := range c.Bridges {
+		bc := &c.Bridges[i]
+		if t == TableBridge && bc.Name == name {
+			r.bridge = bc
+			return r, nil
+		}
+	}
+	return record{}, fmt.Errorf("no row %q in table %s", name, t)
+}
+
+// lookupTable returns a table's name as ovs-vsctl spells it; like
+// ovs-vsctl, it ignores case.
+func lookupTable(name string) (string, error) {
+	for _, t := range []string{TableBridge} {
+		if strings.EqualFold(name, t) {
+			return t, nil
+		}
+	}
+	return "", fmt.Errorf("unknown table %q (xswitch has the table %s)", name, TableBridge)
+}
+
+// column parses "column" or "column:key" of r's table.
+func (r record) column(text string) (column, key string, err error) {
+	column, key, hasKey := strings.Cut(text, ":")
+	i := slices.IndexFunc(tableColumns[r.table], func(c string) bool { return strings.EqualFold(c, column) })
+	if i < 0 {
+		return "", "", fmt.Errorf("%s does not contain a column whose name matches %q (xswitch has %s)",
+			r.table, column, strings.Join(tableColumns[r.table], ", "))
+	}
+	column = tableColumns[r.table][i]
+	if hasKey && column != columnOtherConfig {
+		return "", "", fmt.Errorf("cannot specify key to set for non-map column %s", column)
+	}
+	if hasKey {
+		if _, ok := otherConfigKeys[r.table][key]; !ok {
+			return "", "", fmt.Errorf("%s has no other_config key %q (xswitch knows %s)",
+				r.table, key, strings.Join(slices.Sorted(maps.Keys(otherConfigKeys[r.table])), ", "))
+		}
+	}
+	return column, key, nil
+}
+
+func (r record) otherConfig() *map[string]string { return &r.bridge.OtherConfig }
+
+// set applies one "column=value" or "column:key=value" to r.
+func (r record) set(setting string) error {
+	lhs, value, ok := strings.Cut(setting, "=")
+	if !ok {
+		return fmt.Errorf("%q: want COLUMN=VALUE or COLUMN:KEY=VALUE", setting)
+	}
+	column, key, err := r.column(lhs)
+	if err != nil {
+		return err
+	}
+	// A value may be quoted, as ovs-vsctl prints and accepts it.
+	if len(value) >= 2 && value[0] == '"' {
+		if value, err = strconv.Unquote(value); err != nil {
+			return fmt.Errorf("%s: bad quoted value: %v", lhs, err)
+		}
+	}
+	switch {
+	case key == "":
+		return fmt.Errorf("setting the whole %s column is not supported: set one key at a time, as %s:KEY=VALUE", column, column)
+	default:
+		if err := otherConfigKeys[r.table][key](value); err != nil {
+			return fmt.Errorf("%s:%s: %w", column, key, err)
+		}
+		m := r.otherConfig()
+		next := maps.Clone(*m)
+		if next == nil {
+			next = map[string]string{}
+		}
+		next[key] = value
+		*m = next
+	}
+	return nil
+}
+
+// remove deletes keys from r's map column.
+func (r record) remove(column string, keys []string) error {
+	c, _, err := r.column(column)
+	if err != nil {
+		return err
+	}
+	if c != columnOtherConfig {
+		return fmt.Errorf("remove works on a map column (%s), not %s", columnOtherConfig, c)
+	}
+	m := r.otherConfig()
+	next := maps.Clone(*m)
+	for _, k := range keys {
+		delete(next, k)
+	}
+	if len(next) == 0 {
+		next = nil
+	}
+	*m = next
+	return nil
+}
+
+// get returns the value of "column" or "column:key" as JSON: true or
+// false, a string, or an object of strings.
+func (r record) get(text string) (json.RawMessage, error) {
+	column, key, err := r.column(text)
+	if err != nil {
+		return nil, err
+	}
+	var v any
+	switch {
+	case key == "":
+		m := *r.otherConfig()
+		if m == nil {
+			m = map[string]string{}
+		}
+		v = m
+	default:
+		s, ok := (*r.otherConfig())[key]
+		if !ok {
+			return nil, fmt.Errorf("no key %q in %s record %q column %s", key, r.table, r.name, column)
+		}
+		v = s
+	}
+	return json.Marshal(v)
+}
+
+// validate checks the whole record as it would run.
+func (r record) validate() error {
+	_, err := r.bridge.settings()
+	return err
+}
+
+// bridgeSettings are what a bridge's columns configure.
+type bridgeSettings struct {
+	forwardBPDU bool
+}
+
+// settings parses bc's columns, or says what is wrong with them.
+func (bc *BridgeConfig) settings() (bridgeSettings, error) {
+	var s bridgeSettings
+	if err := checkOtherConfig(TableBridge, bc.OtherConfig); err != nil {
+		return s, fmt.Errorf("bridge %s: %w", bc.Name, err)
+	}
+	s.forwardBPDU = bc.OtherConfig["forward-bpdu"] == "true"
+	return s, nil
+}
+
+// apply makes b run as s says.
+func (s bridgeSettings) apply(b *vswitch.Bridge) {
+	b.SetForwardBPDU(s.forwardBPDU)
+}
+
+// checkOtherConfig checks every key of an other_config map.
+func checkOtherConfig(table string, m map[string]string) error {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		check, ok := otherConfigKeys[table][k]
+		if !ok {
+			return fmt.Errorf("unknown other_config key %q", k)
+		}
+		if err := check(m[k]); err != nil {
+			return fmt.Errorf("other_config:%s: %w", k, err)
+		}
+	}
+	return nil
+}
+
+// dropEmptyMaps makes an empty other_config none, as saving leaves it out,
+// so that a configuration reads back as it was written.
+func (c *Config) dropEmptyMaps() {
+	for i := range c.Bridges {
+		if bc := &c.Bridges[i]; len(bc.OtherConfig) == 0 {
+			bc.OtherConfig = nil
+		}
+	}
+}
+
+// setColumns is the set verb.
+func (d *Daemon) setColumns(table, name string, settings []string) error {
+	if len(settings) == 0 {
+		return errors.New("set needs at least one COLUMN=VALUE")
+	}
+	return d.changeRecord(table, name, func(r record) error {
+		for _, s := range settings {
+			if err := r.set(s); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// removeKeys is the remove verb.
+func (d *Daemon) removeKeys(table, name string, columnAndKeys []string) error {
+	if len(columnAndKeys) < 2 {
+		return errors.New("remove needs a column and at least one key")
+	}
+	return d.changeRecord(table, name, func(r record) error { return r.remove(columnAndKeys[0], columnAndKeys[1:]) })
+}
+
+// changeRecord changes one record of a copy of the configuration, checks
+// it, saves it and applies it.
+func (d *Daemon) changeRecord(table, name string, change func(record) error) error {
+	next := d.cfg.clone()
+	r, err := findRecord(next, table, name)
+	if err != nil {
+		return err
+	}
+	if err := change(r); err != nil {
+		return err
+	}
+	if err := r.validate(); err != nil {
+		return err
+	}
+	if err := d.commit(next); err != nil {
+		return err
+	}
+	s, _ := r.bridge.settings() // validated above
+	s.apply(d.bridges[r.bridge.Name])
+	d.log.Info("record changed", "table", r.table, "record", name)
+	return nil
+}
+
+// getColumns is the get verb.
+func (d *Daemon) getColumns(table, name string, columns []string) ([]json.RawMessage, error) {
+	if len(columns) == 0 {
+		return nil, errors.New("get needs at least one column")
+	}
+	r, err := findRecord(d.cfg, table, name)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]json.RawMessage, 0, len(columns))
+	for _, c := range columns {
+		v, err := r.get(c)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}

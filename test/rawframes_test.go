@@ -1,0 +1,64 @@
+package test
+
+import (
+	"encoding/binary"
+	"net"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// rawPort is a packet socket on eth0 inside a namespace: it sends frames
+// exactly as given, and counts the frames that arrive.
+type rawPort struct {
+	fd  int
+	mac net.HardwareAddr // the source address of what it sends
+}
+
+// openRaw opens a raw port in namespace ns whose frames carry source
+// address src, a made-up station's, so that arrivals can be told from the
+// namespace's own traffic.
+func openRaw(t testing.TB, ns string, src net.HardwareAddr) rawPort {
+	t.Helper()
+	return rawPort{fd: sniffSocket(t, ns), mac: src}
+}
+
+// ethFrame is a frame from src to dst with the given EtherType (or 802.3
+// length) and payload, padded to the 60-byte minimum.
+func ethFrame(dst, src net.HardwareAddr, typeOrLength uint16, payload []byte) []byte {
+	f := append(append([]byte{}, dst...), src...)
+	f = binary.BigEndian.AppendUint16(f, typeOrLength)
+	f = append(f, payload...)
+	for len(f) < 60 {
+		f = append(f, 0)
+	}
+	return f
+}
+
+func (r rawPort) send(t testing.TB, frames ...[]byte) {
+	t.Helper()
+	for _, f := range frames {
+		if _, err := unix.Write(r.fd, f); err != nil {
+			t.Fatalf("sending a raw frame: %v", err)
+		}
+	}
+}
+
+// arrivals counts the frames from src that reach r, by destination
+// address, until done says the counts are enough or within passes.
+func (r rawPort) arrivals(t testing.TB, src net.HardwareAddr, within time.Duration, done func(map[string]int) bool) map[string]int {
+	t.Helper()
+	counts := map[string]int{}
+	buf, oob := make([]byte, 65536), make([]byte, 256)
+	for deadline := time.Now().Add(within); time.Now().Before(deadline) && !done(counts); {
+		a, ok, err := receiveFrame(r.fd, buf, oob)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok && net.HardwareAddr(a.frame[6:12]).String() == src.String() {
+			counts[net.HardwareAddr(a.frame[0:6]).String()]++
+		}
+	}
+	return counts
+}
