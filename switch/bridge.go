@@ -80,6 +80,7 @@ type portCounters struct {
 	rxPackets, rxBytes, rxErrors  atomic.Uint64
 	rxVLANDropped                 atomic.Uint64
 	rxReservedDropped             atomic.Uint64
+	rxStormDropped                atomic.Uint64
 	txPackets, txBytes, txDropped atomic.Uint64
 }
 
@@ -87,6 +88,7 @@ type portCounters struct {
 type rxDrops struct {
 	vlan     uint64 // in a VLAN the input port does not carry
 	reserved uint64 // to a reserved group address (reserved.go)
+	storm    uint64 // flooded beyond the port's storm limit (storm.go)
 }
 
 // flush adds the batch's drops to the input port's counters and starts
@@ -97,6 +99,9 @@ func (d *rxDrops) flush(c *portCounters) {
 	}
 	if d.reserved > 0 {
 		c.rxReservedDropped.Add(d.reserved)
+	}
+	if d.storm > 0 {
+		c.rxStormDropped.Add(d.storm)
 	}
 	*d = rxDrops{}
 }
@@ -172,6 +177,9 @@ func (b *Bridge) Name() string { return b.name }
 type PortOptions struct {
 	OFPort uint16 // 0: the lowest free number
 	VLAN   VLANConfig
+	// StormLimit caps the frames per second that NORMAL floods from the
+	// port (storm.go); 0 is no limit.
+	StormLimit uint32
 }
 
 // AddPort adds p to the bridge and returns the OpenFlow port number it got.
@@ -202,11 +210,24 @@ func (b *Bridge) AddPort(p port.Port, opts PortOptions) (uint16, error) {
 	}
 	bp := &bridgePort{Port: p, ofport: ofport, vlan: compileVLAN(opts.VLAN)}
 	var slot uint16
-	b.onEachForwarder(func(f *forwarder) { slot = f.addPort(bp) })
+	b.onEachForwarder(func(f *forwarder) {
+		slot = f.addPort(bp)
+		f.setStormLimit(slot, opts.StormLimit)
+	})
 	bp.slot = slot
 	b.ports = append(b.ports, bp)
 	slices.SortFunc(b.ports, func(x, y *bridgePort) int { return int(x.ofport) - int(y.ofport) })
 	return ofport, nil
+}
+
+// port returns the named port, or nil.
+func (b *Bridge) port(name string) *bridgePort {
+	for _, q := range b.ports {
+		if q.Name() == name {
+			return q
+		}
+	}
+	return nil
 }
 
 func (b *Bridge) lowestFreeOFPort() uint16 {
@@ -245,11 +266,13 @@ type PortStatus struct {
 // RxErrors counts frames too malformed to classify; NORMAL's drops are
 // counted by reason: RxVLANDropped because the port does not carry their
 // VLAN, RxReservedDropped because they were sent to a reserved group
-// address.
+// address, RxStormDropped because flooding them would exceed the port's
+// storm limit.
 type PortStats struct {
 	RxPackets, RxBytes, RxErrors  uint64
 	RxVLANDropped                 uint64
 	RxReservedDropped             uint64
+	RxStormDropped                uint64
 	TxPackets, TxBytes, TxDropped uint64
 	Port                          port.Stats
 }
@@ -269,7 +292,8 @@ func (b *Bridge) Ports() []PortStatus {
 				RxPackets: c.rxPackets.Load(), RxBytes: c.rxBytes.Load(), RxErrors: c.rxErrors.Load(),
 				TxPackets: c.txPackets.Load(), TxBytes: c.txBytes.Load(), TxDropped: c.txDropped.Load(),
 				RxVLANDropped: c.rxVLANDropped.Load(), RxReservedDropped: c.rxReservedDropped.Load(),
-				Port: q.Stats(),
+				RxStormDropped: c.rxStormDropped.Load(),
+				Port:           q.Stats(),
 			},
 		})
 	}

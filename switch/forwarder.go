@@ -87,7 +87,11 @@ type forwarder struct {
 	pollFds []unix.PollFd // [0] is the wakeup eventfd, then one per queue
 	frames  []port.Frame
 	groups  []txGroup // by slot
-	pending []uint16  // slots whose group holds frames
+	// stormLimit is each port's storm limit in frames/s, by slot; storm
+	// holds this thread's token bucket for it (storm.go).
+	stormLimit []uint32
+	storm      []tokenBucket
+	pending    []uint16 // slots whose group holds frames
 
 	requests chan request
 	wakeFd   int
@@ -333,6 +337,10 @@ func (f *forwarder) normal(inSlot uint16, frame []byte, now int64) {
 			return
 		}
 	}
+	if !f.storm[inSlot].take(now) {
+		f.drops.storm++
+		return
+	}
 	for _, out := range f.live {
 		if out != inSlot {
 			f.normalOutput(out, &fr)
@@ -405,6 +413,8 @@ func (f *forwarder) addPort(p *bridgePort) uint16 {
 	if slot == len(f.ports) {
 		f.ports = append(f.ports, nil)
 		f.groups = append(f.groups, txGroup{})
+		f.stormLimit = append(f.stormLimit, 0)
+		f.storm = append(f.storm, tokenBucket{})
 	}
 	f.ports[slot] = p
 	f.groups[slot] = txGroup{frames: make([][]byte, 0, f.batchSize)}
@@ -417,6 +427,7 @@ func (f *forwarder) addPort(p *bridgePort) uint16 {
 func (f *forwarder) removePort(p *bridgePort) {
 	f.ports[p.slot] = nil
 	f.groups[p.slot] = txGroup{}
+	f.stormLimit[p.slot], f.storm[p.slot] = 0, tokenBucket{}
 	f.fdb.flushPort(p.slot)
 	f.rebuild()
 }
@@ -447,6 +458,7 @@ func (f *forwarder) rebuild() {
 			n++
 		}
 	}
+	f.shareStormLimits()
 }
 
 func isMulticast(mac []byte) bool { return mac[0]&1 != 0 }
