@@ -1,9 +1,9 @@
 package control
 
 // The set, get and remove verbs: ovs-vsctl's database commands, for the
-// columns of OVS's tables that xswitch has. A record is a bridge by name; a
-// column is a plain one or a key of a map column
-// (other_config:forward-bpdu). Unlike OVS, which keeps any
+// columns of OVS's Bridge and Port tables that xswitch has. A record is a
+// bridge or a port by name; a column is a plain one or a key of a map
+// column (other_config:forward-bpdu). Unlike OVS, which keeps any
 // other_config key it is given, set refuses a key xswitch does not know:
 // a misspelt key would otherwise be kept and silently do nothing.
 //
@@ -26,6 +26,7 @@ import (
 // Tables, as ovs-vsctl names them.
 const (
 	TableBridge = "Bridge"
+	TablePort   = "Port"
 )
 
 // Columns.
@@ -39,11 +40,16 @@ var otherConfigKeys = map[string]map[string]func(string) error{
 	TableBridge: {
 		"forward-bpdu": checkBool,
 	},
+	TablePort: {
+		// Not an OVS key: OVS has no storm control.
+		"storm-limit": checkStormLimit,
+	},
 }
 
 // tableColumns are each table's columns.
 var tableColumns = map[string][]string{
 	TableBridge: {columnOtherConfig},
+	TablePort:   {columnOtherConfig},
 }
 
 func checkBool(v string) error {
@@ -53,10 +59,28 @@ func checkBool(v string) error {
 	return nil
 }
 
-// record is one row of a configuration.
+// maxStormLimit is the highest storm limit, in frames/s: far beyond what a
+// port carries, and what the forwarder's clock resolves.
+const maxStormLimit = 1_000_000_000
+
+func checkStormLimit(v string) error {
+	_, err := parseStormLimit(v)
+	return err
+}
+
+func parseStormLimit(v string) (uint32, error) {
+	n, err := strconv.ParseUint(v, 10, 32)
+	if err != nil || n > maxStormLimit {
+		return 0, fmt.Errorf("%q is not a number of frames per second from 0 (no limit) to %d", v, maxStormLimit)
+	}
+	return uint32(n), nil
+}
+
+// record is one row of a configuration: a bridge, or one of its ports.
 type record struct {
 	table  string
 	bridge *BridgeConfig
+	port   *PortConfig // nil for a bridge
 	name   string
 }
 
@@ -73,6 +97,12 @@ func findRecord(c *Config, table, name string) (record, error) {
 			r.bridge = bc
 			return r, nil
 		}
+		if t == TablePort {
+			if j := slices.IndexFunc(bc.Ports, func(pc PortConfig) bool { return pc.Name == name }); j >= 0 {
+				r.bridge, r.port = bc, &bc.Ports[j]
+				return r, nil
+			}
+		}
 	}
 	return record{}, fmt.Errorf("no row %q in table %s", name, t)
 }
@@ -80,12 +110,12 @@ func findRecord(c *Config, table, name string) (record, error) {
 // lookupTable returns a table's name as ovs-vsctl spells it; like
 // ovs-vsctl, it ignores case.
 func lookupTable(name string) (string, error) {
-	for _, t := range []string{TableBridge} {
+	for _, t := range []string{TableBridge, TablePort} {
 		if strings.EqualFold(name, t) {
 			return t, nil
 		}
 	}
-	return "", fmt.Errorf("unknown table %q (xswitch has the table %s)", name, TableBridge)
+	return "", fmt.Errorf("unknown table %q (xswitch has the tables %s and %s)", name, TableBridge, TablePort)
 }
 
 // column parses "column" or "column:key" of r's table.
@@ -109,7 +139,12 @@ func (r record) column(text string) (column, key string, err error) {
 	return column, key, nil
 }
 
-func (r record) otherConfig() *map[string]string { return &r.bridge.OtherConfig }
+func (r record) otherConfig() *map[string]string {
+	if r.port != nil {
+		return &r.port.OtherConfig
+	}
+	return &r.bridge.OtherConfig
+}
 
 // set applies one "column=value" or "column:key=value" to r.
 func (r record) set(setting string) error {
@@ -193,6 +228,10 @@ func (r record) get(text string) (json.RawMessage, error) {
 
 // validate checks the whole record as it would run.
 func (r record) validate() error {
+	if r.port != nil {
+		_, err := r.port.portOptions()
+		return err
+	}
 	_, err := r.bridge.settings()
 	return err
 }
@@ -217,6 +256,17 @@ func (s bridgeSettings) apply(b *vswitch.Bridge) {
 	b.SetForwardBPDU(s.forwardBPDU)
 }
 
+// addOtherConfig adds what pc's other_config configures to opts.
+func (pc PortConfig) addOtherConfig(opts *vswitch.PortOptions) error {
+	if err := checkOtherConfig(TablePort, pc.OtherConfig); err != nil {
+		return fmt.Errorf("port %q: %w", pc.Name, err)
+	}
+	if v, ok := pc.OtherConfig["storm-limit"]; ok {
+		opts.StormLimit, _ = parseStormLimit(v) // checked above
+	}
+	return nil
+}
+
 // checkOtherConfig checks every key of an other_config map.
 func checkOtherConfig(table string, m map[string]string) error {
 	for _, k := range slices.Sorted(maps.Keys(m)) {
@@ -235,8 +285,14 @@ func checkOtherConfig(table string, m map[string]string) error {
 // so that a configuration reads back as it was written.
 func (c *Config) dropEmptyMaps() {
 	for i := range c.Bridges {
-		if bc := &c.Bridges[i]; len(bc.OtherConfig) == 0 {
+		bc := &c.Bridges[i]
+		if len(bc.OtherConfig) == 0 {
 			bc.OtherConfig = nil
+		}
+		for j := range bc.Ports {
+			if pc := &bc.Ports[j]; len(pc.OtherConfig) == 0 {
+				pc.OtherConfig = nil
+			}
 		}
 	}
 }
@@ -281,8 +337,16 @@ func (d *Daemon) changeRecord(table, name string, change func(record) error) err
 	if err := d.commit(next); err != nil {
 		return err
 	}
-	s, _ := r.bridge.settings() // validated above
-	s.apply(d.bridges[r.bridge.Name])
+	b := d.bridges[r.bridge.Name]
+	if r.port == nil {
+		s, _ := r.bridge.settings() // validated above
+		s.apply(b)
+	} else if _, down := d.down[r.port.Name]; !down {
+		opts, _ := r.port.portOptions() // validated above
+		if err := b.SetStormLimit(r.port.Name, opts.StormLimit); err != nil {
+			d.log.Error("applying port settings", "port", r.port.Name, "err", err)
+		}
+	}
 	d.log.Info("record changed", "table", r.table, "record", name)
 	return nil
 }

@@ -86,6 +86,9 @@ type PortConfig struct {
 	// Device is the interface the AF_XDP socket opens when it is not Name:
 	// the switch end of an internal port's veth pair, whose peer is Name.
 	Device string `json:"device,omitempty"`
+	// OtherConfig is OVS's Port column of that name, as the set verb
+	// writes it (columns.go); like a bridge's, it is only ever replaced.
+	OtherConfig map[string]string `json:"other_config,omitempty"`
 }
 
 // Port types that xswitch creates the device of.

@@ -484,7 +484,8 @@ func (d *Daemon) show(only string) ([]BridgeStatus, error) {
 					RxPackets: l.Stats.RxPackets, RxBytes: l.Stats.RxBytes, RxErrors: l.Stats.RxErrors,
 					TxPackets: l.Stats.TxPackets, TxBytes: l.Stats.TxBytes, TxDropped: l.Stats.TxDropped,
 					RxVLANDropped: l.Stats.RxVLANDropped, RxReservedDropped: l.Stats.RxReservedDropped,
-					Kernel: l.Stats.Port,
+					RxStormDropped: l.Stats.RxStormDropped,
+					Kernel:         l.Stats.Port,
 				}
 			} else if err := d.down[pc.Name]; err != nil {
 				ps.Error = err.Error()

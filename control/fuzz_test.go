@@ -82,6 +82,7 @@ var configSeeds = []string{
 	`{"bridges":[{"name":"br0","ports":[],"flows":[]}]}` + "\n",
 	`{"bridges":[{"name":"br0","ports":[],"flows":[],"other_config":{"forward-bpdu":"true"}}]}`,
 	`{"bridges":[{"name":"br0","ports":[],"flows":[],"other_config":{}}]}`,
+	`{"bridges":[{"name":"br0","ports":[{"name":"p1","other_config":{"storm-limit":"1000"}}],"flows":[]}]}`,
 	`{"bridges":[{"name":"old","ports":[]}]}`,
 	`{"bridges":[`,
 	`{"bridges":[],"surprise":1}`,

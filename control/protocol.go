@@ -165,6 +165,9 @@ type PortStats struct {
 	// they were sent to a reserved group address.
 	RxVLANDropped     uint64 `json:"rx_vlan_dropped"`
 	RxReservedDropped uint64 `json:"rx_reserved_dropped"`
+	// RxStormDropped counts frames NORMAL did not flood because of the
+	// port's storm limit.
+	RxStormDropped uint64 `json:"rx_storm_dropped"`
 }
 
 // FDBEntry is one learned MAC address.

@@ -84,6 +84,7 @@ func (d *Daemon) trace(bridge, packet string) (*Trace, error) {
 			case key.DlDst[0]&1 != 0:
 				ports := carrying(bc, vlan, allBut(in))
 				step.Notes = append(step.Notes, fmt.Sprintf("multicast or broadcast destination: flooding VLAN %d to %s", vlan, joinPorts(ports)))
+				step.Notes = append(step.Notes, stormNotes(bc, in)...)
 				output(&step, ports...)
 			default:
 				if p, ok := b.LookupMAC(key.DlDst, vlan); ok && vlanOf(bc, p).Carries(vlan) {
@@ -94,6 +95,7 @@ func (d *Daemon) trace(bridge, packet string) (*Trace, error) {
 					ports := carrying(bc, vlan, allBut(in))
 					step.Notes = append(step.Notes, fmt.Sprintf("no learned port for %s in VLAN %d: flooding to %s",
 						formatMAC(key.DlDst), vlan, joinPorts(ports)))
+					step.Notes = append(step.Notes, stormNotes(bc, in)...)
 					output(&step, ports...)
 				}
 			}
@@ -112,6 +114,19 @@ func (d *Daemon) trace(bridge, packet string) (*Trace, error) {
 	}
 	tr.FinalFlow = flow.FormatMatch(exactMatch(key, f.Match.Mask))
 	return tr, nil
+}
+
+// stormNotes says, when NORMAL floods from port in, that its storm limit
+// applies: whether this packet is dropped depends on the rate of those
+// before it, which trace does not know.
+func stormNotes(bc *BridgeConfig, in uint16) []string {
+	for _, pc := range bc.Ports {
+		if opts, err := pc.portOptions(); err == nil && pc.OFPort == in && opts.StormLimit > 0 {
+			return []string{fmt.Sprintf("port %s floods at most %d frames/s (other_config:storm-limit): beyond that, dropped",
+				portLabel(bc, in), opts.StormLimit)}
+		}
+	}
+	return nil
 }
 
 // traceRewrite applies a rewrite to the packet's key, as the forwarder

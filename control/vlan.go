@@ -9,7 +9,7 @@ import (
 )
 
 // portOptions turns pc into the bridge's port options, or says what is
-// wrong with its VLAN configuration.
+// wrong with its VLAN configuration or other_config.
 func (pc PortConfig) portOptions() (vswitch.PortOptions, error) {
 	mode, err := vswitch.ParseVLANMode(pc.VLANMode)
 	if err != nil {
@@ -21,6 +21,9 @@ func (pc PortConfig) portOptions() (vswitch.PortOptions, error) {
 	}
 	if err := opts.VLAN.Validate(); err != nil {
 		return vswitch.PortOptions{}, fmt.Errorf("port %q: %w", pc.Name, err)
+	}
+	if err := pc.addOtherConfig(&opts); err != nil {
+		return vswitch.PortOptions{}, err
 	}
 	return opts, nil
 }

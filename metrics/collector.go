@@ -52,6 +52,8 @@ var portCounters = []portCounter{
 		func(s *control.PortStats) uint64 { return s.RxVLANDropped }},
 	{portDesc("rx_reserved_dropped_total", "Received frames that NORMAL dropped because they were sent to a reserved group address (STP, LACP, LLDP, ...) and the bridge does not forward BPDUs."),
 		func(s *control.PortStats) uint64 { return s.RxReservedDropped }},
+	{portDesc("rx_storm_dropped_total", "Received frames that NORMAL did not flood because the port's storm limit was reached."),
+		func(s *control.PortStats) uint64 { return s.RxStormDropped }},
 	{portDesc("tx_packets_total", "Frames the switch transmitted on the port."),
 		func(s *control.PortStats) uint64 { return s.TxPackets }},
 	{portDesc("tx_bytes_total", "Bytes of the frames the switch transmitted on the port."),

@@ -28,7 +28,7 @@ func newFakeSource() *fakeSource {
 		OFPort:     1,
 		Info:       port.Info{Kind: "afxdp", XDPMode: "native", BindMode: "copy", Queues: 1},
 		Stats: control.PortStats{
-			RxPackets: 10, RxBytes: 1000, RxErrors: 1, RxVLANDropped: 9, RxReservedDropped: 11,
+			RxPackets: 10, RxBytes: 1000, RxErrors: 1, RxVLANDropped: 9, RxReservedDropped: 11, RxStormDropped: 12,
 			TxPackets: 20, TxBytes: 2000, TxDropped: 2,
 			Kernel: port.Stats{RxDropped: 3, RxInvalidDescs: 4, RxRingFull: 5, RxFillRingEmpty: 6, TxInvalidDescs: 7, TxRingEmpty: 8},
 		},
@@ -62,6 +62,9 @@ xswitch_port_rx_vlan_dropped_total{bridge="br0",port="p1"} 9
 # HELP xswitch_port_rx_reserved_dropped_total Received frames that NORMAL dropped because they were sent to a reserved group address (STP, LACP, LLDP, ...) and the bridge does not forward BPDUs.
 # TYPE xswitch_port_rx_reserved_dropped_total counter
 xswitch_port_rx_reserved_dropped_total{bridge="br0",port="p1"} 11
+# HELP xswitch_port_rx_storm_dropped_total Received frames that NORMAL did not flood because the port's storm limit was reached.
+# TYPE xswitch_port_rx_storm_dropped_total counter
+xswitch_port_rx_storm_dropped_total{bridge="br0",port="p1"} 12
 # HELP xswitch_port_tx_packets_total Frames the switch transmitted on the port.
 # TYPE xswitch_port_tx_packets_total counter
 xswitch_port_tx_packets_total{bridge="br0",port="p1"} 20
@@ -103,7 +106,7 @@ xswitch_bridge_forwarder_idle_seconds_total{bridge="br0"} 30
 	c := NewCollector(newFakeSource())
 	names := []string{
 		"xswitch_port_rx_packets_total", "xswitch_port_rx_bytes_total", "xswitch_port_rx_errors_total",
-		"xswitch_port_rx_vlan_dropped_total", "xswitch_port_rx_reserved_dropped_total",
+		"xswitch_port_rx_vlan_dropped_total", "xswitch_port_rx_reserved_dropped_total", "xswitch_port_rx_storm_dropped_total",
 		"xswitch_port_tx_packets_total", "xswitch_port_tx_dropped_total",
 		"xswitch_port_xsk_rx_ring_full_total", "xswitch_port_xsk_tx_ring_empty_total",
 		"xswitch_port_info", "xswitch_port_up",
@@ -113,10 +116,10 @@ xswitch_bridge_forwarder_idle_seconds_total{bridge="br0"} 30
 	if err := testutil.CollectAndCompare(c, strings.NewReader(want), names...); err != nil {
 		t.Fatal(err)
 	}
-	// The down port has no counters and no info, only its up series: 14
+	// The down port has no counters and no info, only its up series: 15
 	// counters and info and up for p1, up for p2, 6 bridge series.
-	if n := testutil.CollectAndCount(c); n != 14+2+1+6 {
-		t.Errorf("collected %d series; want %d", n, 14+2+1+6)
+	if n := testutil.CollectAndCount(c); n != 15+2+1+6 {
+		t.Errorf("collected %d series; want %d", n, 15+2+1+6)
 	}
 }
 

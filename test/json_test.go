@@ -35,6 +35,8 @@ type jsonShow struct {
 			VLANMode string   `json:"vlan_mode"`
 			Tag      uint16   `json:"tag"`
 			Trunks   []uint16 `json:"trunks"`
+			// Storm limit (test/storm_test.go).
+			StormLimit uint64 `json:"storm_limit"`
 		} `json:"ports"`
 	} `json:"bridges"`
 }
@@ -73,6 +75,7 @@ type jsonDumpPorts struct {
 		Drops struct {
 			VLAN     uint64 `json:"vlan"`
 			Reserved uint64 `json:"reserved"`
+			Storm    uint64 `json:"storm"` // test/storm_test.go
 		} `json:"drops"`
 	} `json:"ports"`
 }

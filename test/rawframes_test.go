@@ -62,3 +62,52 @@ func (r rawPort) arrivals(t testing.TB, src net.HardwareAddr, within time.Durati
 	}
 	return counts
 }
+
+// frameCounter counts, in a goroutine, the frames from one source address
+// that arrive on eth0 in a namespace, with a receive buffer large enough
+// that a burst is not lost in the socket before it is read.
+type frameCounter struct {
+	stop chan struct{}
+	done chan int
+}
+
+func startCounting(t testing.TB, ns string, src net.HardwareAddr) *frameCounter {
+	t.Helper()
+	fd := sniffSocket(t, ns)
+	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 16<<20); err != nil {
+		t.Fatalf("SO_RCVBUFFORCE: %v", err)
+	}
+	c := &frameCounter{stop: make(chan struct{}), done: make(chan int, 1)}
+	go func() {
+		n := 0
+		buf, oob := make([]byte, 65536), make([]byte, 256)
+		for {
+			select {
+			case <-c.stop:
+				c.done <- n
+				return
+			default:
+			}
+			a, ok, err := receiveFrame(fd, buf, oob)
+			if err != nil {
+				c.done <- -1
+				return
+			}
+			if ok && net.HardwareAddr(a.frame[6:12]).String() == src.String() {
+				n++
+			}
+		}
+	}()
+	return c
+}
+
+// count stops counting and returns how many frames arrived.
+func (c *frameCounter) count(t testing.TB) int {
+	t.Helper()
+	close(c.stop)
+	n := <-c.done
+	if n < 0 {
+		t.Fatal("reading the packet socket failed")
+	}
+	return n
+}

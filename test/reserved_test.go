@@ -75,8 +75,8 @@ func TestReservedFramesAreNotForwarded(t *testing.T) {
 		t.Errorf("dump-ports: port %s drops %+v, rx_dropped %d; want %d reserved drops, counted in rx_dropped",
 			a.name, dump.Ports[0].Drops, dump.Ports[0].RxDropped, want)
 	}
-	if text := d.x(t, "dump-ports", br, a.name); !strings.Contains(text, "reserved=18") {
-		t.Errorf("dump-ports text does not say reserved=18:\n%s", text)
+	if text := d.x(t, "dump-ports", br, a.name); !strings.Contains(text, "reserved=18, storm=0") {
+		t.Errorf("dump-ports text does not say reserved=18, storm=0:\n%s", text)
 	}
 	if out := d.x(t, "trace", br, fmt.Sprintf("in_port=%d,dl_dst=01:80:c2:00:00:0e", in)); !strings.Contains(out, "reserved group address: dropped") ||
 		!strings.Contains(out, "Datapath actions: drop") {

@@ -19,13 +19,16 @@ import (
 func (c *cli) setCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "set TABLE RECORD COLUMN[:KEY]=VALUE...",
-		Short: "Set columns of a bridge's record, as ovs-vsctl set does",
-		Long: `Set columns of a bridge's record, as ovs-vsctl set does. The table is
-Bridge, the record a bridge's name. Every change is checked before any is
-made, saved, and applied at once.
+		Short: "Set columns of a bridge's or port's record, as ovs-vsctl set does",
+		Long: `Set columns of a bridge's or port's record, as ovs-vsctl set does. The
+table is Bridge or Port, the record a bridge's or port's name. Every change
+is checked before any is made, saved, and applied at once.
 
-Bridge columns: other_config:forward-bpdu (true|false).`,
-		Example:           `  xswitch set Bridge br0 other_config:forward-bpdu=true`,
+Bridge columns: other_config:forward-bpdu (true|false).
+Port columns: other_config:storm-limit (frames/s that NORMAL floods from
+the port; 0: no limit).`,
+		Example: `  xswitch set Bridge br0 other_config:forward-bpdu=true
+  xswitch set Port p1 other_config:storm-limit=1000`,
 		Args:              cobra.MinimumNArgs(3),
 		ValidArgsFunction: c.completeTableThenRecord,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -124,14 +127,32 @@ func formatAtom(s string) string {
 	return strconv.Quote(s)
 }
 
+// stormLimit is a port's other_config:storm-limit, 0 when it has none;
+// the daemon checked it.
+func stormLimit(pc control.PortConfig) uint64 {
+	n, _ := strconv.ParseUint(pc.OtherConfig["storm-limit"], 10, 32)
+	return n
+}
+
 // completeTableThenRecord offers a table, then its records.
 func (c *cli) completeTableThenRecord(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
 	switch len(args) {
 	case 0:
-		return []string{control.TableBridge}, cobra.ShellCompDirectiveNoFileComp
+		return []string{control.TableBridge, control.TablePort}, cobra.ShellCompDirectiveNoFileComp
 	case 1:
-		if strings.EqualFold(args[0], control.TableBridge) {
+		switch {
+		case strings.EqualFold(args[0], control.TableBridge):
 			return c.bridgeNames(), cobra.ShellCompDirectiveNoFileComp
+		case strings.EqualFold(args[0], control.TablePort):
+			bridges, err := c.show("")
+			if err != nil {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			var names []string
+			for _, b := range bridges {
+				names = append(names, portNames(b)...)
+			}
+			return names, cobra.ShellCompDirectiveNoFileComp
 		}
 	}
 	return nil, cobra.ShellCompDirectiveNoFileComp

@@ -25,6 +25,9 @@ func printShow(w io.Writer, bridges []control.BridgeStatus) {
 			if vlan := vlanSummary(p.PortConfig); vlan != "" {
 				fmt.Fprintf(w, "        vlan: %s\n", vlan)
 			}
+			if limit := stormLimit(p.PortConfig); limit > 0 {
+				fmt.Fprintf(w, "        storm limit: %d frames/s\n", limit)
+			}
 			if p.Info.Kind == "" { // not open
 				fmt.Fprintf(w, "        state: down (%s)\n", p.Error)
 				continue
@@ -77,7 +80,7 @@ func printDumpPorts(w io.Writer, ports []control.PortStatus) {
 		fmt.Fprintf(w, "           xsk rx_dropped=%d, rx_ring_full=%d, fill_ring_empty=%d, rx_invalid=%d, tx_invalid=%d, tx_ring_empty=%d\n",
 			k.RxDropped, k.RxRingFull, k.RxFillRingEmpty, k.RxInvalidDescs, k.TxInvalidDescs, k.TxRingEmpty)
 		d := dropsOf(p)
-		fmt.Fprintf(w, "           drops vlan=%d, reserved=%d\n", d.VLAN, d.Reserved)
+		fmt.Fprintf(w, "           drops vlan=%d, reserved=%d, storm=%d\n", d.VLAN, d.Reserved, d.Storm)
 	}
 }
 

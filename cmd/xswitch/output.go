@@ -91,6 +91,8 @@ type showPortJSON struct {
 	VLANMode string   `json:"vlan_mode,omitempty"`
 	Tag      uint16   `json:"tag,omitempty"`
 	Trunks   []uint16 `json:"trunks,omitempty"`
+	// StormLimit is other_config:storm-limit, in frames/s; absent: none.
+	StormLimit uint64 `json:"storm_limit,omitempty"`
 }
 
 func toShowJSON(bridges []control.BridgeStatus) showJSON {
@@ -103,6 +105,7 @@ func toShowJSON(bridges []control.BridgeStatus) showJSON {
 				Netns: p.Netns, Peer: p.Peer, Address: p.Address,
 				PortType: p.Type, Device: p.Device, Owner: p.Owner,
 				VLANMode: effectiveVLANMode(p.PortConfig), Tag: p.Tag, Trunks: p.Trunks,
+				StormLimit: stormLimit(p.PortConfig),
 			}
 			if jp.Mode == "" {
 				jp.Mode = "auto"
@@ -170,13 +173,15 @@ type portDumpJSON struct {
 type dropsJSON struct {
 	VLAN     uint64 `json:"vlan"`     // in a VLAN the port does not carry
 	Reserved uint64 `json:"reserved"` // to a reserved group address, without forward-bpdu
+	Storm    uint64 `json:"storm"`    // flooded beyond the port's storm limit
 }
 
 func dropsOf(p control.PortStatus) dropsJSON {
-	return dropsJSON{VLAN: p.Stats.RxVLANDropped, Reserved: p.Stats.RxReservedDropped}
+	s := p.Stats
+	return dropsJSON{VLAN: s.RxVLANDropped, Reserved: s.RxReservedDropped, Storm: s.RxStormDropped}
 }
 
-func (d dropsJSON) total() uint64 { return d.VLAN + d.Reserved }
+func (d dropsJSON) total() uint64 { return d.VLAN + d.Reserved + d.Storm }
 
 // xskJSON are the AF_XDP sockets' own statistics, named as on dump-ports'
 // xsk line.
