@@ -363,6 +363,20 @@ func (b *Bridge) Receive(n uint16, bpdu BPDU) error {
 	return nil
 }
 
+// ReceiveFrame decodes the BPDU in an Ethernet frame that arrived on port
+// n and hands it to the machines. A frame that is no valid BPDU counts
+// as dropped.
+func (b *Bridge) ReceiveFrame(n uint16, frame []byte) error {
+	bpdu, err := DecodeFrame(frame)
+	if err != nil {
+		if p := b.port(n); p != nil {
+			p.rxDropped++
+		}
+		return err
+	}
+	return b.Receive(n, bpdu)
+}
+
 // Tick is one second passing: every port's timers count down (17.22).
 func (b *Bridge) Tick() {
 	for _, p := range b.ports {
@@ -416,7 +430,7 @@ type PortStatus struct {
 	DesignatedPort   PortID
 	RxBPDUs          uint64
 	TxBPDUs          uint64
-	RxDropped        uint64 // BPDUs not taken (Receive's errors)
+	RxDropped        uint64 // BPDUs not taken: invalid, or refused by Receive
 }
 
 // IsRoot reports whether the bridge believes itself the root.

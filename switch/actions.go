@@ -16,19 +16,26 @@ func (f *forwarder) execute(inSlot uint16, frame []byte, actions []flow.Action, 
 		switch a.Type {
 		case flow.ActOutput:
 			// OpenFlow never sends a frame back where it came from unless
-			// told so with IN_PORT.
-			if slot, ok := f.slot(a.Port); ok && slot != inSlot {
+			// told so with IN_PORT. Output, IN_PORT and FLOOD leave out the
+			// ports that the spanning tree does not let forward; ALL does
+			// not, as in OVS.
+			if slot, ok := f.slot(a.Port); ok && slot != inSlot && f.forwards(slot) {
 				f.enqueue(slot, frame)
 				shared = true
 			}
 		case flow.ActInPort:
-			f.enqueue(inSlot, frame)
-			shared = true
+			if f.forwards(inSlot) {
+				f.enqueue(inSlot, frame)
+				shared = true
+			}
 		case flow.ActNormal:
 			f.normal(inSlot, frame, now)
 			shared = true
-		case flow.ActFlood, flow.ActAll:
-			f.flood(inSlot, frame)
+		case flow.ActFlood:
+			f.floodTo(f.flood, inSlot, frame)
+			shared = true
+		case flow.ActAll:
+			f.floodTo(f.live, inSlot, frame)
 			shared = true
 		default:
 			if shared {

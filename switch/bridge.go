@@ -14,6 +14,7 @@ import (
 
 	"github.com/xswitch/xswitch/flow"
 	"github.com/xswitch/xswitch/port"
+	"github.com/xswitch/xswitch/rstp"
 )
 
 // DefaultBatchSize is how many frames the forwarder takes from a queue at
@@ -63,7 +64,8 @@ type Bridge struct {
 
 	mu    sync.Mutex // serializes changes; the forwarders never take it
 	ports []*bridgePort
-	fwds  []*forwarder // one per thread; none once closed
+	fwds  []*forwarder  // one per thread; none once closed
+	stp   *spanningTree // nil: no spanning tree (stp.go)
 }
 
 type bridgePort struct {
@@ -72,6 +74,8 @@ type bridgePort struct {
 	vlan     portVLAN
 	slot     uint16 // index in the forwarders' tables
 	counters portCounters
+	address  [6]byte          // the source of the BPDUs it sends; zero: made up
+	rstp     *rstp.PortConfig // its part in the spanning tree; nil: none (Bridge.mu)
 }
 
 // portCounters are written by the forwarder once per batch and read by
@@ -81,6 +85,7 @@ type portCounters struct {
 	rxVLANDropped                 atomic.Uint64
 	rxReservedDropped             atomic.Uint64
 	rxStormDropped                atomic.Uint64
+	rxSTPDropped                  atomic.Uint64
 	txPackets, txBytes, txDropped atomic.Uint64
 }
 
@@ -89,6 +94,7 @@ type rxDrops struct {
 	vlan     uint64 // in a VLAN the input port does not carry
 	reserved uint64 // to a reserved group address (reserved.go)
 	storm    uint64 // flooded beyond the port's storm limit (storm.go)
+	stp      uint64 // received on a port the spanning tree does not let forward
 }
 
 // flush adds the batch's drops to the input port's counters and starts
@@ -102,6 +108,9 @@ func (d *rxDrops) flush(c *portCounters) {
 	}
 	if d.storm > 0 {
 		c.rxStormDropped.Add(d.storm)
+	}
+	if d.stp > 0 {
+		c.rxSTPDropped.Add(d.stp)
 	}
 	*d = rxDrops{}
 }
@@ -143,8 +152,13 @@ func (b *Bridge) onEachForwarder(fn func(f *forwarder)) {
 	}
 }
 
-// stopForwarders stops every forwarding thread; the bridge is closed.
+// stopForwarders stops the spanning tree, which uses the forwarding
+// threads, then every thread; the bridge is closed.
 func (b *Bridge) stopForwarders() {
+	if b.stp != nil {
+		b.stp.close()
+		b.stp = nil
+	}
 	for _, f := range b.fwds {
 		f.stop()
 	}
@@ -180,6 +194,13 @@ type PortOptions struct {
 	// StormLimit caps the frames per second that NORMAL floods from the
 	// port (storm.go); 0 is no limit.
 	StormLimit uint32
+	// RSTP configures the port's part in the bridge's spanning tree, when
+	// the bridge runs one (SetRSTP); nil takes no part: the port always
+	// forwards, and the BPDUs it receives are dropped.
+	RSTP *rstp.PortConfig
+	// Address is the port's own MAC address, the source of the BPDUs it
+	// sends; zero makes one up from the bridge's.
+	Address [6]byte
 }
 
 // AddPort adds p to the bridge and returns the OpenFlow port number it got.
@@ -208,13 +229,27 @@ func (b *Bridge) AddPort(p port.Port, opts PortOptions) (uint16, error) {
 	if ofport == 0 {
 		ofport = b.lowestFreeOFPort()
 	}
-	bp := &bridgePort{Port: p, ofport: ofport, vlan: compileVLAN(opts.VLAN)}
+	if opts.RSTP != nil {
+		if err := opts.RSTP.Validate(); err != nil {
+			return 0, fmt.Errorf("port %q: %w", p.Name(), err)
+		}
+	}
+	bp := &bridgePort{Port: p, ofport: ofport, vlan: compileVLAN(opts.VLAN), address: opts.Address, rstp: opts.RSTP}
 	var slot uint16
 	b.onEachForwarder(func(f *forwarder) {
 		slot = f.addPort(bp)
 		f.setStormLimit(slot, opts.StormLimit)
+		if b.stp != nil && bp.rstp != nil {
+			f.setSTPState(slot, stpDiscarding) // until the spanning tree says otherwise
+		}
 	})
 	bp.slot = slot
+	if b.stp != nil && bp.rstp != nil {
+		if err := b.stp.addPort(bp, *bp.rstp); err != nil {
+			b.onEachForwarder(func(f *forwarder) { f.removePort(bp) })
+			return 0, fmt.Errorf("port %q: %w", p.Name(), err)
+		}
+	}
 	b.ports = append(b.ports, bp)
 	slices.SortFunc(b.ports, func(x, y *bridgePort) int { return int(x.ofport) - int(y.ofport) })
 	return ofport, nil
@@ -249,6 +284,9 @@ func (b *Bridge) RemovePort(name string) error {
 		return fmt.Errorf("no port %q on bridge %s", name, b.name)
 	}
 	bp := b.ports[i]
+	if b.stp != nil {
+		b.stp.removePort(bp)
+	}
 	b.onEachForwarder(func(f *forwarder) { f.removePort(bp) })
 	b.ports = slices.Delete(b.ports, i, i+1)
 	return bp.Close()
@@ -267,12 +305,14 @@ type PortStatus struct {
 // counted by reason: RxVLANDropped because the port does not carry their
 // VLAN, RxReservedDropped because they were sent to a reserved group
 // address, RxStormDropped because flooding them would exceed the port's
-// storm limit.
+// storm limit; RxSTPDropped counts those that arrived while the spanning
+// tree kept the port from forwarding.
 type PortStats struct {
 	RxPackets, RxBytes, RxErrors  uint64
 	RxVLANDropped                 uint64
 	RxReservedDropped             uint64
 	RxStormDropped                uint64
+	RxSTPDropped                  uint64
 	TxPackets, TxBytes, TxDropped uint64
 	Port                          port.Stats
 }
@@ -292,8 +332,8 @@ func (b *Bridge) Ports() []PortStatus {
 				RxPackets: c.rxPackets.Load(), RxBytes: c.rxBytes.Load(), RxErrors: c.rxErrors.Load(),
 				TxPackets: c.txPackets.Load(), TxBytes: c.txBytes.Load(), TxDropped: c.txDropped.Load(),
 				RxVLANDropped: c.rxVLANDropped.Load(), RxReservedDropped: c.rxReservedDropped.Load(),
-				RxStormDropped: c.rxStormDropped.Load(),
-				Port:           q.Stats(),
+				RxStormDropped: c.rxStormDropped.Load(), RxSTPDropped: c.rxSTPDropped.Load(),
+				Port: q.Stats(),
 			},
 		})
 	}

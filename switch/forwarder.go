@@ -81,7 +81,8 @@ type forwarder struct {
 	forwardBPDU bool
 
 	ports   []*bridgePort // by slot; nil for a free slot
-	live    []uint16      // slots in use, the flood list
+	live    []uint16      // slots in use: where ALL sends
+	flood   []uint16      // the live slots that forward: where FLOOD and NORMAL flood
 	slotOf  []int32       // by OpenFlow port number: its slot, or -1
 	queues  []rxQueue
 	pollFds []unix.PollFd // [0] is the wakeup eventfd, then one per queue
@@ -91,7 +92,15 @@ type forwarder struct {
 	// holds this thread's token bucket for it (storm.go).
 	stormLimit []uint32
 	storm      []tokenBucket
-	pending    []uint16 // slots whose group holds frames
+	// stp is each port's spanning tree state, by slot, and bpdus where
+	// BPDUs go while the bridge runs a spanning tree (stp.go); nil, they
+	// are frames like any other.
+	stp   []stpState
+	bpdus *bpduQueue
+	// learnOnly is set for a batch whose input port is learning: NORMAL
+	// learns from its frames, and nothing is sent.
+	learnOnly bool
+	pending   []uint16 // slots whose group holds frames
 
 	requests chan request
 	wakeFd   int
@@ -223,7 +232,9 @@ func (f *forwarder) loop() {
 }
 
 // do runs fn on the forwarding goroutine between two batches and returns
-// when it has run. The caller serializes calls (Bridge.mu).
+// when it has run. Calls may come from several goroutines at once (the
+// bridge's methods, under Bridge.mu, and its spanning tree's); none may
+// come after stop.
 func (f *forwarder) do(fn func()) {
 	done := make(chan struct{})
 	f.requests <- request{fn: fn, done: done}
@@ -282,15 +293,33 @@ func (f *forwarder) forwardBatch(rx rxQueue) bool {
 	now := int64(wall.Sub(f.epoch))
 	table := f.flows.Load()
 	in := f.ports[rx.slot]
+	state := f.stp[rx.slot]
+	f.learnOnly = state == stpLearning
 	var rxBytes, malformed uint64
 	for i := range frames {
 		data := frames[i].Data
 		rxBytes += uint64(len(data))
-		// Too short to switch, a multicast source address (which no real
-		// station has, and learning it would poison the MAC table), or
-		// headers that lie about their lengths: count and drop.
-		if len(data) < ethHeaderLen || isMulticast(data[6:12]) ||
-			!f.extractor.Extract(data, in.ofport, &f.key) {
+		// Too short to switch, or a multicast source address (which no
+		// real station has, and learning it would poison the MAC table):
+		// count and drop.
+		if len(data) < ethHeaderLen || isMulticast(data[6:12]) {
+			malformed++
+			continue
+		}
+		// The spanning tree takes its BPDUs whatever the port's state, and
+		// a port that is not forwarding passes nothing else on.
+		if f.bpdus != nil && isBPDU(data) {
+			f.bpdus.push(in, data)
+			continue
+		}
+		if state != stpForwarding {
+			f.drops.stp++
+			if state == stpDiscarding {
+				continue
+			}
+		}
+		// Headers that lie about their lengths: count and drop.
+		if !f.extractor.Extract(data, in.ofport, &f.key) {
 			malformed++
 			continue
 		}
@@ -329,9 +358,12 @@ func (f *forwarder) normal(inSlot uint16, frame []byte, now int64) {
 	}
 	fr := vlanFrame{arrived: frame, vlan: vlan, tagged: tagged, vid: vid}
 	f.fdb.learn(macKey(frame[6:12], vlan), inSlot, now)
+	if f.learnOnly {
+		return
+	}
 	if !isMulticast(dst) {
 		if out, ok := f.fdb.lookup(macKey(dst, vlan), now); ok {
-			if out != inSlot {
+			if out != inSlot && f.forwards(out) {
 				f.normalOutput(out, &fr)
 			}
 			return
@@ -341,7 +373,7 @@ func (f *forwarder) normal(inSlot uint16, frame []byte, now int64) {
 		f.drops.storm++
 		return
 	}
-	for _, out := range f.live {
+	for _, out := range f.flood {
 		if out != inSlot {
 			f.normalOutput(out, &fr)
 		}
@@ -360,16 +392,22 @@ func (f *forwarder) normalOutput(slot uint16, fr *vlanFrame) {
 	}
 }
 
-// flood sends frame to every port but its input port.
-func (f *forwarder) flood(inSlot uint16, frame []byte) {
-	for _, out := range f.live {
+// floodTo sends frame to every port of slots but its input port.
+func (f *forwarder) floodTo(slots []uint16, inSlot uint16, frame []byte) {
+	for _, out := range slots {
 		if out != inSlot {
 			f.enqueue(out, frame)
 		}
 	}
 }
 
+// forwards reports whether the spanning tree lets slot's port forward.
+func (f *forwarder) forwards(slot uint16) bool { return f.stp[slot] == stpForwarding }
+
 func (f *forwarder) enqueue(slot uint16, frame []byte) {
+	if f.learnOnly {
+		return // the input port is learning: it passes nothing on
+	}
 	g := &f.groups[slot]
 	if len(g.frames) == 0 {
 		f.pending = append(f.pending, slot)
@@ -415,6 +453,7 @@ func (f *forwarder) addPort(p *bridgePort) uint16 {
 		f.groups = append(f.groups, txGroup{})
 		f.stormLimit = append(f.stormLimit, 0)
 		f.storm = append(f.storm, tokenBucket{})
+		f.stp = append(f.stp, stpForwarding)
 	}
 	f.ports[slot] = p
 	f.groups[slot] = txGroup{frames: make([][]byte, 0, f.batchSize)}
@@ -428,11 +467,12 @@ func (f *forwarder) removePort(p *bridgePort) {
 	f.ports[p.slot] = nil
 	f.groups[p.slot] = txGroup{}
 	f.stormLimit[p.slot], f.storm[p.slot] = 0, tokenBucket{}
+	f.stp[p.slot] = stpForwarding
 	f.fdb.flushPort(p.slot)
 	f.rebuild()
 }
 
-// rebuild derives the flood list, queue list and poll set from f.ports.
+// rebuild derives the flood lists, queue list and poll set from f.ports.
 // The bridge's queues, in slot and queue order, are dealt out among its
 // threads in turn; every thread has the same ports, so they agree.
 func (f *forwarder) rebuild() {
@@ -458,7 +498,19 @@ func (f *forwarder) rebuild() {
 			n++
 		}
 	}
+	f.rebuildFlood()
 	f.shareStormLimits()
+}
+
+// rebuildFlood derives the ports that FLOOD and NORMAL flood to: the live
+// ones that forward.
+func (f *forwarder) rebuildFlood() {
+	f.flood = f.flood[:0]
+	for _, slot := range f.live {
+		if f.forwards(slot) {
+			f.flood = append(f.flood, slot)
+		}
+	}
 }
 
 func isMulticast(mac []byte) bool { return mac[0]&1 != 0 }
