@@ -20,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/xswitch/xswitch/rstp"
 	vswitch "github.com/xswitch/xswitch/switch"
 )
 
@@ -31,24 +32,37 @@ const (
 
 // Columns.
 const (
+	columnRSTPEnable  = "rstp_enable"
 	columnOtherConfig = "other_config"
 )
 
 // otherConfigKeys are the other_config keys of each table, with what
-// checks a value.
+// checks a value; the rstp-* keys are checked again together, as the
+// configuration the spanning tree gets (rstp.go).
 var otherConfigKeys = map[string]map[string]func(string) error{
 	TableBridge: {
-		"forward-bpdu": checkBool,
+		"forward-bpdu":                checkBool,
+		"rstp-priority":               checkUint(0, 61440, 4096),
+		"rstp-address":                checkAddress,
+		"rstp-max-age":                checkUint(6, 40, 1),
+		"rstp-forward-delay":          checkUint(4, 30, 1),
+		"rstp-transmit-hold-count":    checkUint(1, 10, 1),
+		"rstp-force-protocol-version": func(v string) error { return checkOneOf(v, "0", "2") },
 	},
 	TablePort: {
 		// Not an OVS key: OVS has no storm control.
-		"storm-limit": checkStormLimit,
+		"storm-limit":          checkStormLimit,
+		"rstp-enable":          checkBool,
+		"rstp-port-priority":   checkUint(0, 240, 16),
+		"rstp-path-cost":       checkUint(1, rstp.MaxPathCost, 1),
+		"rstp-port-admin-edge": checkBool,
+		"rstp-port-auto-edge":  checkBool,
 	},
 }
 
 // tableColumns are each table's columns.
 var tableColumns = map[string][]string{
-	TableBridge: {columnOtherConfig},
+	TableBridge: {columnRSTPEnable, columnOtherConfig},
 	TablePort:   {columnOtherConfig},
 }
 
@@ -163,6 +177,11 @@ func (r record) set(setting string) error {
 		}
 	}
 	switch {
+	case column == columnRSTPEnable:
+		if err := checkBool(value); err != nil {
+			return fmt.Errorf("%s: %w", column, err)
+		}
+		r.bridge.RSTPEnable = value == "true"
 	case key == "":
 		return fmt.Errorf("setting the whole %s column is not supported: set one key at a time, as %s:KEY=VALUE", column, column)
 	default:
@@ -210,6 +229,8 @@ func (r record) get(text string) (json.RawMessage, error) {
 	}
 	var v any
 	switch {
+	case column == columnRSTPEnable:
+		v = r.bridge.RSTPEnable
 	case key == "":
 		m := *r.otherConfig()
 		if m == nil {
@@ -239,21 +260,32 @@ func (r record) validate() error {
 // bridgeSettings are what a bridge's columns configure.
 type bridgeSettings struct {
 	forwardBPDU bool
+	rstp        *rstp.BridgeConfig // nil: no spanning tree
 }
 
-// settings parses bc's columns, or says what is wrong with them.
+// settings parses bc's columns, or says what is wrong with them. The
+// spanning tree's configuration is checked even while it is off, so that
+// turning it on cannot fail.
 func (bc *BridgeConfig) settings() (bridgeSettings, error) {
 	var s bridgeSettings
 	if err := checkOtherConfig(TableBridge, bc.OtherConfig); err != nil {
 		return s, fmt.Errorf("bridge %s: %w", bc.Name, err)
 	}
 	s.forwardBPDU = bc.OtherConfig["forward-bpdu"] == "true"
+	cfg, err := bc.rstpBridgeConfig()
+	if err != nil {
+		return s, fmt.Errorf("bridge %s: %w", bc.Name, err)
+	}
+	if bc.RSTPEnable {
+		s.rstp = &cfg
+	}
 	return s, nil
 }
 
 // apply makes b run as s says.
-func (s bridgeSettings) apply(b *vswitch.Bridge) {
+func (s bridgeSettings) apply(b *vswitch.Bridge) error {
 	b.SetForwardBPDU(s.forwardBPDU)
+	return b.SetRSTP(s.rstp)
 }
 
 // addOtherConfig adds what pc's other_config configures to opts.
@@ -264,6 +296,7 @@ func (pc PortConfig) addOtherConfig(opts *vswitch.PortOptions) error {
 	if v, ok := pc.OtherConfig["storm-limit"]; ok {
 		opts.StormLimit, _ = parseStormLimit(v) // checked above
 	}
+	opts.RSTP = pc.rstpPortConfig()
 	return nil
 }
 
@@ -340,12 +373,15 @@ func (d *Daemon) changeRecord(table, name string, change func(record) error) err
 	b := d.bridges[r.bridge.Name]
 	if r.port == nil {
 		s, _ := r.bridge.settings() // validated above
-		s.apply(b)
+		err = s.apply(b)
 	} else if _, down := d.down[r.port.Name]; !down {
-		opts, _ := r.port.portOptions() // validated above
-		if err := b.SetStormLimit(r.port.Name, opts.StormLimit); err != nil {
-			d.log.Error("applying port settings", "port", r.port.Name, "err", err)
-		}
+		opts, _ := r.port.runningOptions() // validated above
+		err = errors.Join(b.SetStormLimit(r.port.Name, opts.StormLimit), b.SetPortRSTP(r.port.Name, opts.RSTP))
+	}
+	if err != nil {
+		// Saved, and checked: only a defect gets here. A restart applies
+		// what was saved.
+		d.log.Error("applying settings", "table", r.table, "record", name, "err", err)
 	}
 	d.log.Info("record changed", "table", r.table, "record", name)
 	return nil

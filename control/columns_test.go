@@ -104,3 +104,39 @@ func TestGetValuesAreJSON(t *testing.T) {
 		}
 	}
 }
+
+func TestRSTPIsSavedAndRestored(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "conf.json")
+	d := newTestDaemon(t, db)
+	mustHandle(t, d, Request{Verb: VerbAddBridge, Bridge: "br0"})
+	if resp := d.Handle(Request{Verb: VerbRSTPShow, Bridge: "br0"}); !strings.Contains(resp.Error, "does not run RSTP") {
+		t.Errorf("rstp-show before rstp_enable: %q", resp.Error)
+	}
+	mustHandle(t, d, Request{Verb: VerbSet, Table: TableBridge, Record: "br0",
+		Columns: []string{"rstp_enable=true", "other_config:rstp-priority=4096"}})
+	first := mustHandle(t, d, Request{Verb: VerbRSTPShow, Bridge: "br0"}).RSTP
+	if len(first) != 1 || first[0].BridgeID.Priority != 4096 || !first[0].IsRoot {
+		t.Fatalf("rstp-show: %+v", first)
+	}
+	d.Close()
+
+	d = newTestDaemon(t, db)
+	again := mustHandle(t, d, Request{Verb: VerbRSTPShow}).RSTP
+	if len(again) != 1 || again[0].BridgeID != first[0].BridgeID {
+		t.Errorf("after a restart, rstp-show gives %+v; before, %+v: the identifier must not change", again, first)
+	}
+	mustHandle(t, d, Request{Verb: VerbSet, Table: TableBridge, Record: "br0", Columns: []string{"rstp_enable=false"}})
+	if got := mustHandle(t, d, Request{Verb: VerbRSTPShow}).RSTP; len(got) != 0 {
+		t.Errorf("rstp-show lists %+v after rstp_enable=false", got)
+	}
+}
+
+func TestBridgeAddressIsStableUnicastAndLocal(t *testing.T) {
+	a := bridgeAddress("br0")
+	if a != bridgeAddress("br0") || a == bridgeAddress("br1") {
+		t.Errorf("bridgeAddress: %x for br0 twice, %x for br1", a, bridgeAddress("br1"))
+	}
+	if a[0]&0x01 != 0 || a[0]&0x02 == 0 {
+		t.Errorf("bridgeAddress(br0) = %x: want a unicast, locally administered address", a)
+	}
+}

@@ -47,9 +47,10 @@ type BridgeConfig struct {
 	// Released are OpenFlow port numbers that ports had until lately,
 	// kept from reuse for a while (see ofport.go).
 	Released []ReleasedPort `json:"released_ofports,omitempty"`
-	// OtherConfig is OVS's Bridge column of that name, as the set verb
-	// writes it (columns.go). It is never modified in place, only
-	// replaced, so that a clone may share it.
+	// RSTPEnable and OtherConfig are OVS's Bridge columns of those names,
+	// as the set verb writes them (columns.go). OtherConfig is never
+	// modified in place, only replaced, so that a clone may share it.
+	RSTPEnable  bool              `json:"rstp_enable,omitempty"`
 	OtherConfig map[string]string `json:"other_config,omitempty"`
 }
 
@@ -125,6 +126,7 @@ func (c *Config) clone() *Config {
 			Flows:       b.Flows,     // never modified in place, only replaced
 			Installed:   b.Installed, // likewise
 			Released:    append([]ReleasedPort(nil), b.Released...),
+			RSTPEnable:  b.RSTPEnable,
 			OtherConfig: b.OtherConfig, // likewise
 		}
 	}

@@ -83,7 +83,10 @@ func NewDaemon(opts Options) (*Daemon, error) {
 		d.bridges[bc.Name] = b
 		// Before the ports, so that none forwards a moment unprotected.
 		settings, _ := bc.settings() // LoadConfig validated them
-		settings.apply(b)
+		if err := settings.apply(b); err != nil {
+			d.Close()
+			return nil, fmt.Errorf("restoring bridge %s: %w", bc.Name, err)
+		}
 		for _, pc := range bc.Ports {
 			if err := d.restorePort(b, pc); err != nil {
 				d.down[pc.Name] = err
@@ -257,7 +260,8 @@ func (d *Daemon) handleLocked(req Request) (Response, error) {
 		resp.Values, err = d.getColumns(req.Table, req.Record, req.Columns)
 	case VerbRemove:
 		err = d.removeKeys(req.Table, req.Record, req.Columns)
-
+	case VerbRSTPShow:
+		resp.RSTP, err = d.rstpShow(req.Bridge)
 	default:
 		err = fmt.Errorf("unknown verb %q", req.Verb)
 	}
@@ -473,6 +477,8 @@ func (d *Daemon) show(only string) ([]BridgeStatus, error) {
 		for _, ps := range b.Ports() {
 			live[ps.Name] = ps
 		}
+		st, _ := d.rstpStatus(bc.Name)
+		stp := portStates(st)
 		for _, pc := range bc.Ports {
 			ps := PortStatus{PortConfig: pc, OFPort: pc.OFPort}
 			if l, ok := live[pc.Name]; ok {
@@ -484,8 +490,11 @@ func (d *Daemon) show(only string) ([]BridgeStatus, error) {
 					RxPackets: l.Stats.RxPackets, RxBytes: l.Stats.RxBytes, RxErrors: l.Stats.RxErrors,
 					TxPackets: l.Stats.TxPackets, TxBytes: l.Stats.TxBytes, TxDropped: l.Stats.TxDropped,
 					RxVLANDropped: l.Stats.RxVLANDropped, RxReservedDropped: l.Stats.RxReservedDropped,
-					RxStormDropped: l.Stats.RxStormDropped,
-					Kernel:         l.Stats.Port,
+					RxStormDropped: l.Stats.RxStormDropped, RxSTPDropped: l.Stats.RxSTPDropped,
+					Kernel: l.Stats.Port,
+				}
+				if p, ok := stp[pc.Name]; ok {
+					ps.RSTP = &p
 				}
 			} else if err := d.down[pc.Name]; err != nil {
 				ps.Error = err.Error()

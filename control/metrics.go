@@ -10,6 +10,7 @@ type BridgeMetrics struct {
 	MACEntries    int
 	ForwarderBusy time.Duration
 	ForwarderIdle time.Duration
+	RSTP          *RSTPStatus // nil: the bridge runs no spanning tree
 }
 
 // Metrics describes every bridge for a scrape. It reads counters that the
@@ -28,6 +29,9 @@ func (d *Daemon) Metrics() []BridgeMetrics {
 		b := d.bridges[bs.Name]
 		m := BridgeMetrics{BridgeStatus: bs, MACEntries: b.FDBSize()}
 		m.ForwarderBusy, m.ForwarderIdle = b.ForwarderTime()
+		if st, ok := d.rstpStatus(bs.Name); ok {
+			m.RSTP = &st
+		}
 		out = append(out, m)
 	}
 	return out

@@ -58,6 +58,7 @@ const (
 	VerbSet       = "set"
 	VerbGet       = "get"
 	VerbRemove    = "remove"
+	VerbRSTPShow  = "rstp-show"
 	// VerbStatus asks only whether the daemon serves: it answers once the
 	// configuration is restored.
 	VerbStatus = "status"
@@ -76,6 +77,8 @@ type Response struct {
 	Status  *DaemonStatus `json:"status,omitempty"`
 	// Values are what get read, one JSON value per column asked for.
 	Values []json.RawMessage `json:"values,omitempty"`
+	// RSTP are the spanning trees rstp-show reports.
+	RSTP []RSTPStatus `json:"rstp,omitempty"`
 }
 
 // DaemonStatus is the daemon's answer to status.
@@ -130,6 +133,10 @@ type Trace struct {
 	// Malformed says why the datapath drops the packet before any rule
 	// sees it; empty for a packet the flow table classifies.
 	Malformed string `json:"malformed,omitempty"`
+	// Dropped says why the packet went nowhere when the flow table is not
+	// the reason: the spanning tree took it, or its input port does not
+	// forward.
+	Dropped string `json:"dropped,omitempty"`
 }
 
 // TraceStep is one action and what it did to the packet.
@@ -148,6 +155,9 @@ type PortStatus struct {
 	Error string    `json:"error,omitempty"`
 	Info  port.Info `json:"info"`
 	Stats PortStats `json:"stats"`
+	// RSTP is the port's part in its bridge's spanning tree; nil when the
+	// bridge runs none or the port takes no part.
+	RSTP *RSTPPort `json:"rstp,omitempty"`
 }
 
 // PortStats are a port's counters. Rx and Tx are the switch's view; the
@@ -166,8 +176,10 @@ type PortStats struct {
 	RxVLANDropped     uint64 `json:"rx_vlan_dropped"`
 	RxReservedDropped uint64 `json:"rx_reserved_dropped"`
 	// RxStormDropped counts frames NORMAL did not flood because of the
-	// port's storm limit.
+	// port's storm limit, RxSTPDropped frames that arrived while the
+	// spanning tree kept the port from forwarding.
 	RxStormDropped uint64 `json:"rx_storm_dropped"`
+	RxSTPDropped   uint64 `json:"rx_stp_dropped"`
 }
 
 // FDBEntry is one learned MAC address.

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/xswitch/xswitch/flow"
+	"github.com/xswitch/xswitch/rstp"
 	vswitch "github.com/xswitch/xswitch/switch"
 )
 
@@ -30,6 +31,19 @@ func (d *Daemon) trace(bridge, packet string) (*Trace, error) {
 		tr.FinalFlow = tr.Flow
 		return tr, nil
 	}
+	in := key.InPort
+	st, stpOn := d.rstpStatus(bridge)
+	stp := traceSTP{bc: bc, ports: portStates(st)}
+	switch state := stp.state(in); {
+	case stpOn && key.DlDst == rstp.GroupAddress:
+		tr.Dropped = "a BPDU: the spanning tree (RSTP) takes it, and it is never forwarded"
+	case state == rstp.Discarding.String():
+		tr.Dropped = fmt.Sprintf("port %s is discarding (RSTP): dropped before the flow table", portLabel(bc, in))
+	}
+	if tr.Dropped != "" {
+		tr.FinalFlow = tr.Flow
+		return tr, nil
+	}
 	e := b.Flows().Lookup(&key)
 	if e == nil {
 		tr.FinalFlow = tr.Flow
@@ -39,11 +53,14 @@ func (d *Daemon) trace(bridge, packet string) (*Trace, error) {
 	tr.Rule = &status
 	settings, _ := bc.settings() // validated when saved
 
-	in := key.InPort
 	output := func(step *TraceStep, ports ...uint16) {
 		for _, p := range ports {
 			if p == in && step.Action != "IN_PORT" {
 				step.Notes = append(step.Notes, fmt.Sprintf("port %s is the input port: not sent back", portLabel(bc, p)))
+				continue
+			}
+			if state := stp.state(p); !stp.forwards(p) && step.Action != "ALL" {
+				step.Notes = append(step.Notes, fmt.Sprintf("port %s is %s (RSTP): not sent", portLabel(bc, p), state))
 				continue
 			}
 			tr.Outputs = append(tr.Outputs, p)
@@ -65,7 +82,11 @@ func (d *Daemon) trace(bridge, packet string) (*Trace, error) {
 			output(&step, a.Port)
 		case flow.ActInPort:
 			output(&step, in)
-		case flow.ActFlood, flow.ActAll:
+		case flow.ActFlood:
+			ports := stp.forwarding(allBut(in))
+			step.Notes = append(step.Notes, "to every forwarding port but the input one: "+joinPorts(ports))
+			output(&step, ports...)
+		case flow.ActAll:
 			ports := allBut(in)
 			step.Notes = append(step.Notes, "to every port but the input one: "+joinPorts(ports))
 			output(&step, ports...)
@@ -82,7 +103,7 @@ func (d *Daemon) trace(bridge, packet string) (*Trace, error) {
 				step.Notes = append(step.Notes, fmt.Sprintf("%s is a reserved group address: dropped (other_config:forward-bpdu=true forwards it)",
 					formatMAC(key.DlDst)))
 			case key.DlDst[0]&1 != 0:
-				ports := carrying(bc, vlan, allBut(in))
+				ports := stp.forwarding(carrying(bc, vlan, allBut(in)))
 				step.Notes = append(step.Notes, fmt.Sprintf("multicast or broadcast destination: flooding VLAN %d to %s", vlan, joinPorts(ports)))
 				step.Notes = append(step.Notes, stormNotes(bc, in)...)
 				output(&step, ports...)
@@ -92,7 +113,7 @@ func (d *Daemon) trace(bridge, packet string) (*Trace, error) {
 						formatMAC(key.DlDst), portLabel(bc, p), vlan))
 					output(&step, p)
 				} else {
-					ports := carrying(bc, vlan, allBut(in))
+					ports := stp.forwarding(carrying(bc, vlan, allBut(in)))
 					step.Notes = append(step.Notes, fmt.Sprintf("no learned port for %s in VLAN %d: flooding to %s",
 						formatMAC(key.DlDst), vlan, joinPorts(ports)))
 					step.Notes = append(step.Notes, stormNotes(bc, in)...)
@@ -113,7 +134,43 @@ func (d *Daemon) trace(bridge, packet string) (*Trace, error) {
 		tr.Steps = append(tr.Steps, step)
 	}
 	tr.FinalFlow = flow.FormatMatch(exactMatch(key, f.Match.Mask))
+	if state := stp.state(in); state == rstp.Learning.String() {
+		tr.Dropped = fmt.Sprintf("port %s is learning (RSTP): NORMAL learns, nothing is sent", portLabel(bc, in))
+		tr.Outputs = tr.Outputs[:0]
+	}
 	return tr, nil
+}
+
+// traceSTP is what trace knows of a bridge's spanning tree.
+type traceSTP struct {
+	bc    *BridgeConfig
+	ports map[string]RSTPPort // the ports that take part, by name
+}
+
+// state is port ofport's spanning tree state; "" when it takes no part.
+func (s traceSTP) state(ofport uint16) string {
+	for _, pc := range s.bc.Ports {
+		if pc.OFPort == ofport {
+			return s.ports[pc.Name].State
+		}
+	}
+	return ""
+}
+
+func (s traceSTP) forwards(ofport uint16) bool {
+	state := s.state(ofport)
+	return state == "" || state == rstp.Forwarding.String()
+}
+
+// forwarding keeps the ports that forward.
+func (s traceSTP) forwarding(ports []uint16) []uint16 {
+	var out []uint16
+	for _, p := range ports {
+		if s.forwards(p) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // stormNotes says, when NORMAL floods from port in, that its storm limit

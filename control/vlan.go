@@ -30,7 +30,7 @@ func (pc PortConfig) portOptions() (vswitch.PortOptions, error) {
 
 // addToBridge adds the opened port p to b as pc configures it.
 func addToBridge(b *vswitch.Bridge, p port.Port, pc PortConfig) (uint16, error) {
-	opts, err := pc.portOptions()
+	opts, err := pc.runningOptions()
 	if err != nil {
 		return 0, err
 	}

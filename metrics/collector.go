@@ -54,6 +54,8 @@ var portCounters = []portCounter{
 		func(s *control.PortStats) uint64 { return s.RxReservedDropped }},
 	{portDesc("rx_storm_dropped_total", "Received frames that NORMAL did not flood because the port's storm limit was reached."),
 		func(s *control.PortStats) uint64 { return s.RxStormDropped }},
+	{portDesc("rx_stp_dropped_total", "Received frames dropped because the spanning tree kept the port from forwarding (discarding or learning)."),
+		func(s *control.PortStats) uint64 { return s.RxSTPDropped }},
 	{portDesc("tx_packets_total", "Frames the switch transmitted on the port."),
 		func(s *control.PortStats) uint64 { return s.TxPackets }},
 	{portDesc("tx_bytes_total", "Bytes of the frames the switch transmitted on the port."),
@@ -77,7 +79,9 @@ var portCounters = []portCounter{
 var (
 	portInfo = portDesc("info", "How the port was opened; always 1.",
 		"kind", "xdp_mode", "bind_mode")
-	portUp = portDesc("up", "1 if the port is open and forwarding, 0 if it is configured but down: it could not be opened, or its interface is administratively down.")
+	portUp   = portDesc("up", "1 if the port is open and forwarding, 0 if it is configured but down: it could not be opened, or its interface is administratively down.")
+	portRSTP = portDesc("rstp_info", "The port's role and state in its bridge's spanning tree; always 1, absent for a port that takes no part.",
+		"role", "state")
 
 	bridgeFlows       = bridgeDesc("flows", "Rules in the bridge's flow table.")
 	bridgeCacheHits   = bridgeDesc("flow_cache_hits_total", "Frames classified by the exact-match flow cache.")
@@ -85,6 +89,10 @@ var (
 	bridgeMACEntries  = bridgeDesc("mac_entries", "Learned MAC addresses that have not aged out.")
 	bridgeBusy        = bridgeDesc("forwarder_busy_seconds_total", "Time the bridge's forwarding thread spent receiving, forwarding and serving the control plane.")
 	bridgeIdle        = bridgeDesc("forwarder_idle_seconds_total", "Time the bridge's forwarding thread spent asleep waiting for frames.")
+
+	bridgeRSTPRoot         = bridgeDesc("rstp_root", "1 if the bridge is the root of its spanning tree, 0 if not; absent without RSTP.")
+	bridgeRSTPChanges      = bridgeDesc("rstp_topology_changes_total", "Topology changes the bridge's spanning tree detected or was told of.")
+	bridgeRSTPBPDUsDropped = bridgeDesc("rstp_bpdus_dropped_total", "BPDUs dropped because the spanning tree had not yet taken the ones before.")
 )
 
 // Collector is a prometheus.Collector that reads a Source on each scrape.
@@ -101,8 +109,9 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		ch <- pc.desc
 	}
 	for _, d := range []*prometheus.Desc{
-		portInfo, portUp,
+		portInfo, portUp, portRSTP,
 		bridgeFlows, bridgeCacheHits, bridgeCacheMisses, bridgeMACEntries, bridgeBusy, bridgeIdle,
+		bridgeRSTPRoot, bridgeRSTPChanges, bridgeRSTPBPDUsDropped,
 	} {
 		ch <- d
 	}
@@ -128,6 +137,15 @@ func collectBridge(ch chan<- prometheus.Metric, b *control.BridgeMetrics) {
 	gauge(bridgeMACEntries, float64(b.MACEntries))
 	counter(bridgeBusy, b.ForwarderBusy.Seconds())
 	counter(bridgeIdle, b.ForwarderIdle.Seconds())
+	if t := b.RSTP; t != nil {
+		root := 0.0
+		if t.IsRoot {
+			root = 1
+		}
+		gauge(bridgeRSTPRoot, root)
+		counter(bridgeRSTPChanges, float64(t.TopologyChanges))
+		counter(bridgeRSTPBPDUsDropped, float64(t.BPDUsDropped))
+	}
 
 	for i := range b.Ports {
 		p := &b.Ports[i]
@@ -146,6 +164,9 @@ func collectBridge(ch chan<- prometheus.Metric, b *control.BridgeMetrics) {
 		for _, pc := range portCounters {
 			ch <- prometheus.MustNewConstMetric(pc.desc, prometheus.CounterValue,
 				float64(pc.value(&p.Stats)), b.Name, p.Name)
+		}
+		if r := p.RSTP; r != nil {
+			ch <- prometheus.MustNewConstMetric(portRSTP, prometheus.GaugeValue, 1, b.Name, p.Name, r.Role, r.State)
 		}
 	}
 }

@@ -28,7 +28,7 @@ func newFakeSource() *fakeSource {
 		OFPort:     1,
 		Info:       port.Info{Kind: "afxdp", XDPMode: "native", BindMode: "copy", Queues: 1},
 		Stats: control.PortStats{
-			RxPackets: 10, RxBytes: 1000, RxErrors: 1, RxVLANDropped: 9, RxReservedDropped: 11, RxStormDropped: 12,
+			RxPackets: 10, RxBytes: 1000, RxErrors: 1, RxVLANDropped: 9, RxReservedDropped: 11, RxStormDropped: 12, RxSTPDropped: 13,
 			TxPackets: 20, TxBytes: 2000, TxDropped: 2,
 			Kernel: port.Stats{RxDropped: 3, RxInvalidDescs: 4, RxRingFull: 5, RxFillRingEmpty: 6, TxInvalidDescs: 7, TxRingEmpty: 8},
 		},
@@ -65,6 +65,9 @@ xswitch_port_rx_reserved_dropped_total{bridge="br0",port="p1"} 11
 # HELP xswitch_port_rx_storm_dropped_total Received frames that NORMAL did not flood because the port's storm limit was reached.
 # TYPE xswitch_port_rx_storm_dropped_total counter
 xswitch_port_rx_storm_dropped_total{bridge="br0",port="p1"} 12
+# HELP xswitch_port_rx_stp_dropped_total Received frames dropped because the spanning tree kept the port from forwarding (discarding or learning).
+# TYPE xswitch_port_rx_stp_dropped_total counter
+xswitch_port_rx_stp_dropped_total{bridge="br0",port="p1"} 13
 # HELP xswitch_port_tx_packets_total Frames the switch transmitted on the port.
 # TYPE xswitch_port_tx_packets_total counter
 xswitch_port_tx_packets_total{bridge="br0",port="p1"} 20
@@ -106,7 +109,7 @@ xswitch_bridge_forwarder_idle_seconds_total{bridge="br0"} 30
 	c := NewCollector(newFakeSource())
 	names := []string{
 		"xswitch_port_rx_packets_total", "xswitch_port_rx_bytes_total", "xswitch_port_rx_errors_total",
-		"xswitch_port_rx_vlan_dropped_total", "xswitch_port_rx_reserved_dropped_total", "xswitch_port_rx_storm_dropped_total",
+		"xswitch_port_rx_vlan_dropped_total", "xswitch_port_rx_reserved_dropped_total", "xswitch_port_rx_storm_dropped_total", "xswitch_port_rx_stp_dropped_total",
 		"xswitch_port_tx_packets_total", "xswitch_port_tx_dropped_total",
 		"xswitch_port_xsk_rx_ring_full_total", "xswitch_port_xsk_tx_ring_empty_total",
 		"xswitch_port_info", "xswitch_port_up",
@@ -116,10 +119,10 @@ xswitch_bridge_forwarder_idle_seconds_total{bridge="br0"} 30
 	if err := testutil.CollectAndCompare(c, strings.NewReader(want), names...); err != nil {
 		t.Fatal(err)
 	}
-	// The down port has no counters and no info, only its up series: 15
+	// The down port has no counters and no info, only its up series: 16
 	// counters and info and up for p1, up for p2, 6 bridge series.
-	if n := testutil.CollectAndCount(c); n != 15+2+1+6 {
-		t.Errorf("collected %d series; want %d", n, 15+2+1+6)
+	if n := testutil.CollectAndCount(c); n != 16+2+1+6 {
+		t.Errorf("collected %d series; want %d", n, 16+2+1+6)
 	}
 }
 
@@ -188,5 +191,32 @@ func TestMetricsServerServesScrapesAndRefusesABusyAddress(t *testing.T) {
 	}
 	if _, err := http.Get("http://" + s.Addr().String() + Path); err == nil {
 		t.Error("the server still answers after Shutdown")
+	}
+}
+
+// TestCollectorReportsRSTP: a bridge that runs RSTP has its root gauge and
+// counters, and each port that takes part its role and state.
+func TestCollectorReportsRSTP(t *testing.T) {
+	src := newFakeSource()
+	b := &src.bridges[0]
+	b.RSTP = &control.RSTPStatus{Bridge: "br0", IsRoot: false, TopologyChanges: 4, BPDUsDropped: 1}
+	b.Ports[0].RSTP = &control.RSTPPort{Name: "p1", Role: "alternate", State: "discarding"}
+	const want = `
+# HELP xswitch_port_rstp_info The port's role and state in its bridge's spanning tree; always 1, absent for a port that takes no part.
+# TYPE xswitch_port_rstp_info gauge
+xswitch_port_rstp_info{bridge="br0",port="p1",role="alternate",state="discarding"} 1
+# HELP xswitch_bridge_rstp_root 1 if the bridge is the root of its spanning tree, 0 if not; absent without RSTP.
+# TYPE xswitch_bridge_rstp_root gauge
+xswitch_bridge_rstp_root{bridge="br0"} 0
+# HELP xswitch_bridge_rstp_topology_changes_total Topology changes the bridge's spanning tree detected or was told of.
+# TYPE xswitch_bridge_rstp_topology_changes_total counter
+xswitch_bridge_rstp_topology_changes_total{bridge="br0"} 4
+# HELP xswitch_bridge_rstp_bpdus_dropped_total BPDUs dropped because the spanning tree had not yet taken the ones before.
+# TYPE xswitch_bridge_rstp_bpdus_dropped_total counter
+xswitch_bridge_rstp_bpdus_dropped_total{bridge="br0"} 1
+`
+	names := []string{"xswitch_port_rstp_info", "xswitch_bridge_rstp_root", "xswitch_bridge_rstp_topology_changes_total", "xswitch_bridge_rstp_bpdus_dropped_total"}
+	if err := testutil.CollectAndCompare(NewCollector(src), strings.NewReader(want), names...); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -37,6 +37,9 @@ type jsonShow struct {
 			Trunks   []uint16 `json:"trunks"`
 			// Storm limit (test/storm_test.go).
 			StormLimit uint64 `json:"storm_limit"`
+			// RSTP (test/rstp_test.go).
+			RSTPRole  string `json:"rstp_role"`
+			RSTPState string `json:"rstp_state"`
 		} `json:"ports"`
 	} `json:"bridges"`
 }
@@ -76,6 +79,7 @@ type jsonDumpPorts struct {
 			VLAN     uint64 `json:"vlan"`
 			Reserved uint64 `json:"reserved"`
 			Storm    uint64 `json:"storm"` // test/storm_test.go
+			STP      uint64 `json:"stp"`   // test/rstp_test.go
 		} `json:"drops"`
 	} `json:"ports"`
 }
@@ -120,6 +124,7 @@ type jsonTrace struct {
 	} `json:"steps"`
 	FinalFlow string `json:"final_flow"`
 	Outputs   []int  `json:"outputs"`
+	Dropped   string `json:"dropped"` // test/rstp_test.go
 }
 
 type jsonPMDStats struct {

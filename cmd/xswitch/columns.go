@@ -24,10 +24,17 @@ func (c *cli) setCommand() *cobra.Command {
 table is Bridge or Port, the record a bridge's or port's name. Every change
 is checked before any is made, saved, and applied at once.
 
-Bridge columns: other_config:forward-bpdu (true|false).
-Port columns: other_config:storm-limit (frames/s that NORMAL floods from
-the port; 0: no limit).`,
-		Example: `  xswitch set Bridge br0 other_config:forward-bpdu=true
+Bridge columns: rstp_enable (true|false); other_config: forward-bpdu
+(true|false), rstp-priority (0-61440, steps of 4096), rstp-address (MAC),
+rstp-max-age (6-40 s), rstp-forward-delay (4-30 s),
+rstp-transmit-hold-count (1-10), rstp-force-protocol-version (0: STP, 2).
+Port columns: other_config: rstp-enable (true|false), rstp-port-priority
+(0-240, steps of 16), rstp-path-cost (1-200000000), rstp-port-admin-edge
+(true|false), rstp-port-auto-edge (true|false), storm-limit (frames/s that
+NORMAL floods from the port; 0: no limit).`,
+		Example: `  xswitch set Bridge br0 rstp_enable=true other_config:rstp-priority=4096
+  xswitch set Bridge br0 other_config:forward-bpdu=true
+  xswitch set Port p1 other_config:rstp-port-admin-edge=true
   xswitch set Port p1 other_config:storm-limit=1000`,
 		Args:              cobra.MinimumNArgs(3),
 		ValidArgsFunction: c.completeTableThenRecord,
@@ -56,7 +63,8 @@ func (c *cli) getCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "get TABLE RECORD COLUMN[:KEY]...",
 		Short: "Print columns of a record, one a line, as ovs-vsctl get does",
-		Example: `  xswitch get Bridge br0 other_config:forward-bpdu
+		Example: `  xswitch get Bridge br0 rstp_enable
+  xswitch get Bridge br0 other_config:forward-bpdu
   xswitch get Bridge br0 other_config`,
 		Args:              cobra.MinimumNArgs(3),
 		ValidArgsFunction: c.completeTableThenRecord,

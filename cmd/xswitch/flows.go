@@ -146,6 +146,8 @@ func printTrace(w io.Writer, bridge string, tr *control.Trace) {
 	switch {
 	case tr.Malformed != "":
 		fmt.Fprintf(w, " Dropped before the flow table: %s\n", tr.Malformed)
+	case tr.Rule == nil && tr.Dropped != "":
+		fmt.Fprintf(w, " Dropped before the flow table: %s\n", tr.Dropped)
 	case tr.Rule == nil:
 		fmt.Fprintf(w, " 0. No match.\n    drop\n")
 	default:
@@ -162,6 +164,9 @@ func printTrace(w io.Writer, bridge string, tr *control.Trace) {
 			for _, n := range s.Notes {
 				fmt.Fprintf(w, "     -> %s\n", n)
 			}
+		}
+		if tr.Dropped != "" {
+			fmt.Fprintf(w, "    -> %s\n", tr.Dropped)
 		}
 	}
 	final := tr.FinalFlow

@@ -57,6 +57,9 @@ func printShow(w io.Writer, bridges []control.BridgeStatus) {
 			if p.Owner != 0 {
 				fmt.Fprintf(w, "        owner: %d\n", p.Owner)
 			}
+			if p.RSTP != nil {
+				fmt.Fprintf(w, "        rstp: %s, %s\n", p.RSTP.Role, p.RSTP.State)
+			}
 			if p.Error != "" {
 				fmt.Fprintf(w, "        state: down (%s)\n", p.Error)
 			} else {
@@ -80,7 +83,7 @@ func printDumpPorts(w io.Writer, ports []control.PortStatus) {
 		fmt.Fprintf(w, "           xsk rx_dropped=%d, rx_ring_full=%d, fill_ring_empty=%d, rx_invalid=%d, tx_invalid=%d, tx_ring_empty=%d\n",
 			k.RxDropped, k.RxRingFull, k.RxFillRingEmpty, k.RxInvalidDescs, k.TxInvalidDescs, k.TxRingEmpty)
 		d := dropsOf(p)
-		fmt.Fprintf(w, "           drops vlan=%d, reserved=%d, storm=%d\n", d.VLAN, d.Reserved, d.Storm)
+		fmt.Fprintf(w, "           drops vlan=%d, reserved=%d, storm=%d, stp=%d\n", d.VLAN, d.Reserved, d.Storm, d.STP)
 	}
 }
 

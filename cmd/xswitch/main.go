@@ -67,8 +67,8 @@ AF_XDP sockets. "xswitch daemon" runs the switch; every other verb talks to
 the running daemon over its unix socket.
 
 The verbs that print (show, list-br, list-ports, dump-ports, fdb-show,
-dump-flows, trace, pmd-stats-show, get, top, version) print JSON with
---format json.
+dump-flows, trace, pmd-stats-show, get, rstp-show, top, version) print
+JSON with --format json.
 Errors always go to standard error as text.
 
 Exit codes:
@@ -98,7 +98,7 @@ Exit codes:
 		c.showCommand(), c.dumpPortsCommand(), c.fdbShowCommand(),
 		c.addFlowCommand(), c.addFlowsCommand(), c.modFlowsCommand(), c.delFlowsCommand(),
 		c.dumpFlowsCommand(), c.traceCommand(), c.pmdStatsCommand(),
-		c.setCommand(), c.getCommand(), c.removeCommand(),
+		c.setCommand(), c.getCommand(), c.removeCommand(), c.rstpShowCommand(), c.setSTPCommand(),
 		c.topCommand(), c.versionCommand(), c.waitReadyCommand(),
 		c.demoCommand(), c.benchCommand(),
 	)

@@ -93,6 +93,10 @@ type showPortJSON struct {
 	Trunks   []uint16 `json:"trunks,omitempty"`
 	// StormLimit is other_config:storm-limit, in frames/s; absent: none.
 	StormLimit uint64 `json:"storm_limit,omitempty"`
+	// RSTPRole and RSTPState are the port's in its bridge's spanning
+	// tree; absent when the bridge runs none or the port takes no part.
+	RSTPRole  string `json:"rstp_role,omitempty"`
+	RSTPState string `json:"rstp_state,omitempty"`
 }
 
 func toShowJSON(bridges []control.BridgeStatus) showJSON {
@@ -106,6 +110,9 @@ func toShowJSON(bridges []control.BridgeStatus) showJSON {
 				PortType: p.Type, Device: p.Device, Owner: p.Owner,
 				VLANMode: effectiveVLANMode(p.PortConfig), Tag: p.Tag, Trunks: p.Trunks,
 				StormLimit: stormLimit(p.PortConfig),
+			}
+			if p.RSTP != nil {
+				jp.RSTPRole, jp.RSTPState = p.RSTP.Role, p.RSTP.State
 			}
 			if jp.Mode == "" {
 				jp.Mode = "auto"
@@ -174,14 +181,15 @@ type dropsJSON struct {
 	VLAN     uint64 `json:"vlan"`     // in a VLAN the port does not carry
 	Reserved uint64 `json:"reserved"` // to a reserved group address, without forward-bpdu
 	Storm    uint64 `json:"storm"`    // flooded beyond the port's storm limit
+	STP      uint64 `json:"stp"`      // arrived while the spanning tree kept the port from forwarding
 }
 
 func dropsOf(p control.PortStatus) dropsJSON {
 	s := p.Stats
-	return dropsJSON{VLAN: s.RxVLANDropped, Reserved: s.RxReservedDropped, Storm: s.RxStormDropped}
+	return dropsJSON{VLAN: s.RxVLANDropped, Reserved: s.RxReservedDropped, Storm: s.RxStormDropped, STP: s.RxSTPDropped}
 }
 
-func (d dropsJSON) total() uint64 { return d.VLAN + d.Reserved + d.Storm }
+func (d dropsJSON) total() uint64 { return d.VLAN + d.Reserved + d.Storm + d.STP }
 
 // xskJSON are the AF_XDP sockets' own statistics, named as on dump-ports'
 // xsk line.
@@ -281,6 +289,8 @@ type traceJSON struct {
 	Outputs   []uint16        `json:"outputs"` // empty: dropped
 	// Malformed says why the datapath drops the packet before any rule.
 	Malformed string `json:"malformed,omitempty"`
+	// Dropped says why it went nowhere when RSTP, not the table, is why.
+	Dropped string `json:"dropped,omitempty"`
 }
 
 type traceStepJSON struct {
@@ -290,7 +300,7 @@ type traceStepJSON struct {
 
 func toTraceJSON(bridge string, tr *control.Trace) traceJSON {
 	out := traceJSON{
-		Bridge: bridge, Flow: tr.Flow, FinalFlow: tr.FinalFlow, Malformed: tr.Malformed,
+		Bridge: bridge, Flow: tr.Flow, FinalFlow: tr.FinalFlow, Malformed: tr.Malformed, Dropped: tr.Dropped,
 		Steps:   make([]traceStepJSON, 0, len(tr.Steps)),
 		Outputs: append([]uint16{}, tr.Outputs...),
 	}
