@@ -329,14 +329,16 @@ func TestControlConnectionFloodPastDescriptorLimit(t *testing.T) {
 // client was told the daemon was not running, since one 10 s deadline
 // covered the wait, the work and the answer; and answers that took longer
 // than that to send were cut short. A client that gives up after sending
-// its request (--timeout) says that the outcome is unknown, exit 3.
+// its request (--timeout) says that the outcome is unknown, exit 3. Half
+// the table and half the dumps make the same points in a race-detector
+// build, which is ten times slower.
 func TestControlBigTableUnderConcurrentDumps(t *testing.T) {
 	testenv.RequireRoot(t)
 	d := startDaemon(t)
 	br := newTestNet().name("br")
 	d.x(t, "add-br", br)
 
-	const rules = 200000
+	const rules = 100000
 	file := "# generated\n\n" + manyRules(rules, 100)
 	path := filepath.Join(t.TempDir(), "rules")
 	if err := os.WriteFile(path, []byte(file), 0o600); err != nil {
@@ -347,7 +349,7 @@ func TestControlBigTableUnderConcurrentDumps(t *testing.T) {
 	t.Logf("add-flows of %d rules (%d bytes): %v", rules, len(file), time.Since(begin).Round(time.Millisecond))
 	want := rules + 1 // and the default rule
 
-	const dumps = 20
+	const dumps = 10
 	type dumped struct {
 		lines int
 		code  int
@@ -393,9 +395,9 @@ func TestControlBigTableUnderConcurrentDumps(t *testing.T) {
 	}
 }
 
-// runLong is run for commands that take long under load: a minute.
+// runLong is run for commands that take long under load: two minutes.
 func runLong(t testing.TB, name string, args ...string) result {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*commandTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*commandTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Env = clientEnv()

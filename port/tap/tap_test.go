@@ -21,7 +21,7 @@ func TestTapValidate(t *testing.T) {
 		want string
 	}{
 		{Config{}, "empty interface name"},
-		{Config{Name: "0123456789abcdef"}, `interface name "0123456789abcdef" is longer than 15 characters`},
+		{Config{Name: "0123456789abcdef"}, `interface name "0123456789abcdef" is 16 bytes long, longer than 15`},
 		{Config{Name: "a/b"}, `invalid interface name "a/b"`},
 		{Config{Name: "tap0", Owner: -1}, "owner -1 is not a user ID"},
 	} {

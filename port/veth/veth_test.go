@@ -64,13 +64,13 @@ func TestValidateWithoutNamespace(t *testing.T) {
 		cfg  Config
 		want string
 	}{
-		{Config{Name: "abcdefghijklmnopq", Namespace: missing}, `interface name "abcdefghijklmnopq" is longer than 15 characters`},
+		{Config{Name: "abcdefghijklmnopq", Namespace: missing}, `interface name "abcdefghijklmnopq" is 17 bytes long, longer than 15`},
 		{Config{Name: "", Namespace: missing}, "empty interface name"},
 		{Config{Name: "a/b", Namespace: missing}, `invalid interface name "a/b"`},
 		{Config{Name: "a b", Namespace: missing}, `invalid interface name "a b"`},
 		{Config{Name: "..", Namespace: missing}, `invalid interface name ".."`},
 		{Config{Name: "ok", Peer: "peer:1", Namespace: missing}, `peer: invalid interface name "peer:1"`},
-		{Config{Name: "ok", Peer: "0123456789abcdef", Namespace: missing}, `peer: interface name "0123456789abcdef" is longer than 15 characters`},
+		{Config{Name: "ok", Peer: "0123456789abcdef", Namespace: missing}, `peer: interface name "0123456789abcdef" is 16 bytes long, longer than 15`},
 		{Config{Name: "ok"}, "no network namespace given for the peer"},
 		{Config{Name: "ok", Namespace: missing, Address: "10.0.0.300/24"}, `invalid address "10.0.0.300/24"`},
 		{Config{Name: "ok", Namespace: missing, Address: "10.0.0.1"}, `invalid address "10.0.0.1"`},
