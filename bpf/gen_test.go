@@ -1,6 +1,14 @@
 package bpf
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/rlimit"
+	"golang.org/x/sys/unix"
+
+	"github.com/xswitch/xswitch/internal/testenv"
+)
 
 func TestMaxQueuesMatchesXsksMap(t *testing.T) {
 	spec, err := LoadXsk()
@@ -15,3 +23,51 @@ func TestMaxQueuesMatchesXsksMap(t *testing.T) {
 		t.Fatalf("xsks_map has %d entries, MaxQueues is %d: update one to match the other", m.MaxEntries, MaxQueues)
 	}
 }
+
+// TestProgramLoadsFragsAware loads the program into the kernel, so that a
+// change the verifier rejects fails here rather than at the first
+// add-port, and checks that it is frags-aware: only then does veth attach
+// it natively beyond one page of MTU, and does a socket bound with
+// XDP_USE_SG receive a frame in several buffers.
+func TestProgramLoadsFragsAware(t *testing.T) {
+	testenv.RequireRoot(t)
+	if err := rlimit.RemoveMemlock(); err != nil {
+		t.Fatal(err)
+	}
+	spec, err := LoadXsk()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if flags := spec.Programs[XskProgXskRedirect].Flags; flags&unix.BPF_F_XDP_HAS_FRAGS == 0 {
+		t.Fatalf("program flags %#x lack BPF_F_XDP_HAS_FRAGS: its section must be xdp.frags", flags)
+	}
+	var objs XskObjects
+	if err := spec.LoadAndAssign(&objs, nil); err != nil {
+		t.Fatalf("the verifier refused the program: %v", err)
+	}
+	defer objs.Close()
+
+	// With no socket in xsks_map, every frame passes, a jumbo one (in
+	// several buffers, as BPF_PROG_RUN hands a frags-aware program a frame
+	// longer than a page) included, even with no length allowed at all.
+	for _, size := range []int{64, 9014} {
+		ret, err := objs.XskRedirect.Run(&ebpf.RunOptions{Data: make([]byte, size)})
+		if err != nil {
+			t.Fatalf("run on a %d-byte frame: %v", size, err)
+		}
+		if ret != xdpPass {
+			t.Errorf("a %d-byte frame on a queue without a socket: action %d, want XDP_PASS (%d)", size, ret, xdpPass)
+		}
+	}
+	var counts []uint64
+	if err := objs.Oversize.Lookup(uint32(0), &counts); err != nil {
+		t.Fatal(err)
+	}
+	for cpu, n := range counts {
+		if n != 0 {
+			t.Errorf("oversize count on CPU %d = %d, want 0: the frames had no socket", cpu, n)
+		}
+	}
+}
+
+const xdpPass = 2

@@ -16,8 +16,10 @@ import (
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	XskMapOversize     = "oversize"
 	XskMapXsksMap      = "xsks_map"
 	XskProgXskRedirect = "xsk_redirect"
+	XskVarMaxFrameLen  = "max_frame_len"
 )
 
 // LoadXsk returns the embedded CollectionSpec for Xsk.
@@ -69,13 +71,15 @@ type XskProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type XskMapSpecs struct {
-	XsksMap *ebpf.MapSpec `ebpf:"xsks_map"`
+	Oversize *ebpf.MapSpec `ebpf:"oversize"`
+	XsksMap  *ebpf.MapSpec `ebpf:"xsks_map"`
 }
 
 // XskVariableSpecs contains global variables before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type XskVariableSpecs struct {
+	MaxFrameLen *ebpf.VariableSpec `ebpf:"max_frame_len"`
 }
 
 // XskObjects contains all objects after they have been loaded into the kernel.
@@ -98,11 +102,13 @@ func (o *XskObjects) Close() error {
 //
 // It can be passed to LoadXskObjects or ebpf.CollectionSpec.LoadAndAssign.
 type XskMaps struct {
-	XsksMap *ebpf.Map `ebpf:"xsks_map"`
+	Oversize *ebpf.Map `ebpf:"oversize"`
+	XsksMap  *ebpf.Map `ebpf:"xsks_map"`
 }
 
 func (m *XskMaps) Close() error {
 	return _XskClose(
+		m.Oversize,
 		m.XsksMap,
 	)
 }
@@ -111,6 +117,7 @@ func (m *XskMaps) Close() error {
 //
 // It can be passed to LoadXskObjects or ebpf.CollectionSpec.LoadAndAssign.
 type XskVariables struct {
+	MaxFrameLen *ebpf.Variable `ebpf:"max_frame_len"`
 }
 
 // XskPrograms contains all programs after they have been loaded into the kernel.

@@ -62,6 +62,15 @@ type Info struct {
 	// Ifindex is the interface the port opened, which one of the same name
 	// created later is not. 0 for a port on no interface.
 	Ifindex int
+	// MultiBuffer says that a frame may span several buffers (AF_XDP's
+	// XDP_USE_SG), so that MaxFrame can exceed one buffer.
+	MultiBuffer bool
+	// MaxFrame is the longest frame the port receives and sends, from the
+	// Ethernet header on, without FCS; 0 for no limit. A longer frame is
+	// dropped and counted in Stats.RxOversize.
+	MaxFrame int
+	// MTU is the interface's MTU when the port was opened; 0 if unknown.
+	MTU int
 }
 
 // Stats are counters kept by the port itself rather than by the switch:
@@ -75,4 +84,7 @@ type Stats struct {
 	RxFillRingEmpty uint64 `json:"rx_fill_ring_empty"` // no buffer to receive into
 	TxInvalidDescs  uint64 `json:"tx_invalid_descs"`
 	TxRingEmpty     uint64 `json:"tx_ring_empty"`
+	// RxOversize counts frames longer than the port carries (Info.MaxFrame),
+	// dropped on arrival. It is the port's own count, not the kernel's.
+	RxOversize uint64 `json:"rx_oversize"`
 }

@@ -7,12 +7,20 @@
 // (they circulate between the fill ring, the rx ring and the forwarder),
 // the second half transmits (they circulate between a free list, the tx
 // ring and the completion ring).
+//
+// Frames longer than a UMEM frame (jumbo frames) travel as chains of
+// descriptors: the sockets bind with XDP_USE_SG where the kernel (6.6 and
+// later) and, for zero-copy, the driver allow it (see rx.go and tx.go).
+// Where they do not, the port carries what one UMEM frame holds, and the
+// XDP program drops and counts what is longer.
 package afxdp
 
 import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/cilium/ebpf/link"
@@ -71,7 +79,17 @@ type Config struct {
 	// (XDP_MAX_TX_SKB_BUDGET, default 256, between 32 and RingSize). Kernels
 	// without the option use 32.
 	TxBudget int
+	// MaxFrameSize is the longest frame the port carries, from the
+	// Ethernet header on, without FCS (default DefaultMaxFrameSize). A
+	// frame longer than what one UMEM frame receives (FrameSize - 256)
+	// needs multi-buffer; where the kernel or driver refuses it, the port
+	// carries one UMEM frame's worth, and Info says so.
+	MaxFrameSize int
 }
+
+// DefaultMaxFrameSize carries an MTU of 9216, the largest jumbo MTU that
+// switches commonly offer, with one VLAN tag.
+const DefaultMaxFrameSize = 9216 + ethHeaderLen + vlanTagLen
 
 const (
 	defaultFrameSize  = 4096
@@ -81,6 +99,20 @@ const (
 	// minTxBudget is the kernel's TX_BATCH_SIZE, the budget when the
 	// option is unavailable and the smallest it accepts.
 	minTxBudget = 32
+
+	ethHeaderLen = 14
+	vlanTagLen   = 4
+	// rxHeadroom is what the kernel leaves free at the start of every
+	// receive buffer (XDP_PACKET_HEADROOM): a UMEM frame receives
+	// FrameSize - rxHeadroom bytes.
+	rxHeadroom = 256
+	// growRoom is room past the longest frame for tags a rewrite pushes.
+	growRoom = 64
+	// maxTxDescs bounds the descriptors of one transmitted frame: copy
+	// mode builds an skb of at most MAX_SKB_FRAGS fragments, 17 unless
+	// the kernel is configured with more, and drops a longer chain.
+	maxTxDescs      = 17
+	minMaxFrameSize = 64
 )
 
 // withDefaults validates c and fills in its defaults.
@@ -124,6 +156,13 @@ func (c Config) withDefaults() (Config, error) {
 	if c.TxBudget < minTxBudget || c.TxBudget > c.RingSize {
 		return c, fmt.Errorf("tx budget %d is outside [%d, ring size %d]", c.TxBudget, minTxBudget, c.RingSize)
 	}
+	if c.MaxFrameSize == 0 {
+		c.MaxFrameSize = DefaultMaxFrameSize
+	}
+	if limit := maxTxDescs*c.FrameSize - growRoom; c.MaxFrameSize < minMaxFrameSize || c.MaxFrameSize > limit {
+		return c, fmt.Errorf("max frame size %d is outside [%d, %d]: a frame may take at most %d UMEM frames of %d bytes",
+			c.MaxFrameSize, minMaxFrameSize, limit, maxTxDescs, c.FrameSize)
+	}
 	return c, nil
 }
 
@@ -136,11 +175,15 @@ type Port struct {
 	sockets  []*socket
 	rxQueues []port.RxQueue
 
+	// bindFlags is how the first socket bound, which the others follow.
+	bindFlags uint16
+
 	// Transmit state. txMu serializes the forwarding goroutines that send
 	// through the port: uncontended, it costs one lock per batch.
-	txMu      sync.Mutex
-	frameSize uint32
-	txFree    []uint64 // tx frame addresses not on the tx or completion ring
+	txMu       sync.Mutex
+	frameSize  uint32
+	maxTxFrame int      // the longest frame Transmit sends
+	txFree     []uint64 // tx frame addresses not on the tx or completion ring
 	// maxKicks bounds the sendto calls of one Transmit: enough to drain a
 	// full tx ring at the kernel's smallest per-call budget.
 	maxKicks int
@@ -214,12 +257,33 @@ func Open(cfg Config) (p *Port, err error) {
 	if err := p.attach(cfg.Mode, ifindex); err != nil {
 		return p, err
 	}
+	p.info.MTU = lnk.Attrs().MTU
 	for q := range cfg.Queues {
 		if err := p.openSocket(cfg, ifindex, q); err != nil {
 			return p, fmt.Errorf("queue %d: %w", q, err)
 		}
 	}
+	if problem := MTUProblem(p.info); problem != "" && cfg.Mode != ModeAuto {
+		return p, fmt.Errorf("interface %q: %s", cfg.Interface, problem)
+	}
 	return p, nil
+}
+
+// MTUProblem explains why a port cannot carry every frame of its
+// interface's MTU, with an 802.1Q tag (a trunk's frames carry one), or
+// returns "" when it can. Open refuses such a port in every mode but
+// ModeAuto, which opens it and leaves it to the caller to warn.
+func MTUProblem(info port.Info) string {
+	need := info.MTU + ethHeaderLen + vlanTagLen
+	if info.MTU == 0 || info.MaxFrame == 0 || need <= info.MaxFrame {
+		return ""
+	}
+	why := "that is beyond what its buffers hold"
+	if !info.MultiBuffer {
+		why = "a frame must fit one buffer without AF_XDP multi-buffer (XDP_USE_SG), which needs Linux 6.6 or later and, for zero-copy, a driver that supports it"
+	}
+	return fmt.Sprintf("MTU %d needs frames of up to %d bytes, but the port carries at most %d (MTU %d): %s; longer frames are dropped and counted as rx_oversize",
+		info.MTU, need, info.MaxFrame, info.MaxFrame-ethHeaderLen-vlanTagLen, why)
 }
 
 // attach installs the XDP program as a bpf_link, so that it disappears
@@ -278,35 +342,115 @@ func (p *Port) openSocket(cfg Config, ifindex, q int) error {
 		}
 	}
 
-	if err := p.bind(s, cfg.Mode, ifindex, q); err != nil {
-		return err
+	if q == 0 {
+		if err := p.bindFirst(s, cfg, ifindex); err != nil {
+			return err
+		}
+	} else if err := s.bind(ifindex, q, p.bindFlags); err != nil {
+		return fmt.Errorf("bind as queue 0 did (%s): %w", bindChoiceOf(p.bindFlags), err)
 	}
 	if err := p.objs.XsksMap.Put(uint32(q), uint32(s.fd)); err != nil {
 		return fmt.Errorf("enter socket in XSKMAP: %w", err)
 	}
-	p.rxQueues = append(p.rxQueues, &rxQueue{s: s, frameSize: p.frameSize})
+	p.rxQueues = append(p.rxQueues, newRxQueue(s, p.frameSize, p.info.MaxFrame, p.info.MultiBuffer))
 	return nil
 }
 
-func (p *Port) bind(s *socket, mode Mode, ifindex, q int) error {
-	const flags = unix.XDP_USE_NEED_WAKEUP
-	tryZeroCopy := mode == ModeZeroCopy ||
-		mode == ModeAuto && p.info.XDPMode == "native" && p.info.BindMode != "copy"
-	if tryZeroCopy {
-		err := s.bind(ifindex, q, flags|unix.XDP_ZEROCOPY)
-		if err == nil {
+// bindChoice is one way to bind a socket.
+type bindChoice struct{ zeroCopy, multiBuffer bool }
+
+func bindChoiceOf(flags uint16) bindChoice {
+	return bindChoice{zeroCopy: flags&unix.XDP_ZEROCOPY != 0, multiBuffer: flags&unix.XDP_USE_SG != 0}
+}
+
+func (c bindChoice) flags() uint16 {
+	flags := uint16(unix.XDP_USE_NEED_WAKEUP | unix.XDP_COPY)
+	if c.zeroCopy {
+		flags = unix.XDP_USE_NEED_WAKEUP | unix.XDP_ZEROCOPY
+	}
+	if c.multiBuffer {
+		flags |= unix.XDP_USE_SG
+	}
+	return flags
+}
+
+func (c bindChoice) String() string {
+	s := "copy mode"
+	if c.zeroCopy {
+		s = "zero-copy mode"
+	}
+	if c.multiBuffer {
+		s += " with multi-buffer"
+	}
+	return s
+}
+
+// bindFirst binds the first socket in the first of the mode's ways that
+// the kernel accepts, and settles from it how the others bind, what the
+// port carries and what the XDP program lets through.
+func (p *Port) bindFirst(s *socket, cfg Config, ifindex int) error {
+	oneBuffer := cfg.FrameSize - rxHeadroom
+	choices := bindChoices(cfg.Mode, p.info.XDPMode == "native", cfg.MaxFrameSize > oneBuffer,
+		p.info.MTU+ethHeaderLen+vlanTagLen <= oneBuffer)
+	var refused []string
+	for _, c := range choices {
+		err := s.bind(ifindex, 0, c.flags())
+		if err != nil {
+			refused = append(refused, fmt.Sprintf("%s: %v", c, err))
+			continue
+		}
+		p.bindFlags = c.flags()
+		p.info.BindMode = "copy"
+		if c.zeroCopy {
 			p.info.BindMode = "zerocopy"
-			return nil
 		}
-		if mode == ModeZeroCopy || p.info.BindMode == "zerocopy" {
-			return fmt.Errorf("bind in zero-copy mode: %w", err)
+		p.info.MultiBuffer = c.multiBuffer
+		p.info.MaxFrame = min(cfg.MaxFrameSize, oneBuffer)
+		p.maxTxFrame = cfg.FrameSize
+		if c.multiBuffer {
+			p.info.MaxFrame = cfg.MaxFrameSize
+			p.maxTxFrame = p.txDescs(cfg.MaxFrameSize+growRoom) * cfg.FrameSize
 		}
+		// Before the socket enters the XSKMAP, so that no frame reaches it
+		// under another limit.
+		if err := p.objs.MaxFrameLen.Set(uint32(p.info.MaxFrame)); err != nil {
+			return fmt.Errorf("set the XDP program's frame length limit: %w", err)
+		}
+		return nil
 	}
-	if err := s.bind(ifindex, q, flags|unix.XDP_COPY); err != nil {
-		return fmt.Errorf("bind in copy mode: %w", err)
+	return fmt.Errorf("bind refused in every way %s allows: %s", cfg.Mode, strings.Join(refused, "; "))
+}
+
+// bindChoices lists the ways mode may bind, best first: carrying the
+// interface's MTU (which takes multi-buffer unless a frame fits one UMEM
+// frame) before zero-copy, zero-copy before copy. Zero-copy needs a
+// native attach; multi-buffer is asked for only when the port carries
+// frames longer than one UMEM frame.
+func bindChoices(mode Mode, native, multiBuffer, mtuFitsOneBuffer bool) []bindChoice {
+	var choices []bindChoice
+	for _, zeroCopy := range []bool{true, false} {
+		switch {
+		case zeroCopy && mode != ModeZeroCopy && (mode != ModeAuto || !native):
+			continue
+		case !zeroCopy && mode == ModeZeroCopy:
+			continue
+		}
+		if multiBuffer {
+			choices = append(choices, bindChoice{zeroCopy: zeroCopy, multiBuffer: true})
+		}
+		choices = append(choices, bindChoice{zeroCopy: zeroCopy})
 	}
-	p.info.BindMode = "copy"
-	return nil
+	carries := func(c bindChoice) bool { return c.multiBuffer || !multiBuffer || mtuFitsOneBuffer }
+	slices.SortStableFunc(choices, func(a, b bindChoice) int {
+		switch {
+		case carries(a) && !carries(b):
+			return -1
+		case carries(b) && !carries(a):
+			return 1
+		}
+		return 0
+	})
+	return choices
 }
 
 // countSysfsRxQueues counts /sys/class/net/NAME/queues/rx-*: the device's
@@ -352,6 +496,15 @@ func (p *Port) Stats() port.Stats {
 		sum.RxFillRingEmpty += st.Rx_fill_ring_empty_descs
 		sum.TxInvalidDescs += st.Tx_invalid_descs
 		sum.TxRingEmpty += st.Tx_ring_empty_descs
+	}
+	var perCPU []uint64
+	if err := p.objs.Oversize.Lookup(uint32(0), &perCPU); err == nil {
+		for _, n := range perCPU {
+			sum.RxOversize += n
+		}
+	}
+	for _, q := range p.rxQueues {
+		sum.RxOversize += q.(*rxQueue).oversize.Load()
 	}
 	return sum
 }

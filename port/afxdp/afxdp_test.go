@@ -41,6 +41,8 @@ func TestConfigValidation(t *testing.T) {
 		{Config{Interface: "x", TxBudget: 8}, "tx budget 8"},
 		{Config{Interface: "x", Mode: "fast"}, `"fast"`},
 		{Config{Interface: "x", Queues: -1}, "queue count -1"},
+		{Config{Interface: "x", MaxFrameSize: 63}, "max frame size 63"},
+		{Config{Interface: "x", MaxFrameSize: 17*4096 - 63}, "at most 17 UMEM frames"},
 	} {
 		_, err := Open(tc.cfg)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -54,7 +56,7 @@ func TestConfigDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Config{Interface: "x", Mode: ModeAuto, FrameSize: 4096, FrameCount: 4096, RingSize: 2048, TxBudget: 256}
+	want := Config{Interface: "x", Mode: ModeAuto, FrameSize: 4096, FrameCount: 4096, RingSize: 2048, TxBudget: 256, MaxFrameSize: 9234}
 	if c != want {
 		t.Fatalf("defaults = %+v, want %+v", c, want)
 	}
@@ -83,10 +85,11 @@ func TestOpenModes(t *testing.T) {
 		mode Mode
 		want port.Info
 	}{
-		// veth runs XDP natively but has no zero-copy support.
-		{ModeAuto, port.Info{Kind: "afxdp", XDPMode: "native", BindMode: "copy", Queues: 1}},
-		{ModeCopy, port.Info{Kind: "afxdp", XDPMode: "native", BindMode: "copy", Queues: 1}},
-		{ModeGeneric, port.Info{Kind: "afxdp", XDPMode: "generic", BindMode: "copy", Queues: 1}},
+		// veth runs XDP natively but has no zero-copy support; copy mode
+		// has multi-buffer on this kernel, whatever the driver.
+		{ModeAuto, port.Info{Kind: "afxdp", XDPMode: "native", BindMode: "copy", Queues: 1, MultiBuffer: true, MaxFrame: 9234, MTU: 1500}},
+		{ModeCopy, port.Info{Kind: "afxdp", XDPMode: "native", BindMode: "copy", Queues: 1, MultiBuffer: true, MaxFrame: 9234, MTU: 1500}},
+		{ModeGeneric, port.Info{Kind: "afxdp", XDPMode: "generic", BindMode: "copy", Queues: 1, MultiBuffer: true, MaxFrame: 9234, MTU: 1500}},
 	} {
 		// Opening right after the previous Close also exercises the bind
 		// retry while the kernel still holds the queue.
@@ -94,6 +97,7 @@ func TestOpenModes(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Open mode %s: %v", tc.mode, err)
 		}
+		tc.want.Ifindex = b.hostIndex(t)
 		if got := p.Info(); got != tc.want {
 			t.Errorf("mode %s: Info = %+v, want %+v", tc.mode, got, tc.want)
 		}
@@ -159,7 +163,12 @@ func TestTransmitEchoRoundTrip(t *testing.T) {
 
 func TestTransmitDropsOversizedFrames(t *testing.T) {
 	b := newTestbed(t)
-	p := b.open(t, Config{FrameSize: 2048, FrameCount: 64, RingSize: 64, TxBudget: 32})
+	// A port that carries one UMEM frame's worth binds without
+	// multi-buffer and sends frames of one UMEM frame at most.
+	p := b.open(t, Config{FrameSize: 2048, FrameCount: 64, RingSize: 64, TxBudget: 32, MaxFrameSize: 1792})
+	if p.Info().MultiBuffer {
+		t.Fatalf("a port of 1792-byte frames on 2048-byte UMEM frames bound with multi-buffer: %+v", p.Info())
+	}
 	big := make([]byte, 2049)
 	ok := b.echoRequest(t, 9, 1, 56)
 	if n := p.Transmit([][]byte{big, ok, big}); n != 1 {

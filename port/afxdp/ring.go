@@ -134,6 +134,12 @@ func (r *consumerRing[T]) peek(n uint32) (got, first uint32) {
 	return got, first
 }
 
+// unpeek gives back the last n peeked entries, not yet released, for a
+// later peek to return again.
+func (r *consumerRing[T]) unpeek(n uint32) {
+	r.cachedCons -= n
+}
+
 // release hands the next n peeked entries back to the kernel.
 func (r *consumerRing[T]) release(n uint32) {
 	r.consumer.Store(r.consumer.Load() + n)

@@ -59,8 +59,21 @@ func newTestbed(t testing.TB) *testbed {
 
 // newMultiQueueTestbed builds the veth pair, with queues rx and tx queues
 // on each end, and the namespace, and removes them when the test ends.
-// Every cleanup is registered before the step that could fail.
 func newMultiQueueTestbed(t testing.TB, queues int) *testbed {
+	t.Helper()
+	return buildTestbed(t, queues, 0)
+}
+
+// newJumboTestbed builds a single-queue pair whose ends both have MTU mtu.
+func newJumboTestbed(t testing.TB, mtu int) *testbed {
+	t.Helper()
+	return buildTestbed(t, 1, mtu)
+}
+
+// buildTestbed builds the pair with queues queues and MTU mtu (0: the
+// kernel's default) on each end, and the namespace. Every cleanup is
+// registered before the step that could fail.
+func buildTestbed(t testing.TB, queues, mtu int) *testbed {
 	t.Helper()
 	testenv.RequireRoot(t)
 	id := randomHex(t, 4)
@@ -88,11 +101,12 @@ func newMultiQueueTestbed(t testing.TB, queues int) *testbed {
 		}
 	})
 	veth := &netlink.Veth{
-		LinkAttrs:       netlink.LinkAttrs{Name: b.Host, NumRxQueues: queues, NumTxQueues: queues},
+		LinkAttrs:       netlink.LinkAttrs{Name: b.Host, NumRxQueues: queues, NumTxQueues: queues, MTU: mtu},
 		PeerName:        b.Peer,
 		PeerNamespace:   netlink.NsFd(nsHandle),
 		PeerNumRxQueues: uint32(queues),
 		PeerNumTxQueues: uint32(queues),
+		PeerMTU:         uint32(mtu),
 	}
 	if err := netlink.LinkAdd(veth); err != nil {
 		t.Fatalf("create veth %s/%s: %v", b.Host, b.Peer, err)
@@ -138,6 +152,16 @@ func newMultiQueueTestbed(t testing.TB, queues int) *testbed {
 		}
 	}
 	return b
+}
+
+// hostIndex is the host end's interface index.
+func (b *testbed) hostIndex(t testing.TB) int {
+	t.Helper()
+	l, err := netlink.LinkByName(b.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l.Attrs().Index
 }
 
 // open opens the port on the host end and closes it when the test ends.

@@ -3,39 +3,61 @@ package afxdp
 import "golang.org/x/sys/unix"
 
 // Transmit copies as many frames as there are free tx frames and tx ring
-// slots into the first socket's tx ring, then kicks the kernel. Frames
-// longer than a UMEM frame are skipped. It returns how many frames it
-// queued.
+// slots into the first socket's tx ring, then kicks the kernel. A frame
+// longer than a UMEM frame goes out as a chain of descriptors, each but
+// the last flagged XDP_PKT_CONTD, when the socket is bound with
+// multi-buffer. An empty frame, or one longer than the port sends, is
+// skipped. It returns how many frames it queued.
 func (p *Port) Transmit(frames [][]byte) int {
 	p.txMu.Lock()
 	defer p.txMu.Unlock()
 	s := p.sockets[0]
 	p.reclaimTx(s)
 
-	want := min(len(frames), len(p.txFree))
-	got, first := s.tx.reserve(uint32(want))
-	queued := uint32(0)
+	// Reserve what the frames need, at most what is free, and give back
+	// what a frame that does not fit leaves over.
+	need := 0
 	for _, f := range frames {
-		if queued == got {
-			break
-		}
-		if len(f) > int(p.frameSize) {
+		need += p.txDescs(len(f))
+	}
+	got, first := s.tx.reserve(uint32(min(need, len(p.txFree))))
+	used, queued := uint32(0), 0
+	for _, f := range frames {
+		descs := p.txDescs(len(f))
+		if descs == 0 || len(f) > p.maxTxFrame {
 			continue
 		}
-		addr := p.txFree[len(p.txFree)-1]
-		p.txFree = p.txFree[:len(p.txFree)-1]
-		copy(s.umem[addr:addr+uint64(p.frameSize)], f)
-		*s.tx.at(first + queued) = unix.XDPDesc{Addr: addr, Len: uint32(len(f))}
+		if used+uint32(descs) > got {
+			break
+		}
+		for off := 0; off < len(f); off += int(p.frameSize) {
+			addr := p.txFree[len(p.txFree)-1]
+			p.txFree = p.txFree[:len(p.txFree)-1]
+			piece := f[off:min(off+int(p.frameSize), len(f))]
+			copy(s.umem[addr:addr+uint64(p.frameSize)], piece)
+			d := unix.XDPDesc{Addr: addr, Len: uint32(len(piece))}
+			if off+len(piece) < len(f) {
+				d.Options = unix.XDP_PKT_CONTD
+			}
+			*s.tx.at(first + used) = d
+			used++
+		}
 		queued++
 	}
-	s.tx.cancel(got - queued)
-	s.tx.submit(queued)
+	s.tx.cancel(got - used)
+	s.tx.submit(used)
 	p.kickTx(s)
-	return int(queued)
+	return queued
+}
+
+// txDescs is how many descriptors a frame of n bytes takes.
+func (p *Port) txDescs(n int) int {
+	return (n + int(p.frameSize) - 1) / int(p.frameSize)
 }
 
 // reclaimTx moves frames the kernel has finished sending from the
-// completion ring back to the free list.
+// completion ring back to the free list. A chain's frames come back one
+// by one.
 func (p *Port) reclaimTx(s *socket) {
 	n, first := s.comp.peek(s.comp.size)
 	for i := range n {
