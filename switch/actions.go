@@ -9,8 +9,9 @@ import (
 // execute runs a rule's actions on one frame that arrived on inSlot.
 func (f *forwarder) execute(inSlot uint16, frame []byte, actions []flow.Action, now int64) {
 	// shared is set once an output has queued frame: from then on the
-	// bytes belong to that output and a rewrite needs a copy.
-	shared := false
+	// bytes belong to that output and a rewrite needs a copy. copied says
+	// that frame is such a copy, in the copy pool.
+	shared, copied := false, false
 	for i := range actions {
 		a := &actions[i]
 		switch a.Type {
@@ -29,6 +30,7 @@ func (f *forwarder) execute(inSlot uint16, frame []byte, actions []flow.Action, 
 				shared = true
 			}
 		case flow.ActNormal:
+			frame = f.makeRoom(frame, copied, maxNormalCopies)
 			f.normal(inSlot, frame, now)
 			shared = true
 		case flow.ActFlood:
@@ -39,10 +41,11 @@ func (f *forwarder) execute(inSlot uint16, frame []byte, actions []flow.Action, 
 			shared = true
 		default:
 			if shared {
+				frame = f.makeRoom(frame, copied, 1)
 				if frame = f.copies.clone(frame); frame == nil {
-					return // out of copies for this batch: drop the rest
+					return // longer than any frame a port hands over: drop it
 				}
-				shared = false
+				shared, copied = false, true
 			}
 			var keep bool
 			if frame, keep = rewrite(a, frame); !keep {
@@ -50,6 +53,25 @@ func (f *forwarder) execute(inSlot uint16, frame []byte, actions []flow.Action, 
 			}
 		}
 	}
+}
+
+// makeRoom sees to it that n copies of frame fit in the copy pool. When
+// they do not, it transmits the groups queued so far, which copies their
+// frames out, and starts the pool over: a batch of jumbo frames costs an
+// extra transmit now and then, never a frame. A frame that is itself a
+// copy moves to the pool's start first, and makeRoom returns where it is.
+// Between frames, and before NORMAL makes its forms, no other copy is
+// still to be used, so starting over is safe.
+func (f *forwarder) makeRoom(frame []byte, copied bool, n int) []byte {
+	if f.copies.fits(n, len(frame)) {
+		return frame
+	}
+	f.transmitGroups()
+	f.copies.reset()
+	if copied {
+		frame = f.copies.clone(frame)
+	}
+	return frame
 }
 
 // rewrite applies one header-changing action. It returns the frame, which
@@ -123,33 +145,53 @@ func (h *ruleHits) flush(now time.Time) {
 	h.n = 0
 }
 
-// copyPool holds the buffers for frames that must be copied within one
-// batch, allocated once.
+// copyPool holds the copies of frames made within one batch, carved one
+// after the other out of one buffer allocated once, each with room to grow
+// by pushed tags. Sized by bytes rather than by copies, it holds NORMAL's
+// two forms of every frame of a full batch of 4 KiB frames, as many
+// copies of small frames as they take, and far fewer jumbo ones, for which
+// makeRoom starts it over mid-batch: memory stays what a batch of ordinary
+// frames needs, rather than a batch of the longest.
 type copyPool struct {
-	bufs [][]byte
+	buf  []byte
 	used int
 }
 
-// maxFrameCopy fits any frame a UMEM frame holds plus VLAN tags pushed onto it.
-const maxFrameCopy = 4096 + 64
+const (
+	// copyRoom is the room past each copy for tags a rewrite pushes.
+	copyRoom = 64
+	// maxCopyFrame is the longest frame a port hands the switch: the
+	// largest MTU, its Ethernet header and two VLAN tags.
+	maxCopyFrame = 65535 + ethHeaderLen + 2*vlanTagLen
+	// maxNormalCopies is how many copies NORMAL makes of one frame: its
+	// tagged and untagged forms (vlan.go).
+	maxNormalCopies = 2
+)
 
-func newCopyPool(n int) copyPool {
-	backing := make([]byte, n*maxFrameCopy)
-	p := copyPool{bufs: make([][]byte, n)}
-	for i := range p.bufs {
-		p.bufs[i] = backing[i*maxFrameCopy : i*maxFrameCopy : (i+1)*maxFrameCopy]
-	}
-	return p
+// newCopyPool sizes the pool for NORMAL's forms of batch frames of 4 KiB,
+// and at least for a frame as long as any plus NORMAL's forms of it,
+// which is the most makeRoom asks of an empty pool.
+func newCopyPool(batch int) copyPool {
+	size := max(maxNormalCopies*batch*(4096+copyRoom), (1+maxNormalCopies)*(maxCopyFrame+copyRoom))
+	return copyPool{buf: make([]byte, size)}
 }
 
-// clone copies frame into a free buffer, or returns nil if there is none.
+// fits reports whether n more copies of a frame of length bytes fit.
+func (p *copyPool) fits(n, length int) bool {
+	return len(p.buf)-p.used >= n*(length+copyRoom)
+}
+
+// clone copies frame into the pool, or returns nil if it does not fit.
+// frame may be an earlier copy, even one that overlaps where the new copy
+// goes after reset.
 func (p *copyPool) clone(frame []byte) []byte {
-	if p.used == len(p.bufs) || len(frame) > maxFrameCopy {
+	end := p.used + len(frame) + copyRoom
+	if end > len(p.buf) {
 		return nil
 	}
-	buf := append(p.bufs[p.used][:0], frame...)
-	p.used++
-	return buf
+	c := p.buf[p.used:end:end]
+	p.used = end
+	return c[:copy(c, frame)]
 }
 
 func (p *copyPool) reset() { p.used = 0 }

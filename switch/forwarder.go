@@ -32,6 +32,8 @@ package vswitch
 // point into the receiving port's memory: transmission copies them out. For
 // the same reason a rewrite that follows an output in one action list works
 // on a private copy, so that the earlier output sends the frame as it was.
+// Copies come from a pool sized for ordinary frames; when jumbo frames fill
+// it, the groups are transmitted early and the pool starts over.
 //
 // When none of its queues had anything to do, a goroutine sleeps in poll(2)
 // on their descriptors and on an eventfd that the control plane writes when
@@ -159,7 +161,7 @@ func newForwarder(opts Options, flows *flow.Classifier, place threadPlace) (*for
 		flows:     flows,
 		extractor: flow.NewExtractor(),
 		cache:     flow.NewCache(opts.CacheSize),
-		copies:    newCopyPool(2 * batchSize), // NORMAL's tagged and untagged forms of each frame (vlan.go)
+		copies:    newCopyPool(batchSize),
 		frames:    make([]port.Frame, batchSize),
 		requests:  make(chan request, 1),
 		wakeFd:    wake,
