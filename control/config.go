@@ -90,6 +90,9 @@ type PortConfig struct {
 	// OtherConfig is OVS's Port column of that name, as the set verb
 	// writes it (columns.go); like a bridge's, it is only ever replaced.
 	OtherConfig map[string]string `json:"other_config,omitempty"`
+	// MTU is the MTU of the interfaces add-port creates (both ends of a
+	// veth pair, a tap); 0 leaves the kernel's default (see mtu.go).
+	MTU int `json:"mtu,omitempty"`
 }
 
 // Port types that xswitch creates the device of.
@@ -215,7 +218,7 @@ func (pc PortConfig) validate() error {
 		return fmt.Errorf("port %q: device %q and peer %q are not what its type makes (%q, %q)",
 			pc.Name, pc.Device, pc.Peer, completed.Device, completed.Peer)
 	}
-	return nil
+	return checkMTURequest(pc)
 }
 
 // readSnapshot reads the snapshot at path. A missing file is an empty

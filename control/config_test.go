@@ -15,7 +15,7 @@ func TestConfigRoundTrip(t *testing.T) {
 	want := &Config{Bridges: []BridgeConfig{{
 		Name: "br0",
 		Ports: []PortConfig{
-			{Name: "p1", OFPort: 1, Netns: "ns1", Peer: "eth0", Address: "10.0.0.1/24"},
+			{Name: "p1", OFPort: 1, Netns: "ns1", Peer: "eth0", Address: "10.0.0.1/24", MTU: 9000},
 			{Name: "eth9", OFPort: 7, Mode: "generic", Queues: 2, VLANMode: "native-untagged", Tag: 10, Trunks: []uint16{20, 30}},
 		},
 		Flows: []string{
@@ -99,6 +99,7 @@ func TestLoadRefusesWhatNoVerbWouldAccept(t *testing.T) {
 		{"bad mode", bridge("br0", `{"name":"p1","ofport":1,"mode":"fast"}`), `unknown AF_XDP mode "fast"`},
 		{"bad VLANs", bridge("br0", `{"name":"p1","ofport":1,"tag":10,"trunks":[20]}`), "an access port carries only its tag"},
 		{"bad type", bridge("br0", `{"name":"p1","ofport":1,"type":"bond"}`), `unknown port type "bond"`},
+		{"MTU of an existing interface", bridge("br0", `{"name":"p1","ofport":1,"mtu":9000}`), `existing interface "p1"`},
 		{"install times that do not add up", `{"name":"br0","ports":[],"flows":["priority=0 actions=NORMAL"],"installed":[{"at":"2026-01-01T00:00:00Z","count":2}]}`, "install times for 2 rules, but 1 rules"},
 	} {
 		path := filepath.Join(t.TempDir(), "conf.json")

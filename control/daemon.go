@@ -163,6 +163,9 @@ func (d *Daemon) openPort(pc PortConfig) (port.Port, error) {
 		if info.BindMode != "zerocopy" {
 			d.log.Info("zero-copy AF_XDP unavailable, fell back", "port", pc.Name, "bind", info.BindMode)
 		}
+		if warning := afxdp.MTUProblem(info); warning != "" {
+			d.log.Warn("port cannot carry its interface's MTU", "port", pc.Name, "why", warning)
+		}
 	}
 	if pc.device() != pc.Name {
 		return renamedPort{Port: p, name: pc.Name}, nil
@@ -399,6 +402,9 @@ func (d *Daemon) addPort(bridge string, pc PortConfig) (err error) {
 	if err := completePortType(&pc); err != nil {
 		return err
 	}
+	if err := checkMTURequest(pc); err != nil {
+		return err
+	}
 	if owner, _, ok := d.findPort(pc.device()); ok {
 		return fmt.Errorf("interface %q is already a port of bridge %s", pc.device(), owner)
 	}
@@ -482,7 +488,7 @@ func (d *Daemon) show(only string) ([]BridgeStatus, error) {
 		for _, pc := range bc.Ports {
 			ps := PortStatus{PortConfig: pc, OFPort: pc.OFPort}
 			if l, ok := live[pc.Name]; ok {
-				ps.Info = l.Info
+				ps.Info, ps.Warning = l.Info, afxdp.MTUProblem(l.Info)
 				if d.opened[pc.Name].AdminDown {
 					ps.Error = errAdminDown.Error()
 				}

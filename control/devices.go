@@ -17,9 +17,9 @@ import (
 
 func vethConfig(pc PortConfig) veth.Config {
 	if pc.Type == PortTypeInternal {
-		return veth.Config{Name: pc.Device, Namespace: pc.Netns, PeerHere: pc.Netns == "", Peer: pc.Name, Address: pc.Address}
+		return veth.Config{Name: pc.Device, Namespace: pc.Netns, PeerHere: pc.Netns == "", Peer: pc.Name, Address: pc.Address, MTU: pc.MTU}
 	}
-	return veth.Config{Name: pc.Name, Namespace: pc.Netns, Peer: pc.Peer, Address: pc.Address}
+	return veth.Config{Name: pc.Name, Namespace: pc.Netns, Peer: pc.Peer, Address: pc.Address, MTU: pc.MTU}
 }
 
 // ownsDevice reports whether add-port created the port's interface, and
@@ -30,7 +30,7 @@ func (pc PortConfig) ownsDevice() bool {
 
 func createOwnedDevice(pc PortConfig) error {
 	if pc.Type == PortTypeTap {
-		return tap.Create(tap.Config{Name: pc.Name, Owner: pc.Owner})
+		return tap.Create(tap.Config{Name: pc.Name, Owner: pc.Owner, MTU: pc.MTU})
 	}
 	return veth.Create(vethConfig(pc))
 }

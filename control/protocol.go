@@ -158,6 +158,9 @@ type PortStatus struct {
 	// RSTP is the port's part in its bridge's spanning tree; nil when the
 	// bridge runs none or the port takes no part.
 	RSTP *RSTPPort `json:"rstp,omitempty"`
+	// Warning says what a working port cannot do that its interface asks
+	// for: carry the frames of its MTU.
+	Warning string `json:"warning,omitempty"`
 }
 
 // PortStats are a port's counters. Rx and Tx are the switch's view; the

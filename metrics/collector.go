@@ -74,6 +74,8 @@ var portCounters = []portCounter{
 		func(s *control.PortStats) uint64 { return s.Kernel.TxInvalidDescs }},
 	{portDesc("xsk_tx_ring_empty_total", "Times the kernel found an AF_XDP transmit ring empty when asked to send."),
 		func(s *control.PortStats) uint64 { return s.Kernel.TxRingEmpty }},
+	{portDesc("xsk_rx_oversize_total", "Frames longer than the port carries, dropped by its XDP program before they reached an AF_XDP socket."),
+		func(s *control.PortStats) uint64 { return s.Kernel.RxOversize }},
 }
 
 var (

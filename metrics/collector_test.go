@@ -30,7 +30,7 @@ func newFakeSource() *fakeSource {
 		Stats: control.PortStats{
 			RxPackets: 10, RxBytes: 1000, RxErrors: 1, RxVLANDropped: 9, RxReservedDropped: 11, RxStormDropped: 12, RxSTPDropped: 13,
 			TxPackets: 20, TxBytes: 2000, TxDropped: 2,
-			Kernel: port.Stats{RxDropped: 3, RxInvalidDescs: 4, RxRingFull: 5, RxFillRingEmpty: 6, TxInvalidDescs: 7, TxRingEmpty: 8},
+			Kernel: port.Stats{RxDropped: 3, RxInvalidDescs: 4, RxRingFull: 5, RxFillRingEmpty: 6, TxInvalidDescs: 7, TxRingEmpty: 8, RxOversize: 11},
 		},
 	}
 	down := control.PortStatus{PortConfig: control.PortConfig{Name: "p2"}, OFPort: 2, Error: `interface "p2" does not exist`}
@@ -80,6 +80,9 @@ xswitch_port_xsk_rx_ring_full_total{bridge="br0",port="p1"} 5
 # HELP xswitch_port_xsk_tx_ring_empty_total Times the kernel found an AF_XDP transmit ring empty when asked to send.
 # TYPE xswitch_port_xsk_tx_ring_empty_total counter
 xswitch_port_xsk_tx_ring_empty_total{bridge="br0",port="p1"} 8
+# HELP xswitch_port_xsk_rx_oversize_total Frames longer than the port carries, dropped by its XDP program before they reached an AF_XDP socket.
+# TYPE xswitch_port_xsk_rx_oversize_total counter
+xswitch_port_xsk_rx_oversize_total{bridge="br0",port="p1"} 11
 # HELP xswitch_port_info How the port was opened; always 1.
 # TYPE xswitch_port_info gauge
 xswitch_port_info{bind_mode="copy",bridge="br0",kind="afxdp",port="p1",xdp_mode="native"} 1
@@ -111,7 +114,7 @@ xswitch_bridge_forwarder_idle_seconds_total{bridge="br0"} 30
 		"xswitch_port_rx_packets_total", "xswitch_port_rx_bytes_total", "xswitch_port_rx_errors_total",
 		"xswitch_port_rx_vlan_dropped_total", "xswitch_port_rx_reserved_dropped_total", "xswitch_port_rx_storm_dropped_total", "xswitch_port_rx_stp_dropped_total",
 		"xswitch_port_tx_packets_total", "xswitch_port_tx_dropped_total",
-		"xswitch_port_xsk_rx_ring_full_total", "xswitch_port_xsk_tx_ring_empty_total",
+		"xswitch_port_xsk_rx_ring_full_total", "xswitch_port_xsk_tx_ring_empty_total", "xswitch_port_xsk_rx_oversize_total",
 		"xswitch_port_info", "xswitch_port_up",
 		"xswitch_bridge_flows", "xswitch_bridge_flow_cache_hits_total", "xswitch_bridge_flow_cache_misses_total",
 		"xswitch_bridge_mac_entries", "xswitch_bridge_forwarder_busy_seconds_total", "xswitch_bridge_forwarder_idle_seconds_total",
@@ -119,10 +122,10 @@ xswitch_bridge_forwarder_idle_seconds_total{bridge="br0"} 30
 	if err := testutil.CollectAndCompare(c, strings.NewReader(want), names...); err != nil {
 		t.Fatal(err)
 	}
-	// The down port has no counters and no info, only its up series: 16
+	// The down port has no counters and no info, only its up series: 17
 	// counters and info and up for p1, up for p2, 6 bridge series.
-	if n := testutil.CollectAndCount(c); n != 16+2+1+6 {
-		t.Errorf("collected %d series; want %d", n, 16+2+1+6)
+	if n := testutil.CollectAndCount(c); n != 17+2+1+6 {
+		t.Errorf("collected %d series; want %d", n, 17+2+1+6)
 	}
 }
 

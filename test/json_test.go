@@ -40,6 +40,10 @@ type jsonShow struct {
 			// RSTP (test/rstp_test.go).
 			RSTPRole  string `json:"rstp_role"`
 			RSTPState string `json:"rstp_state"`
+			// MTUs (test/jumbo_test.go).
+			MTU      int    `json:"mtu"`
+			MaxFrame int    `json:"max_frame"`
+			Warning  string `json:"warning"`
 		} `json:"ports"`
 	} `json:"bridges"`
 }
@@ -73,6 +77,7 @@ type jsonDumpPorts struct {
 			RxInvalid     uint64 `json:"rx_invalid"`
 			TxInvalid     uint64 `json:"tx_invalid"`
 			TxRingEmpty   uint64 `json:"tx_ring_empty"`
+			RxOversize    uint64 `json:"rx_oversize"`
 		} `json:"xsk"`
 		// NORMAL's drops by reason (test/reserved_test.go).
 		Drops struct {

@@ -28,6 +28,9 @@ func printShow(w io.Writer, bridges []control.BridgeStatus) {
 			if limit := stormLimit(p.PortConfig); limit > 0 {
 				fmt.Fprintf(w, "        storm limit: %d frames/s\n", limit)
 			}
+			if mtu := shownMTU(p); mtu != 0 {
+				fmt.Fprintf(w, "        mtu: %d\n", mtu)
+			}
 			if p.Info.Kind == "" { // not open
 				fmt.Fprintf(w, "        state: down (%s)\n", p.Error)
 				continue
@@ -38,6 +41,9 @@ func printShow(w io.Writer, bridges []control.BridgeStatus) {
 			}
 			fmt.Fprintf(w, "        type: %s (xdp=%s, bind=%s, queues=%d)\n",
 				kind, p.Info.XDPMode, p.Info.BindMode, p.Info.Queues)
+			if p.Warning != "" {
+				fmt.Fprintf(w, "        warning: %s\n", p.Warning)
+			}
 			var details []string
 			if p.Peer != "" {
 				details = append(details, "peer "+p.Peer)
@@ -80,8 +86,8 @@ func printDumpPorts(w io.Writer, ports []control.PortStatus) {
 			p.OFPort, c.RxPackets, c.RxBytes, c.RxDropped, c.RxErrors)
 		fmt.Fprintf(w, "           tx pkts=%d, bytes=%d, drop=%d, errs=%d, coll=0\n",
 			c.TxPackets, c.TxBytes, c.TxDropped, c.TxErrors)
-		fmt.Fprintf(w, "           xsk rx_dropped=%d, rx_ring_full=%d, fill_ring_empty=%d, rx_invalid=%d, tx_invalid=%d, tx_ring_empty=%d\n",
-			k.RxDropped, k.RxRingFull, k.RxFillRingEmpty, k.RxInvalidDescs, k.TxInvalidDescs, k.TxRingEmpty)
+		fmt.Fprintf(w, "           xsk rx_dropped=%d, rx_ring_full=%d, fill_ring_empty=%d, rx_invalid=%d, tx_invalid=%d, tx_ring_empty=%d, rx_oversize=%d\n",
+			k.RxDropped, k.RxRingFull, k.RxFillRingEmpty, k.RxInvalidDescs, k.TxInvalidDescs, k.TxRingEmpty, k.RxOversize)
 		d := dropsOf(p)
 		fmt.Fprintf(w, "           drops vlan=%d, reserved=%d, storm=%d, stp=%d\n", d.VLAN, d.Reserved, d.Storm, d.STP)
 	}

@@ -97,6 +97,12 @@ type showPortJSON struct {
 	// tree; absent when the bridge runs none or the port takes no part.
 	RSTPRole  string `json:"rstp_role,omitempty"`
 	RSTPState string `json:"rstp_state,omitempty"`
+	// MTU is the interface's MTU (for a port that is down, what --mtu
+	// asked for); MaxFrame the longest frame the port carries; Warning
+	// why it cannot carry every frame of that MTU.
+	MTU      int    `json:"mtu,omitempty"`
+	MaxFrame int    `json:"max_frame,omitempty"`
+	Warning  string `json:"warning,omitempty"`
 }
 
 func toShowJSON(bridges []control.BridgeStatus) showJSON {
@@ -123,6 +129,7 @@ func toShowJSON(bridges []control.BridgeStatus) showJSON {
 			if p.Info.Kind != "" { // open, if perhaps down
 				jp.Type, jp.XDP, jp.Bind, jp.Queues = p.Info.Kind, p.Info.XDPMode, p.Info.BindMode, p.Info.Queues
 			}
+			jp.MTU, jp.MaxFrame, jp.Warning = shownMTU(p), p.Info.MaxFrame, p.Warning
 			jb.Ports = append(jb.Ports, jp)
 		}
 		out.Bridges = append(out.Bridges, jb)
@@ -130,10 +137,20 @@ func toShowJSON(bridges []control.BridgeStatus) showJSON {
 	return out
 }
 
+// shownMTU is the MTU show reports: the interface's, or while the port is
+// down what --mtu asked for.
+func shownMTU(p control.PortStatus) int {
+	if p.Info.MTU != 0 {
+		return p.Info.MTU
+	}
+	return p.MTU
+}
+
 // portCounters are a port's counters as dump-ports and top count them.
 // Frames the kernel could not hand to the switch are rx drops, as they
 // would be on a NIC, and so are the frames NORMAL dropped (rxDrops says
-// why); frames too malformed to classify are rx errors.
+// why); frames too malformed to classify are rx errors, and so are frames
+// longer than the port carries, as a NIC counts them (rx_length_errors).
 type portCounters struct {
 	RxPackets uint64 `json:"rx_packets"`
 	RxBytes   uint64 `json:"rx_bytes"`
@@ -153,7 +170,7 @@ func countersOf(p control.PortStatus) portCounters {
 		// The kernel counts a frame lost to an empty fill ring in both
 		// rx_dropped and fill_ring_empty: count it once.
 		RxDropped: k.RxDropped + k.RxRingFull + dropsOf(p).total(),
-		RxErrors:  s.RxErrors + k.RxInvalidDescs,
+		RxErrors:  s.RxErrors + k.RxInvalidDescs + k.RxOversize,
 		TxPackets: s.TxPackets,
 		TxBytes:   s.TxBytes,
 		TxDropped: s.TxDropped,
@@ -200,6 +217,9 @@ type xskJSON struct {
 	RxInvalid     uint64 `json:"rx_invalid"`
 	TxInvalid     uint64 `json:"tx_invalid"`
 	TxRingEmpty   uint64 `json:"tx_ring_empty"`
+	// RxOversize counts frames longer than the port carries, which the XDP
+	// program dropped: not the kernel's count, but where one looks for it.
+	RxOversize uint64 `json:"rx_oversize"`
 }
 
 func toDumpPortsJSON(bridge string, ports []control.PortStatus) dumpPortsJSON {
@@ -211,6 +231,7 @@ func toDumpPortsJSON(bridge string, ports []control.PortStatus) dumpPortsJSON {
 			XSK: xskJSON{
 				RxDropped: k.RxDropped, RxRingFull: k.RxRingFull, FillRingEmpty: k.RxFillRingEmpty,
 				RxInvalid: k.RxInvalidDescs, TxInvalid: k.TxInvalidDescs, TxRingEmpty: k.TxRingEmpty,
+				RxOversize: k.RxOversize,
 			},
 			Drops: dropsOf(p),
 		})

@@ -83,10 +83,17 @@ IFACE as the host's own interface on the bridge (in --netns if given),
 up and given --address. del-port deletes either device again.
 
 --tag, --trunks and --vlan-mode configure the port's VLANs for the NORMAL
-action, as Open vSwitch's tag, trunks and vlan_mode columns do.`,
+action, as Open vSwitch's tag, trunks and vlan_mode columns do.
+
+--mtu sets the MTU of the interfaces add-port creates (both ends of a veth
+pair, a tap, an internal port), as Open vSwitch's mtu_request does; an
+existing interface keeps its own. A port whose interface's MTU is more
+than it carries is refused with --mode zerocopy, copy or generic, and
+added with a warning in auto mode.`,
 		Example: `  xswitch add-port br0 eth1
   xswitch add-port br0 vm1 --netns ns1 --address 10.0.0.1/24
   xswitch add-port br0 vm2 --netns ns2 --address 10.0.0.2/24 --tag 10
+  xswitch add-port br0 vm4 --netns ns4 --address 10.0.0.4/24 --mtu 9000
   xswitch add-port br0 eth2 --trunks 10,20
   xswitch add-port br0 vm3 --type tap --owner 1000
   xswitch add-port br0 br0host --type internal --address 10.0.0.254/24`,
@@ -117,6 +124,7 @@ action, as Open vSwitch's tag, trunks and vlan_mode columns do.`,
 	f.Uint16Var(&pc.Tag, "tag", 0, "VLAN of an access port, or native VLAN of a native-tagged/native-untagged port")
 	f.UintSliceVar(&trunks, "trunks", nil, "VLANs a trunk or native port carries, as 10,20 (default: all)")
 	f.StringVar(&pc.VLANMode, "vlan-mode", "", "access, trunk, native-tagged or native-untagged (default: access with --tag, else trunk)")
+	f.IntVar(&pc.MTU, "mtu", 0, "MTU of the interfaces add-port creates: both ends of a veth pair, a tap, an internal port (default 1500)")
 	return cmd
 }
 

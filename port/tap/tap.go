@@ -29,7 +29,15 @@ type Config struct {
 	// CAP_NET_ADMIN, such as the one QEMU runs as. 0 sets no owner: root
 	// needs none.
 	Owner int
+	// MTU is the device's MTU; 0 leaves the kernel's default, 1500.
+	MTU int
 }
+
+// The kernel's bounds for an Ethernet MTU (ETH_MIN_MTU, ETH_MAX_MTU).
+const (
+	minMTU = 68
+	maxMTU = 65535
+)
 
 // Validate checks the configuration without changing anything.
 func (c Config) Validate() error {
@@ -39,11 +47,15 @@ func (c Config) Validate() error {
 	if c.Owner < 0 || c.Owner > 0xfffffffe {
 		return fmt.Errorf("owner %d is not a user ID", c.Owner)
 	}
+	if c.MTU != 0 && (c.MTU < minMTU || c.MTU > maxMTU) {
+		return fmt.Errorf("MTU %d is outside %d..%d", c.MTU, minMTU, maxMTU)
+	}
 	return nil
 }
 
-// Create makes a persistent tap device, up and without IPv6 (so the host
-// stack sends nothing of its own into the switch through it). It has no
+// Create makes a persistent tap device, up, with its MTU and without IPv6
+// (so the host stack sends nothing of its own into the switch through
+// it). It has no
 // packet-information header and no virtio-net header: the switch sees
 // plain Ethernet frames, and a VM monitor opening it must not ask for
 // vnet_hdr (QEMU's default for tap without vhost is fine). If any step
@@ -72,6 +84,11 @@ func Create(cfg Config) (err error) {
 	// Before the link comes up, so it never gets a link-local address.
 	if err := ifname.DisableIPv6(cfg.Name); err != nil {
 		return fmt.Errorf("tap %q: disable IPv6: %w", cfg.Name, err)
+	}
+	if cfg.MTU != 0 {
+		if err := netlink.LinkSetMTU(link, cfg.MTU); err != nil {
+			return fmt.Errorf("tap %q: set MTU %d: %w", cfg.Name, cfg.MTU, err)
+		}
 	}
 	if err := netlink.LinkSetUp(link); err != nil {
 		return fmt.Errorf("tap %q: bring up: %w", cfg.Name, err)

@@ -24,6 +24,8 @@ func TestTapValidate(t *testing.T) {
 		{Config{Name: "0123456789abcdef"}, `interface name "0123456789abcdef" is 16 bytes long, longer than 15`},
 		{Config{Name: "a/b"}, `invalid interface name "a/b"`},
 		{Config{Name: "tap0", Owner: -1}, "owner -1 is not a user ID"},
+		{Config{Name: "tap0", MTU: 67}, "MTU 67 is outside 68..65535"},
+		{Config{Name: "tap0", MTU: 65536}, "MTU 65536 is outside"},
 	} {
 		err := tc.cfg.Validate()
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -52,7 +54,7 @@ func TestTapCreateDelete(t *testing.T) {
 	if Exists(name) {
 		t.Fatalf("%s exists before Create", name)
 	}
-	if err := Create(Config{Name: name, Owner: 4242}); err != nil {
+	if err := Create(Config{Name: name, Owner: 4242, MTU: 9000}); err != nil {
 		t.Fatal(err)
 	}
 	if !Exists(name) {
@@ -62,7 +64,7 @@ func TestTapCreateDelete(t *testing.T) {
 	if err != nil {
 		t.Fatalf("ip link show: %v\n%s", err, out)
 	}
-	for _, want := range []string{"UP", "tun type tap", "pi off", "vnet_hdr off", "persist on", "user 4242"} {
+	for _, want := range []string{"UP", "mtu 9000", "tun type tap", "pi off", "vnet_hdr off", "persist on", "user 4242"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("ip -d link show %s lacks %q:\n%s", name, want, out)
 		}
