@@ -31,6 +31,9 @@ import (
 type Hosts struct {
 	GenNetns, RcvNetns string
 	GenPort, RcvPort   string
+	// MTU is the MTU of both ends of both veth pairs; 0 leaves the
+	// kernel's default, 1500.
+	MTU int
 	// Log takes a line about what Setup chose where it had a choice (OVS's
 	// XDP mode) and about what cleanup could not undo.
 	Log io.Writer
@@ -57,6 +60,7 @@ type Options struct {
 	Workloads []Workload
 	Duration  time.Duration // per case, workload and round; the first second is discarded
 	Rounds    int
+	MTU       int           // of every case's veths (Hosts.MTU); 0 for the kernel's 1500
 	Progress  io.Writer     // one line per case, workload and round
 	Tag       func() string // unique short names; four hex digits or so
 }
@@ -67,6 +71,7 @@ type Options struct {
 type Result struct {
 	Case     string `json:"case"`
 	Workload string `json:"workload"`
+	MTU      int    `json:"mtu,omitempty"` // Options.MTU
 	Skipped  string `json:"skipped,omitempty"`
 	// Error is why a round failed; the other rounds' figures stand.
 	Error string `json:"error,omitempty"`
@@ -126,6 +131,9 @@ func Run(ctx context.Context, opts Options) ([]Result, error) {
 	if len(opts.Workloads) == 0 {
 		return nil, errors.New("no workloads given")
 	}
+	if opts.MTU != 0 && (opts.MTU < minMTU || opts.MTU > maxMTU) {
+		return nil, fmt.Errorf("MTU %d is outside %d..%d", opts.MTU, minMTU, maxMTU)
+	}
 	for _, w := range opts.Workloads {
 		if err := w.validate(); err != nil {
 			return nil, err
@@ -164,6 +172,7 @@ func Run(ctx context.Context, opts Options) ([]Result, error) {
 			if c.Skip == "" {
 				r = summarize(c.Name, w, got[i])
 			}
+			r.MTU = opts.MTU
 			if failed[i] != nil {
 				r.Error = failed[i].Error()
 			}
@@ -245,6 +254,12 @@ var (
 
 const hostPrefixLen = 24
 
+// The kernel's bounds for an Ethernet MTU (ETH_MIN_MTU, ETH_MAX_MTU).
+const (
+	minMTU = 68
+	maxMTU = 65535
+)
+
 // measure builds c's path in fresh namespaces, runs w over it for
 // opts.Duration and returns what it saw after the first second, and
 // removes everything again.
@@ -253,7 +268,7 @@ func measure(ctx context.Context, c Case, w Workload, opts Options) (s samples, 
 	hosts := Hosts{
 		GenNetns: "xsbench-" + tag + "-gen", RcvNetns: "xsbench-" + tag + "-rcv",
 		GenPort: "xsb" + tag + "g", RcvPort: "xsb" + tag + "r",
-		Log: opts.Progress,
+		MTU: opts.MTU, Log: opts.Progress,
 	}
 	var undo []func() error
 	defer func() {

@@ -5,6 +5,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vishvananda/netlink"
+
+	"github.com/xswitch/xswitch/internal/netns"
+	"github.com/xswitch/xswitch/internal/testenv"
 )
 
 func TestSummarizeRates(t *testing.T) {
@@ -94,6 +99,8 @@ func TestRunRejectsOptions(t *testing.T) {
 		"zero workload":   func(o *Options) { o.Workloads = []Workload{{Name: "x"}} },
 		"nameless":        func(o *Options) { o.Workloads = []Workload{{Kind: KindTCP}} },
 		"one bad of many": func(o *Options) { o.Workloads = []Workload{TCP(), UDP(10)} },
+		"tiny MTU":        func(o *Options) { o.MTU = 67 },
+		"huge MTU":        func(o *Options) { o.MTU = 65536 },
 	} {
 		opts := good
 		mutate(&opts)
@@ -197,6 +204,46 @@ func TestNextCallFrames(t *testing.T) {
 	} {
 		if got := nextCallFrames(tc.frames, tc.elapsed); got != tc.want {
 			t.Errorf("nextCallFrames(%d, %v) = %d, want %d", tc.frames, tc.elapsed, got, tc.want)
+		}
+	}
+}
+
+func TestCreateVethsSetsTheMTU(t *testing.T) {
+	testenv.RequireRoot(t)
+	hosts := Hosts{
+		GenNetns: testenv.UniqueName(t), RcvNetns: testenv.UniqueName(t),
+		GenPort: testenv.UniqueName(t), RcvPort: testenv.UniqueName(t),
+		MTU: 9000,
+	}
+	for _, ns := range []string{hosts.GenNetns, hosts.RcvNetns} {
+		if err := netns.Create(ns); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { netns.Delete(ns) })
+	}
+	cleanup, err := CreateVeths(hosts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cleanup()
+	for _, p := range []struct{ port, ns string }{{hosts.GenPort, hosts.GenNetns}, {hosts.RcvPort, hosts.RcvNetns}} {
+		l, err := netlink.LinkByName(p.port)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var peerMTU int
+		err = netns.Do(p.ns, func() error {
+			peer, err := netlink.LinkByName(PeerName)
+			if err == nil {
+				peerMTU = peer.Attrs().MTU
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.Attrs().MTU != 9000 || peerMTU != 9000 {
+			t.Errorf("%s: MTU %d, its peer in %s %d; want 9000 both", p.port, l.Attrs().MTU, p.ns, peerMTU)
 		}
 	}
 }

@@ -26,7 +26,8 @@ func XDPRedirect() Case {
 }
 
 // CreateVeths makes the two veth pairs of hosts, with their switch ends in
-// this namespace, and returns a cleanup that deletes them.
+// this namespace and hosts.MTU on both ends, and returns a cleanup that
+// deletes them.
 func CreateVeths(hosts Hosts) (cleanup func(), err error) {
 	var made []string
 	cleanup = func() {
@@ -35,7 +36,7 @@ func CreateVeths(hosts Hosts) (cleanup func(), err error) {
 		}
 	}
 	for _, p := range []struct{ name, ns string }{{hosts.GenPort, hosts.GenNetns}, {hosts.RcvPort, hosts.RcvNetns}} {
-		if err := veth.Create(veth.Config{Name: p.name, Namespace: p.ns, Peer: PeerName}); err != nil {
+		if err := veth.Create(veth.Config{Name: p.name, Namespace: p.ns, Peer: PeerName, MTU: hosts.MTU}); err != nil {
 			cleanup()
 			return nil, err
 		}

@@ -27,6 +27,7 @@ type benchOptions struct {
 	rounds    int
 	workloads []string
 	cases     []string
+	mtu       int
 	json      bool
 }
 
@@ -76,7 +77,12 @@ rounds of each workload alternate the cases. One table per workload gives
 medians, ranges over all samples and rounds, and the ratio of each median
 to linux-bridge's and to ovs's (for ping of p50, so above 1 is slower).
 A failed measurement is reported and the others go on; bench
-then exits with an error. Needs root and iperf3.`,
+then exits with an error. Needs root and iperf3.
+
+--mtu N gives both ends of every case's veth pairs the MTU N (xswitch's
+through add-port --mtu), to measure jumbo frames: tcp then sends segments
+as long as the MTU allows. The udpN generator's frames stay at most 1514
+bytes: live-frames mode refuses frames longer than a page.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runBench(cmd.Context(), os.Stdout, opts)
@@ -86,6 +92,7 @@ then exits with an error. Needs root and iperf3.`,
 	cmd.Flags().IntVar(&opts.rounds, "rounds", 3, "how many times each case runs per workload")
 	cmd.Flags().StringSliceVar(&opts.workloads, "workloads", strings.Split(defaultBenchWorkloads, ","), "the workloads to run, in order: udpN (N-byte frames), tcp, ping")
 	cmd.Flags().StringSliceVar(&opts.cases, "cases", strings.Split(defaultBenchCases, ","), "the cases to run, in order")
+	cmd.Flags().IntVar(&opts.mtu, "mtu", 0, "MTU of both ends of every case's veth pairs, as add-port --mtu (default 1500)")
 	cmd.Flags().BoolVar(&opts.json, "json", false, "print the results as JSON")
 	return cmd
 }
@@ -155,8 +162,8 @@ func setupXswitchBench(undo *undoStack, hosts bench.Hosts, xb xswitchBench) erro
 	}
 	undo.push(func() { client.call(control.Request{Verb: control.VerbDelBridge, Bridge: bridge}) })
 	ports := []*control.PortConfig{
-		{Name: hosts.GenPort, OFPort: 1, Netns: hosts.GenNetns, Peer: bench.PeerName},
-		{Name: hosts.RcvPort, OFPort: 2, Netns: hosts.RcvNetns, Peer: bench.PeerName},
+		{Name: hosts.GenPort, OFPort: 1, Netns: hosts.GenNetns, Peer: bench.PeerName, MTU: hosts.MTU},
+		{Name: hosts.RcvPort, OFPort: 2, Netns: hosts.RcvNetns, Peer: bench.PeerName, MTU: hosts.MTU},
 	}
 	for _, pc := range ports {
 		if _, err := client.call(control.Request{Verb: control.VerbAddPort, Bridge: bridge, AddPort: pc}); err != nil {
@@ -197,11 +204,15 @@ func runBench(ctx context.Context, w io.Writer, opts benchOptions) error {
 	if opts.json {
 		progress = os.Stderr
 	}
-	fmt.Fprintf(progress, "== workloads %s; %v per case, workload and round, %d rounds; generator on CPU 0\n",
-		strings.Join(opts.workloads, ","), opts.duration, opts.rounds)
+	mtu := "MTU 1500"
+	if opts.mtu != 0 {
+		mtu = fmt.Sprintf("MTU %d", opts.mtu)
+	}
+	fmt.Fprintf(progress, "== workloads %s; %v per case, workload and round, %d rounds; %s; generator on CPU 0\n",
+		strings.Join(opts.workloads, ","), opts.duration, opts.rounds, mtu)
 	results, err := bench.Run(ctx, bench.Options{
 		Cases: cases, Workloads: workloads, Duration: opts.duration, Rounds: opts.rounds,
-		Progress: progress, Tag: randomTag,
+		MTU: opts.mtu, Progress: progress, Tag: randomTag,
 	})
 	if err != nil {
 		return err
