@@ -420,3 +420,88 @@ func TestTransmitQueuesWholeChainsOnly(t *testing.T) {
 		t.Fatalf("sent %d frames, want 4", len(got))
 	}
 }
+
+// FuzzReceiveChains delivers descriptors of any length and chaining the
+// input describes, a whole number of frames at a time as the kernel
+// publishes them, receives them in batches of any size and releases them,
+// against the obvious reading of the same descriptors: a frame is a run
+// ending in one without XDP_PKT_CONTD, dropped when longer than maxFrame
+// bytes or maxRxChain descriptors. Nothing may panic, come out different,
+// or keep a buffer.
+func FuzzReceiveChains(f *testing.F) {
+	f.Add([]byte{3, 0x80, 0xff, 0x80, 0xff, 0x00, 0x10, 8})
+	f.Add([]byte{20, 0x8f, 0, 0x8f, 0, 0x8f, 0, 0x8f, 0, 0x8f, 0, 0x8f, 0, 0x8f, 0, 0x8f, 0, 0x8f, 0, 0x8f, 0,
+		0x80, 1, 0x80, 1, 0x80, 1, 0x80, 1, 0x80, 1, 0x80, 1, 0x80, 1, 0x80, 1, 0x80, 1, 0, 1, 1})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		const maxFrame = 9234
+		k := newFakeKernel(t, 4096, 512, 256)
+		q := k.rxQueue(maxFrame, true)
+		total := k.fillCount()
+		var want [][]byte
+		var oversize uint64
+		frames := make([]port.Frame, 64)
+		for len(data) > 0 {
+			n := 1 + int(data[0])%64
+			data = data[1:]
+			var lengths []int
+			var contd []bool
+			for i := 0; i < n && len(data) >= 2; i++ {
+				lengths = append(lengths, 1+(int(data[0]&0x7f)<<8|int(data[1]))%(4096-rxHeadroom))
+				contd = append(contd, data[0]&0x80 != 0)
+				data = data[2:]
+			}
+			if len(lengths) == 0 {
+				break
+			}
+			contd[len(contd)-1] = false // the kernel publishes whole frames
+			frame := k.deliverDescs(lengths, contd, byte(len(data)))
+			// The obvious reading: split what was delivered into frames.
+			start, off := 0, 0
+			for i := range lengths {
+				if contd[i] {
+					continue
+				}
+				size := 0
+				for _, l := range lengths[start : i+1] {
+					size += l
+				}
+				if i+1-start > maxRxChain || size > maxFrame {
+					oversize++
+				} else {
+					want = append(want, frame[off:off+size])
+				}
+				start, off = i+1, off+size
+			}
+			batch := len(frames)
+			if len(data) > 0 {
+				batch = 1 + int(data[0])%len(frames)
+				data = data[1:]
+			}
+			// A Receive that drops a chain may return no frame and leave
+			// the rest of it for the next; the forwarder calls again as
+			// long as the socket polls readable, which is while the rx
+			// ring holds anything.
+			for k.rxPending() > 0 {
+				before := k.rxPending()
+				got := q.Receive(frames[:batch])
+				for _, fr := range frames[:got] {
+					if len(want) == 0 || !bytes.Equal(fr.Data, want[0]) {
+						t.Fatalf("received a %d-byte frame that is not the next one expected", len(fr.Data))
+					}
+					want = want[1:]
+				}
+				q.Release(frames[:got])
+				if got == 0 && k.rxPending() == before {
+					t.Fatalf("Receive of %d makes no progress with %d descriptors on the rx ring", batch, before)
+				}
+			}
+		}
+		if len(want) != 0 || q.oversize.Load() != oversize {
+			t.Fatalf("%d frames never came out; oversize %d, want %d", len(want), q.oversize.Load(), oversize)
+		}
+		if k.fillCount() != total || k.rxPending() != 0 || len(q.freeSlots) != chainSlots {
+			t.Fatalf("fill ring holds %d of %d buffers, %d descriptors unconsumed, %d of %d slots free",
+				k.fillCount(), total, k.rxPending(), len(q.freeSlots), chainSlots)
+		}
+	})
+}
