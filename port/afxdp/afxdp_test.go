@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -412,5 +413,32 @@ func TestStatsCountKernelDrops(t *testing.T) {
 			t.Fatalf("no rx drops counted after overflowing the rx frames: %+v", st)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestBindChoices(t *testing.T) {
+	zcMB, zc := bindChoice{zeroCopy: true, multiBuffer: true}, bindChoice{zeroCopy: true}
+	copyMB, cp := bindChoice{multiBuffer: true}, bindChoice{}
+	for _, tc := range []struct {
+		mode                          Mode
+		native, multiBuffer, mtuFits1 bool
+		want                          []bindChoice
+	}{
+		// An MTU that fits one UMEM frame: zero-copy first, either way.
+		{ModeAuto, true, true, true, []bindChoice{zcMB, zc, copyMB, cp}},
+		// A jumbo MTU: carrying it beats zero-copy without multi-buffer.
+		{ModeAuto, true, true, false, []bindChoice{zcMB, copyMB, zc, cp}},
+		{ModeAuto, false, true, false, []bindChoice{copyMB, cp}},
+		{ModeAuto, true, false, false, []bindChoice{zc, cp}},
+		{ModeZeroCopy, true, true, false, []bindChoice{zcMB, zc}},
+		{ModeCopy, true, true, true, []bindChoice{copyMB, cp}},
+		{ModeGeneric, false, true, false, []bindChoice{copyMB, cp}},
+		{ModeGeneric, false, false, true, []bindChoice{cp}},
+	} {
+		got := bindChoices(tc.mode, tc.native, tc.multiBuffer, tc.mtuFits1)
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("bindChoices(%s, native %v, multi-buffer %v, MTU fits one frame %v) = %v, want %v",
+				tc.mode, tc.native, tc.multiBuffer, tc.mtuFits1, got, tc.want)
+		}
 	}
 }
