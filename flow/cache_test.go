@@ -55,7 +55,7 @@ func TestCacheMatchesClassifierAcrossVersions(t *testing.T) {
 func TestCacheRemembersNoMatch(t *testing.T) {
 	tab := emptyTable().Add(rule(1, inPort(1), output(2)), t0)
 	cache := NewCache(0)
-	miss := Key{InPort: 9}
+	miss := Key{Headers: Headers{InPort: 9}}
 	for range 3 {
 		if e := cache.Lookup(tab, &miss); e != nil {
 			t.Fatalf("found %v for a key no rule matches", e)
@@ -76,7 +76,7 @@ func TestCacheHitAllocatesNothing(t *testing.T) {
 	}
 	tab := emptyTable().Add(rule(1, inPort(1), output(2)), t0)
 	cache := NewCache(16)
-	k := Key{InPort: 1}
+	k := Key{Headers: Headers{InPort: 1}}
 	cache.Lookup(tab, &k)
 	if n := testing.AllocsPerRun(1000, func() { cache.Lookup(tab, &k) }); n != 0 {
 		t.Errorf("a cache hit allocates %v times", n)
@@ -94,7 +94,7 @@ func TestLRUPurgeAllocatesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range DefaultCacheSize {
-		lru.Add(Key{InPort: uint16(i)}, nil)
+		lru.Add(Key{Headers: Headers{InPort: uint16(i)}}, nil)
 	}
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
@@ -111,7 +111,7 @@ func TestCacheStatsAreSafeToReadConcurrently(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		k := Key{InPort: 1}
+		k := Key{Headers: Headers{InPort: 1}}
 		for range 10000 {
 			cache.Lookup(tab, &k)
 		}

@@ -85,7 +85,7 @@ func NewExtractor() *Extractor {
 // yields a key with what could be read (fields of layers that did not
 // decode stay zero) and false; it never panics.
 func (e *Extractor) Extract(frame []byte, inPort uint16, k *Key) (ok bool) {
-	*k = Key{InPort: inPort}
+	*k = Key{Headers: Headers{InPort: inPort}}
 	err := e.parser.DecodeLayers(frame, &e.decoded)
 	for _, typ := range e.decoded {
 		e.fill(typ, k)

@@ -84,19 +84,19 @@ func exUDP(vxlan bool) *layers.UDP {
 }
 
 func exIPv4Key(proto uint8, tpSrc, tpDst uint16) Key {
-	return Key{InPort: exInPort, DlDst: [6]byte(exMACB), DlSrc: [6]byte(exMACA), DlType: EtherTypeIPv4,
+	return Key{Headers: Headers{InPort: exInPort, DlDst: [6]byte(exMACB), DlSrc: [6]byte(exMACA), DlType: EtherTypeIPv4,
 		NwProto: proto, NwTOS: 0xb9, NwTTL: 64, NwSrc: [4]byte(exIP4A), NwDst: [4]byte(exIP4B),
-		TpSrc: tpSrc, TpDst: tpDst}
+		TpSrc: tpSrc, TpDst: tpDst}}
 }
 
 func exIPv6Key(proto uint8, tpSrc, tpDst uint16) Key {
-	return Key{InPort: exInPort, DlDst: [6]byte(exMACB), DlSrc: [6]byte(exMACA), DlType: EtherTypeIPv6,
+	return Key{Headers: Headers{InPort: exInPort, DlDst: [6]byte(exMACB), DlSrc: [6]byte(exMACA), DlType: EtherTypeIPv6,
 		NwProto: proto, NwTOS: 0x2a, NwTTL: 63, IPv6Src: [16]byte(exIP6A), IPv6Dst: [16]byte(exIP6B),
-		TpSrc: tpSrc, TpDst: tpDst}
+		TpSrc: tpSrc, TpDst: tpDst}}
 }
 
 func exL2Key(dlType uint16) Key {
-	return Key{InPort: exInPort, DlDst: [6]byte(exMACB), DlSrc: [6]byte(exMACA), DlType: dlType}
+	return Key{Headers: Headers{InPort: exInPort, DlDst: [6]byte(exMACB), DlSrc: [6]byte(exMACA), DlType: dlType}}
 }
 
 func exWith(k Key, set func(*Key)) Key {
@@ -152,16 +152,16 @@ func exWellFormed(tb testing.TB) []exCase {
 	add("qinq/ipv4/udp", exWith(exIPv4Key(ProtoUDP, 5353, 4789), func(k *Key) { k.VLANTCI = 1<<13 | VLANCFI | 10 }),
 		exEth(layers.EthernetTypeQinQ), vlan(1, 10, layers.EthernetTypeDot1Q), vlan(2, 20, layers.EthernetTypeIPv4),
 		exIPv4(layers.IPProtocolUDP), exUDP(true), exPayload)
-	add("vlan0/arp", Key{InPort: exInPort, DlDst: [6]byte(exMACB), DlSrc: [6]byte(exMACA), DlType: EtherTypeARP,
-		VLANTCI: 3<<13 | VLANCFI, NwProto: 1, NwSrc: [4]byte(exIP4A), NwDst: [4]byte(exIP4B)},
+	add("vlan0/arp", Key{Headers: Headers{InPort: exInPort, DlDst: [6]byte(exMACB), DlSrc: [6]byte(exMACA), DlType: EtherTypeARP,
+		VLANTCI: 3<<13 | VLANCFI, NwProto: 1, NwSrc: [4]byte(exIP4A), NwDst: [4]byte(exIP4B)}},
 		exEth(layers.EthernetTypeDot1Q), vlan(3, 0, layers.EthernetTypeARP), arp(layers.EthernetTypeIPv4, 4, 1)).headerEnd = 14 + 4 + 28
 	add("ipv6/tcp", exIPv6Key(ProtoTCP, 43210, 443),
 		exEth(layers.EthernetTypeIPv6), exIPv6(layers.IPProtocolTCP), exTCP(), exPayload)
-	add("arp", Key{InPort: exInPort, DlDst: [6]byte(exMACB), DlSrc: [6]byte(exMACA), DlType: EtherTypeARP,
-		NwProto: 1, NwSrc: [4]byte(exIP4A), NwDst: [4]byte(exIP4B)},
+	add("arp", Key{Headers: Headers{InPort: exInPort, DlDst: [6]byte(exMACB), DlSrc: [6]byte(exMACA), DlType: EtherTypeARP,
+		NwProto: 1, NwSrc: [4]byte(exIP4A), NwDst: [4]byte(exIP4B)}},
 		exEth(layers.EthernetTypeARP), arp(layers.EthernetTypeIPv4, 4, 1)).headerEnd = 14 + 28
-	add("arp/op>255", Key{InPort: exInPort, DlDst: [6]byte(exMACB), DlSrc: [6]byte(exMACA), DlType: EtherTypeARP,
-		NwProto: 0x02, NwSrc: [4]byte(exIP4A), NwDst: [4]byte(exIP4B)},
+	add("arp/op>255", Key{Headers: Headers{InPort: exInPort, DlDst: [6]byte(exMACB), DlSrc: [6]byte(exMACA), DlType: EtherTypeARP,
+		NwProto: 0x02, NwSrc: [4]byte(exIP4A), NwDst: [4]byte(exIP4B)}},
 		exEth(layers.EthernetTypeARP), arp(layers.EthernetTypeIPv4, 4, 0x0102)).headerEnd = 14 + 28
 	add("arp/not ipv4", exL2Key(EtherTypeARP),
 		exEth(layers.EthernetTypeARP), arp(layers.EthernetTypeIPv6, 16, 1)).headerEnd = 14 + 8 + 2*6 + 2*16
@@ -302,7 +302,7 @@ func TestExtract(t *testing.T) {
 			t.Errorf("%s: ok = %v, want %v", c.name, ok, c.ok)
 		}
 		if c.name == "runt" || c.name == "empty" {
-			c.want = Key{InPort: exInPort}
+			c.want = Key{Headers: Headers{InPort: exInPort}}
 		}
 		if k != c.want {
 			t.Errorf("%s:\n got %+v\nwant %+v", c.name, k, c.want)
@@ -347,7 +347,7 @@ func TestExtractTruncated(t *testing.T) {
 			}
 			if field, ok := exSubKey(&k, &c.want); !ok {
 				t.Errorf("%s cut at %d: field %s = %v, neither zero nor the whole frame's\n got %+v\nwant %+v",
-					c.name, n, field, reflect.ValueOf(k).FieldByName(field), k, c.want)
+					c.name, n, field, reflect.ValueOf(k.Headers).FieldByName(field), k, c.want)
 			}
 			exCheckInvariants(t, &k, exInPort)
 		}
@@ -358,7 +358,7 @@ func TestExtractTruncated(t *testing.T) {
 // except those a cut frame changes: the EtherType after a cut tag, the
 // protocol after a cut IPv6 extension header. It names the first one that is not.
 func exSubKey(k, whole *Key) (string, bool) {
-	kv, wv := reflect.ValueOf(*k), reflect.ValueOf(*whole)
+	kv, wv := reflect.ValueOf(k.Headers), reflect.ValueOf(whole.Headers)
 	for i := range kv.NumField() {
 		name := kv.Type().Field(i).Name
 		if name == "DlType" || name == "NwProto" {

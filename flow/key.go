@@ -2,15 +2,16 @@ package flow
 
 import "encoding/binary"
 
-// Key is what the flow table matches on: the header fields of one frame,
-// plus the port it arrived on.
+// Key is what the flow tables match on: the header fields of one frame and
+// the port it arrived on (Headers), and what the pipeline carries along
+// with the frame from table to table: metadata and registers.
 //
 // It is a packed, comparable struct of fixed-size arrays with no pointers,
-// so that it hashes as plain memory when it is a map key (the exact-match
-// cache, the classifier's subtables) and masks with a few word operations.
-// A field that a frame does not have is zero: the IPv4 fields of an ARP
-// frame, the L4 ports of a later fragment. Field meanings follow OVS's
-// struct flow, so that matches translate one to one:
+// so that it hashes as plain memory when it is a map key (the classifier's
+// subtables) and masks with a few word operations. A field that a frame
+// does not have is zero: the IPv4 fields of an ARP frame, the L4 ports of a
+// later fragment. Field meanings follow OVS's struct flow, so that matches
+// translate one to one:
 //
 //   - ARP frames put arp_op in NwProto and the sender and target protocol
 //     addresses in NwSrc and NwDst, as OVS does.
@@ -18,7 +19,22 @@ import "encoding/binary"
 //   - VLANTCI is the outermost 802.1Q tag's TCI with the CFI bit (0x1000)
 //     forced on, so that "no tag" (0) and "tag with VID 0" differ; DlType is
 //     then the EtherType inside the tag.
+//
+// fields.go describes each field once, for the parser, the formatter and
+// the actions that read and write fields.
 type Key struct {
+	Headers
+	Metadata uint64
+	Regs     [NumRegs]uint32
+}
+
+// NumRegs is how many 32-bit registers the pipeline has (reg0 to reg15).
+const NumRegs = 16
+
+// Headers is the part of a Key that a frame brings: its header fields and
+// its input port. A frame enters the pipeline with metadata and registers
+// zero, so Headers alone keys what is cached about it.
+type Headers struct {
 	InPort  uint16
 	DlDst   [6]byte
 	DlSrc   [6]byte
@@ -85,6 +101,10 @@ func maskKey(dst, k, m *Key) {
 	and128(&dst.IPv6Dst, &k.IPv6Dst, &m.IPv6Dst)
 	dst.TpSrc = k.TpSrc & m.TpSrc
 	dst.TpDst = k.TpDst & m.TpDst
+	dst.Metadata = k.Metadata & m.Metadata
+	for i := range k.Regs {
+		dst.Regs[i] = k.Regs[i] & m.Regs[i]
+	}
 }
 
 func and48(dst, a, b *[6]byte) {

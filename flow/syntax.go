@@ -274,20 +274,20 @@ func (p *flowParser) parseField(tok flowToken) error {
 		}
 		return p.parseRuleField(tok)
 	}
-	field, ok := matchFields[tok.name]
+	field, ok := fieldsByName[tok.name]
 	switch {
 	case !ok:
 		return fmt.Errorf("unknown field %q", tok.name)
-	case field.isShorthand && tok.hasValue:
+	case field.shorthand && tok.hasValue:
 		return fmt.Errorf("field %q takes no value", tok.name)
-	case !field.isShorthand && !tok.hasValue:
+	case !field.shorthand && !tok.hasValue:
 		return fmt.Errorf("field %q needs a value", tok.name)
 	}
-	part, err := field.parse(tok.name, tok.value, p.ports)
+	part, err := field.parseMatch(tok.value, p.ports)
 	if err != nil {
 		return err
 	}
-	return p.match.add(tok.name, part, field.needs)
+	return p.match.add(tok.name, part, field.Needs)
 }
 
 // parseRuleField parses the fields that describe the rule rather than the
@@ -364,6 +364,9 @@ func numberFromText(name, text string, max uint64) (uint64, error) {
 	}
 	return v, nil
 }
+
+// portText prints a port number, as in_port and output do.
+func portText(n uint16) string { return strconv.FormatUint(uint64(n), 10) }
 
 // portFromText reads an OpenFlow port number or a port name.
 func portFromText(text string, ports PortNames) (uint16, error) {

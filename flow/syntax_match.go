@@ -15,15 +15,6 @@ import (
 // so the parser needs no list of which fields overlap. Prerequisites are
 // checked once every field is in, so their order does not matter.
 
-// fieldParser parses the value of the field called name.
-type fieldParser func(name, value string, ports PortNames) (Match, error)
-
-type matchField struct {
-	parse       fieldParser
-	isShorthand bool          // "tcp": a name without a value
-	needs       *prerequisite // nil: none
-}
-
 // prerequisite is what the rest of a match must say for a field or an
 // action to make sense, as OVS requires.
 type prerequisite struct {
@@ -70,65 +61,11 @@ var (
 	needsTCP  = &prerequisite{holds: isTCPMatch, what: "tcp (nw_proto=6)"}
 	needsUDP  = &prerequisite{holds: isUDPMatch, what: "udp (nw_proto=17)"}
 	needsICMP = &prerequisite{holds: isICMPMatch, what: "icmp or icmp6 (nw_proto=1 with ip, 58 with ipv6)"}
+	needsVLAN = &prerequisite{
+		holds: func(m *Match) bool { return m.Mask.VLANTCI&VLANCFI != 0 && m.Key.VLANTCI&VLANCFI != 0 },
+		what:  "a VLAN tag (dl_vlan=N, or vlan_tci=0x1000/0x1000)",
+	}
 )
-
-// matchFields are the match fields by name, with OVS's newer aliases
-// (eth_src, ip_dst, tcp_dst, …) next to the names ovs-ofctl prints.
-var matchFields = map[string]matchField{
-	"in_port": {parse: parseInPort},
-
-	"dl_src":   {parse: macField(func(k *Key) *[6]byte { return &k.DlSrc })},
-	"eth_src":  {parse: macField(func(k *Key) *[6]byte { return &k.DlSrc })},
-	"dl_dst":   {parse: macField(func(k *Key) *[6]byte { return &k.DlDst })},
-	"eth_dst":  {parse: macField(func(k *Key) *[6]byte { return &k.DlDst })},
-	"dl_type":  {parse: uintField(func(k *Key) *uint16 { return &k.DlType }, math.MaxUint16, false)},
-	"eth_type": {parse: uintField(func(k *Key) *uint16 { return &k.DlType }, math.MaxUint16, false)},
-
-	"dl_vlan":     {parse: parseDlVLAN},
-	"dl_vlan_pcp": {parse: parseDlVLANPCP},
-	"vlan_tci":    {parse: uintField(func(k *Key) *uint16 { return &k.VLANTCI }, math.MaxUint16, true)},
-
-	"nw_src":  {parse: ipv4Field(func(k *Key) *[4]byte { return &k.NwSrc }), needs: needsIPv4OrARP},
-	"ip_src":  {parse: ipv4Field(func(k *Key) *[4]byte { return &k.NwSrc }), needs: needsIPv4OrARP},
-	"arp_spa": {parse: ipv4Field(func(k *Key) *[4]byte { return &k.NwSrc }), needs: needsARP},
-	"nw_dst":  {parse: ipv4Field(func(k *Key) *[4]byte { return &k.NwDst }), needs: needsIPv4OrARP},
-	"ip_dst":  {parse: ipv4Field(func(k *Key) *[4]byte { return &k.NwDst }), needs: needsIPv4OrARP},
-	"arp_tpa": {parse: ipv4Field(func(k *Key) *[4]byte { return &k.NwDst }), needs: needsARP},
-
-	"ipv6_src": {parse: ipv6Field(func(k *Key) *[16]byte { return &k.IPv6Src }), needs: needsIPv6},
-	"ipv6_dst": {parse: ipv6Field(func(k *Key) *[16]byte { return &k.IPv6Dst }), needs: needsIPv6},
-
-	"nw_proto": {parse: uintField(func(k *Key) *uint8 { return &k.NwProto }, math.MaxUint8, false), needs: needsIPOrARP},
-	"ip_proto": {parse: uintField(func(k *Key) *uint8 { return &k.NwProto }, math.MaxUint8, false), needs: needsIP},
-	"arp_op":   {parse: uintField(func(k *Key) *uint8 { return &k.NwProto }, math.MaxUint8, false), needs: needsARP},
-	"nw_tos":   {parse: parseNwTOS, needs: needsIP},
-	"ip_dscp":  {parse: parseIPDSCP, needs: needsIP},
-	"nw_ecn":   {parse: parseNwECN, needs: needsIP},
-	"ip_ecn":   {parse: parseNwECN, needs: needsIP},
-	"nw_ttl":   {parse: uintField(func(k *Key) *uint8 { return &k.NwTTL }, math.MaxUint8, false), needs: needsIP},
-	"ip_frag":  {parse: parseIPFrag, needs: needsIP},
-
-	"tp_src":      {parse: uintField(func(k *Key) *uint16 { return &k.TpSrc }, math.MaxUint16, true), needs: needsTCPOrUDP},
-	"tp_dst":      {parse: uintField(func(k *Key) *uint16 { return &k.TpDst }, math.MaxUint16, true), needs: needsTCPOrUDP},
-	"tcp_src":     {parse: uintField(func(k *Key) *uint16 { return &k.TpSrc }, math.MaxUint16, true), needs: needsTCP},
-	"tcp_dst":     {parse: uintField(func(k *Key) *uint16 { return &k.TpDst }, math.MaxUint16, true), needs: needsTCP},
-	"udp_src":     {parse: uintField(func(k *Key) *uint16 { return &k.TpSrc }, math.MaxUint16, true), needs: needsUDP},
-	"udp_dst":     {parse: uintField(func(k *Key) *uint16 { return &k.TpDst }, math.MaxUint16, true), needs: needsUDP},
-	"icmp_type":   {parse: uintField(func(k *Key) *uint16 { return &k.TpSrc }, math.MaxUint8, false), needs: needsICMP},
-	"icmp_code":   {parse: uintField(func(k *Key) *uint16 { return &k.TpDst }, math.MaxUint8, false), needs: needsICMP},
-	"icmpv6_type": {parse: uintField(func(k *Key) *uint16 { return &k.TpSrc }, math.MaxUint8, false), needs: needsICMP},
-	"icmpv6_code": {parse: uintField(func(k *Key) *uint16 { return &k.TpDst }, math.MaxUint8, false), needs: needsICMP},
-
-	"ip":    protocolShorthand(EtherTypeIPv4, 0, false),
-	"icmp":  protocolShorthand(EtherTypeIPv4, ProtoICMP, true),
-	"tcp":   protocolShorthand(EtherTypeIPv4, ProtoTCP, true),
-	"udp":   protocolShorthand(EtherTypeIPv4, ProtoUDP, true),
-	"ipv6":  protocolShorthand(EtherTypeIPv6, 0, false),
-	"icmp6": protocolShorthand(EtherTypeIPv6, ProtoICMPv6, true),
-	"tcp6":  protocolShorthand(EtherTypeIPv6, ProtoTCP, true),
-	"udp6":  protocolShorthand(EtherTypeIPv6, ProtoUDP, true),
-	"arp":   protocolShorthand(EtherTypeARP, 0, false),
-}
 
 // matchBuilder merges the partial matches of a flow's fields.
 type matchBuilder struct {
@@ -165,7 +102,7 @@ func (b *matchBuilder) checkPrerequisites() error {
 
 // orKeys returns the bits set in a or b (the counterpart of Key.And).
 func orKeys(a, b *Key) Key {
-	out := Key{
+	out := Key{Headers: Headers{
 		InPort:  a.InPort | b.InPort,
 		DlType:  a.DlType | b.DlType,
 		VLANTCI: a.VLANTCI | b.VLANTCI,
@@ -175,106 +112,22 @@ func orKeys(a, b *Key) Key {
 		NwFrag:  a.NwFrag | b.NwFrag,
 		TpSrc:   a.TpSrc | b.TpSrc,
 		TpDst:   a.TpDst | b.TpDst,
-	}
+	}, Metadata: a.Metadata | b.Metadata}
 	orBytes(out.DlDst[:], a.DlDst[:], b.DlDst[:])
 	orBytes(out.DlSrc[:], a.DlSrc[:], b.DlSrc[:])
 	orBytes(out.NwSrc[:], a.NwSrc[:], b.NwSrc[:])
 	orBytes(out.NwDst[:], a.NwDst[:], b.NwDst[:])
 	orBytes(out.IPv6Src[:], a.IPv6Src[:], b.IPv6Src[:])
 	orBytes(out.IPv6Dst[:], a.IPv6Dst[:], b.IPv6Dst[:])
+	for i := range out.Regs {
+		out.Regs[i] = a.Regs[i] | b.Regs[i]
+	}
 	return out
 }
 
 func orBytes(dst, a, b []byte) {
 	for i := range dst {
 		dst[i] = a[i] | b[i]
-	}
-}
-
-func parseInPort(_, value string, ports PortNames) (Match, error) {
-	n, err := portFromText(value, ports)
-	var m Match
-	m.Key.InPort, m.Mask.InPort = n, math.MaxUint16
-	return m, err
-}
-
-func protocolShorthand(dlType uint16, proto uint8, hasProto bool) matchField {
-	var m Match
-	m.Key.DlType, m.Mask.DlType = dlType, math.MaxUint16
-	if hasProto {
-		m.Key.NwProto, m.Mask.NwProto = proto, math.MaxUint8
-	}
-	return matchField{
-		parse:       func(string, string, PortNames) (Match, error) { return m, nil },
-		isShorthand: true,
-	}
-}
-
-// uintField parses a number of at most max into the Key field at, with a
-// "/MASK" if masked allows one.
-func uintField[T uint8 | uint16](at func(*Key) *T, max uint64, masked bool) fieldParser {
-	return func(name, value string, _ PortNames) (Match, error) {
-		valueText, maskText, hasMask := value, "", false
-		if masked {
-			valueText, maskText, hasMask = strings.Cut(value, "/")
-		}
-		v, err := numberFromText(name, valueText, max)
-		if err != nil {
-			return Match{}, err
-		}
-		mask := ^T(0)
-		if hasMask {
-			wide, err := numberFromText(name+" mask", maskText, uint64(^T(0)))
-			if err != nil {
-				return Match{}, err
-			}
-			mask = T(wide)
-		}
-		var m Match
-		*at(&m.Key), *at(&m.Mask) = T(v)&mask, mask
-		return m, nil
-	}
-}
-
-func macField(at func(*Key) *[6]byte) fieldParser {
-	return func(_, value string, _ PortNames) (Match, error) {
-		addrText, maskText, hasMask := strings.Cut(value, "/")
-		addr, ok := macFromText(addrText)
-		if !ok {
-			return Match{}, fmt.Errorf("invalid MAC address %q", addrText)
-		}
-		mask := [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
-		if hasMask {
-			if mask, ok = macFromText(maskText); !ok {
-				return Match{}, fmt.Errorf("invalid MAC mask %q", maskText)
-			}
-		}
-		var m Match
-		andBytes(at(&m.Key)[:], addr[:], mask[:])
-		*at(&m.Mask) = mask
-		return m, nil
-	}
-}
-
-func ipv4Field(at func(*Key) *[4]byte) fieldParser {
-	return func(_, value string, _ PortNames) (Match, error) {
-		addr, mask, err := maskedIPFromText(value, 4)
-		var m Match
-		if err == nil {
-			*at(&m.Key), *at(&m.Mask) = [4]byte(addr), [4]byte(mask)
-		}
-		return m, err
-	}
-}
-
-func ipv6Field(at func(*Key) *[16]byte) fieldParser {
-	return func(_, value string, _ PortNames) (Match, error) {
-		addr, mask, err := maskedIPFromText(value, 16)
-		var m Match
-		if err == nil {
-			*at(&m.Key), *at(&m.Mask) = [16]byte(addr), [16]byte(mask)
-		}
-		return m, err
 	}
 }
 
@@ -351,8 +204,8 @@ func macFromText(text string) ([6]byte, bool) {
 
 // parseDlVLAN reads a VID (a tagged frame with that VID) or 0xffff (a frame
 // without a tag).
-func parseDlVLAN(name, value string, _ PortNames) (Match, error) {
-	vid, err := numberFromText(name, value, math.MaxUint16)
+func parseDlVLAN(f *Field, value string) (Match, error) {
+	vid, err := numberFromText(f.Name, value, math.MaxUint16)
 	var m Match
 	switch {
 	case err != nil:
@@ -362,7 +215,7 @@ func parseDlVLAN(name, value string, _ PortNames) (Match, error) {
 	case vid <= vlanVIDMask:
 		m.Key.VLANTCI, m.Mask.VLANTCI = VLANCFI|uint16(vid), VLANCFI|vlanVIDMask
 	default:
-		return Match{}, fmt.Errorf("%s %s out of range (0-4095, or 0xffff for no tag)", name, value)
+		return Match{}, fmt.Errorf("%s %s out of range (0-4095, or 0xffff for no tag)", f.Name, value)
 	}
 	return m, nil
 }
@@ -373,8 +226,9 @@ const (
 	vlanPCPShift = 13
 )
 
-func parseDlVLANPCP(name, value string, _ PortNames) (Match, error) {
-	pcp, err := numberFromText(name, value, 7)
+// parseVLANPCP reads dl_vlan_pcp: a tagged frame with that priority.
+func parseVLANPCP(f *Field, value string) (Match, error) {
+	pcp, err := numberFromText(f.Name, value, 7)
 	var m Match
 	m.Key.VLANTCI, m.Mask.VLANTCI = VLANCFI|uint16(pcp)<<vlanPCPShift, VLANCFI|vlanPCPMask
 	return m, err
@@ -385,27 +239,14 @@ const (
 	tosECNMask  = 0x03
 )
 
-func parseNwTOS(name, value string, _ PortNames) (Match, error) {
-	tos, err := numberFromText(name, value, math.MaxUint8)
+// parseNwTOS reads the TOS byte's DSCP bits as the byte, its ECN bits 0.
+func parseNwTOS(f *Field, value string) (Match, error) {
+	tos, err := numberFromText(f.Name, value, math.MaxUint8)
 	if err == nil && tos&tosECNMask != 0 {
-		err = fmt.Errorf("%s %s: the 2 low (ECN) bits must be 0", name, value)
+		err = fmt.Errorf("%s %s: the 2 low (ECN) bits must be 0", f.Name, value)
 	}
 	var m Match
 	m.Key.NwTOS, m.Mask.NwTOS = uint8(tos), tosDSCPMask
-	return m, err
-}
-
-func parseIPDSCP(name, value string, _ PortNames) (Match, error) {
-	dscp, err := numberFromText(name, value, tosDSCPMask>>2)
-	var m Match
-	m.Key.NwTOS, m.Mask.NwTOS = uint8(dscp)<<2, tosDSCPMask
-	return m, err
-}
-
-func parseNwECN(name, value string, _ PortNames) (Match, error) {
-	ecn, err := numberFromText(name, value, tosECNMask)
-	var m Match
-	m.Key.NwTOS, m.Mask.NwTOS = uint8(ecn), tosECNMask
 	return m, err
 }
 
@@ -424,79 +265,22 @@ var ipFragValues = []struct {
 	{"later", FragLater, FragLater},
 }
 
-func parseIPFrag(name, value string, _ PortNames) (Match, error) {
-	for _, f := range ipFragValues {
-		if f.name == value {
-			var m Match
-			m.Key.NwFrag, m.Mask.NwFrag = f.value, f.mask
-			return m, nil
+// FormatMatch formats m in ovs-ofctl's syntax, canonically: the protocol
+// shorthand (or dl_type) first, then the fields in the order of the field
+// table, each with its mask only when the mask is not full ("" for a
+// match-all). Every match that ParseFilter produces parses back from its
+// text to itself.
+func FormatMatch(m Match) string {
+	var parts []string
+	for _, f := range fields {
+		if f.print == nil {
+			continue
+		}
+		if text := f.print(f, &m); text != "" {
+			parts = append(parts, text)
 		}
 	}
-	return Match{}, fmt.Errorf("invalid %s %q (want no, yes, first, later or not_later)", name, value)
-}
-
-// FormatMatch formats m in ovs-ofctl's syntax, canonically: the protocol
-// shorthand (or dl_type) first, then the fields in a fixed order, each with
-// its mask only when the mask is not full ("" for a match-all). Every match
-// that ParseFilter produces parses back from its text to itself.
-func FormatMatch(m Match) string {
-	k, mask := &m.Key, &m.Mask
-	var fields []string
-	add := func(name, value string) { fields = append(fields, name+"="+value) }
-
-	shorthand, impliesProto := protocolShorthandOf(&m)
-	switch {
-	case shorthand != "":
-		fields = append(fields, shorthand)
-	case mask.DlType != 0:
-		add("dl_type", maskedHexText(k.DlType, mask.DlType))
-	}
-	if mask.InPort != 0 {
-		add("in_port", maskedUintText(k.InPort, mask.InPort))
-	}
-	fields = appendVLANFields(fields, k.VLANTCI, mask.VLANTCI)
-	if mask.DlSrc != ([6]byte{}) {
-		add("dl_src", maskedMACText(k.DlSrc, mask.DlSrc))
-	}
-	if mask.DlDst != ([6]byte{}) {
-		add("dl_dst", maskedMACText(k.DlDst, mask.DlDst))
-	}
-	isARP := hasDlType(&m, EtherTypeARP)
-	if mask.NwSrc != ([4]byte{}) {
-		add(pick(isARP, "arp_spa", "nw_src"), maskedIPText(k.NwSrc[:], mask.NwSrc[:]))
-	}
-	if mask.NwDst != ([4]byte{}) {
-		add(pick(isARP, "arp_tpa", "nw_dst"), maskedIPText(k.NwDst[:], mask.NwDst[:]))
-	}
-	if mask.IPv6Src != ([16]byte{}) {
-		add("ipv6_src", maskedIPText(k.IPv6Src[:], mask.IPv6Src[:]))
-	}
-	if mask.IPv6Dst != ([16]byte{}) {
-		add("ipv6_dst", maskedIPText(k.IPv6Dst[:], mask.IPv6Dst[:]))
-	}
-	if mask.NwProto != 0 && !impliesProto {
-		add(pick(isARP, "arp_op", "nw_proto"), maskedUintText(k.NwProto, mask.NwProto))
-	}
-	if dscpMask := mask.NwTOS & tosDSCPMask; dscpMask != 0 {
-		add("nw_tos", maskedUintTextFull(k.NwTOS&tosDSCPMask, dscpMask, tosDSCPMask))
-	}
-	if ecnMask := mask.NwTOS & tosECNMask; ecnMask != 0 {
-		add("nw_ecn", maskedUintTextFull(k.NwTOS&tosECNMask, ecnMask, tosECNMask))
-	}
-	if mask.NwTTL != 0 {
-		add("nw_ttl", maskedUintText(k.NwTTL, mask.NwTTL))
-	}
-	if mask.NwFrag != 0 {
-		add("ip_frag", ipFragText(k.NwFrag, mask.NwFrag))
-	}
-	isICMP := isICMPMatch(&m)
-	if mask.TpSrc != 0 {
-		add(pick(isICMP, "icmp_type", "tp_src"), maskedUintText(k.TpSrc, mask.TpSrc))
-	}
-	if mask.TpDst != 0 {
-		add(pick(isICMP, "icmp_code", "tp_dst"), maskedUintText(k.TpDst, mask.TpDst))
-	}
-	return strings.Join(fields, ",")
+	return strings.Join(parts, ",")
 }
 
 // protocolShorthandOf names m's protocol as one word when it can: "tcp",
@@ -531,62 +315,6 @@ func protocolShorthandOf(m *Match) (name string, impliesProto bool) {
 		return "arp", false
 	}
 	return "", false
-}
-
-// appendVLANFields prints the VLAN TCI as OVS does: dl_vlan and
-// dl_vlan_pcp when the match is on a tagged frame's whole VID and/or PCP,
-// vlan_tci otherwise (including "no tag", vlan_tci=0x0000).
-func appendVLANFields(fields []string, tci, mask uint16) []string {
-	vidMask, pcpMask := mask&vlanVIDMask, mask&vlanPCPMask
-	switch {
-	case mask == 0:
-	case mask&VLANCFI != 0 && tci&VLANCFI != 0 &&
-		(vidMask == 0 || vidMask == vlanVIDMask) && (pcpMask == 0 || pcpMask == vlanPCPMask) &&
-		vidMask|pcpMask != 0:
-		if vidMask != 0 {
-			fields = append(fields, fmt.Sprintf("dl_vlan=%d", tci&vlanVIDMask))
-		}
-		if pcpMask != 0 {
-			fields = append(fields, fmt.Sprintf("dl_vlan_pcp=%d", tci>>vlanPCPShift))
-		}
-	default:
-		fields = append(fields, "vlan_tci="+maskedHexText(tci, mask))
-	}
-	return fields
-}
-
-func pick(cond bool, ifTrue, ifFalse string) string {
-	if cond {
-		return ifTrue
-	}
-	return ifFalse
-}
-
-// maskedUintText prints v in decimal under a full mask, else as
-// "0xV/0xMASK".
-func maskedUintText[T uint8 | uint16](v, mask T) string {
-	return maskedUintTextFull(v, mask, ^T(0))
-}
-
-func maskedUintTextFull[T uint8 | uint16](v, mask, full T) string {
-	if mask == full {
-		return strconv.FormatUint(uint64(v), 10)
-	}
-	return fmt.Sprintf("%#x/%#x", v, mask)
-}
-
-func maskedHexText(v, mask uint16) string {
-	if mask == math.MaxUint16 {
-		return fmt.Sprintf("0x%04x", v)
-	}
-	return fmt.Sprintf("0x%04x/0x%04x", v, mask)
-}
-
-func maskedMACText(v, mask [6]byte) string {
-	if mask == [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff} {
-		return macText(v)
-	}
-	return macText(v) + "/" + macText(mask)
 }
 
 func macText(mac [6]byte) string {

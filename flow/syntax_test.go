@@ -120,10 +120,10 @@ func TestParseMatchFields(t *testing.T) {
 		{"udp,tp_dst=0x51/0xfff0", matchOf(isIPv4, isUDP, func(k, m *Key) { k.TpDst, m.TpDst = 0x50, 0xfff0 }), "udp,tp_dst=0x50/0xfff0"},
 		{"tcp6,tp_dst=443", matchOf(isIPv6, isTCP, func(k, m *Key) { k.TpDst, m.TpDst = 443, 0xffff }), "tcp6,tp_dst=443"},
 		{"icmp,icmp_type=8,icmp_code=0", matchOf(isIPv4, withNwProto(ProtoICMP), func(k, m *Key) {
-			k.TpSrc, m.TpSrc, m.TpDst = 8, 0xffff, 0xffff
+			k.TpSrc, m.TpSrc, m.TpDst = 8, 0xff, 0xff // ICMP types and codes are 8 bits
 		}), "icmp,icmp_type=8,icmp_code=0"},
 		{"icmp6,icmpv6_type=135", matchOf(isIPv6, withNwProto(ProtoICMPv6), func(k, m *Key) {
-			k.TpSrc, m.TpSrc = 135, 0xffff
+			k.TpSrc, m.TpSrc = 135, 0xff
 		}), "icmp6,icmp_type=135"},
 		{"ipv6,ipv6_src=2001:db8::/32,ipv6_dst=::1", matchOf(isIPv6, func(k, m *Key) {
 			k.IPv6Src, m.IPv6Src = [16]byte{0x20, 0x01, 0x0d, 0xb8}, [16]byte{0xff, 0xff, 0xff, 0xff}
@@ -542,24 +542,32 @@ func TestFormatMatchOfHandBuiltMatches(t *testing.T) {
 // TestOrKeysCoversEveryField guards orKeys against a field added to Key.
 func TestOrKeysCoversEveryField(t *testing.T) {
 	var zero Key
-	typ := reflect.TypeFor[Key]()
-	for i := range typ.NumField() {
-		var k Key
-		f := reflect.ValueOf(&k).Elem().Field(i)
-		switch f.Kind() {
-		case reflect.Uint8, reflect.Uint16:
-			f.SetUint(math.MaxUint64 >> (64 - 8*typ.Field(i).Type.Size()))
+	var each func(v reflect.Value, path string, fill func())
+	each = func(v reflect.Value, path string, fill func()) {
+		switch v.Kind() {
+		case reflect.Struct:
+			for i := range v.NumField() {
+				each(v.Field(i), path+"."+v.Type().Field(i).Name, fill)
+			}
+			return
+		case reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+			v.SetUint(math.MaxUint64 >> (64 - 8*v.Type().Size()))
 		case reflect.Array:
-			for j := range f.Len() {
-				f.Index(j).SetUint(0xff)
+			for j := range v.Len() {
+				v.Index(j).SetUint(math.MaxUint64 >> (64 - 8*v.Type().Elem().Size()))
 			}
 		default:
-			t.Fatalf("Key.%s has kind %s that orKeys does not know", typ.Field(i).Name, f.Kind())
+			t.Fatalf("Key%s has kind %s that orKeys does not know", path, v.Kind())
 		}
-		if got := orKeys(&zero, &k); got != k {
-			t.Errorf("orKeys drops Key.%s", typ.Field(i).Name)
-		}
+		fill()
 	}
+	var k Key
+	each(reflect.ValueOf(&k).Elem(), "", func() {
+		if got := orKeys(&zero, &k); got != k {
+			t.Errorf("orKeys drops a field of %+v", k)
+		}
+		k = Key{}
+	})
 }
 
 // checkRuleRoundTrip checks the core property on the rule that text parses

@@ -88,7 +88,7 @@ func TestAddAllLastDuplicateWins(t *testing.T) {
 	if tab.Len() != 2 {
 		t.Fatalf("%d entries, want 2", tab.Len())
 	}
-	if e := tab.Lookup(&Key{InPort: 1}); e == nil || !slices.Equal(e.Actions, output(3)) {
+	if e := tab.Lookup(&Key{Headers: Headers{InPort: 1}}); e == nil || !slices.Equal(e.Actions, output(3)) {
 		t.Errorf("in_port=1 found %v, want the later output:3", e)
 	}
 	if tab.Version() != 2 {
@@ -100,7 +100,7 @@ func TestAddNormalisesKeyBitsOutsideMask(t *testing.T) {
 	m := inPort(1)
 	m.Key.TpDst = 80 // not in the mask
 	tab := emptyTable().Add(rule(1, m, nil), t0)
-	if tab.Lookup(&Key{InPort: 1, TpDst: 22}) == nil {
+	if tab.Lookup(&Key{Headers: Headers{InPort: 1, TpDst: 22}}) == nil {
 		t.Error("a rule whose key had bits outside its mask never matches")
 	}
 }
@@ -117,11 +117,11 @@ func TestLookupPriorities(t *testing.T) {
 		key  Key
 		want uint16
 	}{
-		{"nothing specific", Key{InPort: 7}, 0},
-		{"in_port", Key{InPort: 1, DlType: EtherTypeARP}, 100},
-		{"in_port and ip", Key{InPort: 1, DlType: EtherTypeIPv4}, 200},
-		{"nw_dst beats all", Key{InPort: 1, DlType: EtherTypeIPv4, NwDst: [4]byte{10, 1, 2, 3}}, 300},
-		{"nw_dst outside", Key{InPort: 2, DlType: EtherTypeIPv4, NwDst: [4]byte{11, 1, 2, 3}}, 0},
+		{"nothing specific", Key{Headers: Headers{InPort: 7}}, 0},
+		{"in_port", Key{Headers: Headers{InPort: 1, DlType: EtherTypeARP}}, 100},
+		{"in_port and ip", Key{Headers: Headers{InPort: 1, DlType: EtherTypeIPv4}}, 200},
+		{"nw_dst beats all", Key{Headers: Headers{InPort: 1, DlType: EtherTypeIPv4, NwDst: [4]byte{10, 1, 2, 3}}}, 300},
+		{"nw_dst outside", Key{Headers: Headers{InPort: 2, DlType: EtherTypeIPv4, NwDst: [4]byte{11, 1, 2, 3}}}, 0},
 	}
 	for _, tt := range tests {
 		e := tab.Lookup(&tt.key)
@@ -137,7 +137,7 @@ func TestLookupPriorities(t *testing.T) {
 func TestLookupTieEarliestInstalledWins(t *testing.T) {
 	first := rule(10, ipv4(), output(1))
 	second := rule(10, inPort(1), output(2))
-	key := Key{InPort: 1, DlType: EtherTypeIPv4}
+	key := Key{Headers: Headers{InPort: 1, DlType: EtherTypeIPv4}}
 
 	tab := emptyTable().Add(first, t0).Add(second, t0)
 	if e := tab.Lookup(&key); e.Actions[0].Port != 1 {
@@ -235,7 +235,7 @@ func TestModifyKeepsCountersAndTimeouts(t *testing.T) {
 	if len(modified) != 1 || !slices.Equal(modified[0].Actions, output(9)) {
 		t.Fatalf("modified %v, want the one entry with its new actions", modified)
 	}
-	e := v2.Lookup(&Key{InPort: 1})
+	e := v2.Lookup(&Key{Headers: Headers{InPort: 1}})
 	if !slices.Equal(e.Actions, output(9)) {
 		t.Errorf("actions %v, want output:9", e.Actions)
 	}
@@ -249,10 +249,10 @@ func TestModifyKeepsCountersAndTimeouts(t *testing.T) {
 	if p, _, _ := old.Stats(); p != 5 {
 		t.Errorf("the old version's entry has %d packets, want 5 (shared counters)", p)
 	}
-	if !slices.Equal(v1.Lookup(&Key{InPort: 1}).Actions, output(2)) {
+	if !slices.Equal(v1.Lookup(&Key{Headers: Headers{InPort: 1}}).Actions, output(2)) {
 		t.Error("mod-flows changed the old version")
 	}
-	if v2.Lookup(&Key{InPort: 2}) != v1.Lookup(&Key{InPort: 2}) {
+	if v2.Lookup(&Key{Headers: Headers{InPort: 2}}) != v1.Lookup(&Key{Headers: Headers{InPort: 2}}) {
 		t.Error("an untouched entry is not shared between versions")
 	}
 }
@@ -310,7 +310,7 @@ func TestExpire(t *testing.T) {
 	both.IdleTimeout, both.HardTimeout = 2, 30
 	forever := rule(1, inPort(4), output(4))
 	tab := emptyTable().AddAll([]Rule{idle, hard, both, forever}, t0)
-	entry := func(tab *Table, port uint16) *Entry { return tab.Lookup(&Key{InPort: port}) }
+	entry := func(tab *Table, port uint16) *Entry { return tab.Lookup(&Key{Headers: Headers{InPort: port}}) }
 
 	if same, expired := tab.Expire(t0.Add(time.Second)); same != tab || expired != nil {
 		t.Fatalf("at t0+1s expired %v", outputs(expired))
@@ -355,10 +355,10 @@ func TestNewTable(t *testing.T) {
 		{Rule: rule(5, ipv4(), output(2)), Installed: t0},
 	}
 	tab := NewTable(hand, 1)
-	if e := tab.Lookup(&Key{InPort: 1, DlType: EtherTypeIPv4}); e.Actions[0].Port != 1 {
+	if e := tab.Lookup(&Key{Headers: Headers{InPort: 1, DlType: EtherTypeIPv4}}); e.Actions[0].Port != 1 {
 		t.Errorf("hand-built entries: found output:%d, want the first one's", e.Actions[0].Port)
 	}
-	tab.Lookup(&Key{InPort: 1}).Hit(1, 1, t0) // counters exist
+	tab.Lookup(&Key{Headers: Headers{InPort: 1}}).Hit(1, 1, t0) // counters exist
 	if hand[0].stats != nil {
 		t.Error("NewTable changed a hand-built entry")
 	}

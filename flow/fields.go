@@ -1,0 +1,624 @@
+package flow
+
+// Fields.
+//
+// Every field a flow can match on, and that set_field, load and move can
+// read or write, is described once here, as Open vSwitch's meta-flow
+// describes its fields: its names, its width, whether it takes a mask,
+// what the rest of a match must say for it to make sense, whether actions
+// may write it, how its values read and print, and where it lives in the
+// Key. The match parser and formatter, the actions that read and write
+// fields, and trace all work from this table; the OpenFlow wire format and
+// the in-kernel fast path's key will each be one more column of it.
+//
+// Several fields may be views of the same bits: nw_src and arp_spa are one
+// address, ip_dscp is nw_tos shifted, dl_vlan is part of vlan_tci. Each
+// field's get and set touch only its own bits, so that a field's mask in a
+// Match is set(Mask, all ones), and fields that share bits merge when they
+// agree on them (matchBuilder). Of the fields over one piece of storage,
+// exactly one prints it (Field.print), choosing the name that fits the
+// match (arp_spa for ARP, nw_src otherwise), as ovs-ofctl does.
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+	"strconv"
+	"strings"
+)
+
+// Value is a field's value, right-aligned in 128 bits: the widest field is
+// an IPv6 address.
+type Value struct{ Hi, Lo uint64 }
+
+// And, Or and Not are bitwise.
+func (v Value) And(m Value) Value { return Value{v.Hi & m.Hi, v.Lo & m.Lo} }
+func (v Value) Or(m Value) Value  { return Value{v.Hi | m.Hi, v.Lo | m.Lo} }
+func (v Value) Not() Value        { return Value{^v.Hi, ^v.Lo} }
+
+// IsZero reports whether no bit is set.
+func (v Value) IsZero() bool { return v.Hi == 0 && v.Lo == 0 }
+
+// Shl shifts v left by n bits, n < 128.
+func (v Value) Shl(n uint) Value {
+	switch {
+	case n == 0:
+		return v
+	case n >= 64:
+		return Value{Hi: v.Lo << (n - 64)}
+	}
+	return Value{Hi: v.Hi<<n | v.Lo>>(64-n), Lo: v.Lo << n}
+}
+
+// Shr shifts v right by n bits, n < 128.
+func (v Value) Shr(n uint) Value {
+	switch {
+	case n == 0:
+		return v
+	case n >= 64:
+		return Value{Lo: v.Hi >> (n - 64)}
+	}
+	return Value{Hi: v.Hi >> n, Lo: v.Lo>>n | v.Hi<<(64-n)}
+}
+
+// Ones is the value of n one bits, n <= 128.
+func Ones(n uint) Value {
+	switch {
+	case n == 0:
+		return Value{}
+	case n <= 64:
+		return Value{Lo: math.MaxUint64 >> (64 - n)}
+	}
+	return Value{Hi: math.MaxUint64 >> (128 - n), Lo: math.MaxUint64}
+}
+
+// BitLen is the number of bits needed to hold v.
+func (v Value) BitLen() int {
+	if v.Hi != 0 {
+		return 64 + bits.Len64(v.Hi)
+	}
+	return bits.Len64(v.Lo)
+}
+
+// Field is one field of the Key as flows name it.
+type Field struct {
+	// Name is what a match prints it as; Aliases are its other names:
+	// OVS's newer ones (eth_src), and the NXM_ and OXM_ names that load
+	// and move use.
+	Name    string
+	Aliases []string
+	Bits    uint // width
+	// Maskable fields take "VALUE/MASK" in a match.
+	Maskable bool
+	// Writable fields may be written by set_field, load and move.
+	Writable bool
+	// Needs is what the rest of a match must say for the field to make
+	// sense (nil: nothing).
+	Needs *prerequisite
+
+	get func(k *Key) Value
+	set func(k *Key, v Value) // writes only the field's bits
+	// syntax reads and prints the field's values.
+	syntax valueSyntax
+	// parse, when set, reads a match on the field instead of syntax, for
+	// fields whose text is more than a value and a mask (dl_vlan=0xffff
+	// matches a frame without a tag).
+	parse func(f *Field, value string) (Match, error)
+	// print, when set, says how the bits this field owns print in a match
+	// (nil: the field does not print: another over the same bits does),
+	// or "" when they do not.
+	print func(f *Field, m *Match) string
+	// shorthand fields ("tcp") take no value.
+	shorthand bool
+}
+
+// Get returns the field's value in k.
+func (f *Field) Get(k *Key) Value { return f.get(k) }
+
+// Set writes v into the field's bits of k, leaving the others.
+func (f *Field) Set(k *Key, v Value) { f.set(k, v.And(Ones(f.Bits))) }
+
+// full is the field's mask when it is matched whole.
+func (f *Field) full() Value { return Ones(f.Bits) }
+
+// valueSyntax is how a field's values read and print.
+type valueSyntax int
+
+const (
+	syntaxDecimal valueSyntax = iota // 80, masks as 0x50/0xf0
+	syntaxHex                        // 0x50, masks 0x50/0xf0
+	syntaxHex4                       // 0x0800: four digits, as dl_type and vlan_tci print
+	syntaxMAC
+	syntaxIPv4
+	syntaxIPv6
+	syntaxPort // a port number, name or reserved word (LOCAL)
+	syntaxFrag // ip_frag's words
+)
+
+// fields are the fields in the order a match prints them, OVS's order:
+// the protocol shorthand, registers and metadata, the input port, then the
+// headers from outside in.
+var fields []*Field
+
+// fieldsByName holds every field by each of its names.
+var fieldsByName = map[string]*Field{}
+
+// FieldByName returns the field called name, by any of its names.
+func FieldByName(name string) (*Field, bool) {
+	f, ok := fieldsByName[name]
+	return f, ok
+}
+
+func init() {
+	for _, f := range fieldTable() {
+		fields = append(fields, f)
+		for _, name := range append([]string{f.Name}, f.Aliases...) {
+			if _, dup := fieldsByName[name]; dup {
+				panic("field name " + name + " defined twice")
+			}
+			fieldsByName[name] = f
+		}
+	}
+}
+
+// Accessors for fields stored in Key members of each type.
+
+func u8Field(at func(*Key) *uint8) (func(*Key) Value, func(*Key, Value)) {
+	return func(k *Key) Value { return Value{Lo: uint64(*at(k))} },
+		func(k *Key, v Value) { *at(k) = uint8(v.Lo) }
+}
+
+func u16Field(at func(*Key) *uint16) (func(*Key) Value, func(*Key, Value)) {
+	return func(k *Key) Value { return Value{Lo: uint64(*at(k))} },
+		func(k *Key, v Value) { *at(k) = uint16(v.Lo) }
+}
+
+// bitsOf is a view of bits [shift, shift+n) of a 16-bit member.
+func bitsOf16(at func(*Key) *uint16, shift, n uint) (func(*Key) Value, func(*Key, Value)) {
+	mask := uint16(Ones(n).Lo) << shift
+	return func(k *Key) Value { return Value{Lo: uint64(*at(k)&mask) >> shift} },
+		func(k *Key, v Value) { *at(k) = *at(k)&^mask | uint16(v.Lo)<<shift&mask }
+}
+
+func bitsOf8(at func(*Key) *uint8, shift, n uint) (func(*Key) Value, func(*Key, Value)) {
+	mask := uint8(Ones(n).Lo) << shift
+	return func(k *Key) Value { return Value{Lo: uint64(*at(k)&mask) >> shift} },
+		func(k *Key, v Value) { *at(k) = *at(k)&^mask | uint8(v.Lo)<<shift&mask }
+}
+
+// bytesField is a field stored as bytes, big-endian: an address.
+func bytesField(at func(*Key) []byte) (func(*Key) Value, func(*Key, Value)) {
+	return func(k *Key) Value { return valueOfBytes(at(k)) },
+		func(k *Key, v Value) { putValueBytes(at(k), v) }
+}
+
+// valueOfBytes reads big-endian bytes (at most 16) as a Value.
+func valueOfBytes(b []byte) Value {
+	var v Value
+	for _, c := range b {
+		v = v.Shl(8)
+		v.Lo |= uint64(c)
+	}
+	return v
+}
+
+// putValueBytes writes the low len(b) bytes of v into b, big-endian.
+func putValueBytes(b []byte, v Value) {
+	for i := len(b) - 1; i >= 0; i-- {
+		b[i] = byte(v.Lo)
+		v = v.Shr(8)
+	}
+}
+
+func regField(i int) (func(*Key) Value, func(*Key, Value)) {
+	return func(k *Key) Value { return Value{Lo: uint64(k.Regs[i])} },
+		func(k *Key, v Value) { k.Regs[i] = uint32(v.Lo) }
+}
+
+// xregField is OVS's xregN: registers 2N and 2N+1 as one 64-bit field.
+func xregField(i int) (func(*Key) Value, func(*Key, Value)) {
+	return func(k *Key) Value { return Value{Lo: uint64(k.Regs[2*i])<<32 | uint64(k.Regs[2*i+1])} },
+		func(k *Key, v Value) { k.Regs[2*i], k.Regs[2*i+1] = uint32(v.Lo>>32), uint32(v.Lo) }
+}
+
+func fieldTable() []*Field {
+	var table []*Field
+	add := func(f *Field, get func(*Key) Value, set func(*Key, Value)) *Field {
+		f.get, f.set = get, set
+		if f.print == nil && !f.shorthand {
+			f.print = printValue
+		}
+		table = append(table, f)
+		return f
+	}
+	noPrint := func(*Field, *Match) string { return "" }
+
+	// The protocol shorthands print first, for the fields they imply.
+	for _, s := range []struct {
+		name     string
+		dlType   uint16
+		proto    uint8
+		hasProto bool
+	}{
+		{"ip", EtherTypeIPv4, 0, false}, {"icmp", EtherTypeIPv4, ProtoICMP, true},
+		{"tcp", EtherTypeIPv4, ProtoTCP, true}, {"udp", EtherTypeIPv4, ProtoUDP, true},
+		{"ipv6", EtherTypeIPv6, 0, false}, {"icmp6", EtherTypeIPv6, ProtoICMPv6, true},
+		{"tcp6", EtherTypeIPv6, ProtoTCP, true}, {"udp6", EtherTypeIPv6, ProtoUDP, true},
+		{"arp", EtherTypeARP, 0, false},
+	} {
+		var m Match
+		m.Key.DlType, m.Mask.DlType = s.dlType, math.MaxUint16
+		if s.hasProto {
+			m.Key.NwProto, m.Mask.NwProto = s.proto, math.MaxUint8
+		}
+		f := &Field{Name: s.name, shorthand: true, parse: func(*Field, string) (Match, error) { return m, nil }}
+		if s.name == "ipv6" {
+			f.Aliases = []string{"ip6"} // as OVS also spells it
+		}
+		if s.name == "ip" {
+			f.print = printShorthand
+		}
+		add(f, func(*Key) Value { return Value{} }, func(*Key, Value) {})
+	}
+	get, set := u16Field(func(k *Key) *uint16 { return &k.DlType })
+	add(&Field{Name: "dl_type", Aliases: []string{"eth_type", "NXM_OF_ETH_TYPE", "OXM_OF_ETH_TYPE"},
+		Bits: 16, Maskable: true, syntax: syntaxHex4, print: printDlType}, get, set)
+
+	for i := range NumRegs {
+		get, set := regField(i)
+		add(&Field{Name: fmt.Sprintf("reg%d", i), Aliases: []string{fmt.Sprintf("NXM_NX_REG%d", i)},
+			Bits: 32, Maskable: true, Writable: true, syntax: syntaxHex}, get, set)
+	}
+	for i := range NumRegs / 2 {
+		get, set := xregField(i)
+		add(&Field{Name: fmt.Sprintf("xreg%d", i), Aliases: []string{fmt.Sprintf("OXM_OF_PKT_REG%d", i)},
+			Bits: 64, Maskable: true, Writable: true, syntax: syntaxHex, print: noPrint}, get, set)
+	}
+	add(&Field{Name: "metadata", Aliases: []string{"OXM_OF_METADATA"}, Bits: 64, Maskable: true, Writable: true, syntax: syntaxHex},
+		func(k *Key) Value { return Value{Lo: k.Metadata} }, func(k *Key, v Value) { k.Metadata = v.Lo })
+
+	get, set = u16Field(func(k *Key) *uint16 { return &k.InPort })
+	add(&Field{Name: "in_port", Aliases: []string{"NXM_OF_IN_PORT"}, Bits: 16, Writable: true, syntax: syntaxPort}, get, set)
+
+	get, set = u16Field(func(k *Key) *uint16 { return &k.VLANTCI })
+	add(&Field{Name: "vlan_tci", Aliases: []string{"NXM_OF_VLAN_TCI"}, Bits: 16, Maskable: true, Writable: true,
+		syntax: syntaxHex4, print: printVLAN}, get, set)
+	get, set = bitsOf16(func(k *Key) *uint16 { return &k.VLANTCI }, 0, 12)
+	add(&Field{Name: "dl_vlan", Bits: 12, Writable: true, parse: parseDlVLAN, print: noPrint}, get, set)
+	get, set = bitsOf16(func(k *Key) *uint16 { return &k.VLANTCI }, 13, 3)
+	add(&Field{Name: "dl_vlan_pcp", Bits: 3, Writable: true, parse: parseVLANPCP, print: noPrint}, get, set)
+	get, set = bitsOf16(func(k *Key) *uint16 { return &k.VLANTCI }, 0, 13)
+	add(&Field{Name: "vlan_vid", Aliases: []string{"OXM_OF_VLAN_VID"}, Bits: 13, Maskable: true, Writable: true,
+		Needs: needsVLAN, syntax: syntaxDecimal, print: noPrint}, get, set)
+	get, set = bitsOf16(func(k *Key) *uint16 { return &k.VLANTCI }, 13, 3)
+	add(&Field{Name: "vlan_pcp", Aliases: []string{"OXM_OF_VLAN_PCP"}, Bits: 3, Writable: true,
+		Needs: needsVLAN, syntax: syntaxDecimal, print: noPrint}, get, set)
+
+	get, set = bytesField(func(k *Key) []byte { return k.DlSrc[:] })
+	add(&Field{Name: "dl_src", Aliases: []string{"eth_src", "NXM_OF_ETH_SRC", "OXM_OF_ETH_SRC"}, Bits: 48,
+		Maskable: true, Writable: true, syntax: syntaxMAC}, get, set)
+	get, set = bytesField(func(k *Key) []byte { return k.DlDst[:] })
+	add(&Field{Name: "dl_dst", Aliases: []string{"eth_dst", "NXM_OF_ETH_DST", "OXM_OF_ETH_DST"}, Bits: 48,
+		Maskable: true, Writable: true, syntax: syntaxMAC}, get, set)
+
+	get, set = bytesField(func(k *Key) []byte { return k.NwSrc[:] })
+	add(&Field{Name: "nw_src", Aliases: []string{"ip_src", "NXM_OF_IP_SRC", "OXM_OF_IPV4_SRC"}, Bits: 32, Maskable: true,
+		Writable: true, Needs: needsIPv4OrARP, syntax: syntaxIPv4, print: printUnlessARP}, get, set)
+	add(&Field{Name: "arp_spa", Aliases: []string{"NXM_OF_ARP_SPA", "OXM_OF_ARP_SPA"}, Bits: 32, Maskable: true,
+		Needs: needsARP, syntax: syntaxIPv4, print: printIfARP}, get, set)
+	get, set = bytesField(func(k *Key) []byte { return k.NwDst[:] })
+	add(&Field{Name: "nw_dst", Aliases: []string{"ip_dst", "NXM_OF_IP_DST", "OXM_OF_IPV4_DST"}, Bits: 32, Maskable: true,
+		Writable: true, Needs: needsIPv4OrARP, syntax: syntaxIPv4, print: printUnlessARP}, get, set)
+	add(&Field{Name: "arp_tpa", Aliases: []string{"NXM_OF_ARP_TPA", "OXM_OF_ARP_TPA"}, Bits: 32, Maskable: true,
+		Needs: needsARP, syntax: syntaxIPv4, print: printIfARP}, get, set)
+
+	get, set = bytesField(func(k *Key) []byte { return k.IPv6Src[:] })
+	add(&Field{Name: "ipv6_src", Aliases: []string{"NXM_NX_IPV6_SRC", "OXM_OF_IPV6_SRC"}, Bits: 128, Maskable: true,
+		Needs: needsIPv6, syntax: syntaxIPv6}, get, set)
+	get, set = bytesField(func(k *Key) []byte { return k.IPv6Dst[:] })
+	add(&Field{Name: "ipv6_dst", Aliases: []string{"NXM_NX_IPV6_DST", "OXM_OF_IPV6_DST"}, Bits: 128, Maskable: true,
+		Needs: needsIPv6, syntax: syntaxIPv6}, get, set)
+
+	get, set = u8Field(func(k *Key) *uint8 { return &k.NwProto })
+	add(&Field{Name: "nw_proto", Aliases: []string{"ip_proto", "NXM_OF_IP_PROTO", "OXM_OF_IP_PROTO"}, Bits: 8,
+		Needs: needsIPOrARP, syntax: syntaxDecimal, print: printNwProto}, get, set)
+	add(&Field{Name: "arp_op", Aliases: []string{"NXM_OF_ARP_OP", "OXM_OF_ARP_OP"}, Bits: 8,
+		Needs: needsARP, syntax: syntaxDecimal, print: noPrint}, get, set)
+
+	get, set = bitsOf8(func(k *Key) *uint8 { return &k.NwTOS }, 2, 6)
+	dscpGet, dscpSet := get, set
+	add(&Field{Name: "nw_tos", Aliases: []string{"NXM_OF_IP_TOS"}, Bits: 8, Writable: true, Needs: needsIP,
+		parse: parseNwTOS, print: printNwTOS},
+		func(k *Key) Value { return Value{Lo: dscpGet(k).Lo << 2} },
+		func(k *Key, v Value) { dscpSet(k, Value{Lo: v.Lo >> 2}) })
+	add(&Field{Name: "ip_dscp", Aliases: []string{"OXM_OF_IP_DSCP"}, Bits: 6, Writable: true, Needs: needsIP,
+		syntax: syntaxDecimal, print: noPrint}, get, set)
+	get, set = bitsOf8(func(k *Key) *uint8 { return &k.NwTOS }, 0, 2)
+	add(&Field{Name: "nw_ecn", Aliases: []string{"ip_ecn", "NXM_NX_IP_ECN", "OXM_OF_IP_ECN"}, Bits: 2, Writable: true,
+		Needs: needsIP, syntax: syntaxDecimal}, get, set)
+	get, set = u8Field(func(k *Key) *uint8 { return &k.NwTTL })
+	add(&Field{Name: "nw_ttl", Aliases: []string{"NXM_NX_IP_TTL"}, Bits: 8, Writable: true, Needs: needsIP,
+		syntax: syntaxDecimal}, get, set)
+	get, set = u8Field(func(k *Key) *uint8 { return &k.NwFrag })
+	add(&Field{Name: "ip_frag", Aliases: []string{"nw_frag", "NXM_NX_IP_FRAG"}, Bits: 2, Maskable: true,
+		Needs: needsIP, syntax: syntaxFrag}, get, set)
+
+	get, set = u16Field(func(k *Key) *uint16 { return &k.TpSrc })
+	add(&Field{Name: "tp_src", Bits: 16, Maskable: true, Writable: true, Needs: needsTCPOrUDP,
+		syntax: syntaxDecimal, print: printUnlessICMP}, get, set)
+	add(&Field{Name: "tcp_src", Aliases: []string{"NXM_OF_TCP_SRC", "OXM_OF_TCP_SRC"}, Bits: 16, Maskable: true,
+		Writable: true, Needs: needsTCP, syntax: syntaxDecimal, print: noPrint}, get, set)
+	add(&Field{Name: "udp_src", Aliases: []string{"NXM_OF_UDP_SRC", "OXM_OF_UDP_SRC"}, Bits: 16, Maskable: true,
+		Writable: true, Needs: needsUDP, syntax: syntaxDecimal, print: noPrint}, get, set)
+	add(&Field{Name: "icmp_type", Aliases: []string{"icmpv6_type", "NXM_OF_ICMP_TYPE", "OXM_OF_ICMPV4_TYPE",
+		"NXM_NX_ICMPV6_TYPE", "OXM_OF_ICMPV6_TYPE"}, Bits: 8, Needs: needsICMP, syntax: syntaxDecimal, print: printIfICMP}, get, set)
+	get, set = u16Field(func(k *Key) *uint16 { return &k.TpDst })
+	add(&Field{Name: "tp_dst", Bits: 16, Maskable: true, Writable: true, Needs: needsTCPOrUDP,
+		syntax: syntaxDecimal, print: printUnlessICMP}, get, set)
+	add(&Field{Name: "tcp_dst", Aliases: []string{"NXM_OF_TCP_DST", "OXM_OF_TCP_DST"}, Bits: 16, Maskable: true,
+		Writable: true, Needs: needsTCP, syntax: syntaxDecimal, print: noPrint}, get, set)
+	add(&Field{Name: "udp_dst", Aliases: []string{"NXM_OF_UDP_DST", "OXM_OF_UDP_DST"}, Bits: 16, Maskable: true,
+		Writable: true, Needs: needsUDP, syntax: syntaxDecimal, print: noPrint}, get, set)
+	add(&Field{Name: "icmp_code", Aliases: []string{"icmpv6_code", "NXM_OF_ICMP_CODE", "OXM_OF_ICMPV4_CODE",
+		"NXM_NX_ICMPV6_CODE", "OXM_OF_ICMPV6_CODE"}, Bits: 8, Needs: needsICMP, syntax: syntaxDecimal, print: printIfICMP}, get, set)
+	return table
+}
+
+// Printers for the bits a field owns in a match.
+
+func printValue(f *Field, m *Match) string {
+	mask := f.get(&m.Mask)
+	if mask.IsZero() {
+		return ""
+	}
+	return f.Name + "=" + f.formatValue(f.get(&m.Key), mask)
+}
+
+// printShorthand prints the protocol shorthand of m, if it has one: it
+// stands for dl_type and, for some, nw_proto.
+func printShorthand(_ *Field, m *Match) string {
+	name, _ := protocolShorthandOf(m)
+	return name
+}
+
+func printDlType(f *Field, m *Match) string {
+	if name, _ := protocolShorthandOf(m); name != "" {
+		return "" // the shorthand said it
+	}
+	return printValue(f, m)
+}
+
+func printNwProto(f *Field, m *Match) string {
+	if _, implied := protocolShorthandOf(m); implied {
+		return ""
+	}
+	if hasDlType(m, EtherTypeARP) {
+		return printValue(fieldsByName["arp_op"], m)
+	}
+	return printValue(f, m)
+}
+
+func printUnlessARP(f *Field, m *Match) string {
+	if hasDlType(m, EtherTypeARP) {
+		return ""
+	}
+	return printValue(f, m)
+}
+
+func printIfARP(f *Field, m *Match) string {
+	if !hasDlType(m, EtherTypeARP) {
+		return ""
+	}
+	return printValue(f, m)
+}
+
+func printUnlessICMP(f *Field, m *Match) string {
+	if isICMPMatch(m) {
+		return ""
+	}
+	return printValue(f, m)
+}
+
+func printIfICMP(f *Field, m *Match) string {
+	if !isICMPMatch(m) {
+		return ""
+	}
+	return printValue(f, m)
+}
+
+// printNwTOS prints the DSCP bits of the TOS byte as nw_tos does: the whole
+// byte with its low two bits zero, in decimal when matched whole.
+func printNwTOS(f *Field, m *Match) string {
+	mask := f.get(&m.Mask)
+	if mask.IsZero() {
+		return ""
+	}
+	v := f.get(&m.Key)
+	if mask.Lo == tosDSCPMask {
+		return fmt.Sprintf("nw_tos=%d", v.Lo)
+	}
+	return fmt.Sprintf("nw_tos=%#x/%#x", v.Lo, mask.Lo)
+}
+
+// printVLAN prints the VLAN TCI as OVS does: dl_vlan and dl_vlan_pcp when
+// the match is on a tagged frame's whole VID and/or PCP, vlan_tci otherwise
+// (including "no tag", vlan_tci=0x0000).
+func printVLAN(f *Field, m *Match) string {
+	tci, mask := m.Key.VLANTCI, m.Mask.VLANTCI
+	vidMask, pcpMask := mask&vlanVIDMask, mask&vlanPCPMask
+	switch {
+	case mask == 0:
+		return ""
+	case mask&VLANCFI != 0 && tci&VLANCFI != 0 &&
+		(vidMask == 0 || vidMask == vlanVIDMask) && (pcpMask == 0 || pcpMask == vlanPCPMask) &&
+		vidMask|pcpMask != 0:
+		var parts []string
+		if vidMask != 0 {
+			parts = append(parts, fmt.Sprintf("dl_vlan=%d", tci&vlanVIDMask))
+		}
+		if pcpMask != 0 {
+			parts = append(parts, fmt.Sprintf("dl_vlan_pcp=%d", tci>>vlanPCPShift))
+		}
+		return strings.Join(parts, ",")
+	}
+	return "vlan_tci=" + f.formatValue(Value{Lo: uint64(tci)}, Value{Lo: uint64(mask)})
+}
+
+// formatValue prints v under mask in the field's syntax.
+func (f *Field) formatValue(v, mask Value) string {
+	full := mask == f.full()
+	switch f.syntax {
+	case syntaxMAC:
+		text := macText([6]byte(valueBytes(v, 6)))
+		if !full {
+			text += "/" + macText([6]byte(valueBytes(mask, 6)))
+		}
+		return text
+	case syntaxIPv4:
+		return maskedIPText(valueBytes(v, 4), valueBytes(mask, 4))
+	case syntaxIPv6:
+		return maskedIPText(valueBytes(v, 16), valueBytes(mask, 16))
+	case syntaxFrag:
+		return ipFragText(uint8(v.Lo), uint8(mask.Lo))
+	case syntaxHex4:
+		if full {
+			return fmt.Sprintf("0x%04x", v.Lo)
+		}
+		return fmt.Sprintf("0x%04x/0x%04x", v.Lo, mask.Lo)
+	case syntaxHex:
+		if full {
+			return fmt.Sprintf("%#x", v.Lo)
+		}
+		return fmt.Sprintf("%#x/%#x", v.Lo, mask.Lo)
+	case syntaxPort:
+		if full {
+			return portText(uint16(v.Lo))
+		}
+		return fmt.Sprintf("%#x/%#x", v.Lo, mask.Lo)
+	}
+	if full {
+		return formatDecimal(v)
+	}
+	return fmt.Sprintf("%#x/%#x", v.Lo, mask.Lo)
+}
+
+func formatDecimal(v Value) string {
+	if v.Hi != 0 {
+		return fmt.Sprintf("0x%x%016x", v.Hi, v.Lo)
+	}
+	return strconv.FormatUint(v.Lo, 10)
+}
+
+// valueBytes is the low n bytes of v, big-endian.
+func valueBytes(v Value, n int) []byte {
+	b := make([]byte, n)
+	putValueBytes(b, v)
+	return b
+}
+
+// parseValue reads a value of the field, and a mask if it is maskable;
+// without one the mask is full.
+func (f *Field) parseValue(text string, ports PortNames) (v, mask Value, err error) {
+	mask = f.full()
+	switch f.syntax {
+	case syntaxMAC:
+		addrText, maskText, hasMask := strings.Cut(text, "/")
+		addr, ok := macFromText(addrText)
+		if !ok {
+			return v, mask, fmt.Errorf("invalid MAC address %q", addrText)
+		}
+		if hasMask {
+			m, ok := macFromText(maskText)
+			if !ok {
+				return v, mask, fmt.Errorf("invalid MAC mask %q", maskText)
+			}
+			mask = valueOfBytes(m[:])
+		}
+		return valueOfBytes(addr[:]).And(mask), mask, nil
+	case syntaxIPv4, syntaxIPv6:
+		size := 4
+		if f.syntax == syntaxIPv6 {
+			size = 16
+		}
+		addr, m, err := maskedIPFromText(text, size)
+		if err != nil {
+			return v, mask, err
+		}
+		return valueOfBytes(addr), valueOfBytes(m), nil
+	case syntaxFrag:
+		for _, fr := range ipFragValues {
+			if fr.name == text {
+				return Value{Lo: uint64(fr.value)}, Value{Lo: uint64(fr.mask)}, nil
+			}
+		}
+		return v, mask, fmt.Errorf("invalid %s %q (want no, yes, first, later or not_later)", f.Name, text)
+	case syntaxPort:
+		n, err := portFromText(text, ports)
+		return Value{Lo: uint64(n)}, mask, err
+	}
+	valueText, maskText, hasMask := text, "", false
+	if f.Maskable {
+		valueText, maskText, hasMask = strings.Cut(text, "/")
+	}
+	if v, err = f.numberFromText(f.Name, valueText); err != nil {
+		return v, mask, err
+	}
+	if hasMask {
+		if mask, err = f.numberFromText(f.Name+" mask", maskText); err != nil {
+			return v, mask, err
+		}
+	}
+	return v.And(mask), mask, nil
+}
+
+// numberFromText reads a number of the field's width.
+func (f *Field) numberFromText(what, text string) (Value, error) {
+	v, err := valueFromText(what, text)
+	if err == nil && v.BitLen() > int(f.Bits) {
+		err = fmt.Errorf("%s %s out of range", what, text)
+	}
+	return v, err
+}
+
+// valueFromText reads a decimal or 0x-prefixed hexadecimal number of up to
+// 128 bits.
+func valueFromText(what, text string) (Value, error) {
+	if len(text) > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X') {
+		digits := text[2:]
+		if len(digits) > 32 {
+			return Value{}, fmt.Errorf("%s %s out of range", what, text)
+		}
+		var v Value
+		for _, c := range digits {
+			d, err := strconv.ParseUint(string(c), 16, 8)
+			if err != nil {
+				return Value{}, fmt.Errorf("invalid %s %q", what, text)
+			}
+			v = v.Shl(4)
+			v.Lo |= d
+		}
+		return v, nil
+	}
+	n, isNumber, fits := scanUint(text)
+	switch {
+	case !isNumber:
+		return Value{}, fmt.Errorf("invalid %s %q", what, text)
+	case !fits:
+		return Value{}, fmt.Errorf("%s %s out of range", what, text)
+	}
+	return Value{Lo: n}, nil
+}
+
+// parseMatch reads a match on the field: NAME=VALUE[/MASK].
+func (f *Field) parseMatch(value string, ports PortNames) (Match, error) {
+	if f.parse != nil {
+		return f.parse(f, value)
+	}
+	v, mask, err := f.parseValue(value, ports)
+	var m Match
+	if err == nil {
+		f.set(&m.Key, v.And(mask))
+		f.set(&m.Mask, mask)
+	}
+	return m, err
+}
