@@ -439,3 +439,10 @@ func (*tcpLayer) NextLayerType() gopacket.LayerType    { return stopDecoding }
 func (*udpLayer) NextLayerType() gopacket.LayerType    { return stopDecoding }
 func (*icmpv4Layer) NextLayerType() gopacket.LayerType { return stopDecoding }
 func (*icmpv6Layer) NextLayerType() gopacket.LayerType { return stopDecoding }
+
+// DecodeFromBytes reads the header and no further: a UDP length beyond the
+// packet is no error to the key, as in OVS. A first fragment has just
+// that: the length of the whole datagram, whose rest is in later ones.
+func (u *udpLayer) DecodeFromBytes(data []byte, _ gopacket.DecodeFeedback) error {
+	return u.UDP.DecodeFromBytes(data, gopacket.NilDecodeFeedback)
+}

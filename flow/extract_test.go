@@ -176,6 +176,13 @@ func exWellFormed(tb testing.TB) []exCase {
 		&layers.ICMPv6{TypeCode: layers.CreateICMPv6TypeCode(layers.ICMPv6TypeNeighborSolicitation, 0)}, ns).headerEnd = 14 + 40 + 4
 	add("ipv4/first fragment/udp", exWith(exIPv4Key(ProtoUDP, 5353, 53), func(k *Key) { k.NwFrag = FragAny }),
 		exEth(layers.EthernetTypeIPv4), fragment(exIPv4(layers.IPProtocolUDP), 0), exUDP(false), exPayload)
+	// The first fragment of a datagram longer than itself, whose UDP length
+	// counts the whole datagram: iperf3's, beyond the MTU.
+	longDatagram := gopacket.Payload{0x14, 0xe9, 0x00, 0x35, 0x20, 0x00, 0x00, 0x00}
+	add("ipv4/first fragment of a long datagram/udp", exWith(exIPv4Key(ProtoUDP, 5353, 53), func(k *Key) { k.NwFrag = FragAny }),
+		exEth(layers.EthernetTypeIPv4), fragment(exIPv4(layers.IPProtocolUDP), 0), longDatagram, exPayload)
+	add("ipv6/first fragment of a long datagram/udp", exWith(exIPv6Key(ProtoUDP, 5353, 53), func(k *Key) { k.NwFrag = FragAny }),
+		exEth(layers.EthernetTypeIPv6), exIPv6(layers.IPProtocolIPv6Fragment), ipv6Fragment(0, true), longDatagram, exPayload)
 	add("ipv4/later fragment", exWith(exIPv4Key(ProtoUDP, 0, 0), func(k *Key) { k.NwFrag = FragAny | FragLater }),
 		exEth(layers.EthernetTypeIPv4), fragment(exIPv4(layers.IPProtocolUDP), 185), exUDP(false), exPayload).headerEnd = 34
 	add("ipv4/last fragment", exWith(exIPv4Key(ProtoUDP, 0, 0), func(k *Key) { k.NwFrag = FragAny | FragLater }),
