@@ -92,6 +92,10 @@ type Field struct {
 	Maskable bool
 	// Writable fields may be written by set_field, load and move.
 	Writable bool
+	// Carried fields are not in the frame's bytes: the pipeline carries
+	// them along with it (registers, metadata, the input port), so load
+	// and move write them in the key alone.
+	Carried bool
 	// Needs is what the rest of a match must say for the field to make
 	// sense (nil: nothing).
 	Needs *prerequisite
@@ -267,18 +271,18 @@ func fieldTable() []*Field {
 	for i := range NumRegs {
 		get, set := regField(i)
 		add(&Field{Name: fmt.Sprintf("reg%d", i), Aliases: []string{fmt.Sprintf("NXM_NX_REG%d", i)},
-			Bits: 32, Maskable: true, Writable: true, syntax: syntaxHex}, get, set)
+			Bits: 32, Maskable: true, Writable: true, Carried: true, syntax: syntaxHex}, get, set)
 	}
 	for i := range NumRegs / 2 {
 		get, set := xregField(i)
 		add(&Field{Name: fmt.Sprintf("xreg%d", i), Aliases: []string{fmt.Sprintf("OXM_OF_PKT_REG%d", i)},
-			Bits: 64, Maskable: true, Writable: true, syntax: syntaxHex, print: noPrint}, get, set)
+			Bits: 64, Maskable: true, Writable: true, Carried: true, syntax: syntaxHex, print: noPrint}, get, set)
 	}
-	add(&Field{Name: "metadata", Aliases: []string{"OXM_OF_METADATA"}, Bits: 64, Maskable: true, Writable: true, syntax: syntaxHex},
-		func(k *Key) Value { return Value{Lo: k.Metadata} }, func(k *Key, v Value) { k.Metadata = v.Lo })
+	add(&Field{Name: "metadata", Aliases: []string{"OXM_OF_METADATA"}, Bits: 64, Maskable: true, Writable: true, Carried: true,
+		syntax: syntaxHex}, func(k *Key) Value { return Value{Lo: k.Metadata} }, func(k *Key, v Value) { k.Metadata = v.Lo })
 
 	get, set = u16Field(func(k *Key) *uint16 { return &k.InPort })
-	add(&Field{Name: "in_port", Aliases: []string{"NXM_OF_IN_PORT"}, Bits: 16, Writable: true, syntax: syntaxPort}, get, set)
+	add(&Field{Name: "in_port", Aliases: []string{"NXM_OF_IN_PORT"}, Bits: 16, Writable: true, Carried: true, syntax: syntaxPort}, get, set)
 
 	get, set = u16Field(func(k *Key) *uint16 { return &k.VLANTCI })
 	add(&Field{Name: "vlan_tci", Aliases: []string{"NXM_OF_VLAN_TCI"}, Bits: 16, Maskable: true, Writable: true,

@@ -26,7 +26,16 @@ type Key struct {
 	Headers
 	Metadata uint64
 	Regs     [NumRegs]uint32
+	// Table is the table the key is looked up in. Every rule matches it
+	// exactly (a rule lives in one table), so one classifier holds the
+	// whole pipeline, and the exact-match cache keeps each table's answer
+	// for a key apart. A frame starts in table 0.
+	Table uint8
 }
+
+// NumTables is how many tables the pipeline has (0 to 254); 255 is
+// OpenFlow's "all tables" in requests.
+const NumTables = 255
 
 // NumRegs is how many 32-bit registers the pipeline has (reg0 to reg15).
 const NumRegs = 16
@@ -105,6 +114,7 @@ func maskKey(dst, k, m *Key) {
 	for i := range k.Regs {
 		dst.Regs[i] = k.Regs[i] & m.Regs[i]
 	}
+	dst.Table = k.Table & m.Table
 }
 
 func and48(dst, a, b *[6]byte) {

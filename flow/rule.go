@@ -29,6 +29,12 @@ type Rule struct {
 	Actions     []Action // empty: drop
 }
 
+// Table returns the table r lives in.
+func (r *Rule) Table() uint8 { return r.Match.Key.Table }
+
+// allTables is how OpenFlow requests say "every table".
+const allTables = 255
+
 // DefaultPriority is OpenFlow's default (OFP_DEFAULT_PRIORITY).
 const DefaultPriority = 32768
 
@@ -51,14 +57,94 @@ const (
 	ActSetTpSrc                         // Value (port)
 	ActSetTpDst                         // Value (port)
 	ActDecTTL                           // drop when the TTL (hop limit) reaches 0
+
+	// The pipeline's actions, which work on the frame's metadata rather
+	// than its bytes (syntax_pipeline.go).
+	ActLoad          // Field's bits under Mask become Imm (load:V->F[a..b])
+	ActSetField      // the same, written set_field:V/M->F
+	ActMove          // NBits bits of Src from SrcOfs go to Field from Ofs
+	ActWriteMetadata // the instruction write_metadata: metadata under Mask becomes Imm
+	ActResubmit      // look the frame up in Table (ThisTable: the same), as from Port if not 0, and run what it finds
+	ActGotoTable     // the instruction goto_table: continue in Table, a later one
 )
 
 // Action is one action of a rule. Which fields mean something depends on
 // Type; the others are zero, so that Actions compare with ==.
 type Action struct {
-	Type  ActionType
-	Port  uint16  // ActOutput
-	Value uint16  // ActSetVLANVID, ActPushVLAN, ActSetTpSrc, ActSetTpDst
+	Type ActionType
+	// Port is ActOutput's port and ActResubmit's input port (0: the
+	// frame's own).
+	Port uint16
+	// Value is ActSetVLANVID's VID, ActPushVLAN's EtherType, ActSetTpSrc's
+	// and ActSetTpDst's port, and ActOutput's max_len (0: the whole frame).
+	Value uint16
 	MAC   [6]byte // ActSetDlSrc, ActSetDlDst
 	IPv4  [4]byte // ActSetNwSrc, ActSetNwDst
+	Table uint8   // ActResubmit, ActGotoTable
+
+	// ActLoad, ActSetField, ActWriteMetadata and ActMove write Field; Imm
+	// is already shifted under Mask, which is contiguous for ActLoad.
+	Field, Src         *Field
+	Imm, Mask          Value
+	Ofs, SrcOfs, NBits uint8 // ActMove
+}
+
+// ThisTable in an ActResubmit's Table means the table of the rule that
+// resubmits (OVS's resubmit:PORT).
+const ThisTable = 255
+
+// ApplyToKey makes the change that a runs on a frame to the frame's key,
+// so that a later table sees the frame as the actions left it. keep is
+// false when a drops the frame (dec_ttl of a TTL of 1 or 0). A header
+// rewrite changes the key only where the frame has that header, as the
+// rewrite itself does; strip_vlan leaves no tag in the key, since the key
+// keeps only the outer one. It allocates nothing.
+func (a *Action) ApplyToKey(k *Key) (keep bool) {
+	isIPv4 := k.DlType == EtherTypeIPv4
+	isIP := isIPv4 || k.DlType == EtherTypeIPv6
+	hasPorts := isIP && (k.NwProto == ProtoTCP || k.NwProto == ProtoUDP) && k.NwFrag&FragLater == 0
+	switch a.Type {
+	case ActLoad, ActSetField, ActWriteMetadata:
+		a.Field.Set(k, a.Field.Get(k).And(a.Mask.Not()).Or(a.Imm))
+	case ActMove:
+		bits := Ones(uint(a.NBits))
+		v := a.Src.Get(k).Shr(uint(a.SrcOfs)).And(bits).Shl(uint(a.Ofs))
+		mask := bits.Shl(uint(a.Ofs))
+		a.Field.Set(k, a.Field.Get(k).And(mask.Not()).Or(v))
+	case ActSetDlSrc:
+		k.DlSrc = a.MAC
+	case ActSetDlDst:
+		k.DlDst = a.MAC
+	case ActSetNwSrc:
+		if isIPv4 {
+			k.NwSrc = a.IPv4
+		}
+	case ActSetNwDst:
+		if isIPv4 {
+			k.NwDst = a.IPv4
+		}
+	case ActSetTpSrc:
+		if hasPorts {
+			k.TpSrc = a.Value
+		}
+	case ActSetTpDst:
+		if hasPorts {
+			k.TpDst = a.Value
+		}
+	case ActSetVLANVID:
+		k.VLANTCI = k.VLANTCI&^vlanVIDMask | VLANCFI | a.Value
+	case ActPushVLAN:
+		k.VLANTCI |= VLANCFI
+	case ActStripVLAN:
+		k.VLANTCI = 0
+	case ActDecTTL:
+		if !isIP {
+			return true
+		}
+		if k.NwTTL <= 1 {
+			return false
+		}
+		k.NwTTL--
+	}
+	return true
 }

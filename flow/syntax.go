@@ -66,6 +66,9 @@ func ParseRule(s string, ports PortNames) (Rule, error) {
 	if p.hasCookieMask {
 		return Rule{}, errors.New("a cookie mask only selects flows (del-flows, dump-flows); set a cookie without one")
 	}
+	if p.hasTable && p.table == allTables {
+		return Rule{}, fmt.Errorf("table %d is not a table (0-%d): a rule goes into one", allTables, NumTables-1)
+	}
 	r := Rule{
 		Priority:    DefaultPriority,
 		Cookie:      p.cookie,
@@ -73,6 +76,7 @@ func ParseRule(s string, ports PortNames) (Rule, error) {
 		HardTimeout: p.hardTimeout,
 		Match:       p.match.match,
 	}
+	r.Match.Key.Table, r.Match.Mask.Table = p.table, math.MaxUint8
 	if p.hasPriority {
 		r.Priority = p.priority
 	}
@@ -99,6 +103,9 @@ func ParseFilter(s string, ports PortNames) (Filter, error) {
 		return Filter{}, err
 	}
 	f := Filter{Match: p.match.match, Priority: p.priority, HasPriority: p.hasPriority}
+	if p.hasTable && p.table != allTables {
+		f.Match.Key.Table, f.Match.Mask.Table = p.table, math.MaxUint8
+	}
 	if p.hasCookie {
 		f.CookieMask = math.MaxUint64
 		if p.hasCookieMask {
@@ -110,7 +117,9 @@ func ParseFilter(s string, ports PortNames) (Filter, error) {
 }
 
 // Filter selects rules for mod-flows, del-flows and dump-flows, and
-// describes a packet for trace; Cookie is already masked.
+// describes a packet for trace; Cookie is already masked. A filter that
+// names no table (Match.Mask.Table zero, or table=255 as OpenFlow spells
+// "all") selects in every table.
 type Filter struct {
 	Match              Match
 	Priority           uint16
@@ -122,11 +131,15 @@ type Filter struct {
 //
 //	cookie=0x5, idle_timeout=10, hard_timeout=20, priority=100,tcp,nw_dst=10.0.0.2,tp_dst=80 actions=output:2
 //
-// The cookie and the timeouts appear only when they are not zero.
+// The cookie, the table and the timeouts appear only when they are not
+// zero.
 func FormatRule(r Rule) string {
 	var b strings.Builder
 	if r.Cookie != 0 {
 		fmt.Fprintf(&b, "cookie=%#x, ", r.Cookie)
+	}
+	if t := r.Table(); t != 0 {
+		fmt.Fprintf(&b, "table=%d, ", t)
 	}
 	writeTimeouts(&b, &r)
 	writeMatchAndActions(&b, &r)
@@ -142,8 +155,8 @@ func FormatRule(r Rule) string {
 // back as r.
 func FormatDumpLine(r Rule, s DumpStats) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "cookie=%#x, duration=%.3fs, table=0, n_packets=%d, n_bytes=%d, ",
-		r.Cookie, s.Duration.Seconds(), s.Packets, s.Bytes)
+	fmt.Fprintf(&b, "cookie=%#x, duration=%.3fs, table=%d, n_packets=%d, n_bytes=%d, ",
+		r.Cookie, s.Duration.Seconds(), r.Table(), s.Packets, s.Bytes)
 	writeTimeouts(&b, &r)
 	fmt.Fprintf(&b, "idle_age=%d, ", int64(s.IdleAge/time.Second))
 	if r.HardTimeout != 0 {
@@ -244,6 +257,8 @@ type flowParser struct {
 	cookie, cookieMask       uint64
 	hasCookie, hasCookieMask bool
 	idleTimeout, hardTimeout uint16
+	table                    uint8
+	hasTable                 bool
 }
 
 func (p *flowParser) parseFields(tokens []flowToken) error {
@@ -311,9 +326,7 @@ func (p *flowParser) parseRuleField(tok flowToken) error {
 		return err
 	case "table":
 		v, err := numberFromText(tok.name, tok.value, math.MaxUint8)
-		if err == nil && v != 0 {
-			err = fmt.Errorf("table %s: only table 0 exists", tok.value)
-		}
+		p.table, p.hasTable = uint8(v), true
 		return err
 	default: // cookie
 		return p.parseCookie(tok.value)

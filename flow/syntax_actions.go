@@ -35,17 +35,49 @@ func parseActions(text string, m *Match, ports PortNames) ([]Action, error) {
 		return nil, err
 	}
 	var actions []Action
+	// The instructions that may end the list, in the order OpenFlow 1.3
+	// gives them; once one is seen, only later ones may follow.
+	instruction := ""
 	for _, item := range items {
 		name, arg, hasArg := strings.Cut(item, ":")
 		if i := strings.IndexAny(name, "=("); i >= 0 {
 			if name[i] == '(' {
-				// OVS's "name(args)" form, which no supported action has.
-				if isActionName(name[:i]) {
-					return nil, fmt.Errorf("action %q: arguments in parentheses are not supported", item)
+				// OVS's "name(args)" form of any action.
+				if !strings.HasSuffix(item, ")") {
+					return nil, fmt.Errorf("action %q: text after its closing parenthesis", item)
 				}
-				return nil, fmt.Errorf("unknown action %q", name[:i])
+				name, arg, hasArg = item[:i], item[i+1:len(item)-1], true
+			} else {
+				name, arg, hasArg = item[:i], item[i+1:], true // OVS also takes "name=arg"
 			}
-			name, arg, hasArg = item[:i], item[i+1:], true // OVS also takes "name=arg"
+		}
+		switch name {
+		case "apply_actions":
+			return nil, errors.New("apply_actions is the default instruction: write its actions without it")
+		case "write_actions", "clear_actions":
+			return nil, fmt.Errorf("the instruction %s is not supported yet", name)
+		case "write_metadata", "goto_table":
+			if instruction == "goto_table" || instruction == name {
+				return nil, fmt.Errorf("instruction %s may not follow instruction %s", name, instruction)
+			}
+			instruction = name
+			if !hasArg {
+				return nil, fmt.Errorf("instruction %s needs an argument (%s:VALUE)", name, name)
+			}
+			var a Action
+			if name == "goto_table" {
+				a, err = gotoTableAction(arg, m.Key.Table)
+			} else {
+				a, err = writeMetadataAction(arg)
+			}
+			if err != nil {
+				return nil, err
+			}
+			actions = append(actions, a)
+			continue
+		}
+		if instruction != "" {
+			return nil, fmt.Errorf("action %q after the instruction %s: actions come first", item, instruction)
 		}
 		if strings.EqualFold(name, "drop") {
 			if hasArg {
@@ -104,12 +136,7 @@ var actionNames = map[string]bool{
 	"output": true, "mod_dl_src": true, "mod_dl_dst": true, "mod_vlan_vid": true,
 	"strip_vlan": true, "pop_vlan": true, "push_vlan": true, "mod_nw_src": true,
 	"mod_nw_dst": true, "mod_tp_src": true, "mod_tp_dst": true, "dec_ttl": true,
-	"set_field": true,
-}
-
-func isActionName(name string) bool {
-	_, reserved := reservedPorts[strings.ToUpper(name)]
-	return actionNames[name] || reserved || strings.EqualFold(name, "drop")
+	"set_field": true, "load": true, "move": true, "resubmit": true,
 }
 
 // parseAction parses one action other than drop.
@@ -141,11 +168,21 @@ func parseAction(name, arg string, hasArg bool, ports PortNames) (Action, *prere
 	}
 	switch name {
 	case "output":
+		if strings.Contains(arg, "=") {
+			return outputWithMaxLen(arg, ports)
+		}
 		if typ, ok := reservedPorts[strings.ToUpper(arg)]; ok {
 			return Action{Type: typ}, nil, nil
 		}
 		port, err := portFromText(arg, ports)
 		return Action{Type: ActOutput, Port: port}, nil, err
+	case "load":
+		return loadAction(arg)
+	case "move":
+		return moveAction(arg)
+	case "resubmit":
+		a, err := resubmitAction(arg, ports)
+		return a, nil, err
 	case "mod_dl_src", "mod_dl_dst":
 		typ := ActSetDlSrc
 		if name == "mod_dl_dst" {
@@ -174,6 +211,41 @@ func parseAction(name, arg string, hasArg bool, ports PortNames) (Action, *prere
 		return setFieldAction(arg)
 	}
 }
+
+// outputWithMaxLen parses output's "port=N,max_len=M": the frame sent is
+// cut to its first M bytes, as OVS's truncate does.
+func outputWithMaxLen(arg string, ports PortNames) (Action, *prerequisite, error) {
+	var a Action
+	for _, part := range strings.Split(arg, ",") {
+		key, value, _ := strings.Cut(part, "=")
+		switch key {
+		case "port":
+			port, err := portFromText(value, ports)
+			if err != nil {
+				return Action{}, nil, err
+			}
+			a.Type, a.Port = ActOutput, port
+		case "max_len":
+			n, err := numberFromText("max_len", value, math.MaxUint16)
+			if err != nil {
+				return Action{}, nil, err
+			}
+			if n < ethHeaderLen {
+				return Action{}, nil, fmt.Errorf("max_len %d is shorter than an Ethernet header", n)
+			}
+			a.Value = uint16(n)
+		default:
+			return Action{}, nil, fmt.Errorf("output(%s): unknown argument %q (want port= and max_len=)", arg, key)
+		}
+	}
+	if a.Type != ActOutput {
+		return Action{}, nil, fmt.Errorf("output(%s): missing port=", arg)
+	}
+	return a, nil, nil
+}
+
+// ethHeaderLen is the shortest frame output may cut a frame to.
+const ethHeaderLen = 14
 
 // bareOutput parses an action that is only a port number or name.
 func bareOutput(text string, ports PortNames) (Action, *prerequisite, error) {
@@ -232,6 +304,9 @@ func setFieldAction(arg string) (Action, *prerequisite, error) {
 	case "ip_dst", "nw_dst":
 		return ipv4Action(ActSetNwDst, value)
 	}
+	if f, ok := fieldsByName[field]; ok && f.Carried {
+		return setCarriedField(value, f)
+	}
 	var typ ActionType
 	var needs *prerequisite
 	switch field {
@@ -276,8 +351,14 @@ func FormatActions(actions []Action) string {
 }
 
 func actionText(a Action) string {
+	if text, ok := pipelineActionText(a); ok {
+		return text
+	}
 	switch a.Type {
 	case ActOutput:
+		if a.Value != 0 {
+			return fmt.Sprintf("output(port=%d,max_len=%d)", a.Port, a.Value)
+		}
 		return "output:" + strconv.Itoa(int(a.Port))
 	case ActNormal:
 		return "NORMAL"

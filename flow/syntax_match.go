@@ -112,7 +112,7 @@ func orKeys(a, b *Key) Key {
 		NwFrag:  a.NwFrag | b.NwFrag,
 		TpSrc:   a.TpSrc | b.TpSrc,
 		TpDst:   a.TpDst | b.TpDst,
-	}, Metadata: a.Metadata | b.Metadata}
+	}, Metadata: a.Metadata | b.Metadata, Table: a.Table | b.Table}
 	orBytes(out.DlDst[:], a.DlDst[:], b.DlDst[:])
 	orBytes(out.DlSrc[:], a.DlSrc[:], b.DlSrc[:])
 	orBytes(out.NwSrc[:], a.NwSrc[:], b.NwSrc[:])

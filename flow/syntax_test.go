@@ -36,6 +36,10 @@ func withDlType(t uint16) func(k, m *Key) {
 	return func(k, m *Key) { k.DlType, m.DlType = t, 0xffff }
 }
 
+func inTable(t uint8) func(k, m *Key) {
+	return func(k, m *Key) { k.Table, m.Table = t, 0xff }
+}
+
 func withNwProto(p uint8) func(k, m *Key) {
 	return func(k, m *Key) { k.NwProto, m.NwProto = p, 0xff }
 }
@@ -313,8 +317,10 @@ func TestParseRule(t *testing.T) {
 			t.Errorf("ParseRule(%q): %v", tt.in, err)
 			continue
 		}
-		if !reflect.DeepEqual(r, tt.want) {
-			t.Errorf("ParseRule(%q) =\n%+v, want\n%+v", tt.in, r, tt.want)
+		want := tt.want
+		want.Match.Mask.Table = math.MaxUint8 // every rule is in a table: here 0
+		if !reflect.DeepEqual(r, want) {
+			t.Errorf("ParseRule(%q) =\n%+v, want\n%+v", tt.in, r, want)
 		}
 		if got := FormatRule(r); got != tt.canonical {
 			t.Errorf("FormatRule(ParseRule(%q)) = %q, want %q", tt.in, got, tt.canonical)
@@ -340,6 +346,7 @@ func TestFormatDumpLine(t *testing.T) {
 	if got := FormatDumpLine(r, stats); got != want {
 		t.Errorf("FormatDumpLine = %q, want %q", got, want)
 	}
+	r.Match.Mask.Table = math.MaxUint8
 	back, err := ParseRule(want, nil)
 	if err != nil || !reflect.DeepEqual(back, r) {
 		t.Errorf("ParseRule(FormatDumpLine) = %+v, %v; want %+v", back, err, r)
@@ -401,7 +408,8 @@ func TestParseRuleErrors(t *testing.T) {
 		{"dl_vlan=4096,actions=drop", `dl_vlan 4096 out of range (0-4095, or 0xffff for no tag)`},
 		{"dl_vlan_pcp=8,actions=drop", `dl_vlan_pcp 8 out of range`},
 		{"vlan_tci=0x10000,actions=drop", `vlan_tci 0x10000 out of range`},
-		{"table=1,actions=drop", `table 1: only table 0 exists`},
+		{"table=255,actions=drop", `table 255 is not a table (0-254): a rule goes into one`},
+		{"table=256,actions=drop", `table 256 out of range`},
 		{"table=x,actions=drop", `invalid table "x"`},
 		{"cookie=0x5/0xff,actions=drop", `a cookie mask only selects flows (del-flows, dump-flows); set a cookie without one`},
 		{"cookie=0x1ffffffffffffffff,actions=drop", `cookie 0x1ffffffffffffffff out of range`},
@@ -417,7 +425,22 @@ func TestParseRuleErrors(t *testing.T) {
 		{"actions=foo", `unknown action "foo"`},
 		{"actions=foo:1", `unknown action "foo"`},
 		{"actions=learn(table=1)", `unknown action "learn"`},
-		{"ip,actions=dec_ttl(1)", `action "dec_ttl(1)": arguments in parentheses are not supported`},
+		{"ip,actions=dec_ttl(1)", `action "dec_ttl" takes no argument`},
+		{"actions=resubmit(,)", `resubmit needs a port or a table: resubmit:PORT or resubmit(,TABLE)`},
+		{"actions=resubmit(,255)", `resubmit table 255 out of range`},
+		{"table=2,actions=goto_table:2", `goto_table:2 in table 2: a rule may only go to a later table (resubmit can go back)`},
+		{"actions=goto_table:1,output:1", `action "output:1" after the instruction goto_table: actions come first`},
+		{"actions=goto_table:1,write_metadata:1", `instruction write_metadata may not follow instruction goto_table`},
+		{"actions=apply_actions(output:1)", `apply_actions is the default instruction: write its actions without it`},
+		{"actions=load:0x10->reg0[0..3]", `load: value 0x10 does not fit in 4 bits`},
+		{"actions=load:1->reg0[4..3]", `load: "reg0[4..3]": the range runs backwards`},
+		{"actions=load:1->reg0[32]", `load: "reg0[32]": reg0 has only 32 bits`},
+		{"actions=load:1->eth_dst[]", `load: writing the header field dl_dst is not supported (only registers, metadata and in_port); use its mod_ action or set_field`},
+		{"actions=move:reg0[0..3]->reg1[0..4]", `move: the source has 4 bits and the destination 5`},
+		{"actions=move:reg0[]->ip_proto[]", `move: field nw_proto cannot be written`},
+		{"actions=move:nw_src[]->reg0[]", `move requires ip or arp (dl_type=0x0800 or 0x0806)`},
+		{"actions=output(port=1,max_len=10)", `max_len 10 is shorter than an Ethernet header`},
+		{"actions=output(max_len=100)", `output(max_len=100): missing port=`},
 		{"actions=drop,output:1", `"drop" must be the only action`},
 		{"actions=output:1,drop", `"drop" must be the only action`},
 		{"actions=drop:1", `action "drop" takes no argument`},
@@ -486,7 +509,9 @@ func TestParseFilter(t *testing.T) {
 		{"cookie=0x15/0xf", Filter{Cookie: 5, CookieMask: 0xf}},
 		{"cookie=7", Filter{Cookie: 7, CookieMask: math.MaxUint64}},
 		{"cookie=7/0", Filter{}},
-		{"n_packets=5 n_bytes=10 duration=1s idle_age=1 hard_age=2 table=0 arp", Filter{Match: matchOf(isARP)}},
+		{"n_packets=5 n_bytes=10 duration=1s idle_age=1 hard_age=2 table=0 arp", Filter{Match: matchOf(isARP, inTable(0))}},
+		{"table=3,arp", Filter{Match: matchOf(isARP, inTable(3))}},
+		{"table=255,arp", Filter{Match: matchOf(isARP)}}, // OpenFlow's "all tables"
 	}
 	for _, tt := range tests {
 		got, err := ParseFilter(tt.in, testPorts)
@@ -611,6 +636,9 @@ func filterText(f Filter) string {
 	}
 	if f.CookieMask != 0 {
 		fields = append(fields, fmt.Sprintf("cookie=%#x/%#x", f.Cookie, f.CookieMask))
+	}
+	if f.Match.Mask.Table != 0 {
+		fields = append(fields, fmt.Sprintf("table=%d", f.Match.Key.Table))
 	}
 	if m := FormatMatch(f.Match); m != "" {
 		fields = append(fields, m)
@@ -746,7 +774,11 @@ func TestRandomRulesRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatalf("ParseFilter(%q) of an accepted rule: %v", match, err)
 		}
-		if f.Match != r.Match {
+		want := r.Match
+		if !strings.Contains(match, "table=") {
+			want.Key.Table, want.Mask.Table = 0, 0 // a filter without table= is for all tables
+		}
+		if f.Match != want {
 			t.Fatalf("ParseFilter(%q).Match differs from ParseRule's", match)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -37,6 +38,7 @@ var entrySeq atomic.Uint64
 func newEntry(r Rule, now time.Time) *Entry {
 	// A Key with bits outside its Mask would never match; normalise rather
 	// than install a dead rule.
+	r.Match.Mask.Table = math.MaxUint8 // a rule lives in one table
 	r.Match.Key = r.Match.Key.And(&r.Match.Mask)
 	return &Entry{Rule: r, Installed: now, stats: new(entryStats), seq: entrySeq.Add(1)}
 }
@@ -219,8 +221,9 @@ func (t *Table) Delete(f Filter, strict bool) (*Table, []*Entry) {
 // (f.Cookie & f.CookieMask). Non-strict, an entry is selected when f.Match
 // is at least as general as the entry's match (f's mask is a subset of the
 // entry's, and the entry's key agrees with f's on f's mask), whatever its
-// priority. Strict, the entry's Match must equal f.Match and its priority
-// f.Priority (DefaultPriority if !f.HasPriority).
+// priority. Strict, the entry's Match must equal f.Match (in any table
+// if f names none) and its priority f.Priority (DefaultPriority if
+// !f.HasPriority).
 func (t *Table) Select(f Filter, strict bool) []*Entry {
 	var selected []*Entry
 	cookieOK := func(e *Entry) bool {
@@ -231,16 +234,27 @@ func (t *Table) Select(f Filter, strict bool) []*Entry {
 		if !f.HasPriority {
 			priority = DefaultPriority
 		}
+		// A strict filter that names no table means the same match in
+		// every table: probe each table's copy of it.
+		want := f.Match
+		first, last := want.Key.Table, want.Key.Table
+		if want.Mask.Table == 0 {
+			want.Mask.Table, first, last = math.MaxUint8, 0, NumTables-1
+		}
 		for _, st := range t.subtables {
-			if st.mask != f.Match.Mask {
+			if st.mask != want.Mask {
 				continue
 			}
-			for _, e := range st.buckets[f.Match.Key] {
-				if e.Priority == priority && e.Match == f.Match && cookieOK(e) {
-					selected = append(selected, e)
+			for table := int(first); table <= int(last); table++ {
+				want.Key.Table = uint8(table)
+				for _, e := range st.buckets[want.Key] {
+					if e.Priority == priority && cookieOK(e) {
+						selected = append(selected, e)
+					}
 				}
 			}
 		}
+		slices.SortFunc(selected, compareRank)
 		return selected
 	}
 	var masked Key
@@ -404,11 +418,13 @@ func (b *builder) remove(e *Entry) {
 
 // find returns the entry with r's Match and Priority, or nil.
 func (b *builder) find(r *Rule) *Entry {
-	i, ok := b.byMask[r.Match.Mask]
+	mask := r.Match.Mask
+	mask.Table = math.MaxUint8
+	i, ok := b.byMask[mask]
 	if !ok {
 		return nil
 	}
-	key := r.Match.Key.And(&r.Match.Mask)
+	key := r.Match.Key.And(&mask)
 	for _, e := range b.subtables[i].buckets[key] {
 		if e.Priority == r.Priority {
 			return e

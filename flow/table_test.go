@@ -375,3 +375,46 @@ func TestClassifierPublish(t *testing.T) {
 		t.Error("Load does not return the published table")
 	}
 }
+
+// TestTablesKeepTheirRulesApart: one match in two tables is two rules; a
+// lookup sees only its table's; a filter without a table selects in all
+// of them, strictly or not, and one with a table only there.
+func TestTablesKeepTheirRulesApart(t *testing.T) {
+	inTable := func(table uint8, r Rule) Rule {
+		r.Match.Key.Table, r.Match.Mask.Table = table, 0xff
+		return r
+	}
+	tbl := emptyTable().AddAll([]Rule{
+		inTable(0, rule(10, inPort(1), output(2))),
+		inTable(3, rule(10, inPort(1), output(3))),
+		inTable(3, rule(5, inPort(2), output(4))),
+	}, t0)
+	if tbl.Len() != 3 {
+		t.Fatalf("%d rules, want 3", tbl.Len())
+	}
+	for _, tt := range []struct {
+		table uint8
+		in    uint16
+		want  []Action // nil: no match
+	}{{0, 1, output(2)}, {3, 1, output(3)}, {3, 2, output(4)}, {0, 2, nil}, {1, 1, nil}} {
+		k := Key{Headers: Headers{InPort: tt.in}, Table: tt.table}
+		e := tbl.Lookup(&k)
+		if (e == nil) != (tt.want == nil) || e != nil && !slices.Equal(e.Actions, tt.want) {
+			t.Errorf("table %d, in_port %d: got %+v, want %v", tt.table, tt.in, e, tt.want)
+		}
+	}
+	anyTable := Filter{Match: inPort(1), Priority: 10, HasPriority: true}
+	for _, strict := range []bool{false, true} {
+		if got := len(tbl.Select(anyTable, strict)); got != 2 {
+			t.Errorf("strict=%v without a table selects %d rules, want 2", strict, got)
+		}
+		oneTable := anyTable
+		oneTable.Match.Key.Table, oneTable.Match.Mask.Table = 3, 0xff
+		if got := tbl.Select(oneTable, strict); len(got) != 1 || got[0].Table() != 3 {
+			t.Errorf("strict=%v in table 3 selects %v, want table 3's rule", strict, got)
+		}
+	}
+	if rest, gone := tbl.Delete(Filter{}, false); len(gone) != 3 || rest.Len() != 0 {
+		t.Errorf("deleting everything removed %d, left %d", len(gone), rest.Len())
+	}
+}

@@ -1,17 +1,78 @@
 package vswitch
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/xswitch/xswitch/flow"
 )
 
-// execute runs a rule's actions on one frame that arrived on inSlot.
-func (f *forwarder) execute(inSlot uint16, frame []byte, actions []flow.Action, now int64) {
+// The pipeline: a frame starts in table 0; the rule it meets there runs
+// its actions, which may send it on to a later table (goto_table) or look
+// it up in any table and come back (resubmit), as OVS's do. The frame's
+// key is the pipeline's working state: pipeline actions write its
+// registers, metadata and input port, header rewrites change it as they
+// change the frame, and each lookup reads it, through the exact-match
+// cache, in the table it names.
+
+const (
+	// maxPipelineDepth and maxResubmits are OVS's limits on one frame's
+	// way through the tables (MAX_DEPTH, MAX_RESUBMITS): a rule that
+	// resubmits to itself, or two that resubmit to each other, are cut
+	// there and the frame dropped, never a hang.
+	maxPipelineDepth = 64
+	maxResubmits     = 4096
+)
+
+// frameRun is one frame's way through the pipeline.
+type frameRun struct {
+	table  *flow.Table
+	inSlot uint16 // where it arrived: NORMAL learns it there
+	frame  []byte
+	bytes  int // its length on arrival, for the rules' counters
+	now    int64
 	// shared is set once an output has queued frame: from then on the
 	// bytes belong to that output and a rewrite needs a copy. copied says
 	// that frame is such a copy, in the copy pool.
-	shared, copied := false, false
+	shared, copied bool
+	resubmits      int
+	// dropped says why the frame went nowhere, if something other than
+	// its rules' actions chose that; sent, whether anything queued it.
+	dropped dropReason
+	sent    bool
+}
+
+// forwardFrame runs one frame through the pipeline from table 0; f.key
+// holds its key.
+func (f *forwarder) forwardFrame(table *flow.Table, inSlot uint16, frame []byte, now int64) {
+	r := &f.run
+	*r = frameRun{table: table, inSlot: inSlot, frame: frame, bytes: len(frame), now: now}
+	f.runTable(r, 0)
+	if !r.sent && !f.learnOnly {
+		f.pipelineDrops.count(r.dropped)
+	}
+	r.table, r.frame = nil, nil
+}
+
+// runTable looks the frame up in the table its key names and runs the rule
+// it meets. A miss ends that table's part: the frame goes no further from
+// there. It returns false when the frame is to be dropped at once.
+func (f *forwarder) runTable(r *frameRun, depth int) bool {
+	if depth > maxPipelineDepth {
+		return f.cutLoop(r, "depth")
+	}
+	rule := f.cache.Lookup(r.table, &f.key)
+	f.tableTally.count(f.key.Table, rule != nil)
+	if rule == nil {
+		r.dropped = dropTableMiss
+		return true
+	}
+	f.hits.add(rule, r.bytes)
+	return f.runActions(r, rule.Actions, depth)
+}
+
+// runActions runs one rule's actions on the frame.
+func (f *forwarder) runActions(r *frameRun, actions []flow.Action, depth int) bool {
 	for i := range actions {
 		a := &actions[i]
 		switch a.Type {
@@ -20,39 +81,121 @@ func (f *forwarder) execute(inSlot uint16, frame []byte, actions []flow.Action, 
 			// told so with IN_PORT. Output, IN_PORT and FLOOD leave out the
 			// ports that the spanning tree does not let forward; ALL does
 			// not, as in OVS.
-			if slot, ok := f.slot(a.Port); ok && slot != inSlot && f.forwards(slot) {
+			if slot, ok := f.slot(a.Port); ok && a.Port != f.key.InPort && f.forwards(slot) {
+				frame := r.frame
+				if a.Value != 0 && len(frame) > int(a.Value) {
+					frame = frame[:a.Value] // output(port=N,max_len=M)
+				}
 				f.enqueue(slot, frame)
-				shared = true
+				r.shared, r.sent = true, true
 			}
 		case flow.ActInPort:
-			if f.forwards(inSlot) {
-				f.enqueue(inSlot, frame)
-				shared = true
+			if slot, ok := f.slot(f.key.InPort); ok && f.forwards(slot) {
+				f.enqueue(slot, r.frame)
+				r.shared, r.sent = true, true
 			}
 		case flow.ActNormal:
-			frame = f.makeRoom(frame, copied, maxNormalCopies)
-			f.normal(inSlot, frame, now)
-			shared = true
-		case flow.ActFlood:
-			f.floodTo(f.flood, inSlot, frame)
-			shared = true
-		case flow.ActAll:
-			f.floodTo(f.live, inSlot, frame)
-			shared = true
-		default:
-			if shared {
-				frame = f.makeRoom(frame, copied, 1)
-				if frame = f.copies.clone(frame); frame == nil {
-					return // longer than any frame a port hands over: drop it
-				}
-				shared, copied = false, true
+			r.frame = f.makeRoom(r.frame, r.copied, maxNormalCopies)
+			if f.normal(r.inSlot, r.frame, r.now) {
+				r.sent = true
 			}
-			var keep bool
-			if frame, keep = rewrite(a, frame); !keep {
-				return
+			r.shared = true
+		case flow.ActFlood:
+			r.sent = f.floodTo(f.flood, f.key.InPort, r.frame) || r.sent
+			r.shared = true
+		case flow.ActAll:
+			r.sent = f.floodTo(f.live, f.key.InPort, r.frame) || r.sent
+			r.shared = true
+		case flow.ActGotoTable:
+			f.key.Table = a.Table
+			return f.runTable(r, depth+1)
+		case flow.ActResubmit:
+			if !f.resubmit(r, a, depth) {
+				return false
+			}
+		case flow.ActLoad, flow.ActSetField, flow.ActMove, flow.ActWriteMetadata:
+			a.ApplyToKey(&f.key)
+		default:
+			if !f.rewriteFrame(r, a) {
+				return false
 			}
 		}
 	}
+	return true
+}
+
+// resubmit looks the frame up in another table, or as if from another
+// port, runs what it finds and comes back, as OVS's resubmit does: the
+// registers keep what that table wrote, the table and input port are
+// restored.
+func (f *forwarder) resubmit(r *frameRun, a *flow.Action, depth int) bool {
+	if r.resubmits++; r.resubmits > maxResubmits {
+		return f.cutLoop(r, "resubmits")
+	}
+	table, inPort := f.key.Table, f.key.InPort
+	if a.Table != flow.ThisTable {
+		f.key.Table = a.Table
+	}
+	if a.Port != 0 {
+		f.key.InPort = a.Port
+	}
+	ok := f.runTable(r, depth+1)
+	f.key.Table, f.key.InPort = table, inPort
+	return ok
+}
+
+// cutLoop drops a frame that went too deep or resubmitted too often, and
+// says so once per bridge: a loop in the tables repeats for every frame.
+func (f *forwarder) cutLoop(r *frameRun, limit string) bool {
+	r.dropped = dropLoop
+	if f.loopLogged.CompareAndSwap(false, true) {
+		what := fmt.Sprintf("deeper than %d tables", maxPipelineDepth)
+		if limit == "resubmits" {
+			what = fmt.Sprintf("more than %d resubmits", maxResubmits)
+		}
+		f.log.Warn("a frame's way through the tables was cut: the rules loop; such frames are dropped and counted as loop drops (logged once)",
+			"limit", what, "table", f.key.Table, "in_port", f.key.InPort)
+	}
+	return false
+}
+
+// rewriteFrame applies a header rewrite to the frame, and to its key so
+// that later tables see it. It returns false when the frame is dropped.
+func (f *forwarder) rewriteFrame(r *frameRun, a *flow.Action) bool {
+	if r.shared {
+		if !f.ownCopy(r) {
+			return false
+		}
+	}
+	frame, keep := rewrite(a, r.frame)
+	if !keep && !r.copied && (a.Type == flow.ActPushVLAN || a.Type == flow.ActSetVLANVID) {
+		// No room before the next frame's bytes for the tag: a copy has it.
+		if !f.ownCopy(r) {
+			return false
+		}
+		frame, keep = rewrite(a, r.frame)
+	}
+	if !keep {
+		r.dropped = dropTTL
+		if a.Type != flow.ActDecTTL {
+			r.dropped = dropNoCopy
+		}
+		return false
+	}
+	r.frame = frame
+	a.ApplyToKey(&f.key)
+	return true
+}
+
+// ownCopy gives the run a private copy of its frame, in the copy pool.
+func (f *forwarder) ownCopy(r *frameRun) bool {
+	frame := f.makeRoom(r.frame, r.copied, 1)
+	if frame = f.copies.clone(frame); frame == nil {
+		r.dropped = dropNoCopy // longer than any frame a port hands over
+		return false
+	}
+	r.frame, r.shared, r.copied = frame, false, true
+	return true
 }
 
 // makeRoom sees to it that n copies of frame fit in the copy pool. When

@@ -7,6 +7,7 @@ package vswitch
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -38,6 +39,9 @@ type Options struct {
 	// BusyPoll keeps the forwarding thread polling its rings when idle
 	// instead of sleeping in poll(2): lower latency for a core of its own.
 	BusyPoll bool
+	// Logger is where the forwarder says what it must say once (a loop in
+	// the tables); nil is slog.Default().
+	Logger *slog.Logger
 }
 
 func (o Options) withDefaults() Options {
@@ -53,6 +57,9 @@ func (o Options) withDefaults() Options {
 	if o.CacheSize <= 0 {
 		o.CacheSize = flow.DefaultCacheSize
 	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
 	return o
 }
 
@@ -66,6 +73,10 @@ type Bridge struct {
 	ports []*bridgePort
 	fwds  []*forwarder  // one per thread; none once closed
 	stp   *spanningTree // nil: no spanning tree (stp.go)
+
+	// What the threads count together (pipeline.go).
+	tables *[flow.NumTables]tableCounters
+	drops  *bridgeDrops
 }
 
 type bridgePort struct {
@@ -123,8 +134,8 @@ func New(name string, flows *flow.Table, opts Options) (*Bridge, error) {
 	if flows != nil {
 		cls.Publish(flows)
 	}
-	b := &Bridge{name: name, flows: cls}
 	place := firstOf(max(1, len(opts.CPUs)), opts)
+	b := &Bridge{name: name, flows: cls, tables: place.tables, drops: place.drops}
 	for i := range place.count {
 		place.index = i
 		f, err := newForwarder(opts, cls, place)

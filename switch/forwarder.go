@@ -18,13 +18,16 @@ package vswitch
 //	receive up to BatchSize frames
 //	load the flow table's current version (once per batch)
 //	for each frame:
-//	    extract its key (flow.Extractor), find its rule in the exact-match
-//	    cache or, on a miss, the classifier
-//	    run the rule's actions: rewrites change the frame in place; outputs,
-//	    NORMAL (learn the source, look up the destination, else flood, all
+//	    extract its key (flow.Extractor) and run it through the pipeline
+//	    (actions.go): from table 0, find the rule for the key in the
+//	    exact-match cache or, on a miss, the classifier, and run its
+//	    actions: rewrites change the frame in place; goto_table and
+//	    resubmit look it up again in another table; outputs, NORMAL
+//	    (learn the source, look up the destination, else flood, all
 //	    within the frame's VLAN) and FLOOD append the frame to each output
 //	    port's group
-//	add each rule's packet and byte counts once for the batch
+//	add each rule's packet and byte counts, each table's lookups and the
+//	drops by reason once for the batch
 //	transmit each non-empty group with one call, count what the ring refused
 //	release the batch back to its queue
 //
@@ -43,10 +46,13 @@ package vswitch
 // forwarder's own state needs no locks.
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -73,8 +79,17 @@ type forwarder struct {
 	extractor       *flow.Extractor
 	cache           *flow.Cache
 	key             flow.Key
+	run             frameRun
 	hits            ruleHits
-	copies          copyPool
+	// tableTally and pipelineDrops count one batch's lookups per table
+	// and frames dropped by reason, added to the bridge's once per batch.
+	tableTally    tableTally
+	tableCounters *[flow.NumTables]tableCounters
+	pipelineDrops pipelineDrops
+	bridgeDrops   *bridgeDrops
+	loopLogged    *atomic.Bool // per bridge: a loop is logged once
+	log           *slog.Logger
+	copies        copyPool
 	// drops counts the current batch's frames that NORMAL dropped, by
 	// reason; they are added to the input port's counters once per batch.
 	drops rxDrops
@@ -134,6 +149,9 @@ type threadPlace struct {
 	fdb          *macTable
 	epoch        time.Time // of the MAC table's timestamps
 	index, count int
+	tables       *[flow.NumTables]tableCounters
+	drops        *bridgeDrops
+	loopLogged   *atomic.Bool
 }
 
 // firstOf returns the place of the first of count threads, with the MAC
@@ -143,7 +161,8 @@ func firstOf(count int, opts Options) threadPlace {
 	if count > 1 {
 		fdb.locks = make([]sync.Mutex, fdb.setMask+1)
 	}
-	return threadPlace{fdb: fdb, epoch: time.Now(), count: count}
+	return threadPlace{fdb: fdb, epoch: time.Now(), count: count,
+		tables: new([flow.NumTables]tableCounters), drops: new(bridgeDrops), loopLogged: new(atomic.Bool)}
 }
 
 func newForwarder(opts Options, flows *flow.Classifier, place threadPlace) (*forwarder, error) {
@@ -161,12 +180,17 @@ func newForwarder(opts Options, flows *flow.Classifier, place threadPlace) (*for
 		flows:     flows,
 		extractor: flow.NewExtractor(),
 		cache:     flow.NewCache(opts.CacheSize),
-		copies:    newCopyPool(batchSize),
-		frames:    make([]port.Frame, batchSize),
-		requests:  make(chan request, 1),
-		wakeFd:    wake,
-		busyPoll:  opts.BusyPoll,
-		exited:    make(chan struct{}),
+		log:       cmp.Or(opts.Logger, slog.Default()),
+
+		tableCounters: place.tables,
+		bridgeDrops:   place.drops,
+		loopLogged:    place.loopLogged,
+		copies:        newCopyPool(batchSize),
+		frames:        make([]port.Frame, batchSize),
+		requests:      make(chan request, 1),
+		wakeFd:        wake,
+		busyPoll:      opts.BusyPoll,
+		exited:        make(chan struct{}),
 	}
 	f.rebuild()
 	return f, nil
@@ -325,14 +349,11 @@ func (f *forwarder) forwardBatch(rx rxQueue) bool {
 			malformed++
 			continue
 		}
-		rule := f.cache.Lookup(table, &f.key)
-		if rule == nil {
-			continue // no rule matches: drop, as an OpenFlow table miss does
-		}
-		f.hits.add(rule, len(data))
-		f.execute(rx.slot, data, rule.Actions, now)
+		f.forwardFrame(table, rx.slot, data, now)
 	}
 	f.hits.flush(wall)
+	f.tableTally.flush(f.tableCounters)
+	f.pipelineDrops.flush(f.bridgeDrops)
 	in.counters.rxPackets.Add(uint64(n))
 	in.counters.rxBytes.Add(rxBytes)
 	if malformed > 0 {
@@ -346,61 +367,69 @@ func (f *forwarder) forwardBatch(rx rxQueue) bool {
 }
 
 // normal is the NORMAL action: a learning switch, per VLAN (see vlan.go).
-func (f *forwarder) normal(inSlot uint16, frame []byte, now int64) {
+// It reports whether it sent the frame anywhere.
+func (f *forwarder) normal(inSlot uint16, frame []byte, now int64) (sent bool) {
 	tagged, vid := frameTag(frame)
 	vlan, ok := f.ports[inSlot].vlan.ingress(vid)
 	if !ok {
 		f.drops.vlan++
-		return
+		return false
 	}
 	dst := frame[0:6]
 	if !f.forwardBPDU && isReserved(dst) {
 		f.drops.reserved++
-		return
+		return false
 	}
 	fr := vlanFrame{arrived: frame, vlan: vlan, tagged: tagged, vid: vid}
 	f.fdb.learn(macKey(frame[6:12], vlan), inSlot, now)
 	if f.learnOnly {
-		return
+		return false
 	}
 	if !isMulticast(dst) {
 		if out, ok := f.fdb.lookup(macKey(dst, vlan), now); ok {
 			if out != inSlot && f.forwards(out) {
-				f.normalOutput(out, &fr)
+				return f.normalOutput(out, &fr)
 			}
-			return
+			return false
 		}
 	}
 	if !f.storm[inSlot].take(now) {
 		f.drops.storm++
-		return
+		return false
 	}
 	for _, out := range f.flood {
-		if out != inSlot {
-			f.normalOutput(out, &fr)
+		if out != inSlot && f.normalOutput(out, &fr) {
+			sent = true
 		}
 	}
+	return sent
 }
 
 // normalOutput sends fr out of slot in the form that port wants, if the
-// port carries fr's VLAN.
-func (f *forwarder) normalOutput(slot uint16, fr *vlanFrame) {
+// port carries fr's VLAN, and reports whether it did.
+func (f *forwarder) normalOutput(slot uint16, fr *vlanFrame) bool {
 	out := &f.ports[slot].vlan
 	if !out.carries(fr.vlan) {
-		return
+		return false
 	}
-	if frame := f.formFor(fr, out); frame != nil {
-		f.enqueue(slot, frame)
+	frame := f.formFor(fr, out)
+	if frame == nil {
+		return false
 	}
+	f.enqueue(slot, frame)
+	return true
 }
 
-// floodTo sends frame to every port of slots but its input port.
-func (f *forwarder) floodTo(slots []uint16, inSlot uint16, frame []byte) {
+// floodTo sends frame to every port of slots but inPort, the frame's
+// input port as the pipeline sees it, and reports whether there was one.
+func (f *forwarder) floodTo(slots []uint16, inPort uint16, frame []byte) (sent bool) {
 	for _, out := range slots {
-		if out != inSlot {
+		if f.ports[out].ofport != inPort {
 			f.enqueue(out, frame)
+			sent = true
 		}
 	}
+	return sent
 }
 
 // forwards reports whether the spanning tree lets slot's port forward.
@@ -411,11 +440,15 @@ func (f *forwarder) enqueue(slot uint16, frame []byte) {
 		return // the input port is learning: it passes nothing on
 	}
 	g := &f.groups[slot]
+	if len(g.frames) == cap(g.frames) {
+		// Rules may send a frame to one port more than once
+		// (output:2,output:2): rather than grow the group, send what it
+		// holds now.
+		f.transmitGroups()
+	}
 	if len(g.frames) == 0 {
 		f.pending = append(f.pending, slot)
 	}
-	// Capacity is batchSize and a frame joins a group at most once, so
-	// this append never grows the slice.
 	g.frames = append(g.frames, frame)
 }
 

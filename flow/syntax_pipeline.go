@@ -1,0 +1,241 @@
+package flow
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// The syntax of the pipeline's actions, which act on what the pipeline
+// carries with a frame (registers, metadata, the input port) and on where
+// it goes next, as ovs-actions(7) writes them:
+//
+//	load:0x5->NXM_NX_REG0[0..15]   load:5->reg0[]   load:1->reg2[3]
+//	set_field:0x5/0xff->reg0        move:reg0[0..15]->reg1[16..31]
+//	write_metadata:0x1/0xff         resubmit(,2)  resubmit:3  resubmit(3,2)
+//	goto_table:2
+
+// subfield is a field's bits [ofs, ofs+nbits), as NAME[], NAME[N] or
+// NAME[A..B] write them; a bare NAME is all of it.
+type subfield struct {
+	field       *Field
+	ofs, nbits  uint
+	wholeSyntax bool // written NAME or NAME[]
+}
+
+func parseSubfield(text string) (subfield, error) {
+	name, bitsText, hasBits := strings.Cut(text, "[")
+	f, ok := fieldsByName[name]
+	if !ok || f.Bits == 0 {
+		return subfield{}, fmt.Errorf("unknown field %q", name)
+	}
+	sf := subfield{field: f, nbits: f.Bits, wholeSyntax: true}
+	if !hasBits {
+		return sf, nil
+	}
+	bitsText, closed := strings.CutSuffix(bitsText, "]")
+	if !closed {
+		return subfield{}, fmt.Errorf("%q: missing ]", text)
+	}
+	if bitsText == "" {
+		return sf, nil
+	}
+	startText, endText, isRange := strings.Cut(bitsText, "..")
+	if !isRange {
+		endText = startText
+	}
+	start, err1 := strconv.ParseUint(startText, 10, 8)
+	end, err2 := strconv.ParseUint(endText, 10, 8)
+	switch {
+	case err1 != nil || err2 != nil:
+		return subfield{}, fmt.Errorf("%q: invalid bit range", text)
+	case start > end:
+		return subfield{}, fmt.Errorf("%q: the range runs backwards", text)
+	case end >= uint64(f.Bits):
+		return subfield{}, fmt.Errorf("%q: %s has only %d bits", text, name, f.Bits)
+	}
+	return subfield{field: f, ofs: uint(start), nbits: uint(end - start + 1)}, nil
+}
+
+func (sf subfield) mask() Value { return Ones(sf.nbits).Shl(sf.ofs) }
+
+func (sf subfield) String() string {
+	if sf.ofs == 0 && sf.nbits == sf.field.Bits {
+		return sf.field.Name + "[]"
+	}
+	if sf.nbits == 1 {
+		return fmt.Sprintf("%s[%d]", sf.field.Name, sf.ofs)
+	}
+	return fmt.Sprintf("%s[%d..%d]", sf.field.Name, sf.ofs, sf.ofs+sf.nbits-1)
+}
+
+// writable checks that a load, move or set_field may write sf's field.
+func (sf subfield) writable(action string) error {
+	switch f := sf.field; {
+	case !f.Writable:
+		return fmt.Errorf("%s: field %s cannot be written", action, f.Name)
+	case !f.Carried:
+		return fmt.Errorf("%s: writing the header field %s is not supported (only registers, metadata and in_port); use its mod_ action or set_field", action, f.Name)
+	}
+	return nil
+}
+
+// loadAction parses load's "VALUE->DST[a..b]".
+func loadAction(arg string) (Action, *prerequisite, error) {
+	valueText, dstText, ok := cutLast(arg, "->")
+	if !ok {
+		return Action{}, nil, fmt.Errorf("load %q: want VALUE->FIELD[BITS]", arg)
+	}
+	dst, err := parseSubfield(dstText)
+	if err != nil {
+		return Action{}, nil, fmt.Errorf("load: %w", err)
+	}
+	if err := dst.writable("load"); err != nil {
+		return Action{}, nil, err
+	}
+	v, err := valueFromText("load value", valueText)
+	if err != nil {
+		return Action{}, nil, err
+	}
+	if v.BitLen() > int(dst.nbits) {
+		return Action{}, nil, fmt.Errorf("load: value %s does not fit in %d bits", valueText, dst.nbits)
+	}
+	return Action{Type: ActLoad, Field: dst.field, Imm: v.Shl(dst.ofs), Mask: dst.mask(),
+		Ofs: uint8(dst.ofs), NBits: uint8(dst.nbits)}, dst.field.Needs, nil
+}
+
+// moveAction parses move's "SRC[a..b]->DST[c..d]"; both sides have the
+// same width.
+func moveAction(arg string) (Action, *prerequisite, error) {
+	srcText, dstText, ok := cutLast(arg, "->")
+	if !ok {
+		return Action{}, nil, fmt.Errorf("move %q: want SRC[BITS]->DST[BITS]", arg)
+	}
+	src, err := parseSubfield(srcText)
+	if err != nil {
+		return Action{}, nil, fmt.Errorf("move: %w", err)
+	}
+	dst, err := parseSubfield(dstText)
+	if err != nil {
+		return Action{}, nil, fmt.Errorf("move: %w", err)
+	}
+	if err := dst.writable("move"); err != nil {
+		return Action{}, nil, err
+	}
+	if src.nbits != dst.nbits {
+		return Action{}, nil, fmt.Errorf("move: the source has %d bits and the destination %d", src.nbits, dst.nbits)
+	}
+	needs := bothNeeded(src.field.Needs, dst.field.Needs)
+	return Action{Type: ActMove, Src: src.field, SrcOfs: uint8(src.ofs), Field: dst.field, Ofs: uint8(dst.ofs),
+		NBits: uint8(dst.nbits)}, needs, nil
+}
+
+// bothNeeded is a prerequisite that holds when a and b both do.
+func bothNeeded(a, b *prerequisite) *prerequisite {
+	switch {
+	case a == nil || a == b:
+		return b
+	case b == nil:
+		return a
+	}
+	return &prerequisite{holds: func(m *Match) bool { return a.holds(m) && b.holds(m) }, what: a.what + " and " + b.what}
+}
+
+// setCarriedField parses set_field's "VALUE[/MASK]" for a field the
+// pipeline carries.
+func setCarriedField(valueText string, f *Field) (Action, *prerequisite, error) {
+	if err := (subfield{field: f, nbits: f.Bits}).writable("set_field"); err != nil {
+		return Action{}, nil, err
+	}
+	v, mask, err := f.parseValue(valueText, nil)
+	if err != nil {
+		return Action{}, nil, fmt.Errorf("set_field: %w", err)
+	}
+	return Action{Type: ActSetField, Field: f, Imm: v.And(mask), Mask: mask}, f.Needs, nil
+}
+
+// writeMetadataAction parses write_metadata's "VALUE[/MASK]".
+func writeMetadataAction(arg string) (Action, error) {
+	f := fieldsByName["metadata"]
+	v, mask, err := f.parseValue(arg, nil)
+	if err != nil {
+		return Action{}, fmt.Errorf("write_metadata: %w", err)
+	}
+	return Action{Type: ActWriteMetadata, Field: f, Imm: v.And(mask), Mask: mask}, nil
+}
+
+// resubmitAction parses resubmit's "PORT" (resubmit:2) or "[PORT],[TABLE]"
+// (resubmit(,2), resubmit(2,3)).
+func resubmitAction(arg string, ports PortNames) (Action, error) {
+	portText, tableText, hasTable := strings.Cut(arg, ",")
+	a := Action{Type: ActResubmit, Table: ThisTable}
+	if portText == "" && tableText == "" {
+		return Action{}, errors.New("resubmit needs a port or a table: resubmit:PORT or resubmit(,TABLE)")
+	}
+	if portText != "" && !strings.EqualFold(portText, "in_port") {
+		port, err := portFromText(portText, ports)
+		if err != nil {
+			return Action{}, fmt.Errorf("resubmit: %w", err)
+		}
+		a.Port = port
+	}
+	if hasTable && tableText != "" {
+		if strings.Contains(tableText, ",") {
+			return Action{}, fmt.Errorf("resubmit(%s): only a port and a table are supported (no ct)", arg)
+		}
+		t, err := numberFromText("resubmit table", tableText, NumTables-1)
+		if err != nil {
+			return Action{}, err
+		}
+		a.Table = uint8(t)
+	}
+	return a, nil
+}
+
+// gotoTableAction parses goto_table's table for a rule in table from:
+// OpenFlow only goes forward.
+func gotoTableAction(arg string, from uint8) (Action, error) {
+	t, err := numberFromText("goto_table", arg, NumTables-1)
+	if err != nil {
+		return Action{}, err
+	}
+	if t <= uint64(from) {
+		return Action{}, fmt.Errorf("goto_table:%d in table %d: a rule may only go to a later table (resubmit can go back)", t, from)
+	}
+	return Action{Type: ActGotoTable, Table: uint8(t)}, nil
+}
+
+// pipelineActionText prints the pipeline's actions; ok is false for any
+// other action.
+func pipelineActionText(a Action) (text string, ok bool) {
+	switch a.Type {
+	case ActLoad:
+		dst := subfield{field: a.Field, ofs: uint(a.Ofs), nbits: uint(a.NBits)}
+		return fmt.Sprintf("load:%#x->%s", a.Imm.Shr(uint(a.Ofs)).Lo, dst), true
+	case ActSetField:
+		return "set_field:" + a.Field.formatValue(a.Imm, a.Mask) + "->" + a.Field.Name, true
+	case ActMove:
+		src := subfield{field: a.Src, ofs: uint(a.SrcOfs), nbits: uint(a.NBits)}
+		dst := subfield{field: a.Field, ofs: uint(a.Ofs), nbits: uint(a.NBits)}
+		return fmt.Sprintf("move:%s->%s", src, dst), true
+	case ActWriteMetadata:
+		if a.Mask.Lo == math.MaxUint64 {
+			return fmt.Sprintf("write_metadata:%#x", a.Imm.Lo), true
+		}
+		return fmt.Sprintf("write_metadata:%#x/%#x", a.Imm.Lo, a.Mask.Lo), true
+	case ActResubmit:
+		port := ""
+		if a.Port != 0 {
+			port = portText(a.Port)
+		}
+		if a.Table == ThisTable {
+			return "resubmit:" + port, true
+		}
+		return fmt.Sprintf("resubmit(%s,%d)", port, a.Table), true
+	case ActGotoTable:
+		return fmt.Sprintf("goto_table:%d", a.Table), true
+	}
+	return "", false
+}

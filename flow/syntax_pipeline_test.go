@@ -1,0 +1,53 @@
+package flow
+
+import "testing"
+
+func TestParsePipelineActions(t *testing.T) {
+	for _, tt := range []struct{ in, canonical string }{
+		{"table=1,reg0=5,actions=load:0x3->NXM_NX_REG1[0..7],resubmit(,2)", "table=1, reg0=0x5 actions=load:0x3->reg1[0..7],resubmit(,2)"},
+		{"actions=load:1->reg2[3]", "actions=load:0x1->reg2[3]"},
+		{"actions=load:0xdeadbeef->reg3", "actions=load:0xdeadbeef->reg3[]"},
+		{"actions=load:2->NXM_OF_IN_PORT[],resubmit(,1)", "actions=load:0x2->in_port[],resubmit(,1)"},
+		{"actions=set_field:0x5/0xff->reg0", "actions=set_field:0x5/0xff->reg0"},
+		{"actions=set_field:7->metadata", "actions=set_field:0x7->metadata"},
+		{"actions=move:NXM_NX_REG0[0..15]->NXM_NX_REG1[16..31]", "actions=move:reg0[0..15]->reg1[16..31]"},
+		{"ip,actions=move:nw_src[]->reg0[]", "ip actions=move:nw_src[]->reg0[]"},
+		{"actions=write_metadata:0x1/0xff,goto_table:3", "actions=write_metadata:0x1/0xff,goto_table:3"},
+		{"actions=output:1,goto_table:254", "actions=output:1,goto_table:254"},
+		{"actions=resubmit:2", "actions=resubmit:2"},
+		{"actions=resubmit(3,4)", "actions=resubmit(3,4)"},
+		{"actions=resubmit(in_port,4)", "actions=resubmit(,4)"},
+		{"actions=output(port=2,max_len=100)", "actions=output(port=2,max_len=100)"},
+		{"actions=mod_vlan_vid(5)", "actions=mod_vlan_vid:5"},
+		{"table=7,metadata=0x1/0xff,actions=goto_table:8", "table=7, metadata=0x1/0xff actions=goto_table:8"},
+	} {
+		r, err := ParseRule(tt.in, testPorts)
+		if err != nil {
+			t.Errorf("ParseRule(%q): %v", tt.in, err)
+			continue
+		}
+		if got := FormatRule(r); got != tt.canonical {
+			t.Errorf("FormatRule(ParseRule(%q)) = %q, want %q", tt.in, got, tt.canonical)
+		}
+		checkRuleRoundTrip(t, tt.in)
+	}
+}
+
+// TestPipelineActionsOnTheKey checks what load, set_field, move and
+// write_metadata do to a key against the arithmetic done by hand.
+func TestPipelineActionsOnTheKey(t *testing.T) {
+	r, err := ParseRule("ip,actions=load:0xab->reg0[8..15],set_field:0x5/0xf->reg1,move:reg0[8..15]->reg2[0..7],"+
+		"move:nw_src[24..31]->reg3[0..7],load:7->in_port[],write_metadata:0xf0/0xff", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := Key{Headers: Headers{InPort: 1, NwSrc: [4]byte{10, 1, 2, 3}}, Metadata: 0x1234}
+	k.Regs = [NumRegs]uint32{0x11223344, 0xfffffff0}
+	for i := range r.Actions {
+		r.Actions[i].ApplyToKey(&k)
+	}
+	want := [4]uint32{0x1122ab44, 0xfffffff5, 0xab, 10}
+	if [4]uint32(k.Regs[:4]) != want || k.InPort != 7 || k.Metadata != 0x12f0 {
+		t.Errorf("regs %#x, in_port %d, metadata %#x; want regs %#x, in_port 7, metadata 0x12f0", k.Regs[:4], k.InPort, k.Metadata, want)
+	}
+}

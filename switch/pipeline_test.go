@@ -1,0 +1,158 @@
+package vswitch
+
+import (
+	"net"
+	"testing"
+
+	"github.com/xswitch/xswitch/internal/race"
+	"github.com/xswitch/xswitch/port/porttest"
+)
+
+// TestGotoTableACLThenNormal: table 0 classifies, table 1 drops one TCP
+// port, table 2 is NORMAL; the counters of each table see the frames.
+func TestGotoTableACLThenNormal(t *testing.T) {
+	ports := newPorts(2)
+	f := testForwarder(t, 64, ports...)
+	f.flows.Publish(rules(t,
+		"table=0,priority=0,actions=goto_table:1",
+		"table=1,priority=100,udp,tp_dst=9,actions=drop",
+		"table=1,priority=0,actions=goto_table:2",
+		"table=2,priority=0,actions=NORMAL"))
+	pass := udpFrame(t, broadcast, mac(1), net.IPv4(10, 0, 0, 1), net.IPv4(10, 0, 0, 2), 1000, 80, nil)
+	blocked := udpFrame(t, broadcast, mac(1), net.IPv4(10, 0, 0, 1), net.IPv4(10, 0, 0, 2), 1000, 9, nil)
+	ports[0].Inject(pass, blocked, pass)
+	forwardAll(f)
+	wantFrames(t, ports[1], pass, pass)
+	for table, want := range map[uint8][2]uint64{0: {3, 3}, 1: {3, 3}, 2: {2, 2}, 3: {0, 0}} {
+		c := &f.tableCounters[table]
+		if got := [2]uint64{c.lookups.Load(), c.matched.Load()}; got != want {
+			t.Errorf("table %d: lookups, matched = %v; want %v", table, got, want)
+		}
+	}
+	if got := f.bridgeDrops[dropRule].Load(); got != 1 {
+		t.Errorf("rule drops = %d; want 1", got)
+	}
+}
+
+// TestResubmitCarriesRegisters: table 0 stores the input port's choice in
+// reg0 and resubmits; table 1 outputs by reg0. The input port is restored
+// after a resubmit that changes it.
+func TestResubmitCarriesRegisters(t *testing.T) {
+	ports := newPorts(3)
+	f := testForwarder(t, 64, ports...)
+	f.flows.Publish(rules(t,
+		"in_port=1,actions=load:3->reg0[0..15],resubmit(,1),resubmit(2,2)",
+		"table=1,reg0=3,actions=output:3",
+		"table=2,in_port=2,actions=output:1", // back to port 1: in_port is 2 here
+		"table=2,in_port=1,actions=output:2"))
+	fr := frame(mac(9), mac(1), "x")
+	ports[0].Inject(fr)
+	forwardAll(f)
+	wantFrames(t, ports[2], fr)
+	wantFrames(t, ports[1])
+	wantFrames(t, ports[0], fr)
+}
+
+// TestResubmitLoopIsCutAndCounted: two tables that resubmit to each other
+// drop the frame at the depth limit; forwarding goes on.
+func TestResubmitLoopIsCutAndCounted(t *testing.T) {
+	ports := newPorts(2)
+	f := testForwarder(t, 64, ports...)
+	f.flows.Publish(rules(t,
+		"priority=10,udp,actions=resubmit(,1)",
+		"table=1,actions=resubmit(,0)",
+		"priority=0,actions=NORMAL"))
+	loop := udpFrame(t, broadcast, mac(1), net.IPv4(10, 0, 0, 1), net.IPv4(10, 0, 0, 2), 1, 2, nil)
+	other := frame(broadcast, mac(1), "not udp")
+	ports[0].Inject(loop, other, loop)
+	forwardAll(f)
+	wantFrames(t, ports[1], other)
+	if got := f.bridgeDrops[dropLoop].Load(); got != 2 {
+		t.Errorf("loop drops = %d; want 2", got)
+	}
+	// Deep as the limit, and no deeper.
+	if got := f.tableCounters[1].lookups.Load(); got != 2*(maxPipelineDepth/2) {
+		t.Errorf("table 1 lookups = %d; want %d", got, 2*(maxPipelineDepth/2))
+	}
+}
+
+// TestResubmitLimitCutsAWideTree: a rule that resubmits twice to a table
+// that does the same makes a tree of 2^64 lookups; the resubmit limit
+// cuts it long before.
+func TestResubmitLimitCutsAWideTree(t *testing.T) {
+	ports := newPorts(2)
+	f := testForwarder(t, 64, ports...)
+	f.flows.Publish(rules(t, "actions=resubmit(,0),resubmit(,0)"))
+	ports[0].Inject(frame(broadcast, mac(1), "x"))
+	forwardAll(f)
+	if got := f.bridgeDrops[dropLoop].Load(); got != 1 {
+		t.Errorf("loop drops = %d; want 1", got)
+	}
+	if got := f.tableCounters[0].lookups.Load(); got > maxResubmits+1 {
+		t.Errorf("%d lookups; the limit is %d resubmits", got, maxResubmits)
+	}
+}
+
+// TestTableMissAfterGotoDrops: a goto into an empty table drops the frame
+// and says why.
+func TestTableMissAfterGotoDrops(t *testing.T) {
+	ports := newPorts(2)
+	f := testForwarder(t, 64, ports...)
+	f.flows.Publish(rules(t, "actions=goto_table:5"))
+	ports[0].Inject(frame(broadcast, mac(1), "x"))
+	forwardAll(f)
+	wantFrames(t, ports[1])
+	if got := f.bridgeDrops[dropTableMiss].Load(); got != 1 {
+		t.Errorf("table-miss drops = %d; want 1", got)
+	}
+}
+
+// TestRewriteIsSeenByLaterTables: a later table matches on what an earlier
+// one rewrote.
+func TestRewriteIsSeenByLaterTables(t *testing.T) {
+	ports := newPorts(3)
+	f := testForwarder(t, 64, ports...)
+	f.flows.Publish(rules(t,
+		"actions=mod_dl_dst:02:00:00:00:00:33,goto_table:1",
+		"table=1,dl_dst=02:00:00:00:00:33,actions=output:3",
+		"table=1,priority=0,actions=output:2"))
+	ports[0].Inject(frame(mac(9), mac(1), "x"))
+	forwardAll(f)
+	wantFrames(t, ports[2], frame(mac(0x33), mac(1), "x"))
+	wantFrames(t, ports[1])
+}
+
+// TestOutputMaxLenTruncates: output(port=N,max_len=M) sends the first M
+// bytes.
+func TestOutputMaxLenTruncates(t *testing.T) {
+	ports := newPorts(2)
+	f := testForwarder(t, 64, ports...)
+	f.flows.Publish(rules(t, "actions=output(port=2,max_len=20)"))
+	fr := frame(mac(9), mac(1), "a payload longer than six bytes")
+	ports[0].Inject(fr)
+	forwardAll(f)
+	wantFrames(t, ports[1], fr[:20])
+}
+
+// TestRepeatedOutputsAllocateNothing: rules that send one frame to a port
+// several times fill its group faster than one per frame; the group is
+// sent early rather than grown.
+func TestRepeatedOutputsAllocateNothing(t *testing.T) {
+	for _, tt := range []struct {
+		actions string
+		copies  uint64 // of each frame that port 2 sends
+	}{{"actions=output:2,output:2,output:2", 3}, {"actions=NORMAL,FLOOD,ALL", 3}} {
+		f, loop := benchForwarder(t, 3, 1)
+		f.flows.Publish(rules(t, tt.actions))
+		f.forwardBatch(f.queues[0])
+		if !race.Enabled {
+			if allocs := testing.AllocsPerRun(50, func() { f.forwardBatch(f.queues[0]) }); allocs != 0 {
+				t.Errorf("%s: forwarding a batch allocates %.1f times; want 0", tt.actions, allocs)
+			}
+		}
+		received := loop.Counts().Received
+		if sent := f.ports[1].Port.(*porttest.Port).Counts().Transmitted; received == 0 || sent != tt.copies*received {
+			t.Errorf("%s: port 2 sent %d frames of %d received; want %d of each", tt.actions, sent, received, tt.copies)
+		}
+	}
+}
