@@ -1,6 +1,7 @@
 package flow
 
 import (
+	"math"
 	"runtime"
 	"testing"
 	"time"
@@ -93,15 +94,22 @@ func TestLRUPurgeAllocatesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := range DefaultCacheSize {
-		lru.Add(Key{Headers: Headers{InPort: uint16(i)}}, nil)
+	// The runtime's own goroutines allocate now and then, and MemStats
+	// counts them too: a Purge that allocates does so every time, so the
+	// fewest of a few tries is the Purge's own count.
+	fewest := uint64(math.MaxUint64)
+	for range 3 {
+		for i := range DefaultCacheSize {
+			lru.Add(Key{Headers: Headers{InPort: uint16(i)}}, nil)
+		}
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		lru.Purge()
+		runtime.ReadMemStats(&after)
+		fewest = min(fewest, after.Mallocs-before.Mallocs)
 	}
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	lru.Purge()
-	runtime.ReadMemStats(&after)
-	if n := after.Mallocs - before.Mallocs; n != 0 || lru.Len() != 0 {
-		t.Errorf("Purge of a full LRU: %d allocations, %d keys left", n, lru.Len())
+	if fewest != 0 || lru.Len() != 0 {
+		t.Errorf("Purge of a full LRU: %d allocations, %d keys left", fewest, lru.Len())
 	}
 }
 

@@ -13,11 +13,11 @@ import (
 
 // keyFieldSizes are the byte sizes of Key's fields, in order, as keyBytes
 // lays them out.
-var keyFieldSizes = []int{2, 6, 6, 2, 2, 1, 1, 1, 1, 4, 4, 16, 16, 2, 2}
+var keyFieldSizes = []int{2, 6, 6, 2, 2, 1, 1, 1, 1, 4, 4, 16, 16, 2, 2, 1}
 
 func keyBytes(k *Key) []byte {
 	be := binary.BigEndian
-	b := make([]byte, 0, 66)
+	b := make([]byte, 0, 67)
 	b = be.AppendUint16(b, k.InPort)
 	b = append(b, k.DlDst[:]...)
 	b = append(b, k.DlSrc[:]...)
@@ -29,7 +29,8 @@ func keyBytes(k *Key) []byte {
 	b = append(b, k.IPv6Src[:]...)
 	b = append(b, k.IPv6Dst[:]...)
 	b = be.AppendUint16(b, k.TpSrc)
-	return be.AppendUint16(b, k.TpDst)
+	b = be.AppendUint16(b, k.TpDst)
+	return append(b, k.Table)
 }
 
 func keyFromBytes(b []byte) Key {
@@ -47,6 +48,7 @@ func keyFromBytes(b []byte) Key {
 	copy(k.IPv6Dst[:], b[46:])
 	k.TpSrc = be.Uint16(b[62:])
 	k.TpDst = be.Uint16(b[64:])
+	k.Table = b[66]
 	return k
 }
 
@@ -54,7 +56,7 @@ func TestKeyBytesRoundTrip(t *testing.T) {
 	g := newRuleGen(9, 1)
 	for range 100 {
 		k := g.randomKey()
-		if b := keyBytes(&k); len(b) != 66 || keyFromBytes(b) != k {
+		if b := keyBytes(&k); len(b) != 67 || keyFromBytes(b) != k {
 			t.Fatalf("key %+v does not survive keyBytes", k)
 		}
 	}
@@ -102,6 +104,7 @@ func prefix16(bits int) [16]byte {
 // partial mask typical of the field.
 func (g *ruleGen) randomMask() Key {
 	var m Key
+	m.Table = 0xff // a rule lives in one table
 	some := func() bool { return g.pick(4) == 0 }
 	if some() {
 		m.InPort = 0xffff
@@ -178,6 +181,7 @@ func (g *ruleGen) randomKey() Key {
 	k.IPv6Dst = v6Pool[g.pick(len(v6Pool))]
 	k.TpSrc = []uint16{22, 80, 443, 0x1f90}[g.pick(4)]
 	k.TpDst = []uint16{22, 80, 443, 0x1f90}[g.pick(4)]
+	k.Table = uint8(g.pick(3))
 	if wild() {
 		k.InPort = uint16(g.rnd.Uint32())
 	}
@@ -258,7 +262,7 @@ func (g *ruleGen) filter(strict bool) Filter {
 		}
 		return f
 	}
-	keep := make([]byte, 0, 66)
+	keep := make([]byte, 0, 67)
 	for _, size := range keyFieldSizes {
 		b := byte(0)
 		if g.pick(2) == 0 {

@@ -153,6 +153,13 @@ func FieldByName(name string) (*Field, bool) {
 	return f, ok
 }
 
+// isWireName reports whether name is one of OVS's NXM_ or OXM_ names,
+// which only load and move take, as in OVS: a match or set_field names a
+// field as ovs-fields(7) does.
+func isWireName(name string) bool {
+	return strings.HasPrefix(name, "NXM_") || strings.HasPrefix(name, "OXM_")
+}
+
 func init() {
 	for _, f := range fieldTable() {
 		fields = append(fields, f)
@@ -266,7 +273,7 @@ func fieldTable() []*Field {
 	}
 	get, set := u16Field(func(k *Key) *uint16 { return &k.DlType })
 	add(&Field{Name: "dl_type", Aliases: []string{"eth_type", "NXM_OF_ETH_TYPE", "OXM_OF_ETH_TYPE"},
-		Bits: 16, Maskable: true, syntax: syntaxHex4, print: printDlType}, get, set)
+		Bits: 16, syntax: syntaxHex4, print: printDlType}, get, set)
 
 	for i := range NumRegs {
 		get, set := regField(i)

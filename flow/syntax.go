@@ -291,6 +291,8 @@ func (p *flowParser) parseField(tok flowToken) error {
 	}
 	field, ok := fieldsByName[tok.name]
 	switch {
+	case ok && isWireName(tok.name):
+		return fmt.Errorf("unknown field %q (NXM and OXM names are for load and move: a match says %s)", tok.name, field.Name)
 	case !ok:
 		return fmt.Errorf("unknown field %q", tok.name)
 	case field.shorthand && tok.hasValue:
@@ -325,7 +327,7 @@ func (p *flowParser) parseRuleField(tok flowToken) error {
 		}
 		return err
 	case "table":
-		v, err := numberFromText(tok.name, tok.value, math.MaxUint8)
+		v, err := tableFromText(tok.name, tok.value, math.MaxUint8)
 		p.table, p.hasTable = uint8(v), true
 		return err
 	default: // cookie
@@ -378,13 +380,25 @@ func numberFromText(name, text string, max uint64) (uint64, error) {
 	return v, nil
 }
 
+// tableFromText reads a table number, which OVS takes in decimal only.
+func tableFromText(what, text string, max uint64) (uint64, error) {
+	if strings.HasPrefix(text, "0x") || strings.HasPrefix(text, "0X") {
+		return 0, fmt.Errorf("invalid %s %q (table numbers are decimal)", what, text)
+	}
+	return numberFromText(what, text, max)
+}
+
 // portText prints a port number, as in_port and output do.
 func portText(n uint16) string { return strconv.FormatUint(uint64(n), 10) }
 
-// portFromText reads an OpenFlow port number or a port name.
+// portFromText reads an OpenFlow port number (decimal, as OVS reads
+// them) or a port name.
 func portFromText(text string, ports PortNames) (uint16, error) {
 	if v, isNumber, fits := scanUint(text); isNumber {
-		if !fits || v == 0 || v > maxPortNumber {
+		switch {
+		case strings.HasPrefix(text, "0x") || strings.HasPrefix(text, "0X"):
+			return 0, fmt.Errorf("invalid port %q (port numbers are decimal)", text)
+		case !fits || v == 0 || v > maxPortNumber:
 			return 0, fmt.Errorf("port %s out of range (1-%d)", text, maxPortNumber)
 		}
 		return uint16(v), nil

@@ -174,8 +174,7 @@ func parseAction(name, arg string, hasArg bool, ports PortNames) (Action, *prere
 		if typ, ok := reservedPorts[strings.ToUpper(arg)]; ok {
 			return Action{Type: typ}, nil, nil
 		}
-		port, err := portFromText(arg, ports)
-		return Action{Type: ActOutput, Port: port}, nil, err
+		return outputTo(arg, ports)
 	case "load":
 		return loadAction(arg)
 	case "move":
@@ -212,6 +211,16 @@ func parseAction(name, arg string, hasArg bool, ports PortNames) (Action, *prere
 	}
 }
 
+// outputTo parses output's port. OFPP_MAX (65280) may be an input port
+// but not an output one, as in OVS.
+func outputTo(text string, ports PortNames) (Action, *prerequisite, error) {
+	port, err := portFromText(text, ports)
+	if err == nil && port == maxPortNumber {
+		err = fmt.Errorf("output to port %d: OpenFlow's OFPP_MAX is not a port frames can leave by", port)
+	}
+	return Action{Type: ActOutput, Port: port}, nil, err
+}
+
 // outputWithMaxLen parses output's "port=N,max_len=M": the frame sent is
 // cut to its first M bytes, as OVS's truncate does.
 func outputWithMaxLen(arg string, ports PortNames) (Action, *prerequisite, error) {
@@ -220,11 +229,11 @@ func outputWithMaxLen(arg string, ports PortNames) (Action, *prerequisite, error
 		key, value, _ := strings.Cut(part, "=")
 		switch key {
 		case "port":
-			port, err := portFromText(value, ports)
+			out, _, err := outputTo(value, ports)
 			if err != nil {
 				return Action{}, nil, err
 			}
-			a.Type, a.Port = ActOutput, port
+			a.Type, a.Port = ActOutput, out.Port
 		case "max_len":
 			n, err := numberFromText("max_len", value, math.MaxUint16)
 			if err != nil {
@@ -238,8 +247,8 @@ func outputWithMaxLen(arg string, ports PortNames) (Action, *prerequisite, error
 			return Action{}, nil, fmt.Errorf("output(%s): unknown argument %q (want port= and max_len=)", arg, key)
 		}
 	}
-	if a.Type != ActOutput {
-		return Action{}, nil, fmt.Errorf("output(%s): missing port=", arg)
+	if a.Type != ActOutput || a.Value == 0 {
+		return Action{}, nil, fmt.Errorf("output(%s): want both port= and max_len= (or write output:PORT)", arg)
 	}
 	return a, nil, nil
 }
@@ -249,11 +258,11 @@ const ethHeaderLen = 14
 
 // bareOutput parses an action that is only a port number or name.
 func bareOutput(text string, ports PortNames) (Action, *prerequisite, error) {
-	port, err := portFromText(text, ports)
+	a, needs, err := outputTo(text, ports)
 	if _, unknownName := errors.AsType[*NoPortError](err); unknownName {
 		return Action{}, nil, fmt.Errorf("unknown action %q", text)
 	}
-	return Action{Type: ActOutput, Port: port}, nil, err
+	return a, needs, err
 }
 
 func macAction(typ ActionType, text string) (Action, *prerequisite, error) {
@@ -290,15 +299,19 @@ func setFieldAction(arg string) (Action, *prerequisite, error) {
 	if !ok {
 		return Action{}, nil, fmt.Errorf("set_field %q: want VALUE->FIELD", arg)
 	}
+	if isWireName(field) {
+		return Action{}, nil, fmt.Errorf("set_field: unknown field %q (NXM and OXM names are for load and move)", field)
+	}
 	switch field {
 	case "eth_src", "dl_src":
 		return macAction(ActSetDlSrc, value)
 	case "eth_dst", "dl_dst":
 		return macAction(ActSetDlDst, value)
-	case "vlan_vid", "dl_vlan":
-		// OpenFlow writes vlan_vid with its "present" bit (0x1000).
+	case "vlan_vid":
+		// OpenFlow writes vlan_vid with its "present" bit (0x1000). It
+		// changes a tag, never pushes one: the match must have a tag.
 		vid, err := numberFromText("set_field "+field, value, VLANCFI|vlanVIDMask)
-		return Action{Type: ActSetVLANVID, Value: uint16(vid) &^ VLANCFI}, nil, err
+		return Action{Type: ActSetVLANVID, Value: uint16(vid) &^ VLANCFI}, needsVLAN, err
 	case "ip_src", "nw_src":
 		return ipv4Action(ActSetNwSrc, value)
 	case "ip_dst", "nw_dst":
@@ -317,13 +330,10 @@ func setFieldAction(arg string) (Action, *prerequisite, error) {
 	default:
 		return Action{}, nil, fmt.Errorf("set_field: unsupported field %q", field)
 	}
-	switch field[:3] {
-	case "tcp":
-		needs = actionNeedsTCP
-	case "udp":
+	// OVS's set_field reads tp_src and tp_dst as tcp_src and tcp_dst.
+	needs = actionNeedsTCP
+	if field[:3] == "udp" {
 		needs = actionNeedsUDP
-	default:
-		needs = actionNeedsTCPOrUDP
 	}
 	port, err := numberFromText("set_field "+field, value, math.MaxUint16)
 	return Action{Type: typ, Value: uint16(port)}, needs, err

@@ -19,7 +19,7 @@ var syntaxFuzzSeeds = []string{
 	"udp,nw_src=10.0.0.0/255.0.255.0,tp_dst=0x50/0xfff0,actions=mod_tp_dst:53,mod_nw_dst:10.0.0.9",
 	"tcp6,ipv6_src=2001:db8::/32,ipv6_dst=::1,tp_src=22,actions=set_field:2222->tcp_src",
 	"icmp6,icmp_type=135,ip_frag=no,actions=set_field:02:00:00:00:00:02->eth_dst",
-	"ipv6,ip_dscp=46,nw_ecn=1,actions=set_field:0x1005->vlan_vid",
+	"ipv6,ip_dscp=46,nw_ecn=1,dl_vlan=9,actions=set_field:0x1005->vlan_vid",
 	"dl_type=0x88cc actions=",
 	"ip ip_frag=later nw_proto=47 actions=drop",
 }

@@ -174,7 +174,14 @@ func resubmitAction(arg string, ports PortNames) (Action, error) {
 	if portText == "" && tableText == "" {
 		return Action{}, errors.New("resubmit needs a port or a table: resubmit:PORT or resubmit(,TABLE)")
 	}
-	if portText != "" && !strings.EqualFold(portText, "in_port") {
+	if strings.EqualFold(portText, "in_port") {
+		// OVS's way of saying "no port", which then needs a table.
+		if tableText == "" {
+			return Action{}, errors.New(`resubmit to IN_PORT needs a table: resubmit(,TABLE)`)
+		}
+		portText = ""
+	}
+	if portText != "" {
 		port, err := portFromText(portText, ports)
 		if err != nil {
 			return Action{}, fmt.Errorf("resubmit: %w", err)
@@ -185,7 +192,7 @@ func resubmitAction(arg string, ports PortNames) (Action, error) {
 		if strings.Contains(tableText, ",") {
 			return Action{}, fmt.Errorf("resubmit(%s): only a port and a table are supported (no ct)", arg)
 		}
-		t, err := numberFromText("resubmit table", tableText, NumTables-1)
+		t, err := tableFromText("resubmit table", tableText, NumTables-1)
 		if err != nil {
 			return Action{}, err
 		}
@@ -197,7 +204,7 @@ func resubmitAction(arg string, ports PortNames) (Action, error) {
 // gotoTableAction parses goto_table's table for a rule in table from:
 // OpenFlow only goes forward.
 func gotoTableAction(arg string, from uint8) (Action, error) {
-	t, err := numberFromText("goto_table", arg, NumTables-1)
+	t, err := tableFromText("goto_table", arg, NumTables-1)
 	if err != nil {
 		return Action{}, err
 	}
