@@ -57,6 +57,9 @@ func NewDaemon(opts Options) (*Daemon, error) {
 	if log == nil {
 		log = slog.Default()
 	}
+	if opts.Bridge.Logger == nil {
+		opts.Bridge.Logger = log // what a forwarder says once goes to the daemon's log
+	}
 	st, loaded, err := openStore(dbPath, time.Now())
 	if err != nil {
 		return nil, err
@@ -249,6 +252,8 @@ func (d *Daemon) handleLocked(req Request) (Response, error) {
 		resp.Bridges, err = d.show(req.Bridge)
 	case VerbFDB:
 		resp.FDB, err = d.fdb(req.Bridge)
+	case VerbDumpTables:
+		resp.Tables, err = d.dumpTables(req.Bridge)
 	case VerbAddFlows:
 		err = d.addFlows(req.Bridge, req.Flows, req.FlowLines)
 	case VerbModFlows:
@@ -474,6 +479,10 @@ func (d *Daemon) show(only string) ([]BridgeStatus, error) {
 		b := d.bridges[bc.Name]
 		bs := BridgeStatus{Name: bc.Name, Ports: []PortStatus{}, Flows: b.Flows().Len()}
 		bs.CacheHits, bs.CacheMisses = b.CacheStats()
+		bs.Drops = map[string]uint64{}
+		for i, n := range b.PipelineDrops() {
+			bs.Drops[vswitch.DropReasons[i]] = n
+		}
 		busy, idle := b.ForwarderTime()
 		bs.Forwarder = ForwarderStatus{
 			CPUs: d.bridgeOpts.CPUs, BusyPoll: d.bridgeOpts.BusyPoll,
@@ -511,6 +520,18 @@ func (d *Daemon) show(only string) ([]BridgeStatus, error) {
 		out = append(out, bs)
 	}
 	slices.SortFunc(out, func(a, b BridgeStatus) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+func (d *Daemon) dumpTables(bridge string) ([]TableStatus, error) {
+	b, err := d.bridge(bridge)
+	if err != nil {
+		return nil, err
+	}
+	var out []TableStatus
+	for _, t := range b.TableStats() {
+		out = append(out, TableStatus{Table: t.Table, Active: t.Active, Lookups: t.Lookups, Matched: t.Matched})
+	}
 	return out, nil
 }
 

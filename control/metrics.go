@@ -11,6 +11,8 @@ type BridgeMetrics struct {
 	ForwarderBusy time.Duration
 	ForwarderIdle time.Duration
 	RSTP          *RSTPStatus // nil: the bridge runs no spanning tree
+	// Tables are the tables that hold rules or have seen lookups.
+	Tables []TableStatus
 }
 
 // Metrics describes every bridge for a scrape. It reads counters that the
@@ -29,6 +31,12 @@ func (d *Daemon) Metrics() []BridgeMetrics {
 		b := d.bridges[bs.Name]
 		m := BridgeMetrics{BridgeStatus: bs, MACEntries: b.FDBSize()}
 		m.ForwarderBusy, m.ForwarderIdle = b.ForwarderTime()
+		tables, _ := d.dumpTables(bs.Name) // the bridge exists: show named it
+		for _, t := range tables {
+			if t.Active > 0 || t.Lookups > 0 {
+				m.Tables = append(m.Tables, t)
+			}
+		}
 		if st, ok := d.rstpStatus(bs.Name); ok {
 			m.RSTP = &st
 		}

@@ -44,21 +44,22 @@ type Request struct {
 
 // Verbs.
 const (
-	VerbAddBridge = "add-br"
-	VerbDelBridge = "del-br"
-	VerbAddPort   = "add-port"
-	VerbDelPort   = "del-port"
-	VerbShow      = "show"
-	VerbFDB       = "fdb-show"
-	VerbAddFlows  = "add-flows"
-	VerbModFlows  = "mod-flows"
-	VerbDelFlows  = "del-flows"
-	VerbDumpFlows = "dump-flows"
-	VerbTrace     = "trace"
-	VerbSet       = "set"
-	VerbGet       = "get"
-	VerbRemove    = "remove"
-	VerbRSTPShow  = "rstp-show"
+	VerbAddBridge  = "add-br"
+	VerbDelBridge  = "del-br"
+	VerbAddPort    = "add-port"
+	VerbDelPort    = "del-port"
+	VerbShow       = "show"
+	VerbFDB        = "fdb-show"
+	VerbAddFlows   = "add-flows"
+	VerbModFlows   = "mod-flows"
+	VerbDelFlows   = "del-flows"
+	VerbDumpFlows  = "dump-flows"
+	VerbTrace      = "trace"
+	VerbSet        = "set"
+	VerbGet        = "get"
+	VerbRemove     = "remove"
+	VerbRSTPShow   = "rstp-show"
+	VerbDumpTables = "dump-tables"
 	// VerbStatus asks only whether the daemon serves: it answers once the
 	// configuration is restored.
 	VerbStatus = "status"
@@ -79,6 +80,17 @@ type Response struct {
 	Values []json.RawMessage `json:"values,omitempty"`
 	// RSTP are the spanning trees rstp-show reports.
 	RSTP []RSTPStatus `json:"rstp,omitempty"`
+	// Tables are dump-tables' counters, table 0 first.
+	Tables []TableStatus `json:"tables,omitempty"`
+}
+
+// TableStatus is one table as dump-tables shows it: its rules, the frames
+// looked up in it and those that met a rule (lookups less matched missed).
+type TableStatus struct {
+	Table   uint8  `json:"table"`
+	Active  int    `json:"active"`
+	Lookups uint64 `json:"lookup"`
+	Matched uint64 `json:"matched"`
 }
 
 // DaemonStatus is the daemon's answer to status.
@@ -94,6 +106,9 @@ type BridgeStatus struct {
 	Flows       int          `json:"flows"`
 	CacheHits   uint64       `json:"cache_hits"`
 	CacheMisses uint64       `json:"cache_misses"`
+	// Drops are the frames the pipeline sent nowhere, by reason (rule,
+	// table_miss, loop, ttl, no_copy); NORMAL's own drops are per port.
+	Drops map[string]uint64 `json:"pipeline_drops"`
 	// Forwarder is the bridge's forwarding threads.
 	Forwarder ForwarderStatus `json:"forwarder"`
 }
@@ -126,8 +141,8 @@ type FlowStatus struct {
 // each of its actions does.
 type Trace struct {
 	Flow      string      `json:"flow"`       // the packet, in flow syntax
-	Rule      *FlowStatus `json:"rule"`       // nil: no rule matched, the packet is dropped
-	Steps     []TraceStep `json:"steps"`      // one per action
+	Rule      *FlowStatus `json:"rule"`       // what it met in table 0; nil: nothing, it is dropped
+	Steps     []TraceStep `json:"steps"`      // each lookup and action, in order
 	FinalFlow string      `json:"final_flow"` // the packet after rewrites
 	Outputs   []uint16    `json:"outputs"`    // ports the packet leaves by; empty: dropped
 	// Malformed says why the datapath drops the packet before any rule
@@ -139,10 +154,17 @@ type Trace struct {
 	Dropped string `json:"dropped,omitempty"`
 }
 
-// TraceStep is one action and what it did to the packet.
+// TraceStep is one step of the packet's way through the tables, in
+// order: a lookup in a table (Lookup set; Rule is what it met, nil for a
+// miss) or one action of the rule met last at that depth. Depth counts
+// the resubmits that led there.
 type TraceStep struct {
-	Action string   `json:"action"`
-	Notes  []string `json:"notes,omitempty"`
+	Action string      `json:"action,omitempty"`
+	Lookup bool        `json:"lookup,omitempty"`
+	Rule   *FlowStatus `json:"rule,omitempty"`
+	Table  uint8       `json:"table"`
+	Depth  int         `json:"depth"`
+	Notes  []string    `json:"notes,omitempty"`
 }
 
 // PortStatus is a port's configuration, how it was opened and its counters.

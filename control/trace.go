@@ -44,101 +44,203 @@ func (d *Daemon) trace(bridge, packet string) (*Trace, error) {
 		tr.FinalFlow = tr.Flow
 		return tr, nil
 	}
-	e := b.Flows().Lookup(&key)
-	if e == nil {
-		tr.FinalFlow = tr.Flow
-		return tr, nil
+	tc := &tracer{b: b, bc: bc, stp: stp, tr: tr, in: in, key: key, flows: b.Flows(), live: map[uint16]bool{}}
+	for _, p := range b.Ports() {
+		tc.live[p.OFPort] = true
 	}
-	status := flowStatus(e, time.Now())
-	tr.Rule = &status
-	settings, _ := bc.settings() // validated when saved
-
-	output := func(step *TraceStep, ports ...uint16) {
-		for _, p := range ports {
-			if p == in && step.Action != "IN_PORT" {
-				step.Notes = append(step.Notes, fmt.Sprintf("port %s is the input port: not sent back", portLabel(bc, p)))
-				continue
-			}
-			if state := stp.state(p); !stp.forwards(p) && step.Action != "ALL" {
-				step.Notes = append(step.Notes, fmt.Sprintf("port %s is %s (RSTP): not sent", portLabel(bc, p), state))
-				continue
-			}
-			tr.Outputs = append(tr.Outputs, p)
-		}
+	tc.settings, _ = bc.settings() // validated when saved
+	if !tc.table(0, 0) {
+		tr.Outputs = tr.Outputs[:0]
 	}
-	allBut := func(skip uint16) []uint16 {
-		var out []uint16
-		for _, pc := range bc.Ports {
-			if pc.OFPort != skip {
-				out = append(out, pc.OFPort)
-			}
-		}
-		return out
+	if len(tr.Steps) > 0 {
+		tr.Rule = tr.Steps[0].Rule
 	}
-	for _, a := range e.Actions {
-		step := TraceStep{Action: flow.FormatActions([]flow.Action{a})}
-		switch a.Type {
-		case flow.ActOutput:
-			output(&step, a.Port)
-		case flow.ActInPort:
-			output(&step, in)
-		case flow.ActFlood:
-			ports := stp.forwarding(allBut(in))
-			step.Notes = append(step.Notes, "to every forwarding port but the input one: "+joinPorts(ports))
-			output(&step, ports...)
-		case flow.ActAll:
-			ports := allBut(in)
-			step.Notes = append(step.Notes, "to every port but the input one: "+joinPorts(ports))
-			output(&step, ports...)
-		case flow.ActNormal:
-			var vid uint16
-			if key.VLANTCI&flow.VLANCFI != 0 {
-				vid = key.VLANTCI & 0xfff
-			}
-			vlan, carried := vlanOf(bc, in).Ingress(vid)
-			switch {
-			case !carried:
-				step.Notes = append(step.Notes, fmt.Sprintf("port %s does not carry VLAN %d: dropped", portLabel(bc, in), vid))
-			case !settings.forwardBPDU && vswitch.IsReserved(key.DlDst):
-				step.Notes = append(step.Notes, fmt.Sprintf("%s is a reserved group address: dropped (other_config:forward-bpdu=true forwards it)",
-					formatMAC(key.DlDst)))
-			case key.DlDst[0]&1 != 0:
-				ports := stp.forwarding(carrying(bc, vlan, allBut(in)))
-				step.Notes = append(step.Notes, fmt.Sprintf("multicast or broadcast destination: flooding VLAN %d to %s", vlan, joinPorts(ports)))
-				step.Notes = append(step.Notes, stormNotes(bc, in)...)
-				output(&step, ports...)
-			default:
-				if p, ok := b.LookupMAC(key.DlDst, vlan); ok && vlanOf(bc, p).Carries(vlan) {
-					step.Notes = append(step.Notes, fmt.Sprintf("learned that %s is on port %s in VLAN %d",
-						formatMAC(key.DlDst), portLabel(bc, p), vlan))
-					output(&step, p)
-				} else {
-					ports := stp.forwarding(carrying(bc, vlan, allBut(in)))
-					step.Notes = append(step.Notes, fmt.Sprintf("no learned port for %s in VLAN %d: flooding to %s",
-						formatMAC(key.DlDst), vlan, joinPorts(ports)))
-					step.Notes = append(step.Notes, stormNotes(bc, in)...)
-					output(&step, ports...)
-				}
-			}
-		default:
-			if note, keep := traceRewrite(&key, a); !keep {
-				step.Notes = append(step.Notes, note)
-				tr.Steps = append(tr.Steps, step)
-				tr.Outputs = tr.Outputs[:0]
-				tr.FinalFlow = flow.FormatMatch(exactMatch(key, f.Match.Mask))
-				return tr, nil
-			} else if note != "" {
-				step.Notes = append(step.Notes, note)
-			}
-		}
-		tr.Steps = append(tr.Steps, step)
-	}
-	tr.FinalFlow = flow.FormatMatch(exactMatch(key, f.Match.Mask))
+	tr.FinalFlow = flow.FormatMatch(exactMatch(tc.key, f.Match.Mask))
 	if state := stp.state(in); state == rstp.Learning.String() {
 		tr.Dropped = fmt.Sprintf("port %s is learning (RSTP): NORMAL learns, nothing is sent", portLabel(bc, in))
 		tr.Outputs = tr.Outputs[:0]
 	}
 	return tr, nil
+}
+
+// tracer follows one packet through the tables as the forwarder does
+// (switch/actions.go): the same limits, the same key changes
+// (flow.Action.ApplyToKey), the same ports left out.
+type tracer struct {
+	b         *vswitch.Bridge
+	bc        *BridgeConfig
+	stp       traceSTP
+	settings  bridgeSettings
+	flows     *flow.Table
+	tr        *Trace
+	in        uint16 // where the packet arrived: NORMAL learns it there
+	key       flow.Key
+	live      map[uint16]bool // the ports the bridge has open
+	resubmits int
+}
+
+// table looks the packet up in the table its key names and follows the
+// rule it meets; false means the packet is dropped. depth counts the
+// tables on the way, as the forwarder's limit does; nest counts only the
+// resubmits, which trace indents, as ovs-appctl ofproto/trace does.
+func (tc *tracer) table(depth, nest int) bool {
+	if depth > vswitch.MaxPipelineDepth {
+		tc.loop(fmt.Sprintf("deeper than %d tables: the rules loop; the frame is dropped and counted as a loop drop", vswitch.MaxPipelineDepth))
+		return false
+	}
+	lookup := TraceStep{Lookup: true, Table: tc.key.Table, Depth: nest}
+	e := tc.flows.Lookup(&tc.key)
+	if e == nil {
+		lookup.Notes = []string{fmt.Sprintf("no rule in table %d matches: the packet goes no further from here", tc.key.Table)}
+		tc.tr.Steps = append(tc.tr.Steps, lookup)
+		return true
+	}
+	status := flowStatus(e, time.Now())
+	lookup.Rule = &status
+	tc.tr.Steps = append(tc.tr.Steps, lookup)
+	return tc.actions(e.Actions, depth, nest)
+}
+
+func (tc *tracer) loop(note string) {
+	last := &tc.tr.Steps[len(tc.tr.Steps)-1]
+	last.Notes = append(last.Notes, note)
+}
+
+func (tc *tracer) actions(actions []flow.Action, depth, nest int) bool {
+	for _, a := range actions {
+		step := TraceStep{Action: flow.FormatActions([]flow.Action{a}), Table: tc.key.Table, Depth: nest}
+		keep := true
+		switch a.Type {
+		case flow.ActOutput:
+			tc.output(&step, a.Port)
+		case flow.ActInPort:
+			tc.output(&step, tc.key.InPort)
+		case flow.ActFlood:
+			ports := tc.stp.forwarding(tc.allBut(tc.key.InPort))
+			step.Notes = append(step.Notes, "to every forwarding port but the input one: "+joinPorts(ports))
+			tc.output(&step, ports...)
+		case flow.ActAll:
+			ports := tc.allBut(tc.key.InPort)
+			step.Notes = append(step.Notes, "to every port but the input one: "+joinPorts(ports))
+			tc.output(&step, ports...)
+		case flow.ActNormal:
+			tc.normal(&step)
+		case flow.ActGotoTable, flow.ActResubmit:
+			tc.tr.Steps = append(tc.tr.Steps, step)
+			if a.Type == flow.ActGotoTable {
+				tc.key.Table = a.Table
+				return tc.table(depth+1, nest)
+			}
+			if tc.resubmits++; tc.resubmits > vswitch.MaxResubmits {
+				tc.loop(fmt.Sprintf("more than %d resubmits: the rules loop; the frame is dropped and counted as a loop drop", vswitch.MaxResubmits))
+				return false
+			}
+			table, inPort := tc.key.Table, tc.key.InPort
+			if a.Table != flow.ThisTable {
+				tc.key.Table = a.Table
+			}
+			if a.Port != 0 {
+				tc.key.InPort = a.Port
+			}
+			keep = tc.table(depth+1, nest+1)
+			tc.key.Table, tc.key.InPort = table, inPort
+			if !keep {
+				return false
+			}
+			continue
+		default:
+			keep = tc.rewrite(&step, a)
+		}
+		tc.tr.Steps = append(tc.tr.Steps, step)
+		if !keep {
+			return false
+		}
+	}
+	return true
+}
+
+// output sends the packet to ports, leaving out those the forwarder
+// leaves out.
+func (tc *tracer) output(step *TraceStep, ports ...uint16) {
+	for _, p := range ports {
+		if p == tc.key.InPort && step.Action != "IN_PORT" {
+			step.Notes = append(step.Notes, fmt.Sprintf("port %s is the input port: not sent back", portLabel(tc.bc, p)))
+			continue
+		}
+		if state := tc.stp.state(p); !tc.stp.forwards(p) && step.Action != "ALL" {
+			step.Notes = append(step.Notes, fmt.Sprintf("port %s is %s (RSTP): not sent", portLabel(tc.bc, p), state))
+			continue
+		}
+		if !tc.live[p] {
+			step.Notes = append(step.Notes, fmt.Sprintf("the bridge has no port %d open: not sent", p))
+			continue
+		}
+		tc.tr.Outputs = append(tc.tr.Outputs, p)
+	}
+}
+
+func (tc *tracer) allBut(skip uint16) []uint16 {
+	var out []uint16
+	for _, pc := range tc.bc.Ports {
+		if pc.OFPort != skip && tc.live[pc.OFPort] {
+			out = append(out, pc.OFPort)
+		}
+	}
+	return out
+}
+
+// normal says what NORMAL decides for the packet, from the MAC table as
+// it stands, without learning.
+func (tc *tracer) normal(step *TraceStep) {
+	key, bc, in := &tc.key, tc.bc, tc.in
+	var vid uint16
+	if key.VLANTCI&flow.VLANCFI != 0 {
+		vid = key.VLANTCI & 0xfff
+	}
+	vlan, carried := vlanOf(bc, in).Ingress(vid)
+	switch {
+	case !carried:
+		step.Notes = append(step.Notes, fmt.Sprintf("port %s does not carry VLAN %d: dropped", portLabel(bc, in), vid))
+	case !tc.settings.forwardBPDU && vswitch.IsReserved(key.DlDst):
+		step.Notes = append(step.Notes, fmt.Sprintf("%s is a reserved group address: dropped (other_config:forward-bpdu=true forwards it)",
+			formatMAC(key.DlDst)))
+	case key.DlDst[0]&1 != 0:
+		ports := tc.stp.forwarding(carrying(bc, vlan, tc.allBut(in)))
+		step.Notes = append(step.Notes, fmt.Sprintf("multicast or broadcast destination: flooding VLAN %d to %s", vlan, joinPorts(ports)))
+		step.Notes = append(step.Notes, stormNotes(bc, in)...)
+		tc.output(step, ports...)
+	default:
+		if p, ok := tc.b.LookupMAC(key.DlDst, vlan); ok && vlanOf(bc, p).Carries(vlan) {
+			step.Notes = append(step.Notes, fmt.Sprintf("learned that %s is on port %s in VLAN %d",
+				formatMAC(key.DlDst), portLabel(bc, p), vlan))
+			if p == in {
+				step.Notes = append(step.Notes, fmt.Sprintf("port %s is the input port: not sent back", portLabel(bc, p)))
+				return
+			}
+			tc.output(step, p)
+		} else {
+			ports := tc.stp.forwarding(carrying(bc, vlan, tc.allBut(in)))
+			step.Notes = append(step.Notes, fmt.Sprintf("no learned port for %s in VLAN %d: flooding to %s",
+				formatMAC(key.DlDst), vlan, joinPorts(ports)))
+			step.Notes = append(step.Notes, stormNotes(bc, in)...)
+			tc.output(step, ports...)
+		}
+	}
+}
+
+// rewrite applies a rewrite or a pipeline action to the packet's key, as
+// the forwarder does to the frame, and says what it did; false when it
+// drops the packet.
+func (tc *tracer) rewrite(step *TraceStep, a flow.Action) bool {
+	ttl := tc.key.NwTTL
+	if !a.ApplyToKey(&tc.key) {
+		step.Notes = append(step.Notes, fmt.Sprintf("TTL %d would reach 0: dropped", ttl))
+		return false
+	}
+	if a.Type == flow.ActDecTTL && tc.key.NwTTL != ttl {
+		step.Notes = append(step.Notes, fmt.Sprintf("TTL is now %d", tc.key.NwTTL))
+	}
+	return true
 }
 
 // traceSTP is what trace knows of a bridge's spanning tree.
@@ -184,42 +286,6 @@ func stormNotes(bc *BridgeConfig, in uint16) []string {
 		}
 	}
 	return nil
-}
-
-// traceRewrite applies a rewrite to the packet's key, as the forwarder
-// applies it to the frame, and says what it did. keep is false when the
-// action drops the packet.
-func traceRewrite(k *flow.Key, a flow.Action) (note string, keep bool) {
-	switch a.Type {
-	case flow.ActSetDlSrc:
-		k.DlSrc = a.MAC
-	case flow.ActSetDlDst:
-		k.DlDst = a.MAC
-	case flow.ActSetNwSrc:
-		k.NwSrc = a.IPv4
-	case flow.ActSetNwDst:
-		k.NwDst = a.IPv4
-	case flow.ActSetTpSrc:
-		k.TpSrc = a.Value
-	case flow.ActSetTpDst:
-		k.TpDst = a.Value
-	case flow.ActSetVLANVID:
-		k.VLANTCI = k.VLANTCI&0xe000 | flow.VLANCFI | a.Value
-	case flow.ActPushVLAN:
-		k.VLANTCI |= flow.VLANCFI
-	case flow.ActStripVLAN:
-		k.VLANTCI = 0
-	case flow.ActDecTTL:
-		if k.DlType != flow.EtherTypeIPv4 && k.DlType != flow.EtherTypeIPv6 {
-			return "", true
-		}
-		if k.NwTTL <= 1 {
-			return fmt.Sprintf("TTL %d would reach 0: dropped", k.NwTTL), false
-		}
-		k.NwTTL--
-		return fmt.Sprintf("TTL is now %d", k.NwTTL), true
-	}
-	return "", true
 }
 
 // exactMatch shows key with the fields the packet description gave plus

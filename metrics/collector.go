@@ -8,9 +8,12 @@
 package metrics
 
 import (
+	"strconv"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/xswitch/xswitch/control"
+	vswitch "github.com/xswitch/xswitch/switch"
 )
 
 // Source is what the collector reads on every scrape; *control.Daemon is
@@ -92,6 +95,16 @@ var (
 	bridgeBusy        = bridgeDesc("forwarder_busy_seconds_total", "Time the bridge's forwarding thread spent receiving, forwarding and serving the control plane.")
 	bridgeIdle        = bridgeDesc("forwarder_idle_seconds_total", "Time the bridge's forwarding thread spent asleep waiting for frames.")
 
+	bridgeDropped = prometheus.NewDesc(prometheus.BuildFQName(namespace, "pipeline", "dropped_total"),
+		"Frames the pipeline sent nowhere, by reason: rule (the rules said so), table_miss, loop (the depth or resubmit limit), ttl, no_copy.",
+		[]string{"bridge", "reason"}, nil)
+	tableLookups = prometheus.NewDesc(prometheus.BuildFQName(namespace, "table", "lookups_total"),
+		"Frames looked up in the table; shown for tables that hold rules or have seen lookups.", []string{"bridge", "table"}, nil)
+	tableMatched = prometheus.NewDesc(prometheus.BuildFQName(namespace, "table", "matched_total"),
+		"Frames looked up in the table that met a rule.", []string{"bridge", "table"}, nil)
+	tableActive = prometheus.NewDesc(prometheus.BuildFQName(namespace, "table", "active_rules"),
+		"Rules in the table.", []string{"bridge", "table"}, nil)
+
 	bridgeRSTPRoot         = bridgeDesc("rstp_root", "1 if the bridge is the root of its spanning tree, 0 if not; absent without RSTP.")
 	bridgeRSTPChanges      = bridgeDesc("rstp_topology_changes_total", "Topology changes the bridge's spanning tree detected or was told of.")
 	bridgeRSTPBPDUsDropped = bridgeDesc("rstp_bpdus_dropped_total", "BPDUs dropped because the spanning tree had not yet taken the ones before.")
@@ -114,6 +127,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		portInfo, portUp, portRSTP,
 		bridgeFlows, bridgeCacheHits, bridgeCacheMisses, bridgeMACEntries, bridgeBusy, bridgeIdle,
 		bridgeRSTPRoot, bridgeRSTPChanges, bridgeRSTPBPDUsDropped,
+		bridgeDropped, tableLookups, tableMatched, tableActive,
 	} {
 		ch <- d
 	}
@@ -139,6 +153,15 @@ func collectBridge(ch chan<- prometheus.Metric, b *control.BridgeMetrics) {
 	gauge(bridgeMACEntries, float64(b.MACEntries))
 	counter(bridgeBusy, b.ForwarderBusy.Seconds())
 	counter(bridgeIdle, b.ForwarderIdle.Seconds())
+	for _, reason := range vswitch.DropReasons {
+		ch <- prometheus.MustNewConstMetric(bridgeDropped, prometheus.CounterValue, float64(b.Drops[reason]), b.Name, reason)
+	}
+	for _, t := range b.Tables {
+		table := strconv.Itoa(int(t.Table))
+		ch <- prometheus.MustNewConstMetric(tableLookups, prometheus.CounterValue, float64(t.Lookups), b.Name, table)
+		ch <- prometheus.MustNewConstMetric(tableMatched, prometheus.CounterValue, float64(t.Matched), b.Name, table)
+		ch <- prometheus.MustNewConstMetric(tableActive, prometheus.GaugeValue, float64(t.Active), b.Name, table)
+	}
 	if t := b.RSTP; t != nil {
 		root := 0.0
 		if t.IsRoot {

@@ -38,7 +38,9 @@ func newFakeSource() *fakeSource {
 		BridgeStatus: control.BridgeStatus{
 			Name: "br0", Ports: []control.PortStatus{up, down},
 			Flows: 3, CacheHits: 100, CacheMisses: 9,
+			Drops: map[string]uint64{"table_miss": 4, "loop": 1},
 		},
+		Tables:        []control.TableStatus{{Table: 0, Active: 2, Lookups: 50, Matched: 46}, {Table: 3, Active: 1, Lookups: 7, Matched: 7}},
 		MACEntries:    2,
 		ForwarderBusy: 1500 * time.Millisecond,
 		ForwarderIdle: 30 * time.Second,
@@ -108,6 +110,21 @@ xswitch_bridge_forwarder_busy_seconds_total{bridge="br0"} 1.5
 # HELP xswitch_bridge_forwarder_idle_seconds_total Time the bridge's forwarding thread spent asleep waiting for frames.
 # TYPE xswitch_bridge_forwarder_idle_seconds_total counter
 xswitch_bridge_forwarder_idle_seconds_total{bridge="br0"} 30
+# HELP xswitch_pipeline_dropped_total Frames the pipeline sent nowhere, by reason: rule (the rules said so), table_miss, loop (the depth or resubmit limit), ttl, no_copy.
+# TYPE xswitch_pipeline_dropped_total counter
+xswitch_pipeline_dropped_total{bridge="br0",reason="loop"} 1
+xswitch_pipeline_dropped_total{bridge="br0",reason="no_copy"} 0
+xswitch_pipeline_dropped_total{bridge="br0",reason="rule"} 0
+xswitch_pipeline_dropped_total{bridge="br0",reason="table_miss"} 4
+xswitch_pipeline_dropped_total{bridge="br0",reason="ttl"} 0
+# HELP xswitch_table_lookups_total Frames looked up in the table; shown for tables that hold rules or have seen lookups.
+# TYPE xswitch_table_lookups_total counter
+xswitch_table_lookups_total{bridge="br0",table="0"} 50
+xswitch_table_lookups_total{bridge="br0",table="3"} 7
+# HELP xswitch_table_matched_total Frames looked up in the table that met a rule.
+# TYPE xswitch_table_matched_total counter
+xswitch_table_matched_total{bridge="br0",table="0"} 46
+xswitch_table_matched_total{bridge="br0",table="3"} 7
 `
 	c := NewCollector(newFakeSource())
 	names := []string{
@@ -118,14 +135,16 @@ xswitch_bridge_forwarder_idle_seconds_total{bridge="br0"} 30
 		"xswitch_port_info", "xswitch_port_up",
 		"xswitch_bridge_flows", "xswitch_bridge_flow_cache_hits_total", "xswitch_bridge_flow_cache_misses_total",
 		"xswitch_bridge_mac_entries", "xswitch_bridge_forwarder_busy_seconds_total", "xswitch_bridge_forwarder_idle_seconds_total",
+		"xswitch_pipeline_dropped_total", "xswitch_table_lookups_total", "xswitch_table_matched_total",
 	}
 	if err := testutil.CollectAndCompare(c, strings.NewReader(want), names...); err != nil {
 		t.Fatal(err)
 	}
 	// The down port has no counters and no info, only its up series: 17
-	// counters and info and up for p1, up for p2, 6 bridge series.
-	if n := testutil.CollectAndCount(c); n != 17+2+1+6 {
-		t.Errorf("collected %d series; want %d", n, 17+2+1+6)
+	// counters and info and up for p1, up for p2, 6 bridge series, 5 drop
+	// reasons and 3 series for each of 2 tables.
+	if n := testutil.CollectAndCount(c); n != 17+2+1+6+5+6 {
+		t.Errorf("collected %d series; want %d", n, 17+2+1+6+5+6)
 	}
 }
 

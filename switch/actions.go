@@ -16,12 +16,12 @@ import (
 // cache, in the table it names.
 
 const (
-	// maxPipelineDepth and maxResubmits are OVS's limits on one frame's
+	// MaxPipelineDepth and MaxResubmits are OVS's limits on one frame's
 	// way through the tables (MAX_DEPTH, MAX_RESUBMITS): a rule that
 	// resubmits to itself, or two that resubmit to each other, are cut
 	// there and the frame dropped, never a hang.
-	maxPipelineDepth = 64
-	maxResubmits     = 4096
+	MaxPipelineDepth = 64
+	MaxResubmits     = 4096
 )
 
 // frameRun is one frame's way through the pipeline.
@@ -58,7 +58,7 @@ func (f *forwarder) forwardFrame(table *flow.Table, inSlot uint16, frame []byte,
 // it meets. A miss ends that table's part: the frame goes no further from
 // there. It returns false when the frame is to be dropped at once.
 func (f *forwarder) runTable(r *frameRun, depth int) bool {
-	if depth > maxPipelineDepth {
+	if depth > MaxPipelineDepth {
 		return f.cutLoop(r, "depth")
 	}
 	rule := f.cache.Lookup(r.table, &f.key)
@@ -129,7 +129,7 @@ func (f *forwarder) runActions(r *frameRun, actions []flow.Action, depth int) bo
 // registers keep what that table wrote, the table and input port are
 // restored.
 func (f *forwarder) resubmit(r *frameRun, a *flow.Action, depth int) bool {
-	if r.resubmits++; r.resubmits > maxResubmits {
+	if r.resubmits++; r.resubmits > MaxResubmits {
 		return f.cutLoop(r, "resubmits")
 	}
 	table, inPort := f.key.Table, f.key.InPort
@@ -149,9 +149,9 @@ func (f *forwarder) resubmit(r *frameRun, a *flow.Action, depth int) bool {
 func (f *forwarder) cutLoop(r *frameRun, limit string) bool {
 	r.dropped = dropLoop
 	if f.loopLogged.CompareAndSwap(false, true) {
-		what := fmt.Sprintf("deeper than %d tables", maxPipelineDepth)
+		what := fmt.Sprintf("deeper than %d tables", MaxPipelineDepth)
 		if limit == "resubmits" {
-			what = fmt.Sprintf("more than %d resubmits", maxResubmits)
+			what = fmt.Sprintf("more than %d resubmits", MaxResubmits)
 		}
 		f.log.Warn("a frame's way through the tables was cut: the rules loop; such frames are dropped and counted as loop drops (logged once)",
 			"limit", what, "table", f.key.Table, "in_port", f.key.InPort)

@@ -71,8 +71,8 @@ func TestResubmitLoopIsCutAndCounted(t *testing.T) {
 		t.Errorf("loop drops = %d; want 2", got)
 	}
 	// Deep as the limit, and no deeper.
-	if got := f.tableCounters[1].lookups.Load(); got != 2*(maxPipelineDepth/2) {
-		t.Errorf("table 1 lookups = %d; want %d", got, 2*(maxPipelineDepth/2))
+	if got := f.tableCounters[1].lookups.Load(); got != 2*(MaxPipelineDepth/2) {
+		t.Errorf("table 1 lookups = %d; want %d", got, 2*(MaxPipelineDepth/2))
 	}
 }
 
@@ -88,8 +88,8 @@ func TestResubmitLimitCutsAWideTree(t *testing.T) {
 	if got := f.bridgeDrops[dropLoop].Load(); got != 1 {
 		t.Errorf("loop drops = %d; want 1", got)
 	}
-	if got := f.tableCounters[0].lookups.Load(); got > maxResubmits+1 {
-		t.Errorf("%d lookups; the limit is %d resubmits", got, maxResubmits)
+	if got := f.tableCounters[0].lookups.Load(); got > MaxResubmits+1 {
+		t.Errorf("%d lookups; the limit is %d resubmits", got, MaxResubmits)
 	}
 }
 

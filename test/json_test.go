@@ -124,8 +124,12 @@ type jsonTrace struct {
 	Flow   string    `json:"flow"`
 	Rule   *jsonFlow `json:"rule"`
 	Steps  []struct {
-		Action string   `json:"action"`
-		Notes  []string `json:"notes"`
+		Action string    `json:"action"`
+		Lookup bool      `json:"lookup"`
+		Rule   *jsonFlow `json:"rule"`
+		Table  int       `json:"table"`
+		Depth  int       `json:"depth"`
+		Notes  []string  `json:"notes"`
 	} `json:"steps"`
 	FinalFlow string `json:"final_flow"`
 	Outputs   []int  `json:"outputs"`
@@ -134,11 +138,12 @@ type jsonTrace struct {
 
 type jsonPMDStats struct {
 	Bridges []struct {
-		Name            string `json:"name"`
-		PacketsReceived uint64 `json:"packets_received"`
-		Flows           int    `json:"flows"`
-		CacheHits       uint64 `json:"cache_hits"`
-		CacheMisses     uint64 `json:"cache_misses"`
+		Name            string            `json:"name"`
+		PacketsReceived uint64            `json:"packets_received"`
+		Flows           int               `json:"flows"`
+		CacheHits       uint64            `json:"cache_hits"`
+		CacheMisses     uint64            `json:"cache_misses"`
+		PipelineDrops   map[string]uint64 `json:"pipeline_drops"`
 		Forwarder       struct {
 			CPUs     []int   `json:"cpus"`
 			BusyPoll bool    `json:"busy_poll"`
@@ -300,8 +305,9 @@ func TestJSONOutput(t *testing.T) {
 	packet := fmt.Sprintf("in_port=%d,dl_src=%s,dl_dst=%s", ofport[a.name], nsMAC(t, a.ns, "eth0"), nsMAC(t, b.ns, "eth0"))
 	var tr jsonTrace
 	d.xJSON(t, &tr, "trace", br, packet)
-	if tr.Bridge != br || tr.Rule == nil || tr.Rule.Actions != "NORMAL" || len(tr.Steps) != 1 ||
-		tr.Steps[0].Action != "NORMAL" || !slices.Equal(tr.Outputs, []int{ofport[b.name]}) {
+	if tr.Bridge != br || tr.Rule == nil || tr.Rule.Actions != "NORMAL" || len(tr.Steps) != 2 ||
+		!tr.Steps[0].Lookup || tr.Steps[0].Rule == nil || tr.Steps[0].Rule.Actions != "NORMAL" ||
+		tr.Steps[1].Action != "NORMAL" || !slices.Equal(tr.Outputs, []int{ofport[b.name]}) {
 		t.Errorf("trace %s: %+v, want NORMAL sending to the learned port %d", packet, tr, ofport[b.name])
 	}
 

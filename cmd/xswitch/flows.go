@@ -148,23 +148,8 @@ func printTrace(w io.Writer, bridge string, tr *control.Trace) {
 		fmt.Fprintf(w, " Dropped before the flow table: %s\n", tr.Malformed)
 	case tr.Rule == nil && tr.Dropped != "":
 		fmt.Fprintf(w, " Dropped before the flow table: %s\n", tr.Dropped)
-	case tr.Rule == nil:
-		fmt.Fprintf(w, " 0. No match.\n    drop\n")
 	default:
-		match := tr.Rule.Match
-		if match == "" {
-			match = "(any)"
-		}
-		fmt.Fprintf(w, " 0. %s, priority %d, cookie %#x\n", match, tr.Rule.Priority, tr.Rule.Cookie)
-		if len(tr.Steps) == 0 {
-			fmt.Fprintf(w, "    drop\n")
-		}
-		for _, s := range tr.Steps {
-			fmt.Fprintf(w, "    %s\n", s.Action)
-			for _, n := range s.Notes {
-				fmt.Fprintf(w, "     -> %s\n", n)
-			}
-		}
+		printTraceSteps(w, tr.Steps)
 		if tr.Dropped != "" {
 			fmt.Fprintf(w, "    -> %s\n", tr.Dropped)
 		}
@@ -183,4 +168,35 @@ func printTrace(w io.Writer, bridge string, tr *control.Trace) {
 		ports[i] = fmt.Sprint(p)
 	}
 	fmt.Fprintf(w, "Datapath actions: %s\n", strings.Join(ports, ","))
+}
+
+// printTraceSteps prints each table the packet visits, the rule it meets
+// there and that rule's actions, indented by resubmit depth, as
+// ovs-appctl ofproto/trace does.
+func printTraceSteps(w io.Writer, steps []control.TraceStep) {
+	for i, s := range steps {
+		indent := strings.Repeat("    ", s.Depth)
+		if !s.Lookup {
+			fmt.Fprintf(w, "%s    %s\n", indent, s.Action)
+			for _, n := range s.Notes {
+				fmt.Fprintf(w, "%s     -> %s\n", indent, n)
+			}
+			continue
+		}
+		if s.Rule == nil {
+			fmt.Fprintf(w, "%s%2d. No match.\n%s    drop\n", indent, s.Table, indent)
+		} else {
+			match := s.Rule.Match
+			if match == "" {
+				match = "(any)"
+			}
+			fmt.Fprintf(w, "%s%2d. %s, priority %d, cookie %#x\n", indent, s.Table, match, s.Rule.Priority, s.Rule.Cookie)
+			if i+1 == len(steps) || steps[i+1].Lookup || steps[i+1].Depth != s.Depth {
+				fmt.Fprintf(w, "%s    drop\n", indent)
+			}
+		}
+		for _, n := range s.Notes {
+			fmt.Fprintf(w, "%s     -> %s\n", indent, n)
+		}
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/xswitch/xswitch/control"
+	vswitch "github.com/xswitch/xswitch/switch"
 )
 
 func printPortNames(w io.Writer, b control.BridgeStatus) {
@@ -110,6 +111,7 @@ func printPMDStats(w io.Writer, bridges []control.BridgeStatus) {
 		fmt.Fprintf(w, "  flows: %d\n", b.Flows)
 		fmt.Fprintf(w, "  exact-match cache hits: %d\n", b.CacheHits)
 		fmt.Fprintf(w, "  classifier lookups (cache misses): %d\n", b.CacheMisses)
+		printPipelineDrops(w, b.Drops)
 		printForwarder(w, b.Forwarder)
 	}
 }
@@ -136,4 +138,36 @@ func printForwarder(w io.Writer, f control.ForwarderStatus) {
 	}
 	fmt.Fprintf(w, "  busy: %.1f s (%.1f%%), idle: %.1f s (%.1f%%)\n",
 		f.BusySec, 100*f.BusySec/total, f.IdleSec, 100*f.IdleSec/total)
+}
+
+// printPipelineDrops says how many frames the pipeline sent nowhere, and
+// why, in a fixed order.
+func printPipelineDrops(w io.Writer, drops map[string]uint64) {
+	var parts []string
+	var total uint64
+	for _, reason := range vswitch.DropReasons {
+		parts = append(parts, fmt.Sprintf("%s=%d", reason, drops[reason]))
+		total += drops[reason]
+	}
+	fmt.Fprintf(w, "  pipeline drops: %d (%s)\n", total, strings.Join(parts, ", "))
+}
+
+// printTables prints each table's counters as ovs-ofctl dump-tables does;
+// a run of tables with the same counters as the one before is "ditto".
+func printTables(w io.Writer, tables []control.TableStatus) {
+	for i := 0; i < len(tables); {
+		t := tables[i]
+		fmt.Fprintf(w, "  table %d:\n    active=%d, lookup=%d, matched=%d\n", t.Table, t.Active, t.Lookups, t.Matched)
+		j := i + 1
+		for j < len(tables) && tables[j].Active == t.Active && tables[j].Lookups == t.Lookups && tables[j].Matched == t.Matched {
+			j++
+		}
+		switch {
+		case j == i+2:
+			fmt.Fprintf(w, "  table %d: ditto\n", tables[i+1].Table)
+		case j > i+2:
+			fmt.Fprintf(w, "  tables %d...%d: ditto\n", tables[i+1].Table, tables[j-1].Table)
+		}
+		i = j
+	}
 }

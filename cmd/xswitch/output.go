@@ -314,9 +314,15 @@ type traceJSON struct {
 	Dropped string `json:"dropped,omitempty"`
 }
 
+// traceStepJSON is a lookup in a table (lookup true, rule what it met:
+// null for a miss) or an action of the rule met last at that depth.
 type traceStepJSON struct {
-	Action string   `json:"action"`
-	Notes  []string `json:"notes"`
+	Action string    `json:"action,omitempty"`
+	Lookup bool      `json:"lookup,omitempty"`
+	Rule   *flowJSON `json:"rule,omitempty"`
+	Table  uint8     `json:"table"`
+	Depth  int       `json:"depth"` // resubmits deep
+	Notes  []string  `json:"notes"`
 }
 
 func toTraceJSON(bridge string, tr *control.Trace) traceJSON {
@@ -330,7 +336,12 @@ func toTraceJSON(bridge string, tr *control.Trace) traceJSON {
 		out.Rule = &rule
 	}
 	for _, s := range tr.Steps {
-		out.Steps = append(out.Steps, traceStepJSON{Action: s.Action, Notes: append([]string{}, s.Notes...)})
+		step := traceStepJSON{Action: s.Action, Lookup: s.Lookup, Table: s.Table, Depth: s.Depth, Notes: append([]string{}, s.Notes...)}
+		if s.Rule != nil {
+			rule := toFlowJSON(*s.Rule)
+			step.Rule = &rule
+		}
+		out.Steps = append(out.Steps, step)
 	}
 	return out
 }
@@ -346,6 +357,8 @@ type pmdBridgeJSON struct {
 	Flows           int    `json:"flows"`
 	CacheHits       uint64 `json:"cache_hits"`
 	CacheMisses     uint64 `json:"cache_misses"`
+	// PipelineDrops are the frames the pipeline sent nowhere, by reason.
+	PipelineDrops map[string]uint64 `json:"pipeline_drops"`
 
 	Forwarder control.ForwarderStatus `json:"forwarder"`
 }
@@ -355,7 +368,7 @@ func toPMDStatsJSON(bridges []control.BridgeStatus) pmdStatsJSON {
 	for _, b := range bridges {
 		out.Bridges = append(out.Bridges, pmdBridgeJSON{
 			Name: b.Name, PacketsReceived: packetsReceived(b), Flows: b.Flows,
-			CacheHits: b.CacheHits, CacheMisses: b.CacheMisses, Forwarder: b.Forwarder,
+			CacheHits: b.CacheHits, CacheMisses: b.CacheMisses, PipelineDrops: b.Drops, Forwarder: b.Forwarder,
 		})
 	}
 	return out
@@ -377,4 +390,10 @@ func portNames(b control.BridgeStatus) []string {
 	}
 	slices.Sort(names)
 	return names
+}
+
+// tablesJSON is dump-tables' answer: every table, 0 to 254.
+type tablesJSON struct {
+	Bridge string                `json:"bridge"`
+	Tables []control.TableStatus `json:"tables"`
 }

@@ -215,6 +215,23 @@ func (c *cli) dumpPortsCommand() *cobra.Command {
 	}
 }
 
+func (c *cli) dumpTablesCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:               "dump-tables BRIDGE",
+		Short:             "Print each table's rules, lookups and matches, as ovs-ofctl dump-tables does",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: c.completeBridge,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			resp, err := c.call(control.Request{Verb: control.VerbDumpTables, Bridge: args[0]})
+			if err != nil {
+				return err
+			}
+			return c.emit(cmd.OutOrStdout(), tablesJSON{Bridge: args[0], Tables: resp.Tables},
+				func(w io.Writer) { printTables(w, resp.Tables) })
+		},
+	}
+}
+
 func (c *cli) fdbShowCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:               "fdb-show BRIDGE",
