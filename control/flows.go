@@ -141,8 +141,7 @@ func (d *Daemon) setFlows(b *vswitch.Bridge, t *flow.Table, edit tableEdit, now 
 }
 
 func (d *Daemon) addFlows(bridge string, flows []string, lines []int) error {
-	b, err := d.bridge(bridge)
-	if err != nil {
+	if _, err := d.bridge(bridge); err != nil {
 		return err
 	}
 	if len(flows) == 0 {
@@ -152,8 +151,11 @@ func (d *Daemon) addFlows(bridge string, flows []string, lines []int) error {
 	if err != nil {
 		return err
 	}
-	now := time.Now()
-	if err := d.setFlows(b, b.Flows().AddAll(rules, now), tableEdit{Add: formatRules(rules)}, now); err != nil {
+	mods := make([]FlowMod, len(rules))
+	for i, r := range rules {
+		mods[i] = FlowMod{Command: FlowAdd, Rule: r}
+	}
+	if _, err := d.applyFlowMods(bridge, mods); err != nil {
 		return err
 	}
 	d.log.Info("flows added", "bridge", bridge, "count", len(rules))
@@ -161,52 +163,38 @@ func (d *Daemon) addFlows(bridge string, flows []string, lines []int) error {
 }
 
 func (d *Daemon) modFlows(bridge string, flows []string, strict bool) (int, error) {
-	b, err := d.bridge(bridge)
-	if err != nil {
+	if _, err := d.bridge(bridge); err != nil {
 		return 0, err
 	}
 	if len(flows) != 1 {
 		return 0, errors.New("mod-flows takes one flow")
 	}
-	bc := d.cfg.bridge(bridge)
-	r, err := flow.ParseRule(flows[0], (*bridgePorts)(bc))
+	filter, actions, err := flow.ParseModification(flows[0], (*bridgePorts)(d.cfg.bridge(bridge)))
 	if err != nil {
 		return 0, onBridge(err, bridge)
 	}
-	filter := flow.Filter{Match: r.Match, Priority: r.Priority, HasPriority: true}
-	if r.Cookie != 0 {
-		filter.Cookie, filter.CookieMask = r.Cookie, ^uint64(0)
-	}
-	now := time.Now()
-	t, modified := b.Flows().Modify(filter, strict, r.Actions, now)
-	if len(modified) == 0 {
-		return 0, nil
-	}
-	if err := d.setFlows(b, t, tableEdit{Modify: formatEntries(modified)}, now); err != nil {
+	changed, err := d.applyFlowMods(bridge, []FlowMod{{Command: FlowModify, Filter: filter, Actions: actions, Strict: strict}})
+	if err != nil || changed[0] == 0 {
 		return 0, err
 	}
-	d.log.Info("flows modified", "bridge", bridge, "count", len(modified))
-	return len(modified), nil
+	d.log.Info("flows modified", "bridge", bridge, "count", changed[0])
+	return changed[0], nil
 }
 
 func (d *Daemon) delFlows(bridge, match string, strict bool) (int, error) {
-	b, err := d.bridge(bridge)
-	if err != nil {
+	if _, err := d.bridge(bridge); err != nil {
 		return 0, err
 	}
 	filter, err := parseFilter(d.cfg.bridge(bridge), match)
 	if err != nil {
 		return 0, err
 	}
-	t, removed := b.Flows().Delete(filter, strict)
-	if len(removed) == 0 {
-		return 0, nil
-	}
-	if err := d.setFlows(b, t, tableEdit{Remove: formatEntries(removed)}, time.Now()); err != nil {
+	changed, err := d.applyFlowMods(bridge, []FlowMod{{Command: FlowDelete, Filter: filter, Strict: strict}})
+	if err != nil || changed[0] == 0 {
 		return 0, err
 	}
-	d.log.Info("flows deleted", "bridge", bridge, "count", len(removed))
-	return len(removed), nil
+	d.log.Info("flows deleted", "bridge", bridge, "count", changed[0])
+	return changed[0], nil
 }
 
 // dumpFlows takes the verb lock only to find the table: the

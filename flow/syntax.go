@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -415,4 +416,26 @@ func portFromText(text string, ports PortNames) (uint16, error) {
 		}
 	}
 	return 0, &NoPortError{Name: text}
+}
+
+// ParseModification parses a flow as mod-flows takes it: the rules its
+// match selects (in every table unless it names one, at its priority for
+// --strict, with its cookie if it gives one) take its actions.
+func ParseModification(s string, ports PortNames) (Filter, []Action, error) {
+	tokens, _, _, err := scanFlowText(s)
+	if err != nil {
+		return Filter{}, nil, err
+	}
+	r, err := ParseRule(s, ports)
+	if err != nil {
+		return Filter{}, nil, err
+	}
+	f := Filter{Match: r.Match, Priority: r.Priority, HasPriority: true}
+	if !slices.ContainsFunc(tokens, func(t flowToken) bool { return t.name == "table" }) {
+		f.Match.Key.Table, f.Match.Mask.Table = 0, 0
+	}
+	if r.Cookie != 0 {
+		f.Cookie, f.CookieMask = r.Cookie, math.MaxUint64
+	}
+	return f, r.Actions, nil
 }

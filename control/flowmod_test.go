@@ -1,0 +1,81 @@
+package control
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/xswitch/xswitch/flow"
+)
+
+// TestFlowModsAreOneChange: a burst of typed edits is published as one
+// table and saved as one journal line, made in order, and comes back
+// after a restart; a burst that fails changes nothing.
+func TestFlowModsAreOneChange(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "conf.json")
+	d := quietDaemon(t, path)
+	defer func() { d.Close() }()
+	d.Handle(Request{Verb: VerbAddBridge, Bridge: "br0"})
+	rule := func(text string) flow.Rule {
+		r, err := flow.ParseRule(text, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	filter := func(text string) flow.Filter {
+		f, err := flow.ParseFilter(text, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	before := d.bridges["br0"].Flows().Version()
+	journal, _ := os.ReadFile(journalPath(path))
+	changed, err := d.ApplyFlowMods("br0", []FlowMod{
+		{Command: FlowAdd, Rule: rule("table=1,priority=5,arp,actions=drop")},
+		{Command: FlowAdd, Rule: rule("table=2,priority=5,arp,actions=drop")},
+		{Command: FlowAdd, Rule: rule("priority=9,ip,actions=goto_table:1")},
+		{Command: FlowModify, Filter: filter("arp"), Actions: rule("actions=NORMAL").Actions},
+		{Command: FlowDelete, Filter: filter("table=2")},
+		{Command: FlowDelete, Filter: filter("table=9")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []int{1, 1, 1, 2, 1, 0}; !slices.Equal(changed, want) {
+		t.Errorf("changed %v, want %v", changed, want)
+	}
+	if v := d.bridges["br0"].Flows().Version(); v <= before {
+		t.Errorf("the burst left table version %d from %d", v, before)
+	}
+	grown, _ := os.ReadFile(journalPath(path))
+	if added := grown[len(journal):]; !bytes.HasPrefix(grown, journal) || bytes.Count(added, []byte("\n")) != 1 {
+		t.Errorf("the burst appended %q to the journal, want one line", added)
+	}
+	want := dumpTexts(t, d)
+
+	if _, err := d.ApplyFlowMods("br0", []FlowMod{{Command: FlowAdd, Rule: rule("actions=drop")}, {Command: 99}}); err == nil {
+		t.Error("a burst with an unknown command was applied")
+	}
+	if got := dumpTexts(t, d); got != want {
+		t.Errorf("a failed burst changed the tables:\n%s\nwant\n%s", got, want)
+	}
+	crash(d)
+	d = quietDaemon(t, path)
+	if got := dumpTexts(t, d); got != want {
+		t.Errorf("after a restart:\n%s\nwant\n%s", got, want)
+	}
+}
+
+func dumpTexts(t *testing.T, d *Daemon) string {
+	t.Helper()
+	var out []byte
+	for _, e := range d.bridges["br0"].Flows().Entries() {
+		out = append(out, flow.FormatRule(e.Rule)...)
+		out = append(out, '\n')
+	}
+	return string(out)
+}
