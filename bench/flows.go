@@ -97,3 +97,18 @@ func ManyFlows(n int) []string {
 	}
 	return append(flows, forwardFlow, defaultFlow)
 }
+
+// PipelineFlows returns a pipeline of three tables in ovs-ofctl syntax,
+// as OpenFlow 1.3 controllers build them: table 0 classifies by input
+// port into reg0, table 1 is an ACL (telnet and one host dropped, by
+// rules the bench frame does not meet), table 2 switches (NORMAL).
+func PipelineFlows() []string {
+	return []string{
+		fmt.Sprintf("table=0,priority=10,in_port=%d,actions=load:1->NXM_NX_REG0[],goto_table:1", genOFPort),
+		fmt.Sprintf("table=0,priority=10,in_port=%d,actions=load:2->NXM_NX_REG0[],goto_table:1", rcvOFPort),
+		"table=1,priority=100,tcp,tp_dst=23,actions=drop",
+		"table=1,priority=100,ip,nw_src=10.253.9.9,actions=drop",
+		"table=1,priority=0,actions=goto_table:2",
+		"table=2,priority=0,actions=NORMAL",
+	}
+}

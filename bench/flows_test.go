@@ -117,19 +117,64 @@ func TestManyFlowsFew(t *testing.T) {
 // TestManyFlowsOVSSyntax checks the flows with Open vSwitch's own parser,
 // which needs no running switch.
 func TestManyFlowsOVSSyntax(t *testing.T) {
+	for name, flows := range map[string][]string{"ManyFlows": ManyFlows(manyFlows), "PipelineFlows": PipelineFlows()} {
+		checkOVSSyntax(t, name, flows)
+	}
+}
+
+func checkOVSSyntax(t *testing.T, name string, flows []string) {
+	t.Helper()
 	ofctl, err := exec.LookPath("ovs-ofctl")
 	if err != nil {
 		t.Skip("ovs-ofctl is not installed: skipped")
 	}
-	file := filepath.Join(t.TempDir(), "flows")
-	if err := os.WriteFile(file, []byte(strings.Join(ManyFlows(manyFlows), "\n")+"\n"), 0o644); err != nil {
+	file := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(file, []byte(strings.Join(flows, "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	out, err := exec.Command(ofctl, "-O", "OpenFlow13", "parse-flows", file).CombinedOutput()
 	if err != nil {
-		t.Fatalf("ovs-ofctl parse-flows: %v\n%s", err, out)
+		t.Fatalf("%s: ovs-ofctl parse-flows: %v\n%s", name, err, out)
 	}
 	if strings.Contains(string(out), "WARN") {
-		t.Errorf("ovs-ofctl parse-flows warns:\n%s", out)
+		t.Errorf("%s: ovs-ofctl parse-flows warns:\n%s", name, out)
+	}
+}
+
+// TestPipelineFlowsCarryTheBenchFrame runs the bench frame and its reply
+// through the pipeline's tables: each meets the rule that leads on to
+// NORMAL, in every table.
+func TestPipelineFlowsCarryTheBenchFrame(t *testing.T) {
+	var rules []flow.Rule
+	for _, text := range PipelineFlows() {
+		r, err := flow.ParseRule(text, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", text, err)
+		}
+		rules = append(rules, r)
+	}
+	table := flow.NewTable(nil, 1).AddAll(rules, time.Now())
+	for _, in := range []uint16{genOFPort, rcvOFPort} {
+		k := flow.Key{Headers: flow.Headers{InPort: in, DlType: flow.EtherTypeIPv4, NwProto: flow.ProtoUDP, TpDst: benchDstPort}}
+		for k.Table = 0; ; {
+			e := table.Lookup(&k)
+			if e == nil {
+				t.Fatalf("from port %d: no rule in table %d", in, k.Table)
+			}
+			last := e.Actions[len(e.Actions)-1]
+			if last.Type == flow.ActNormal {
+				break
+			}
+			if last.Type != flow.ActGotoTable {
+				t.Fatalf("from port %d: table %d's rule %s neither goes on nor switches", in, k.Table, flow.FormatRule(e.Rule))
+			}
+			for _, a := range e.Actions {
+				a.ApplyToKey(&k)
+			}
+			k.Table = last.Table
+		}
+		if k.Table != 2 || k.Regs[0] != uint32(in) {
+			t.Errorf("from port %d: NORMAL in table %d with reg0=%d, want table 2 and reg0=%d", in, k.Table, k.Regs[0], in)
+		}
 	}
 }

@@ -106,7 +106,9 @@ func setupOVS(ctx context.Context, hosts Hosts, flows []string) (_ func(), err e
 	if err := o.start(ctx); err != nil {
 		return nil, err
 	}
-	if _, err := o.vsctl(ctx, "add-br", o.bridge, "--", "set", "bridge", o.bridge, "datapath_type=netdev"); err != nil {
+	// OpenFlow 1.3 for the pipeline's goto_table, 1.0 as OVS's default.
+	if _, err := o.vsctl(ctx, "add-br", o.bridge, "--", "set", "bridge", o.bridge, "datapath_type=netdev",
+		"protocols=OpenFlow10,OpenFlow13"); err != nil {
 		return nil, err
 	}
 	modes := map[string]string{}
@@ -300,15 +302,15 @@ func (o *ovsInstance) installFlows(ctx context.Context, flows []string) error {
 		if err := os.WriteFile(file, []byte(strings.Join(flows, "\n")+"\n"), 0o600); err != nil {
 			return err
 		}
-		if _, err := o.run(ctx, "ovs-ofctl", "del-flows", mgmt); err != nil {
+		if _, err := o.run(ctx, "ovs-ofctl", "-O", "OpenFlow13", "del-flows", mgmt); err != nil {
 			return err
 		}
-		if _, err := o.run(ctx, "ovs-ofctl", "add-flows", mgmt, file); err != nil {
+		if _, err := o.run(ctx, "ovs-ofctl", "-O", "OpenFlow13", "add-flows", mgmt, file); err != nil {
 			return err
 		}
 		want = len(flows)
 	}
-	out, err := o.run(ctx, "ovs-ofctl", "dump-aggregate", mgmt)
+	out, err := o.run(ctx, "ovs-ofctl", "-O", "OpenFlow13", "dump-aggregate", mgmt)
 	if err != nil {
 		return err
 	}

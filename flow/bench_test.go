@@ -1,7 +1,6 @@
 package flow
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -92,55 +91,6 @@ func BenchmarkLookup(b *testing.B) {
 				}
 			})
 		}
-	}
-}
-
-func BenchmarkCacheHit(b *testing.B) {
-	tab, _, keys := benchTable(1000, 10)
-	keys = keys[:1024]
-	cache := NewCache(DefaultCacheSize)
-	for i := range keys {
-		cache.Lookup(tab, &keys[i])
-	}
-	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		cache.Lookup(tab, &keys[i%len(keys)])
-		i++
-	}
-}
-
-// BenchmarkCacheHitTrain looks up one key again and again, as the frames
-// of one flow arriving back to back do.
-func BenchmarkCacheHitTrain(b *testing.B) {
-	tab, _, keys := benchTable(1000, 10)
-	cache := NewCache(DefaultCacheSize)
-	cache.Lookup(tab, &keys[0])
-	b.ReportAllocs()
-	for b.Loop() {
-		cache.Lookup(tab, &keys[0])
-	}
-}
-
-// BenchmarkCacheMiss looks up a new key every time in a full cache: the
-// classifier lookup, the LRU's eviction and its Add, which allocates one
-// list entry (simplelru does not reuse the evicted one).
-func BenchmarkCacheMiss(b *testing.B) {
-	tab, _, keys := benchTable(1000, 10)
-	cache := NewCache(DefaultCacheSize)
-	var n uint32
-	next := func() *Key {
-		k := &keys[n%uint32(len(keys))]
-		binary.BigEndian.PutUint32(k.IPv6Src[:4], n) // never seen before, still matching
-		n++
-		return k
-	}
-	for range DefaultCacheSize {
-		cache.Lookup(tab, next())
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		cache.Lookup(tab, next())
 	}
 }
 

@@ -7,9 +7,9 @@ package flow
 //
 // A Table holds installed rules, each a masked match plus a priority. Given
 // the Key of a frame, Lookup returns the highest-priority rule whose match
-// the key satisfies. It runs once per exact-match cache miss on every
-// forwarding goroutine, so it must be fast, must not lock, and must not
-// allocate.
+// the key satisfies. It runs for every table a flow visits, once per miss
+// of the forwarders' exact-match cache of decisions, so it must be fast,
+// must not lock, and must not allocate.
 //
 // Tuple-space search
 // ==================

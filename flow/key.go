@@ -28,8 +28,7 @@ type Key struct {
 	Regs     [NumRegs]uint32
 	// Table is the table the key is looked up in. Every rule matches it
 	// exactly (a rule lives in one table), so one classifier holds the
-	// whole pipeline, and the exact-match cache keeps each table's answer
-	// for a key apart. A frame starts in table 0.
+	// whole pipeline. A frame starts in table 0.
 	Table uint8
 }
 

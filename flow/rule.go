@@ -1,8 +1,7 @@
 // Package flow is xswitch's OpenFlow-style flow table: the Key extracted
 // from a frame, rules (a masked match, a priority, actions), their text
-// syntax (the one ovs-ofctl speaks), the classifier that finds the
-// highest-priority rule matching a key, and the exact-match cache in front
-// of it.
+// syntax (the one ovs-ofctl speaks), and the classifier that finds the
+// highest-priority rule matching a key in a table.
 //
 // Rules are plain data (a spec); the classifier holds an immutable,
 // versioned snapshot of installed rules that forwarding goroutines read

@@ -95,10 +95,10 @@ xswitch_port_up{bridge="br0",port="p2"} 0
 # HELP xswitch_bridge_flows Rules in the bridge's flow table.
 # TYPE xswitch_bridge_flows gauge
 xswitch_bridge_flows{bridge="br0"} 3
-# HELP xswitch_bridge_flow_cache_hits_total Frames classified by the exact-match flow cache.
+# HELP xswitch_bridge_flow_cache_hits_total Frames forwarded by a decision from the exact-match cache.
 # TYPE xswitch_bridge_flow_cache_hits_total counter
 xswitch_bridge_flow_cache_hits_total{bridge="br0"} 100
-# HELP xswitch_bridge_flow_cache_misses_total Frames the exact-match flow cache missed, classified by the flow table.
+# HELP xswitch_bridge_flow_cache_misses_total Frames the exact-match cache missed: their way through the tables was worked out afresh.
 # TYPE xswitch_bridge_flow_cache_misses_total counter
 xswitch_bridge_flow_cache_misses_total{bridge="br0"} 9
 # HELP xswitch_bridge_mac_entries Learned MAC addresses that have not aged out.

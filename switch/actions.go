@@ -1,19 +1,13 @@
 package vswitch
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/xswitch/xswitch/flow"
 )
 
-// The pipeline: a frame starts in table 0; the rule it meets there runs
-// its actions, which may send it on to a later table (goto_table) or look
-// it up in any table and come back (resubmit), as OVS's do. The frame's
-// key is the pipeline's working state: pipeline actions write its
-// registers, metadata and input port, header rewrites change it as they
-// change the frame, and each lookup reads it, through the exact-match
-// cache, in the table it names.
+// The pipeline's limits. A frame's way through the tables is worked out
+// once per flow (decision.go); this runs what was worked out.
 
 const (
 	// MaxPipelineDepth and MaxResubmits are OVS's limits on one frame's
@@ -24,74 +18,83 @@ const (
 	MaxResubmits     = 4096
 )
 
-// frameRun is one frame's way through the pipeline.
+// frameRun is one frame's run of its decision.
 type frameRun struct {
-	table  *flow.Table
 	inSlot uint16 // where it arrived: NORMAL learns it there
 	frame  []byte
-	bytes  int // its length on arrival, for the rules' counters
 	now    int64
 	// shared is set once an output has queued frame: from then on the
 	// bytes belong to that output and a rewrite needs a copy. copied says
 	// that frame is such a copy, in the copy pool.
 	shared, copied bool
-	resubmits      int
 	// dropped says why the frame went nowhere, if something other than
 	// its rules' actions chose that; sent, whether anything queued it.
 	dropped dropReason
 	sent    bool
 }
 
-// forwardFrame runs one frame through the pipeline from table 0; f.key
+// forwardFrame forwards one frame by its decision under table; f.key
 // holds its key.
 func (f *forwarder) forwardFrame(table *flow.Table, inSlot uint16, frame []byte, now int64) {
+	d, ok := f.decisions.get(table, &f.key.Headers)
+	if !ok {
+		// The new decision may take the place of one whose counts are
+		// pending.
+		f.flushCounts(time.Now())
+		var cut string
+		if d, cut = f.decisions.add(&f.key.Headers); cut != "" {
+			f.logLoop(cut)
+		}
+	}
+	if d.packets == 0 {
+		f.counted = append(f.counted, d) // capacity batchSize: never grows
+	}
+	d.packets++
+	d.bytes += uint64(len(frame))
 	r := &f.run
-	*r = frameRun{table: table, inSlot: inSlot, frame: frame, bytes: len(frame), now: now}
-	f.runTable(r, 0)
+	*r = frameRun{inSlot: inSlot, frame: frame, now: now, dropped: d.dropped}
+	f.execute(r, d.actions)
 	if !r.sent && !f.learnOnly {
 		f.pipelineDrops.count(r.dropped)
 	}
-	r.table, r.frame = nil, nil
+	r.frame = nil
 }
 
-// runTable looks the frame up in the table its key names and runs the rule
-// it meets. A miss ends that table's part: the frame goes no further from
-// there. It returns false when the frame is to be dropped at once.
-func (f *forwarder) runTable(r *frameRun, depth int) bool {
-	if depth > MaxPipelineDepth {
-		return f.cutLoop(r, "depth")
+// flushCounts adds the frames counted under each decision since the last
+// flush to its rules' counters (last used now) and its tables'.
+func (f *forwarder) flushCounts(now time.Time) {
+	for _, d := range f.counted {
+		for _, e := range d.rules {
+			e.Hit(d.packets, d.bytes, now)
+		}
+		for _, l := range d.lookups {
+			c := &f.tableCounters[l.table]
+			c.lookups.Add(d.packets)
+			if l.matched {
+				c.matched.Add(d.packets)
+			}
+		}
+		d.packets, d.bytes = 0, 0
 	}
-	rule := f.cache.Lookup(r.table, &f.key)
-	f.tableTally.count(f.key.Table, rule != nil)
-	if rule == nil {
-		r.dropped = dropTableMiss
-		return true
-	}
-	f.hits.add(rule, r.bytes)
-	return f.runActions(r, rule.Actions, depth)
+	clear(f.counted)
+	f.counted = f.counted[:0]
 }
 
-// runActions runs one rule's actions on the frame.
-func (f *forwarder) runActions(r *frameRun, actions []flow.Action, depth int) bool {
+// execute runs a decision's actions on the frame.
+func (f *forwarder) execute(r *frameRun, actions []flow.Action) {
 	for i := range actions {
 		a := &actions[i]
 		switch a.Type {
-		case flow.ActOutput:
-			// OpenFlow never sends a frame back where it came from unless
-			// told so with IN_PORT. Output, IN_PORT and FLOOD leave out the
-			// ports that the spanning tree does not let forward; ALL does
-			// not, as in OVS.
-			if slot, ok := f.slot(a.Port); ok && a.Port != f.key.InPort && f.forwards(slot) {
+		case flow.ActOutput, flow.ActInPort:
+			// Output and IN_PORT leave out the ports that the spanning
+			// tree does not let forward, as FLOOD does; ALL does not, as
+			// in OVS.
+			if slot, ok := f.slot(a.Port); ok && f.forwards(slot) {
 				frame := r.frame
 				if a.Value != 0 && len(frame) > int(a.Value) {
 					frame = frame[:a.Value] // output(port=N,max_len=M)
 				}
 				f.enqueue(slot, frame)
-				r.shared, r.sent = true, true
-			}
-		case flow.ActInPort:
-			if slot, ok := f.slot(f.key.InPort); ok && f.forwards(slot) {
-				f.enqueue(slot, r.frame)
 				r.shared, r.sent = true, true
 			}
 		case flow.ActNormal:
@@ -101,66 +104,30 @@ func (f *forwarder) runActions(r *frameRun, actions []flow.Action, depth int) bo
 			}
 			r.shared = true
 		case flow.ActFlood:
-			r.sent = f.floodTo(f.flood, f.key.InPort, r.frame) || r.sent
+			r.sent = f.floodTo(f.flood, a.Port, r.frame) || r.sent
 			r.shared = true
 		case flow.ActAll:
-			r.sent = f.floodTo(f.live, f.key.InPort, r.frame) || r.sent
+			r.sent = f.floodTo(f.live, a.Port, r.frame) || r.sent
 			r.shared = true
-		case flow.ActGotoTable:
-			f.key.Table = a.Table
-			return f.runTable(r, depth+1)
-		case flow.ActResubmit:
-			if !f.resubmit(r, a, depth) {
-				return false
-			}
-		case flow.ActLoad, flow.ActSetField, flow.ActMove, flow.ActWriteMetadata:
-			a.ApplyToKey(&f.key)
 		default:
 			if !f.rewriteFrame(r, a) {
-				return false
+				return
 			}
 		}
 	}
-	return true
 }
 
-// resubmit looks the frame up in another table, or as if from another
-// port, runs what it finds and comes back, as OVS's resubmit does: the
-// registers keep what that table wrote, the table and input port are
-// restored.
-func (f *forwarder) resubmit(r *frameRun, a *flow.Action, depth int) bool {
-	if r.resubmits++; r.resubmits > MaxResubmits {
-		return f.cutLoop(r, "resubmits")
-	}
-	table, inPort := f.key.Table, f.key.InPort
-	if a.Table != flow.ThisTable {
-		f.key.Table = a.Table
-	}
-	if a.Port != 0 {
-		f.key.InPort = a.Port
-	}
-	ok := f.runTable(r, depth+1)
-	f.key.Table, f.key.InPort = table, inPort
-	return ok
-}
-
-// cutLoop drops a frame that went too deep or resubmitted too often, and
-// says so once per bridge: a loop in the tables repeats for every frame.
-func (f *forwarder) cutLoop(r *frameRun, limit string) bool {
-	r.dropped = dropLoop
+// logLoop says, once per bridge, that a translation was cut at the
+// pipeline's limits: a loop in the tables repeats for every flow.
+func (f *forwarder) logLoop(limit string) {
 	if f.loopLogged.CompareAndSwap(false, true) {
-		what := fmt.Sprintf("deeper than %d tables", MaxPipelineDepth)
-		if limit == "resubmits" {
-			what = fmt.Sprintf("more than %d resubmits", MaxResubmits)
-		}
 		f.log.Warn("a frame's way through the tables was cut: the rules loop; such frames are dropped and counted as loop drops (logged once)",
-			"limit", what, "table", f.key.Table, "in_port", f.key.InPort)
+			"limit", limit, "in_port", f.key.InPort)
 	}
-	return false
 }
 
-// rewriteFrame applies a header rewrite to the frame, and to its key so
-// that later tables see it. It returns false when the frame is dropped.
+// rewriteFrame applies a header rewrite to the frame. It returns false
+// when the frame is dropped.
 func (f *forwarder) rewriteFrame(r *frameRun, a *flow.Action) bool {
 	if r.shared {
 		if !f.ownCopy(r) {
@@ -183,7 +150,6 @@ func (f *forwarder) rewriteFrame(r *frameRun, a *flow.Action) bool {
 		return false
 	}
 	r.frame = frame
-	a.ApplyToKey(&f.key)
 	return true
 }
 
@@ -251,41 +217,6 @@ func (f *forwarder) slot(ofport uint16) (uint16, bool) {
 		return 0, false
 	}
 	return uint16(f.slotOf[ofport]), true
-}
-
-// ruleHits gathers a batch's per-rule counts so that each rule's shared
-// counters are updated once per batch, not once per frame. A batch rarely
-// hits more than a few rules; past len(slots) distinct ones it flushes early.
-type ruleHits struct {
-	n     int
-	slots [16]struct {
-		rule           *flow.Entry
-		packets, bytes uint64
-	}
-}
-
-func (h *ruleHits) add(rule *flow.Entry, bytes int) {
-	for i := range h.n {
-		if s := &h.slots[i]; s.rule == rule {
-			s.packets++
-			s.bytes += uint64(bytes)
-			return
-		}
-	}
-	if h.n == len(h.slots) {
-		h.flush(time.Now())
-	}
-	h.slots[h.n].rule, h.slots[h.n].packets, h.slots[h.n].bytes = rule, 1, uint64(bytes)
-	h.n++
-}
-
-func (h *ruleHits) flush(now time.Time) {
-	for i := range h.n {
-		s := &h.slots[i]
-		s.rule.Hit(s.packets, s.bytes, now)
-		s.rule = nil
-	}
-	h.n = 0
 }
 
 // copyPool holds the copies of frames made within one batch, carved one

@@ -25,12 +25,17 @@ const DefaultBatchSize = 256
 // MaxOFPort is the highest OpenFlow port number a port can have (OFPP_MAX).
 const MaxOFPort = 0xff00
 
+// DefaultCacheSize is the number of flows a forwarder's decision cache
+// holds unless told otherwise: the size of OVS's per-thread exact-match
+// cache (8192).
+const DefaultCacheSize = 8192
+
 // Options configure a bridge. Zero values mean the defaults.
 type Options struct {
 	BatchSize    int
 	MACTableSize int
 	MACAging     time.Duration
-	CacheSize    int // entries in the forwarder's exact-match flow cache
+	CacheSize    int // flows in each forwarder's exact-match cache of decisions
 	// CPUs are where the bridge's forwarding threads run: one thread
 	// pinned to each, the bridge's receive queues dealt out among them.
 	// Empty means one thread on any CPU. A CPU that nothing else uses makes
@@ -55,7 +60,7 @@ func (o Options) withDefaults() Options {
 		o.MACAging = DefaultMACAging
 	}
 	if o.CacheSize <= 0 {
-		o.CacheSize = flow.DefaultCacheSize
+		o.CacheSize = DefaultCacheSize
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -188,8 +193,7 @@ func (b *Bridge) CacheStats() (hits, misses uint64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, f := range b.fwds {
-		h, m := f.cache.Stats()
-		hits, misses = hits+h, misses+m
+		hits, misses = hits+f.decisions.hits.value(), misses+f.decisions.misses.value()
 	}
 	return hits, misses
 }

@@ -18,16 +18,15 @@ package vswitch
 //	receive up to BatchSize frames
 //	load the flow table's current version (once per batch)
 //	for each frame:
-//	    extract its key (flow.Extractor) and run it through the pipeline
-//	    (actions.go): from table 0, find the rule for the key in the
-//	    exact-match cache or, on a miss, the classifier, and run its
-//	    actions: rewrites change the frame in place; goto_table and
-//	    resubmit look it up again in another table; outputs, NORMAL
-//	    (learn the source, look up the destination, else flood, all
-//	    within the frame's VLAN) and FLOOD append the frame to each output
-//	    port's group
-//	add each rule's packet and byte counts, each table's lookups and the
-//	drops by reason once for the batch
+//	    extract its key (flow.Extractor) and find the decision for its
+//	    headers in the exact-match cache or, on a miss, work it out by
+//	    running the key through the tables (decision.go); run the
+//	    decision's actions (actions.go): rewrites change the frame in
+//	    place; outputs, NORMAL (learn the source, look up the destination,
+//	    else flood, all within the frame's VLAN) and FLOOD append the
+//	    frame to each output port's group
+//	add the frames under each decision to its rules' and tables'
+//	counters, and the drops by reason, once for the batch
 //	transmit each non-empty group with one call, count what the ring refused
 //	release the batch back to its queue
 //
@@ -77,13 +76,14 @@ type forwarder struct {
 	epoch           time.Time
 	flows           *flow.Classifier
 	extractor       *flow.Extractor
-	cache           *flow.Cache
+	decisions       *decisionCache
 	key             flow.Key
 	run             frameRun
-	hits            ruleHits
-	// tableTally and pipelineDrops count one batch's lookups per table
-	// and frames dropped by reason, added to the bridge's once per batch.
-	tableTally    tableTally
+	// counted are the decisions that frames of the current batch went by,
+	// whose counts go to their rules and tables once per batch;
+	// pipelineDrops are its frames dropped by reason, added to the
+	// bridge's once per batch.
+	counted       []*decision
 	tableCounters *[flow.NumTables]tableCounters
 	pipelineDrops pipelineDrops
 	bridgeDrops   *bridgeDrops
@@ -179,7 +179,7 @@ func newForwarder(opts Options, flows *flow.Classifier, place threadPlace) (*for
 		epoch:     place.epoch,
 		flows:     flows,
 		extractor: flow.NewExtractor(),
-		cache:     flow.NewCache(opts.CacheSize),
+		decisions: newDecisionCache(cmp.Or(opts.CacheSize, DefaultCacheSize)),
 		log:       cmp.Or(opts.Logger, slog.Default()),
 
 		tableCounters: place.tables,
@@ -351,8 +351,7 @@ func (f *forwarder) forwardBatch(rx rxQueue) bool {
 		}
 		f.forwardFrame(table, rx.slot, data, now)
 	}
-	f.hits.flush(wall)
-	f.tableTally.flush(f.tableCounters)
+	f.flushCounts(wall)
 	f.pipelineDrops.flush(f.bridgeDrops)
 	in.counters.rxPackets.Add(uint64(n))
 	in.counters.rxBytes.Add(rxBytes)

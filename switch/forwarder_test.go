@@ -3,6 +3,7 @@ package vswitch
 import (
 	"bytes"
 	"fmt"
+	"log/slog"
 	"net"
 	"testing"
 	"time"
@@ -56,7 +57,7 @@ func testForwarder(t testing.TB, batch int, ports ...*porttest.Port) *forwarder 
 	t.Helper()
 	cls := flow.NewClassifier()
 	cls.Publish(normalTable())
-	opts := Options{BatchSize: batch, MACTableSize: 64, MACAging: time.Hour, CacheSize: 64}
+	opts := Options{BatchSize: batch, MACTableSize: 64, MACAging: time.Hour, CacheSize: 64, Logger: slog.New(slog.DiscardHandler)}
 	f, err := newForwarder(opts, cls, firstOf(1, opts))
 	if err != nil {
 		t.Fatal(err)

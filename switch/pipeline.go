@@ -7,7 +7,7 @@ import (
 )
 
 // The pipeline's counters: lookups and matches per table (dump-tables),
-// and the frames it dropped, by why (pmd-stats-show). A forwarder tallies
+// and the frames it dropped, by why (pmd-stats-show). A forwarder counts
 // them per batch and adds them to its bridge's once per batch.
 
 // dropReason says why the pipeline sent a frame nowhere.
@@ -45,37 +45,6 @@ func (d *pipelineDrops) flush(to *bridgeDrops) {
 // tableCounters are one table's lookups and the ones that met a rule.
 type tableCounters struct {
 	lookups, matched atomic.Uint64
-}
-
-// tableTally is one batch's lookups per table; touched lists the tables
-// it has counts for, so that a flush visits only those.
-type tableTally struct {
-	n       [flow.NumTables]struct{ lookups, matched uint64 }
-	touched []uint8
-}
-
-func (t *tableTally) count(table uint8, matched bool) {
-	c := &t.n[table]
-	if c.lookups == 0 {
-		if t.touched == nil {
-			t.touched = make([]uint8, 0, flow.NumTables) // once: never grows
-		}
-		t.touched = append(t.touched, table)
-	}
-	c.lookups++
-	if matched {
-		c.matched++
-	}
-}
-
-func (t *tableTally) flush(to *[flow.NumTables]tableCounters) {
-	for _, table := range t.touched {
-		c := &t.n[table]
-		to[table].lookups.Add(c.lookups)
-		to[table].matched.Add(c.matched)
-		*c = struct{ lookups, matched uint64 }{}
-	}
-	t.touched = t.touched[:0]
 }
 
 // TableStats are one table's counters.

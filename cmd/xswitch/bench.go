@@ -35,6 +35,9 @@ const defaultBenchWorkloads = "udp64,udp1500,tcp,ping"
 
 const defaultBenchCases = "xswitch,xswitch-busy,xswitch-flows,linux-bridge,ovs,ovs-flows,xdp-redirect"
 
+// moreBenchCases are the cases bench runs only when asked to.
+const moreBenchCases = "xswitch-pipeline,ovs-pipeline"
+
 // benchFlows is how many flows the -flows cases install.
 const benchFlows = 1000
 
@@ -67,6 +70,9 @@ The generator, iperf3's client and server and ping run on CPU 0. The cases:
                  thread on CPU 1, NORMAL; a private ovsdb-server and
                  ovs-vswitchd (skipped when Open vSwitch is not installed)
   ovs-flows      the same with the 1,000 flows of xswitch-flows
+  xswitch-pipeline, ovs-pipeline (only when asked for)
+                 a pipeline of three tables (bench.PipelineFlows): classify by
+                 input port into reg0, an ACL, NORMAL, joined by goto_table
   xdp-redirect   an XDP program redirecting from veth to veth: the machine's limit
 
 Each measurement builds its case in fresh namespaces, with 10.253.0.1/24 on
@@ -115,8 +121,12 @@ func benchCases(names []string) ([]bench.Case, error) {
 			cases = append(cases, bench.OVS(name, nil))
 		case "ovs-flows":
 			cases = append(cases, bench.OVS(name, bench.ManyFlows(benchFlows)))
+		case "xswitch-pipeline":
+			cases = append(cases, xswitchBenchCase(name, xswitchBench{flows: bench.PipelineFlows()}))
+		case "ovs-pipeline":
+			cases = append(cases, bench.OVS(name, bench.PipelineFlows()))
 		default:
-			return nil, fmt.Errorf("unknown bench case %q: want some of %s", name, defaultBenchCases)
+			return nil, fmt.Errorf("unknown bench case %q: want some of %s,%s", name, defaultBenchCases, moreBenchCases)
 		}
 	}
 	if len(cases) == 0 {

@@ -16,7 +16,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/xswitch/xswitch/control"
-	"github.com/xswitch/xswitch/flow"
 	"github.com/xswitch/xswitch/internal/sdnotify"
 	"github.com/xswitch/xswitch/metrics"
 	vswitch "github.com/xswitch/xswitch/switch"
@@ -64,7 +63,7 @@ the daemon otherwise waits with "xswitch wait-ready".`,
 	f.StringVar(&opts.pidFile, "pidfile", "", "write the daemon's pid to this file once it serves (removed when it stops)")
 	f.StringVar(&opts.logFile, "log-file", "", "append the log to this file instead of standard error (with --detach the log is lost without it)")
 	f.StringVar(&opts.control.DBPath, "db", control.DefaultDB, "where the configuration is kept")
-	f.IntVar(&opts.control.Bridge.CacheSize, "flow-cache-size", flow.DefaultCacheSize, "entries in each bridge's exact-match flow cache")
+	f.IntVar(&opts.control.Bridge.CacheSize, "flow-cache-size", vswitch.DefaultCacheSize, "flows in each forwarding thread's exact-match cache of decisions")
 	f.StringVar(&opts.logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&opts.logLevel, "log-level", "info", "least severe level logged: debug, info, warn or error")
 	f.StringVar(&opts.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://ADDR"+metrics.Path+" (host:port); off when empty")

@@ -110,7 +110,7 @@ func printPMDStats(w io.Writer, bridges []control.BridgeStatus) {
 		fmt.Fprintf(w, "  packets received: %d\n", packetsReceived(b))
 		fmt.Fprintf(w, "  flows: %d\n", b.Flows)
 		fmt.Fprintf(w, "  exact-match cache hits: %d\n", b.CacheHits)
-		fmt.Fprintf(w, "  classifier lookups (cache misses): %d\n", b.CacheMisses)
+		fmt.Fprintf(w, "  translations through the tables (cache misses): %d\n", b.CacheMisses)
 		printPipelineDrops(w, b.Drops)
 		printForwarder(w, b.Forwarder)
 	}

@@ -1,0 +1,212 @@
+package vswitch
+
+import (
+	"fmt"
+	"sync/atomic"
+
+	"github.com/hashicorp/golang-lru/v2/simplelru"
+
+	"github.com/xswitch/xswitch/flow"
+)
+
+// Decisions: the pipeline translated once per flow.
+//
+// What the tables do to a frame depends only on its headers and input
+// port (its flow.Headers) and on the table version: registers and
+// metadata start at zero, every lookup, rewrite and register write is a
+// function of the key, and NORMAL, the one action that reads other state
+// (the MAC table), changes nothing the tables see. So the way through the
+// tables is worked out once per Headers (translate), and what it yields,
+// a decision, is kept in an exact-match cache: the rules met, for their
+// counters; the tables visited, for theirs; and a flat list of what to do
+// to the frame, with goto_table, resubmit and the register actions gone
+// and each output's "not back out of the input port" already settled. A
+// frame whose headers hit runs that list and touches no classifier,
+// whatever the number of tables. A new table version empties the cache.
+//
+// NORMAL stays in the list and runs per frame against the live MAC
+// table, so that learning, moves and aging act at once with no
+// invalidation to get wrong.
+
+// decision is what the pipeline decided for one flow key.
+type decision struct {
+	rules   []*flow.Entry // met, in order, for their counters
+	lookups []tableLookup // in order, for the tables' counters
+	// actions run on the frame, in order: ActOutput, ActInPort (Port is
+	// where it goes), ActFlood and ActAll (Port is the input port they
+	// leave out), ActNormal, and the header rewrites.
+	actions []flow.Action
+	// dropped says why the frame goes nowhere when the pipeline rather
+	// than its rules chose that: a table miss or a loop.
+	dropped dropReason
+
+	// The current batch's frames and bytes under this decision, added to
+	// its rules' and tables' counters once per batch (flushCounts).
+	packets, bytes uint64
+}
+
+type tableLookup struct {
+	table   uint8
+	matched bool
+}
+
+// translator works out decisions for one forwarder. Its key is the
+// working key of the translation under way.
+type translator struct {
+	table     *flow.Table
+	key       flow.Key
+	d         *decision
+	resubmits int
+	cut       string // why the translation was cut, if it was: logged once
+}
+
+// translate runs headers through the tables of t and fills d.
+func (tr *translator) translate(t *flow.Table, headers *flow.Headers, d *decision) {
+	*tr = translator{table: t, key: flow.Key{Headers: *headers}, d: d}
+	d.rules, d.lookups, d.actions, d.dropped = d.rules[:0], d.lookups[:0], d.actions[:0], dropRule
+	tr.lookup(0)
+	tr.table, tr.d = nil, nil
+}
+
+// lookup looks the key up in the table it names and follows the rule it
+// meets. It returns false when the frame's way ends here for good.
+func (tr *translator) lookup(depth int) bool {
+	if depth > MaxPipelineDepth {
+		return tr.cutLoop(fmt.Sprintf("deeper than %d tables", MaxPipelineDepth))
+	}
+	e := tr.table.Lookup(&tr.key)
+	tr.d.lookups = append(tr.d.lookups, tableLookup{table: tr.key.Table, matched: e != nil})
+	if e == nil {
+		tr.d.dropped = dropTableMiss
+		return true
+	}
+	tr.d.rules = append(tr.d.rules, e)
+	return tr.actions(e.Actions, depth)
+}
+
+func (tr *translator) actions(actions []flow.Action, depth int) bool {
+	for i := range actions {
+		a := actions[i]
+		switch a.Type {
+		case flow.ActOutput:
+			// OpenFlow never sends a frame back where it came from
+			// unless told so with IN_PORT.
+			if a.Port != tr.key.InPort {
+				tr.emit(a)
+			}
+		case flow.ActInPort, flow.ActFlood, flow.ActAll:
+			a.Port = tr.key.InPort
+			tr.emit(a)
+		case flow.ActNormal:
+			tr.emit(a)
+		case flow.ActGotoTable:
+			tr.key.Table = a.Table
+			return tr.lookup(depth + 1)
+		case flow.ActResubmit:
+			if tr.resubmits++; tr.resubmits > MaxResubmits {
+				return tr.cutLoop(fmt.Sprintf("more than %d resubmits", MaxResubmits))
+			}
+			table, inPort := tr.key.Table, tr.key.InPort
+			if a.Table != flow.ThisTable {
+				tr.key.Table = a.Table
+			}
+			if a.Port != 0 {
+				tr.key.InPort = a.Port
+			}
+			more := tr.lookup(depth + 1)
+			tr.key.Table, tr.key.InPort = table, inPort
+			if !more {
+				return false
+			}
+		case flow.ActLoad, flow.ActSetField, flow.ActMove, flow.ActWriteMetadata:
+			a.ApplyToKey(&tr.key)
+		default:
+			// A header rewrite: the frame gets it, and later tables see it.
+			tr.emit(a)
+			if !a.ApplyToKey(&tr.key) {
+				return false // dec_ttl drops the frame (and counts it) when it runs
+			}
+		}
+	}
+	return true
+}
+
+func (tr *translator) emit(a flow.Action) { tr.d.actions = append(tr.d.actions, a) }
+
+func (tr *translator) cutLoop(limit string) bool {
+	tr.d.dropped = dropLoop
+	tr.cut = limit
+	return false
+}
+
+// decisionCache is a forwarder's exact-match cache of decisions by
+// Headers, for one table version. It does not lock: only its forwarder
+// uses it. Decisions evicted are kept for reuse, so that a miss in a
+// steady state allocates no decision, only the LRU's entry.
+type decisionCache struct {
+	lru   *simplelru.LRU[flow.Headers, *decision]
+	table *flow.Table // the version the decisions come from
+	spare []*decision
+	tr    translator
+
+	// last is the most recently used decision: frames come in trains of
+	// one flow, and comparing headers costs a fraction of hashing them.
+	last      flow.Headers
+	lastD     *decision
+	lastValid bool
+
+	hits, misses counter
+}
+
+func newDecisionCache(size int) *decisionCache {
+	c := &decisionCache{}
+	lru, err := simplelru.NewLRU(size, func(_ flow.Headers, d *decision) { c.spare = append(c.spare, d) })
+	if err != nil {
+		panic(err) // unreachable: the size is positive (Options.withDefaults)
+	}
+	c.lru = lru
+	return c
+}
+
+// get returns the decision for headers under table t, if there is one.
+func (c *decisionCache) get(t *flow.Table, headers *flow.Headers) (*decision, bool) {
+	if t != c.table {
+		// Comparing the pointer rather than the version is exact even for
+		// tables built independently.
+		c.lru.Purge()
+		c.table, c.lastValid = t, false
+	}
+	if c.lastValid && *headers == c.last {
+		c.hits.inc()
+		return c.lastD, true
+	}
+	d, ok := c.lru.Get(*headers)
+	if ok {
+		c.hits.inc()
+		c.last, c.lastD, c.lastValid = *headers, d, true
+	}
+	return d, ok
+}
+
+// add translates headers under the table of the last get and keeps the
+// decision, which may evict another: the caller flushes the counts of
+// the decisions it holds first. A translation cut short says why in cut.
+func (c *decisionCache) add(headers *flow.Headers) (d *decision, cut string) {
+	c.misses.inc()
+	if n := len(c.spare); n > 0 {
+		d, c.spare = c.spare[n-1], c.spare[:n-1]
+	} else {
+		d = new(decision)
+	}
+	c.tr.translate(c.table, headers, d)
+	c.lru.Add(*headers, d)
+	c.last, c.lastD, c.lastValid = *headers, d, true
+	return d, c.tr.cut
+}
+
+// counter is written by one goroutine (a plain load and store, no locked
+// add) and read by any.
+type counter struct{ n atomic.Uint64 }
+
+func (c *counter) inc()          { c.n.Store(c.n.Load() + 1) }
+func (c *counter) value() uint64 { return c.n.Load() }

@@ -1,0 +1,248 @@
+package vswitch
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/xswitch/xswitch/flow"
+	"github.com/xswitch/xswitch/internal/race"
+)
+
+// randomPipeline writes a random pipeline of a few tables: matches on the
+// fields the random frames vary, registers written and matched, goto_table
+// forward, resubmit anywhere (loops included), rewrites, outputs, NORMAL,
+// FLOOD, drops and misses.
+func randomPipeline(rnd *rand.Rand, ports int) []string {
+	var flows []string
+	match := func() string {
+		var parts []string
+		if rnd.IntN(3) == 0 {
+			parts = append(parts, fmt.Sprintf("in_port=%d", 1+rnd.IntN(ports)))
+		}
+		if rnd.IntN(3) == 0 {
+			parts = append(parts, fmt.Sprintf("reg%d=%d", rnd.IntN(2), rnd.IntN(3)))
+		}
+		switch rnd.IntN(4) {
+		case 0:
+			parts = append(parts, fmt.Sprintf("udp,tp_dst=%d", 1+rnd.IntN(3)))
+		case 1:
+			parts = append(parts, fmt.Sprintf("ip,nw_dst=10.0.0.%d", 1+rnd.IntN(3)))
+		case 2:
+			parts = append(parts, fmt.Sprintf("dl_dst=02:00:00:00:00:%02x", 1+rnd.IntN(ports)))
+		}
+		return strings.Join(parts, ",")
+	}
+	for table := range 4 {
+		for range 1 + rnd.IntN(5) {
+			var actions []string
+			for range rnd.IntN(4) {
+				switch rnd.IntN(10) {
+				case 0:
+					actions = append(actions, fmt.Sprintf("output:%d", 1+rnd.IntN(ports)))
+				case 1:
+					actions = append(actions, "NORMAL")
+				case 2:
+					actions = append(actions, "FLOOD")
+				case 3:
+					actions = append(actions, fmt.Sprintf("load:%d->reg%d[]", rnd.IntN(3), rnd.IntN(2)))
+				case 4:
+					actions = append(actions, "move:reg0[0..7]->reg1[8..15]")
+				case 5:
+					actions = append(actions, fmt.Sprintf("resubmit(,%d)", rnd.IntN(4)))
+				case 6:
+					actions = append(actions, fmt.Sprintf("resubmit(%d,%d)", 1+rnd.IntN(ports), rnd.IntN(4)))
+				case 7:
+					actions = append(actions, fmt.Sprintf("mod_dl_dst:02:00:00:00:00:%02x", 1+rnd.IntN(ports)))
+				case 8:
+					actions = append(actions, "IN_PORT")
+				case 9:
+					actions = append(actions, "output(port=2,max_len=30)")
+				}
+			}
+			if table < 3 && rnd.IntN(2) == 0 {
+				actions = append(actions, fmt.Sprintf("goto_table:%d", table+1+rnd.IntN(3-table)))
+			}
+			if len(actions) == 0 {
+				actions = []string{"drop"}
+			}
+			m := match()
+			if m != "" {
+				m += ","
+			}
+			flows = append(flows, fmt.Sprintf("table=%d,priority=%d,%sactions=%s", table, rnd.IntN(4), m, strings.Join(actions, ",")))
+		}
+	}
+	return flows
+}
+
+func randomFrames(tb testing.TB, rnd *rand.Rand, ports, n int) [][]byte {
+	frames := make([][]byte, n)
+	for i := range frames {
+		dst := mac(byte(1 + rnd.IntN(ports+1))) // one more than there are stations: unknown
+		if rnd.IntN(8) == 0 {
+			dst = broadcast
+		}
+		src := mac(byte(1 + rnd.IntN(ports)))
+		frames[i] = udpFrame(tb, dst, src, net.IPv4(10, 0, 0, byte(9)), net.IPv4(10, 0, 0, byte(1+rnd.IntN(3))),
+			uint16(1000+rnd.IntN(2)), uint16(1+rnd.IntN(3)), []byte("payload"))
+	}
+	return frames
+}
+
+// TestCachedDecisionsMatchFreshTranslation runs random frames from random
+// ports through random pipelines twice: on a forwarder that keeps its
+// decisions, and on one that translates every frame afresh. What each
+// port sends, every rule's and table's counters and the drops must be the
+// same; the MAC table churns as NORMAL learns sources that move between
+// ports.
+func TestCachedDecisionsMatchFreshTranslation(t *testing.T) {
+	const ports, pipelines, frames = 3, 60, 300
+	var hits, misses uint64
+	for seed := range uint64(pipelines) {
+		rnd := rand.New(rand.NewPCG(seed, 7))
+		text := randomPipeline(rnd, ports)
+		// Flows repeat, as they do on a wire: frames drawn from a pool of
+		// 16, each from a random port, so that a station's source address
+		// moves between ports now and then.
+		pool := randomFrames(t, rnd, ports, 16)
+		in := make([][]byte, frames)
+		from := make([]int, frames)
+		for i := range in {
+			in[i], from[i] = pool[rnd.IntN(len(pool))], rnd.IntN(ports)
+		}
+		run := func(fresh bool) ([][][]byte, []uint64, [flow.NumTables]uint64, [numDropReasons]uint64, *forwarder) {
+			p := newPorts(ports)
+			f := testForwarder(t, 64, p...)
+			tbl := rules(t, text...)
+			f.flows.Publish(tbl)
+			for i, fr := range in {
+				p[from[i]].Inject(bytes.Clone(fr)) // rewrites work in place
+				if fresh {
+					f.decisions.forget()
+				}
+				forwardAll(f)
+			}
+			var sent [][][]byte
+			for _, q := range p {
+				sent = append(sent, q.Transmitted())
+			}
+			var counts []uint64
+			for _, e := range tbl.Entries() {
+				n, b, _ := e.Stats()
+				counts = append(counts, n, b)
+			}
+			var lookups [flow.NumTables]uint64
+			for i := range lookups {
+				lookups[i] = f.tableCounters[i].lookups.Load()<<32 | f.tableCounters[i].matched.Load()
+			}
+			var drops [numDropReasons]uint64
+			for i := range drops {
+				drops[i] = f.bridgeDrops[i].Load()
+			}
+			return sent, counts, lookups, drops, f
+		}
+		sentC, countsC, lookupsC, dropsC, cached := run(false)
+		sentF, countsF, lookupsF, dropsF, _ := run(true)
+		for i := range sentC {
+			if len(sentC[i]) != len(sentF[i]) {
+				t.Fatalf("seed %d: port %d sent %d frames cached, %d fresh\npipeline:\n%s", seed, i+1, len(sentC[i]), len(sentF[i]), strings.Join(text, "\n"))
+			}
+			for j := range sentC[i] {
+				if !bytes.Equal(sentC[i][j], sentF[i][j]) {
+					t.Fatalf("seed %d: port %d frame %d differs:\n%x cached\n%x fresh", seed, i+1, j, sentC[i][j], sentF[i][j])
+				}
+			}
+		}
+		if fmt.Sprint(countsC) != fmt.Sprint(countsF) || lookupsC != lookupsF || dropsC != dropsF {
+			t.Fatalf("seed %d: counters differ: rules %v / %v, drops %v / %v\npipeline:\n%s", seed, countsC, countsF, dropsC, dropsF, strings.Join(text, "\n"))
+		}
+		hits += cached.decisions.hits.value()
+		misses += cached.decisions.misses.value()
+	}
+	t.Logf("%d pipelines, %d frames each: the cached forwarder hit %d times and translated %d", pipelines, frames, hits, misses)
+	if hits < misses {
+		t.Errorf("the cached forwarder hit %d times and missed %d: the test hardly tests the cache", hits, misses)
+	}
+}
+
+// forget drops every decision, for tests that translate afresh.
+func (c *decisionCache) forget() {
+	c.lru.Purge()
+	c.lastValid = false
+}
+
+// TestDecisionLRUPurgeAllocatesNothing pins down what the decision cache
+// relies on when the table changes: simplelru's Purge empties the map and
+// list in place (and the evicted decisions go to the spares).
+func TestDecisionLRUPurgeAllocatesNothing(t *testing.T) {
+	if race.Enabled {
+		t.Skip("the race detector changes allocation counts")
+	}
+	c := newDecisionCache(DefaultCacheSize)
+	spares := make([]*decision, 0, DefaultCacheSize)
+	c.spare = spares
+	fewest := ^uint64(0)
+	// The runtime's own goroutines allocate now and then, and MemStats
+	// counts them too: a Purge that allocates does so every time, so the
+	// fewest of a few tries is the Purge's own count.
+	for range 3 {
+		for i := range DefaultCacheSize {
+			c.lru.Add(flow.Headers{InPort: uint16(i)}, &decision{})
+		}
+		c.spare = spares[:0]
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		c.lru.Purge()
+		runtime.ReadMemStats(&after)
+		fewest = min(fewest, after.Mallocs-before.Mallocs)
+	}
+	if fewest != 0 || c.lru.Len() != 0 || len(c.spare) != DefaultCacheSize {
+		t.Errorf("Purge of a full cache: %d allocations, %d left, %d spares", fewest, c.lru.Len(), len(c.spare))
+	}
+}
+
+// BenchmarkHitAndExecute is a decision cache hit and its execution for one
+// frame, key extraction and the ring work left out: what a frame costs
+// the pipeline, for one NORMAL rule, three tables and a rewrite.
+func BenchmarkHitAndExecute(b *testing.B) {
+	for _, tt := range []struct {
+		name  string
+		flows []string
+	}{
+		{"normal", []string{"priority=0,actions=NORMAL"}},
+		{"three-tables", []string{
+			"table=0,priority=10,in_port=1,actions=load:1->reg0[],goto_table:1",
+			"table=1,priority=100,tcp,tp_dst=23,actions=drop",
+			"table=1,priority=0,actions=goto_table:2",
+			"table=2,priority=0,actions=NORMAL"}},
+		{"rewrite", []string{"priority=0,udp,actions=mod_nw_dst:10.0.0.9,mod_tp_dst:99,output:2"}},
+	} {
+		b.Run(tt.name, func(b *testing.B) {
+			f, _ := benchForwarder(b, 3, 1)
+			tbl := rules(b, tt.flows...)
+			f.flows.Publish(tbl)
+			frame := udpFrame(b, mac(2), mac(1), net.IPv4(10, 0, 0, 1), net.IPv4(10, 0, 0, 2), 1000, 5000, make([]byte, 18))
+			if !f.extractor.Extract(frame, 1, &f.key) {
+				b.Fatal("the bench frame does not extract")
+			}
+			f.forwardFrame(tbl, 0, frame, f.now())
+			b.ReportAllocs()
+			n := 0
+			for b.Loop() {
+				f.forwardFrame(tbl, 0, frame, 0)
+				if n++; n == DefaultBatchSize {
+					f.flushCounts(time.Time{})
+					f.transmitGroups()
+					f.copies.reset()
+					n = 0
+				}
+			}
+		})
+	}
+}
