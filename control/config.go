@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/xswitch/xswitch/flow"
 	"github.com/xswitch/xswitch/internal/ifname"
 	"github.com/xswitch/xswitch/port/afxdp"
 	vswitch "github.com/xswitch/xswitch/switch"
@@ -156,7 +157,7 @@ func (c *Config) validate() error {
 		}
 		ofports := map[uint16]string{}
 		for _, pc := range bc.Ports {
-			if err := pc.validate(); err != nil {
+			if err := pc.validate(bc.Name); err != nil {
 				return fmt.Errorf("bridge %s: %w", bc.Name, err)
 			}
 			names := []string{pc.Name}
@@ -193,12 +194,16 @@ func (c *Config) validate() error {
 	return nil
 }
 
-// validate checks one saved port as add-port checks its arguments.
-func (pc PortConfig) validate() error {
+// validate checks one saved port of bridge as add-port checks its
+// arguments.
+func (pc PortConfig) validate(bridge string) error {
 	if err := ifname.Validate("port", pc.Name); err != nil {
 		return err
 	}
-	if pc.OFPort < 1 || pc.OFPort > vswitch.MaxOFPort {
+	if pc.OFPort == flow.LocalPort && pc.Name != bridge {
+		return fmt.Errorf("port %q: ofport %d is LOCAL, the port named like its bridge %s", pc.Name, pc.OFPort, bridge)
+	}
+	if pc.OFPort < 1 || pc.OFPort > vswitch.MaxOFPort && pc.OFPort != flow.LocalPort {
 		return fmt.Errorf("port %q: ofport %d out of range 1-%d", pc.Name, pc.OFPort, vswitch.MaxOFPort)
 	}
 	if pc.Queues < 0 {

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/xswitch/xswitch/flow"
 )
@@ -78,4 +79,31 @@ func dumpTexts(t *testing.T, d *Daemon) string {
 		out = append(out, '\n')
 	}
 	return string(out)
+}
+
+// TestLocalNeedsTheBridgesOwnPort: LOCAL is the port named like the
+// bridge, which gets OpenFlow's number 65534; a rule naming LOCAL on a
+// bridge without one is refused with a message that says how to add it.
+func TestLocalNeedsTheBridgesOwnPort(t *testing.T) {
+	d := quietDaemon(t, filepath.Join(t.TempDir(), "conf.json"))
+	defer d.Close()
+	d.Handle(Request{Verb: VerbAddBridge, Bridge: "br0"})
+	resp := d.Handle(Request{Verb: VerbAddFlows, Bridge: "br0", Flows: []string{"in_port=1,actions=LOCAL"}})
+	if want := "reserved port LOCAL is bridge br0's own port, and it has none: add it with add-port br0 br0 --type internal"; resp.Error != want {
+		t.Errorf("LOCAL without the bridge's port: %q, want %q", resp.Error, want)
+	}
+	resp = d.Handle(Request{Verb: VerbModFlows, Bridge: "br0", Flows: []string{"actions=output:LOCAL"}})
+	if resp.Error == "" {
+		t.Error("mod-flows to LOCAL without the bridge's port was accepted")
+	}
+	bc := d.cfg.bridge("br0")
+	if n, err := allocOFPort(bc, "br0", 0, time.Now()); err != nil || n != flow.LocalPort {
+		t.Errorf("the port named like the bridge gets ofport %d, %v; want LOCAL (%d)", n, err, flow.LocalPort)
+	}
+	if _, err := allocOFPort(bc, "br0", 7, time.Now()); err == nil {
+		t.Error("the port named like the bridge took ofport 7")
+	}
+	if err := (PortConfig{Name: "p1", OFPort: flow.LocalPort, Mode: "auto"}).validate("br0"); err == nil {
+		t.Error("a saved port other than the bridge's own with ofport LOCAL passed validation")
+	}
 }

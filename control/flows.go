@@ -48,6 +48,29 @@ func parseRules(bc *BridgeConfig, flows []string, lines []int) ([]flow.Rule, err
 	return rules, nil
 }
 
+// checkLocal refuses a new rule that names the reserved port LOCAL (in
+// its match or actions) on a bridge that has no port of its own: the
+// port named like the bridge, as in OVS.
+func checkLocal(bc *BridgeConfig, m flow.Match, actions []flow.Action) error {
+	uses := m.Mask.InPort != 0 && m.Key.InPort == flow.LocalPort
+	for _, a := range actions {
+		switch a.Type {
+		case flow.ActOutput, flow.ActResubmit:
+			uses = uses || a.Port == flow.LocalPort
+		}
+	}
+	if !uses {
+		return nil
+	}
+	for _, pc := range bc.Ports {
+		if pc.OFPort == flow.LocalPort {
+			return nil
+		}
+	}
+	return fmt.Errorf("reserved port LOCAL is bridge %s's own port, and it has none: add it with add-port %s %s --type internal",
+		bc.Name, bc.Name, bc.Name)
+}
+
 // parseFilter parses a match for bridge bc.
 func parseFilter(bc *BridgeConfig, text string) (flow.Filter, error) {
 	f, err := flow.ParseFilter(text, (*bridgePorts)(bc))
@@ -147,9 +170,15 @@ func (d *Daemon) addFlows(bridge string, flows []string, lines []int) error {
 	if len(flows) == 0 {
 		return errors.New("no flows given")
 	}
-	rules, err := parseRules(d.cfg.bridge(bridge), flows, lines)
+	bc := d.cfg.bridge(bridge)
+	rules, err := parseRules(bc, flows, lines)
 	if err != nil {
 		return err
+	}
+	for _, r := range rules {
+		if err := checkLocal(bc, r.Match, r.Actions); err != nil {
+			return err
+		}
 	}
 	mods := make([]FlowMod, len(rules))
 	for i, r := range rules {
@@ -169,9 +198,13 @@ func (d *Daemon) modFlows(bridge string, flows []string, strict bool) (int, erro
 	if len(flows) != 1 {
 		return 0, errors.New("mod-flows takes one flow")
 	}
-	filter, actions, err := flow.ParseModification(flows[0], (*bridgePorts)(d.cfg.bridge(bridge)))
+	bc := d.cfg.bridge(bridge)
+	filter, actions, err := flow.ParseModification(flows[0], (*bridgePorts)(bc))
 	if err != nil {
 		return 0, onBridge(err, bridge)
+	}
+	if err := checkLocal(bc, flow.Match{}, actions); err != nil {
+		return 0, err
 	}
 	changed, err := d.applyFlowMods(bridge, []FlowMod{{Command: FlowModify, Filter: filter, Actions: actions, Strict: strict}})
 	if err != nil || changed[0] == 0 {

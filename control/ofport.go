@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/xswitch/xswitch/flow"
 	vswitch "github.com/xswitch/xswitch/switch"
 )
 
@@ -31,11 +32,20 @@ const ofportQuarantine = time.Hour
 // gets its own old number if it had one lately and it is free, else the
 // lowest number that no configured port holds (one whose interface is
 // gone included) and no port released within the quarantine, else, with
-// every number taken or quarantined, the one released longest ago.
+// every number taken or quarantined, the one released longest ago. The
+// port named like the bridge is LOCAL (65534).
 func allocOFPort(bc *BridgeConfig, name string, requested uint16, now time.Time) (uint16, error) {
 	held := make(map[uint16]string, len(bc.Ports))
 	for _, pc := range bc.Ports {
 		held[pc.OFPort] = pc.Name
+	}
+	if name == bc.Name {
+		// As in OVS, the port named like its bridge is the bridge's own:
+		// OpenFlow's LOCAL.
+		if requested != 0 && requested != flow.LocalPort {
+			return 0, fmt.Errorf("port %s is named like its bridge, so it is LOCAL (ofport %d): it cannot have ofport %d", name, flow.LocalPort, requested)
+		}
+		return flow.LocalPort, nil
 	}
 	if requested != 0 {
 		if requested > vswitch.MaxOFPort {

@@ -389,27 +389,50 @@ func tableFromText(what, text string, max uint64) (uint64, error) {
 	return numberFromText(what, text, max)
 }
 
+// LocalPort is OpenFlow's OFPP_LOCAL, the bridge's own port, which flows
+// spell LOCAL.
+const LocalPort = 0xfffe
+
+// unsupportedReservedPorts are OpenFlow's other reserved ports, which
+// xswitch does not have (yet): naming one is an error that says so.
+var unsupportedReservedPorts = map[string]bool{"CONTROLLER": true, "TABLE": true, "ANY": true, "NONE": true, "UNSET": true}
+
 // portText prints a port number, as in_port and output do.
-func portText(n uint16) string { return strconv.FormatUint(uint64(n), 10) }
+func portText(n uint16) string {
+	if n == LocalPort {
+		return "LOCAL"
+	}
+	return strconv.FormatUint(uint64(n), 10)
+}
 
 // portFromText reads an OpenFlow port number (decimal, as OVS reads
-// them) or a port name.
+// them), LOCAL or a port name.
 func portFromText(text string, ports PortNames) (uint16, error) {
 	if v, isNumber, fits := scanUint(text); isNumber {
 		switch {
 		case strings.HasPrefix(text, "0x") || strings.HasPrefix(text, "0X"):
 			return 0, fmt.Errorf("invalid port %q (port numbers are decimal)", text)
+		case fits && v == LocalPort:
+			return LocalPort, nil
+		case fits && v > maxPortNumber && v <= 0xffff:
+			return 0, fmt.Errorf("port %s is one of OpenFlow's reserved ports, of which xswitch has LOCAL (65534)", text)
 		case !fits || v == 0 || v > maxPortNumber:
 			return 0, fmt.Errorf("port %s out of range (1-%d)", text, maxPortNumber)
 		}
 		return uint16(v), nil
+	}
+	switch upper := strings.ToUpper(text); {
+	case upper == "LOCAL":
+		return LocalPort, nil
+	case unsupportedReservedPorts[upper]:
+		return 0, fmt.Errorf("reserved port %s is not supported", upper)
 	}
 	if text == "" {
 		return 0, errors.New(`invalid port ""`)
 	}
 	if ports != nil {
 		if n, ok := ports.PortNumber(text); ok {
-			if n == 0 || n > maxPortNumber {
+			if n == 0 || n > maxPortNumber && n != LocalPort {
 				return 0, fmt.Errorf("port %q has number %d, out of range (1-%d)", text, n, maxPortNumber)
 			}
 			return n, nil

@@ -367,9 +367,9 @@ func actionText(a Action) string {
 	switch a.Type {
 	case ActOutput:
 		if a.Value != 0 {
-			return fmt.Sprintf("output(port=%d,max_len=%d)", a.Port, a.Value)
+			return fmt.Sprintf("output(port=%s,max_len=%d)", portText(a.Port), a.Value)
 		}
-		return "output:" + strconv.Itoa(int(a.Port))
+		return "output:" + portText(a.Port)
 	case ActNormal:
 		return "NORMAL"
 	case ActFlood:

@@ -19,6 +19,9 @@ func TestParsePipelineActions(t *testing.T) {
 		{"actions=resubmit(in_port,4)", "actions=resubmit(,4)"},
 		{"actions=output(port=2,max_len=100)", "actions=output(port=2,max_len=100)"},
 		{"actions=mod_vlan_vid(5)", "actions=mod_vlan_vid:5"},
+		{"in_port=LOCAL,actions=output:1", "in_port=LOCAL actions=output:1"},
+		{"in_port=65534,actions=LOCAL", "in_port=LOCAL actions=output:LOCAL"},
+		{"in_port=1,actions=output:local,resubmit(LOCAL,1)", "in_port=1 actions=output:LOCAL,resubmit(LOCAL,1)"},
 		{"table=7,metadata=0x1/0xff,actions=goto_table:8", "table=7, metadata=0x1/0xff actions=goto_table:8"},
 	} {
 		r, err := ParseRule(tt.in, testPorts)

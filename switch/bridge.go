@@ -238,7 +238,7 @@ func (b *Bridge) AddPort(p port.Port, opts PortOptions) (uint16, error) {
 			return 0, fmt.Errorf("ofport %d is already used by port %q on bridge %s", ofport, q.Name(), b.name)
 		}
 	}
-	if ofport > MaxOFPort {
+	if ofport > MaxOFPort && ofport != flow.LocalPort {
 		return 0, fmt.Errorf("ofport %d out of range 1-%d", ofport, MaxOFPort)
 	}
 	if ofport == 0 {

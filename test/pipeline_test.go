@@ -206,3 +206,37 @@ func TestPipelineTraceNamesEveryTable(t *testing.T) {
 		t.Errorf("trace JSON visits tables %v, want [0 3 1 2]: %+v", visited, tr.Steps)
 	}
 }
+
+// TestPipelineLocalPort: LOCAL is the bridge's own port, the internal
+// port named like the bridge (ofport 65534, as in OVS). Before it exists a
+// rule naming LOCAL is refused; after, rules between LOCAL and a port
+// carry ping.
+func TestPipelineLocalPort(t *testing.T) {
+	testenv.RequireRoot(t)
+	d := startDaemon(t)
+	n := newTestNet()
+	br := n.name("br")
+	d.x(t, "add-br", br)
+	p := addNSPort(t, d, n, br, 1, false)
+	if out, code := d.xErr(t, "add-flow", br, "in_port=1,actions=LOCAL"); code == 0 || !strings.Contains(out, "reserved port LOCAL") {
+		t.Errorf("LOCAL before the bridge has its own port: exit %d, %q", code, out)
+	}
+	ns := n.namespace(t, "l")
+	deleteLinkAtCleanup(t, internalDevice(br))
+	d.x(t, "add-port", br, br, "--type", "internal", "--netns", ns, "--address", n.ipv4(9)+"/24")
+	nums := ofports(t, d, br)
+	if nums[br] != 65534 {
+		t.Fatalf("the port named like the bridge has ofport %d, want LOCAL (65534)", nums[br])
+	}
+	setPipeline(t, d, br,
+		fmt.Sprintf("in_port=LOCAL,actions=output:%d", nums[p.name]),
+		fmt.Sprintf("in_port=%d,actions=LOCAL", nums[p.name]))
+	requirePing(t, ns, p.addr, 56)
+	dump := d.x(t, "dump-flows", br)
+	if !strings.Contains(dump, "in_port=LOCAL actions=output:") || !strings.Contains(dump, "actions=output:LOCAL") {
+		t.Errorf("dump-flows does not name LOCAL:\n%s", dump)
+	}
+	if got := flowPackets(t, d, br, "in_port=LOCAL "); got < 3 {
+		t.Errorf("the in_port=LOCAL rule counted %d packets, want the echo requests", got)
+	}
+}
