@@ -56,6 +56,10 @@ const (
 	ActSetTpSrc                         // Value (port)
 	ActSetTpDst                         // Value (port)
 	ActDecTTL                           // drop when the TTL (hop limit) reaches 0
+	ActSetNwTOS                         // Value: the DSCP bits of the TOS (traffic class) byte, ECN kept
+	ActSetNwECN                         // Value: the ECN bits of the TOS (traffic class) byte
+	ActSetNwTTL                         // Value: the TTL (hop limit)
+	ActSetVLANPCP                       // Value (PCP); pushes a tag if there is none, as OVS's mod_vlan_pcp
 
 	// The pipeline's actions, which work on the frame's metadata rather
 	// than its bytes (syntax_pipeline.go).
@@ -74,8 +78,10 @@ type Action struct {
 	// Port is ActOutput's port and ActResubmit's input port (0: the
 	// frame's own).
 	Port uint16
-	// Value is ActSetVLANVID's VID, ActPushVLAN's EtherType, ActSetTpSrc's
-	// and ActSetTpDst's port, and ActOutput's max_len (0: the whole frame).
+	// Value is ActSetVLANVID's VID, ActSetVLANPCP's PCP, ActPushVLAN's
+	// EtherType, ActSetTpSrc's and ActSetTpDst's port, ActSetNwTOS's,
+	// ActSetNwECN's and ActSetNwTTL's bits, and ActOutput's max_len (0:
+	// the whole frame).
 	Value uint16
 	MAC   [6]byte // ActSetDlSrc, ActSetDlDst
 	IPv4  [4]byte // ActSetNwSrc, ActSetNwDst
@@ -132,6 +138,20 @@ func (a *Action) ApplyToKey(k *Key) (keep bool) {
 		}
 	case ActSetVLANVID:
 		k.VLANTCI = k.VLANTCI&^vlanVIDMask | VLANCFI | a.Value
+	case ActSetVLANPCP:
+		k.VLANTCI = k.VLANTCI&^vlanPCPMask | VLANCFI | a.Value<<vlanPCPShift
+	case ActSetNwTOS:
+		if isIP {
+			k.NwTOS = k.NwTOS&^tosDSCPMask | uint8(a.Value)
+		}
+	case ActSetNwECN:
+		if isIP {
+			k.NwTOS = k.NwTOS&tosDSCPMask | uint8(a.Value)
+		}
+	case ActSetNwTTL:
+		if isIP {
+			k.NwTTL = uint8(a.Value)
+		}
 	case ActPushVLAN:
 		k.VLANTCI |= VLANCFI
 	case ActStripVLAN:

@@ -136,6 +136,7 @@ var actionNames = map[string]bool{
 	"output": true, "mod_dl_src": true, "mod_dl_dst": true, "mod_vlan_vid": true,
 	"strip_vlan": true, "pop_vlan": true, "push_vlan": true, "mod_nw_src": true,
 	"mod_nw_dst": true, "mod_tp_src": true, "mod_tp_dst": true, "dec_ttl": true,
+	"mod_nw_tos": true, "mod_nw_ecn": true, "mod_nw_ttl": true, "mod_vlan_pcp": true,
 	"set_field": true, "load": true, "move": true, "resubmit": true,
 }
 
@@ -191,6 +192,21 @@ func parseAction(name, arg string, hasArg bool, ports PortNames) (Action, *prere
 	case "mod_vlan_vid":
 		vid, err := numberFromText(name, arg, vlanVIDMask)
 		return Action{Type: ActSetVLANVID, Value: uint16(vid)}, nil, err
+	case "mod_vlan_pcp":
+		pcp, err := numberFromText(name, arg, 7)
+		return Action{Type: ActSetVLANPCP, Value: uint16(pcp)}, nil, err
+	case "mod_nw_tos":
+		tos, err := numberFromText(name, arg, math.MaxUint8)
+		if err == nil && tos&^tosDSCPMask != 0 {
+			err = fmt.Errorf("mod_nw_tos %s: the DSCP bits only, a multiple of 4 (mod_nw_ecn sets the others)", arg)
+		}
+		return Action{Type: ActSetNwTOS, Value: uint16(tos)}, actionNeedsIP, err
+	case "mod_nw_ecn":
+		ecn, err := numberFromText(name, arg, 3)
+		return Action{Type: ActSetNwECN, Value: uint16(ecn)}, actionNeedsIP, err
+	case "mod_nw_ttl":
+		ttl, err := numberFromText(name, arg, math.MaxUint8)
+		return Action{Type: ActSetNwTTL, Value: uint16(ttl)}, actionNeedsIP, err
 	case "push_vlan":
 		return pushVLANAction(arg)
 	case "mod_nw_src", "mod_nw_dst":
@@ -316,6 +332,18 @@ func setFieldAction(arg string) (Action, *prerequisite, error) {
 		return ipv4Action(ActSetNwSrc, value)
 	case "ip_dst", "nw_dst":
 		return ipv4Action(ActSetNwDst, value)
+	case "vlan_pcp":
+		pcp, err := numberFromText("set_field "+field, value, 7)
+		return Action{Type: ActSetVLANPCP, Value: uint16(pcp)}, needsVLAN, err
+	case "ip_dscp":
+		dscp, err := numberFromText("set_field "+field, value, tosDSCPMask>>2)
+		return Action{Type: ActSetNwTOS, Value: uint16(dscp) << 2}, actionNeedsIP, err
+	case "nw_ecn", "ip_ecn":
+		ecn, err := numberFromText("set_field "+field, value, 3)
+		return Action{Type: ActSetNwECN, Value: uint16(ecn)}, actionNeedsIP, err
+	case "nw_ttl":
+		ttl, err := numberFromText("set_field "+field, value, math.MaxUint8)
+		return Action{Type: ActSetNwTTL, Value: uint16(ttl)}, actionNeedsIP, err
 	}
 	if f, ok := fieldsByName[field]; ok && f.Carried {
 		return setCarriedField(value, f)
@@ -398,6 +426,14 @@ func actionText(a Action) string {
 		return "mod_tp_dst:" + strconv.Itoa(int(a.Value))
 	case ActDecTTL:
 		return "dec_ttl"
+	case ActSetNwTOS:
+		return "mod_nw_tos:" + strconv.Itoa(int(a.Value))
+	case ActSetNwECN:
+		return "mod_nw_ecn:" + strconv.Itoa(int(a.Value))
+	case ActSetNwTTL:
+		return "mod_nw_ttl:" + strconv.Itoa(int(a.Value))
+	case ActSetVLANPCP:
+		return "mod_vlan_pcp:" + strconv.Itoa(int(a.Value))
 	}
 	return fmt.Sprintf("unknown_action_type_%d", a.Type)
 }

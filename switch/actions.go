@@ -135,7 +135,7 @@ func (f *forwarder) rewriteFrame(r *frameRun, a *flow.Action) bool {
 		}
 	}
 	frame, keep := rewrite(a, r.frame)
-	if !keep && !r.copied && (a.Type == flow.ActPushVLAN || a.Type == flow.ActSetVLANVID) {
+	if !keep && !r.copied && (a.Type == flow.ActPushVLAN || a.Type == flow.ActSetVLANVID || a.Type == flow.ActSetVLANPCP) {
 		// No room before the next frame's bytes for the tag: a copy has it.
 		if !f.ownCopy(r) {
 			return false
@@ -207,6 +207,14 @@ func rewrite(a *flow.Action, frame []byte) ([]byte, bool) {
 		return pushVLAN(frame, a.Value)
 	case flow.ActSetVLANVID:
 		return setVLANVID(frame, a.Value)
+	case flow.ActSetVLANPCP:
+		return setVLANPCP(frame, uint8(a.Value))
+	case flow.ActSetNwTOS:
+		setTOS(frame, tosDSCPMask, uint8(a.Value))
+	case flow.ActSetNwECN:
+		setTOS(frame, tosECNMask, uint8(a.Value))
+	case flow.ActSetNwTTL:
+		setTTL(frame, uint8(a.Value))
 	}
 	return frame, true
 }

@@ -41,11 +41,15 @@ const (
 	// maxVLANTags is how many tags the rewrites look through to find the
 	// IP header: as many as OVS's flow key holds (FLOW_MAX_VLAN_HEADERS).
 	// Deeper frames are not IP to the flow table, so not to its actions.
-	maxVLANTags = 2
-	vlanTagLen  = 4
-	tpidDot1Q   = 0x8100
-	tpidDot1AD  = 0x88a8
-	vlanVIDMask = 0x0fff
+	maxVLANTags  = 2
+	vlanTagLen   = 4
+	tpidDot1Q    = 0x8100
+	tpidDot1AD   = 0x88a8
+	vlanVIDMask  = 0x0fff
+	vlanPCPMask  = 0xe000
+	vlanPCPShift = 13
+	tosDSCPMask  = 0xfc
+	tosECNMask   = 0x03
 
 	etherTypeIPv4 = 0x0800
 	etherTypeIPv6 = 0x86dd
@@ -181,6 +185,57 @@ func decTTL(frame []byte) (keep bool) {
 	return true
 }
 
+// setTOS sets the bits of mask in the IPv4 TOS byte, or the IPv6 traffic
+// class, to value: the DSCP bits for mod_nw_tos, the ECN bits for
+// mod_nw_ecn.
+func setTOS(frame []byte, mask, value uint8) {
+	etherType, l3, ok := findL3(frame)
+	if !ok {
+		return
+	}
+	switch etherType {
+	case etherTypeIPv4:
+		if _, ok := parseIPv4(frame, l3); !ok {
+			return
+		}
+		// TOS shares its checksummed word with the version and length.
+		word := binary.BigEndian.Uint16(frame[l3:])
+		updated := word&^uint16(mask) | uint16(value&mask)
+		updateChecksum(frame[l3+ipv4ChecksumOff:], wordsDelta16(word, updated))
+		binary.BigEndian.PutUint16(frame[l3:], updated)
+	case etherTypeIPv6:
+		if _, ok := parseIPv6(frame, l3); !ok {
+			return
+		}
+		// The traffic class is bits 4-11 of the first word.
+		word := binary.BigEndian.Uint16(frame[l3:])
+		m := uint16(mask) << 4
+		binary.BigEndian.PutUint16(frame[l3:], word&^m|uint16(value)<<4&m)
+	}
+}
+
+// setTTL sets the IPv4 TTL or the IPv6 hop limit.
+func setTTL(frame []byte, ttl uint8) {
+	etherType, l3, ok := findL3(frame)
+	if !ok {
+		return
+	}
+	switch etherType {
+	case etherTypeIPv4:
+		if _, ok := parseIPv4(frame, l3); !ok {
+			return
+		}
+		word := binary.BigEndian.Uint16(frame[l3+ipv4TTLOff:])
+		updated := word&0x00ff | uint16(ttl)<<8
+		updateChecksum(frame[l3+ipv4ChecksumOff:], wordsDelta16(word, updated))
+		frame[l3+ipv4TTLOff] = ttl
+	case etherTypeIPv6:
+		if _, ok := parseIPv6(frame, l3); ok {
+			frame[l3+ipv6HopLimitOff] = ttl
+		}
+	}
+}
+
 // pushVLAN inserts a tag of EtherType tpid after the MAC addresses. As
 // OpenFlow's push_vlan, the tag copies the TCI (PCP, DEI, VID) of the
 // outer tag if there is one, else it is 0. The frame grows by 4 bytes into
@@ -235,6 +290,24 @@ func setVLANVID(frame []byte, vid uint16) ([]byte, bool) {
 		binary.BigEndian.PutUint16(frame[14:], vid)
 	}
 	return frame, ok
+}
+
+// setVLANPCP sets the PCP of the outermost tag, keeping its VID and DEI.
+// An untagged frame gets an 802.1Q tag with VID 0 and that PCP, as OVS's
+// mod_vlan_pcp does; the result is then pushVLAN's.
+func setVLANPCP(frame []byte, pcp uint8) ([]byte, bool) {
+	tagged, ok := outerTag(frame)
+	if !ok {
+		return frame, true
+	}
+	if !tagged {
+		if frame, ok = pushVLAN(frame, tpidDot1Q); !ok {
+			return frame, false
+		}
+	}
+	tci := binary.BigEndian.Uint16(frame[14:])
+	binary.BigEndian.PutUint16(frame[14:], tci&^vlanPCPMask|uint16(pcp&7)<<vlanPCPShift)
+	return frame, true
 }
 
 // outerTag reports whether frame starts with a VLAN tag; ok is false when

@@ -45,6 +45,7 @@ type frameSpec struct {
 	ip6Src        [16]byte
 	ip6Dst        [16]byte
 	ttl           uint8
+	tos           uint8 // IPv4 TOS, IPv6 traffic class
 	tpSrc, tpDst  uint16
 	payload       []byte
 	frag          fragKind
@@ -94,14 +95,14 @@ func (s frameSpec) build(t testing.TB) []byte {
 	var ipLayer gopacket.SerializableLayer
 	etherType := uint16(etherTypeIPv4)
 	if s.v6 {
-		ip := &layers.IPv6{Version: 6, NextHeader: s.proto, HopLimit: s.ttl,
+		ip := &layers.IPv6{Version: 6, NextHeader: s.proto, HopLimit: s.ttl, TrafficClass: s.tos,
 			SrcIP: net.IP(slices.Clone(s.ip6Src[:])), DstIP: net.IP(slices.Clone(s.ip6Dst[:]))}
 		if s.hopByHop {
 			ip.NextHeader = layers.IPProtocolIPv6HopByHop
 		}
 		network, ipLayer, etherType = ip, ip, etherTypeIPv6
 	} else {
-		ip := &layers.IPv4{Version: 4, TTL: s.ttl, Protocol: s.proto,
+		ip := &layers.IPv4{Version: 4, TTL: s.ttl, TOS: s.tos, Protocol: s.proto,
 			SrcIP: net.IP(slices.Clone(s.ip4Src[:])), DstIP: net.IP(slices.Clone(s.ip4Dst[:]))}
 		for range 4 * s.ipOptionWords {
 			ip.Options = append(ip.Options, layers.IPv4Option{OptionType: 1})
@@ -408,6 +409,49 @@ func setVLANVIDAction(vid uint16) rewriteAction {
 	}
 }
 
+func setTOSAction(name string, mask, value uint8) rewriteAction {
+	return rewriteAction{
+		name:    fmt.Sprintf("%s(%#x)", name, value),
+		needsIP: true,
+		apply:   func(f []byte) ([]byte, bool) { setTOS(f, mask, value); return f, true },
+		expect: func(s frameSpec) (frameSpec, bool) {
+			if s.l3Visible() {
+				s.tos = s.tos&^mask | value&mask
+			}
+			return s, true
+		},
+	}
+}
+
+func setTTLAction(ttl uint8) rewriteAction {
+	return rewriteAction{
+		name:    fmt.Sprintf("setTTL(%d)", ttl),
+		needsIP: true,
+		apply:   func(f []byte) ([]byte, bool) { setTTL(f, ttl); return f, true },
+		expect: func(s frameSpec) (frameSpec, bool) {
+			if s.l3Visible() {
+				s.ttl = ttl
+			}
+			return s, true
+		},
+	}
+}
+
+func setVLANPCPAction(pcp uint8) rewriteAction {
+	return rewriteAction{
+		name:  fmt.Sprintf("setVLANPCP(%d)", pcp),
+		apply: func(f []byte) ([]byte, bool) { return setVLANPCP(f, pcp) },
+		expect: func(s frameSpec) (frameSpec, bool) {
+			tags := slices.Clone(s.tags)
+			if len(tags) == 0 {
+				tags = []vlanTag{{tpidDot1Q, 0}}
+			}
+			tags[0].tci = tags[0].tci&^vlanPCPMask | uint16(pcp&7)<<vlanPCPShift
+			return s.withTags(tags), true
+		},
+	}
+}
+
 // fixedActions covers each rewrite with ordinary and extreme arguments, and
 // with arguments equal to the fields of the base spec.
 func fixedActions() []rewriteAction {
@@ -431,6 +475,14 @@ func fixedActions() []rewriteAction {
 		setVLANVIDAction(0),
 		setVLANVIDAction(100),
 		setVLANVIDAction(0xffff),
+		setVLANPCPAction(0),
+		setVLANPCPAction(5),
+		setTOSAction("setDSCP", tosDSCPMask, 0xb8),
+		setTOSAction("setDSCP", tosDSCPMask, 0),
+		setTOSAction("setECN", tosECNMask, 3),
+		setTOSAction("setECN", tosECNMask, 0),
+		setTTLAction(1),
+		setTTLAction(255),
 	}
 }
 
@@ -467,6 +519,8 @@ func namedSpecs() map[string]frameSpec {
 	add("ipv4/udp padded", func(s *frameSpec) { s.proto, s.payload, s.padding = layers.IPProtocolUDP, []byte{1}, 17 })
 	add("ipv4 ttl 1", func(s *frameSpec) { s.ttl = 1 })
 	add("ipv4 ttl 0", func(s *frameSpec) { s.ttl = 0 })
+	add("ipv4 tos 0xb9/udp", func(s *frameSpec) { s.tos, s.proto = 0xb9, layers.IPProtocolUDP })
+	add("ipv6 traffic class 0x2e/tcp", func(s *frameSpec) { s.v6, s.tos = true, 0x2e })
 	add("ipv4 first fragment/tcp", func(s *frameSpec) { s.frag, s.fragLen = firstFragment, 32 })
 	add("ipv4 later fragment/tcp", func(s *frameSpec) { s.frag, s.fragLen = laterFragment, 32 })
 	add("ipv4 first fragment/udp", func(s *frameSpec) { s.proto, s.frag, s.fragLen = layers.IPProtocolUDP, firstFragment, 8 })
@@ -529,6 +583,7 @@ func randomSpec(r *rand.Rand) frameSpec {
 	s := frameSpec{
 		v6:      r.IntN(2) == 0,
 		ttl:     uint8(r.Uint32()),
+		tos:     uint8(r.Uint32()),
 		tpSrc:   uint16(r.Uint32()),
 		tpDst:   uint16(r.Uint32()),
 		payload: make([]byte, r.IntN(1400)),
@@ -578,7 +633,7 @@ func randomAction(r *rand.Rand, s frameSpec) rewriteAction {
 	if r.IntN(8) == 0 {
 		port = s.tpSrc
 	}
-	switch r.IntN(11) {
+	switch r.IntN(15) {
 	case 0:
 		return dlSrcAction(mac)
 	case 1:
@@ -599,6 +654,14 @@ func randomAction(r *rand.Rand, s frameSpec) rewriteAction {
 		return pushVLANAction(tpidDot1AD)
 	case 9:
 		return stripVLANAction
+	case 10:
+		return setTOSAction("setDSCP", tosDSCPMask, uint8(r.Uint32()))
+	case 11:
+		return setTOSAction("setECN", tosECNMask, uint8(r.Uint32()))
+	case 12:
+		return setTTLAction(uint8(r.Uint32()))
+	case 13:
+		return setVLANPCPAction(uint8(r.IntN(8)))
 	}
 	return setVLANVIDAction(uint16(r.Uint32()))
 }
