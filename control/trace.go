@@ -49,8 +49,23 @@ func (d *Daemon) trace(bridge, packet string) (*Trace, error) {
 		tc.live[p.OFPort] = true
 	}
 	tc.settings, _ = bc.settings() // validated when saved
-	if !tc.table(0, 0) {
+	switch {
+	case !tc.table(0, 0):
 		tr.Outputs = tr.Outputs[:0]
+	case !tc.missed:
+		// The pipeline ends: the action set runs.
+		dropped := false
+		tc.set.Each(func(a flow.Action) {
+			if dropped {
+				return
+			}
+			step := TraceStep{Action: flow.FormatActions([]flow.Action{a}), Notes: []string{"from the action set, as the pipeline ends"}}
+			dropped = !tc.action(&step, a)
+			tc.tr.Steps = append(tc.tr.Steps, step)
+		})
+		if dropped {
+			tr.Outputs = tr.Outputs[:0]
+		}
 	}
 	if len(tr.Steps) > 0 {
 		tr.Rule = tr.Steps[0].Rule
@@ -77,6 +92,12 @@ type tracer struct {
 	key       flow.Key
 	live      map[uint16]bool // the ports the bridge has open
 	resubmits int
+	// set is the action set, as the forwarder's translator keeps it
+	// (switch/decision.go): run at the end unless a table miss outside a
+	// resubmit ended the pipeline.
+	set        flow.ActionSet
+	inResubmit int
+	missed     bool
 }
 
 // table looks the packet up in the table its key names and follows the
@@ -91,6 +112,7 @@ func (tc *tracer) table(depth, nest int) bool {
 	lookup := TraceStep{Lookup: true, Table: tc.key.Table, Depth: nest}
 	e := tc.flows.Lookup(&tc.key)
 	if e == nil {
+		tc.missed = tc.missed || tc.inResubmit == 0
 		lookup.Notes = []string{fmt.Sprintf("no rule in table %d matches: the packet goes no further from here", tc.key.Table)}
 		tc.tr.Steps = append(tc.tr.Steps, lookup)
 		return true
@@ -107,24 +129,10 @@ func (tc *tracer) loop(note string) {
 }
 
 func (tc *tracer) actions(actions []flow.Action, depth, nest int) bool {
-	for _, a := range actions {
+	for i := 0; i < len(actions); i++ {
+		a := actions[i]
 		step := TraceStep{Action: flow.FormatActions([]flow.Action{a}), Table: tc.key.Table, Depth: nest}
-		keep := true
 		switch a.Type {
-		case flow.ActOutput:
-			tc.output(&step, a.Port)
-		case flow.ActInPort:
-			tc.output(&step, tc.key.InPort)
-		case flow.ActFlood:
-			ports := tc.stp.forwarding(tc.allBut(tc.key.InPort))
-			step.Notes = append(step.Notes, "to every forwarding port but the input one: "+joinPorts(ports))
-			tc.output(&step, ports...)
-		case flow.ActAll:
-			ports := tc.allBut(tc.key.InPort)
-			step.Notes = append(step.Notes, "to every port but the input one: "+joinPorts(ports))
-			tc.output(&step, ports...)
-		case flow.ActNormal:
-			tc.normal(&step)
 		case flow.ActGotoTable, flow.ActResubmit:
 			tc.tr.Steps = append(tc.tr.Steps, step)
 			if a.Type == flow.ActGotoTable {
@@ -142,19 +150,54 @@ func (tc *tracer) actions(actions []flow.Action, depth, nest int) bool {
 			if a.Port != 0 {
 				tc.key.InPort = a.Port
 			}
-			keep = tc.table(depth+1, nest+1)
+			tc.inResubmit++
+			keep := tc.table(depth+1, nest+1)
+			tc.inResubmit--
 			tc.key.Table, tc.key.InPort = table, inPort
 			if !keep {
 				return false
 			}
 			continue
+		case flow.ActClearActions:
+			tc.set.Clear()
+			step.Notes = append(step.Notes, "the action set is now empty")
+		case flow.ActWriteActions:
+			written, next := flow.WrittenActions(actions, i)
+			step.Action = flow.FormatActions(actions[i:next])
+			step.Notes = append(step.Notes, "into the action set, which runs when the pipeline ends")
+			tc.set.Write(written)
+			i = next - 1
 		default:
-			keep = tc.rewrite(&step, a)
+			if !tc.action(&step, a) {
+				tc.tr.Steps = append(tc.tr.Steps, step)
+				return false
+			}
 		}
 		tc.tr.Steps = append(tc.tr.Steps, step)
-		if !keep {
-			return false
-		}
+	}
+	return true
+}
+
+// action follows one action that acts on the packet, or on its key
+// alone; false when it drops the packet.
+func (tc *tracer) action(step *TraceStep, a flow.Action) bool {
+	switch a.Type {
+	case flow.ActOutput:
+		tc.output(step, a.Port)
+	case flow.ActInPort:
+		tc.output(step, tc.key.InPort)
+	case flow.ActFlood:
+		ports := tc.stp.forwarding(tc.allBut(tc.key.InPort))
+		step.Notes = append(step.Notes, "to every forwarding port but the input one: "+joinPorts(ports))
+		tc.output(step, ports...)
+	case flow.ActAll:
+		ports := tc.allBut(tc.key.InPort)
+		step.Notes = append(step.Notes, "to every port but the input one: "+joinPorts(ports))
+		tc.output(step, ports...)
+	case flow.ActNormal:
+		tc.normal(step)
+	default:
+		return tc.rewrite(step, a)
 	}
 	return true
 }

@@ -69,6 +69,11 @@ const (
 	ActWriteMetadata // the instruction write_metadata: metadata under Mask becomes Imm
 	ActResubmit      // look the frame up in Table (ThisTable: the same), as from Port if not 0, and run what it finds
 	ActGotoTable     // the instruction goto_table: continue in Table, a later one
+	ActClearActions  // the instruction clear_actions: empty the action set
+	// ActWriteActions is the instruction write_actions: the NBits actions
+	// that follow it in the list go into the action set (actionset.go),
+	// which runs when the pipeline ends.
+	ActWriteActions
 )
 
 // Action is one action of a rule. Which fields mean something depends on

@@ -38,6 +38,7 @@ func parseActions(text string, m *Match, ports PortNames) ([]Action, error) {
 	// The instructions that may end the list, in the order OpenFlow 1.3
 	// gives them; once one is seen, only later ones may follow.
 	instruction := ""
+	instructionRank := map[string]int{"": 0, "clear_actions": 1, "write_actions": 2, "write_metadata": 3, "goto_table": 4}
 	for _, item := range items {
 		name, arg, hasArg := strings.Cut(item, ":")
 		if i := strings.IndexAny(name, "=("); i >= 0 {
@@ -54,26 +55,38 @@ func parseActions(text string, m *Match, ports PortNames) ([]Action, error) {
 		switch name {
 		case "apply_actions":
 			return nil, errors.New("apply_actions is the default instruction: write its actions without it")
-		case "write_actions", "clear_actions":
-			return nil, fmt.Errorf("the instruction %s is not supported yet", name)
-		case "write_metadata", "goto_table":
-			if instruction == "goto_table" || instruction == name {
+		case "write_actions", "clear_actions", "write_metadata", "goto_table":
+			if instructionRank[name] <= instructionRank[instruction] {
 				return nil, fmt.Errorf("instruction %s may not follow instruction %s", name, instruction)
 			}
 			instruction = name
+			if name == "clear_actions" {
+				if hasArg {
+					return nil, errors.New("instruction clear_actions takes no argument")
+				}
+				actions = append(actions, Action{Type: ActClearActions})
+				continue
+			}
 			if !hasArg {
 				return nil, fmt.Errorf("instruction %s needs an argument (%s:VALUE)", name, name)
 			}
-			var a Action
-			if name == "goto_table" {
-				a, err = gotoTableAction(arg, m.Key.Table)
-			} else {
-				a, err = writeMetadataAction(arg)
+			var a []Action
+			switch name {
+			case "write_actions":
+				a, err = writeActions(arg, m, ports)
+			case "goto_table":
+				var goTo Action
+				goTo, err = gotoTableAction(arg, m.Key.Table)
+				a = []Action{goTo}
+			default:
+				var write Action
+				write, err = writeMetadataAction(arg)
+				a = []Action{write}
 			}
 			if err != nil {
 				return nil, err
 			}
-			actions = append(actions, a)
+			actions = append(actions, a...)
 			continue
 		}
 		if instruction != "" {
@@ -103,6 +116,31 @@ func parseActions(text string, m *Match, ports PortNames) ([]Action, error) {
 		actions = append(actions, a)
 	}
 	return actions, nil
+}
+
+// writeActions parses write_actions' list for a rule whose match is m:
+// an ActWriteActions and the actions it writes, each of a kind an action
+// set holds, at most one of each kind.
+func writeActions(text string, m *Match, ports PortNames) ([]Action, error) {
+	written, err := parseActions(text, m, ports)
+	if err != nil {
+		return nil, fmt.Errorf("write_actions: %w", err)
+	}
+	if len(written) > math.MaxUint8 {
+		return nil, fmt.Errorf("write_actions: %d actions, more than an action set holds", len(written))
+	}
+	var seen [numSetKinds]bool
+	for _, a := range written {
+		k, ok := kindInSet(a.Type)
+		if !ok {
+			return nil, fmt.Errorf("write_actions: %s cannot go into an action set (it holds outputs and header changes)", actionText(a))
+		}
+		if seen[k] {
+			return nil, fmt.Errorf("write_actions: an action set holds one action of each kind, and %s is the second of its kind", actionText(a))
+		}
+		seen[k] = true
+	}
+	return append([]Action{{Type: ActWriteActions, NBits: uint8(len(written))}}, written...), nil
 }
 
 // splitActionList splits at commas and whitespace outside parentheses.
@@ -381,9 +419,20 @@ func FormatActions(actions []Action) string {
 	if len(actions) == 0 {
 		return "drop"
 	}
-	texts := make([]string, len(actions))
-	for i, a := range actions {
-		texts[i] = actionText(a)
+	texts := make([]string, 0, len(actions))
+	for i := 0; i < len(actions); i++ {
+		if actions[i].Type == ActWriteActions {
+			var written []Action
+			written, i = WrittenActions(actions, i)
+			i--
+			inner := ""
+			if len(written) > 0 {
+				inner = FormatActions(written)
+			}
+			texts = append(texts, "write_actions("+inner+")")
+			continue
+		}
+		texts = append(texts, actionText(actions[i]))
 	}
 	return strings.Join(texts, ",")
 }

@@ -243,6 +243,8 @@ func pipelineActionText(a Action) (text string, ok bool) {
 		return fmt.Sprintf("resubmit(%s,%d)", port, a.Table), true
 	case ActGotoTable:
 		return fmt.Sprintf("goto_table:%d", a.Table), true
+	case ActClearActions:
+		return "clear_actions", true
 	}
 	return "", false
 }

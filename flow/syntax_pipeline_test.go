@@ -23,6 +23,9 @@ func TestParsePipelineActions(t *testing.T) {
 		{"ip,actions=mod_nw_tos:184,mod_nw_ecn:1,mod_nw_ttl:9", "ip actions=mod_nw_tos:184,mod_nw_ecn:1,mod_nw_ttl:9"},
 		{"ipv6,actions=set_field:46->ip_dscp,set_field:2->ip_ecn,set_field:1->nw_ttl", "ipv6 actions=mod_nw_tos:184,mod_nw_ecn:2,mod_nw_ttl:1"},
 		{"actions=mod_vlan_pcp:5", "actions=mod_vlan_pcp:5"},
+		{"actions=output:1,clear_actions,write_actions(mod_dl_dst:02:00:00:00:00:09,output:2),goto_table:1",
+			"actions=output:1,clear_actions,write_actions(mod_dl_dst:02:00:00:00:00:09,output:2),goto_table:1"},
+		{"actions=write_actions()", "actions=write_actions()"},
 		{"dl_vlan=5,actions=set_field:3->vlan_pcp", "dl_vlan=5 actions=mod_vlan_pcp:3"},
 		{"in_port=65534,actions=LOCAL", "in_port=LOCAL actions=output:LOCAL"},
 		{"in_port=1,actions=output:local,resubmit(LOCAL,1)", "in_port=1 actions=output:LOCAL,resubmit(LOCAL,1)"},
@@ -57,4 +60,29 @@ func TestPipelineActionsOnTheKey(t *testing.T) {
 	if [4]uint32(k.Regs[:4]) != want || k.InPort != 7 || k.Metadata != 0x12f0 {
 		t.Errorf("regs %#x, in_port %d, metadata %#x; want regs %#x, in_port 7, metadata 0x12f0", k.Regs[:4], k.InPort, k.Metadata, want)
 	}
+}
+
+// TestActionSetOrder: the action set runs pop, push, dec_ttl, the field
+// sets, then the output, whatever the order they were written in, and a
+// later write of a kind replaces an earlier one.
+func TestActionSetOrder(t *testing.T) {
+	var set ActionSet
+	for _, text := range []string{
+		"dl_vlan=5,actions=write_actions(output:1,mod_dl_src:02:00:00:00:00:01,strip_vlan)",
+		"ip,actions=write_actions(NORMAL,dec_ttl,push_vlan:0x8100,mod_dl_src:02:00:00:00:00:02)",
+	} {
+		r, err := ParseRule(text, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		written, _ := WrittenActions(r.Actions, 0)
+		set.Write(written)
+	}
+	var got []Action
+	set.Each(func(a Action) { got = append(got, a) })
+	if want := "strip_vlan,push_vlan:0x8100,dec_ttl,mod_dl_src:02:00:00:00:00:02,NORMAL"; FormatActions(got) != want {
+		t.Errorf("the action set runs %s, want %s", FormatActions(got), want)
+	}
+	set.Clear()
+	set.Each(func(a Action) { t.Errorf("a cleared set runs %s", actionText(a)) })
 }

@@ -58,13 +58,25 @@ type translator struct {
 	d         *decision
 	resubmits int
 	cut       string // why the translation was cut, if it was: logged once
+	// set is the action set (write_actions), which runs when the
+	// pipeline ends, unless it ends in a table miss; inResubmit counts
+	// the resubmits under way, whose misses end nothing.
+	set        flow.ActionSet
+	inResubmit int
+	missed     bool
 }
 
 // translate runs headers through the tables of t and fills d.
 func (tr *translator) translate(t *flow.Table, headers *flow.Headers, d *decision) {
 	*tr = translator{table: t, key: flow.Key{Headers: *headers}, d: d}
 	d.rules, d.lookups, d.actions, d.dropped = d.rules[:0], d.lookups[:0], d.actions[:0], dropRule
-	tr.lookup(0)
+	if tr.lookup(0) && !tr.missed {
+		tr.set.Each(func(a flow.Action) {
+			if tr.d.dropped != dropTTL {
+				tr.action(a)
+			}
+		})
+	}
 	tr.table, tr.d = nil, nil
 }
 
@@ -78,6 +90,7 @@ func (tr *translator) lookup(depth int) bool {
 	tr.d.lookups = append(tr.d.lookups, tableLookup{table: tr.key.Table, matched: e != nil})
 	if e == nil {
 		tr.d.dropped = dropTableMiss
+		tr.missed = tr.inResubmit == 0
 		return true
 	}
 	tr.d.rules = append(tr.d.rules, e)
@@ -85,20 +98,9 @@ func (tr *translator) lookup(depth int) bool {
 }
 
 func (tr *translator) actions(actions []flow.Action, depth int) bool {
-	for i := range actions {
+	for i := 0; i < len(actions); i++ {
 		a := actions[i]
 		switch a.Type {
-		case flow.ActOutput:
-			// OpenFlow never sends a frame back where it came from
-			// unless told so with IN_PORT.
-			if a.Port != tr.key.InPort {
-				tr.emit(a)
-			}
-		case flow.ActInPort, flow.ActFlood, flow.ActAll:
-			a.Port = tr.key.InPort
-			tr.emit(a)
-		case flow.ActNormal:
-			tr.emit(a)
 		case flow.ActGotoTable:
 			tr.key.Table = a.Table
 			return tr.lookup(depth + 1)
@@ -113,19 +115,52 @@ func (tr *translator) actions(actions []flow.Action, depth int) bool {
 			if a.Port != 0 {
 				tr.key.InPort = a.Port
 			}
+			tr.inResubmit++
 			more := tr.lookup(depth + 1)
+			tr.inResubmit--
 			tr.key.Table, tr.key.InPort = table, inPort
 			if !more {
 				return false
 			}
-		case flow.ActLoad, flow.ActSetField, flow.ActMove, flow.ActWriteMetadata:
-			a.ApplyToKey(&tr.key)
+		case flow.ActClearActions:
+			tr.set.Clear()
+		case flow.ActWriteActions:
+			var written []flow.Action
+			written, i = flow.WrittenActions(actions, i)
+			i--
+			tr.set.Write(written)
 		default:
-			// A header rewrite: the frame gets it, and later tables see it.
-			tr.emit(a)
-			if !a.ApplyToKey(&tr.key) {
-				return false // dec_ttl drops the frame (and counts it) when it runs
+			if !tr.action(a) {
+				return false
 			}
+		}
+	}
+	return true
+}
+
+// action adds one action that acts on the frame, or on the key alone, to
+// the decision. It returns false when the frame is dropped.
+func (tr *translator) action(a flow.Action) bool {
+	switch a.Type {
+	case flow.ActOutput:
+		// OpenFlow never sends a frame back where it came from unless
+		// told so with IN_PORT.
+		if a.Port != tr.key.InPort {
+			tr.emit(a)
+		}
+	case flow.ActInPort, flow.ActFlood, flow.ActAll:
+		a.Port = tr.key.InPort
+		tr.emit(a)
+	case flow.ActNormal:
+		tr.emit(a)
+	case flow.ActLoad, flow.ActSetField, flow.ActMove, flow.ActWriteMetadata:
+		a.ApplyToKey(&tr.key)
+	default:
+		// A header rewrite: the frame gets it, and later tables see it.
+		tr.emit(a)
+		if !a.ApplyToKey(&tr.key) {
+			tr.d.dropped = dropTTL
+			return false // dec_ttl drops the frame (and counts it) when it runs
 		}
 	}
 	return true

@@ -65,6 +65,16 @@ func randomPipeline(rnd *rand.Rand, ports int) []string {
 					actions = append(actions, "output(port=2,max_len=30)")
 				}
 			}
+			// The instructions, in the order OpenFlow 1.3 gives them.
+			if rnd.IntN(6) == 0 {
+				actions = append(actions, "clear_actions")
+			}
+			switch rnd.IntN(5) {
+			case 0:
+				actions = append(actions, fmt.Sprintf("write_actions(output:%d)", 1+rnd.IntN(ports)))
+			case 1:
+				actions = append(actions, fmt.Sprintf("write_actions(NORMAL,mod_dl_src:02:00:00:00:00:%02x)", 1+rnd.IntN(ports)))
+			}
 			if table < 3 && rnd.IntN(2) == 0 {
 				actions = append(actions, fmt.Sprintf("goto_table:%d", table+1+rnd.IntN(3-table)))
 			}

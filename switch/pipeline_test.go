@@ -2,6 +2,7 @@ package vswitch
 
 import (
 	"net"
+	"slices"
 	"testing"
 
 	"github.com/xswitch/xswitch/internal/race"
@@ -174,4 +175,46 @@ func BenchmarkForwardBatchPipeline(b *testing.B) {
 	perFrame := float64(b.Elapsed().Nanoseconds()) / float64(b.N*DefaultBatchSize)
 	b.ReportMetric(perFrame, "ns/frame")
 	b.ReportMetric(1e3/perFrame, "Mframes/s")
+}
+
+// TestActionSetRunsAtTheEnd: write_actions fills OpenFlow 1.3's action
+// set, one action of each kind (a later output replaces an earlier),
+// which runs in the spec's order (rewrites before the output) when the
+// pipeline ends; clear_actions empties it; a table miss discards it.
+func TestActionSetRunsAtTheEnd(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		flows []string
+		want  []int // ports that get the frame
+		src   byte  // its source MAC's last byte there
+	}{
+		{"replaced output, rewrite first", []string{
+			"actions=write_actions(output:3),goto_table:1",
+			"table=1,actions=write_actions(output:2,mod_dl_src:02:00:00:00:00:44)"}, []int{2}, 0x44},
+		{"cleared", []string{
+			"actions=write_actions(output:3),goto_table:1",
+			"table=1,actions=clear_actions"}, nil, 0},
+		{"ended in a miss", []string{
+			"actions=write_actions(output:3),goto_table:1"}, nil, 0},
+		{"a miss in a resubmit ends nothing", []string{
+			"actions=resubmit(,7),write_actions(output:3)"}, []int{3}, 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ports := newPorts(3)
+			f := testForwarder(t, 64, ports...)
+			f.flows.Publish(rules(t, tt.flows...))
+			ports[0].Inject(frame(mac(9), mac(1), "x"))
+			forwardAll(f)
+			for i, p := range ports {
+				got := p.Transmitted()
+				wanted := slices.Contains(tt.want, i+1)
+				if len(got) != map[bool]int{true: 1}[wanted] {
+					t.Fatalf("port %d sent %d frames; want it to get the frame: %v", i+1, len(got), wanted)
+				}
+				if wanted && got[0][11] != tt.src {
+					t.Errorf("port %d: source %x, want ...%02x", i+1, got[0][6:12], tt.src)
+				}
+			}
+		})
+	}
 }
