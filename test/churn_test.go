@@ -84,7 +84,9 @@ func TestChurnUnderLoad(t *testing.T) {
 		nowFDs := daemonFDs(t, d)
 		nowGoroutines := scrapeMetrics(t, metricsAddr).value(t, "go_goroutines", nil)
 		nowPrograms, nowLinks := ourXDPAttachments(t, n), ourLinks(t, n)
-		if nowFDs == fds && nowGoroutines <= goroutines && nowPrograms == programs && nowLinks == links {
+		// Fewer descriptors is no leak: the first scrape's keep-alive
+		// connection, counted before, may have been closed as idle since.
+		if nowFDs <= fds && nowGoroutines <= goroutines && nowPrograms == programs && nowLinks == links {
 			t.Logf("after churn: %d fds, %.0f goroutines, %d XDP programs, %d links: as before", nowFDs, nowGoroutines, nowPrograms, nowLinks)
 			break
 		}
