@@ -99,6 +99,35 @@ type Action struct {
 	Ofs, SrcOfs, NBits uint8 // ActMove
 }
 
+// SetAddress makes addr, a MAC (ActSetDlSrc, ActSetDlDst) or IPv4 address
+// (ActSetNwSrc, ActSetNwDst), what a makes of it: a's address, or with a
+// Mask (set_field:V/M) the mask's bits taken from a's.
+func (a *Action) SetAddress(addr []byte) {
+	set := a.MAC[:]
+	if len(addr) == 4 {
+		set = a.IPv4[:]
+	}
+	if a.Mask.IsZero() {
+		copy(addr, set)
+		return
+	}
+	m := a.Mask
+	for i := len(addr) - 1; i >= 0; i-- {
+		b := byte(m.Lo)
+		addr[i] = addr[i]&^b | set[i]&b
+		m = m.Shr(8)
+	}
+}
+
+// MaskedPort is what a port set (ActSetTpSrc, ActSetTpDst) makes of old.
+func (a *Action) MaskedPort(old uint16) uint16 {
+	if a.Mask.IsZero() {
+		return a.Value
+	}
+	m := uint16(a.Mask.Lo)
+	return old&^m | a.Value&m
+}
+
 // ThisTable in an ActResubmit's Table means the table of the rule that
 // resubmits (OVS's resubmit:PORT).
 const ThisTable = 255
@@ -122,24 +151,24 @@ func (a *Action) ApplyToKey(k *Key) (keep bool) {
 		mask := bits.Shl(uint(a.Ofs))
 		a.Field.Set(k, a.Field.Get(k).And(mask.Not()).Or(v))
 	case ActSetDlSrc:
-		k.DlSrc = a.MAC
+		a.SetAddress(k.DlSrc[:])
 	case ActSetDlDst:
-		k.DlDst = a.MAC
+		a.SetAddress(k.DlDst[:])
 	case ActSetNwSrc:
 		if isIPv4 {
-			k.NwSrc = a.IPv4
+			a.SetAddress(k.NwSrc[:])
 		}
 	case ActSetNwDst:
 		if isIPv4 {
-			k.NwDst = a.IPv4
+			a.SetAddress(k.NwDst[:])
 		}
 	case ActSetTpSrc:
 		if hasPorts {
-			k.TpSrc = a.Value
+			k.TpSrc = a.MaskedPort(k.TpSrc)
 		}
 	case ActSetTpDst:
 		if hasPorts {
-			k.TpDst = a.Value
+			k.TpDst = a.MaskedPort(k.TpDst)
 		}
 	case ActSetVLANVID:
 		k.VLANTCI = k.VLANTCI&^vlanVIDMask | VLANCFI | a.Value

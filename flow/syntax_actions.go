@@ -356,6 +356,12 @@ func setFieldAction(arg string) (Action, *prerequisite, error) {
 	if isWireName(field) {
 		return Action{}, nil, fmt.Errorf("set_field: unknown field %q (NXM and OXM names are for load and move)", field)
 	}
+	if f, ok := fieldsByName[field]; ok && f.Carried {
+		return setCarriedField(value, f)
+	}
+	if strings.Contains(value, "/") {
+		return maskedHeaderSet(value, field)
+	}
 	switch field {
 	case "eth_src", "dl_src":
 		return macAction(ActSetDlSrc, value)
@@ -383,9 +389,6 @@ func setFieldAction(arg string) (Action, *prerequisite, error) {
 		ttl, err := numberFromText("set_field "+field, value, math.MaxUint8)
 		return Action{Type: ActSetNwTTL, Value: uint16(ttl)}, actionNeedsIP, err
 	}
-	if f, ok := fieldsByName[field]; ok && f.Carried {
-		return setCarriedField(value, f)
-	}
 	var typ ActionType
 	var needs *prerequisite
 	switch field {
@@ -403,6 +406,65 @@ func setFieldAction(arg string) (Action, *prerequisite, error) {
 	}
 	port, err := numberFromText("set_field "+field, value, math.MaxUint16)
 	return Action{Type: typ, Value: uint16(port)}, needs, err
+}
+
+// maskedHeaders are the header fields set_field writes with a mask, and
+// the action that writes each.
+var maskedHeaders = map[string]struct {
+	typ   ActionType
+	needs *prerequisite
+}{
+	"eth_src": {ActSetDlSrc, nil}, "dl_src": {ActSetDlSrc, nil},
+	"eth_dst": {ActSetDlDst, nil}, "dl_dst": {ActSetDlDst, nil},
+	"ip_src": {ActSetNwSrc, actionNeedsIPv4}, "nw_src": {ActSetNwSrc, actionNeedsIPv4},
+	"ip_dst": {ActSetNwDst, actionNeedsIPv4}, "nw_dst": {ActSetNwDst, actionNeedsIPv4},
+	"tcp_src": {ActSetTpSrc, actionNeedsTCP}, "tp_src": {ActSetTpSrc, actionNeedsTCP}, "udp_src": {ActSetTpSrc, actionNeedsUDP},
+	"tcp_dst": {ActSetTpDst, actionNeedsTCP}, "tp_dst": {ActSetTpDst, actionNeedsTCP}, "udp_dst": {ActSetTpDst, actionNeedsUDP},
+}
+
+// maskedHeaderSet parses set_field's "VALUE/MASK->FIELD" for a header
+// field: only the mask's bits of the field change. The action is the
+// field's mod_ action with Mask set, and Field naming it for printing.
+func maskedHeaderSet(value, name string) (Action, *prerequisite, error) {
+	h, ok := maskedHeaders[name]
+	if !ok {
+		if _, known := fieldsByName[name]; known {
+			return Action{}, nil, fmt.Errorf("set_field: %s takes no mask", name)
+		}
+		return Action{}, nil, fmt.Errorf("set_field: unsupported field %q", name)
+	}
+	f := fieldsByName[name]
+	v, mask, err := f.parseValue(value, nil)
+	if err != nil {
+		return Action{}, nil, fmt.Errorf("set_field: %w", err)
+	}
+	a := Action{Type: h.typ, Field: f, Mask: mask}
+	switch h.typ {
+	case ActSetDlSrc, ActSetDlDst:
+		a.MAC = [6]byte(valueBytes(v, 6))
+	case ActSetNwSrc, ActSetNwDst:
+		a.IPv4 = [4]byte(valueBytes(v, 4))
+	default:
+		a.Value = uint16(v.Lo)
+	}
+	if mask == f.full() {
+		a.Field, a.Mask = nil, Value{} // the whole field: the plain mod_ action
+	}
+	return a, h.needs, nil
+}
+
+// maskedHeaderText prints a masked header set as set_field does.
+func maskedHeaderText(a Action) string {
+	var v Value
+	switch a.Type {
+	case ActSetDlSrc, ActSetDlDst:
+		v = valueOfBytes(a.MAC[:])
+	case ActSetNwSrc, ActSetNwDst:
+		v = valueOfBytes(a.IPv4[:])
+	default:
+		v = Value{Lo: uint64(a.Value)}
+	}
+	return "set_field:" + a.Field.formatValue(v, a.Mask) + "->" + a.Field.Name
 }
 
 func cutLast(s, sep string) (before, after string, found bool) {
@@ -440,6 +502,9 @@ func FormatActions(actions []Action) string {
 func actionText(a Action) string {
 	if text, ok := pipelineActionText(a); ok {
 		return text
+	}
+	if !a.Mask.IsZero() {
+		return maskedHeaderText(a)
 	}
 	switch a.Type {
 	case ActOutput:

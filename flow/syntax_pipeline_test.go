@@ -86,3 +86,25 @@ func TestActionSetOrder(t *testing.T) {
 	set.Clear()
 	set.Each(func(a Action) { t.Errorf("a cleared set runs %s", actionText(a)) })
 }
+
+func TestParseMaskedSetField(t *testing.T) {
+	for _, tt := range []struct{ in, canonical string }{
+		{"ip,actions=set_field:192.168.0.0/255.255.0.0->ip_dst", "ip actions=set_field:192.168.0.0/16->nw_dst"},
+		{"actions=set_field:00:00:00:00:00:77/00:00:00:00:00:ff->eth_src", "actions=set_field:00:00:00:00:00:77/00:00:00:00:00:ff->dl_src"},
+		{"udp,actions=set_field:0x2200/0xff00->udp_dst", "udp actions=set_field:0x2200/0xff00->udp_dst"},
+		{"ip,actions=set_field:10.0.0.9/32->ip_src", "ip actions=mod_nw_src:10.0.0.9"}, // the whole field
+	} {
+		r, err := ParseRule(tt.in, nil)
+		if err != nil {
+			t.Errorf("ParseRule(%q): %v", tt.in, err)
+			continue
+		}
+		if got := FormatRule(r); got != tt.canonical {
+			t.Errorf("FormatRule(ParseRule(%q)) = %q, want %q", tt.in, got, tt.canonical)
+		}
+		checkRuleRoundTrip(t, tt.in)
+	}
+	if _, err := ParseRule("ip,actions=set_field:5/0xf->nw_ttl", nil); err == nil || err.Error() != "set_field: nw_ttl takes no mask" {
+		t.Errorf("a masked set_field to nw_ttl: %v", err)
+	}
+}

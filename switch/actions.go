@@ -188,17 +188,29 @@ func (f *forwarder) makeRoom(frame []byte, copied bool, n int) []byte {
 func rewrite(a *flow.Action, frame []byte) ([]byte, bool) {
 	switch a.Type {
 	case flow.ActSetDlSrc:
-		setDlSrc(frame, a.MAC)
+		if mac, ok := maskedMAC(a, frame, 6); ok {
+			setDlSrc(frame, mac)
+		}
 	case flow.ActSetDlDst:
-		setDlDst(frame, a.MAC)
+		if mac, ok := maskedMAC(a, frame, 0); ok {
+			setDlDst(frame, mac)
+		}
 	case flow.ActSetNwSrc:
-		setNwSrc(frame, a.IPv4)
+		if ip, ok := maskedIPv4(a, frame, ipv4SrcOff); ok {
+			setNwSrc(frame, ip)
+		}
 	case flow.ActSetNwDst:
-		setNwDst(frame, a.IPv4)
+		if ip, ok := maskedIPv4(a, frame, ipv4DstOff); ok {
+			setNwDst(frame, ip)
+		}
 	case flow.ActSetTpSrc:
-		setTpSrc(frame, a.Value)
+		if port, ok := maskedPort(a, frame, l4SrcPortOff); ok {
+			setTpSrc(frame, port)
+		}
 	case flow.ActSetTpDst:
-		setTpDst(frame, a.Value)
+		if port, ok := maskedPort(a, frame, l4DstPortOff); ok {
+			setTpDst(frame, port)
+		}
 	case flow.ActDecTTL:
 		return frame, decTTL(frame)
 	case flow.ActStripVLAN:
@@ -217,6 +229,35 @@ func rewrite(a *flow.Action, frame []byte) ([]byte, bool) {
 		setTTL(frame, uint8(a.Value))
 	}
 	return frame, true
+}
+
+// maskedMAC, maskedIPv4 and maskedPort are what an address or port set
+// writes: its value, or for set_field with a mask, the frame's field with
+// the mask's bits from it (ok false when the frame has no such field).
+func maskedMAC(a *flow.Action, frame []byte, off int) ([6]byte, bool) {
+	if a.Mask.IsZero() {
+		return a.MAC, true
+	}
+	mac, ok := currentMAC(frame, off)
+	a.SetAddress(mac[:])
+	return mac, ok
+}
+
+func maskedIPv4(a *flow.Action, frame []byte, off int) ([4]byte, bool) {
+	if a.Mask.IsZero() {
+		return a.IPv4, true
+	}
+	ip, ok := currentIPv4Addr(frame, off)
+	a.SetAddress(ip[:])
+	return ip, ok
+}
+
+func maskedPort(a *flow.Action, frame []byte, off int) (uint16, bool) {
+	if a.Mask.IsZero() {
+		return a.Value, true
+	}
+	port, ok := currentL4Port(frame, off)
+	return a.MaskedPort(port), ok
 }
 
 // slot returns the slot of OpenFlow port ofport, if the bridge has it.

@@ -218,3 +218,16 @@ func TestActionSetRunsAtTheEnd(t *testing.T) {
 		})
 	}
 }
+
+// TestMaskedSetFieldKeepsTheOtherBits: set_field with a mask on an
+// address or a port changes only the mask's bits, checksums and all.
+func TestMaskedSetFieldKeepsTheOtherBits(t *testing.T) {
+	ports := newPorts(2)
+	f := testForwarder(t, 64, ports...)
+	f.flows.Publish(rules(t, "udp,actions=set_field:192.168.0.0/255.255.0.0->ip_dst,"+
+		"set_field:00:00:00:00:00:77/00:00:00:00:00:ff->eth_src,set_field:0x2200/0xff00->udp_dst,output:2"))
+	in := udpFrame(t, mac(9), mac(1), net.IPv4(10, 0, 0, 1), net.IPv4(10, 1, 2, 3), 1000, 0x1388, []byte("masked"))
+	ports[0].Inject(in)
+	forwardAll(f)
+	wantFrames(t, ports[1], udpFrame(t, mac(9), []byte{2, 0, 0, 0, 0, 0x77}, net.IPv4(10, 0, 0, 1), net.IPv4(192, 168, 2, 3), 1000, 0x2288, []byte("masked")))
+}

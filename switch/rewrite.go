@@ -83,6 +83,38 @@ const (
 	tcpChecksumOff    = 16
 )
 
+// currentMAC, currentIPv4Addr and currentL4Port read the field a rewrite
+// would change, for set_field with a mask, which keeps some of its bits.
+// ok is false when the frame has no such field to rewrite.
+func currentMAC(frame []byte, off int) (mac [6]byte, ok bool) {
+	if len(frame) < ethHeaderLen {
+		return mac, false
+	}
+	return [6]byte(frame[off : off+6]), true
+}
+
+func currentIPv4Addr(frame []byte, fieldOff int) (addr [4]byte, ok bool) {
+	etherType, l3, ok := findL3(frame)
+	if !ok || etherType != etherTypeIPv4 {
+		return addr, false
+	}
+	if _, ok := parseIPv4(frame, l3); !ok {
+		return addr, false
+	}
+	return [4]byte(frame[l3+fieldOff : l3+fieldOff+4]), true
+}
+
+func currentL4Port(frame []byte, fieldOff int) (uint16, bool) {
+	p, ok := parseIP(frame)
+	if !ok {
+		return 0, false
+	}
+	if _, ok := l4Checksum(p); !ok {
+		return 0, false
+	}
+	return binary.BigEndian.Uint16(frame[p.l4+fieldOff:]), true
+}
+
 func setDlDst(frame []byte, mac [6]byte) {
 	if len(frame) >= ethHeaderLen {
 		copy(frame[0:6], mac[:])
