@@ -438,6 +438,9 @@ func maskedHeaderSet(value, name string) (Action, *prerequisite, error) {
 	if err != nil {
 		return Action{}, nil, fmt.Errorf("set_field: %w", err)
 	}
+	if mask.IsZero() {
+		return Action{}, nil, fmt.Errorf("set_field %s: a mask of 0 changes nothing", value)
+	}
 	a := Action{Type: h.typ, Field: f, Mask: mask}
 	switch h.typ {
 	case ActSetDlSrc, ActSetDlDst:
