@@ -183,6 +183,11 @@ func setupXswitchBench(undo *undoStack, hosts bench.Hosts, xb xswitchBench) erro
 	if len(xb.flows) == 0 {
 		return nil
 	}
+	// The flows replace the new bridge's NORMAL rule, as the OVS cases'
+	// replace OVS's.
+	if _, err := client.call(control.Request{Verb: control.VerbDelFlows, Bridge: bridge}); err != nil {
+		return err
+	}
 	if _, err := client.call(control.Request{Verb: control.VerbAddFlows, Bridge: bridge, Flows: xb.flows}); err != nil {
 		return err
 	}
@@ -190,8 +195,11 @@ func setupXswitchBench(undo *undoStack, hosts bench.Hosts, xb xswitchBench) erro
 	if err != nil {
 		return err
 	}
-	if len(resp.Bridges) != 1 || resp.Bridges[0].Flows != len(xb.flows) {
-		return fmt.Errorf("bridge %s holds %v flows after adding %d", bridge, resp.Bridges, len(xb.flows))
+	if len(resp.Bridges) != 1 {
+		return fmt.Errorf("show %s answered %d bridges", bridge, len(resp.Bridges))
+	}
+	if n := resp.Bridges[0].Flows; n != len(xb.flows) {
+		return fmt.Errorf("bridge %s holds %d flows after adding %d", bridge, n, len(xb.flows))
 	}
 	return nil
 }
