@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xswitch/xswitch/internal/race"
 	"github.com/xswitch/xswitch/internal/testenv"
 )
 
@@ -93,7 +94,16 @@ func TestMACFloodCannotEvictOtherPortsStations(t *testing.T) {
 	if received < sent-1 {
 		t.Errorf("the steady ping lost %d of %d during the flood", sent-received, sent)
 	}
-	if rssAfter > rssHalf+8<<20 {
+	// A leak grows with the frames: 8 MiB over the second half's 100,000
+	// is 80 bytes a frame. Built with -race (as the daemon is when the
+	// tests are), the race detector's shadow memory follows the heap's
+	// churn, and the same daemon grows by 7-8.5 MiB here where it grows by
+	// under 1 MiB without it: a leak must then be twice as large to show.
+	allowance := 8.0 * (1 << 20)
+	if race.Enabled {
+		allowance *= 2
+	}
+	if rssAfter > rssHalf+allowance {
 		t.Errorf("the daemon's memory grew from %.1f to %.1f MiB during the second half of the flood, with the table already full",
 			rssHalf/(1<<20), rssAfter/(1<<20))
 	}
