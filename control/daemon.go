@@ -478,7 +478,7 @@ func (d *Daemon) show(only string) ([]BridgeStatus, error) {
 		}
 		b := d.bridges[bc.Name]
 		bs := BridgeStatus{Name: bc.Name, Ports: []PortStatus{}, Flows: b.Flows().Len()}
-		bs.CacheHits, bs.CacheMisses = b.CacheStats()
+		bs.CacheHits, bs.CacheMisses, bs.CacheStale = b.CacheStats()
 		bs.Drops = map[string]uint64{}
 		for i, n := range b.PipelineDrops() {
 			bs.Drops[vswitch.DropReasons[i]] = n

@@ -91,6 +91,7 @@ var (
 	bridgeFlows       = bridgeDesc("flows", "Rules in the bridge's flow table.")
 	bridgeCacheHits   = bridgeDesc("flow_cache_hits_total", "Frames forwarded by a decision from the exact-match cache.")
 	bridgeCacheMisses = bridgeDesc("flow_cache_misses_total", "Frames the exact-match cache missed: their way through the tables was worked out afresh.")
+	bridgeCacheStale  = bridgeDesc("flow_cache_stale_total", "Cached decisions translated again because a MAC-table entry they relied on changed.")
 	bridgeMACEntries  = bridgeDesc("mac_entries", "Learned MAC addresses that have not aged out.")
 	bridgeBusy        = bridgeDesc("forwarder_busy_seconds_total", "Time the bridge's forwarding thread spent receiving, forwarding and serving the control plane.")
 	bridgeIdle        = bridgeDesc("forwarder_idle_seconds_total", "Time the bridge's forwarding thread spent asleep waiting for frames.")
@@ -125,7 +126,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	}
 	for _, d := range []*prometheus.Desc{
 		portInfo, portUp, portRSTP,
-		bridgeFlows, bridgeCacheHits, bridgeCacheMisses, bridgeMACEntries, bridgeBusy, bridgeIdle,
+		bridgeFlows, bridgeCacheHits, bridgeCacheMisses, bridgeCacheStale, bridgeMACEntries, bridgeBusy, bridgeIdle,
 		bridgeRSTPRoot, bridgeRSTPChanges, bridgeRSTPBPDUsDropped,
 		bridgeDropped, tableLookups, tableMatched, tableActive,
 	} {
@@ -150,6 +151,7 @@ func collectBridge(ch chan<- prometheus.Metric, b *control.BridgeMetrics) {
 	gauge(bridgeFlows, float64(b.Flows))
 	counter(bridgeCacheHits, float64(b.CacheHits))
 	counter(bridgeCacheMisses, float64(b.CacheMisses))
+	counter(bridgeCacheStale, float64(b.CacheStale))
 	gauge(bridgeMACEntries, float64(b.MACEntries))
 	counter(bridgeBusy, b.ForwarderBusy.Seconds())
 	counter(bridgeIdle, b.ForwarderIdle.Seconds())

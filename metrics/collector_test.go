@@ -141,10 +141,10 @@ xswitch_table_matched_total{bridge="br0",table="3"} 7
 		t.Fatal(err)
 	}
 	// The down port has no counters and no info, only its up series: 17
-	// counters and info and up for p1, up for p2, 6 bridge series, 5 drop
+	// counters and info and up for p1, up for p2, 7 bridge series, 5 drop
 	// reasons and 3 series for each of 2 tables.
-	if n := testutil.CollectAndCount(c); n != 17+2+1+6+5+6 {
-		t.Errorf("collected %d series; want %d", n, 17+2+1+6+5+6)
+	if n := testutil.CollectAndCount(c); n != 17+2+1+7+5+6 {
+		t.Errorf("collected %d series; want %d", n, 17+2+1+7+5+6)
 	}
 }
 

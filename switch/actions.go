@@ -37,12 +37,18 @@ type frameRun struct {
 // holds its key.
 func (f *forwarder) forwardFrame(table *flow.Table, inSlot uint16, frame []byte, now int64) {
 	d, ok := f.decisions.get(table, &f.key.Headers)
-	if !ok {
+	switch {
+	case !ok:
 		// The new decision may take the place of one whose counts are
 		// pending.
 		f.flushCounts(time.Now())
 		var cut string
-		if d, cut = f.decisions.add(&f.key.Headers); cut != "" {
+		if d, cut = f.decisions.add(&f.key.Headers, now); cut != "" {
+			f.logLoop(cut)
+		}
+	case !f.stillHolds(d, now):
+		f.flushCounts(time.Now())
+		if cut := f.decisions.retranslate(&f.key.Headers, d, now); cut != "" {
 			f.logLoop(cut)
 		}
 	}
@@ -58,6 +64,17 @@ func (f *forwarder) forwardFrame(table *flow.Table, inSlot uint16, frame []byte,
 		f.pipelineDrops.count(r.dropped)
 	}
 	r.frame = nil
+}
+
+// stillHolds checks the MAC-table entries d relies on (decision.go),
+// refreshing the frame's source as learning would.
+func (f *forwarder) stillHolds(d *decision, now int64) bool {
+	for i := range d.macDeps {
+		if !f.fdb.holds(&d.macDeps[i], now) {
+			return false
+		}
+	}
+	return true
 }
 
 // flushCounts adds the frames counted under each decision since the last
@@ -100,6 +117,19 @@ func (f *forwarder) execute(r *frameRun, actions []flow.Action) {
 		case flow.ActNormal:
 			r.frame = f.makeRoom(r.frame, r.copied, maxNormalCopies)
 			if f.normal(r.inSlot, r.frame, r.now) {
+				r.sent = true
+			}
+			r.shared = true
+		case actNormalTo:
+			// NORMAL as the decision resolved it: learning was done, and
+			// is kept fresh by the hit's check.
+			if f.learnOnly || !f.forwards(a.Port) {
+				continue
+			}
+			r.frame = f.makeRoom(r.frame, r.copied, maxNormalCopies)
+			tagged, vid := frameTag(r.frame)
+			fr := vlanFrame{arrived: r.frame, vlan: a.Value, tagged: tagged, vid: vid}
+			if f.normalOutput(a.Port, &fr) {
 				r.sent = true
 			}
 			r.shared = true

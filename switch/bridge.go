@@ -188,14 +188,19 @@ func (b *Bridge) Flows() *flow.Table { return b.flows.Load() }
 // on, and drops what it had cached from the previous version.
 func (b *Bridge) SetFlows(t *flow.Table) { b.flows.Publish(t) }
 
-// CacheStats reports the exact-match cache's hits and misses.
-func (b *Bridge) CacheStats() (hits, misses uint64) {
+// CacheStats reports the exact-match cache of decisions: frames that
+// found their decision (hits), translations for want of one (misses), and
+// decisions found but translated again because a MAC-table entry they
+// relied on changed (stale, also counted in hits).
+func (b *Bridge) CacheStats() (hits, misses, stale uint64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, f := range b.fwds {
-		hits, misses = hits+f.decisions.hits.value(), misses+f.decisions.misses.value()
+		hits += f.decisions.hits.value()
+		misses += f.decisions.misses.value()
+		stale += f.decisions.stale.value()
 	}
-	return hits, misses
+	return hits, misses, stale
 }
 
 // Name returns the bridge's name.

@@ -24,9 +24,18 @@ import (
 // frame whose headers hit runs that list and touches no classifier,
 // whatever the number of tables. A new table version empties the cache.
 //
-// NORMAL stays in the list and runs per frame against the live MAC
-// table, so that learning, moves and aging act at once with no
-// invalidation to get wrong.
+// NORMAL reads the MAC table, so a decision that resolves it records what
+// it read. Where NORMAL has one answer for the flow, a unicast frame to a
+// station learned on another port, from a source learned on the input
+// port, the decision sends to that port and depends on both entries
+// (macDep): a hit checks that each is still in its slot as it was, and
+// fresh, refreshing the source as learning would; a failed check
+// translates afresh, learning on the way. A move, an eviction, a flush or
+// aging thus sends exactly the flows that relied on the entry back to the
+// slow path, and no others. Everything else NORMAL does (flooding under
+// the storm limit, dropping what its VLANs or the reserved addresses
+// refuse) depends on more than the two entries, and stays NORMAL, run
+// per frame.
 
 // decision is what the pipeline decided for one flow key.
 type decision struct {
@@ -39,11 +48,23 @@ type decision struct {
 	// dropped says why the frame goes nowhere when the pipeline rather
 	// than its rules chose that: a table miss or a loop.
 	dropped dropReason
+	// macDeps are the MAC-table entries the decision's resolved NORMALs
+	// rely on; arrival is the input port NORMAL learns on.
+	macDeps []macDep
+	arrival uint16
 
 	// The current batch's frames and bytes under this decision, added to
 	// its rules' and tables' counters once per batch (flushCounts).
 	packets, bytes uint64
 }
+
+// actNormalTo is NORMAL resolved in a decision: send to slot Port, in
+// VLAN Value, in the form that port wants. It appears only in decisions.
+const actNormalTo flow.ActionType = 255
+
+// maxMACDeps bounds the entries one decision relies on: past it, NORMAL
+// stays NORMAL.
+const maxMACDeps = 4
 
 type tableLookup struct {
 	table   uint8
@@ -53,6 +74,8 @@ type tableLookup struct {
 // translator works out decisions for one forwarder. Its key is the
 // working key of the translation under way.
 type translator struct {
+	f         *forwarder // whose ports and MAC table NORMAL reads
+	now       int64
 	table     *flow.Table
 	key       flow.Key
 	d         *decision
@@ -67,9 +90,10 @@ type translator struct {
 }
 
 // translate runs headers through the tables of t and fills d.
-func (tr *translator) translate(t *flow.Table, headers *flow.Headers, d *decision) {
-	*tr = translator{table: t, key: flow.Key{Headers: *headers}, d: d}
+func (tr *translator) translate(t *flow.Table, headers *flow.Headers, d *decision, now int64) {
+	*tr = translator{f: tr.f, now: now, table: t, key: flow.Key{Headers: *headers}, d: d}
 	d.rules, d.lookups, d.actions, d.dropped = d.rules[:0], d.lookups[:0], d.actions[:0], dropRule
+	d.macDeps, d.arrival = d.macDeps[:0], headers.InPort
 	if tr.lookup(0) && !tr.missed {
 		tr.set.Each(func(a flow.Action) {
 			if tr.d.dropped != dropTTL {
@@ -152,7 +176,7 @@ func (tr *translator) action(a flow.Action) bool {
 		a.Port = tr.key.InPort
 		tr.emit(a)
 	case flow.ActNormal:
-		tr.emit(a)
+		tr.normal()
 	case flow.ActLoad, flow.ActSetField, flow.ActMove, flow.ActWriteMetadata:
 		a.ApplyToKey(&tr.key)
 	default:
@@ -167,6 +191,46 @@ func (tr *translator) action(a flow.Action) bool {
 }
 
 func (tr *translator) emit(a flow.Action) { tr.d.actions = append(tr.d.actions, a) }
+
+// normal resolves NORMAL for the key as it stands, where it has one
+// answer for the flow (see the top of the file); else it stays NORMAL.
+// Like NORMAL, it learns the source on the port the frame arrived on.
+func (tr *translator) normal() {
+	f, k := tr.f, &tr.key
+	inSlot, ok := f.slot(tr.d.arrival)
+	var vid uint16
+	if k.VLANTCI&flow.VLANCFI != 0 {
+		vid = k.VLANTCI & vlanVIDMask
+	}
+	var vlan uint16
+	if ok {
+		vlan, ok = f.ports[inSlot].vlan.ingress(vid)
+	}
+	// Multicast (the reserved group addresses included) floods or drops
+	// by more than two entries.
+	if !ok || isMulticast(k.DlDst[:]) || len(tr.d.macDeps)+2 > maxMACDeps {
+		tr.emit(flow.Action{Type: flow.ActNormal})
+		return
+	}
+	src, dst := macKey(k.DlSrc[:], vlan), macKey(k.DlDst[:], vlan)
+	out, known := f.fdb.lookup(dst, tr.now)
+	if !known {
+		tr.emit(flow.Action{Type: flow.ActNormal})
+		return
+	}
+	f.fdb.learn(src, inSlot, tr.now)
+	srcDep, ok1 := f.fdb.depend(src, inSlot, tr.now, true)
+	dstDep, ok2 := f.fdb.depend(dst, out, tr.now, false)
+	if !ok1 || !ok2 {
+		// Learning the source took the destination's place: no single answer.
+		tr.emit(flow.Action{Type: flow.ActNormal})
+		return
+	}
+	tr.d.macDeps = append(tr.d.macDeps, srcDep, dstDep)
+	if out != inSlot {
+		tr.emit(flow.Action{Type: actNormalTo, Port: out, Value: vlan})
+	}
+}
 
 func (tr *translator) cutLoop(limit string) bool {
 	tr.d.dropped = dropLoop
@@ -190,7 +254,10 @@ type decisionCache struct {
 	lastD     *decision
 	lastValid bool
 
-	hits, misses counter
+	// hits counts decisions found, misses translations for want of one,
+	// and stale the decisions found but translated again because a
+	// MAC-table entry they relied on changed.
+	hits, misses, stale counter
 }
 
 func newDecisionCache(size int) *decisionCache {
@@ -201,6 +268,20 @@ func newDecisionCache(size int) *decisionCache {
 	}
 	c.lru = lru
 	return c
+}
+
+// retranslate works d out again for headers, in place: an entry it relied
+// on changed. The caller flushes d's counts first.
+func (c *decisionCache) retranslate(headers *flow.Headers, d *decision, now int64) (cut string) {
+	c.stale.inc()
+	c.tr.translate(c.table, headers, d, now)
+	return c.tr.cut
+}
+
+// forget drops every decision: the ports they send to changed.
+func (c *decisionCache) forget() {
+	c.lru.Purge()
+	c.lastValid = false
 }
 
 // get returns the decision for headers under table t, if there is one.
@@ -226,14 +307,14 @@ func (c *decisionCache) get(t *flow.Table, headers *flow.Headers) (*decision, bo
 // add translates headers under the table of the last get and keeps the
 // decision, which may evict another: the caller flushes the counts of
 // the decisions it holds first. A translation cut short says why in cut.
-func (c *decisionCache) add(headers *flow.Headers) (d *decision, cut string) {
+func (c *decisionCache) add(headers *flow.Headers, now int64) (d *decision, cut string) {
 	c.misses.inc()
 	if n := len(c.spare); n > 0 {
 		d, c.spare = c.spare[n-1], c.spare[:n-1]
 	} else {
 		d = new(decision)
 	}
-	c.tr.translate(c.table, headers, d)
+	c.tr.translate(c.table, headers, d, now)
 	c.lru.Add(*headers, d)
 	c.last, c.lastD, c.lastValid = *headers, d, true
 	return d, c.tr.cut

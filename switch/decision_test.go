@@ -3,6 +3,7 @@ package vswitch
 import (
 	"bytes"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"net"
 	"runtime"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/xswitch/xswitch/flow"
 	"github.com/xswitch/xswitch/internal/race"
+	"github.com/xswitch/xswitch/port/porttest"
 )
 
 // randomPipeline writes a random pipeline of a few tables: matches on the
@@ -181,12 +183,6 @@ func TestCachedDecisionsMatchFreshTranslation(t *testing.T) {
 	}
 }
 
-// forget drops every decision, for tests that translate afresh.
-func (c *decisionCache) forget() {
-	c.lru.Purge()
-	c.lastValid = false
-}
-
 // TestDecisionLRUPurgeAllocatesNothing pins down what the decision cache
 // relies on when the table changes: simplelru's Purge empties the map and
 // list in place (and the evicted decisions go to the spares).
@@ -255,4 +251,138 @@ func BenchmarkHitAndExecute(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestNormalDecisionsFollowTheMACTable: NORMAL to a learned station is
+// resolved in the decision, which hits while both stations stay put; a
+// move, a flush and aging each send the flow back to translation, at
+// once.
+func TestNormalDecisionsFollowTheMACTable(t *testing.T) {
+	ports := newPorts(3)
+	f := testForwarder(t, 64, ports...)
+	aToB := frame(mac(2), mac(1), "a to b")
+	ports[1].Inject(frame(broadcast, mac(2), "b says hello"))
+	forwardAll(f)
+	ports[0].Inject(aToB)
+	forwardAll(f)
+	for _, p := range ports {
+		p.Transmitted()
+	}
+	hits, stale := f.decisions.hits.value(), f.decisions.stale.value()
+	ports[0].Inject(aToB, aToB, aToB)
+	forwardAll(f)
+	wantFrames(t, ports[1], aToB, aToB, aToB)
+	if h, s := f.decisions.hits.value()-hits, f.decisions.stale.value()-stale; h != 3 || s != 0 {
+		t.Fatalf("3 frames of a known flow: %d hits, %d stale; want 3 hits, none stale", h, s)
+	}
+	d, _ := f.decisions.get(f.flows.Load(), &flow.Headers{InPort: 1, DlDst: [6]byte(mac(2)), DlSrc: [6]byte(mac(1)), DlType: 0x88b5})
+	if len(d.actions) != 1 || d.actions[0].Type != actNormalTo || len(d.macDeps) != 2 {
+		t.Fatalf("the decision is %+v, want NORMAL resolved to one port with its two entries", d)
+	}
+
+	// b moves to port 3: the next frame to b follows it.
+	ports[2].Inject(frame(broadcast, mac(2), "b moved"))
+	forwardAll(f)
+	ports[0].Transmitted()
+	ports[1].Transmitted()
+	ports[0].Inject(aToB)
+	forwardAll(f)
+	wantFrames(t, ports[2], aToB)
+	wantFrames(t, ports[1])
+	if s := f.decisions.stale.value() - stale; s != 1 {
+		t.Errorf("after b moved: %d decisions stale, want the one flow to b", s)
+	}
+
+	// Port 3 leaves: its stations are forgotten, the flow floods again.
+	f.fdb.flushPort(2)
+	ports[0].Inject(aToB)
+	forwardAll(f)
+	wantFrames(t, ports[1], aToB)
+
+	// b ages out: nothing is sent by what the decision knew of it.
+	ports[2].Inject(frame(broadcast, mac(2), "b back on 3"))
+	forwardAll(f)
+	for _, p := range ports {
+		p.Transmitted()
+	}
+	f.fdb.aging = int64(time.Millisecond)
+	time.Sleep(2 * time.Millisecond)
+	ports[0].Inject(aToB)
+	forwardAll(f)
+	wantFrames(t, ports[1], aToB) // flooded: b is unknown again
+	wantFrames(t, ports[2], aToB)
+}
+
+// stationFlows builds a forwarder whose port 1 serves n stations sending
+// to n stations on port 2, all learned, with a decision cached for each
+// flow; frames are the flows' frames, in order.
+func stationFlows(tb testing.TB, n int) (*forwarder, []*porttest.Port, [][]byte) {
+	ports := []*porttest.Port{porttest.New("p1"), porttest.New("p2")}
+	cls := flow.NewClassifier()
+	cls.Publish(normalTable())
+	opts := Options{BatchSize: DefaultBatchSize, MACTableSize: 4 * n, MACAging: time.Hour, CacheSize: 2 * n, Logger: slog.New(slog.DiscardHandler)}
+	f, err := newForwarder(opts, cls, firstOf(1, opts))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { f.stopped = true })
+	for i, p := range ports {
+		f.addPort(&bridgePort{Port: p, ofport: uint16(i + 1)})
+	}
+	station := func(side, i int) []byte { return []byte{0x02, byte(side), 0, byte(i >> 16), byte(i >> 8), byte(i)} }
+	frames := make([][]byte, n)
+	for i := range n {
+		f.fdb.learn(macKey(station(2, i), 0), 1, f.now())
+		frames[i] = frame(station(2, i), station(1, i), "flow")
+	}
+	for i := 0; i < n; i += DefaultBatchSize {
+		ports[0].Inject(frames[i:min(i+DefaultBatchSize, n)]...)
+		forwardAll(f)
+	}
+	ports[1].Transmitted()
+	return f, ports, frames
+}
+
+// TestDecisionsStaleOnlyWhereTheyLooked: of 2,000 cached flows, a station
+// that moves sends back to translation only the flow that relied on it.
+func TestDecisionsStaleOnlyWhereTheyLooked(t *testing.T) {
+	const n = 2000
+	f, ports, frames := stationFlows(t, n)
+	moved := frames[n/2]
+	f.fdb.learn(macKey(moved[0:6], 0), 0, f.now()) // its destination now learned on port 1
+	stale, misses := f.decisions.stale.value(), f.decisions.misses.value()
+	for i := 0; i < n; i += DefaultBatchSize {
+		ports[0].Inject(frames[i:min(i+DefaultBatchSize, n)]...)
+		forwardAll(f)
+	}
+	if s, m := f.decisions.stale.value()-stale, f.decisions.misses.value()-misses; s != 1 || m != 0 {
+		t.Errorf("one station moved: %d of %d decisions stale, %d translated anew; want 1 and 0", s, n, m)
+	}
+	if got := len(ports[1].Transmitted()); got != n-1 {
+		t.Errorf("port 2 sent %d frames, want %d: all but the one to the station now on port 1", got, n-1)
+	}
+}
+
+// BenchmarkStationMove: in a cache of 10,000 decisions, one station moves
+// and every flow's next frame goes through; it reports how many decisions
+// the move made stale and the time of the pass (the test ports' copying
+// of every frame included, which is most of the allocations).
+func BenchmarkStationMove(b *testing.B) {
+	const n = 10000
+	f, ports, frames := stationFlows(b, n)
+	stale := f.decisions.stale.value()
+	moves := 0
+	for b.Loop() {
+		// A station not moved before goes to port 1's side.
+		moved := frames[moves%n]
+		f.fdb.learn(macKey(moved[0:6], 0), 0, f.now())
+		moves++
+		for i := 0; i < n; i += DefaultBatchSize {
+			ports[0].Inject(frames[i:min(i+DefaultBatchSize, n)]...)
+			forwardAll(f)
+		}
+		ports[1].Transmitted()
+		ports[0].Transmitted()
+	}
+	b.ReportMetric(float64(f.decisions.stale.value()-stale)/float64(moves), "stale/move")
 }

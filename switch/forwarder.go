@@ -192,6 +192,7 @@ func newForwarder(opts Options, flows *flow.Classifier, place threadPlace) (*for
 		busyPoll:      opts.BusyPoll,
 		exited:        make(chan struct{}),
 	}
+	f.decisions.tr.f = f
 	f.rebuild()
 	return f, nil
 }
@@ -510,6 +511,8 @@ func (f *forwarder) removePort(p *bridgePort) {
 // The bridge's queues, in slot and queue order, are dealt out among its
 // threads in turn; every thread has the same ports, so they agree.
 func (f *forwarder) rebuild() {
+	// Decisions name ports by slot and resolve NORMAL by the ports' VLANs.
+	f.decisions.forget()
 	n := 0
 	f.live = f.live[:0]
 	f.slotOf = f.slotOf[:0]

@@ -126,6 +126,53 @@ func (t *macTable) learnIn(set []macEntry, key uint64, port uint16, now int64) {
 	set[victim] = macEntry{key: key, port: port, seen: now}
 }
 
+// macDep is one MAC-table entry a decision relies on (decision.go): the
+// slot it is in, and what the decision found there. A write that changes
+// the entry, or puts another in its slot, or its aging, makes the check
+// fail, so a decision never outlives what it read.
+type macDep struct {
+	slot   uint32
+	key    uint64
+	port   uint16
+	source bool // the frame's own source: a hit refreshes it, as learning would
+}
+
+// depend returns the dependency on key's live entry, which must be on
+// port, if there is one.
+func (t *macTable) depend(key uint64, port uint16, now int64, source bool) (macDep, bool) {
+	i := t.setOf(key)
+	if t.locks != nil {
+		t.locks[i].Lock()
+		defer t.locks[i].Unlock()
+	}
+	set := t.set(i)
+	for j := range set {
+		if e := &set[j]; e.key == key && e.port == port && t.fresh(e, now) {
+			return macDep{slot: uint32(i*macWays) + uint32(j), key: key, port: port, source: source}, true
+		}
+	}
+	return macDep{}, false
+}
+
+// holds reports whether the entry d relies on is still there as it was,
+// and fresh; for the frame's source, it refreshes the entry, as learning
+// would. It allocates nothing.
+func (t *macTable) holds(d *macDep, now int64) bool {
+	if t.locks != nil {
+		set := uint64(d.slot) / macWays
+		t.locks[set].Lock()
+		defer t.locks[set].Unlock()
+	}
+	e := &t.slots[d.slot]
+	if e.key != d.key || e.port != d.port || !t.fresh(e, now) {
+		return false
+	}
+	if d.source {
+		e.seen = now
+	}
+	return true
+}
+
 // lookup returns the port key was last seen on, if that was recent enough.
 func (t *macTable) lookup(key uint64, now int64) (port uint16, ok bool) {
 	i := t.setOf(key)

@@ -143,6 +143,7 @@ type jsonPMDStats struct {
 		Flows           int               `json:"flows"`
 		CacheHits       uint64            `json:"cache_hits"`
 		CacheMisses     uint64            `json:"cache_misses"`
+		CacheStale      uint64            `json:"cache_stale"`
 		PipelineDrops   map[string]uint64 `json:"pipeline_drops"`
 		Forwarder       struct {
 			CPUs     []int   `json:"cpus"`

@@ -357,6 +357,7 @@ type pmdBridgeJSON struct {
 	Flows           int    `json:"flows"`
 	CacheHits       uint64 `json:"cache_hits"`
 	CacheMisses     uint64 `json:"cache_misses"`
+	CacheStale      uint64 `json:"cache_stale"`
 	// PipelineDrops are the frames the pipeline sent nowhere, by reason.
 	PipelineDrops map[string]uint64 `json:"pipeline_drops"`
 
@@ -368,7 +369,7 @@ func toPMDStatsJSON(bridges []control.BridgeStatus) pmdStatsJSON {
 	for _, b := range bridges {
 		out.Bridges = append(out.Bridges, pmdBridgeJSON{
 			Name: b.Name, PacketsReceived: packetsReceived(b), Flows: b.Flows,
-			CacheHits: b.CacheHits, CacheMisses: b.CacheMisses, PipelineDrops: b.Drops, Forwarder: b.Forwarder,
+			CacheHits: b.CacheHits, CacheMisses: b.CacheMisses, CacheStale: b.CacheStale, PipelineDrops: b.Drops, Forwarder: b.Forwarder,
 		})
 	}
 	return out
