@@ -10,8 +10,9 @@ import (
 )
 
 // trace follows a packet, described in flow syntax, through a bridge's
-// flow table: the rule it meets and what each action does, NORMAL's
-// decision included. It changes nothing, not even the MAC table.
+// tables by the forwarders' own translation: every table it visits, the
+// rule it meets there and what each action does, NORMAL's decision
+// included. It changes nothing, not even the MAC table.
 func (d *Daemon) trace(bridge, packet string) (*Trace, error) {
 	b, err := d.bridge(bridge)
 	if err != nil {
@@ -44,33 +45,19 @@ func (d *Daemon) trace(bridge, packet string) (*Trace, error) {
 		tr.FinalFlow = tr.Flow
 		return tr, nil
 	}
-	tc := &tracer{b: b, bc: bc, stp: stp, tr: tr, in: in, key: key, flows: b.Flows(), live: map[uint16]bool{}}
+	tc := &tracer{b: b, bc: bc, stp: stp, tr: tr, in: in, live: map[uint16]bool{}}
 	for _, p := range b.Ports() {
 		tc.live[p.OFPort] = true
 	}
 	tc.settings, _ = bc.settings() // validated when saved
-	switch {
-	case !tc.table(0, 0):
+	final, dropped := b.Trace(key.Headers, tc)
+	if dropped {
 		tr.Outputs = tr.Outputs[:0]
-	case !tc.missed:
-		// The pipeline ends: the action set runs.
-		dropped := false
-		tc.set.Each(func(a flow.Action) {
-			if dropped {
-				return
-			}
-			step := TraceStep{Action: flow.FormatActions([]flow.Action{a}), Notes: []string{"from the action set, as the pipeline ends"}}
-			dropped = !tc.action(&step, a)
-			tc.tr.Steps = append(tc.tr.Steps, step)
-		})
-		if dropped {
-			tr.Outputs = tr.Outputs[:0]
-		}
 	}
 	if len(tr.Steps) > 0 {
 		tr.Rule = tr.Steps[0].Rule
 	}
-	tr.FinalFlow = flow.FormatMatch(exactMatch(tc.key, f.Match.Mask))
+	tr.FinalFlow = flow.FormatMatch(exactMatch(final, f.Match.Mask))
 	if state := stp.state(in); state == rstp.Learning.String() {
 		tr.Dropped = fmt.Sprintf("port %s is learning (RSTP): NORMAL learns, nothing is sent", portLabel(bc, in))
 		tr.Outputs = tr.Outputs[:0]
@@ -78,135 +65,77 @@ func (d *Daemon) trace(bridge, packet string) (*Trace, error) {
 	return tr, nil
 }
 
-// tracer follows one packet through the tables as the forwarder does
-// (switch/actions.go): the same limits, the same key changes
-// (flow.Action.ApplyToKey), the same ports left out.
+// tracer is trace's observer of the forwarders' own translation
+// (vswitch.Bridge.Trace): it writes down each lookup and action, and
+// says what the actions that send the packet do, NORMAL's choice from the
+// MAC table as it stands included, and which ports the forwarder would
+// leave out.
 type tracer struct {
-	b         *vswitch.Bridge
-	bc        *BridgeConfig
-	stp       traceSTP
-	settings  bridgeSettings
-	flows     *flow.Table
-	tr        *Trace
-	in        uint16 // where the packet arrived: NORMAL learns it there
-	key       flow.Key
-	live      map[uint16]bool // the ports the bridge has open
-	resubmits int
-	// set is the action set, as the forwarder's translator keeps it
-	// (switch/decision.go): run at the end unless a table miss outside a
-	// resubmit ended the pipeline.
-	set        flow.ActionSet
-	inResubmit int
-	missed     bool
+	b        *vswitch.Bridge
+	bc       *BridgeConfig
+	stp      traceSTP
+	settings bridgeSettings
+	tr       *Trace
+	in       uint16          // where the packet arrived: NORMAL learns it there
+	live     map[uint16]bool // the ports the bridge has open
 }
 
-// table looks the packet up in the table its key names and follows the
-// rule it meets; false means the packet is dropped. depth counts the
-// tables on the way, as the forwarder's limit does; nest counts only the
-// resubmits, which trace indents, as ovs-appctl ofproto/trace does.
-func (tc *tracer) table(depth, nest int) bool {
-	if depth > vswitch.MaxPipelineDepth {
-		tc.loop(fmt.Sprintf("deeper than %d tables: the rules loop; the frame is dropped and counted as a loop drop", vswitch.MaxPipelineDepth))
-		return false
-	}
-	lookup := TraceStep{Lookup: true, Table: tc.key.Table, Depth: nest}
-	e := tc.flows.Lookup(&tc.key)
+func (tc *tracer) Lookup(key *flow.Key, e *flow.Entry, nest int) {
+	lookup := TraceStep{Lookup: true, Table: key.Table, Depth: nest}
 	if e == nil {
-		tc.missed = tc.missed || tc.inResubmit == 0
-		lookup.Notes = []string{fmt.Sprintf("no rule in table %d matches: the packet goes no further from here", tc.key.Table)}
-		tc.tr.Steps = append(tc.tr.Steps, lookup)
-		return true
+		lookup.Notes = []string{fmt.Sprintf("no rule in table %d matches: the packet goes no further from here", key.Table)}
+	} else {
+		status := flowStatus(e, time.Now())
+		lookup.Rule = &status
 	}
-	status := flowStatus(e, time.Now())
-	lookup.Rule = &status
 	tc.tr.Steps = append(tc.tr.Steps, lookup)
-	return tc.actions(e.Actions, depth, nest)
 }
 
-func (tc *tracer) loop(note string) {
+func (tc *tracer) Cut(limit string) {
 	last := &tc.tr.Steps[len(tc.tr.Steps)-1]
-	last.Notes = append(last.Notes, note)
+	last.Notes = append(last.Notes, limit+": the rules loop; the frame is dropped and counted as a loop drop")
 }
 
-func (tc *tracer) actions(actions []flow.Action, depth, nest int) bool {
-	for i := 0; i < len(actions); i++ {
-		a := actions[i]
-		step := TraceStep{Action: flow.FormatActions([]flow.Action{a}), Table: tc.key.Table, Depth: nest}
-		switch a.Type {
-		case flow.ActGotoTable, flow.ActResubmit:
-			tc.tr.Steps = append(tc.tr.Steps, step)
-			if a.Type == flow.ActGotoTable {
-				tc.key.Table = a.Table
-				return tc.table(depth+1, nest)
-			}
-			if tc.resubmits++; tc.resubmits > vswitch.MaxResubmits {
-				tc.loop(fmt.Sprintf("more than %d resubmits: the rules loop; the frame is dropped and counted as a loop drop", vswitch.MaxResubmits))
-				return false
-			}
-			table, inPort := tc.key.Table, tc.key.InPort
-			if a.Table != flow.ThisTable {
-				tc.key.Table = a.Table
-			}
-			if a.Port != 0 {
-				tc.key.InPort = a.Port
-			}
-			tc.inResubmit++
-			keep := tc.table(depth+1, nest+1)
-			tc.inResubmit--
-			tc.key.Table, tc.key.InPort = table, inPort
-			if !keep {
-				return false
-			}
-			continue
-		case flow.ActClearActions:
-			tc.set.Clear()
-			step.Notes = append(step.Notes, "the action set is now empty")
-		case flow.ActWriteActions:
-			written, next := flow.WrittenActions(actions, i)
-			step.Action = flow.FormatActions(actions[i:next])
-			step.Notes = append(step.Notes, "into the action set, which runs when the pipeline ends")
-			tc.set.Write(written)
-			i = next - 1
-		default:
-			if !tc.action(&step, a) {
-				tc.tr.Steps = append(tc.tr.Steps, step)
-				return false
-			}
-		}
-		tc.tr.Steps = append(tc.tr.Steps, step)
+func (tc *tracer) Step(a flow.Action, written []flow.Action, key *flow.Key, nest int, fromSet, dropped bool) {
+	step := TraceStep{Action: flow.FormatActions([]flow.Action{a}), Table: key.Table, Depth: nest}
+	if fromSet {
+		step.Notes = append(step.Notes, "from the action set, as the pipeline ends")
 	}
-	return true
-}
-
-// action follows one action that acts on the packet, or on its key
-// alone; false when it drops the packet.
-func (tc *tracer) action(step *TraceStep, a flow.Action) bool {
 	switch a.Type {
+	case flow.ActClearActions:
+		step.Notes = append(step.Notes, "the action set is now empty")
+	case flow.ActWriteActions:
+		step.Action = flow.FormatActions(append([]flow.Action{a}, written...))
+		step.Notes = append(step.Notes, "into the action set, which runs when the pipeline ends")
 	case flow.ActOutput:
-		tc.output(step, a.Port)
+		tc.output(&step, key, a.Port)
 	case flow.ActInPort:
-		tc.output(step, tc.key.InPort)
+		tc.output(&step, key, key.InPort)
 	case flow.ActFlood:
-		ports := tc.stp.forwarding(tc.allBut(tc.key.InPort))
+		ports := tc.stp.forwarding(tc.allBut(key.InPort))
 		step.Notes = append(step.Notes, "to every forwarding port but the input one: "+joinPorts(ports))
-		tc.output(step, ports...)
+		tc.output(&step, key, ports...)
 	case flow.ActAll:
-		ports := tc.allBut(tc.key.InPort)
+		ports := tc.allBut(key.InPort)
 		step.Notes = append(step.Notes, "to every port but the input one: "+joinPorts(ports))
-		tc.output(step, ports...)
+		tc.output(&step, key, ports...)
 	case flow.ActNormal:
-		tc.normal(step)
-	default:
-		return tc.rewrite(step, a)
+		tc.normal(&step, key)
+	case flow.ActDecTTL:
+		if dropped {
+			step.Notes = append(step.Notes, fmt.Sprintf("TTL %d would reach 0: dropped", key.NwTTL))
+		} else if key.DlType == flow.EtherTypeIPv4 || key.DlType == flow.EtherTypeIPv6 {
+			step.Notes = append(step.Notes, fmt.Sprintf("TTL is now %d", key.NwTTL))
+		}
 	}
-	return true
+	tc.tr.Steps = append(tc.tr.Steps, step)
 }
 
 // output sends the packet to ports, leaving out those the forwarder
 // leaves out.
-func (tc *tracer) output(step *TraceStep, ports ...uint16) {
+func (tc *tracer) output(step *TraceStep, key *flow.Key, ports ...uint16) {
 	for _, p := range ports {
-		if p == tc.key.InPort && step.Action != "IN_PORT" {
+		if p == key.InPort && step.Action != "IN_PORT" {
 			step.Notes = append(step.Notes, fmt.Sprintf("port %s is the input port: not sent back", portLabel(tc.bc, p)))
 			continue
 		}
@@ -234,8 +163,8 @@ func (tc *tracer) allBut(skip uint16) []uint16 {
 
 // normal says what NORMAL decides for the packet, from the MAC table as
 // it stands, without learning.
-func (tc *tracer) normal(step *TraceStep) {
-	key, bc, in := &tc.key, tc.bc, tc.in
+func (tc *tracer) normal(step *TraceStep, key *flow.Key) {
+	bc, in := tc.bc, tc.in
 	var vid uint16
 	if key.VLANTCI&flow.VLANCFI != 0 {
 		vid = key.VLANTCI & 0xfff
@@ -251,7 +180,7 @@ func (tc *tracer) normal(step *TraceStep) {
 		ports := tc.stp.forwarding(carrying(bc, vlan, tc.allBut(in)))
 		step.Notes = append(step.Notes, fmt.Sprintf("multicast or broadcast destination: flooding VLAN %d to %s", vlan, joinPorts(ports)))
 		step.Notes = append(step.Notes, stormNotes(bc, in)...)
-		tc.output(step, ports...)
+		tc.output(step, key, ports...)
 	default:
 		if p, ok := tc.b.LookupMAC(key.DlDst, vlan); ok && vlanOf(bc, p).Carries(vlan) {
 			step.Notes = append(step.Notes, fmt.Sprintf("learned that %s is on port %s in VLAN %d",
@@ -260,30 +189,15 @@ func (tc *tracer) normal(step *TraceStep) {
 				step.Notes = append(step.Notes, fmt.Sprintf("port %s is the input port: not sent back", portLabel(bc, p)))
 				return
 			}
-			tc.output(step, p)
+			tc.output(step, key, p)
 		} else {
 			ports := tc.stp.forwarding(carrying(bc, vlan, tc.allBut(in)))
 			step.Notes = append(step.Notes, fmt.Sprintf("no learned port for %s in VLAN %d: flooding to %s",
 				formatMAC(key.DlDst), vlan, joinPorts(ports)))
 			step.Notes = append(step.Notes, stormNotes(bc, in)...)
-			tc.output(step, ports...)
+			tc.output(step, key, ports...)
 		}
 	}
-}
-
-// rewrite applies a rewrite or a pipeline action to the packet's key, as
-// the forwarder does to the frame, and says what it did; false when it
-// drops the packet.
-func (tc *tracer) rewrite(step *TraceStep, a flow.Action) bool {
-	ttl := tc.key.NwTTL
-	if !a.ApplyToKey(&tc.key) {
-		step.Notes = append(step.Notes, fmt.Sprintf("TTL %d would reach 0: dropped", ttl))
-		return false
-	}
-	if a.Type == flow.ActDecTTL && tc.key.NwTTL != ttl {
-		step.Notes = append(step.Notes, fmt.Sprintf("TTL is now %d", tc.key.NwTTL))
-	}
-	return true
 }
 
 // traceSTP is what trace knows of a bridge's spanning tree.

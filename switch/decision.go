@@ -87,17 +87,49 @@ type translator struct {
 	set        flow.ActionSet
 	inResubmit int
 	missed     bool
+	// obs, when set, is told every step (Bridge.Trace); NORMAL is then
+	// left to it, and nothing is learned.
+	obs Observer
+}
+
+// Observer sees a translation as it happens: trace runs the forwarders'
+// own translation with one, so that it cannot tell another story. key is
+// the working key at that point; nest counts the resubmits under way.
+type Observer interface {
+	// Lookup reports a lookup in the table key names and the rule it
+	// met, nil for a miss.
+	Lookup(key *flow.Key, e *flow.Entry, nest int)
+	// Step reports an action of the rule met last, or of the action set
+	// as the pipeline ends (fromSet): goto_table, resubmit and the
+	// instructions before they act, with write_actions' actions in
+	// written; the others after they changed the key, dropped saying
+	// whether the frame goes no further (dec_ttl).
+	Step(a flow.Action, written []flow.Action, key *flow.Key, nest int, fromSet, dropped bool)
+	// Cut reports that the translation was cut at one of the pipeline's
+	// limits: the rules loop.
+	Cut(limit string)
+}
+
+// Trace runs headers through the bridge's current tables as the
+// forwarders translate them, telling obs each step. It learns and counts
+// nothing. It returns the key as the pipeline left it, and whether the
+// frame was dropped on the way (a loop, or dec_ttl).
+func (b *Bridge) Trace(headers flow.Headers, obs Observer) (final flow.Key, dropped bool) {
+	tr := translator{obs: obs}
+	var d decision
+	tr.translate(b.Flows(), &headers, &d, 0)
+	return tr.key, d.dropped == dropLoop || d.dropped == dropTTL
 }
 
 // translate runs headers through the tables of t and fills d.
 func (tr *translator) translate(t *flow.Table, headers *flow.Headers, d *decision, now int64) {
-	*tr = translator{f: tr.f, now: now, table: t, key: flow.Key{Headers: *headers}, d: d}
+	*tr = translator{f: tr.f, obs: tr.obs, now: now, table: t, key: flow.Key{Headers: *headers}, d: d}
 	d.rules, d.lookups, d.actions, d.dropped = d.rules[:0], d.lookups[:0], d.actions[:0], dropRule
 	d.macDeps, d.arrival = d.macDeps[:0], headers.InPort
 	if tr.lookup(0) && !tr.missed {
 		tr.set.Each(func(a flow.Action) {
 			if tr.d.dropped != dropTTL {
-				tr.action(a)
+				tr.action(a, true)
 			}
 		})
 	}
@@ -112,9 +144,14 @@ func (tr *translator) lookup(depth int) bool {
 	}
 	e := tr.table.Lookup(&tr.key)
 	tr.d.lookups = append(tr.d.lookups, tableLookup{table: tr.key.Table, matched: e != nil})
+	if tr.obs != nil {
+		tr.obs.Lookup(&tr.key, e, tr.inResubmit)
+	}
 	if e == nil {
 		tr.d.dropped = dropTableMiss
-		tr.missed = tr.inResubmit == 0
+		if tr.inResubmit == 0 {
+			tr.missed = true
+		}
 		return true
 	}
 	tr.d.rules = append(tr.d.rules, e)
@@ -124,6 +161,21 @@ func (tr *translator) lookup(depth int) bool {
 func (tr *translator) actions(actions []flow.Action, depth int) bool {
 	for i := 0; i < len(actions); i++ {
 		a := actions[i]
+		var written []flow.Action
+		switch a.Type {
+		case flow.ActGotoTable, flow.ActResubmit, flow.ActClearActions:
+		case flow.ActWriteActions:
+			written, i = flow.WrittenActions(actions, i)
+			i--
+		default:
+			if !tr.action(a, false) {
+				return false
+			}
+			continue
+		}
+		if tr.obs != nil {
+			tr.obs.Step(a, written, &tr.key, tr.inResubmit, false, false)
+		}
 		switch a.Type {
 		case flow.ActGotoTable:
 			tr.key.Table = a.Table
@@ -149,22 +201,17 @@ func (tr *translator) actions(actions []flow.Action, depth int) bool {
 		case flow.ActClearActions:
 			tr.set.Clear()
 		case flow.ActWriteActions:
-			var written []flow.Action
-			written, i = flow.WrittenActions(actions, i)
-			i--
 			tr.set.Write(written)
-		default:
-			if !tr.action(a) {
-				return false
-			}
 		}
 	}
 	return true
 }
 
 // action adds one action that acts on the frame, or on the key alone, to
-// the decision. It returns false when the frame is dropped.
-func (tr *translator) action(a flow.Action) bool {
+// the decision; fromSet says it comes from the action set. It returns
+// false when the frame is dropped.
+func (tr *translator) action(a flow.Action, fromSet bool) bool {
+	keep := true
 	switch a.Type {
 	case flow.ActOutput:
 		// OpenFlow never sends a frame back where it came from unless
@@ -176,16 +223,24 @@ func (tr *translator) action(a flow.Action) bool {
 		a.Port = tr.key.InPort
 		tr.emit(a)
 	case flow.ActNormal:
-		tr.normal()
+		if tr.obs != nil {
+			tr.emit(a) // the observer says what NORMAL does; a trace learns nothing
+		} else {
+			tr.normal()
+		}
 	case flow.ActLoad, flow.ActSetField, flow.ActMove, flow.ActWriteMetadata:
 		a.ApplyToKey(&tr.key)
 	default:
 		// A header rewrite: the frame gets it, and later tables see it.
 		tr.emit(a)
-		if !a.ApplyToKey(&tr.key) {
-			tr.d.dropped = dropTTL
-			return false // dec_ttl drops the frame (and counts it) when it runs
-		}
+		keep = a.ApplyToKey(&tr.key)
+	}
+	if tr.obs != nil {
+		tr.obs.Step(a, nil, &tr.key, tr.inResubmit, fromSet, !keep)
+	}
+	if !keep {
+		tr.d.dropped = dropTTL
+		return false // dec_ttl drops the frame (and counts it) when it runs
 	}
 	return true
 }
@@ -235,6 +290,9 @@ func (tr *translator) normal() {
 func (tr *translator) cutLoop(limit string) bool {
 	tr.d.dropped = dropLoop
 	tr.cut = limit
+	if tr.obs != nil {
+		tr.obs.Cut(limit)
+	}
 	return false
 }
 
