@@ -49,9 +49,8 @@ type decision struct {
 	// than its rules chose that: a table miss or a loop.
 	dropped dropReason
 	// macDeps are the MAC-table entries the decision's resolved NORMALs
-	// rely on; arrival is the input port NORMAL learns on.
+	// rely on.
 	macDeps []macDep
-	arrival uint16
 
 	// The current batch's frames and bytes under this decision, added to
 	// its rules' and tables' counters once per batch (flushCounts).
@@ -78,6 +77,7 @@ type translator struct {
 	now       int64
 	table     *flow.Table
 	key       flow.Key
+	arrival   uint16 // the input port NORMAL learns on, whatever resubmit makes of the key's
 	d         *decision
 	resubmits int
 	cut       string // why the translation was cut, if it was: logged once
@@ -123,9 +123,9 @@ func (b *Bridge) Trace(headers flow.Headers, obs Observer) (final flow.Key, drop
 
 // translate runs headers through the tables of t and fills d.
 func (tr *translator) translate(t *flow.Table, headers *flow.Headers, d *decision, now int64) {
-	*tr = translator{f: tr.f, obs: tr.obs, now: now, table: t, key: flow.Key{Headers: *headers}, d: d}
+	*tr = translator{f: tr.f, obs: tr.obs, now: now, table: t, key: flow.Key{Headers: *headers}, arrival: headers.InPort, d: d}
 	d.rules, d.lookups, d.actions, d.dropped = d.rules[:0], d.lookups[:0], d.actions[:0], dropRule
-	d.macDeps, d.arrival = d.macDeps[:0], headers.InPort
+	d.macDeps = d.macDeps[:0]
 	if tr.lookup(0) && !tr.missed {
 		tr.set.Each(func(a flow.Action) {
 			if tr.d.dropped != dropTTL {
@@ -252,7 +252,7 @@ func (tr *translator) emit(a flow.Action) { tr.d.actions = append(tr.d.actions, 
 // Like NORMAL, it learns the source on the port the frame arrived on.
 func (tr *translator) normal() {
 	f, k := tr.f, &tr.key
-	inSlot, ok := f.slot(tr.d.arrival)
+	inSlot, ok := f.slot(tr.arrival)
 	var vid uint16
 	if k.VLANTCI&flow.VLANCFI != 0 {
 		vid = k.VLANTCI & vlanVIDMask

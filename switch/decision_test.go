@@ -3,7 +3,6 @@ package vswitch
 import (
 	"bytes"
 	"fmt"
-	"log/slog"
 	"math/rand/v2"
 	"net"
 	"runtime"
@@ -317,18 +316,8 @@ func TestNormalDecisionsFollowTheMACTable(t *testing.T) {
 // to n stations on port 2, all learned, with a decision cached for each
 // flow; frames are the flows' frames, in order.
 func stationFlows(tb testing.TB, n int) (*forwarder, []*porttest.Port, [][]byte) {
-	ports := []*porttest.Port{porttest.New("p1"), porttest.New("p2")}
-	cls := flow.NewClassifier()
-	cls.Publish(normalTable())
-	opts := Options{BatchSize: DefaultBatchSize, MACTableSize: 4 * n, MACAging: time.Hour, CacheSize: 2 * n, Logger: slog.New(slog.DiscardHandler)}
-	f, err := newForwarder(opts, cls, firstOf(1, opts))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { f.stopped = true })
-	for i, p := range ports {
-		f.addPort(&bridgePort{Port: p, ofport: uint16(i + 1)})
-	}
+	ports := newPorts(2)
+	f := forwarderWith(tb, Options{BatchSize: DefaultBatchSize, MACTableSize: 4 * n, MACAging: time.Hour, CacheSize: 2 * n}, ports...)
 	station := func(side, i int) []byte { return []byte{0x02, byte(side), 0, byte(i >> 16), byte(i >> 8), byte(i)} }
 	frames := make([][]byte, n)
 	for i := range n {

@@ -55,9 +55,15 @@ func normalTable() *flow.Table {
 // of running its goroutine. It starts with normalTable.
 func testForwarder(t testing.TB, batch int, ports ...*porttest.Port) *forwarder {
 	t.Helper()
+	return forwarderWith(t, Options{BatchSize: batch, MACTableSize: 64, MACAging: time.Hour, CacheSize: 64}, ports...)
+}
+
+// forwarderWith is testForwarder with the options opts, quiet.
+func forwarderWith(t testing.TB, opts Options, ports ...*porttest.Port) *forwarder {
+	t.Helper()
 	cls := flow.NewClassifier()
 	cls.Publish(normalTable())
-	opts := Options{BatchSize: batch, MACTableSize: 64, MACAging: time.Hour, CacheSize: 64, Logger: slog.New(slog.DiscardHandler)}
+	opts.Logger = slog.New(slog.DiscardHandler)
 	f, err := newForwarder(opts, cls, firstOf(1, opts))
 	if err != nil {
 		t.Fatal(err)
@@ -279,8 +285,13 @@ func BenchmarkForwardBatchOneFlow(b *testing.B) {
 	benchmarkForwardBatch(b, 1)
 }
 
-func benchmarkForwardBatch(b *testing.B, flows int) {
+// benchmarkForwardBatch forwards batches that mix flows flows under the
+// rules given, or the default NORMAL rule.
+func benchmarkForwardBatch(b *testing.B, flows int, rulesText ...string) {
 	f, _ := benchForwarder(b, 3, flows)
+	if len(rulesText) > 0 {
+		f.flows.Publish(rules(b, rulesText...))
+	}
 	b.ReportAllocs()
 	for b.Loop() {
 		f.forwardBatch(f.queues[0])

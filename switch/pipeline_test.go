@@ -162,19 +162,11 @@ func TestRepeatedOutputsAllocateNothing(t *testing.T) {
 // three tables (classify into reg0, an ACL, NORMAL), against
 // BenchmarkForwardBatchOneFlow's one NORMAL rule.
 func BenchmarkForwardBatchPipeline(b *testing.B) {
-	f, _ := benchForwarder(b, 3, 1)
-	f.flows.Publish(rules(b,
+	benchmarkForwardBatch(b, 1,
 		"table=0,priority=10,in_port=1,actions=load:1->reg0[],goto_table:1",
 		"table=1,priority=100,tcp,tp_dst=23,actions=drop",
 		"table=1,priority=0,actions=goto_table:2",
-		"table=2,priority=0,actions=NORMAL"))
-	b.ReportAllocs()
-	for b.Loop() {
-		f.forwardBatch(f.queues[0])
-	}
-	perFrame := float64(b.Elapsed().Nanoseconds()) / float64(b.N*DefaultBatchSize)
-	b.ReportMetric(perFrame, "ns/frame")
-	b.ReportMetric(1e3/perFrame, "Mframes/s")
+		"table=2,priority=0,actions=NORMAL")
 }
 
 // TestActionSetRunsAtTheEnd: write_actions fills OpenFlow 1.3's action

@@ -187,33 +187,21 @@ func setL4Port(frame []byte, fieldOff int, port uint16) {
 // OVS would send such a frame to the controller; xswitch has none. A frame
 // that is not IP is kept unchanged.
 func decTTL(frame []byte) (keep bool) {
-	etherType, l3, ok := findL3(frame)
-	if !ok {
+	etherType, l3, isIP, sane := ipHeader(frame)
+	switch {
+	case !isIP:
 		return true
+	case !sane:
+		return false
 	}
-	switch etherType {
-	case etherTypeIPv4:
-		if _, ok := parseIPv4(frame, l3); !ok {
-			return false
-		}
-		ttl := frame[l3+ipv4TTLOff]
-		if ttl <= 1 {
-			return false
-		}
-		// TTL shares its checksummed word with the protocol byte.
-		word := binary.BigEndian.Uint16(frame[l3+ipv4TTLOff:])
-		updateChecksum(frame[l3+ipv4ChecksumOff:], wordsDelta16(word, word-0x100))
-		frame[l3+ipv4TTLOff] = ttl - 1
-	case etherTypeIPv6:
-		if _, ok := parseIPv6(frame, l3); !ok {
-			return false
-		}
-		hops := frame[l3+ipv6HopLimitOff]
-		if hops <= 1 {
-			return false
-		}
-		frame[l3+ipv6HopLimitOff] = hops - 1
+	ttl := frame[l3+ipv4TTLOff]
+	if etherType == etherTypeIPv6 {
+		ttl = frame[l3+ipv6HopLimitOff]
 	}
+	if ttl <= 1 {
+		return false
+	}
+	putTTL(frame, etherType, l3, ttl-1)
 	return true
 }
 
@@ -221,51 +209,64 @@ func decTTL(frame []byte) (keep bool) {
 // class, to value: the DSCP bits for mod_nw_tos, the ECN bits for
 // mod_nw_ecn.
 func setTOS(frame []byte, mask, value uint8) {
-	etherType, l3, ok := findL3(frame)
-	if !ok {
+	etherType, l3, _, sane := ipHeader(frame)
+	if !sane {
 		return
 	}
-	switch etherType {
-	case etherTypeIPv4:
-		if _, ok := parseIPv4(frame, l3); !ok {
-			return
-		}
+	word := binary.BigEndian.Uint16(frame[l3:])
+	if etherType == etherTypeIPv4 {
 		// TOS shares its checksummed word with the version and length.
-		word := binary.BigEndian.Uint16(frame[l3:])
-		updated := word&^uint16(mask) | uint16(value&mask)
-		updateChecksum(frame[l3+ipv4ChecksumOff:], wordsDelta16(word, updated))
-		binary.BigEndian.PutUint16(frame[l3:], updated)
-	case etherTypeIPv6:
-		if _, ok := parseIPv6(frame, l3); !ok {
-			return
-		}
-		// The traffic class is bits 4-11 of the first word.
-		word := binary.BigEndian.Uint16(frame[l3:])
-		m := uint16(mask) << 4
-		binary.BigEndian.PutUint16(frame[l3:], word&^m|uint16(value)<<4&m)
+		putIPv4Word(frame, l3, 0, word&^uint16(mask)|uint16(value&mask))
+		return
 	}
+	// The traffic class is bits 4-11 of the first word.
+	m := uint16(mask) << 4
+	binary.BigEndian.PutUint16(frame[l3:], word&^m|uint16(value)<<4&m)
 }
 
 // setTTL sets the IPv4 TTL or the IPv6 hop limit.
 func setTTL(frame []byte, ttl uint8) {
+	if etherType, l3, _, sane := ipHeader(frame); sane {
+		putTTL(frame, etherType, l3, ttl)
+	}
+}
+
+// ipHeader finds the IP header that the TTL and TOS rewrites change:
+// isIP says the frame says IPv4 or IPv6, sane that its header passes the
+// extractor's checks.
+func ipHeader(frame []byte) (etherType uint16, l3 int, isIP, sane bool) {
 	etherType, l3, ok := findL3(frame)
 	if !ok {
-		return
+		return 0, 0, false, false
 	}
 	switch etherType {
 	case etherTypeIPv4:
-		if _, ok := parseIPv4(frame, l3); !ok {
-			return
-		}
-		word := binary.BigEndian.Uint16(frame[l3+ipv4TTLOff:])
-		updated := word&0x00ff | uint16(ttl)<<8
-		updateChecksum(frame[l3+ipv4ChecksumOff:], wordsDelta16(word, updated))
-		frame[l3+ipv4TTLOff] = ttl
+		_, sane = parseIPv4(frame, l3)
 	case etherTypeIPv6:
-		if _, ok := parseIPv6(frame, l3); ok {
-			frame[l3+ipv6HopLimitOff] = ttl
-		}
+		_, sane = parseIPv6(frame, l3)
+	default:
+		return etherType, l3, false, false
 	}
+	return etherType, l3, true, sane
+}
+
+// putTTL writes the TTL (hop limit) of the sane IP header at l3.
+func putTTL(frame []byte, etherType uint16, l3 int, ttl uint8) {
+	if etherType == etherTypeIPv6 {
+		frame[l3+ipv6HopLimitOff] = ttl
+		return
+	}
+	// TTL shares its checksummed word with the protocol byte.
+	word := binary.BigEndian.Uint16(frame[l3+ipv4TTLOff:])
+	putIPv4Word(frame, l3, ipv4TTLOff, word&0x00ff|uint16(ttl)<<8)
+}
+
+// putIPv4Word writes the 16-bit word at off in the IPv4 header at l3 and
+// updates the header checksum for it.
+func putIPv4Word(frame []byte, l3, off int, updated uint16) {
+	word := binary.BigEndian.Uint16(frame[l3+off:])
+	updateChecksum(frame[l3+ipv4ChecksumOff:], wordsDelta16(word, updated))
+	binary.BigEndian.PutUint16(frame[l3+off:], updated)
 }
 
 // pushVLAN inserts a tag of EtherType tpid after the MAC addresses. As

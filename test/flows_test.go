@@ -63,31 +63,44 @@ func TestFlowsPortToPortRulesBeatNormal(t *testing.T) {
 	}
 }
 
+// listenTCP listens on a free TCP port of addr in namespace ns, until the
+// test ends.
+func listenTCP(t *testing.T, ns, addr string) net.Listener {
+	t.Helper()
+	var l net.Listener
+	if err := netns.Do(ns, func() (err error) {
+		l, err = net.Listen("tcp4", net.JoinHostPort(addr, "0"))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+// connects reports whether a TCP connection from namespace ns to addr
+// opens within 2 s.
+func connects(ns, addr string) bool {
+	return netns.Do(ns, func() error {
+		c, err := net.DialTimeout("tcp4", addr, 2*time.Second)
+		if err == nil {
+			c.Close()
+		}
+		return err
+	}) == nil
+}
+
 func TestFlowsDropOneTCPPortPassAnother(t *testing.T) {
 	testenv.RequireRoot(t)
 	r := newRig(t, 2)
 	d, br, client, server := r.d, r.br, r.hosts[0], r.hosts[1]
 
-	var blocked net.Listener
-	if err := netns.Do(server.ns, func() (err error) {
-		blocked, err = net.Listen("tcp4", net.JoinHostPort(server.addr, "0"))
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	defer blocked.Close()
+	blocked := listenTCP(t, server.ns, server.addr)
 	blockedPort := blocked.Addr().(*net.TCPAddr).Port
 	dropRule := fmt.Sprintf("priority=200,tcp,tp_dst=%d", blockedPort)
 	d.x(t, "add-flow", br, dropRule+",actions=drop")
 
-	err := netns.Do(client.ns, func() error {
-		c, err := net.DialTimeout("tcp4", blocked.Addr().String(), 2*time.Second)
-		if err == nil {
-			c.Close()
-		}
-		return err
-	})
-	if err == nil {
+	if connects(client.ns, blocked.Addr().String()) {
 		t.Fatalf("connected to port %d past %q", blockedPort, dropRule)
 	}
 	transferTCP(t, client.ns, server.ns, server.addr, server.addr, 1<<20)

@@ -5,9 +5,7 @@ import (
 	"net"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/xswitch/xswitch/internal/netns"
 	"github.com/xswitch/xswitch/internal/testenv"
 )
 
@@ -39,14 +37,7 @@ func TestPipelineACLThenNormal(t *testing.T) {
 	r := newRig(t, 2)
 	d, br, client, server := r.d, r.br, r.hosts[0], r.hosts[1]
 
-	var blocked net.Listener
-	if err := netns.Do(server.ns, func() (err error) {
-		blocked, err = net.Listen("tcp4", net.JoinHostPort(server.addr, "0"))
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	defer blocked.Close()
+	blocked := listenTCP(t, server.ns, server.addr)
 	blockedPort := blocked.Addr().(*net.TCPAddr).Port
 	setPipeline(t, d, br,
 		"table=0,priority=0,actions=goto_table:1",
@@ -56,14 +47,7 @@ func TestPipelineACLThenNormal(t *testing.T) {
 
 	requirePing(t, client.ns, server.addr, 56)
 	transferTCP(t, client.ns, server.ns, server.addr, server.addr, 1<<20)
-	err := netns.Do(client.ns, func() error {
-		c, err := net.DialTimeout("tcp4", blocked.Addr().String(), 2*time.Second)
-		if err == nil {
-			c.Close()
-		}
-		return err
-	})
-	if err == nil {
+	if connects(client.ns, blocked.Addr().String()) {
 		t.Fatalf("connected to port %d past table 1's drop rule", blockedPort)
 	}
 
