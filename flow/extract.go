@@ -29,10 +29,14 @@ import (
 //
 // Frames decode without allocating, except IPv6 packets with hop-by-hop
 // options (MLD reports): gopacket decodes each option into a new object.
+//
+// Extract also records where it found the headers (Layout): the actions
+// that rewrite a frame work from there, so a frame is parsed once.
 type Extractor struct {
 	parser  *gopacket.DecodingLayerParser
 	layers  gopacket.DecodingLayerContainer
 	decoded []gopacket.LayerType
+	layout  Layout
 
 	eth      ethernetLayer
 	dot1q    dot1qLayer
@@ -86,11 +90,63 @@ func NewExtractor() *Extractor {
 // decode stay zero) and false; it never panics.
 func (e *Extractor) Extract(frame []byte, inPort uint16, k *Key) (ok bool) {
 	*k = Key{Headers: Headers{InPort: inPort}}
+	e.dot1q.depth = 0
 	err := e.parser.DecodeLayers(frame, &e.decoded)
+	e.layout = Layout{}
 	for _, typ := range e.decoded {
 		e.fill(typ, k)
+		e.locate(typ, frame)
 	}
 	return err == nil && !e.parser.Truncated && !e.endsBeforeHeader()
+}
+
+// Layout is where the last frame's IP and TCP or UDP headers are, if the
+// key was read from them.
+func (e *Extractor) Layout() Layout { return e.layout }
+
+// Layout is where a frame's headers are, for the actions that rewrite
+// them. It names only headers the key was read from, whole: an IP header
+// whose packet the frame holds, and a TCP or UDP header whose fixed part
+// that packet holds (an unfragmented packet or a first fragment). A
+// rewrite of a field the key does not have leaves the frame as it is, as
+// in OVS, whose actions change only fields of the flow key.
+type Layout struct {
+	L3, L4    int   // offsets from the frame's start
+	IPVersion uint8 // 4 or 6; 0 when the frame has no such IP header
+	L4Proto   uint8 // ProtoTCP or ProtoUDP; 0 when it has no such header
+}
+
+// Shift moves the layout by n bytes, for a tag pushed (4) or popped (-4)
+// in front of the headers.
+func (l *Layout) Shift(n int) {
+	l.L3 += n
+	l.L4 += n
+}
+
+// locate records in e.layout where the header of the layer of type typ
+// starts. gopacket's layers slice the bytes they decode without limiting
+// their capacity, so a header's capacity tells how far into the frame it
+// starts.
+func (e *Extractor) locate(typ gopacket.LayerType, frame []byte) {
+	l := &e.layout
+	switch typ {
+	case layers.LayerTypeIPv4:
+		if !e.ipv4.feedback.truncated {
+			l.IPVersion, l.L3 = 4, cap(frame)-cap(e.ipv4.Contents)
+		}
+	case layers.LayerTypeIPv6:
+		if !e.ipv6.truncated {
+			l.IPVersion, l.L3 = 6, cap(frame)-cap(e.ipv6.Contents)
+		}
+	case layers.LayerTypeTCP:
+		if l.IPVersion != 0 {
+			l.L4Proto, l.L4 = ProtoTCP, cap(frame)-cap(e.tcp.Contents)
+		}
+	case layers.LayerTypeUDP:
+		if l.IPVersion != 0 {
+			l.L4Proto, l.L4 = ProtoUDP, cap(frame)-cap(e.udp.Contents)
+		}
+	}
 }
 
 // fill copies into k the fields of the layer of type typ, which decoded
@@ -238,20 +294,33 @@ func (eth *ethernetLayer) DecodeFromBytes(data []byte, df gopacket.DecodeFeedbac
 
 func (eth *ethernetLayer) NextLayerType() gopacket.LayerType { return etherTypeNextLayer(eth.dlType) }
 
+// MaxVLANTags is how many VLAN tags the key looks through: as many as
+// OVS's flow key holds (FLOW_MAX_VLAN_HEADERS). Behind a third tag the
+// key's dl_type is that tag's TPID, and the frame has no network header.
+const MaxVLANTags = 2
+
 type dot1qLayer struct {
 	layers.Dot1Q
 	dlType uint16
+	depth  int // tags decoded in this frame so far
 }
 
 func (d *dot1qLayer) DecodeFromBytes(data []byte, df gopacket.DecodeFeedback) error {
 	if err := d.Dot1Q.DecodeFromBytes(data, df); err != nil {
 		return err
 	}
+	d.depth++
 	d.dlType, d.Payload = dlType(uint16(d.Type), d.Payload)
 	return nil
 }
 
-func (d *dot1qLayer) NextLayerType() gopacket.LayerType { return etherTypeNextLayer(d.dlType) }
+func (d *dot1qLayer) NextLayerType() gopacket.LayerType {
+	next := etherTypeNextLayer(d.dlType)
+	if next == layers.LayerTypeDot1Q && d.depth >= MaxVLANTags {
+		return stopDecoding
+	}
+	return next
+}
 
 var (
 	errIPv4Version      = errors.New("IPv4 header with another IP version")
@@ -267,10 +336,18 @@ type truncationFeedback struct{ truncated bool }
 
 func (f *truncationFeedback) SetTruncated() { f.truncated = true }
 
-type ipv4Layer struct{ layers.IPv4 }
+type ipv4Layer struct {
+	layers.IPv4
+	feedback truncationFeedback
+}
 
 func (ip *ipv4Layer) DecodeFromBytes(data []byte, df gopacket.DecodeFeedback) error {
-	if err := ip.IPv4.DecodeFromBytes(data, df); err != nil {
+	ip.feedback = truncationFeedback{}
+	err := ip.IPv4.DecodeFromBytes(data, &ip.feedback)
+	if ip.feedback.truncated {
+		df.SetTruncated()
+	}
+	if err != nil {
 		return err
 	}
 	if ip.Version != 4 {
@@ -299,6 +376,8 @@ func (ip *ipv4Layer) NextLayerType() gopacket.LayerType {
 type ipv6Layer struct {
 	layers.IPv6
 	feedback truncationFeedback
+	// truncated says the frame ends before the packet does.
+	truncated bool
 }
 
 func (ip *ipv6Layer) DecodeFromBytes(data []byte, df gopacket.DecodeFeedback) error {
@@ -308,7 +387,8 @@ func (ip *ipv6Layer) DecodeFromBytes(data []byte, df gopacket.DecodeFeedback) er
 		err = errIPv6Version
 	}
 	if err != nil || ip.HopByHop == nil || ip.Length == 0 {
-		if ip.feedback.truncated {
+		ip.truncated = ip.feedback.truncated
+		if ip.truncated {
 			df.SetTruncated()
 		}
 		return err
@@ -318,7 +398,8 @@ func (ip *ipv6Layer) DecodeFromBytes(data []byte, df gopacket.DecodeFeedback) er
 	// payload run hop-by-hop-length bytes into the Ethernet padding.
 	const headerSize = 40
 	end := headerSize + int(ip.Length)
-	if end > len(data) {
+	ip.truncated = end > len(data)
+	if ip.truncated {
 		df.SetTruncated()
 		end = len(data)
 	}

@@ -288,8 +288,10 @@ func exMalformed(tb testing.TB) []exCase {
 			exEth(layers.EthernetTypeIPv6), exIPv6(layers.IPProtocolIPv6HopByHop),
 			gopacket.Payload{byte(layers.IPProtocolICMPv6), 0, 5, 2, 0, 0, 1, 0}), 0x80, 0, 0, 0, 0, 0, 0, 0),
 			want: exIPv6Key(ProtoICMPv6, 0, 0)},
+		// As in OVS, the key looks through two tags: the third one's TPID
+		// is its dl_type.
 		{name: "20 stacked tags", frame: exSerialize(tb, stacked...), ok: true,
-			want: exWith(exIPv4Key(ProtoUDP, 5353, 53), func(k *Key) { k.VLANTCI = VLANCFI | 1 })},
+			want: exWith(exL2Key(EtherTypeVLAN), func(k *Key) { k.VLANTCI = VLANCFI | 1 })},
 		{name: "arp/address sizes past the frame", frame: edit(
 			exSerialize(tb, exEth(layers.EthernetTypeARP), &layers.ARP{AddrType: layers.LinkTypeEthernet,
 				Protocol: layers.EthernetTypeIPv4, HwAddressSize: 6, ProtAddressSize: 4, Operation: 1,
@@ -307,6 +309,10 @@ func TestExtract(t *testing.T) {
 		ok := e.Extract(c.frame, exInPort, &k)
 		if ok != c.ok {
 			t.Errorf("%s: ok = %v, want %v", c.name, ok, c.ok)
+		}
+		exCheckLayout(t, c.frame, &k, e.Layout())
+		if l := e.Layout(); c.ok && (k.DlType == EtherTypeIPv4 || k.DlType == EtherTypeIPv6) && l.IPVersion == 0 {
+			t.Errorf("%s: well formed IP, but the layout %+v has no IP header", c.name, l)
 		}
 		if c.name == "runt" || c.name == "empty" {
 			c.want = Key{Headers: Headers{InPort: exInPort}}
@@ -349,6 +355,7 @@ func TestExtractTruncated(t *testing.T) {
 			frame := bytes.Clone(c.frame[:n]) // exactly sized, so that reading past the end panics
 			var k Key
 			ok := e.Extract(frame, exInPort, &k)
+			exCheckLayout(t, frame, &k, e.Layout())
 			if n < c.headerEnd && ok {
 				t.Errorf("%s cut at %d of %d: ok, want not well formed", c.name, n, len(c.frame))
 			}
@@ -405,6 +412,49 @@ func exCheckInvariants(tb testing.TB, k *Key, inPort uint16) {
 	}
 }
 
+// exCheckLayout checks that the layout points at the headers the key was
+// read from, whole.
+func exCheckLayout(tb testing.TB, frame []byte, k *Key, l Layout) {
+	tb.Helper()
+	switch l.IPVersion {
+	case 0:
+		if l.L4Proto != 0 {
+			tb.Errorf("layout %+v: an L4 header without an IP header", l)
+		}
+		return
+	case 4:
+		if k.DlType != EtherTypeIPv4 || l.L3+20 > len(frame) || frame[l.L3]>>4 != 4 ||
+			l.L3+int(binary.BigEndian.Uint16(frame[l.L3+2:])) > len(frame) ||
+			[4]byte(frame[l.L3+12:]) != k.NwSrc || [4]byte(frame[l.L3+16:]) != k.NwDst {
+			tb.Errorf("layout %+v: no whole IPv4 header the key %+v was read from", l, k)
+			return
+		}
+	case 6:
+		if k.DlType != EtherTypeIPv6 || l.L3+40 > len(frame) || frame[l.L3]>>4 != 6 ||
+			l.L3+40+int(binary.BigEndian.Uint16(frame[l.L3+4:])) > len(frame) ||
+			[16]byte(frame[l.L3+8:]) != k.IPv6Src || [16]byte(frame[l.L3+24:]) != k.IPv6Dst {
+			tb.Errorf("layout %+v: no whole IPv6 header the key %+v was read from", l, k)
+			return
+		}
+	default:
+		tb.Errorf("layout %+v: IP version %d", l, l.IPVersion)
+		return
+	}
+	switch l.L4Proto {
+	case 0:
+		if k.NwFrag&FragLater == 0 && (k.NwProto == ProtoTCP || k.NwProto == ProtoUDP) && k.TpSrc|k.TpDst != 0 {
+			tb.Errorf("layout %+v: no L4 header for the key's ports %+v", l, k)
+		}
+	case ProtoTCP, ProtoUDP:
+		if l.L4Proto != k.NwProto || l.L4 < l.L3+20 || l.L4+8 > len(frame) ||
+			binary.BigEndian.Uint16(frame[l.L4:]) != k.TpSrc || binary.BigEndian.Uint16(frame[l.L4+2:]) != k.TpDst {
+			tb.Errorf("layout %+v: no L4 header the key %+v was read from", l, k)
+		}
+	default:
+		tb.Errorf("layout %+v: L4 protocol %d", l, l.L4Proto)
+	}
+}
+
 func TestExtractAllocs(t *testing.T) {
 	if race.Enabled {
 		t.Skip("the race detector allocates")
@@ -453,6 +503,7 @@ func FuzzExtract(f *testing.F) {
 		var k Key
 		e.Extract(frame, exInPort, &k)
 		exCheckInvariants(t, &k, exInPort)
+		exCheckLayout(t, frame, &k, e.Layout())
 
 		// Nothing of one frame leaks into the key of the next.
 		var other, again Key

@@ -22,6 +22,7 @@ const (
 type frameRun struct {
 	inSlot uint16 // where it arrived: NORMAL learns it there
 	frame  []byte
+	layout flow.Layout // where frame's headers are, as extracted
 	now    int64
 	// shared is set once an output has queued frame: from then on the
 	// bytes belong to that output and a rewrite needs a copy. copied says
@@ -34,7 +35,7 @@ type frameRun struct {
 }
 
 // forwardFrame forwards one frame by its decision under table; f.key
-// holds its key.
+// holds its key and f.extractor its layout.
 func (f *forwarder) forwardFrame(table *flow.Table, inSlot uint16, frame []byte, now int64) {
 	d, ok := f.decisions.get(table, &f.key.Headers)
 	switch {
@@ -58,7 +59,7 @@ func (f *forwarder) forwardFrame(table *flow.Table, inSlot uint16, frame []byte,
 	d.packets++
 	d.bytes += uint64(len(frame))
 	r := &f.run
-	*r = frameRun{inSlot: inSlot, frame: frame, now: now, dropped: d.dropped}
+	*r = frameRun{inSlot: inSlot, frame: frame, layout: f.extractor.Layout(), now: now, dropped: d.dropped}
 	f.execute(r, d.actions)
 	if !r.sent && !f.learnOnly {
 		f.pipelineDrops.count(r.dropped)
@@ -164,13 +165,13 @@ func (f *forwarder) rewriteFrame(r *frameRun, a *flow.Action) bool {
 			return false
 		}
 	}
-	frame, keep := rewrite(a, r.frame)
+	frame, keep := rewrite(a, r.frame, &r.layout)
 	if !keep && !r.copied && (a.Type == flow.ActPushVLAN || a.Type == flow.ActSetVLANVID || a.Type == flow.ActSetVLANPCP) {
 		// No room before the next frame's bytes for the tag: a copy has it.
 		if !f.ownCopy(r) {
 			return false
 		}
-		frame, keep = rewrite(a, r.frame)
+		frame, keep = rewrite(a, r.frame, &r.layout)
 	}
 	if !keep {
 		r.dropped = dropTTL
@@ -179,6 +180,7 @@ func (f *forwarder) rewriteFrame(r *frameRun, a *flow.Action) bool {
 		}
 		return false
 	}
+	r.layout.Shift(len(frame) - len(r.frame)) // a tag pushed or popped
 	r.frame = frame
 	return true
 }
@@ -213,9 +215,10 @@ func (f *forwarder) makeRoom(frame []byte, copied bool, n int) []byte {
 	return frame
 }
 
-// rewrite applies one header-changing action. It returns the frame, which
-// a VLAN push or pop moves, and false when the frame must be dropped.
-func rewrite(a *flow.Action, frame []byte) ([]byte, bool) {
+// rewrite applies one header-changing action to the frame whose headers
+// are where l says. It returns the frame, which a VLAN push or pop moves,
+// and false when the frame must be dropped.
+func rewrite(a *flow.Action, frame []byte, l *flow.Layout) ([]byte, bool) {
 	switch a.Type {
 	case flow.ActSetDlSrc:
 		if mac, ok := maskedMAC(a, frame, 6); ok {
@@ -226,23 +229,23 @@ func rewrite(a *flow.Action, frame []byte) ([]byte, bool) {
 			setDlDst(frame, mac)
 		}
 	case flow.ActSetNwSrc:
-		if ip, ok := maskedIPv4(a, frame, ipv4SrcOff); ok {
-			setNwSrc(frame, ip)
+		if ip, ok := maskedIPv4(a, frame, l, ipv4SrcOff); ok {
+			setNwSrc(frame, l, ip)
 		}
 	case flow.ActSetNwDst:
-		if ip, ok := maskedIPv4(a, frame, ipv4DstOff); ok {
-			setNwDst(frame, ip)
+		if ip, ok := maskedIPv4(a, frame, l, ipv4DstOff); ok {
+			setNwDst(frame, l, ip)
 		}
 	case flow.ActSetTpSrc:
-		if port, ok := maskedPort(a, frame, l4SrcPortOff); ok {
-			setTpSrc(frame, port)
+		if port, ok := maskedPort(a, frame, l, l4SrcPortOff); ok {
+			setTpSrc(frame, l, port)
 		}
 	case flow.ActSetTpDst:
-		if port, ok := maskedPort(a, frame, l4DstPortOff); ok {
-			setTpDst(frame, port)
+		if port, ok := maskedPort(a, frame, l, l4DstPortOff); ok {
+			setTpDst(frame, l, port)
 		}
 	case flow.ActDecTTL:
-		return frame, decTTL(frame)
+		return frame, decTTL(frame, l)
 	case flow.ActStripVLAN:
 		return stripVLAN(frame), true
 	case flow.ActPushVLAN:
@@ -252,11 +255,11 @@ func rewrite(a *flow.Action, frame []byte) ([]byte, bool) {
 	case flow.ActSetVLANPCP:
 		return setVLANPCP(frame, uint8(a.Value))
 	case flow.ActSetNwTOS:
-		setTOS(frame, tosDSCPMask, uint8(a.Value))
+		setTOS(frame, l, tosDSCPMask, uint8(a.Value))
 	case flow.ActSetNwECN:
-		setTOS(frame, tosECNMask, uint8(a.Value))
+		setTOS(frame, l, tosECNMask, uint8(a.Value))
 	case flow.ActSetNwTTL:
-		setTTL(frame, uint8(a.Value))
+		setTTL(frame, l, uint8(a.Value))
 	}
 	return frame, true
 }
@@ -273,20 +276,20 @@ func maskedMAC(a *flow.Action, frame []byte, off int) ([6]byte, bool) {
 	return mac, ok
 }
 
-func maskedIPv4(a *flow.Action, frame []byte, off int) ([4]byte, bool) {
+func maskedIPv4(a *flow.Action, frame []byte, l *flow.Layout, off int) ([4]byte, bool) {
 	if a.Mask.IsZero() {
 		return a.IPv4, true
 	}
-	ip, ok := currentIPv4Addr(frame, off)
+	ip, ok := currentIPv4Addr(frame, l, off)
 	a.SetAddress(ip[:])
 	return ip, ok
 }
 
-func maskedPort(a *flow.Action, frame []byte, off int) (uint16, bool) {
+func maskedPort(a *flow.Action, frame []byte, l *flow.Layout, off int) (uint16, bool) {
 	if a.Mask.IsZero() {
 		return a.Value, true
 	}
-	port, ok := currentL4Port(frame, off)
+	port, ok := currentL4Port(frame, l, off)
 	return a.MaskedPort(port), ok
 }
 

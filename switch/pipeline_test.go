@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/google/gopacket/layers"
+
 	"github.com/xswitch/xswitch/internal/race"
 	"github.com/xswitch/xswitch/port/porttest"
 )
@@ -222,4 +224,27 @@ func TestMaskedSetFieldKeepsTheOtherBits(t *testing.T) {
 	ports[0].Inject(in)
 	forwardAll(f)
 	wantFrames(t, ports[1], udpFrame(t, mac(9), []byte{2, 0, 0, 0, 0, 0x77}, net.IPv4(10, 0, 0, 1), net.IPv4(192, 168, 2, 3), 1000, 0x2288, []byte("masked")))
+}
+
+// TestRewritesFollowTheHeadersAcrossTags: rewrites work from where the
+// extractor found the headers, moved by the tags the actions push and
+// pop before them.
+func TestRewritesFollowTheHeadersAcrossTags(t *testing.T) {
+	ports := newPorts(3)
+	f := testForwarder(t, 64, ports...)
+	f.flows.Publish(rules(t, "udp,actions=mod_vlan_vid:5,mod_nw_dst:10.9.9.9,mod_tp_dst:99,dec_ttl,output:2,"+
+		"strip_vlan,mod_nw_src:10.8.8.8,mod_nw_tos:0x28,output:3"))
+	in := baseSpec()
+	in.proto = layers.IPProtocolUDP
+	ports[0].Inject(in.build(t))
+	forwardAll(f)
+
+	tagged := in
+	tagged.tags = []vlanTag{{tpidDot1Q, 5}}
+	tagged.ip4Dst, tagged.tpDst, tagged.ttl = [4]byte{10, 9, 9, 9}, 99, in.ttl-1
+	wantFrames(t, ports[1], tagged.build(t))
+	untagged := tagged
+	untagged.tags = nil
+	untagged.ip4Src, untagged.tos = [4]byte{10, 8, 8, 8}, 0x28
+	wantFrames(t, ports[2], untagged.build(t))
 }

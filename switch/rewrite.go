@@ -19,29 +19,26 @@ package vswitch
 //
 // A rewrite applies only to a frame that has the header it needs, as in
 // OVS, whose rules rewrite only fields their flow key has; any other frame
-// is left as it is:
-//   - up to maxVLANTags 802.1Q or 802.1ad tags are looked through;
-//   - an IPv4 or IPv6 header counts only if it is sane (version, header
-//     length, a total length that the frame holds: Ethernet padding may
-//     follow it); an IP frame whose header is not sane is dropped by
-//     decTTL, as OVS's dec_ttl does (its key then holds TTL 0);
-//   - the TCP or UDP header is rewritten only in a packet that carries its
-//     fixed part (20 or 8 bytes): an unfragmented packet or a first
-//     fragment. A first fragment's checksum covers the reassembled
-//     datagram, and the incremental update is as right for it as for a
-//     whole one;
+// is left as it is. The extractor found the headers when it read the key
+// (flow.Layout), and the rewrites work from its offsets: a frame is
+// parsed once. So an IP rewrite changes an IP header only if the key was
+// read from it (at most two VLAN tags in front, and the packet whole in
+// the frame), and a port rewrite a TCP or UDP header whose fixed part the
+// packet holds: an unfragmented packet or a first fragment. A first
+// fragment's checksum covers the reassembled datagram, and the incremental
+// update is as right for it as for a whole one. Besides:
 //   - a UDP checksum of 0 means "none" and stays 0; one that comes out 0 is
 //     sent as 0xffff (RFC 768);
 //   - the ICMP checksum covers no pseudo-header, so address rewrites leave
 //     it alone.
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+
+	"github.com/xswitch/xswitch/flow"
+)
 
 const (
-	// maxVLANTags is how many tags the rewrites look through to find the
-	// IP header: as many as OVS's flow key holds (FLOW_MAX_VLAN_HEADERS).
-	// Deeper frames are not IP to the flow table, so not to its actions.
-	maxVLANTags  = 2
 	vlanTagLen   = 4
 	tpidDot1Q    = 0x8100
 	tpidDot1AD   = 0x88a8
@@ -51,36 +48,16 @@ const (
 	tosDSCPMask  = 0xfc
 	tosECNMask   = 0x03
 
-	etherTypeIPv4 = 0x0800
-	etherTypeIPv6 = 0x86dd
-
-	ipv4MinHeaderLen = 20
-	ipv6HeaderLen    = 40
-	tcpMinHeaderLen  = 20
-	udpHeaderLen     = 8
-
-	ipProtoTCP      = 6
-	ipProtoUDP      = 17
-	ipv6HopByHop    = 0
-	ipv6Routing     = 43
-	ipv6Fragment    = 44
-	ipv6AuthHeader  = 51
-	ipv6DestOptions = 60
-	ipv6FragmentLen = 8
-	ipv4FragOffMask = 0x1fff
-	ipv6FragOffMask = 0xfff8
-
 	// Field offsets within their header.
-	ipv4TTLOff        = 8
-	ipv4ChecksumOff   = 10
-	ipv4SrcOff        = 12
-	ipv4DstOff        = 16
-	ipv6NextHeaderOff = 6
-	ipv6HopLimitOff   = 7
-	l4SrcPortOff      = 0
-	l4DstPortOff      = 2
-	udpChecksumOff    = 6
-	tcpChecksumOff    = 16
+	ipv4TTLOff      = 8
+	ipv4ChecksumOff = 10
+	ipv4SrcOff      = 12
+	ipv4DstOff      = 16
+	ipv6HopLimitOff = 7
+	l4SrcPortOff    = 0
+	l4DstPortOff    = 2
+	udpChecksumOff  = 6
+	tcpChecksumOff  = 16
 )
 
 // currentMAC, currentIPv4Addr and currentL4Port read the field a rewrite
@@ -93,26 +70,18 @@ func currentMAC(frame []byte, off int) (mac [6]byte, ok bool) {
 	return [6]byte(frame[off : off+6]), true
 }
 
-func currentIPv4Addr(frame []byte, fieldOff int) (addr [4]byte, ok bool) {
-	etherType, l3, ok := findL3(frame)
-	if !ok || etherType != etherTypeIPv4 {
+func currentIPv4Addr(frame []byte, l *flow.Layout, fieldOff int) (addr [4]byte, ok bool) {
+	if l.IPVersion != 4 {
 		return addr, false
 	}
-	if _, ok := parseIPv4(frame, l3); !ok {
-		return addr, false
-	}
-	return [4]byte(frame[l3+fieldOff : l3+fieldOff+4]), true
+	return [4]byte(frame[l.L3+fieldOff:]), true
 }
 
-func currentL4Port(frame []byte, fieldOff int) (uint16, bool) {
-	p, ok := parseIP(frame)
-	if !ok {
+func currentL4Port(frame []byte, l *flow.Layout, fieldOff int) (uint16, bool) {
+	if l.L4Proto == 0 {
 		return 0, false
 	}
-	if _, ok := l4Checksum(p); !ok {
-		return 0, false
-	}
-	return binary.BigEndian.Uint16(frame[p.l4+fieldOff:]), true
+	return binary.BigEndian.Uint16(frame[l.L4+fieldOff:]), true
 }
 
 func setDlDst(frame []byte, mac [6]byte) {
@@ -128,27 +97,22 @@ func setDlSrc(frame []byte, mac [6]byte) {
 }
 
 // setNwSrc rewrites the IPv4 source address.
-func setNwSrc(frame []byte, ip [4]byte) { setIPv4Addr(frame, ipv4SrcOff, ip) }
+func setNwSrc(frame []byte, l *flow.Layout, ip [4]byte) { setIPv4Addr(frame, l, ipv4SrcOff, ip) }
 
 // setNwDst rewrites the IPv4 destination address.
-func setNwDst(frame []byte, ip [4]byte) { setIPv4Addr(frame, ipv4DstOff, ip) }
+func setNwDst(frame []byte, l *flow.Layout, ip [4]byte) { setIPv4Addr(frame, l, ipv4DstOff, ip) }
 
 // setTpSrc rewrites the TCP or UDP source port, over IPv4 or IPv6.
-func setTpSrc(frame []byte, port uint16) { setL4Port(frame, l4SrcPortOff, port) }
+func setTpSrc(frame []byte, l *flow.Layout, port uint16) { setL4Port(frame, l, l4SrcPortOff, port) }
 
 // setTpDst rewrites the TCP or UDP destination port, over IPv4 or IPv6.
-func setTpDst(frame []byte, port uint16) { setL4Port(frame, l4DstPortOff, port) }
+func setTpDst(frame []byte, l *flow.Layout, port uint16) { setL4Port(frame, l, l4DstPortOff, port) }
 
-func setIPv4Addr(frame []byte, fieldOff int, addr [4]byte) {
-	etherType, l3, ok := findL3(frame)
-	if !ok || etherType != etherTypeIPv4 {
+func setIPv4Addr(frame []byte, l *flow.Layout, fieldOff int, addr [4]byte) {
+	if l.IPVersion != 4 {
 		return
 	}
-	p, ok := parseIPv4(frame, l3)
-	if !ok {
-		return
-	}
-	field := frame[l3+fieldOff : l3+fieldOff+4]
+	field := frame[l.L3+fieldOff : l.L3+fieldOff+4]
 	old := binary.BigEndian.Uint32(field)
 	updated := binary.BigEndian.Uint32(addr[:])
 	if old == updated {
@@ -156,109 +120,79 @@ func setIPv4Addr(frame []byte, fieldOff int, addr [4]byte) {
 	}
 	// The address is in the IPv4 header and in the TCP/UDP pseudo-header.
 	delta := wordsDelta32(old, updated)
-	updateChecksum(frame[l3+ipv4ChecksumOff:], delta)
-	if csumOff, ok := l4Checksum(p); ok {
-		updateL4Checksum(frame[csumOff:], p.proto, delta)
+	updateChecksum(frame[l.L3+ipv4ChecksumOff:], delta)
+	if l.L4Proto != 0 {
+		updateL4Checksum(frame, l, delta)
 	}
 	copy(field, addr[:])
 }
 
-func setL4Port(frame []byte, fieldOff int, port uint16) {
-	p, ok := parseIP(frame)
-	if !ok {
+func setL4Port(frame []byte, l *flow.Layout, fieldOff int, port uint16) {
+	if l.L4Proto == 0 {
 		return
 	}
-	csumOff, ok := l4Checksum(p)
-	if !ok {
-		return
-	}
-	field := frame[p.l4+fieldOff:]
+	field := frame[l.L4+fieldOff:]
 	old := binary.BigEndian.Uint16(field)
 	if old == port {
 		return
 	}
-	updateL4Checksum(frame[csumOff:], p.proto, wordsDelta16(old, port))
+	updateL4Checksum(frame, l, wordsDelta16(old, port))
 	binary.BigEndian.PutUint16(field, port)
 }
 
 // decTTL decrements the IPv4 TTL or the IPv6 hop limit. It returns false,
 // leaving the frame as it is, when the frame must be dropped: the TTL is 0
-// or 1 (it would reach 0), or the frame says IP but its header is not sane.
-// OVS would send such a frame to the controller; xswitch has none. A frame
-// that is not IP is kept unchanged.
-func decTTL(frame []byte) (keep bool) {
-	etherType, l3, isIP, sane := ipHeader(frame)
-	switch {
-	case !isIP:
+// or 1 (it would reach 0). OVS would send such a frame to the controller;
+// xswitch has none. A frame that is not IP is kept unchanged.
+func decTTL(frame []byte, l *flow.Layout) (keep bool) {
+	if l.IPVersion == 0 {
 		return true
-	case !sane:
-		return false
 	}
-	ttl := frame[l3+ipv4TTLOff]
-	if etherType == etherTypeIPv6 {
-		ttl = frame[l3+ipv6HopLimitOff]
+	ttl := frame[l.L3+ipv4TTLOff]
+	if l.IPVersion == 6 {
+		ttl = frame[l.L3+ipv6HopLimitOff]
 	}
 	if ttl <= 1 {
 		return false
 	}
-	putTTL(frame, etherType, l3, ttl-1)
+	putTTL(frame, l, ttl-1)
 	return true
 }
 
 // setTOS sets the bits of mask in the IPv4 TOS byte, or the IPv6 traffic
 // class, to value: the DSCP bits for mod_nw_tos, the ECN bits for
 // mod_nw_ecn.
-func setTOS(frame []byte, mask, value uint8) {
-	etherType, l3, _, sane := ipHeader(frame)
-	if !sane {
+func setTOS(frame []byte, l *flow.Layout, mask, value uint8) {
+	if l.IPVersion == 0 {
 		return
 	}
-	word := binary.BigEndian.Uint16(frame[l3:])
-	if etherType == etherTypeIPv4 {
+	word := binary.BigEndian.Uint16(frame[l.L3:])
+	if l.IPVersion == 4 {
 		// TOS shares its checksummed word with the version and length.
-		putIPv4Word(frame, l3, 0, word&^uint16(mask)|uint16(value&mask))
+		putIPv4Word(frame, l.L3, 0, word&^uint16(mask)|uint16(value&mask))
 		return
 	}
 	// The traffic class is bits 4-11 of the first word.
 	m := uint16(mask) << 4
-	binary.BigEndian.PutUint16(frame[l3:], word&^m|uint16(value)<<4&m)
+	binary.BigEndian.PutUint16(frame[l.L3:], word&^m|uint16(value)<<4&m)
 }
 
 // setTTL sets the IPv4 TTL or the IPv6 hop limit.
-func setTTL(frame []byte, ttl uint8) {
-	if etherType, l3, _, sane := ipHeader(frame); sane {
-		putTTL(frame, etherType, l3, ttl)
+func setTTL(frame []byte, l *flow.Layout, ttl uint8) {
+	if l.IPVersion != 0 {
+		putTTL(frame, l, ttl)
 	}
 }
 
-// ipHeader finds the IP header that the TTL and TOS rewrites change:
-// isIP says the frame says IPv4 or IPv6, sane that its header passes the
-// extractor's checks.
-func ipHeader(frame []byte) (etherType uint16, l3 int, isIP, sane bool) {
-	etherType, l3, ok := findL3(frame)
-	if !ok {
-		return 0, 0, false, false
-	}
-	switch etherType {
-	case etherTypeIPv4:
-		_, sane = parseIPv4(frame, l3)
-	case etherTypeIPv6:
-		_, sane = parseIPv6(frame, l3)
-	default:
-		return etherType, l3, false, false
-	}
-	return etherType, l3, true, sane
-}
-
-// putTTL writes the TTL (hop limit) of the sane IP header at l3.
-func putTTL(frame []byte, etherType uint16, l3 int, ttl uint8) {
-	if etherType == etherTypeIPv6 {
-		frame[l3+ipv6HopLimitOff] = ttl
+// putTTL writes the TTL (hop limit) of the frame's IP header.
+func putTTL(frame []byte, l *flow.Layout, ttl uint8) {
+	if l.IPVersion == 6 {
+		frame[l.L3+ipv6HopLimitOff] = ttl
 		return
 	}
 	// TTL shares its checksummed word with the protocol byte.
-	word := binary.BigEndian.Uint16(frame[l3+ipv4TTLOff:])
-	putIPv4Word(frame, l3, ipv4TTLOff, word&0x00ff|uint16(ttl)<<8)
+	word := binary.BigEndian.Uint16(frame[l.L3+ipv4TTLOff:])
+	putIPv4Word(frame, l.L3, ipv4TTLOff, word&0x00ff|uint16(ttl)<<8)
 }
 
 // putIPv4Word writes the 16-bit word at off in the IPv4 header at l3 and
@@ -357,138 +291,20 @@ func outerTag(frame []byte) (tagged, ok bool) {
 
 func isTPID(etherType uint16) bool { return etherType == tpidDot1Q || etherType == tpidDot1AD }
 
-// findL3 returns the EtherType after at most maxVLANTags tags and the
-// offset of the header it announces.
-func findL3(frame []byte) (etherType uint16, l3 int, ok bool) {
-	if len(frame) < ethHeaderLen {
-		return 0, 0, false
+// updateL4Checksum applies delta to the TCP or UDP checksum.
+func updateL4Checksum(frame []byte, l *flow.Layout, delta uint32) {
+	if l.L4Proto == flow.ProtoTCP {
+		updateChecksum(frame[l.L4+tcpChecksumOff:], delta)
+		return
 	}
-	off := 12
-	for range maxVLANTags + 1 {
-		etherType = binary.BigEndian.Uint16(frame[off:])
-		if !isTPID(etherType) {
-			return etherType, off + 2, true
-		}
-		off += vlanTagLen
-		if off+2 > len(frame) {
-			return 0, 0, false
-		}
-	}
-	return 0, 0, false
-}
-
-// ipPacket locates an IP packet's headers within a frame.
-type ipPacket struct {
-	l4    int   // upper-layer header; -1 when the packet does not carry it
-	end   int   // end of the IP packet: Ethernet padding may follow
-	proto uint8 // upper-layer protocol, when l4 >= 0
-}
-
-func parseIP(frame []byte) (ipPacket, bool) {
-	etherType, l3, ok := findL3(frame)
-	if !ok {
-		return ipPacket{}, false
-	}
-	switch etherType {
-	case etherTypeIPv4:
-		return parseIPv4(frame, l3)
-	case etherTypeIPv6:
-		return parseIPv6(frame, l3)
-	}
-	return ipPacket{}, false
-}
-
-// parseIPv4 applies the sanity checks of OVS's key extraction.
-func parseIPv4(frame []byte, l3 int) (ipPacket, bool) {
-	if l3+ipv4MinHeaderLen > len(frame) || frame[l3]>>4 != 4 {
-		return ipPacket{}, false
-	}
-	headerLen := int(frame[l3]&0x0f) * 4
-	totalLen := int(binary.BigEndian.Uint16(frame[l3+2:]))
-	if headerLen < ipv4MinHeaderLen || totalLen < headerLen || l3+totalLen > len(frame) {
-		return ipPacket{}, false
-	}
-	p := ipPacket{l4: -1, end: l3 + totalLen}
-	if binary.BigEndian.Uint16(frame[l3+6:])&ipv4FragOffMask == 0 {
-		p.l4, p.proto = l3+headerLen, frame[l3+9]
-	}
-	return p, true
-}
-
-// parseIPv6 walks the extension headers that OVS's key extraction walks
-// to find the upper-layer header. The walk ends: each header is at least
-// 8 bytes long and must start within the packet.
-func parseIPv6(frame []byte, l3 int) (ipPacket, bool) {
-	if l3+ipv6HeaderLen > len(frame) || frame[l3]>>4 != 6 {
-		return ipPacket{}, false
-	}
-	end := l3 + ipv6HeaderLen + int(binary.BigEndian.Uint16(frame[l3+4:]))
-	if end > len(frame) {
-		return ipPacket{}, false
-	}
-	p := ipPacket{l4: -1, end: end}
-	next := frame[l3+ipv6NextHeaderOff]
-	off := l3 + ipv6HeaderLen
-	for {
-		switch next {
-		case ipv6HopByHop, ipv6Routing, ipv6DestOptions:
-			if off+2 > end {
-				return p, true
-			}
-			next, off = frame[off], off+(int(frame[off+1])+1)*8
-		case ipv6AuthHeader:
-			if off+2 > end {
-				return p, true
-			}
-			next, off = frame[off], off+(int(frame[off+1])+2)*4
-		case ipv6Fragment:
-			if off+ipv6FragmentLen > end {
-				return p, true
-			}
-			if binary.BigEndian.Uint16(frame[off+2:])&ipv6FragOffMask != 0 {
-				return p, true // a later fragment: no upper-layer header
-			}
-			next, off = frame[off], off+ipv6FragmentLen
-		default:
-			p.l4, p.proto = off, next
-			return p, true
-		}
-	}
-}
-
-// l4Checksum returns the offset of the checksum of the TCP or UDP header
-// whose fixed part p carries.
-func l4Checksum(p ipPacket) (int, bool) {
-	if p.l4 < 0 {
-		return 0, false
-	}
-	switch p.proto {
-	case ipProtoTCP:
-		if p.l4+tcpMinHeaderLen > p.end {
-			return 0, false
-		}
-		return p.l4 + tcpChecksumOff, true
-	case ipProtoUDP:
-		if p.l4+udpHeaderLen > p.end {
-			return 0, false
-		}
-		return p.l4 + udpChecksumOff, true
-	}
-	return 0, false
-}
-
-func updateL4Checksum(field []byte, proto uint8, delta uint32) {
-	if proto == ipProtoUDP {
-		if binary.BigEndian.Uint16(field) == 0 {
-			return
-		}
-		updateChecksum(field, delta)
-		if binary.BigEndian.Uint16(field) == 0 {
-			binary.BigEndian.PutUint16(field, 0xffff)
-		}
+	field := frame[l.L4+udpChecksumOff:]
+	if binary.BigEndian.Uint16(field) == 0 {
 		return
 	}
 	updateChecksum(field, delta)
+	if binary.BigEndian.Uint16(field) == 0 {
+		binary.BigEndian.PutUint16(field, 0xffff)
+	}
 }
 
 // wordsDelta16 is ~m + m' for a 16-bit word changing from old to updated.

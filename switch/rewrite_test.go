@@ -12,7 +12,21 @@ import (
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
 
+	"github.com/xswitch/xswitch/flow"
 	"github.com/xswitch/xswitch/internal/race"
+)
+
+// Header sizes and fields the frames the tests build have.
+const (
+	etherTypeIPv4     = 0x0800
+	etherTypeIPv6     = 0x86dd
+	ipv4MinHeaderLen  = 20
+	ipv6HeaderLen     = 40
+	ipv6NextHeaderOff = 6
+	ipv6Fragment      = 44
+	ipv6FragmentLen   = 8
+	tcpMinHeaderLen   = 20
+	udpHeaderLen      = 8
 )
 
 // The rewrite tests describe a frame as a frameSpec and serialize it with
@@ -76,7 +90,7 @@ func (s frameSpec) ipHeaderLen() int {
 	return ipv6HeaderLen
 }
 
-func (s frameSpec) l3Visible() bool { return len(s.tags) <= maxVLANTags }
+func (s frameSpec) l3Visible() bool { return len(s.tags) <= flow.MaxVLANTags }
 
 func (s frameSpec) hasPorts() bool {
 	return s.proto == layers.IPProtocolTCP || s.proto == layers.IPProtocolUDP
@@ -277,14 +291,24 @@ func onesSum(sum uint32, data []byte) uint16 {
 type rewriteAction struct {
 	name    string
 	needsIP bool
-	apply   func(frame []byte) ([]byte, bool)
+	apply   func(frame []byte, l *flow.Layout) ([]byte, bool)
 	expect  func(s frameSpec) (frameSpec, bool)
+}
+
+// layoutOf is where the extractor finds frame's headers: what the
+// forwarder hands the rewrites.
+func layoutOf(frame []byte) *flow.Layout {
+	e := flow.NewExtractor()
+	var k flow.Key
+	e.Extract(frame, 1, &k)
+	l := e.Layout()
+	return &l
 }
 
 func dlSrcAction(mac [6]byte) rewriteAction {
 	return rewriteAction{
 		name:   fmt.Sprintf("setDlSrc(%x)", mac),
-		apply:  func(f []byte) ([]byte, bool) { setDlSrc(f, mac); return f, true },
+		apply:  func(f []byte, _ *flow.Layout) ([]byte, bool) { setDlSrc(f, mac); return f, true },
 		expect: func(s frameSpec) (frameSpec, bool) { s.dlSrc = mac; return s, true },
 	}
 }
@@ -292,7 +316,7 @@ func dlSrcAction(mac [6]byte) rewriteAction {
 func dlDstAction(mac [6]byte) rewriteAction {
 	return rewriteAction{
 		name:   fmt.Sprintf("setDlDst(%x)", mac),
-		apply:  func(f []byte) ([]byte, bool) { setDlDst(f, mac); return f, true },
+		apply:  func(f []byte, _ *flow.Layout) ([]byte, bool) { setDlDst(f, mac); return f, true },
 		expect: func(s frameSpec) (frameSpec, bool) { s.dlDst = mac; return s, true },
 	}
 }
@@ -301,7 +325,7 @@ func nwSrcAction(ip [4]byte) rewriteAction {
 	return rewriteAction{
 		name:    fmt.Sprintf("setNwSrc(%v)", net.IP(ip[:])),
 		needsIP: true,
-		apply:   func(f []byte) ([]byte, bool) { setNwSrc(f, ip); return f, true },
+		apply:   func(f []byte, l *flow.Layout) ([]byte, bool) { setNwSrc(f, l, ip); return f, true },
 		expect: func(s frameSpec) (frameSpec, bool) {
 			if s.l3Visible() && !s.v6 {
 				s.ip4Src = ip
@@ -315,7 +339,7 @@ func nwDstAction(ip [4]byte) rewriteAction {
 	return rewriteAction{
 		name:    fmt.Sprintf("setNwDst(%v)", net.IP(ip[:])),
 		needsIP: true,
-		apply:   func(f []byte) ([]byte, bool) { setNwDst(f, ip); return f, true },
+		apply:   func(f []byte, l *flow.Layout) ([]byte, bool) { setNwDst(f, l, ip); return f, true },
 		expect: func(s frameSpec) (frameSpec, bool) {
 			if s.l3Visible() && !s.v6 {
 				s.ip4Dst = ip
@@ -329,7 +353,7 @@ func tpSrcAction(port uint16) rewriteAction {
 	return rewriteAction{
 		name:    fmt.Sprintf("setTpSrc(%d)", port),
 		needsIP: true,
-		apply:   func(f []byte) ([]byte, bool) { setTpSrc(f, port); return f, true },
+		apply:   func(f []byte, l *flow.Layout) ([]byte, bool) { setTpSrc(f, l, port); return f, true },
 		expect: func(s frameSpec) (frameSpec, bool) {
 			if s.l3Visible() && s.hasPorts() && s.frag != laterFragment {
 				s.tpSrc = port
@@ -343,7 +367,7 @@ func tpDstAction(port uint16) rewriteAction {
 	return rewriteAction{
 		name:    fmt.Sprintf("setTpDst(%d)", port),
 		needsIP: true,
-		apply:   func(f []byte) ([]byte, bool) { setTpDst(f, port); return f, true },
+		apply:   func(f []byte, l *flow.Layout) ([]byte, bool) { setTpDst(f, l, port); return f, true },
 		expect: func(s frameSpec) (frameSpec, bool) {
 			if s.l3Visible() && s.hasPorts() && s.frag != laterFragment {
 				s.tpDst = port
@@ -356,7 +380,7 @@ func tpDstAction(port uint16) rewriteAction {
 var decTTLAction = rewriteAction{
 	name:    "decTTL",
 	needsIP: true,
-	apply:   func(f []byte) ([]byte, bool) { return f, decTTL(f) },
+	apply:   func(f []byte, l *flow.Layout) ([]byte, bool) { return f, decTTL(f, l) },
 	expect: func(s frameSpec) (frameSpec, bool) {
 		if !s.l3Visible() {
 			return s, true
@@ -372,7 +396,7 @@ var decTTLAction = rewriteAction{
 func pushVLANAction(tpid uint16) rewriteAction {
 	return rewriteAction{
 		name:  fmt.Sprintf("pushVLAN(%#04x)", tpid),
-		apply: func(f []byte) ([]byte, bool) { return pushVLAN(f, tpid) },
+		apply: func(f []byte, _ *flow.Layout) ([]byte, bool) { return pushVLAN(f, tpid) },
 		expect: func(s frameSpec) (frameSpec, bool) {
 			var tci uint16
 			if len(s.tags) > 0 {
@@ -385,7 +409,7 @@ func pushVLANAction(tpid uint16) rewriteAction {
 
 var stripVLANAction = rewriteAction{
 	name:  "stripVLAN",
-	apply: func(f []byte) ([]byte, bool) { return stripVLAN(f), true },
+	apply: func(f []byte, _ *flow.Layout) ([]byte, bool) { return stripVLAN(f), true },
 	expect: func(s frameSpec) (frameSpec, bool) {
 		if len(s.tags) == 0 {
 			return s, true
@@ -397,7 +421,7 @@ var stripVLANAction = rewriteAction{
 func setVLANVIDAction(vid uint16) rewriteAction {
 	return rewriteAction{
 		name:  fmt.Sprintf("setVLANVID(%d)", vid),
-		apply: func(f []byte) ([]byte, bool) { return setVLANVID(f, vid) },
+		apply: func(f []byte, _ *flow.Layout) ([]byte, bool) { return setVLANVID(f, vid) },
 		expect: func(s frameSpec) (frameSpec, bool) {
 			if len(s.tags) == 0 {
 				return s.withTags([]vlanTag{{tpidDot1Q, vid & vlanVIDMask}}), true
@@ -413,7 +437,7 @@ func setTOSAction(name string, mask, value uint8) rewriteAction {
 	return rewriteAction{
 		name:    fmt.Sprintf("%s(%#x)", name, value),
 		needsIP: true,
-		apply:   func(f []byte) ([]byte, bool) { setTOS(f, mask, value); return f, true },
+		apply:   func(f []byte, l *flow.Layout) ([]byte, bool) { setTOS(f, l, mask, value); return f, true },
 		expect: func(s frameSpec) (frameSpec, bool) {
 			if s.l3Visible() {
 				s.tos = s.tos&^mask | value&mask
@@ -427,7 +451,7 @@ func setTTLAction(ttl uint8) rewriteAction {
 	return rewriteAction{
 		name:    fmt.Sprintf("setTTL(%d)", ttl),
 		needsIP: true,
-		apply:   func(f []byte) ([]byte, bool) { setTTL(f, ttl); return f, true },
+		apply:   func(f []byte, l *flow.Layout) ([]byte, bool) { setTTL(f, l, ttl); return f, true },
 		expect: func(s frameSpec) (frameSpec, bool) {
 			if s.l3Visible() {
 				s.ttl = ttl
@@ -440,7 +464,7 @@ func setTTLAction(ttl uint8) rewriteAction {
 func setVLANPCPAction(pcp uint8) rewriteAction {
 	return rewriteAction{
 		name:  fmt.Sprintf("setVLANPCP(%d)", pcp),
-		apply: func(f []byte) ([]byte, bool) { return setVLANPCP(f, pcp) },
+		apply: func(f []byte, _ *flow.Layout) ([]byte, bool) { return setVLANPCP(f, pcp) },
 		expect: func(s frameSpec) (frameSpec, bool) {
 			tags := slices.Clone(s.tags)
 			if len(tags) == 0 {
@@ -558,7 +582,7 @@ func namedSpecs() map[string]frameSpec {
 func applyAndCheck(t *testing.T, s frameSpec, a rewriteAction) {
 	t.Helper()
 	frame := s.build(t)
-	got, keep := a.apply(frame)
+	got, keep := a.apply(frame, layoutOf(frame))
 	wantSpec, wantKeep := a.expect(s)
 	want := wantSpec.build(t)
 	if keep != wantKeep {
@@ -589,7 +613,7 @@ func randomSpec(r *rand.Rand) frameSpec {
 		payload: make([]byte, r.IntN(1400)),
 	}
 	fillRandom(r, s.dlDst[:], s.dlSrc[:], s.ip4Src[:], s.ip4Dst[:], s.ip6Src[:], s.ip6Dst[:], s.payload)
-	for range r.IntN(maxVLANTags + 2) {
+	for range r.IntN(flow.MaxVLANTags + 2) {
 		tpid := uint16(tpidDot1Q)
 		if r.IntN(2) == 0 {
 			tpid = tpidDot1AD
@@ -715,9 +739,10 @@ func TestChecksumZeroResults(t *testing.T) {
 		if proto == layers.IPProtocolUDP {
 			zeroField = 0xffff
 		}
+		l := layoutOf(frame)
 		sawZero := false
 		for port := range 0x10000 {
-			setTpDst(frame, uint16(port))
+			setTpDst(frame, l, uint16(port))
 			s.tpDst = uint16(port)
 			checkChecksums(t, s, frame[s.l3():])
 			sawZero = sawZero || binary.BigEndian.Uint16(frame[csumOff:]) == zeroField
@@ -729,9 +754,11 @@ func TestChecksumZeroResults(t *testing.T) {
 }
 
 // TestRewritesTruncatedFrames applies every rewrite to every prefix of
-// each frame: nothing may panic or write past the prefix (but for the 4
-// bytes a push grows into); a frame whose IP packet is cut short is not
-// IP to the rewrites; cutting only padding changes nothing.
+// each frame, with the prefix's layout: nothing may panic or write past
+// the prefix (but for the 4 bytes a push grows into); a frame whose IP
+// packet is cut short is not IP to the rewrites (nor to the forwarder,
+// which drops it as malformed before any action); cutting only padding
+// changes nothing.
 func TestRewritesTruncatedFrames(t *testing.T) {
 	const guard = 16
 	const sentinel = 0xa5
@@ -739,11 +766,11 @@ func TestRewritesTruncatedFrames(t *testing.T) {
 		full := s.build(t)
 		ipEnd := len(full) - s.padding
 		for _, a := range fixedActions() {
-			fullResult, fullKeep := a.apply(withRoom(full))
+			fullResult, fullKeep := a.apply(withRoom(full), layoutOf(full))
 			for n := range len(full) + 1 {
 				buf := bytes.Repeat([]byte{sentinel}, n+vlanTagLen+guard)
 				copy(buf, full[:n])
-				got, keep := a.apply(buf[: n : n+vlanTagLen])
+				got, keep := a.apply(buf[:n:n+vlanTagLen], layoutOf(full[:n]))
 				grown := len(got) - n
 				if grown != 0 && grown != vlanTagLen && grown != -vlanTagLen {
 					t.Fatalf("%s, %s cut to %d bytes: length %d", a.name, name, n, len(got))
@@ -764,9 +791,7 @@ func TestRewritesTruncatedFrames(t *testing.T) {
 						t.Errorf("%s, %s cut to %d bytes: changed a runt frame", a.name, name, n)
 					}
 				case a.needsIP:
-					// decTTL drops a frame that says IP but is cut short.
-					ipSeen := s.l3Visible() && n >= s.l3()
-					if !bytes.Equal(got, full[:n]) || keep == ipSeen && a.name == decTTLAction.name {
+					if !bytes.Equal(got, full[:n]) || !keep {
 						t.Errorf("%s, %s cut to %d bytes: changed a cut IP packet (keep %v)", a.name, name, n, keep)
 					}
 				case n >= s.l3():
@@ -786,12 +811,13 @@ func TestTinyFirstFragment(t *testing.T) {
 	s := baseSpec()
 	s.frag, s.fragLen = firstFragment, 8
 	frame := s.build(t)
+	l := layoutOf(frame)
 	original := slices.Clone(frame)
-	setTpDst(frame, 1)
+	setTpDst(frame, l, 1)
 	if !bytes.Equal(frame, original) {
 		t.Errorf("setTpDst changed a first fragment without the whole TCP header:\n got %x\nwant %x", frame, original)
 	}
-	setNwSrc(frame, [4]byte{192, 0, 2, 1})
+	setNwSrc(frame, l, [4]byte{192, 0, 2, 1})
 	want := s
 	want.ip4Src = [4]byte{192, 0, 2, 1}
 	wantFrame := want.build(t)
@@ -802,6 +828,10 @@ func TestTinyFirstFragment(t *testing.T) {
 	}
 }
 
+// TestRewritesLeaveMalformedIPAlone: an IP header that lies is no IP
+// header to the key, so none to the rewrites. (The forwarder drops such a
+// frame as malformed before its actions run; this checks the layout it
+// would get.)
 func TestRewritesLeaveMalformedIPAlone(t *testing.T) {
 	v4, v6 := baseSpec(), baseSpec()
 	v6.v6 = true
@@ -820,13 +850,20 @@ func TestRewritesLeaveMalformedIPAlone(t *testing.T) {
 	for _, tt := range tests {
 		frame := tt.spec.build(t)
 		tt.corrupt(frame[tt.spec.l3():])
+		var k flow.Key
+		if flow.NewExtractor().Extract(frame, 1, &k) {
+			t.Errorf("%s: the extractor calls the frame well formed", tt.name)
+		}
+		l := layoutOf(frame)
 		original := slices.Clone(frame)
-		setNwSrc(frame, [4]byte{1, 2, 3, 4})
-		setNwDst(frame, [4]byte{1, 2, 3, 4})
-		setTpSrc(frame, 1)
-		setTpDst(frame, 1)
-		if keep := decTTL(frame); keep {
-			t.Errorf("%s: decTTL kept the frame", tt.name)
+		setNwSrc(frame, l, [4]byte{1, 2, 3, 4})
+		setNwDst(frame, l, [4]byte{1, 2, 3, 4})
+		setTpSrc(frame, l, 1)
+		setTpDst(frame, l, 1)
+		setTTL(frame, l, 9)
+		setTOS(frame, l, tosDSCPMask, 0xb8)
+		if !decTTL(frame, l) {
+			t.Errorf("%s: decTTL dropped a frame that is not IP to the key", tt.name)
 		}
 		if !bytes.Equal(frame, original) {
 			t.Errorf("%s: rewritten:\n got %x\nwant %x", tt.name, frame, original)
@@ -851,16 +888,17 @@ func TestRewritesLeaveCutL4HeaderAlone(t *testing.T) {
 				binary.BigEndian.PutUint16(ip[2:], uint16(s.ipHeaderLen()+upperLen))
 				binary.BigEndian.PutUint16(ip[ipv4ChecksumOff:], referenceChecksum(0, ip[:s.ipHeaderLen()], ipv4ChecksumOff))
 			}
+			l := layoutOf(frame)
 			original := slices.Clone(frame)
-			setTpSrc(frame, 1)
-			setTpDst(frame, 1)
+			setTpSrc(frame, l, 1)
+			setTpDst(frame, l, 1)
 			if !bytes.Equal(frame, original) {
 				t.Errorf("%v over ipv6 %v: ports rewritten in a cut header:\n got %x\nwant %x", proto, v6, frame, original)
 			}
 			if v6 {
 				continue
 			}
-			setNwSrc(frame, [4]byte{192, 0, 2, 1})
+			setNwSrc(frame, l, [4]byte{192, 0, 2, 1})
 			l4 := s.l3() + s.ipHeaderLen()
 			if got, want := binary.BigEndian.Uint16(ip[ipv4ChecksumOff:]), referenceChecksum(0, ip[:s.ipHeaderLen()], ipv4ChecksumOff); got != want {
 				t.Errorf("%v: IPv4 checksum %#04x after setNwSrc, want %#04x", proto, got, want)
@@ -884,12 +922,13 @@ func TestRewritesLeaveNonIPAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	frame := buf.Bytes()
+	l := layoutOf(frame)
 	original := slices.Clone(frame)
-	setNwSrc(frame, [4]byte{1, 2, 3, 4})
-	setNwDst(frame, [4]byte{1, 2, 3, 4})
-	setTpSrc(frame, 1)
-	setTpDst(frame, 1)
-	if !decTTL(frame) {
+	setNwSrc(frame, l, [4]byte{1, 2, 3, 4})
+	setNwDst(frame, l, [4]byte{1, 2, 3, 4})
+	setTpSrc(frame, l, 1)
+	setTpDst(frame, l, 1)
+	if !decTTL(frame, l) {
 		t.Error("decTTL dropped an ARP frame")
 	}
 	if !bytes.Equal(frame, original) {
@@ -907,7 +946,7 @@ func TestDecTTL(t *testing.T) {
 			s := baseSpec()
 			s.v6, s.ttl = v6, tt.ttl
 			frame := s.build(t)
-			keep := decTTL(frame)
+			keep := decTTL(frame, layoutOf(frame))
 			want := s
 			want.ttl = tt.wantTTL
 			if keep != tt.keep || !bytes.Equal(frame, want.build(t)) {
@@ -993,19 +1032,22 @@ func TestRewritesAllocateNothing(t *testing.T) {
 	built := s.build(t)
 	n := len(built)
 	frame := built[: n : n+vlanTagLen]
+	l := layoutOf(frame)
 	allocs := testing.AllocsPerRun(100, func() {
 		setDlSrc(frame, [6]byte{2, 0, 0, 0, 0, 9})
 		setDlDst(frame, [6]byte{2, 0, 0, 0, 0, 8})
-		setNwSrc(frame, [4]byte{10, 1, 1, 1})
-		setNwDst(frame, [4]byte{10, 1, 1, 2})
-		setNwSrc(frame, [4]byte{10, 0, 0, 1})
-		setTpSrc(frame, 1)
-		setTpDst(frame, 2)
-		decTTL(frame)
+		setNwSrc(frame, l, [4]byte{10, 1, 1, 1})
+		setNwDst(frame, l, [4]byte{10, 1, 1, 2})
+		setNwSrc(frame, l, [4]byte{10, 0, 0, 1})
+		setTpSrc(frame, l, 1)
+		setTpDst(frame, l, 2)
+		setTOS(frame, l, tosECNMask, 1)
+		setTTL(frame, l, 64)
+		decTTL(frame, l)
 		f, _ := pushVLAN(frame, tpidDot1AD)
 		f = stripVLAN(f)
 		f, _ = setVLANVID(f, 20)
-		_ = stripVLAN(f)
+		_, _ = setVLANPCP(f, 3)
 	})
 	if allocs != 0 {
 		t.Errorf("rewrites allocate %v times per run, want 0", allocs)
@@ -1018,25 +1060,25 @@ func FuzzRewrites(f *testing.F) {
 	}
 	const guard = 8
 	f.Fuzz(func(t *testing.T, data []byte) {
+		l := layoutOf(data)
 		for _, a := range fixedActions() {
 			buf := make([]byte, len(data)+vlanTagLen+guard)
 			copy(buf, data)
-			got, _ := a.apply(buf[: len(data) : len(data)+vlanTagLen])
+			got, _ := a.apply(buf[:len(data):len(data)+vlanTagLen], l)
 			if len(got) > len(data)+vlanTagLen || !bytes.Equal(buf[len(data)+vlanTagLen:], make([]byte, guard)) {
 				t.Fatalf("%s wrote past the frame's room", a.name)
 			}
 		}
 		// Whatever the options, a valid IPv4 header checksum stays valid.
 		frame := withRoom(data)
-		if etherType, l3, ok := findL3(frame); ok && etherType == etherTypeIPv4 {
-			if _, ok := parseIPv4(frame, l3); ok {
-				header := frame[l3 : l3+int(frame[l3]&0x0f)*4]
-				if onesSum(0, header) == 0xffff {
-					setNwSrc(frame, [4]byte{192, 0, 2, 1})
-					decTTL(frame)
-					if onesSum(0, header) != 0xffff {
-						t.Fatalf("IPv4 header checksum broken: %x", header)
-					}
+		if l.IPVersion == 4 {
+			header := frame[l.L3 : l.L3+int(frame[l.L3]&0x0f)*4]
+			if onesSum(0, header) == 0xffff {
+				setNwSrc(frame, l, [4]byte{192, 0, 2, 1})
+				decTTL(frame, l)
+				setTOS(frame, l, tosDSCPMask, 0x28)
+				if onesSum(0, header) != 0xffff {
+					t.Fatalf("IPv4 header checksum broken: %x", header)
 				}
 			}
 		}
@@ -1056,21 +1098,22 @@ func BenchmarkRewrites(b *testing.B) {
 		s.payload = make([]byte, size-ethHeaderLen-ipv4MinHeaderLen-tcpMinHeaderLen)
 		built := s.build(b)
 		frame := built[: len(built) : len(built)+vlanTagLen]
+		l := layoutOf(frame)
 		b.Run(fmt.Sprintf("setNwSrc/%dB", size), func(b *testing.B) {
 			ips := [2][4]byte{{10, 0, 0, 1}, {10, 9, 9, 9}}
 			for i := 0; b.Loop(); i++ {
-				setNwSrc(frame, ips[i&1])
+				setNwSrc(frame, l, ips[i&1])
 			}
 		})
 		b.Run(fmt.Sprintf("setTpDst/%dB", size), func(b *testing.B) {
 			for i := 0; b.Loop(); i++ {
-				setTpDst(frame, uint16(i))
+				setTpDst(frame, l, uint16(i))
 			}
 		})
 		b.Run(fmt.Sprintf("decTTL/%dB", size), func(b *testing.B) {
 			for b.Loop() {
 				frame[s.l3()+ipv4TTLOff] = 64
-				decTTL(frame)
+				decTTL(frame, l)
 			}
 		})
 		b.Run(fmt.Sprintf("pushVLAN+stripVLAN/%dB", size), func(b *testing.B) {
