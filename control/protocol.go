@@ -107,7 +107,8 @@ type BridgeStatus struct {
 	CacheHits   uint64       `json:"cache_hits"`
 	CacheMisses uint64       `json:"cache_misses"`
 	// CacheStale counts cached decisions translated again because a
-	// MAC-table entry they relied on changed (part of CacheHits).
+	// table they looked in, or a MAC-table entry they relied on, changed
+	// (part of CacheHits).
 	CacheStale uint64 `json:"cache_stale"`
 	// Drops are the frames the pipeline sent nowhere, by reason (rule,
 	// table_miss, loop, ttl, no_copy); NORMAL's own drops are per port.

@@ -77,6 +77,24 @@ type Table struct {
 	version   uint64
 	subtables []*subtable // by the rank of their best entry, best first
 	n         int
+	// generations says, per pipeline table, which content it has: a
+	// version that changes a table's rules gives it a new generation,
+	// drawn from one counter for every Table, so two versions whose
+	// generation for a table is the same have the same rules there.
+	generations *[NumTables]uint64
+}
+
+// lastGeneration is the generation last handed out, to any Table.
+var lastGeneration atomic.Uint64
+
+// Generation returns the generation of pipeline table id's rules in this
+// version (see Table): what a cached translation that looked there
+// compares to know whether the table changed since.
+func (t *Table) Generation(id uint8) uint64 {
+	if t.generations == nil || int(id) >= NumTables {
+		return 0
+	}
+	return t.generations[id]
 }
 
 // NewTable builds a table from entries. Entries taken from another Table
@@ -336,6 +354,8 @@ type builder struct {
 	owned     map[*subtable]bool // copies made by this builder: safe to change
 	stale     map[*subtable]bool // owned subtables whose best entry may have been removed
 	n         int
+	base      *[NumTables]uint64 // the base version's generations
+	touched   [NumTables]bool    // pipeline tables whose rules the edit changes
 }
 
 func newBuilder(t *Table) *builder {
@@ -345,6 +365,7 @@ func newBuilder(t *Table) *builder {
 		owned:     make(map[*subtable]bool),
 		stale:     make(map[*subtable]bool),
 		n:         t.n,
+		base:      t.generations,
 	}
 	for i, st := range t.subtables {
 		b.byMask[st.mask] = i
@@ -380,6 +401,7 @@ func (b *builder) writable(mask *Key, create bool) *subtable {
 
 // insert adds e, replacing an entry with the same Match and Priority.
 func (b *builder) insert(e *Entry) {
+	b.touched[e.Table()] = true
 	st := b.writable(&e.Match.Mask, true)
 	old := st.buckets[e.Match.Key]
 	bucket := make([]*Entry, 0, len(old)+1)
@@ -403,6 +425,7 @@ func (b *builder) insert(e *Entry) {
 
 // remove deletes e, which must be in the table.
 func (b *builder) remove(e *Entry) {
+	b.touched[e.Table()] = true
 	st := b.writable(&e.Match.Mask, false)
 	old := st.buckets[e.Match.Key]
 	bucket := slices.DeleteFunc(slices.Clone(old), func(o *Entry) bool { return o == e })
@@ -436,6 +459,7 @@ func (b *builder) find(r *Rule) *Entry {
 // replace puts updated in old's place; both have the same Match, Priority
 // and seq, so no order changes.
 func (b *builder) replace(old, updated *Entry) {
+	b.touched[old.Table()] = true
 	st := b.writable(&old.Match.Mask, false)
 	bucket := slices.Clone(st.buckets[old.Match.Key])
 	bucket[slices.Index(bucket, old)] = updated
@@ -443,7 +467,16 @@ func (b *builder) replace(old, updated *Entry) {
 }
 
 func (b *builder) build(version uint64) *Table {
-	t := &Table{version: version, n: b.n, subtables: make([]*subtable, 0, len(b.subtables))}
+	t := &Table{version: version, n: b.n, subtables: make([]*subtable, 0, len(b.subtables)),
+		generations: new([NumTables]uint64)}
+	if b.base != nil {
+		*t.generations = *b.base
+	}
+	for id, touched := range b.touched {
+		if touched {
+			t.generations[id] = lastGeneration.Add(1)
+		}
+	}
 	for _, st := range b.subtables {
 		if st.n == 0 {
 			continue

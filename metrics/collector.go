@@ -91,7 +91,7 @@ var (
 	bridgeFlows       = bridgeDesc("flows", "Rules in the bridge's flow table.")
 	bridgeCacheHits   = bridgeDesc("flow_cache_hits_total", "Frames forwarded by a decision from the exact-match cache.")
 	bridgeCacheMisses = bridgeDesc("flow_cache_misses_total", "Frames the exact-match cache missed: their way through the tables was worked out afresh.")
-	bridgeCacheStale  = bridgeDesc("flow_cache_stale_total", "Cached decisions translated again because a MAC-table entry they relied on changed.")
+	bridgeCacheStale  = bridgeDesc("flow_cache_stale_total", "Cached decisions translated again because a table they looked in, or a MAC-table entry they relied on, changed.")
 	bridgeMACEntries  = bridgeDesc("mac_entries", "Learned MAC addresses that have not aged out.")
 	bridgeBusy        = bridgeDesc("forwarder_busy_seconds_total", "Time the bridge's forwarding thread spent receiving, forwarding and serving the control plane.")
 	bridgeIdle        = bridgeDesc("forwarder_idle_seconds_total", "Time the bridge's forwarding thread spent asleep waiting for frames.")

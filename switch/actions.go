@@ -47,7 +47,7 @@ func (f *forwarder) forwardFrame(table *flow.Table, inSlot uint16, frame []byte,
 		if d, cut = f.decisions.add(&f.key.Headers, now); cut != "" {
 			f.logLoop(cut)
 		}
-	case !f.stillHolds(d, now):
+	case !f.decisions.upToDate(d) || !f.stillHolds(d, now):
 		f.flushCounts(time.Now())
 		if cut := f.decisions.retranslate(&f.key.Headers, d, now); cut != "" {
 			f.logLoop(cut)

@@ -22,7 +22,16 @@ import (
 // to the frame, with goto_table, resubmit and the register actions gone
 // and each output's "not back out of the input port" already settled. A
 // frame whose headers hit runs that list and touches no classifier,
-// whatever the number of tables. A new table version empties the cache.
+// whatever the number of tables.
+//
+// A decision records the generation of each table it looked in
+// (flow.Table.Generation). When a new table version is published, a
+// decision is checked on its next hit: if none of the tables it visited
+// changed, it stands for the new version as it is; if one did, it is
+// translated again, in place. An edit to an ACL table thus sends only the
+// flows that went through that table back to translation, and a burst of
+// edits costs each flow one translation when it next comes, not a purge
+// that every flow pays for at once.
 //
 // NORMAL reads the MAC table, so a decision that resolves it records what
 // it read. Where NORMAL has one answer for the flow, a unicast frame to a
@@ -39,8 +48,9 @@ import (
 
 // decision is what the pipeline decided for one flow key.
 type decision struct {
+	table   *flow.Table   // the version it holds for, as far as it knows
 	rules   []*flow.Entry // met, in order, for their counters
-	lookups []tableLookup // in order, for the tables' counters
+	lookups []tableLookup // in order, for the tables' counters and generations
 	// actions run on the frame, in order: ActOutput, ActInPort (Port is
 	// where it goes), ActFlood and ActAll (Port is the input port they
 	// leave out), ActNormal, and the header rewrites.
@@ -66,8 +76,9 @@ const actNormalTo flow.ActionType = 255
 const maxMACDeps = 4
 
 type tableLookup struct {
-	table   uint8
-	matched bool
+	table      uint8
+	matched    bool
+	generation uint64 // of the table's rules when the lookup was made
 }
 
 // translator works out decisions for one forwarder. Its key is the
@@ -124,6 +135,7 @@ func (b *Bridge) Trace(headers flow.Headers, obs Observer) (final flow.Key, drop
 // translate runs headers through the tables of t and fills d.
 func (tr *translator) translate(t *flow.Table, headers *flow.Headers, d *decision, now int64) {
 	*tr = translator{f: tr.f, obs: tr.obs, now: now, table: t, key: flow.Key{Headers: *headers}, arrival: headers.InPort, d: d}
+	d.table = t
 	d.rules, d.lookups, d.actions, d.dropped = d.rules[:0], d.lookups[:0], d.actions[:0], dropRule
 	d.macDeps = d.macDeps[:0]
 	if tr.lookup(0) && !tr.missed {
@@ -143,7 +155,8 @@ func (tr *translator) lookup(depth int) bool {
 		return tr.cutLoop(fmt.Sprintf("deeper than %d tables", MaxPipelineDepth))
 	}
 	e := tr.table.Lookup(&tr.key)
-	tr.d.lookups = append(tr.d.lookups, tableLookup{table: tr.key.Table, matched: e != nil})
+	tr.d.lookups = append(tr.d.lookups, tableLookup{table: tr.key.Table, matched: e != nil,
+		generation: tr.table.Generation(tr.key.Table)})
 	if tr.obs != nil {
 		tr.obs.Lookup(&tr.key, e, tr.inResubmit)
 	}
@@ -297,12 +310,11 @@ func (tr *translator) cutLoop(limit string) bool {
 }
 
 // decisionCache is a forwarder's exact-match cache of decisions by
-// Headers, for one table version. It does not lock: only its forwarder
-// uses it. Decisions evicted are kept for reuse, so that a miss in a
+// Headers. It does not lock: only its forwarder uses it. Decisions evicted are kept for reuse, so that a miss in a
 // steady state allocates no decision, only the LRU's entry.
 type decisionCache struct {
 	lru   *simplelru.LRU[flow.Headers, *decision]
-	table *flow.Table // the version the decisions come from
+	table *flow.Table // the current version, that of the last get
 	spare []*decision
 	tr    translator
 
@@ -313,8 +325,8 @@ type decisionCache struct {
 	lastValid bool
 
 	// hits counts decisions found, misses translations for want of one,
-	// and stale the decisions found but translated again because a
-	// MAC-table entry they relied on changed.
+	// and stale the decisions found but translated again because a table
+	// they looked in, or a MAC-table entry they relied on, changed.
 	hits, misses, stale counter
 }
 
@@ -328,8 +340,25 @@ func newDecisionCache(size int) *decisionCache {
 	return c
 }
 
-// retranslate works d out again for headers, in place: an entry it relied
-// on changed. The caller flushes d's counts first.
+// upToDate reports whether d, found by the last get, holds for the current
+// table version: none of the tables it looked in changed since it was
+// worked out.
+func (c *decisionCache) upToDate(d *decision) bool {
+	if d.table == c.table {
+		return true
+	}
+	for i := range d.lookups {
+		if l := &d.lookups[i]; c.table.Generation(l.table) != l.generation {
+			return false
+		}
+	}
+	d.table = c.table
+	return true
+}
+
+// retranslate works d out again for headers, in place: a table it looked
+// in, or an entry it relied on, changed. The caller flushes d's counts
+// first.
 func (c *decisionCache) retranslate(headers *flow.Headers, d *decision, now int64) (cut string) {
 	c.stale.inc()
 	c.tr.translate(c.table, headers, d, now)
@@ -342,14 +371,11 @@ func (c *decisionCache) forget() {
 	c.lastValid = false
 }
 
-// get returns the decision for headers under table t, if there is one.
+// get returns the decision for headers, if there is one, and makes t
+// the current table version; the caller checks that the decision holds
+// for it.
 func (c *decisionCache) get(t *flow.Table, headers *flow.Headers) (*decision, bool) {
-	if t != c.table {
-		// Comparing the pointer rather than the version is exact even for
-		// tables built independently.
-		c.lru.Purge()
-		c.table, c.lastValid = t, false
-	}
+	c.table = t
 	if c.lastValid && *headers == c.last {
 		c.hits.inc()
 		return c.lastD, true

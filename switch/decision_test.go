@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/gopacket/layers"
+
 	"github.com/xswitch/xswitch/flow"
 	"github.com/xswitch/xswitch/internal/race"
 	"github.com/xswitch/xswitch/port/porttest"
@@ -111,10 +113,11 @@ func randomFrames(tb testing.TB, rnd *rand.Rand, ports, n int) [][]byte {
 // decisions, and on one that translates every frame afresh. What each
 // port sends, every rule's and table's counters and the drops must be the
 // same; the MAC table churns as NORMAL learns sources that move between
-// ports.
+// ports, and the table changes twice on the way: a rule added, then one
+// removed, so that cached decisions must tell which of them still hold.
 func TestCachedDecisionsMatchFreshTranslation(t *testing.T) {
 	const ports, pipelines, frames = 3, 60, 300
-	var hits, misses uint64
+	var hits, misses, stale uint64
 	for seed := range uint64(pipelines) {
 		rnd := rand.New(rand.NewPCG(seed, 7))
 		text := randomPipeline(rnd, ports)
@@ -127,12 +130,39 @@ func TestCachedDecisionsMatchFreshTranslation(t *testing.T) {
 		for i := range in {
 			in[i], from[i] = pool[rnd.IntN(len(pool))], rnd.IntN(ports)
 		}
+		extra := randomPipeline(rnd, ports)
+		added, err := flow.ParseRule(extra[rnd.IntN(len(extra))], nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		removed := rnd.Int()
 		run := func(fresh bool) ([][][]byte, []uint64, [flow.NumTables]uint64, [numDropReasons]uint64, *forwarder) {
 			p := newPorts(ports)
 			f := testForwarder(t, 64, p...)
 			tbl := rules(t, text...)
 			f.flows.Publish(tbl)
+			var entries []*flow.Entry // of every version, in order of first appearance
+			seen := map[*flow.Entry]bool{}
+			note := func() {
+				for _, e := range tbl.Entries() {
+					if !seen[e] {
+						seen[e] = true
+						entries = append(entries, e)
+					}
+				}
+			}
+			note()
 			for i, fr := range in {
+				switch i {
+				case frames / 3:
+					tbl = tbl.Add(added, time.Now())
+				case 2 * frames / 3:
+					all := tbl.Entries()
+					victim := all[removed%len(all)]
+					tbl, _ = tbl.Delete(flow.Filter{Match: victim.Match, Priority: victim.Priority, HasPriority: true}, true)
+				}
+				f.flows.Publish(tbl)
+				note()
 				p[from[i]].Inject(bytes.Clone(fr)) // rewrites work in place
 				if fresh {
 					f.decisions.forget()
@@ -144,7 +174,7 @@ func TestCachedDecisionsMatchFreshTranslation(t *testing.T) {
 				sent = append(sent, q.Transmitted())
 			}
 			var counts []uint64
-			for _, e := range tbl.Entries() {
+			for _, e := range entries {
 				n, b, _ := e.Stats()
 				counts = append(counts, n, b)
 			}
@@ -175,16 +205,18 @@ func TestCachedDecisionsMatchFreshTranslation(t *testing.T) {
 		}
 		hits += cached.decisions.hits.value()
 		misses += cached.decisions.misses.value()
+		stale += cached.decisions.stale.value()
 	}
-	t.Logf("%d pipelines, %d frames each: the cached forwarder hit %d times and translated %d", pipelines, frames, hits, misses)
+	t.Logf("%d pipelines, %d frames each: the cached forwarder hit %d times, translated %d and translated again %d",
+		pipelines, frames, hits, misses, stale)
 	if hits < misses {
 		t.Errorf("the cached forwarder hit %d times and missed %d: the test hardly tests the cache", hits, misses)
 	}
 }
 
 // TestDecisionLRUPurgeAllocatesNothing pins down what the decision cache
-// relies on when the table changes: simplelru's Purge empties the map and
-// list in place (and the evicted decisions go to the spares).
+// relies on when the bridge's ports change: simplelru's Purge empties the
+// map and list in place (and the evicted decisions go to the spares).
 func TestDecisionLRUPurgeAllocatesNothing(t *testing.T) {
 	if race.Enabled {
 		t.Skip("the race detector changes allocation counts")
@@ -374,4 +406,99 @@ func BenchmarkStationMove(b *testing.B) {
 		ports[0].Transmitted()
 	}
 	b.ReportMetric(float64(f.decisions.stale.value()-stale)/float64(moves), "stale/move")
+}
+
+// TestTableEditRetranslatesOnlyTheFlowsThroughIt: of TCP flows that go
+// through table 1 and UDP flows that go through table 2, an edit to
+// table 1 sends only the TCP flows back to translation, and what they
+// are translated to is the new table's answer.
+func TestTableEditRetranslatesOnlyTheFlowsThroughIt(t *testing.T) {
+	const n = 500
+	ports := newPorts(3)
+	f := forwarderWith(t, Options{BatchSize: DefaultBatchSize, CacheSize: 4 * n}, ports...)
+	tbl := rules(t,
+		"priority=10,tcp,actions=goto_table:1",
+		"priority=0,actions=goto_table:2",
+		"table=1,priority=0,actions=output:2",
+		"table=2,priority=0,actions=output:3")
+	f.flows.Publish(tbl)
+	var frames [][]byte
+	for i := range n {
+		s := baseSpec()
+		s.tpSrc = uint16(1000 + i)
+		frames = append(frames, s.build(t))
+		s.proto = layers.IPProtocolUDP
+		frames = append(frames, s.build(t))
+	}
+	pass := func() {
+		for i := 0; i < len(frames); i += DefaultBatchSize {
+			ports[0].Inject(frames[i:min(i+DefaultBatchSize, len(frames))]...)
+			forwardAll(f)
+		}
+	}
+	pass()
+	ports[1].Transmitted()
+	ports[2].Transmitted()
+
+	r, err := flow.ParseRule("table=1,priority=100,tcp,tp_src=1005,actions=drop", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.flows.Publish(tbl.Add(r, time.Now()))
+	stale, misses := f.decisions.stale.value(), f.decisions.misses.value()
+	pass()
+	if s, m := f.decisions.stale.value()-stale, f.decisions.misses.value()-misses; s != n || m != 0 {
+		t.Errorf("an edit to table 1: %d of %d decisions translated again and %d anew; want %d and 0", s, 2*n, m, n)
+	}
+	if got := len(ports[1].Transmitted()); got != n-1 {
+		t.Errorf("port 2 sent %d TCP frames, want %d: all but the one the new rule drops", got, n-1)
+	}
+	if got := len(ports[2].Transmitted()); got != n {
+		t.Errorf("port 3 sent %d UDP frames, want %d", got, n)
+	}
+}
+
+// BenchmarkTableEdit: in a cache of 10,000 decisions, half through table
+// 1 and half through table 2, one rule is added to table 1 and every
+// flow's next frame goes through; it reports how many decisions each
+// edit sent back to translation, and the time of the pass.
+func BenchmarkTableEdit(b *testing.B) {
+	const n = 5000
+	ports := newPorts(3)
+	f := forwarderWith(b, Options{BatchSize: DefaultBatchSize, CacheSize: 4 * n}, ports...)
+	tbl := rules(b,
+		"priority=10,tcp,actions=goto_table:1",
+		"priority=0,actions=goto_table:2",
+		"table=1,priority=0,actions=output:2",
+		"table=2,priority=0,actions=output:3")
+	var frames [][]byte
+	for i := range n {
+		s := baseSpec()
+		s.tpSrc = uint16(1000 + i)
+		frames = append(frames, s.build(b))
+		s.proto = layers.IPProtocolUDP
+		frames = append(frames, s.build(b))
+	}
+	pass := func() {
+		for i := 0; i < len(frames); i += DefaultBatchSize {
+			ports[0].Inject(frames[i:min(i+DefaultBatchSize, len(frames))]...)
+			forwardAll(f)
+		}
+		ports[1].Transmitted()
+		ports[2].Transmitted()
+	}
+	f.flows.Publish(tbl)
+	pass()
+	stale, edits := f.decisions.stale.value(), 0
+	for b.Loop() {
+		r, err := flow.ParseRule(fmt.Sprintf("table=1,priority=100,tcp,tp_dst=%d,actions=drop", 10000+edits), nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		tbl = tbl.Add(r, time.Now())
+		f.flows.Publish(tbl)
+		edits++
+		pass()
+	}
+	b.ReportMetric(float64(f.decisions.stale.value()-stale)/float64(edits), "retranslated/edit")
 }

@@ -111,7 +111,7 @@ func printPMDStats(w io.Writer, bridges []control.BridgeStatus) {
 		fmt.Fprintf(w, "  flows: %d\n", b.Flows)
 		fmt.Fprintf(w, "  exact-match cache hits: %d\n", b.CacheHits)
 		fmt.Fprintf(w, "  translations through the tables (cache misses): %d\n", b.CacheMisses)
-		fmt.Fprintf(w, "  decisions translated again (a MAC-table entry they relied on changed): %d\n", b.CacheStale)
+		fmt.Fprintf(w, "  decisions translated again (a table or MAC-table entry they relied on changed): %d\n", b.CacheStale)
 		printPipelineDrops(w, b.Drops)
 		printForwarder(w, b.Forwarder)
 	}
