@@ -479,10 +479,7 @@ func (d *Daemon) show(only string) ([]BridgeStatus, error) {
 		b := d.bridges[bc.Name]
 		bs := BridgeStatus{Name: bc.Name, Ports: []PortStatus{}, Flows: b.Flows().Len()}
 		bs.CacheHits, bs.CacheMisses, bs.CacheStale = b.CacheStats()
-		bs.Drops = map[string]uint64{}
-		for i, n := range b.PipelineDrops() {
-			bs.Drops[vswitch.DropReasons[i]] = n
-		}
+		bs.Drops = b.PipelineDrops().ByReason()
 		busy, idle := b.ForwarderTime()
 		bs.Forwarder = ForwarderStatus{
 			CPUs: d.bridgeOpts.CPUs, BusyPoll: d.bridgeOpts.BusyPoll,
@@ -506,7 +503,8 @@ func (d *Daemon) show(only string) ([]BridgeStatus, error) {
 					TxPackets: l.Stats.TxPackets, TxBytes: l.Stats.TxBytes, TxDropped: l.Stats.TxDropped,
 					RxVLANDropped: l.Stats.RxVLANDropped, RxReservedDropped: l.Stats.RxReservedDropped,
 					RxStormDropped: l.Stats.RxStormDropped, RxSTPDropped: l.Stats.RxSTPDropped,
-					Kernel: l.Stats.Port,
+					PipelineDropped: l.Stats.PipelineDropped.ByReason(),
+					Kernel:          l.Stats.Port,
 				}
 				if p, ok := stp[pc.Name]; ok {
 					ps.RSTP = &p

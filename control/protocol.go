@@ -111,7 +111,8 @@ type BridgeStatus struct {
 	// (part of CacheHits).
 	CacheStale uint64 `json:"cache_stale"`
 	// Drops are the frames the pipeline sent nowhere, by reason (rule,
-	// table_miss, loop, ttl, no_copy); NORMAL's own drops are per port.
+	// table_miss, loop, ttl, no_copy, port_down), also per input port in
+	// PortStats; NORMAL's own drops are per port only.
 	Drops map[string]uint64 `json:"pipeline_drops"`
 	// Forwarder is the bridge's forwarding threads.
 	Forwarder ForwarderStatus `json:"forwarder"`
@@ -209,6 +210,9 @@ type PortStats struct {
 	// spanning tree kept the port from forwarding.
 	RxStormDropped uint64 `json:"rx_storm_dropped"`
 	RxSTPDropped   uint64 `json:"rx_stp_dropped"`
+	// PipelineDropped counts the frames received on the port that the
+	// pipeline sent nowhere, by reason (as BridgeStatus.Drops).
+	PipelineDropped map[string]uint64 `json:"pipeline_dropped"`
 }
 
 // FDBEntry is one learned MAC address.

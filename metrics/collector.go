@@ -97,8 +97,10 @@ var (
 	bridgeIdle        = bridgeDesc("forwarder_idle_seconds_total", "Time the bridge's forwarding thread spent asleep waiting for frames.")
 
 	bridgeDropped = prometheus.NewDesc(prometheus.BuildFQName(namespace, "pipeline", "dropped_total"),
-		"Frames the pipeline sent nowhere, by reason: rule (the rules said so), table_miss, loop (the depth or resubmit limit), ttl, no_copy.",
+		"Frames the pipeline sent nowhere, by reason: rule (the rules said so), table_miss, loop (the depth or resubmit limit), ttl, no_copy, port_down (outputs only to ports the bridge does not have up).",
 		[]string{"bridge", "reason"}, nil)
+	portPipelineDropped = portDesc("rx_pipeline_dropped_total",
+		"Frames received on the port that the pipeline sent nowhere, by reason (as xswitch_pipeline_dropped_total).", "reason")
 	tableLookups = prometheus.NewDesc(prometheus.BuildFQName(namespace, "table", "lookups_total"),
 		"Frames looked up in the table; shown for tables that hold rules or have seen lookups.", []string{"bridge", "table"}, nil)
 	tableMatched = prometheus.NewDesc(prometheus.BuildFQName(namespace, "table", "matched_total"),
@@ -128,7 +130,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		portInfo, portUp, portRSTP,
 		bridgeFlows, bridgeCacheHits, bridgeCacheMisses, bridgeCacheStale, bridgeMACEntries, bridgeBusy, bridgeIdle,
 		bridgeRSTPRoot, bridgeRSTPChanges, bridgeRSTPBPDUsDropped,
-		bridgeDropped, tableLookups, tableMatched, tableActive,
+		bridgeDropped, portPipelineDropped, tableLookups, tableMatched, tableActive,
 	} {
 		ch <- d
 	}
@@ -191,6 +193,10 @@ func collectBridge(ch chan<- prometheus.Metric, b *control.BridgeMetrics) {
 		for _, pc := range portCounters {
 			ch <- prometheus.MustNewConstMetric(pc.desc, prometheus.CounterValue,
 				float64(pc.value(&p.Stats)), b.Name, p.Name)
+		}
+		for _, reason := range vswitch.DropReasons {
+			ch <- prometheus.MustNewConstMetric(portPipelineDropped, prometheus.CounterValue,
+				float64(p.Stats.PipelineDropped[reason]), b.Name, p.Name, reason)
 		}
 		if r := p.RSTP; r != nil {
 			ch <- prometheus.MustNewConstMetric(portRSTP, prometheus.GaugeValue, 1, b.Name, p.Name, r.Role, r.State)

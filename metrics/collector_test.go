@@ -30,7 +30,8 @@ func newFakeSource() *fakeSource {
 		Stats: control.PortStats{
 			RxPackets: 10, RxBytes: 1000, RxErrors: 1, RxVLANDropped: 9, RxReservedDropped: 11, RxStormDropped: 12, RxSTPDropped: 13,
 			TxPackets: 20, TxBytes: 2000, TxDropped: 2,
-			Kernel: port.Stats{RxDropped: 3, RxInvalidDescs: 4, RxRingFull: 5, RxFillRingEmpty: 6, TxInvalidDescs: 7, TxRingEmpty: 8, RxOversize: 11},
+			PipelineDropped: map[string]uint64{"table_miss": 3, "port_down": 2},
+			Kernel:          port.Stats{RxDropped: 3, RxInvalidDescs: 4, RxRingFull: 5, RxFillRingEmpty: 6, TxInvalidDescs: 7, TxRingEmpty: 8, RxOversize: 11},
 		},
 	}
 	down := control.PortStatus{PortConfig: control.PortConfig{Name: "p2"}, OFPort: 2, Error: `interface "p2" does not exist`}
@@ -110,13 +111,22 @@ xswitch_bridge_forwarder_busy_seconds_total{bridge="br0"} 1.5
 # HELP xswitch_bridge_forwarder_idle_seconds_total Time the bridge's forwarding thread spent asleep waiting for frames.
 # TYPE xswitch_bridge_forwarder_idle_seconds_total counter
 xswitch_bridge_forwarder_idle_seconds_total{bridge="br0"} 30
-# HELP xswitch_pipeline_dropped_total Frames the pipeline sent nowhere, by reason: rule (the rules said so), table_miss, loop (the depth or resubmit limit), ttl, no_copy.
+# HELP xswitch_pipeline_dropped_total Frames the pipeline sent nowhere, by reason: rule (the rules said so), table_miss, loop (the depth or resubmit limit), ttl, no_copy, port_down (outputs only to ports the bridge does not have up).
 # TYPE xswitch_pipeline_dropped_total counter
 xswitch_pipeline_dropped_total{bridge="br0",reason="loop"} 1
 xswitch_pipeline_dropped_total{bridge="br0",reason="no_copy"} 0
+xswitch_pipeline_dropped_total{bridge="br0",reason="port_down"} 0
 xswitch_pipeline_dropped_total{bridge="br0",reason="rule"} 0
 xswitch_pipeline_dropped_total{bridge="br0",reason="table_miss"} 4
 xswitch_pipeline_dropped_total{bridge="br0",reason="ttl"} 0
+# HELP xswitch_port_rx_pipeline_dropped_total Frames received on the port that the pipeline sent nowhere, by reason (as xswitch_pipeline_dropped_total).
+# TYPE xswitch_port_rx_pipeline_dropped_total counter
+xswitch_port_rx_pipeline_dropped_total{bridge="br0",port="p1",reason="loop"} 0
+xswitch_port_rx_pipeline_dropped_total{bridge="br0",port="p1",reason="no_copy"} 0
+xswitch_port_rx_pipeline_dropped_total{bridge="br0",port="p1",reason="port_down"} 2
+xswitch_port_rx_pipeline_dropped_total{bridge="br0",port="p1",reason="rule"} 0
+xswitch_port_rx_pipeline_dropped_total{bridge="br0",port="p1",reason="table_miss"} 3
+xswitch_port_rx_pipeline_dropped_total{bridge="br0",port="p1",reason="ttl"} 0
 # HELP xswitch_table_lookups_total Frames looked up in the table; shown for tables that hold rules or have seen lookups.
 # TYPE xswitch_table_lookups_total counter
 xswitch_table_lookups_total{bridge="br0",table="0"} 50
@@ -135,16 +145,16 @@ xswitch_table_matched_total{bridge="br0",table="3"} 7
 		"xswitch_port_info", "xswitch_port_up",
 		"xswitch_bridge_flows", "xswitch_bridge_flow_cache_hits_total", "xswitch_bridge_flow_cache_misses_total",
 		"xswitch_bridge_mac_entries", "xswitch_bridge_forwarder_busy_seconds_total", "xswitch_bridge_forwarder_idle_seconds_total",
-		"xswitch_pipeline_dropped_total", "xswitch_table_lookups_total", "xswitch_table_matched_total",
+		"xswitch_pipeline_dropped_total", "xswitch_port_rx_pipeline_dropped_total", "xswitch_table_lookups_total", "xswitch_table_matched_total",
 	}
 	if err := testutil.CollectAndCompare(c, strings.NewReader(want), names...); err != nil {
 		t.Fatal(err)
 	}
 	// The down port has no counters and no info, only its up series: 17
-	// counters and info and up for p1, up for p2, 7 bridge series, 5 drop
-	// reasons and 3 series for each of 2 tables.
-	if n := testutil.CollectAndCount(c); n != 17+2+1+7+5+6 {
-		t.Errorf("collected %d series; want %d", n, 17+2+1+7+5+6)
+	// counters, 6 drop reasons and info and up for p1, up for p2, 7 bridge
+	// series, 6 drop reasons and 3 series for each of 2 tables.
+	if n := testutil.CollectAndCount(c); n != 17+6+2+1+7+6+6 {
+		t.Errorf("collected %d series; want %d", n, 17+6+2+1+7+6+6)
 	}
 }
 

@@ -107,7 +107,16 @@ func (f *forwarder) execute(r *frameRun, actions []flow.Action) {
 			// Output and IN_PORT leave out the ports that the spanning
 			// tree does not let forward, as FLOOD does; ALL does not, as
 			// in OVS.
-			if slot, ok := f.slot(a.Port); ok && f.forwards(slot) {
+			slot, ok := f.slot(a.Port)
+			if !ok {
+				// A port that is down, or not in the bridge at all: the
+				// frame goes nowhere for want of it, if for nothing else.
+				if r.dropped == dropRule {
+					r.dropped = dropPortDown
+				}
+				continue
+			}
+			if f.forwards(slot) {
 				frame := r.frame
 				if a.Value != 0 && len(frame) > int(a.Value) {
 					frame = frame[:a.Value] // output(port=N,max_len=M)

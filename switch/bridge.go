@@ -81,7 +81,7 @@ type Bridge struct {
 
 	// What the threads count together (pipeline.go).
 	tables *[flow.NumTables]tableCounters
-	drops  *bridgeDrops
+	drops  *dropCounters
 }
 
 type bridgePort struct {
@@ -103,6 +103,7 @@ type portCounters struct {
 	rxStormDropped                atomic.Uint64
 	rxSTPDropped                  atomic.Uint64
 	txPackets, txBytes, txDropped atomic.Uint64
+	pipelineDropped               dropCounters // of the frames received on it
 }
 
 // rxDrops are one batch's frames that NORMAL dropped, by reason.
@@ -326,7 +327,8 @@ type PortStatus struct {
 // VLAN, RxReservedDropped because they were sent to a reserved group
 // address, RxStormDropped because flooding them would exceed the port's
 // storm limit; RxSTPDropped counts those that arrived while the spanning
-// tree kept the port from forwarding.
+// tree kept the port from forwarding. PipelineDropped counts the frames
+// received on the port that the pipeline sent nowhere, by reason.
 type PortStats struct {
 	RxPackets, RxBytes, RxErrors  uint64
 	RxVLANDropped                 uint64
@@ -334,6 +336,7 @@ type PortStats struct {
 	RxStormDropped                uint64
 	RxSTPDropped                  uint64
 	TxPackets, TxBytes, TxDropped uint64
+	PipelineDropped               DropCounts
 	Port                          port.Stats
 }
 
@@ -353,7 +356,8 @@ func (b *Bridge) Ports() []PortStatus {
 				TxPackets: c.txPackets.Load(), TxBytes: c.txBytes.Load(), TxDropped: c.txDropped.Load(),
 				RxVLANDropped: c.rxVLANDropped.Load(), RxReservedDropped: c.rxReservedDropped.Load(),
 				RxStormDropped: c.rxStormDropped.Load(), RxSTPDropped: c.rxSTPDropped.Load(),
-				Port: q.Stats(),
+				PipelineDropped: c.pipelineDropped.load(),
+				Port:            q.Stats(),
 			},
 		})
 	}

@@ -86,7 +86,7 @@ type forwarder struct {
 	counted       []*decision
 	tableCounters *[flow.NumTables]tableCounters
 	pipelineDrops pipelineDrops
-	bridgeDrops   *bridgeDrops
+	bridgeDrops   *dropCounters
 	loopLogged    *atomic.Bool // per bridge: a loop is logged once
 	log           *slog.Logger
 	copies        copyPool
@@ -150,7 +150,7 @@ type threadPlace struct {
 	epoch        time.Time // of the MAC table's timestamps
 	index, count int
 	tables       *[flow.NumTables]tableCounters
-	drops        *bridgeDrops
+	drops        *dropCounters
 	loopLogged   *atomic.Bool
 }
 
@@ -162,7 +162,7 @@ func firstOf(count int, opts Options) threadPlace {
 		fdb.locks = make([]sync.Mutex, fdb.setMask+1)
 	}
 	return threadPlace{fdb: fdb, epoch: time.Now(), count: count,
-		tables: new([flow.NumTables]tableCounters), drops: new(bridgeDrops), loopLogged: new(atomic.Bool)}
+		tables: new([flow.NumTables]tableCounters), drops: new(dropCounters), loopLogged: new(atomic.Bool)}
 }
 
 func newForwarder(opts Options, flows *flow.Classifier, place threadPlace) (*forwarder, error) {
@@ -353,7 +353,7 @@ func (f *forwarder) forwardBatch(rx rxQueue) bool {
 		f.forwardFrame(table, rx.slot, data, now)
 	}
 	f.flushCounts(wall)
-	f.pipelineDrops.flush(f.bridgeDrops)
+	f.pipelineDrops.flush(f.bridgeDrops, &in.counters.pipelineDropped)
 	in.counters.rxPackets.Add(uint64(n))
 	in.counters.rxBytes.Add(rxBytes)
 	if malformed > 0 {

@@ -7,8 +7,9 @@ import (
 )
 
 // The pipeline's counters: lookups and matches per table (dump-tables),
-// and the frames it dropped, by why (pmd-stats-show). A forwarder counts
-// them per batch and adds them to its bridge's once per batch.
+// and the frames it dropped, by why, per bridge (pmd-stats-show) and per
+// input port (dump-ports). A forwarder counts them per batch and adds
+// them to its bridge's and the batch's input port's once per batch.
 
 // dropReason says why the pipeline sent a frame nowhere.
 type dropReason uint8
@@ -19,24 +20,48 @@ const (
 	dropLoop                        // cut at the pipeline's depth or resubmit limit
 	dropTTL                         // dec_ttl of a TTL that would reach 0
 	dropNoCopy                      // a rewrite needed a copy and none could be made
+	dropPortDown                    // its outputs named ports the bridge does not have up
 	numDropReasons
 )
 
 // DropReasons names the reasons, as PipelineDrops and the metrics give them.
-var DropReasons = [numDropReasons]string{"rule", "table_miss", "loop", "ttl", "no_copy"}
+var DropReasons = [numDropReasons]string{"rule", "table_miss", "loop", "ttl", "no_copy", "port_down"}
+
+// DropCounts are frames dropped by the pipeline, by reason, in the order
+// of DropReasons.
+type DropCounts [numDropReasons]uint64
+
+// ByReason returns the counts by the names of DropReasons.
+func (d DropCounts) ByReason() map[string]uint64 {
+	out := make(map[string]uint64, len(d))
+	for i, n := range d {
+		out[DropReasons[i]] = n
+	}
+	return out
+}
 
 // pipelineDrops is one batch's dropped frames by reason.
 type pipelineDrops [numDropReasons]uint64
 
 func (d *pipelineDrops) count(r dropReason) { d[r]++ }
 
-// bridgeDrops is a bridge's dropped frames by reason.
-type bridgeDrops [numDropReasons]atomic.Uint64
+// dropCounters are a bridge's, or a port's, dropped frames by reason.
+type dropCounters [numDropReasons]atomic.Uint64
 
-func (d *pipelineDrops) flush(to *bridgeDrops) {
+func (d *dropCounters) load() DropCounts {
+	var out DropCounts
+	for i := range out {
+		out[i] = d[i].Load()
+	}
+	return out
+}
+
+// flush adds the batch's drops to the bridge's and the input port's.
+func (d *pipelineDrops) flush(bridge, port *dropCounters) {
 	for r, n := range d {
 		if n > 0 {
-			to[r].Add(n)
+			bridge[r].Add(n)
+			port[r].Add(n)
 			d[r] = 0
 		}
 	}
@@ -68,12 +93,5 @@ func (b *Bridge) TableStats() []TableStats {
 	return stats
 }
 
-// PipelineDrops returns how many frames the pipeline dropped, by reason,
-// in the order of DropReasons.
-func (b *Bridge) PipelineDrops() [numDropReasons]uint64 {
-	var out [numDropReasons]uint64
-	for i := range out {
-		out[i] = b.drops[i].Load()
-	}
-	return out
-}
+// PipelineDrops returns how many frames the pipeline dropped, by reason.
+func (b *Bridge) PipelineDrops() DropCounts { return b.drops.load() }

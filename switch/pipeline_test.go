@@ -248,3 +248,35 @@ func TestRewritesFollowTheHeadersAcrossTags(t *testing.T) {
 	untagged.ip4Src, untagged.tos = [4]byte{10, 8, 8, 8}, 0x28
 	wantFrames(t, ports[2], untagged.build(t))
 }
+
+// TestDropsAreCountedPerInputPort: the pipeline's drops count for the
+// bridge and for the port the frames came in on, output to a port the
+// bridge does not have among them.
+func TestDropsAreCountedPerInputPort(t *testing.T) {
+	ports := newPorts(3)
+	f := testForwarder(t, 64, ports...)
+	f.flows.Publish(rules(t,
+		"in_port=1,actions=goto_table:5",
+		"in_port=2,actions=output:9",
+		"in_port=3,actions=output:9,output:1"))
+	ports[0].Inject(frame(broadcast, mac(1), "a"), frame(broadcast, mac(1), "b"), frame(broadcast, mac(1), "c"))
+	ports[1].Inject(frame(broadcast, mac(2), "a"), frame(broadcast, mac(2), "b"))
+	ports[2].Inject(frame(broadcast, mac(3), "a"))
+	forwardAll(f)
+	wantFrames(t, ports[0], frame(broadcast, mac(3), "a"))
+
+	var want1, want2 DropCounts
+	want1[dropTableMiss], want2[dropPortDown] = 3, 2
+	if got := f.ports[0].counters.pipelineDropped.load(); got != want1 {
+		t.Errorf("port 1's pipeline drops %v; want %v", got, want1)
+	}
+	if got := f.ports[1].counters.pipelineDropped.load(); got != want2 {
+		t.Errorf("port 2's pipeline drops %v; want %v", got, want2)
+	}
+	if got := f.ports[2].counters.pipelineDropped.load(); got != (DropCounts{}) {
+		t.Errorf("port 3's pipeline drops %v; want none: its frame went out on port 1", got)
+	}
+	if got := f.bridgeDrops.load(); got[dropTableMiss] != 3 || got[dropPortDown] != 2 {
+		t.Errorf("bridge's pipeline drops %v; want 3 table misses and 2 to a port that is down", got)
+	}
+}

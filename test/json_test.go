@@ -86,6 +86,9 @@ type jsonDumpPorts struct {
 			Storm    uint64 `json:"storm"` // test/storm_test.go
 			STP      uint64 `json:"stp"`   // test/rstp_test.go
 		} `json:"drops"`
+		// The pipeline's drops of the frames received on the port, by
+		// reason (test/pipeline_test.go).
+		PipelineDrops map[string]uint64 `json:"pipeline_drops"`
 	} `json:"ports"`
 }
 

@@ -57,8 +57,18 @@ func TestPipelineACLThenNormal(t *testing.T) {
 			t.Errorf("dump-flows lacks %q:\n%s", want, dump)
 		}
 	}
-	if got := flowPackets(t, d, br, fmt.Sprintf("tcp,tp_dst=%d ", blockedPort)); got < 1 {
-		t.Errorf("the ACL's drop rule counted %d packets, want the dropped SYNs", got)
+	dropped := flowPackets(t, d, br, fmt.Sprintf("tcp,tp_dst=%d ", blockedPort))
+	if dropped < 1 {
+		t.Errorf("the ACL's drop rule counted %d packets, want the dropped SYNs", dropped)
+	}
+	// The client's port counts them as the pipeline's rule drops.
+	var ports jsonDumpPorts
+	d.xJSON(t, &ports, "dump-ports", br, client.name)
+	if len(ports.Ports) != 1 || ports.Ports[0].PipelineDrops["rule"] < uint64(dropped) {
+		t.Errorf("dump-ports %s: %+v; want at least the %d SYNs the ACL dropped as rule drops", client.name, ports.Ports, dropped)
+	}
+	if text := d.x(t, "dump-ports", br, client.name); !strings.Contains(text, "pipeline drops rule=") {
+		t.Errorf("dump-ports lacks the pipeline drops line:\n%s", text)
 	}
 	var tables jsonTables
 	d.xJSON(t, &tables, "dump-tables", br)
@@ -110,6 +120,11 @@ func TestPipelineResubmitWithRegisters(t *testing.T) {
 	d.x(t, "mod-flows", br, fmt.Sprintf("in_port=%d,actions=load:0x99->reg0[],resubmit(,1)", pa))
 	if _, received, out := ping(t, a.ns, b.addr, 56, 3); received != 0 {
 		t.Errorf("pings crossed with reg0 matching no rule of table 1:\n%s", out)
+	}
+	var ports jsonDumpPorts
+	d.xJSON(t, &ports, "dump-ports", br, a.name)
+	if len(ports.Ports) != 1 || ports.Ports[0].PipelineDrops["table_miss"] < 3 {
+		t.Errorf("dump-ports %s: %+v; want the 3 echo requests that missed in table 1 as table_miss drops", a.name, ports.Ports)
 	}
 }
 

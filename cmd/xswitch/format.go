@@ -77,8 +77,9 @@ func printShow(w io.Writer, bridges []control.BridgeStatus) {
 }
 
 // printDumpPorts prints port counters in ovs-ofctl dump-ports' shape, with
-// the AF_XDP sockets' own statistics on a line of their own, and NORMAL's
-// drops by reason on another.
+// the AF_XDP sockets' own statistics on a line of their own, NORMAL's
+// drops by reason on another, and the pipeline's drops of the frames the
+// port received on a last one.
 func printDumpPorts(w io.Writer, ports []control.PortStatus) {
 	fmt.Fprintf(w, "OFPST_PORT reply: %d ports\n", len(ports))
 	for _, p := range ports {
@@ -91,6 +92,8 @@ func printDumpPorts(w io.Writer, ports []control.PortStatus) {
 			k.RxDropped, k.RxRingFull, k.RxFillRingEmpty, k.RxInvalidDescs, k.TxInvalidDescs, k.TxRingEmpty, k.RxOversize)
 		d := dropsOf(p)
 		fmt.Fprintf(w, "           drops vlan=%d, reserved=%d, storm=%d, stp=%d\n", d.VLAN, d.Reserved, d.Storm, d.STP)
+		_, reasons := dropReasons(p.Stats.PipelineDropped)
+		fmt.Fprintf(w, "           pipeline drops %s\n", reasons)
 	}
 }
 
@@ -142,15 +145,21 @@ func printForwarder(w io.Writer, f control.ForwarderStatus) {
 }
 
 // printPipelineDrops says how many frames the pipeline sent nowhere, and
-// why, in a fixed order.
+// why.
 func printPipelineDrops(w io.Writer, drops map[string]uint64) {
-	var parts []string
-	var total uint64
+	total, reasons := dropReasons(drops)
+	fmt.Fprintf(w, "  pipeline drops: %d (%s)\n", total, reasons)
+}
+
+// dropReasons lists pipeline drops by reason, in a fixed order, and their
+// total.
+func dropReasons(drops map[string]uint64) (total uint64, list string) {
+	parts := make([]string, 0, len(vswitch.DropReasons))
 	for _, reason := range vswitch.DropReasons {
 		parts = append(parts, fmt.Sprintf("%s=%d", reason, drops[reason]))
 		total += drops[reason]
 	}
-	fmt.Fprintf(w, "  pipeline drops: %d (%s)\n", total, strings.Join(parts, ", "))
+	return total, strings.Join(parts, ", ")
 }
 
 // printTables prints each table's counters as ovs-ofctl dump-tables does;

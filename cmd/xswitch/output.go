@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/xswitch/xswitch/control"
+	vswitch "github.com/xswitch/xswitch/switch"
 )
 
 // Output formats, chosen with --format.
@@ -190,6 +191,9 @@ type portDumpJSON struct {
 	portCounters
 	XSK   xskJSON   `json:"xsk"`
 	Drops dropsJSON `json:"drops"`
+	// PipelineDrops are the frames received on the port that the
+	// pipeline sent nowhere, by reason; they are not in rx_dropped.
+	PipelineDrops map[string]uint64 `json:"pipeline_drops"`
 }
 
 // dropsJSON are the frames NORMAL dropped, by reason, named as on
@@ -207,6 +211,14 @@ func dropsOf(p control.PortStatus) dropsJSON {
 }
 
 func (d dropsJSON) total() uint64 { return d.VLAN + d.Reserved + d.Storm + d.STP }
+
+// pipelineDropsOf gives every reason, zero for a port that is down.
+func pipelineDropsOf(p control.PortStatus) map[string]uint64 {
+	if p.Stats.PipelineDropped == nil {
+		return vswitch.DropCounts{}.ByReason()
+	}
+	return p.Stats.PipelineDropped
+}
 
 // xskJSON are the AF_XDP sockets' own statistics, named as on dump-ports'
 // xsk line.
@@ -233,7 +245,8 @@ func toDumpPortsJSON(bridge string, ports []control.PortStatus) dumpPortsJSON {
 				RxInvalid: k.RxInvalidDescs, TxInvalid: k.TxInvalidDescs, TxRingEmpty: k.TxRingEmpty,
 				RxOversize: k.RxOversize,
 			},
-			Drops: dropsOf(p),
+			Drops:         dropsOf(p),
+			PipelineDrops: pipelineDropsOf(p),
 		})
 	}
 	return out
