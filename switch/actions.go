@@ -143,6 +143,17 @@ func (f *forwarder) execute(r *frameRun, actions []flow.Action) {
 				r.sent = true
 			}
 			r.shared = true
+		case actNormalFlood:
+			if f.learnOnly {
+				continue
+			}
+			r.frame = f.makeRoom(r.frame, r.copied, maxNormalCopies)
+			tagged, vid := frameTag(r.frame)
+			fr := vlanFrame{arrived: r.frame, vlan: a.Value, tagged: tagged, vid: vid}
+			if f.normalFlood(a.Port, &fr, r.now) {
+				r.sent = true
+			}
+			r.shared = true
 		case flow.ActFlood:
 			r.sent = f.floodTo(f.flood, a.Port, r.frame) || r.sent
 			r.shared = true

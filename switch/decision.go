@@ -34,17 +34,21 @@ import (
 // that every flow pays for at once.
 //
 // NORMAL reads the MAC table, so a decision that resolves it records what
-// it read. Where NORMAL has one answer for the flow, a unicast frame to a
-// station learned on another port, from a source learned on the input
-// port, the decision sends to that port and depends on both entries
-// (macDep): a hit checks that each is still in its slot as it was, and
-// fresh, refreshing the source as learning would; a failed check
-// translates afresh, learning on the way. A move, an eviction, a flush or
-// aging thus sends exactly the flows that relied on the entry back to the
-// slow path, and no others. Everything else NORMAL does (flooding under
-// the storm limit, dropping what its VLANs or the reserved addresses
-// refuse) depends on more than the two entries, and stays NORMAL, run
-// per frame.
+// it read (macDep). A unicast frame to a station learned on another port
+// is sent to that port, relying on the destination's entry and on the
+// source's, which translation learns on the input port. A frame to a
+// group address, or to a station not learned, is flooded in its VLAN,
+// relying on the source's entry and, for a station, on its having none.
+// A hit checks that each entry is still in its slot as it was, and fresh
+// (or still absent), refreshing the source as learning would; a failed
+// check translates afresh, learning on the way. A move, an eviction, a
+// flush, aging, or a destination learned at last thus sends exactly the
+// flows that relied on the entry back to the slow path, and no others.
+// What a flood reaches is read when it runs: the ports that forward, each
+// in the form its VLAN configuration wants, and the input port's storm
+// limit, which is a rate. What NORMAL refuses (a VLAN the input port does
+// not carry, a reserved address) stays NORMAL, run per frame, so that
+// its drops are counted where NORMAL counts them.
 
 // decision is what the pipeline decided for one flow key.
 type decision struct {
@@ -67,9 +71,13 @@ type decision struct {
 	packets, bytes uint64
 }
 
-// actNormalTo is NORMAL resolved in a decision: send to slot Port, in
-// VLAN Value, in the form that port wants. It appears only in decisions.
-const actNormalTo flow.ActionType = 255
+// actNormalTo and actNormalFlood are NORMAL resolved in a decision: send
+// to slot Port, or flood from slot Port, in VLAN Value, in the form each
+// port wants. They appear only in decisions.
+const (
+	actNormalTo    flow.ActionType = 255
+	actNormalFlood flow.ActionType = 254
+)
 
 // maxMACDeps bounds the entries one decision relies on: past it, NORMAL
 // stays NORMAL.
@@ -260,9 +268,10 @@ func (tr *translator) action(a flow.Action, fromSet bool) bool {
 
 func (tr *translator) emit(a flow.Action) { tr.d.actions = append(tr.d.actions, a) }
 
-// normal resolves NORMAL for the key as it stands, where it has one
-// answer for the flow (see the top of the file); else it stays NORMAL.
-// Like NORMAL, it learns the source on the port the frame arrived on.
+// normal resolves NORMAL for the key as it stands (see the top of the
+// file), or leaves it NORMAL where it refuses the frame. Like NORMAL, it
+// learns the source on the port the frame arrived on, before it looks
+// the destination up.
 func (tr *translator) normal() {
 	f, k := tr.f, &tr.key
 	inSlot, ok := f.slot(tr.arrival)
@@ -274,27 +283,37 @@ func (tr *translator) normal() {
 	if ok {
 		vlan, ok = f.ports[inSlot].vlan.ingress(vid)
 	}
-	// Multicast (the reserved group addresses included) floods or drops
-	// by more than two entries.
-	if !ok || isMulticast(k.DlDst[:]) || len(tr.d.macDeps)+2 > maxMACDeps {
+	dst := k.DlDst[:]
+	if !ok || !f.forwardBPDU && isReserved(dst) || len(tr.d.macDeps)+2 > maxMACDeps {
 		tr.emit(flow.Action{Type: flow.ActNormal})
 		return
 	}
-	src, dst := macKey(k.DlSrc[:], vlan), macKey(k.DlDst[:], vlan)
-	out, known := f.fdb.lookup(dst, tr.now)
-	if !known {
-		tr.emit(flow.Action{Type: flow.ActNormal})
-		return
-	}
+	src := macKey(k.DlSrc[:], vlan)
 	f.fdb.learn(src, inSlot, tr.now)
-	srcDep, ok1 := f.fdb.depend(src, inSlot, tr.now, true)
-	dstDep, ok2 := f.fdb.depend(dst, out, tr.now, false)
-	if !ok1 || !ok2 {
-		// Learning the source took the destination's place: no single answer.
-		tr.emit(flow.Action{Type: flow.ActNormal})
+	srcDep, ok := f.fdb.depend(src, inSlot, tr.now, true)
+	if !ok {
+		tr.emit(flow.Action{Type: flow.ActNormal}) // unreachable: it was just learned
 		return
 	}
-	tr.d.macDeps = append(tr.d.macDeps, srcDep, dstDep)
+	tr.d.macDeps = append(tr.d.macDeps, srcDep)
+	flood := flow.Action{Type: actNormalFlood, Port: inSlot, Value: vlan}
+	if isMulticast(dst) {
+		tr.emit(flood)
+		return
+	}
+	station := macKey(dst, vlan)
+	out, known := f.fdb.lookup(station, tr.now)
+	if !known {
+		tr.d.macDeps = append(tr.d.macDeps, f.fdb.dependAbsent(station))
+		tr.emit(flood)
+		return
+	}
+	dstDep, ok := f.fdb.depend(station, out, tr.now, false)
+	if !ok {
+		tr.emit(flow.Action{Type: flow.ActNormal}) // unreachable: it was just looked up
+		return
+	}
+	tr.d.macDeps = append(tr.d.macDeps, dstDep)
 	if out != inSlot {
 		tr.emit(flow.Action{Type: actNormalTo, Port: out, Value: vlan})
 	}

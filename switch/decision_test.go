@@ -246,25 +246,28 @@ func TestDecisionLRUPurgeAllocatesNothing(t *testing.T) {
 
 // BenchmarkHitAndExecute is a decision cache hit and its execution for one
 // frame, key extraction and the ring work left out: what a frame costs
-// the pipeline, for one NORMAL rule, three tables and a rewrite.
+// the pipeline, for one NORMAL rule (to a learned station, and flooding
+// to two ports a frame to one not learned), three tables and a rewrite.
 func BenchmarkHitAndExecute(b *testing.B) {
 	for _, tt := range []struct {
 		name  string
+		dst   byte
 		flows []string
 	}{
-		{"normal", []string{"priority=0,actions=NORMAL"}},
-		{"three-tables", []string{
+		{"normal", 2, []string{"priority=0,actions=NORMAL"}},
+		{"normal-flood", 9, []string{"priority=0,actions=NORMAL"}},
+		{"three-tables", 2, []string{
 			"table=0,priority=10,in_port=1,actions=load:1->reg0[],goto_table:1",
 			"table=1,priority=100,tcp,tp_dst=23,actions=drop",
 			"table=1,priority=0,actions=goto_table:2",
 			"table=2,priority=0,actions=NORMAL"}},
-		{"rewrite", []string{"priority=0,udp,actions=mod_nw_dst:10.0.0.9,mod_tp_dst:99,output:2"}},
+		{"rewrite", 2, []string{"priority=0,udp,actions=mod_nw_dst:10.0.0.9,mod_tp_dst:99,output:2"}},
 	} {
 		b.Run(tt.name, func(b *testing.B) {
 			f, _ := benchForwarder(b, 3, 1)
 			tbl := rules(b, tt.flows...)
 			f.flows.Publish(tbl)
-			frame := udpFrame(b, mac(2), mac(1), net.IPv4(10, 0, 0, 1), net.IPv4(10, 0, 0, 2), 1000, 5000, make([]byte, 18))
+			frame := udpFrame(b, mac(tt.dst), mac(1), net.IPv4(10, 0, 0, 1), net.IPv4(10, 0, 0, 2), 1000, 5000, make([]byte, 18))
 			if !f.extractor.Extract(frame, 1, &f.key) {
 				b.Fatal("the bench frame does not extract")
 			}
@@ -342,6 +345,53 @@ func TestNormalDecisionsFollowTheMACTable(t *testing.T) {
 	forwardAll(f)
 	wantFrames(t, ports[1], aToB) // flooded: b is unknown again
 	wantFrames(t, ports[2], aToB)
+}
+
+// TestFloodDecisionsFollowTheMACTable: a frame to a station not learned,
+// and a broadcast, are flooded by their decisions, which hit while the
+// station stays unknown; once it is learned, the flow goes to its port
+// alone, at once.
+func TestFloodDecisionsFollowTheMACTable(t *testing.T) {
+	ports := newPorts(3)
+	f := testForwarder(t, 64, ports...)
+	aToB := frame(mac(2), mac(1), "a to b")
+	aToAll := frame(broadcast, mac(1), "a to all")
+	ports[0].Inject(aToB, aToAll)
+	forwardAll(f)
+	wantFrames(t, ports[1], aToB, aToAll)
+	wantFrames(t, ports[2], aToB, aToAll)
+	for _, headers := range []flow.Headers{
+		{InPort: 1, DlDst: [6]byte(mac(2)), DlSrc: [6]byte(mac(1)), DlType: 0x88b5},
+		{InPort: 1, DlDst: [6]byte(broadcast), DlSrc: [6]byte(mac(1)), DlType: 0x88b5},
+	} {
+		d, ok := f.decisions.get(f.flows.Load(), &headers)
+		if !ok || len(d.actions) != 1 || d.actions[0].Type != actNormalFlood {
+			t.Fatalf("the decision for %x is %+v, want NORMAL resolved to a flood", headers.DlDst, d)
+		}
+	}
+
+	hits, stale := f.decisions.hits.value(), f.decisions.stale.value()
+	ports[0].Inject(aToB, aToAll, aToB)
+	forwardAll(f)
+	wantFrames(t, ports[1], aToB, aToAll, aToB)
+	wantFrames(t, ports[2], aToB, aToAll, aToB)
+	if h, s := f.decisions.hits.value()-hits, f.decisions.stale.value()-stale; h != 3 || s != 0 {
+		t.Fatalf("3 frames of flooded flows: %d hits, %d stale; want 3 hits, none stale", h, s)
+	}
+
+	// b speaks up on port 2: the flow to b goes there alone; the
+	// broadcast still floods, its decision untouched.
+	ports[1].Inject(frame(mac(1), mac(2), "b to a"))
+	forwardAll(f)
+	wantFrames(t, ports[0], frame(mac(1), mac(2), "b to a"))
+	stale = f.decisions.stale.value()
+	ports[0].Inject(aToB, aToAll)
+	forwardAll(f)
+	wantFrames(t, ports[1], aToB, aToAll)
+	wantFrames(t, ports[2], aToAll)
+	if s := f.decisions.stale.value() - stale; s != 1 {
+		t.Errorf("after b was learned: %d decisions stale, want the one flow to b", s)
+	}
 }
 
 // stationFlows builds a forwarder whose port 1 serves n stations sending

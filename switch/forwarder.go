@@ -393,12 +393,19 @@ func (f *forwarder) normal(inSlot uint16, frame []byte, now int64) (sent bool) {
 			return false
 		}
 	}
+	return f.normalFlood(inSlot, &fr, now)
+}
+
+// normalFlood floods fr, which arrived on inSlot, to the ports that carry
+// its VLAN, within the input port's storm limit, and reports whether it
+// sent it anywhere.
+func (f *forwarder) normalFlood(inSlot uint16, fr *vlanFrame, now int64) (sent bool) {
 	if !f.storm[inSlot].take(now) {
 		f.drops.storm++
 		return false
 	}
 	for _, out := range f.flood {
-		if out != inSlot && f.normalOutput(out, &fr) {
+		if out != inSlot && f.normalOutput(out, fr) {
 			sent = true
 		}
 	}

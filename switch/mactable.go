@@ -129,12 +129,16 @@ func (t *macTable) learnIn(set []macEntry, key uint64, port uint16, now int64) {
 // macDep is one MAC-table entry a decision relies on (decision.go): the
 // slot it is in, and what the decision found there. A write that changes
 // the entry, or puts another in its slot, or its aging, makes the check
-// fail, so a decision never outlives what it read.
+// fail, so a decision never outlives what it read. An absent dependency
+// is on key having no live entry (a flood to an unknown destination): its
+// slot is the first of key's set, and learning key anywhere makes its
+// check fail.
 type macDep struct {
 	slot   uint32
 	key    uint64
 	port   uint16
 	source bool // the frame's own source: a hit refreshes it, as learning would
+	absent bool
 }
 
 // depend returns the dependency on key's live entry, which must be on
@@ -154,14 +158,29 @@ func (t *macTable) depend(key uint64, port uint16, now int64, source bool) (macD
 	return macDep{}, false
 }
 
+// dependAbsent returns the dependency on key having no live entry, which
+// it has not now.
+func (t *macTable) dependAbsent(key uint64) macDep {
+	return macDep{slot: uint32(t.setOf(key) * macWays), key: key, absent: true}
+}
+
 // holds reports whether the entry d relies on is still there as it was,
-// and fresh; for the frame's source, it refreshes the entry, as learning
-// would. It allocates nothing.
+// and fresh, or for an absent dependency still not there; for the frame's
+// source, it refreshes the entry, as learning would. It allocates nothing.
 func (t *macTable) holds(d *macDep, now int64) bool {
 	if t.locks != nil {
 		set := uint64(d.slot) / macWays
 		t.locks[set].Lock()
 		defer t.locks[set].Unlock()
+	}
+	if d.absent {
+		set := t.slots[d.slot : d.slot+macWays]
+		for i := range set {
+			if set[i].key == d.key && t.fresh(&set[i], now) {
+				return false
+			}
+		}
+		return true
 	}
 	e := &t.slots[d.slot]
 	if e.key != d.key || e.port != d.port || !t.fresh(e, now) {
