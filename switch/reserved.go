@@ -42,5 +42,10 @@ func isReserved(mac []byte) bool {
 func (b *Bridge) SetForwardBPDU(on bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.onEachForwarder(func(f *forwarder) { f.forwardBPDU = on })
+	b.onEachForwarder(func(f *forwarder) { f.setForwardBPDU(on) })
+}
+
+func (f *forwarder) setForwardBPDU(on bool) {
+	f.forwardBPDU = on
+	f.decisions.forget() // they flood such frames, or leave them to NORMAL to drop
 }

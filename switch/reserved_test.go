@@ -90,13 +90,30 @@ func TestNormalDropsReservedFramesAndCountsThem(t *testing.T) {
 func TestForwardBPDUFloodsReservedFrames(t *testing.T) {
 	ports := newPorts(3)
 	f := testForwarder(t, 64, ports...)
-	f.forwardBPDU = true
+	f.setForwardBPDU(true)
 	lldp := frame([]byte{0x01, 0x80, 0xc2, 0, 0, 0x0e}, mac(1), "LLDP")
 	send(f, ports, 0, lldp)
 	wantFrames(t, ports[1], lldp)
 	wantFrames(t, ports[2], lldp)
 	if got := f.ports[0].counters.rxReservedDropped.Load(); got != 0 {
 		t.Errorf("rx reserved drops = %d with forward-bpdu; want 0", got)
+	}
+}
+
+// TestForwardBPDUOffStopsCachedFloods: turning forward-bpdu off reaches
+// the flows whose decisions flooded reserved frames.
+func TestForwardBPDUOffStopsCachedFloods(t *testing.T) {
+	ports := newPorts(2)
+	f := testForwarder(t, 64, ports...)
+	f.setForwardBPDU(true)
+	lldp := frame([]byte{0x01, 0x80, 0xc2, 0, 0, 0x0e}, mac(1), "LLDP")
+	send(f, ports, 0, lldp)
+	wantFrames(t, ports[1], lldp)
+	f.setForwardBPDU(false)
+	send(f, ports, 0, lldp)
+	wantFrames(t, ports[1])
+	if got := f.ports[0].counters.rxReservedDropped.Load(); got != 1 {
+		t.Errorf("rx reserved drops = %d after forward-bpdu went off; want 1", got)
 	}
 }
 

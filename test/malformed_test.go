@@ -167,11 +167,14 @@ var badFrameKinds = []struct {
 		binary.BigEndian.PutUint16(f[18:20], uint16(len(l4)+1+b.rng.IntN(1400)))
 		return f
 	}},
-	{"20 stacked VLAN tags", func(b *badFrames) []byte {
+	// As many tags as the key looks through (flow.MaxVLANTags): behind
+	// more, the frame is no IP frame to it, and well formed.
+	{"stacked VLAN tags", func(b *badFrames) []byte {
 		f := b.eth(flow.EtherTypeVLAN)
-		for i := range 20 {
+		tags := 1 + b.rng.IntN(flow.MaxVLANTags)
+		for i := range tags {
 			next := uint16(flow.EtherTypeVLAN)
-			if i == 19 {
+			if i == tags-1 {
 				next = flow.EtherTypeIPv4
 			}
 			f = binary.BigEndian.AppendUint16(f, uint16(1+b.rng.IntN(4094)))
