@@ -24,6 +24,8 @@ const (
 	setVLANPCP
 	setNwSrc
 	setNwDst
+	setIPv6Src
+	setIPv6Dst
 	setNwTOS
 	setNwECN
 	setNwTTL
@@ -55,6 +57,10 @@ func kindInSet(a ActionType) (setKind, bool) {
 		return setNwSrc, true
 	case ActSetNwDst:
 		return setNwDst, true
+	case ActSetIPv6Src:
+		return setIPv6Src, true
+	case ActSetIPv6Dst:
+		return setIPv6Dst, true
 	case ActSetNwTOS:
 		return setNwTOS, true
 	case ActSetNwECN:

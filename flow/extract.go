@@ -106,15 +106,19 @@ func (e *Extractor) Layout() Layout { return e.layout }
 
 // Layout is where a frame's headers are, for the actions that rewrite
 // them. It names only headers the key was read from, whole: an IP header
-// whose packet the frame holds, and a TCP or UDP header whose fixed part
-// that packet holds (an unfragmented packet or a first fragment). A
+// whose packet the frame holds, and a TCP, UDP or ICMPv6 header (whose
+// checksum covers the IPv6 addresses) whose fixed part that packet holds
+// (an unfragmented packet or a first fragment). A
 // rewrite of a field the key does not have leaves the frame as it is, as
 // in OVS, whose actions change only fields of the flow key.
 type Layout struct {
 	L3, L4    int   // offsets from the frame's start
 	IPVersion uint8 // 4 or 6; 0 when the frame has no such IP header
-	L4Proto   uint8 // ProtoTCP or ProtoUDP; 0 when it has no such header
+	L4Proto   uint8 // ProtoTCP, ProtoUDP or ProtoICMPv6; 0 when it has no such header
 }
+
+// HasPorts reports whether the frame has a TCP or UDP header.
+func (l *Layout) HasPorts() bool { return l.L4Proto == ProtoTCP || l.L4Proto == ProtoUDP }
 
 // Shift moves the layout by n bytes, for a tag pushed (4) or popped (-4)
 // in front of the headers.
@@ -145,6 +149,10 @@ func (e *Extractor) locate(typ gopacket.LayerType, frame []byte) {
 	case layers.LayerTypeUDP:
 		if l.IPVersion != 0 {
 			l.L4Proto, l.L4 = ProtoUDP, cap(frame)-cap(e.udp.Contents)
+		}
+	case layers.LayerTypeICMPv6:
+		if l.IPVersion == 6 {
+			l.L4Proto, l.L4 = ProtoICMPv6, cap(frame)-cap(e.icmpv6.Contents)
 		}
 	}
 }

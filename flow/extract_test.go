@@ -450,6 +450,11 @@ func exCheckLayout(tb testing.TB, frame []byte, k *Key, l Layout) {
 			binary.BigEndian.Uint16(frame[l.L4:]) != k.TpSrc || binary.BigEndian.Uint16(frame[l.L4+2:]) != k.TpDst {
 			tb.Errorf("layout %+v: no L4 header the key %+v was read from", l, k)
 		}
+	case ProtoICMPv6:
+		if l.IPVersion != 6 || k.NwProto != ProtoICMPv6 || l.L4 < l.L3+40 || l.L4+4 > len(frame) ||
+			uint16(frame[l.L4]) != k.TpSrc || uint16(frame[l.L4+1]) != k.TpDst {
+			tb.Errorf("layout %+v: no ICMPv6 header the key %+v was read from", l, k)
+		}
 	default:
 		tb.Errorf("layout %+v: L4 protocol %d", l, l.L4Proto)
 	}

@@ -94,7 +94,8 @@ type Field struct {
 	Writable bool
 	// Carried fields are not in the frame's bytes: the pipeline carries
 	// them along with it (registers, metadata, the input port), so load
-	// and move write them in the key alone.
+	// and move write them in the key alone. A header field that is
+	// Writable has a rewrite instead.
 	Carried bool
 	// Needs is what the rest of a match must say for the field to make
 	// sense (nil: nothing).
@@ -114,6 +115,97 @@ type Field struct {
 	print func(f *Field, m *Match) string
 	// shorthand fields ("tcp") take no value.
 	shorthand bool
+	// rewrite, for a Writable header field, appends the header rewrites
+	// that make a frame whose key is old into one whose key is updated as
+	// far as the field's header goes (see AppendRewrites).
+	rewrite func(out []Action, old, updated *Key) ([]Action, bool)
+}
+
+// AppendRewrites appends to out the header rewrites that give a frame
+// whose key is old what updated, which a load, move or set_field of this
+// header field made of old, says of the field's header. ok is false when
+// the frame has no such header: the write then changes nothing, in the
+// frame or in the key, as a mod_ action does to a frame without its
+// header. It may normalize updated (a VLAN TCI without its present bit is
+// no tag).
+func (f *Field) AppendRewrites(out []Action, old, updated *Key) ([]Action, bool) {
+	return f.rewrite(out, old, updated)
+}
+
+// Rewrites of header fields, by the header they change.
+
+func rewriteMAC(typ ActionType, at func(*Key) *[6]byte) func([]Action, *Key, *Key) ([]Action, bool) {
+	return func(out []Action, _, updated *Key) ([]Action, bool) {
+		return append(out, Action{Type: typ, MAC: *at(updated)}), true
+	}
+}
+
+func rewriteIPv4(typ ActionType, at func(*Key) *[4]byte) func([]Action, *Key, *Key) ([]Action, bool) {
+	return func(out []Action, old, updated *Key) ([]Action, bool) {
+		if old.DlType != EtherTypeIPv4 {
+			return out, false
+		}
+		return append(out, Action{Type: typ, IPv4: *at(updated)}), true
+	}
+}
+
+func rewriteIPv6(typ ActionType, at func(*Key) *[16]byte) func([]Action, *Key, *Key) ([]Action, bool) {
+	return func(out []Action, old, updated *Key) ([]Action, bool) {
+		if old.DlType != EtherTypeIPv6 {
+			return out, false
+		}
+		return append(out, Action{Type: typ, Imm: valueOfBytes(at(updated)[:])}), true
+	}
+}
+
+func rewritePort(typ ActionType, at func(*Key) *uint16) func([]Action, *Key, *Key) ([]Action, bool) {
+	return func(out []Action, old, updated *Key) ([]Action, bool) {
+		if !old.hasPorts() {
+			return out, false
+		}
+		return append(out, Action{Type: typ, Value: *at(updated)}), true
+	}
+}
+
+// rewriteIP rewrites a byte of the IP header (TOS, TTL): value reads it
+// from the updated key as the action takes it.
+func rewriteIP(typ ActionType, value func(*Key) uint16) func([]Action, *Key, *Key) ([]Action, bool) {
+	return func(out []Action, old, updated *Key) ([]Action, bool) {
+		if old.DlType != EtherTypeIPv4 && old.DlType != EtherTypeIPv6 {
+			return out, false
+		}
+		return append(out, Action{Type: typ, Value: value(updated)}), true
+	}
+}
+
+// rewriteVLAN makes the frame's outer tag what the updated TCI says, as
+// OVS does when a write reaches vlan_tci: without the present bit (CFI),
+// no tag, so a tag there is popped; with it, a tag with that VID and PCP,
+// pushed if there was none.
+func rewriteVLAN(out []Action, old, updated *Key) ([]Action, bool) {
+	was, is := old.VLANTCI&VLANCFI != 0, updated.VLANTCI&VLANCFI != 0
+	vid, pcp := updated.VLANTCI&vlanVIDMask, updated.VLANTCI&vlanPCPMask>>vlanPCPShift
+	switch {
+	case !is:
+		updated.VLANTCI = 0
+		if was {
+			out = append(out, Action{Type: ActStripVLAN})
+		}
+		return out, true
+	case !was:
+		out = append(out, Action{Type: ActSetVLANVID, Value: vid})
+		if pcp != 0 {
+			out = append(out, Action{Type: ActSetVLANPCP, Value: pcp})
+		}
+		return out, true
+	}
+	if vid != old.VLANTCI&vlanVIDMask {
+		out = append(out, Action{Type: ActSetVLANVID, Value: vid})
+	}
+	if pcp != old.VLANTCI&vlanPCPMask>>vlanPCPShift {
+		out = append(out, Action{Type: ActSetVLANPCP, Value: pcp})
+	}
+	return out, true
 }
 
 // Get returns the field's value in k.
@@ -162,6 +254,9 @@ func isWireName(name string) bool {
 
 func init() {
 	for _, f := range fieldTable() {
+		if f.Writable && !f.Carried && f.rewrite == nil {
+			panic("writable header field " + f.Name + " has no rewrite")
+		}
 		fields = append(fields, f)
 		for _, name := range append([]string{f.Name}, f.Aliases...) {
 			if _, dup := fieldsByName[name]; dup {
@@ -293,42 +388,48 @@ func fieldTable() []*Field {
 
 	get, set = u16Field(func(k *Key) *uint16 { return &k.VLANTCI })
 	add(&Field{Name: "vlan_tci", Aliases: []string{"NXM_OF_VLAN_TCI"}, Bits: 16, Maskable: true, Writable: true,
-		syntax: syntaxHex4, print: printVLAN}, get, set)
+		syntax: syntaxHex4, print: printVLAN, rewrite: rewriteVLAN}, get, set)
 	get, set = bitsOf16(func(k *Key) *uint16 { return &k.VLANTCI }, 0, 12)
-	add(&Field{Name: "dl_vlan", Bits: 12, Writable: true, parse: parseDlVLAN, print: noPrint}, get, set)
+	add(&Field{Name: "dl_vlan", Bits: 12, Writable: true, parse: parseDlVLAN, print: noPrint, rewrite: rewriteVLAN}, get, set)
 	get, set = bitsOf16(func(k *Key) *uint16 { return &k.VLANTCI }, 13, 3)
-	add(&Field{Name: "dl_vlan_pcp", Bits: 3, Writable: true, parse: parseVLANPCP, print: noPrint}, get, set)
+	add(&Field{Name: "dl_vlan_pcp", Bits: 3, Writable: true, parse: parseVLANPCP, print: noPrint, rewrite: rewriteVLAN}, get, set)
 	get, set = bitsOf16(func(k *Key) *uint16 { return &k.VLANTCI }, 0, 13)
 	add(&Field{Name: "vlan_vid", Aliases: []string{"OXM_OF_VLAN_VID"}, Bits: 13, Maskable: true, Writable: true,
-		Needs: needsVLAN, syntax: syntaxDecimal, print: noPrint}, get, set)
+		Needs: needsVLAN, syntax: syntaxDecimal, print: noPrint, rewrite: rewriteVLAN}, get, set)
 	get, set = bitsOf16(func(k *Key) *uint16 { return &k.VLANTCI }, 13, 3)
 	add(&Field{Name: "vlan_pcp", Aliases: []string{"OXM_OF_VLAN_PCP"}, Bits: 3, Writable: true,
-		Needs: needsVLAN, syntax: syntaxDecimal, print: noPrint}, get, set)
+		Needs: needsVLAN, syntax: syntaxDecimal, print: noPrint, rewrite: rewriteVLAN}, get, set)
 
 	get, set = bytesField(func(k *Key) []byte { return k.DlSrc[:] })
 	add(&Field{Name: "dl_src", Aliases: []string{"eth_src", "NXM_OF_ETH_SRC", "OXM_OF_ETH_SRC"}, Bits: 48,
-		Maskable: true, Writable: true, syntax: syntaxMAC}, get, set)
+		Maskable: true, Writable: true, syntax: syntaxMAC,
+		rewrite: rewriteMAC(ActSetDlSrc, func(k *Key) *[6]byte { return &k.DlSrc })}, get, set)
 	get, set = bytesField(func(k *Key) []byte { return k.DlDst[:] })
 	add(&Field{Name: "dl_dst", Aliases: []string{"eth_dst", "NXM_OF_ETH_DST", "OXM_OF_ETH_DST"}, Bits: 48,
-		Maskable: true, Writable: true, syntax: syntaxMAC}, get, set)
+		Maskable: true, Writable: true, syntax: syntaxMAC,
+		rewrite: rewriteMAC(ActSetDlDst, func(k *Key) *[6]byte { return &k.DlDst })}, get, set)
 
 	get, set = bytesField(func(k *Key) []byte { return k.NwSrc[:] })
 	add(&Field{Name: "nw_src", Aliases: []string{"ip_src", "NXM_OF_IP_SRC", "OXM_OF_IPV4_SRC"}, Bits: 32, Maskable: true,
-		Writable: true, Needs: needsIPv4OrARP, syntax: syntaxIPv4, print: printUnlessARP}, get, set)
+		Writable: true, Needs: needsIPv4OrARP, syntax: syntaxIPv4, print: printUnlessARP,
+		rewrite: rewriteIPv4(ActSetNwSrc, func(k *Key) *[4]byte { return &k.NwSrc })}, get, set)
 	add(&Field{Name: "arp_spa", Aliases: []string{"NXM_OF_ARP_SPA", "OXM_OF_ARP_SPA"}, Bits: 32, Maskable: true,
 		Needs: needsARP, syntax: syntaxIPv4, print: printIfARP}, get, set)
 	get, set = bytesField(func(k *Key) []byte { return k.NwDst[:] })
 	add(&Field{Name: "nw_dst", Aliases: []string{"ip_dst", "NXM_OF_IP_DST", "OXM_OF_IPV4_DST"}, Bits: 32, Maskable: true,
-		Writable: true, Needs: needsIPv4OrARP, syntax: syntaxIPv4, print: printUnlessARP}, get, set)
+		Writable: true, Needs: needsIPv4OrARP, syntax: syntaxIPv4, print: printUnlessARP,
+		rewrite: rewriteIPv4(ActSetNwDst, func(k *Key) *[4]byte { return &k.NwDst })}, get, set)
 	add(&Field{Name: "arp_tpa", Aliases: []string{"NXM_OF_ARP_TPA", "OXM_OF_ARP_TPA"}, Bits: 32, Maskable: true,
 		Needs: needsARP, syntax: syntaxIPv4, print: printIfARP}, get, set)
 
 	get, set = bytesField(func(k *Key) []byte { return k.IPv6Src[:] })
 	add(&Field{Name: "ipv6_src", Aliases: []string{"NXM_NX_IPV6_SRC", "OXM_OF_IPV6_SRC"}, Bits: 128, Maskable: true,
-		Needs: needsIPv6, syntax: syntaxIPv6}, get, set)
+		Writable: true, Needs: needsIPv6, syntax: syntaxIPv6,
+		rewrite: rewriteIPv6(ActSetIPv6Src, func(k *Key) *[16]byte { return &k.IPv6Src })}, get, set)
 	get, set = bytesField(func(k *Key) []byte { return k.IPv6Dst[:] })
 	add(&Field{Name: "ipv6_dst", Aliases: []string{"NXM_NX_IPV6_DST", "OXM_OF_IPV6_DST"}, Bits: 128, Maskable: true,
-		Needs: needsIPv6, syntax: syntaxIPv6}, get, set)
+		Writable: true, Needs: needsIPv6, syntax: syntaxIPv6,
+		rewrite: rewriteIPv6(ActSetIPv6Dst, func(k *Key) *[16]byte { return &k.IPv6Dst })}, get, set)
 
 	get, set = u8Field(func(k *Key) *uint8 { return &k.NwProto })
 	add(&Field{Name: "nw_proto", Aliases: []string{"ip_proto", "NXM_OF_IP_PROTO", "OXM_OF_IP_PROTO"}, Bits: 8,
@@ -338,38 +439,42 @@ func fieldTable() []*Field {
 
 	get, set = bitsOf8(func(k *Key) *uint8 { return &k.NwTOS }, 2, 6)
 	dscpGet, dscpSet := get, set
+	rewriteDSCP := rewriteIP(ActSetNwTOS, func(k *Key) uint16 { return uint16(k.NwTOS & tosDSCPMask) })
 	add(&Field{Name: "nw_tos", Aliases: []string{"NXM_OF_IP_TOS"}, Bits: 8, Writable: true, Needs: needsIP,
-		parse: parseNwTOS, print: printNwTOS},
+		parse: parseNwTOS, print: printNwTOS, rewrite: rewriteDSCP},
 		func(k *Key) Value { return Value{Lo: dscpGet(k).Lo << 2} },
 		func(k *Key, v Value) { dscpSet(k, Value{Lo: v.Lo >> 2}) })
 	add(&Field{Name: "ip_dscp", Aliases: []string{"OXM_OF_IP_DSCP"}, Bits: 6, Writable: true, Needs: needsIP,
-		syntax: syntaxDecimal, print: noPrint}, get, set)
+		syntax: syntaxDecimal, print: noPrint, rewrite: rewriteDSCP}, get, set)
 	get, set = bitsOf8(func(k *Key) *uint8 { return &k.NwTOS }, 0, 2)
 	add(&Field{Name: "nw_ecn", Aliases: []string{"ip_ecn", "NXM_NX_IP_ECN", "OXM_OF_IP_ECN"}, Bits: 2, Writable: true,
-		Needs: needsIP, syntax: syntaxDecimal}, get, set)
+		Needs: needsIP, syntax: syntaxDecimal,
+		rewrite: rewriteIP(ActSetNwECN, func(k *Key) uint16 { return uint16(k.NwTOS & tosECNMask) })}, get, set)
 	get, set = u8Field(func(k *Key) *uint8 { return &k.NwTTL })
 	add(&Field{Name: "nw_ttl", Aliases: []string{"NXM_NX_IP_TTL"}, Bits: 8, Writable: true, Needs: needsIP,
-		syntax: syntaxDecimal}, get, set)
+		syntax: syntaxDecimal, rewrite: rewriteIP(ActSetNwTTL, func(k *Key) uint16 { return uint16(k.NwTTL) })}, get, set)
 	get, set = u8Field(func(k *Key) *uint8 { return &k.NwFrag })
 	add(&Field{Name: "ip_frag", Aliases: []string{"nw_frag", "NXM_NX_IP_FRAG"}, Bits: 2, Maskable: true,
 		Needs: needsIP, syntax: syntaxFrag}, get, set)
 
 	get, set = u16Field(func(k *Key) *uint16 { return &k.TpSrc })
+	rewriteTpSrc := rewritePort(ActSetTpSrc, func(k *Key) *uint16 { return &k.TpSrc })
 	add(&Field{Name: "tp_src", Bits: 16, Maskable: true, Writable: true, Needs: needsTCPOrUDP,
-		syntax: syntaxDecimal, print: printUnlessICMP}, get, set)
+		syntax: syntaxDecimal, print: printUnlessICMP, rewrite: rewriteTpSrc}, get, set)
 	add(&Field{Name: "tcp_src", Aliases: []string{"NXM_OF_TCP_SRC", "OXM_OF_TCP_SRC"}, Bits: 16, Maskable: true,
-		Writable: true, Needs: needsTCP, syntax: syntaxDecimal, print: noPrint}, get, set)
+		Writable: true, Needs: needsTCP, syntax: syntaxDecimal, print: noPrint, rewrite: rewriteTpSrc}, get, set)
 	add(&Field{Name: "udp_src", Aliases: []string{"NXM_OF_UDP_SRC", "OXM_OF_UDP_SRC"}, Bits: 16, Maskable: true,
-		Writable: true, Needs: needsUDP, syntax: syntaxDecimal, print: noPrint}, get, set)
+		Writable: true, Needs: needsUDP, syntax: syntaxDecimal, print: noPrint, rewrite: rewriteTpSrc}, get, set)
 	add(&Field{Name: "icmp_type", Aliases: []string{"icmpv6_type", "NXM_OF_ICMP_TYPE", "OXM_OF_ICMPV4_TYPE",
 		"NXM_NX_ICMPV6_TYPE", "OXM_OF_ICMPV6_TYPE"}, Bits: 8, Needs: needsICMP, syntax: syntaxDecimal, print: printIfICMP}, get, set)
 	get, set = u16Field(func(k *Key) *uint16 { return &k.TpDst })
+	rewriteTpDst := rewritePort(ActSetTpDst, func(k *Key) *uint16 { return &k.TpDst })
 	add(&Field{Name: "tp_dst", Bits: 16, Maskable: true, Writable: true, Needs: needsTCPOrUDP,
-		syntax: syntaxDecimal, print: printUnlessICMP}, get, set)
+		syntax: syntaxDecimal, print: printUnlessICMP, rewrite: rewriteTpDst}, get, set)
 	add(&Field{Name: "tcp_dst", Aliases: []string{"NXM_OF_TCP_DST", "OXM_OF_TCP_DST"}, Bits: 16, Maskable: true,
-		Writable: true, Needs: needsTCP, syntax: syntaxDecimal, print: noPrint}, get, set)
+		Writable: true, Needs: needsTCP, syntax: syntaxDecimal, print: noPrint, rewrite: rewriteTpDst}, get, set)
 	add(&Field{Name: "udp_dst", Aliases: []string{"NXM_OF_UDP_DST", "OXM_OF_UDP_DST"}, Bits: 16, Maskable: true,
-		Writable: true, Needs: needsUDP, syntax: syntaxDecimal, print: noPrint}, get, set)
+		Writable: true, Needs: needsUDP, syntax: syntaxDecimal, print: noPrint, rewrite: rewriteTpDst}, get, set)
 	add(&Field{Name: "icmp_code", Aliases: []string{"icmpv6_code", "NXM_OF_ICMP_CODE", "OXM_OF_ICMPV4_CODE",
 		"NXM_NX_ICMPV6_CODE", "OXM_OF_ICMPV6_CODE"}, Bits: 8, Needs: needsICMP, syntax: syntaxDecimal, print: printIfICMP}, get, set)
 	return table

@@ -60,9 +60,11 @@ const (
 	ActSetNwECN                         // Value: the ECN bits of the TOS (traffic class) byte
 	ActSetNwTTL                         // Value: the TTL (hop limit)
 	ActSetVLANPCP                       // Value (PCP); pushes a tag if there is none, as OVS's mod_vlan_pcp
+	ActSetIPv6Src                       // Imm (the address)
+	ActSetIPv6Dst                       // Imm (the address)
 
-	// The pipeline's actions, which work on the frame's metadata rather
-	// than its bytes (syntax_pipeline.go).
+	// The pipeline's actions, which work on the frame's metadata, and on
+	// its header fields by their bits (syntax_pipeline.go).
 	ActLoad          // Field's bits under Mask become Imm (load:V->F[a..b])
 	ActSetField      // the same, written set_field:V/M->F
 	ActMove          // NBits bits of Src from SrcOfs go to Field from Ofs
@@ -94,6 +96,7 @@ type Action struct {
 
 	// ActLoad, ActSetField, ActWriteMetadata and ActMove write Field; Imm
 	// is already shifted under Mask, which is contiguous for ActLoad.
+	// ActSetIPv6Src and ActSetIPv6Dst keep their address in Imm.
 	Field, Src         *Field
 	Imm, Mask          Value
 	Ofs, SrcOfs, NBits uint8 // ActMove
@@ -139,9 +142,8 @@ const ThisTable = 255
 // rewrite itself does; strip_vlan leaves no tag in the key, since the key
 // keeps only the outer one. It allocates nothing.
 func (a *Action) ApplyToKey(k *Key) (keep bool) {
-	isIPv4 := k.DlType == EtherTypeIPv4
-	isIP := isIPv4 || k.DlType == EtherTypeIPv6
-	hasPorts := isIP && (k.NwProto == ProtoTCP || k.NwProto == ProtoUDP) && k.NwFrag&FragLater == 0
+	isIPv4, isIPv6 := k.DlType == EtherTypeIPv4, k.DlType == EtherTypeIPv6
+	isIP, hasPorts := isIPv4 || isIPv6, k.hasPorts()
 	switch a.Type {
 	case ActLoad, ActSetField, ActWriteMetadata:
 		a.Field.Set(k, a.Field.Get(k).And(a.Mask.Not()).Or(a.Imm))
@@ -161,6 +163,14 @@ func (a *Action) ApplyToKey(k *Key) (keep bool) {
 	case ActSetNwDst:
 		if isIPv4 {
 			a.SetAddress(k.NwDst[:])
+		}
+	case ActSetIPv6Src:
+		if isIPv6 {
+			putValueBytes(k.IPv6Src[:], a.Imm)
+		}
+	case ActSetIPv6Dst:
+		if isIPv6 {
+			putValueBytes(k.IPv6Dst[:], a.Imm)
 		}
 	case ActSetTpSrc:
 		if hasPorts {

@@ -12,6 +12,7 @@ import (
 // requires, so that a rule never rewrites a header the packet lacks.
 var (
 	actionNeedsIPv4     = &prerequisite{holds: func(m *Match) bool { return hasDlType(m, EtherTypeIPv4) }, what: "an IPv4 match (ip)"}
+	actionNeedsIPv6     = &prerequisite{holds: func(m *Match) bool { return hasDlType(m, EtherTypeIPv6) }, what: "an IPv6 match (ipv6)"}
 	actionNeedsIP       = &prerequisite{holds: isIPMatch, what: "an ip or ipv6 match"}
 	actionNeedsTCPOrUDP = &prerequisite{holds: func(m *Match) bool { return isTCPMatch(m) || isUDPMatch(m) }, what: "a tcp or udp match"}
 	actionNeedsTCP      = &prerequisite{holds: isTCPMatch, what: "a tcp match"}
@@ -356,8 +357,10 @@ func setFieldAction(arg string) (Action, *prerequisite, error) {
 	if isWireName(field) {
 		return Action{}, nil, fmt.Errorf("set_field: unknown field %q (NXM and OXM names are for load and move)", field)
 	}
-	if f, ok := fieldsByName[field]; ok && f.Carried {
-		return setCarriedField(value, f)
+	if f, ok := fieldsByName[field]; ok && (f.Carried || field == "vlan_tci") {
+		// vlan_tci has no mod_ action: the pipeline works its write out
+		// (Field.AppendRewrites), as it does a load's.
+		return setFieldOf(value, f)
 	}
 	if strings.Contains(value, "/") {
 		return maskedHeaderSet(value, field)
@@ -376,6 +379,16 @@ func setFieldAction(arg string) (Action, *prerequisite, error) {
 		return ipv4Action(ActSetNwSrc, value)
 	case "ip_dst", "nw_dst":
 		return ipv4Action(ActSetNwDst, value)
+	case "ipv6_src", "ipv6_dst":
+		addr, _, err := fieldsByName[field].parseValue(value, nil)
+		if err != nil {
+			return Action{}, nil, fmt.Errorf("set_field: %w", err)
+		}
+		typ := ActSetIPv6Src
+		if field == "ipv6_dst" {
+			typ = ActSetIPv6Dst
+		}
+		return Action{Type: typ, Imm: addr}, actionNeedsIPv6, nil
 	case "vlan_pcp":
 		pcp, err := numberFromText("set_field "+field, value, 7)
 		return Action{Type: ActSetVLANPCP, Value: uint16(pcp)}, needsVLAN, err
@@ -551,6 +564,10 @@ func actionText(a Action) string {
 		return "mod_nw_ttl:" + strconv.Itoa(int(a.Value))
 	case ActSetVLANPCP:
 		return "mod_vlan_pcp:" + strconv.Itoa(int(a.Value))
+	case ActSetIPv6Src:
+		return "set_field:" + fieldsByName["ipv6_src"].formatValue(a.Imm, Ones(128)) + "->ipv6_src"
+	case ActSetIPv6Dst:
+		return "set_field:" + fieldsByName["ipv6_dst"].formatValue(a.Imm, Ones(128)) + "->ipv6_dst"
 	}
 	return fmt.Sprintf("unknown_action_type_%d", a.Type)
 }

@@ -9,13 +9,16 @@ import (
 )
 
 // The syntax of the pipeline's actions, which act on what the pipeline
-// carries with a frame (registers, metadata, the input port) and on where
-// it goes next, as ovs-actions(7) writes them:
+// carries with a frame (registers, metadata, the input port), on where it
+// goes next, and on any field by its bits, as ovs-actions(7) writes them:
 //
 //	load:0x5->NXM_NX_REG0[0..15]   load:5->reg0[]   load:1->reg2[3]
 //	set_field:0x5/0xff->reg0        move:reg0[0..15]->reg1[16..31]
 //	write_metadata:0x1/0xff         resubmit(,2)  resubmit:3  resubmit(3,2)
-//	goto_table:2
+//	goto_table:2                    move:NXM_OF_ETH_SRC[]->NXM_OF_ETH_DST[]
+//
+// A load or move into a header field changes the frame too: the pipeline
+// works out the rewrites it makes (Field.AppendRewrites).
 
 // subfield is a field's bits [ofs, ofs+nbits), as NAME[], NAME[N] or
 // NAME[A..B] write them; a bare NAME is all of it.
@@ -73,11 +76,8 @@ func (sf subfield) String() string {
 
 // writable checks that a load, move or set_field may write sf's field.
 func (sf subfield) writable(action string) error {
-	switch f := sf.field; {
-	case !f.Writable:
-		return fmt.Errorf("%s: field %s cannot be written", action, f.Name)
-	case !f.Carried:
-		return fmt.Errorf("%s: writing the header field %s is not supported (only registers, metadata and in_port); use its mod_ action or set_field", action, f.Name)
+	if !sf.field.Writable {
+		return fmt.Errorf("%s: field %s cannot be written", action, sf.field.Name)
 	}
 	return nil
 }
@@ -143,9 +143,9 @@ func bothNeeded(a, b *prerequisite) *prerequisite {
 	return &prerequisite{holds: func(m *Match) bool { return a.holds(m) && b.holds(m) }, what: a.what + " and " + b.what}
 }
 
-// setCarriedField parses set_field's "VALUE[/MASK]" for a field the
-// pipeline carries.
-func setCarriedField(valueText string, f *Field) (Action, *prerequisite, error) {
+// setFieldOf parses set_field's "VALUE[/MASK]" for a field the pipeline
+// carries, or a header field without a mod_ action of its own.
+func setFieldOf(valueText string, f *Field) (Action, *prerequisite, error) {
 	if err := (subfield{field: f, nbits: f.Bits}).writable("set_field"); err != nil {
 		return Action{}, nil, err
 	}

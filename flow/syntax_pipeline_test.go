@@ -30,6 +30,17 @@ func TestParsePipelineActions(t *testing.T) {
 		{"in_port=65534,actions=LOCAL", "in_port=LOCAL actions=output:LOCAL"},
 		{"in_port=1,actions=output:local,resubmit(LOCAL,1)", "in_port=1 actions=output:LOCAL,resubmit(LOCAL,1)"},
 		{"table=7,metadata=0x1/0xff,actions=goto_table:8", "table=7, metadata=0x1/0xff actions=goto_table:8"},
+		// Loads and moves into header fields, and set_field to the header
+		// fields that have no mod_ action.
+		{"actions=load:0x1->NXM_OF_ETH_DST[0..23]", "actions=load:0x1->dl_dst[0..23]"},
+		{"actions=move:NXM_OF_ETH_SRC[]->NXM_OF_ETH_DST[]", "actions=move:dl_src[]->dl_dst[]"},
+		{"ip,actions=move:NXM_OF_IP_SRC[]->NXM_OF_IP_DST[],load:0x40->NXM_NX_IP_TTL[]", "ip actions=move:nw_src[]->nw_dst[],load:0x40->nw_ttl[]"},
+		{"tcp,actions=move:NXM_OF_TCP_SRC[]->NXM_OF_TCP_DST[]", "tcp actions=move:tcp_src[]->tcp_dst[]"},
+		{"actions=load:0x1005->NXM_OF_VLAN_TCI[]", "actions=load:0x1005->vlan_tci[]"},
+		{"actions=set_field:0x1005->vlan_tci", "actions=set_field:0x1005->vlan_tci"},
+		{"ipv6,actions=set_field:2001:db8::1->ipv6_src,set_field:2001:db8::2->ipv6_dst",
+			"ipv6 actions=set_field:2001:db8::1->ipv6_src,set_field:2001:db8::2->ipv6_dst"},
+		{"ipv6,actions=move:NXM_NX_IPV6_SRC[]->NXM_NX_IPV6_DST[]", "ipv6 actions=move:ipv6_src[]->ipv6_dst[]"},
 	})
 }
 

@@ -264,6 +264,10 @@ func rewrite(a *flow.Action, frame []byte, l *flow.Layout) ([]byte, bool) {
 		if port, ok := maskedPort(a, frame, l, l4DstPortOff); ok {
 			setTpDst(frame, l, port)
 		}
+	case flow.ActSetIPv6Src:
+		setIPv6Src(frame, l, a.Imm)
+	case flow.ActSetIPv6Dst:
+		setIPv6Dst(frame, l, a.Imm)
 	case flow.ActDecTTL:
 		return frame, decTTL(frame, l)
 	case flow.ActStripVLAN:

@@ -250,7 +250,11 @@ func (tr *translator) action(a flow.Action, fromSet bool) bool {
 			tr.normal()
 		}
 	case flow.ActLoad, flow.ActSetField, flow.ActMove, flow.ActWriteMetadata:
-		a.ApplyToKey(&tr.key)
+		if a.Field.Carried {
+			a.ApplyToKey(&tr.key)
+		} else {
+			tr.writeHeader(a)
+		}
 	default:
 		// A header rewrite: the frame gets it, and later tables see it.
 		tr.emit(a)
@@ -267,6 +271,19 @@ func (tr *translator) action(a flow.Action, fromSet bool) bool {
 }
 
 func (tr *translator) emit(a flow.Action) { tr.d.actions = append(tr.d.actions, a) }
+
+// writeHeader works a load, move or set_field of a header field out as
+// the rewrites that give the frame what the key then says: the key is
+// the frame's exactly, so a move's source bits are known here. A frame
+// without the field's header keeps its key, as it keeps its bytes.
+func (tr *translator) writeHeader(a flow.Action) {
+	before := tr.key
+	a.ApplyToKey(&tr.key)
+	var ok bool
+	if tr.d.actions, ok = a.Field.AppendRewrites(tr.d.actions, &before, &tr.key); !ok {
+		tr.key = before
+	}
+}
 
 // normal resolves NORMAL for the key as it stands (see the top of the
 // file), or leaves it NORMAL where it refuses the frame. Like NORMAL, it

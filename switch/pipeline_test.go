@@ -280,3 +280,34 @@ func TestDropsAreCountedPerInputPort(t *testing.T) {
 		t.Errorf("bridge's pipeline drops %v; want 3 table misses and 2 to a port that is down", got)
 	}
 }
+
+// TestHeaderLoadsAndMovesRewriteTheFrame: loads and moves into header
+// fields, and set_field to IPv6 addresses, reach the frame's bytes,
+// checksums and tags included.
+func TestHeaderLoadsAndMovesRewriteTheFrame(t *testing.T) {
+	ports := newPorts(3)
+	f := testForwarder(t, 64, ports...)
+	f.flows.Publish(rules(t,
+		"tcp,actions=move:NXM_OF_ETH_SRC[]->NXM_OF_ETH_DST[],load:0xa->NXM_OF_IP_DST[0..7],"+
+			"move:NXM_OF_TCP_SRC[]->NXM_OF_TCP_DST[],load:0x1005->NXM_OF_VLAN_TCI[],output:2,"+
+			"load:0->NXM_OF_VLAN_TCI[],load:0x7->NXM_NX_IP_TTL[],output:3",
+		"icmp6,actions=move:NXM_NX_IPV6_SRC[]->NXM_NX_IPV6_DST[],set_field:2001:db8::7->ipv6_src,output:2"))
+	in := baseSpec()
+	ports[0].Inject(in.build(t))
+	forwardAll(f)
+	tagged := in
+	tagged.dlDst, tagged.ip4Dst, tagged.tpDst = in.dlSrc, [4]byte{10, 0, 0, 10}, in.tpSrc
+	tagged.tags = []vlanTag{{tpidDot1Q, 5}}
+	wantFrames(t, ports[1], tagged.build(t))
+	untagged := tagged
+	untagged.tags, untagged.ttl = nil, 7
+	wantFrames(t, ports[2], untagged.build(t))
+
+	v6 := baseSpec()
+	v6.v6, v6.proto = true, layers.IPProtocolICMPv6
+	ports[0].Inject(v6.build(t))
+	forwardAll(f)
+	moved := v6
+	moved.ip6Dst, moved.ip6Src = v6.ip6Src, [16]byte{0: 0x20, 1: 0x01, 2: 0x0d, 3: 0xb8, 15: 7}
+	wantFrames(t, ports[1], moved.build(t))
+}

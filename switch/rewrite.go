@@ -49,15 +49,18 @@ const (
 	tosECNMask   = 0x03
 
 	// Field offsets within their header.
-	ipv4TTLOff      = 8
-	ipv4ChecksumOff = 10
-	ipv4SrcOff      = 12
-	ipv4DstOff      = 16
-	ipv6HopLimitOff = 7
-	l4SrcPortOff    = 0
-	l4DstPortOff    = 2
-	udpChecksumOff  = 6
-	tcpChecksumOff  = 16
+	ipv4TTLOff        = 8
+	ipv4ChecksumOff   = 10
+	ipv4SrcOff        = 12
+	ipv4DstOff        = 16
+	ipv6HopLimitOff   = 7
+	ipv6SrcOff        = 8
+	ipv6DstOff        = 24
+	l4SrcPortOff      = 0
+	l4DstPortOff      = 2
+	udpChecksumOff    = 6
+	tcpChecksumOff    = 16
+	icmpv6ChecksumOff = 2
 )
 
 // currentMAC, currentIPv4Addr and currentL4Port read the field a rewrite
@@ -78,7 +81,7 @@ func currentIPv4Addr(frame []byte, l *flow.Layout, fieldOff int) (addr [4]byte, 
 }
 
 func currentL4Port(frame []byte, l *flow.Layout, fieldOff int) (uint16, bool) {
-	if l.L4Proto == 0 {
+	if !l.HasPorts() {
 		return 0, false
 	}
 	return binary.BigEndian.Uint16(frame[l.L4+fieldOff:]), true
@@ -127,8 +130,34 @@ func setIPv4Addr(frame []byte, l *flow.Layout, fieldOff int, addr [4]byte) {
 	copy(field, addr[:])
 }
 
+// setIPv6Src and setIPv6Dst rewrite an IPv6 address.
+func setIPv6Src(frame []byte, l *flow.Layout, addr flow.Value) {
+	setIPv6Addr(frame, l, ipv6SrcOff, addr)
+}
+func setIPv6Dst(frame []byte, l *flow.Layout, addr flow.Value) {
+	setIPv6Addr(frame, l, ipv6DstOff, addr)
+}
+
+func setIPv6Addr(frame []byte, l *flow.Layout, fieldOff int, addr flow.Value) {
+	if l.IPVersion != 6 {
+		return
+	}
+	// IPv6 has no header checksum; the address is in the TCP, UDP and
+	// ICMPv6 pseudo-header, which covers it word by word.
+	field := frame[l.L3+fieldOff : l.L3+fieldOff+16]
+	var delta uint32
+	for i, half := range [2]uint64{addr.Hi, addr.Lo} {
+		old := binary.BigEndian.Uint64(field[8*i:])
+		delta += wordsDelta32(uint32(old>>32), uint32(half>>32)) + wordsDelta32(uint32(old), uint32(half))
+		binary.BigEndian.PutUint64(field[8*i:], half)
+	}
+	if l.L4Proto != 0 {
+		updateL4Checksum(frame, l, delta)
+	}
+}
+
 func setL4Port(frame []byte, l *flow.Layout, fieldOff int, port uint16) {
-	if l.L4Proto == 0 {
+	if !l.HasPorts() {
 		return
 	}
 	field := frame[l.L4+fieldOff:]
@@ -291,10 +320,14 @@ func outerTag(frame []byte) (tagged, ok bool) {
 
 func isTPID(etherType uint16) bool { return etherType == tpidDot1Q || etherType == tpidDot1AD }
 
-// updateL4Checksum applies delta to the TCP or UDP checksum.
+// updateL4Checksum applies delta to the TCP, UDP or ICMPv6 checksum.
 func updateL4Checksum(frame []byte, l *flow.Layout, delta uint32) {
-	if l.L4Proto == flow.ProtoTCP {
+	switch l.L4Proto {
+	case flow.ProtoTCP:
 		updateChecksum(frame[l.L4+tcpChecksumOff:], delta)
+		return
+	case flow.ProtoICMPv6:
+		updateChecksum(frame[l.L4+icmpv6ChecksumOff:], delta)
 		return
 	}
 	field := frame[l.L4+udpChecksumOff:]

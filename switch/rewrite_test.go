@@ -349,6 +349,29 @@ func nwDstAction(ip [4]byte) rewriteAction {
 	}
 }
 
+func ip6Action(dst bool, ip [16]byte) rewriteAction {
+	addr := flow.Value{Hi: binary.BigEndian.Uint64(ip[:8]), Lo: binary.BigEndian.Uint64(ip[8:])}
+	name, set := "setIPv6Src", setIPv6Src
+	if dst {
+		name, set = "setIPv6Dst", setIPv6Dst
+	}
+	return rewriteAction{
+		name:    fmt.Sprintf("%s(%v)", name, net.IP(ip[:])),
+		needsIP: true,
+		apply:   func(f []byte, l *flow.Layout) ([]byte, bool) { set(f, l, addr); return f, true },
+		expect: func(s frameSpec) (frameSpec, bool) {
+			if s.l3Visible() && s.v6 {
+				if dst {
+					s.ip6Dst = ip
+				} else {
+					s.ip6Src = ip
+				}
+			}
+			return s, true
+		},
+	}
+}
+
 func tpSrcAction(port uint16) rewriteAction {
 	return rewriteAction{
 		name:    fmt.Sprintf("setTpSrc(%d)", port),
@@ -487,6 +510,9 @@ func fixedActions() []rewriteAction {
 		nwSrcAction(baseSpec().ip4Src),
 		nwDstAction([4]byte{255, 255, 255, 255}),
 		nwDstAction([4]byte{198, 51, 100, 7}),
+		ip6Action(false, [16]byte{0: 0x20, 1: 0x01, 2: 0x0d, 3: 0xb8, 15: 0x99}),
+		ip6Action(true, [16]byte{0: 0xff, 1: 0xff, 15: 0xff}),
+		ip6Action(false, baseSpec().ip6Src),
 		tpSrcAction(0),
 		tpSrcAction(baseSpec().tpSrc),
 		tpSrcAction(0xffff),
@@ -652,12 +678,17 @@ func randomSpec(r *rand.Rand) frameSpec {
 func randomAction(r *rand.Rand, s frameSpec) rewriteAction {
 	var mac [6]byte
 	var ip [4]byte
-	fillRandom(r, mac[:], ip[:])
+	var ip6 [16]byte
+	fillRandom(r, mac[:], ip[:], ip6[:])
 	port := uint16(r.Uint32())
 	if r.IntN(8) == 0 {
 		port = s.tpSrc
 	}
-	switch r.IntN(15) {
+	switch r.IntN(17) {
+	case 15:
+		return ip6Action(false, ip6)
+	case 16:
+		return ip6Action(true, ip6)
 	case 0:
 		return dlSrcAction(mac)
 	case 1:
