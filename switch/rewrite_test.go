@@ -1083,6 +1083,18 @@ func TestRewritesAllocateNothing(t *testing.T) {
 	if allocs != 0 {
 		t.Errorf("rewrites allocate %v times per run, want 0", allocs)
 	}
+	v6 := baseSpec()
+	v6.v6 = true
+	frame6 := v6.build(t)
+	l6 := layoutOf(frame6)
+	allocs = testing.AllocsPerRun(100, func() {
+		setIPv6Src(frame6, l6, flow.Value{Hi: 0x20010db8 << 32, Lo: 1})
+		setIPv6Dst(frame6, l6, flow.Value{Hi: 0x20010db8 << 32, Lo: 2})
+		decTTL(frame6, l6)
+	})
+	if allocs != 0 {
+		t.Errorf("IPv6 rewrites allocate %v times per run, want 0", allocs)
+	}
 }
 
 func FuzzRewrites(f *testing.F) {
