@@ -458,15 +458,14 @@ func BenchmarkStationMove(b *testing.B) {
 	b.ReportMetric(float64(f.decisions.stale.value()-stale)/float64(moves), "stale/move")
 }
 
-// TestTableEditRetranslatesOnlyTheFlowsThroughIt: of TCP flows that go
-// through table 1 and UDP flows that go through table 2, an edit to
-// table 1 sends only the TCP flows back to translation, and what they
-// are translated to is the new table's answer.
-func TestTableEditRetranslatesOnlyTheFlowsThroughIt(t *testing.T) {
-	const n = 500
+// twoTableFlows builds a forwarder whose table 0 sends TCP through table
+// 1 (to port 2) and the rest through table 2 (to port 3), and n TCP and n
+// UDP flows from port 1; pass sends each flow's frame once, and returns
+// what ports 2 and 3 sent.
+func twoTableFlows(tb testing.TB, n int) (f *forwarder, tbl *flow.Table, pass func() (toTable1, toTable2 int)) {
 	ports := newPorts(3)
-	f := forwarderWith(t, Options{BatchSize: DefaultBatchSize, CacheSize: 4 * n}, ports...)
-	tbl := rules(t,
+	f = forwarderWith(tb, Options{BatchSize: DefaultBatchSize, CacheSize: 4 * n}, ports...)
+	tbl = rules(tb,
 		"priority=10,tcp,actions=goto_table:1",
 		"priority=0,actions=goto_table:2",
 		"table=1,priority=0,actions=output:2",
@@ -476,35 +475,43 @@ func TestTableEditRetranslatesOnlyTheFlowsThroughIt(t *testing.T) {
 	for i := range n {
 		s := baseSpec()
 		s.tpSrc = uint16(1000 + i)
-		frames = append(frames, s.build(t))
+		frames = append(frames, s.build(tb))
 		s.proto = layers.IPProtocolUDP
-		frames = append(frames, s.build(t))
+		frames = append(frames, s.build(tb))
 	}
-	pass := func() {
+	pass = func() (int, int) {
 		for i := 0; i < len(frames); i += DefaultBatchSize {
 			ports[0].Inject(frames[i:min(i+DefaultBatchSize, len(frames))]...)
 			forwardAll(f)
 		}
+		return len(ports[1].Transmitted()), len(ports[2].Transmitted())
 	}
 	pass()
-	ports[1].Transmitted()
-	ports[2].Transmitted()
+	return f, tbl, pass
+}
 
+// TestTableEditRetranslatesOnlyTheFlowsThroughIt: of TCP flows that go
+// through table 1 and UDP flows that go through table 2, an edit to
+// table 1 sends only the TCP flows back to translation, and what they
+// are translated to is the new table's answer.
+func TestTableEditRetranslatesOnlyTheFlowsThroughIt(t *testing.T) {
+	const n = 500
+	f, tbl, pass := twoTableFlows(t, n)
 	r, err := flow.ParseRule("table=1,priority=100,tcp,tp_src=1005,actions=drop", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.flows.Publish(tbl.Add(r, time.Now()))
 	stale, misses := f.decisions.stale.value(), f.decisions.misses.value()
-	pass()
+	tcp, udp := pass()
 	if s, m := f.decisions.stale.value()-stale, f.decisions.misses.value()-misses; s != n || m != 0 {
 		t.Errorf("an edit to table 1: %d of %d decisions translated again and %d anew; want %d and 0", s, 2*n, m, n)
 	}
-	if got := len(ports[1].Transmitted()); got != n-1 {
-		t.Errorf("port 2 sent %d TCP frames, want %d: all but the one the new rule drops", got, n-1)
+	if tcp != n-1 {
+		t.Errorf("port 2 sent %d TCP frames, want %d: all but the one the new rule drops", tcp, n-1)
 	}
-	if got := len(ports[2].Transmitted()); got != n {
-		t.Errorf("port 3 sent %d UDP frames, want %d", got, n)
+	if udp != n {
+		t.Errorf("port 3 sent %d UDP frames, want %d", udp, n)
 	}
 }
 
@@ -513,32 +520,7 @@ func TestTableEditRetranslatesOnlyTheFlowsThroughIt(t *testing.T) {
 // flow's next frame goes through; it reports how many decisions each
 // edit sent back to translation, and the time of the pass.
 func BenchmarkTableEdit(b *testing.B) {
-	const n = 5000
-	ports := newPorts(3)
-	f := forwarderWith(b, Options{BatchSize: DefaultBatchSize, CacheSize: 4 * n}, ports...)
-	tbl := rules(b,
-		"priority=10,tcp,actions=goto_table:1",
-		"priority=0,actions=goto_table:2",
-		"table=1,priority=0,actions=output:2",
-		"table=2,priority=0,actions=output:3")
-	var frames [][]byte
-	for i := range n {
-		s := baseSpec()
-		s.tpSrc = uint16(1000 + i)
-		frames = append(frames, s.build(b))
-		s.proto = layers.IPProtocolUDP
-		frames = append(frames, s.build(b))
-	}
-	pass := func() {
-		for i := 0; i < len(frames); i += DefaultBatchSize {
-			ports[0].Inject(frames[i:min(i+DefaultBatchSize, len(frames))]...)
-			forwardAll(f)
-		}
-		ports[1].Transmitted()
-		ports[2].Transmitted()
-	}
-	f.flows.Publish(tbl)
-	pass()
+	f, tbl, pass := twoTableFlows(b, 5000)
 	stale, edits := f.decisions.stale.value(), 0
 	for b.Loop() {
 		r, err := flow.ParseRule(fmt.Sprintf("table=1,priority=100,tcp,tp_dst=%d,actions=drop", 10000+edits), nil)
