@@ -66,7 +66,6 @@ func NewExtractor() *Extractor {
 	// Options take at least one byte of a header's 40 bytes of options:
 	// with this capacity, option lists never grow, and never allocate.
 	e.ipv4.Options = make([]layers.IPv4Option, 0, 40)
-	e.tcp.Options = make([]layers.TCPOption, 0, 40)
 
 	var container gopacket.DecodingLayerContainer = gopacket.DecodingLayerSparse(nil)
 	for _, l := range []gopacket.DecodingLayer{
@@ -334,6 +333,8 @@ var (
 	errIPv4Version      = errors.New("IPv4 header with another IP version")
 	errIPv6Version      = errors.New("IPv6 header with another IP version")
 	errIPv6ExtTruncated = errors.New("truncated IPv6 extension header")
+	errTCPTruncated     = errors.New("truncated TCP header")
+	errTCPDataOffset    = errors.New("TCP data offset outside the header or the packet")
 
 	errIPv6HopByHopPastPayload = errors.New("IPv6 hop-by-hop header longer than the payload length")
 )
@@ -528,6 +529,30 @@ func (*tcpLayer) NextLayerType() gopacket.LayerType    { return stopDecoding }
 func (*udpLayer) NextLayerType() gopacket.LayerType    { return stopDecoding }
 func (*icmpv4Layer) NextLayerType() gopacket.LayerType { return stopDecoding }
 func (*icmpv6Layer) NextLayerType() gopacket.LayerType { return stopDecoding }
+
+// DecodeFromBytes reads the ports and checks the header's length, and
+// leaves the options alone: the key has none of them, and OVS forwards a
+// segment whatever its options say, where gopacket's decoder calls one
+// whose options it cannot walk malformed.
+func (t *tcpLayer) DecodeFromBytes(data []byte, df gopacket.DecodeFeedback) error {
+	const fixedLen = 20
+	if len(data) < fixedLen {
+		df.SetTruncated()
+		return errTCPTruncated
+	}
+	headerLen := int(data[12]>>4) * 4
+	if headerLen < fixedLen {
+		return errTCPDataOffset
+	}
+	if headerLen > len(data) {
+		df.SetTruncated()
+		return errTCPDataOffset
+	}
+	t.SrcPort = layers.TCPPort(binary.BigEndian.Uint16(data[0:2]))
+	t.DstPort = layers.TCPPort(binary.BigEndian.Uint16(data[2:4]))
+	t.BaseLayer = layers.BaseLayer{Contents: data[:headerLen], Payload: data[headerLen:]}
+	return nil
+}
 
 // DecodeFromBytes reads the header and no further: a UDP length beyond the
 // packet is no error to the key, as in OVS. A first fragment has just

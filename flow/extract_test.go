@@ -278,6 +278,10 @@ func exMalformed(tb testing.TB) []exCase {
 		{name: "ipv4/tcp data offset 15", frame: edit(ipv4TCP, func(f []byte) { f[tcp+12] = 0xf0 }), want: l3},
 		{name: "ipv4/tcp data offset 4", frame: edit(ipv4TCP, func(f []byte) { f[tcp+12] = 0x40 }), want: l3},
 		{name: "ipv4/tcp cut", frame: ipv4TCP[:tcp+19], want: l3},
+		// The key reads no TCP option: options that do not walk (the
+		// payload taken for 16 bytes of them) harm nothing, as in OVS.
+		{name: "ipv4/tcp options that do not walk", frame: edit(ipv4TCP, func(f []byte) { f[tcp+12] = 0x90 }), ok: true,
+			want: exIPv4Key(ProtoTCP, 43210, 443)},
 		{name: "ipv6/payload length past the frame", frame: edit(ipv6TCP, func(f []byte) { f[ip6+4] = 0x40 }),
 			want: exIPv6Key(ProtoTCP, 43210, 443)},
 		{name: "ipv6/payload length 0", frame: edit(ipv6TCP, func(f []byte) { f[ip6+4], f[ip6+5] = 0, 0 }),
