@@ -1,0 +1,282 @@
+//go:build ignore
+
+// The in-kernel fast path's parser (issue 13, first step): it reads a
+// frame's flow key as flow.Extractor does, for the frames it can read
+// whole, and gives up on the rest, which user space keeps parsing (and
+// counting, when they are malformed) as it does now. What it reads:
+// Ethernet II, up to two 802.1Q/802.1ad tags (behind a third, dl_type is
+// that tag's TPID, as in OVS and the extractor), ARP for IPv4 over
+// Ethernet, IPv4 without options whose lengths hold, IPv6 without
+// extension headers, and TCP, UDP, ICMP and ICMPv6 headers. It gives up
+// on 802.3 frames, IPv4 options, IPv6 extension headers, multicast source
+// addresses and anything cut short.
+//
+// The key keeps the frame's byte order: user space compares it with
+// flow.Headers through FastpathFpKey's conversion.
+//
+// The program here only parses: with record_key set at load time it
+// stores what it read for the tests, which run it with BPF_PROG_RUN on
+// the extractor's corpora. The decision lookup and the redirect come
+// next; until then no port loads it.
+
+#include <linux/bpf.h>
+#include <linux/if_ether.h>
+#include <linux/ip.h>
+#include <linux/ipv6.h>
+#include <linux/in.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+
+#define VLAN_CFI 0x1000
+#define MAX_VLAN_TAGS 2
+#define FRAG_ANY 1
+#define FRAG_LATER 2
+
+struct fp_key {
+	__u8 dl_dst[6];
+	__u8 dl_src[6];
+	__u16 in_port;  // host order
+	__u16 dl_type;  // network order, as the rest
+	__u16 vlan_tci; // with VLAN_CFI set when there is a tag
+	__u8 nw_proto;
+	__u8 nw_tos;
+	__u8 nw_ttl;
+	__u8 nw_frag;
+	__u8 nw_src[4];
+	__u8 nw_dst[4];
+	__u8 ipv6_src[16];
+	__u8 ipv6_dst[16];
+	__u16 tp_src; // ICMP: the type, as a 16-bit value in network order
+	__u16 tp_dst; // ICMP: the code
+};
+
+struct fp_parsed {
+	__u32 ok; // 1: the key is the frame's; 0: the parser gave up
+	struct fp_key key;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct fp_parsed);
+} parsed SEC(".maps");
+
+// in_port is the OpenFlow port number of the port the program is on.
+volatile const __u16 in_port = 0;
+// record_key makes the program store each key in parsed (tests only).
+volatile const __u8 record_key = 0;
+
+struct cursor {
+	void *pos;
+	void *end;
+};
+
+// take returns the next n bytes and moves past them, or NULL when the
+// frame has fewer.
+static __always_inline void *take(struct cursor *c, __u32 n)
+{
+	void *p = c->pos;
+
+	if (p + n > c->end)
+		return NULL;
+	c->pos = p + n;
+	return p;
+}
+
+struct vlan_tag {
+	__be16 tci;
+	__be16 next;
+};
+
+struct arp_ipv4 {
+	__be16 htype, ptype;
+	__u8 hlen, plen;
+	__be16 op;
+	__u8 sha[6], spa[4], tha[6], tpa[4];
+};
+
+struct l4_ports {
+	__be16 src, dst;
+};
+
+// parse_l4 reads the L4 header, which must lie within the IP packet (not
+// its padding): takes are bounded by the frame's end, which the verifier
+// tracks, and then checked against the packet's. ICMP is ICMPv4 over
+// IPv4 and ICMPv6 over IPv6, as in OVS; the other is no header to the key.
+static __always_inline int parse_l4(struct cursor *c, void *ip_end, struct fp_key *k, int ipv6)
+{
+	__u8 icmp_proto = ipv6 ? IPPROTO_ICMPV6 : IPPROTO_ICMP;
+
+	if ((k->nw_proto == IPPROTO_ICMP || k->nw_proto == IPPROTO_ICMPV6) && k->nw_proto != icmp_proto)
+		return 1;
+	switch (k->nw_proto) {
+	case IPPROTO_TCP: {
+		__u8 *tcp = take(c, 20);
+
+		if (!tcp || c->pos > ip_end)
+			return 0;
+		__u8 data_off = tcp[12] >> 4;
+		if (data_off < 5 || (void *)tcp + data_off * 4 > ip_end)
+			return 0;
+		k->tp_src = ((struct l4_ports *)tcp)->src;
+		k->tp_dst = ((struct l4_ports *)tcp)->dst;
+		return 1;
+	}
+	case IPPROTO_UDP: {
+		struct l4_ports *udp = take(c, 8);
+
+		if (!udp || c->pos > ip_end)
+			return 0;
+		// A length under the header's own (but 0, a jumbogram's) is
+		// malformed to the extractor.
+		__u16 len = bpf_ntohs(((__be16 *)udp)[2]);
+		if (len != 0 && len < 8)
+			return 0;
+		k->tp_src = udp->src;
+		k->tp_dst = udp->dst;
+		return 1;
+	}
+	case IPPROTO_ICMP: {
+		__u8 *icmp = take(c, 8); // ICMPv4 headers are 8 bytes
+
+		if (!icmp || c->pos > ip_end)
+			return 0;
+		k->tp_src = bpf_htons(icmp[0]);
+		k->tp_dst = bpf_htons(icmp[1]);
+		return 1;
+	}
+	case IPPROTO_ICMPV6: {
+		__u8 *icmp = take(c, 4); // ICMPv6's fixed part
+
+		if (!icmp || c->pos > ip_end)
+			return 0;
+		k->tp_src = bpf_htons(icmp[0]);
+		k->tp_dst = bpf_htons(icmp[1]);
+		return 1;
+	}
+	}
+	return 1;
+}
+
+static __always_inline int parse_ipv4(struct cursor *c, struct fp_key *k)
+{
+	struct iphdr *ip = take(c, sizeof(*ip));
+
+	if (!ip || ip->version != 4 || ip->ihl != 5)
+		return 0; // options: user space reads them
+	__u16 total = bpf_ntohs(ip->tot_len);
+	if (total < sizeof(*ip) || (void *)ip + total > c->end)
+		return 0;
+	__builtin_memcpy(k->nw_src, &ip->saddr, 4);
+	__builtin_memcpy(k->nw_dst, &ip->daddr, 4);
+	k->nw_proto = ip->protocol;
+	k->nw_tos = ip->tos;
+	k->nw_ttl = ip->ttl;
+	__u16 frag = bpf_ntohs(ip->frag_off);
+	if (frag & 0x3fff) // more fragments, or an offset
+		k->nw_frag = FRAG_ANY;
+	if (frag & 0x1fff) {
+		k->nw_frag |= FRAG_LATER;
+		return 1; // no L4 header in a later fragment
+	}
+	return parse_l4(c, (void *)ip + total, k, 0);
+}
+
+static __always_inline int parse_ipv6(struct cursor *c, struct fp_key *k)
+{
+	struct ipv6hdr *ip = take(c, sizeof(*ip));
+
+	if (!ip || ip->version != 6)
+		return 0;
+	__u16 payload = bpf_ntohs(ip->payload_len);
+	if (payload == 0 || c->pos + payload > c->end)
+		return 0; // a jumbogram, or cut short
+	switch (ip->nexthdr) {
+	case 0:  // hop-by-hop options
+	case 43: // routing
+	case 44: // fragment
+	case 51: // AH
+	case 60: // destination options
+		return 0;
+	}
+	__builtin_memcpy(k->ipv6_src, &ip->saddr, 16);
+	__builtin_memcpy(k->ipv6_dst, &ip->daddr, 16);
+	k->nw_proto = ip->nexthdr;
+	k->nw_tos = ip->priority << 4 | ip->flow_lbl[0] >> 4;
+	k->nw_ttl = ip->hop_limit;
+	return parse_l4(c, c->pos + payload, k, 1);
+}
+
+static __always_inline int parse_arp(struct cursor *c, struct fp_key *k)
+{
+	struct arp_ipv4 *arp = take(c, sizeof(*arp));
+
+	if (!arp || arp->htype != bpf_htons(1) || arp->ptype != bpf_htons(ETH_P_IP) || arp->hlen != 6 ||
+	    arp->plen != 4)
+		return 0;
+	// As the extractor, the opcode's low 8 bits.
+	k->nw_proto = bpf_ntohs(arp->op) & 0xff;
+	__builtin_memcpy(k->nw_src, arp->spa, 4);
+	__builtin_memcpy(k->nw_dst, arp->tpa, 4);
+	return 1;
+}
+
+// parse fills *k from the frame and reports whether it read all of it the
+// key needs; when it did not, user space parses the frame.
+static __always_inline int parse(struct xdp_md *ctx, struct fp_key *k)
+{
+	struct cursor c = { .pos = (void *)(long)ctx->data, .end = (void *)(long)ctx->data_end };
+	struct ethhdr *eth = take(&c, sizeof(*eth));
+
+	if (!eth || eth->h_source[0] & 1)
+		return 0; // a runt, or a multicast source: malformed to user space
+	__builtin_memcpy(k->dl_dst, eth->h_dest, 6);
+	__builtin_memcpy(k->dl_src, eth->h_source, 6);
+	k->in_port = in_port;
+	__be16 type = eth->h_proto;
+
+#pragma unroll
+	for (int i = 0; i < MAX_VLAN_TAGS; i++) {
+		if (type != bpf_htons(ETH_P_8021Q) && type != bpf_htons(ETH_P_8021AD))
+			break;
+		struct vlan_tag *tag = take(&c, sizeof(*tag));
+		if (!tag)
+			return 0;
+		if (i == 0)
+			k->vlan_tci = tag->tci | bpf_htons(VLAN_CFI);
+		type = tag->next;
+	}
+	if (bpf_ntohs(type) < ETH_P_802_3_MIN)
+		return 0; // 802.3 with LLC/SNAP
+	k->dl_type = type;
+	switch (type) {
+	case bpf_htons(ETH_P_IP):
+		return parse_ipv4(&c, k);
+	case bpf_htons(ETH_P_IPV6):
+		return parse_ipv6(&c, k);
+	case bpf_htons(ETH_P_ARP):
+		return parse_arp(&c, k);
+	}
+	return 1;
+}
+
+SEC("xdp")
+int fastpath(struct xdp_md *ctx)
+{
+	struct fp_key key = {};
+	int ok = parse(ctx, &key);
+
+	if (record_key) {
+		__u32 zero = 0;
+		struct fp_parsed *out = bpf_map_lookup_elem(&parsed, &zero);
+
+		if (out) {
+			out->ok = ok;
+			out->key = key;
+		}
+	}
+	return XDP_PASS;
+}
+
+char __license[] SEC("license") = "Dual BSD/GPL";
