@@ -14,10 +14,15 @@
 // The key keeps the frame's byte order: user space compares it with
 // flow.Headers through FastpathFpKey's conversion.
 //
-// The program here only parses: with record_key set at load time it
-// stores what it read for the tests, which run it with BPF_PROG_RUN on
-// the extractor's corpora. The decision lookup and the redirect come
-// next; until then no port loads it.
+// Then it looks the key up in flows, the decisions user space installed
+// for the bridge (the exact key: a decision holds for one flow.Headers),
+// and, if the entry is of the bridge's current generation, runs its
+// operations on the frame, counts it and sends it out of a port of
+// tx_ports. Anything else (a frame it cannot read, no entry, an entry of
+// an older generation) is user space's, and the program answers
+// XDP_PASS: the socket redirect joins in when a port loads the program.
+// With record_key set at load time it stores the key it read, for the
+// tests, which run it with BPF_PROG_RUN. No port loads it yet.
 
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
@@ -49,6 +54,69 @@ struct fp_key {
 	__u16 tp_src; // ICMP: the type, as a 16-bit value in network order
 	__u16 tp_dst; // ICMP: the code
 };
+
+// The operations a decision runs on a frame, in order. User space works
+// them out against the flow's exact key, so each is a constant: a VLAN
+// operation knows whether there is a tag, a masked rewrite is its result.
+enum fp_op_type {
+	FP_OP_END = 0,
+	FP_OP_SET_DL_SRC,
+	FP_OP_SET_DL_DST,
+	FP_OP_POP_VLAN,
+	FP_OP_PUSH_VLAN, // a tag of tpid and tci in front of the outer one
+	FP_OP_SET_TCI,   // the outer tag's TCI: the bits of mask become tci's
+};
+
+// So that the enum is in the object's BTF, and bpf2go exports it to Go.
+const enum fp_op_type *fp_op_type_for_go __attribute__((unused));
+
+#define FP_MAX_OPS 6
+#define FP_DROP 0xffffffff
+
+struct fp_op {
+	__u8 type;
+	__u8 pad;
+	__be16 tpid;
+	__be16 tci;
+	__be16 mask;
+	__u8 mac[6];
+	__u8 pad2[2];
+};
+
+struct fp_flow {
+	__u64 generation;
+	__u32 out; // index into tx_ports, or FP_DROP
+	__u32 pad;
+	struct fp_op ops[FP_MAX_OPS];
+	// This CPU's count of the frames and bytes the entry carried, and
+	// when it last carried one (bpf_ktime_get_ns).
+	__u64 packets, bytes, used;
+};
+
+struct fp_state {
+	__u64 generation; // of the bridge: entries of another are misses
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct fp_key);
+	__type(value, struct fp_flow);
+} flows SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct fp_state);
+} state SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_DEVMAP);
+	__uint(max_entries, 256);
+	__type(key, __u32);
+	__type(value, __u32);
+} tx_ports SEC(".maps");
 
 struct fp_parsed {
 	__u32 ok; // 1: the key is the frame's; 0: the parser gave up
@@ -261,6 +329,67 @@ static __always_inline int parse(struct xdp_md *ctx, struct fp_key *k)
 	return 1;
 }
 
+// run_op runs one operation; it returns 0 when the frame no longer has
+// the room or the tag the operation needs, which user space never
+// installs, so the frame goes back to user space.
+static __always_inline int run_op(struct xdp_md *ctx, struct fp_op *op)
+{
+	void *data = (void *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+
+	switch (op->type) {
+	case FP_OP_SET_DL_SRC:
+	case FP_OP_SET_DL_DST: {
+		__u8 *eth = data;
+
+		if (data + ETH_HLEN > end)
+			return 0;
+		__builtin_memcpy(op->type == FP_OP_SET_DL_DST ? eth : eth + 6, op->mac, 6);
+		return 1;
+	}
+	case FP_OP_POP_VLAN: {
+		__u8 macs[12];
+
+		if (data + ETH_HLEN + 4 > end)
+			return 0;
+		__builtin_memcpy(macs, data, 12);
+		if (bpf_xdp_adjust_head(ctx, 4))
+			return 0;
+		data = (void *)(long)ctx->data;
+		if (data + 12 > (void *)(long)ctx->data_end)
+			return 0;
+		__builtin_memcpy(data, macs, 12);
+		return 1;
+	}
+	case FP_OP_PUSH_VLAN: {
+		__u8 macs[12];
+
+		if (data + ETH_HLEN > end)
+			return 0;
+		__builtin_memcpy(macs, data, 12);
+		if (bpf_xdp_adjust_head(ctx, -4))
+			return 0;
+		data = (void *)(long)ctx->data;
+		if (data + 16 > (void *)(long)ctx->data_end)
+			return 0;
+		__builtin_memcpy(data, macs, 12);
+		struct vlan_tag *tag = data + 12;
+		tag->tci = op->tpid; // the new outer TPID, where the EtherType was
+		tag->next = op->tci;
+		return 1;
+	}
+	case FP_OP_SET_TCI: {
+		struct vlan_tag *tag = data + 12;
+
+		if ((void *)(tag + 1) > end)
+			return 0;
+		tag->next = (tag->next & ~op->mask) | (op->tci & op->mask);
+		return 1;
+	}
+	}
+	return 1;
+}
+
 SEC("xdp")
 int fastpath(struct xdp_md *ctx)
 {
@@ -276,7 +405,28 @@ int fastpath(struct xdp_md *ctx)
 			out->key = key;
 		}
 	}
-	return XDP_PASS;
+	if (!ok)
+		return XDP_PASS;
+	__u32 zero = 0;
+	struct fp_state *st = bpf_map_lookup_elem(&state, &zero);
+	struct fp_flow *f = bpf_map_lookup_elem(&flows, &key);
+
+	if (!st || !f || f->generation != st->generation)
+		return XDP_PASS;
+	__u64 len = (long)ctx->data_end - (long)ctx->data;
+#pragma unroll
+	for (int i = 0; i < FP_MAX_OPS; i++) {
+		if (f->ops[i].type == FP_OP_END)
+			break;
+		if (!run_op(ctx, &f->ops[i]))
+			return XDP_PASS;
+	}
+	f->packets++;
+	f->bytes += len;
+	f->used = bpf_ktime_get_ns();
+	if (f->out == FP_DROP)
+		return XDP_DROP;
+	return bpf_redirect_map(&tx_ports, f->out, XDP_PASS);
 }
 
 char __license[] SEC("license") = "Dual BSD/GPL";

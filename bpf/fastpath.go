@@ -10,11 +10,7 @@ import (
 // flow.Headers the extractor reads from the same frame: the kernel keeps
 // the frame's byte order, the key host order.
 func (k *FastpathFpKey) Headers() flow.Headers {
-	be := func(v uint16) uint16 {
-		var b [2]byte
-		binary.NativeEndian.PutUint16(b[:], v)
-		return binary.BigEndian.Uint16(b[:])
-	}
+	be := NetworkOrder
 	return flow.Headers{
 		InPort:  k.InPort,
 		DlDst:   k.DlDst,
@@ -32,4 +28,28 @@ func (k *FastpathFpKey) Headers() flow.Headers {
 		TpSrc:   be(k.TpSrc),
 		TpDst:   be(k.TpDst),
 	}
+}
+
+// KeyOf is the key the fast path's parser reads from a frame whose
+// headers the extractor reads as h: the inverse of Headers.
+func KeyOf(h *flow.Headers) FastpathFpKey {
+	be := NetworkOrder
+	return FastpathFpKey{
+		DlDst: h.DlDst, DlSrc: h.DlSrc, InPort: h.InPort,
+		DlType: be(h.DlType), VlanTci: be(h.VLANTCI),
+		NwProto: h.NwProto, NwTos: h.NwTOS, NwTtl: h.NwTTL, NwFrag: h.NwFrag,
+		NwSrc: h.NwSrc, NwDst: h.NwDst, Ipv6Src: h.IPv6Src, Ipv6Dst: h.IPv6Dst,
+		TpSrc: be(h.TpSrc), TpDst: be(h.TpDst),
+	}
+}
+
+// FPDrop is a fast path entry's Out for a flow that goes nowhere.
+const FPDrop = 0xffffffff
+
+// NetworkOrder turns a 16-bit value the kernel keeps in the frame's byte
+// order into the host's, and back: the same swap either way.
+func NetworkOrder(v uint16) uint16 {
+	var b [2]byte
+	binary.NativeEndian.PutUint16(b[:], v)
+	return binary.BigEndian.Uint16(b[:])
 }

@@ -13,6 +13,17 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type FastpathFpFlow struct {
+	_          structs.HostLayout
+	Generation uint64
+	Out        uint32
+	Pad        uint32
+	Ops        [6]FastpathFpOp
+	Packets    uint64
+	Bytes      uint64
+	Used       uint64
+}
+
 type FastpathFpKey struct {
 	_       structs.HostLayout
 	DlDst   [6]uint8
@@ -32,6 +43,28 @@ type FastpathFpKey struct {
 	TpDst   uint16
 }
 
+type FastpathFpOp struct {
+	_    structs.HostLayout
+	Type uint8
+	Pad  uint8
+	Tpid uint16
+	Tci  uint16
+	Mask uint16
+	Mac  [6]uint8
+	Pad2 [2]uint8
+}
+
+type FastpathFpOpType uint32
+
+const (
+	FastpathFpOpTypeFP_OP_END        FastpathFpOpType = 0
+	FastpathFpOpTypeFP_OP_SET_DL_SRC FastpathFpOpType = 1
+	FastpathFpOpTypeFP_OP_SET_DL_DST FastpathFpOpType = 2
+	FastpathFpOpTypeFP_OP_POP_VLAN   FastpathFpOpType = 3
+	FastpathFpOpTypeFP_OP_PUSH_VLAN  FastpathFpOpType = 4
+	FastpathFpOpTypeFP_OP_SET_TCI    FastpathFpOpType = 5
+)
+
 type FastpathFpParsed struct {
 	_   structs.HostLayout
 	Ok  uint32
@@ -39,14 +72,23 @@ type FastpathFpParsed struct {
 	_   [2]byte
 }
 
+type FastpathFpState struct {
+	_          structs.HostLayout
+	Generation uint64
+}
+
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	FastpathMapParsed    = "parsed"
-	FastpathProgFastpath = "fastpath"
-	FastpathVarInPort    = "in_port"
-	FastpathVarRecordKey = "record_key"
+	FastpathMapFlows         = "flows"
+	FastpathMapParsed        = "parsed"
+	FastpathMapState         = "state"
+	FastpathMapTxPorts       = "tx_ports"
+	FastpathProgFastpath     = "fastpath"
+	FastpathVarFpOpTypeForGo = "fp_op_type_for_go"
+	FastpathVarInPort        = "in_port"
+	FastpathVarRecordKey     = "record_key"
 )
 
 // LoadFastpath returns the embedded CollectionSpec for Fastpath.
@@ -98,15 +140,19 @@ type FastpathProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type FastpathMapSpecs struct {
-	Parsed *ebpf.MapSpec `ebpf:"parsed"`
+	Flows   *ebpf.MapSpec `ebpf:"flows"`
+	Parsed  *ebpf.MapSpec `ebpf:"parsed"`
+	State   *ebpf.MapSpec `ebpf:"state"`
+	TxPorts *ebpf.MapSpec `ebpf:"tx_ports"`
 }
 
 // FastpathVariableSpecs contains global variables before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type FastpathVariableSpecs struct {
-	InPort    *ebpf.VariableSpec `ebpf:"in_port"`
-	RecordKey *ebpf.VariableSpec `ebpf:"record_key"`
+	FpOpTypeForGo *ebpf.VariableSpec `ebpf:"fp_op_type_for_go"`
+	InPort        *ebpf.VariableSpec `ebpf:"in_port"`
+	RecordKey     *ebpf.VariableSpec `ebpf:"record_key"`
 }
 
 // FastpathObjects contains all objects after they have been loaded into the kernel.
@@ -129,12 +175,18 @@ func (o *FastpathObjects) Close() error {
 //
 // It can be passed to LoadFastpathObjects or ebpf.CollectionSpec.LoadAndAssign.
 type FastpathMaps struct {
-	Parsed *ebpf.Map `ebpf:"parsed"`
+	Flows   *ebpf.Map `ebpf:"flows"`
+	Parsed  *ebpf.Map `ebpf:"parsed"`
+	State   *ebpf.Map `ebpf:"state"`
+	TxPorts *ebpf.Map `ebpf:"tx_ports"`
 }
 
 func (m *FastpathMaps) Close() error {
 	return _FastpathClose(
+		m.Flows,
 		m.Parsed,
+		m.State,
+		m.TxPorts,
 	)
 }
 
@@ -142,8 +194,9 @@ func (m *FastpathMaps) Close() error {
 //
 // It can be passed to LoadFastpathObjects or ebpf.CollectionSpec.LoadAndAssign.
 type FastpathVariables struct {
-	InPort    *ebpf.Variable `ebpf:"in_port"`
-	RecordKey *ebpf.Variable `ebpf:"record_key"`
+	FpOpTypeForGo *ebpf.Variable `ebpf:"fp_op_type_for_go"`
+	InPort        *ebpf.Variable `ebpf:"in_port"`
+	RecordKey     *ebpf.Variable `ebpf:"record_key"`
 }
 
 // FastpathPrograms contains all programs after they have been loaded into the kernel.

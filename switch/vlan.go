@@ -249,13 +249,38 @@ type vlanFrame struct {
 	retagged []byte
 }
 
+// egressForm is the form a frame of NORMAL takes leaving a port.
+type egressForm uint8
+
+const (
+	formAsArrived egressForm = iota
+	formUntagged             // its tag popped
+	formRetagged             // tagged with its VLAN: a tag pushed, or its VID set
+)
+
+// formOut is the form a frame of vlan, which arrived tagged with VID vid
+// (or untagged), takes leaving a port of configuration out.
+func formOut(out *portVLAN, vlan uint16, tagged bool, vid uint16) egressForm {
+	if out.egressUntagged(vlan) {
+		if !tagged {
+			return formAsArrived
+		}
+		return formUntagged
+	}
+	// A trunk sends VLAN 0 as it came: untagged, or with its priority tag.
+	if vlan == 0 || (tagged && vid == vlan) {
+		return formAsArrived
+	}
+	return formRetagged
+}
+
 // formFor returns the frame as it must leave out, or nil if there was no
 // buffer to make that form in.
 func (f *forwarder) formFor(fr *vlanFrame, out *portVLAN) []byte {
-	if out.egressUntagged(fr.vlan) {
-		if !fr.tagged {
-			return fr.arrived
-		}
+	switch formOut(out, fr.vlan, fr.tagged, fr.vid) {
+	case formAsArrived:
+		return fr.arrived
+	case formUntagged:
 		if fr.untagged == nil {
 			c := f.copies.clone(fr.arrived)
 			if c == nil {
@@ -264,10 +289,6 @@ func (f *forwarder) formFor(fr *vlanFrame, out *portVLAN) []byte {
 			fr.untagged = stripVLAN(c)
 		}
 		return fr.untagged
-	}
-	// A trunk sends VLAN 0 as it came: untagged, or with its priority tag.
-	if fr.vlan == 0 || (fr.tagged && fr.vid == fr.vlan) {
-		return fr.arrived
 	}
 	if fr.retagged == nil {
 		c := f.copies.clone(fr.arrived)

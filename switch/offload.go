@@ -1,0 +1,124 @@
+package vswitch
+
+import (
+	"github.com/xswitch/xswitch/bpf"
+	"github.com/xswitch/xswitch/flow"
+)
+
+// The in-kernel fast path (issue 13), as far as it is built: what a
+// decision becomes in the XDP program's flows map (bpf/fastpath.c). The
+// installer that puts entries there, and the generations that retire
+// them, come next; nothing calls fastPathEntry on the forwarding path yet.
+//
+// A decision holds for one flow.Headers, so its entry is worked out
+// against that exact key: every rewrite is a constant, and every VLAN
+// operation knows whether the frame has a tag. What the program can carry
+// for now: rewrites of the MAC addresses, pushing, popping and changing a
+// tag, NORMAL's VLAN forms, one output to a port that forwards, and a
+// drop the rules chose. Everything else stays with user space: floods and
+// several outputs (the program redirects a frame once), IP and L4
+// rewrites and dec_ttl (their checksums come later), output(max_len=),
+// and a VLAN operation after a pop (the key does not say whether a second
+// tag is left).
+
+// fastPathEntry returns the fast path's entry for decision d of the flow
+// with headers h, and whether the XDP program can carry it.
+func (f *forwarder) fastPathEntry(d *decision, h *flow.Headers) (bpf.FastpathFpFlow, bool) {
+	var e bpf.FastpathFpFlow
+	ops := e.Ops[:0]
+	k := flow.Key{Headers: *h}
+	tagKnown := true // false after a pop: a second tag may be left
+	out, outputs := uint32(0), 0
+	op := func(o bpf.FastpathFpOp) bool {
+		if len(ops) == len(e.Ops) {
+			return false
+		}
+		ops = append(ops, o)
+		return true
+	}
+	tagged := func() bool { return k.VLANTCI&flow.VLANCFI != 0 }
+	// setTCI changes the outer tag's bits under mask to tci, pushing an
+	// 802.1Q tag first if there is none, as mod_vlan_vid and
+	// mod_vlan_pcp do.
+	setTCI := func(tci, mask uint16) bool {
+		switch {
+		case !tagKnown:
+			return false
+		case tagged():
+			return op(bpf.FastpathFpOp{Type: uint8(bpf.FastpathFpOpTypeFP_OP_SET_TCI), Tci: be16(tci), Mask: be16(mask)})
+		}
+		return op(bpf.FastpathFpOp{Type: uint8(bpf.FastpathFpOpTypeFP_OP_PUSH_VLAN), Tpid: be16(tpidDot1Q), Tci: be16(tci & mask)})
+	}
+	for i := range d.actions {
+		a := &d.actions[i]
+		if outputs > 0 {
+			return e, false // only the output may be last
+		}
+		ok := true
+		switch a.Type {
+		case flow.ActSetDlSrc, flow.ActSetDlDst:
+			mac := k.DlSrc
+			typ := bpf.FastpathFpOpTypeFP_OP_SET_DL_SRC
+			if a.Type == flow.ActSetDlDst {
+				mac, typ = k.DlDst, bpf.FastpathFpOpTypeFP_OP_SET_DL_DST
+			}
+			a.SetAddress(mac[:])
+			ok = op(bpf.FastpathFpOp{Type: uint8(typ), Mac: mac})
+		case flow.ActStripVLAN:
+			if !tagKnown {
+				return e, false
+			}
+			if tagged() {
+				ok = op(bpf.FastpathFpOp{Type: uint8(bpf.FastpathFpOpTypeFP_OP_POP_VLAN)})
+				tagKnown = false
+			}
+		case flow.ActPushVLAN:
+			if !tagKnown {
+				return e, false
+			}
+			// The new tag copies the outer one's TCI, if there is one.
+			ok = op(bpf.FastpathFpOp{Type: uint8(bpf.FastpathFpOpTypeFP_OP_PUSH_VLAN), Tpid: be16(a.Value),
+				Tci: be16(k.VLANTCI &^ flow.VLANCFI)})
+		case flow.ActSetVLANVID:
+			ok = setTCI(a.Value, vlanVIDMask)
+		case flow.ActSetVLANPCP:
+			ok = setTCI(a.Value<<vlanPCPShift, vlanPCPMask)
+		case flow.ActOutput, flow.ActInPort:
+			slot, found := f.slot(a.Port)
+			if !found || !f.forwards(slot) || a.Value != 0 {
+				return e, false
+			}
+			out, outputs = uint32(slot), outputs+1
+		case actNormalTo:
+			if !f.forwards(a.Port) || !tagKnown {
+				return e, false
+			}
+			switch formOut(&f.ports[a.Port].vlan, a.Value, tagged(), k.VLANTCI&vlanVIDMask) {
+			case formUntagged:
+				ok = op(bpf.FastpathFpOp{Type: uint8(bpf.FastpathFpOpTypeFP_OP_POP_VLAN)})
+			case formRetagged:
+				ok = setTCI(a.Value, vlanVIDMask)
+			}
+			out, outputs = uint32(a.Port), outputs+1
+		default:
+			return e, false
+		}
+		if !ok {
+			return e, false
+		}
+		a.ApplyToKey(&k)
+	}
+	switch {
+	case outputs == 1:
+		e.Out = out
+	case d.dropped == dropRule:
+		e.Out, e.Ops = bpf.FPDrop, [len(e.Ops)]bpf.FastpathFpOp{}
+	default:
+		return e, false // a drop counted under another reason
+	}
+	return e, true
+}
+
+// be16 puts a 16-bit value in the frame's byte order, as the program's
+// entries keep them.
+func be16(v uint16) uint16 { return bpf.NetworkOrder(v) }

@@ -1,0 +1,237 @@
+package vswitch
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/rlimit"
+
+	"github.com/xswitch/xswitch/bpf"
+	"github.com/xswitch/xswitch/flow"
+	"github.com/xswitch/xswitch/internal/testenv"
+)
+
+const (
+	xdpDrop     = 1
+	xdpPass     = 2
+	xdpRedirect = 4
+)
+
+// fastPathProgram is the XDP fast path loaded for frames from OpenFlow
+// port 1, with every port of tx_ports the loopback device: BPF_PROG_RUN
+// does not send, it says what the program would do and hands back the
+// frame as it left it.
+func fastPathProgram(tb testing.TB) *bpf.FastpathObjects {
+	tb.Helper()
+	testenv.RequireRoot(tb)
+	if err := rlimit.RemoveMemlock(); err != nil {
+		tb.Fatal(err)
+	}
+	spec, err := bpf.LoadFastpath()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := spec.Variables[bpf.FastpathVarInPort].Set(uint16(1)); err != nil {
+		tb.Fatal(err)
+	}
+	var objs bpf.FastpathObjects
+	if err := spec.LoadAndAssign(&objs, nil); err != nil {
+		tb.Fatalf("the verifier refused the fast path program: %v", err)
+	}
+	tb.Cleanup(func() { objs.Close() })
+	const loopback = 1
+	for slot := range uint32(8) {
+		if err := objs.TxPorts.Put(slot, uint32(loopback)); err != nil {
+			tb.Fatalf("tx_ports[%d] = lo: %v", slot, err)
+		}
+	}
+	return &objs
+}
+
+// randomOffloadPipeline is one table of rules with the actions the fast
+// path carries, and some it does not: a few rewrites, then where the
+// frame goes.
+func randomOffloadPipeline(rnd *rand.Rand) []string {
+	var flows []string
+	for range 1 + rnd.IntN(4) {
+		var actions []string
+		for range rnd.IntN(3) {
+			switch rnd.IntN(6) {
+			case 0:
+				actions = append(actions, fmt.Sprintf("mod_dl_src:02:00:00:00:00:%02x", rnd.IntN(256)))
+			case 1:
+				actions = append(actions, fmt.Sprintf("set_field:00:00:00:00:%02x:00/00:00:00:00:ff:00->eth_dst", rnd.IntN(256)))
+			case 2:
+				actions = append(actions, []string{"push_vlan:0x8100", "push_vlan:0x88a8"}[rnd.IntN(2)])
+			case 3:
+				actions = append(actions, "strip_vlan")
+			case 4:
+				actions = append(actions, fmt.Sprintf("mod_vlan_vid:%d", rnd.IntN(4096)))
+			case 5:
+				actions = append(actions, fmt.Sprintf("mod_vlan_pcp:%d", rnd.IntN(8)))
+			}
+		}
+		switch rnd.IntN(7) {
+		case 0, 1:
+			actions = append(actions, "NORMAL")
+		case 2, 3:
+			actions = append(actions, fmt.Sprintf("output:%d", 2+rnd.IntN(2)))
+		case 4:
+			actions = append(actions, "IN_PORT")
+		case 5:
+			actions = append(actions, "output:2,output:3") // two outputs: user space's
+		case 6:
+			if len(actions) == 0 {
+				actions = []string{"drop"}
+			}
+		}
+		match := ""
+		switch rnd.IntN(3) {
+		case 0:
+			match = fmt.Sprintf("dl_dst=02:00:00:00:00:%02x,", 1+rnd.IntN(3))
+		case 1:
+			match = "dl_vlan=0xffff,"
+		}
+		flows = append(flows, fmt.Sprintf("priority=%d,%sactions=%s", rnd.IntN(3), match, strings.Join(actions, ",")))
+	}
+	return flows
+}
+
+// TestFastPathDoesWhatUserSpaceDoes is the fast path's differential test:
+// for random pipelines and frames, whenever a decision has a fast path
+// entry, the XDP program running that entry on the frame sends out of
+// the same port the very bytes user space sent, or drops it where user
+// space sent nothing.
+func TestFastPathDoesWhatUserSpaceDoes(t *testing.T) {
+	objs := fastPathProgram(t)
+	const generation = 1
+	if err := objs.State.Put(uint32(0), bpf.FastpathFpState{Generation: generation}); err != nil {
+		t.Fatal(err)
+	}
+	cpus, err := ebpf.PossibleCPU()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var carried, redirected, dropped, frames int
+	for seed := range uint64(150) {
+		rnd := rand.New(rand.NewPCG(seed, 13))
+		text := randomOffloadPipeline(rnd)
+		f, ports := vlanForwarder(t, trunk(), trunk(), access(10))
+		f.flows.Publish(rules(t, text...))
+		// Stations for NORMAL to resolve: 2 on port 2 in VLANs 0, 10
+		// and 20; 3 on port 3, the access port of VLAN 10.
+		send(f, ports, 1, frame(broadcast, mac(2), "hello"), tagged(10, frame(broadcast, mac(2), "hello")),
+			tagged(20, frame(broadcast, mac(2), "hello")))
+		send(f, ports, 2, frame(broadcast, mac(3), "hello"))
+		for _, p := range ports {
+			p.Transmitted()
+		}
+		for range 8 {
+			in := frame(mac(byte(1+rnd.IntN(3))), mac(1), "payload of the frame")
+			if rnd.IntN(2) == 0 {
+				in = tagged(uint16(rnd.IntN(8))<<13|[]uint16{0, 10, 20}[rnd.IntN(3)], in)
+			}
+			frames++
+			send(f, ports, 0, bytes.Clone(in))
+			var sent [][]byte
+			var sentOn []int
+			for i, p := range ports {
+				for _, fr := range p.Transmitted() {
+					sent, sentOn = append(sent, fr), append(sentOn, i)
+				}
+			}
+			var k flow.Key
+			if !f.extractor.Extract(in, 1, &k) {
+				t.Fatalf("the test frame does not extract: %x", in)
+			}
+			d, ok := f.decisions.get(f.flows.Load(), &k.Headers)
+			if !ok {
+				t.Fatalf("no decision for %+v", k.Headers)
+			}
+			entry, ok := f.fastPathEntry(d, &k.Headers)
+			if !ok {
+				continue
+			}
+			carried++
+			entry.Generation = generation
+			key := bpf.KeyOf(&k.Headers)
+			values := make([]bpf.FastpathFpFlow, cpus)
+			for i := range values {
+				values[i] = entry
+			}
+			if err := objs.Flows.Put(key, values); err != nil {
+				t.Fatal(err)
+			}
+			out := make([]byte, len(in)+64)
+			opts := &ebpf.RunOptions{Data: in, DataOut: out}
+			ret, err := objs.Fastpath.Run(opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := opts.DataOut
+			context := fmt.Sprintf("pipeline:\n%s\nframe %x\nentry %+v", strings.Join(text, "\n"), in, entry)
+			switch {
+			case len(sent) > 1:
+				t.Fatalf("an entry for a decision that sent %d frames\n%s", len(sent), context)
+			case len(sent) == 0:
+				if ret != xdpDrop {
+					t.Fatalf("user space sent nothing; the fast path's action is %d\n%s", ret, context)
+				}
+				dropped++
+			default:
+				if ret != xdpRedirect || int(entry.Out) != sentOn[0] || !bytes.Equal(got, sent[0]) {
+					t.Fatalf("user space sent %x on port %d; the fast path (action %d) %x to slot %d\n%s",
+						sent[0], sentOn[0]+1, ret, got, entry.Out, context)
+				}
+				redirected++
+			}
+			if err := objs.Flows.Delete(key); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	t.Logf("%d frames: %d decisions with a fast path entry (%d sent, %d dropped)", frames, carried, redirected, dropped)
+	if redirected < frames/5 || dropped == 0 {
+		t.Errorf("only %d of %d decisions sent and %d dropped in the fast path: the test hardly tests it", redirected, frames, dropped)
+	}
+}
+
+// TestFastPathMissesGoToUserSpace: a frame without an entry, or with one
+// of another generation, is passed on to user space untouched.
+func TestFastPathMissesGoToUserSpace(t *testing.T) {
+	objs := fastPathProgram(t)
+	if err := objs.State.Put(uint32(0), bpf.FastpathFpState{Generation: 2}); err != nil {
+		t.Fatal(err)
+	}
+	in := frame(mac(2), mac(1), "no entry")
+	var k flow.Key
+	flow.NewExtractor().Extract(in, 1, &k)
+	run := func() uint32 {
+		ret, err := objs.Fastpath.Run(&ebpf.RunOptions{Data: in})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ret
+	}
+	if ret := run(); ret != xdpPass {
+		t.Errorf("no entry: action %d, want XDP_PASS", ret)
+	}
+	cpus, err := ebpf.PossibleCPU()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale := make([]bpf.FastpathFpFlow, cpus)
+	for i := range stale {
+		stale[i] = bpf.FastpathFpFlow{Generation: 1, Out: bpf.FPDrop}
+	}
+	if err := objs.Flows.Put(bpf.KeyOf(&k.Headers), stale); err != nil {
+		t.Fatal(err)
+	}
+	if ret := run(); ret != xdpPass {
+		t.Errorf("an entry of an older generation: action %d, want XDP_PASS", ret)
+	}
+}
