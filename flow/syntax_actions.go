@@ -357,9 +357,11 @@ func setFieldAction(arg string) (Action, *prerequisite, error) {
 	if isWireName(field) {
 		return Action{}, nil, fmt.Errorf("set_field: unknown field %q (NXM and OXM names are for load and move)", field)
 	}
-	if f, ok := fieldsByName[field]; ok && (f.Carried || field == "vlan_tci") {
-		// vlan_tci has no mod_ action: the pipeline works its write out
-		// (Field.AppendRewrites), as it does a load's.
+	if f, ok := fieldsByName[field]; ok && (f.Carried || field == "vlan_tci" ||
+		strings.Contains(value, "/") && (field == "ipv6_src" || field == "ipv6_dst")) {
+		// vlan_tci has no mod_ action, nor have masked IPv6 addresses: the
+		// pipeline works the write out (Field.AppendRewrites), as it
+		// does a load's.
 		return setFieldOf(value, f)
 	}
 	if strings.Contains(value, "/") {

@@ -41,6 +41,7 @@ func TestParsePipelineActions(t *testing.T) {
 		{"ipv6,actions=set_field:2001:db8::1->ipv6_src,set_field:2001:db8::2->ipv6_dst",
 			"ipv6 actions=set_field:2001:db8::1->ipv6_src,set_field:2001:db8::2->ipv6_dst"},
 		{"ipv6,actions=move:NXM_NX_IPV6_SRC[]->NXM_NX_IPV6_DST[]", "ipv6 actions=move:ipv6_src[]->ipv6_dst[]"},
+		{"ipv6,actions=set_field:2001:db8::1/ffff:ffff::->ipv6_dst", "ipv6 actions=set_field:2001:db8::/32->ipv6_dst"},
 	})
 }
 

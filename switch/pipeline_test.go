@@ -291,7 +291,8 @@ func TestHeaderLoadsAndMovesRewriteTheFrame(t *testing.T) {
 		"tcp,actions=move:NXM_OF_ETH_SRC[]->NXM_OF_ETH_DST[],load:0xa->NXM_OF_IP_DST[0..7],"+
 			"move:NXM_OF_TCP_SRC[]->NXM_OF_TCP_DST[],load:0x1005->NXM_OF_VLAN_TCI[],output:2,"+
 			"load:0->NXM_OF_VLAN_TCI[],load:0x7->NXM_NX_IP_TTL[],output:3",
-		"icmp6,actions=move:NXM_NX_IPV6_SRC[]->NXM_NX_IPV6_DST[],set_field:2001:db8::7->ipv6_src,output:2"))
+		"icmp6,actions=move:NXM_NX_IPV6_SRC[]->NXM_NX_IPV6_DST[],set_field:2001:db8::7->ipv6_src,output:2",
+		"udp6,actions=set_field:2001:db8::7/ffff::->ipv6_src,output:2"))
 	in := baseSpec()
 	ports[0].Inject(in.build(t))
 	forwardAll(f)
@@ -310,4 +311,12 @@ func TestHeaderLoadsAndMovesRewriteTheFrame(t *testing.T) {
 	moved := v6
 	moved.ip6Dst, moved.ip6Src = v6.ip6Src, [16]byte{0: 0x20, 1: 0x01, 2: 0x0d, 3: 0xb8, 15: 7}
 	wantFrames(t, ports[1], moved.build(t))
+
+	// A masked set keeps the address's other bits: fd00::1 becomes 2001::1.
+	v6.proto = layers.IPProtocolUDP
+	ports[0].Inject(v6.build(t))
+	forwardAll(f)
+	masked := v6
+	masked.ip6Src = [16]byte{0: 0x20, 1: 0x01, 15: 1}
+	wantFrames(t, ports[1], masked.build(t))
 }
