@@ -65,22 +65,37 @@ enum fp_op_type {
 	FP_OP_POP_VLAN,
 	FP_OP_PUSH_VLAN, // a tag of tpid and tci in front of the outer one
 	FP_OP_SET_TCI,   // the outer tag's TCI: the bits of mask become tci's
+	FP_OP_SET_L3,    // len bytes at off in the IP header become value's
+	FP_OP_SET_L4,    // the same in the TCP or UDP header
 };
 
-// So that the enum is in the object's BTF, and bpf2go exports it to Go.
+// Which checksums an FP_OP_SET_L3 or FP_OP_SET_L4 updates, by adding
+// delta (RFC 1624's ~m + m', worked out by user space from the flow's
+// exact key).
+enum fp_csum {
+	FP_CSUM_L3 = 1,
+	FP_CSUM_TCP = 2,
+	FP_CSUM_UDP = 4,
+};
+
+// So that the enums are in the object's BTF, and bpf2go exports them to Go.
 const enum fp_op_type *fp_op_type_for_go __attribute__((unused));
+const enum fp_csum *fp_csum_for_go __attribute__((unused));
 
 #define FP_MAX_OPS 6
 #define FP_DROP 0xffffffff
 
 struct fp_op {
 	__u8 type;
-	__u8 pad;
+	__u8 off;   // FP_OP_SET_L3, FP_OP_SET_L4: in the header
+	__u8 len;   // 1, 2 or 4
+	__u8 csums; // FP_CSUM_*
 	__be16 tpid;
 	__be16 tci;
 	__be16 mask;
 	__u8 mac[6];
-	__u8 pad2[2];
+	__u8 value[4]; // FP_OP_SET_L3, FP_OP_SET_L4
+	__u32 delta;
 };
 
 struct fp_flow {
@@ -291,8 +306,10 @@ static __always_inline int parse_arp(struct cursor *c, struct fp_key *k)
 }
 
 // parse fills *k from the frame and reports whether it read all of it the
-// key needs; when it did not, user space parses the frame.
-static __always_inline int parse(struct xdp_md *ctx, struct fp_key *k)
+// key needs; when it did not, user space parses the frame. *l3 is where
+// the network header starts; the L4 header follows it at once, as the
+// parser takes no IPv4 options and no IPv6 extension header.
+static __always_inline int parse(struct xdp_md *ctx, struct fp_key *k, __u32 *l3)
 {
 	struct cursor c = { .pos = (void *)(long)ctx->data, .end = (void *)(long)ctx->data_end };
 	struct ethhdr *eth = take(&c, sizeof(*eth));
@@ -318,6 +335,7 @@ static __always_inline int parse(struct xdp_md *ctx, struct fp_key *k)
 	if (bpf_ntohs(type) < ETH_P_802_3_MIN)
 		return 0; // 802.3 with LLC/SNAP
 	k->dl_type = type;
+	*l3 = c.pos - (void *)(long)ctx->data;
 	switch (type) {
 	case bpf_htons(ETH_P_IP):
 		return parse_ipv4(&c, k);
@@ -329,10 +347,65 @@ static __always_inline int parse(struct xdp_md *ctx, struct fp_key *k)
 	return 1;
 }
 
-// run_op runs one operation; it returns 0 when the frame no longer has
-// the room or the tag the operation needs, which user space never
-// installs, so the frame goes back to user space.
-static __always_inline int run_op(struct xdp_md *ctx, struct fp_op *op)
+// add_csum adds delta to the one's-complement checksum at csum, as
+// switch/rewrite.go's updateChecksum does: HC' = ~(~HC + delta).
+static __always_inline void add_csum(__u8 *csum, __u32 delta)
+{
+	__u32 sum = (__u16)~(csum[0] << 8 | csum[1]);
+
+	sum += delta;
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = ~sum & 0xffff;
+	csum[0] = sum >> 8;
+	csum[1] = sum;
+}
+
+// set_field writes an FP_OP_SET_L3 or FP_OP_SET_L4 at hdr (the IP or L4
+// header's offset) and updates the checksums it names.
+static __always_inline int set_field(struct xdp_md *ctx, struct fp_op *op, __u32 l3, __u32 hdr)
+{
+	void *data = (void *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+	// Bounds the verifier can follow: a header starts within two tags
+	// and an IPv6 header of the frame's start, a field within 40 bytes.
+	__u8 *field = data + (hdr & 0x7f) + (op->off & 0x3f);
+
+	if ((void *)(field + 4) > end)
+		return 0;
+#pragma unroll
+	for (int i = 0; i < 4; i++)
+		if (i < op->len)
+			field[i] = op->value[i];
+	if (op->csums & FP_CSUM_L3) {
+		__u8 *csum = data + (l3 & 0x7f) + 10;
+
+		if ((void *)(csum + 2) > end)
+			return 0;
+		add_csum(csum, op->delta);
+	}
+	if (op->csums & (FP_CSUM_TCP | FP_CSUM_UDP)) {
+		__u32 l4 = l3 + 20; // an IPv4 header: IPv6 has no L4 field written yet
+		__u8 *csum = data + (l4 & 0x7f) + (op->csums & FP_CSUM_TCP ? 16 : 6);
+
+		if ((void *)(csum + 2) > end)
+			return 0;
+		// A UDP checksum of 0 means none, and one that comes out 0 is
+		// sent as 0xffff (RFC 768).
+		if (op->csums & FP_CSUM_UDP && !(csum[0] | csum[1]))
+			return 1;
+		add_csum(csum, op->delta);
+		if (op->csums & FP_CSUM_UDP && !(csum[0] | csum[1]))
+			csum[0] = csum[1] = 0xff;
+	}
+	return 1;
+}
+
+// run_op runs one operation on the frame whose IP header is at *l3; it
+// returns 0 when the frame no longer has the room or the tag the
+// operation needs, which user space never installs, so the frame goes
+// back to user space.
+static __always_inline int run_op(struct xdp_md *ctx, struct fp_op *op, __u32 *l3)
 {
 	void *data = (void *)(long)ctx->data;
 	void *end = (void *)(long)ctx->data_end;
@@ -359,6 +432,7 @@ static __always_inline int run_op(struct xdp_md *ctx, struct fp_op *op)
 		if (data + 12 > (void *)(long)ctx->data_end)
 			return 0;
 		__builtin_memcpy(data, macs, 12);
+		*l3 -= 4;
 		return 1;
 	}
 	case FP_OP_PUSH_VLAN: {
@@ -376,6 +450,7 @@ static __always_inline int run_op(struct xdp_md *ctx, struct fp_op *op)
 		struct vlan_tag *tag = data + 12;
 		tag->tci = op->tpid; // the new outer TPID, where the EtherType was
 		tag->next = op->tci;
+		*l3 += 4;
 		return 1;
 	}
 	case FP_OP_SET_TCI: {
@@ -386,6 +461,10 @@ static __always_inline int run_op(struct xdp_md *ctx, struct fp_op *op)
 		tag->next = (tag->next & ~op->mask) | (op->tci & op->mask);
 		return 1;
 	}
+	case FP_OP_SET_L3:
+		return set_field(ctx, op, *l3, *l3);
+	case FP_OP_SET_L4:
+		return set_field(ctx, op, *l3, *l3 + 20);
 	}
 	return 1;
 }
@@ -394,7 +473,8 @@ SEC("xdp")
 int fastpath(struct xdp_md *ctx)
 {
 	struct fp_key key = {};
-	int ok = parse(ctx, &key);
+	__u32 l3 = 0;
+	int ok = parse(ctx, &key, &l3);
 
 	if (record_key) {
 		__u32 zero = 0;
@@ -418,7 +498,7 @@ int fastpath(struct xdp_md *ctx)
 	for (int i = 0; i < FP_MAX_OPS; i++) {
 		if (f->ops[i].type == FP_OP_END)
 			break;
-		if (!run_op(ctx, &f->ops[i]))
+		if (!run_op(ctx, &f->ops[i], &l3))
 			return XDP_PASS;
 	}
 	f->packets++;

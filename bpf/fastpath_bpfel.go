@@ -13,6 +13,14 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type FastpathFpCsum uint32
+
+const (
+	FastpathFpCsumFP_CSUM_L3  FastpathFpCsum = 1
+	FastpathFpCsumFP_CSUM_TCP FastpathFpCsum = 2
+	FastpathFpCsumFP_CSUM_UDP FastpathFpCsum = 4
+)
+
 type FastpathFpFlow struct {
 	_          structs.HostLayout
 	Generation uint64
@@ -44,14 +52,17 @@ type FastpathFpKey struct {
 }
 
 type FastpathFpOp struct {
-	_    structs.HostLayout
-	Type uint8
-	Pad  uint8
-	Tpid uint16
-	Tci  uint16
-	Mask uint16
-	Mac  [6]uint8
-	Pad2 [2]uint8
+	_     structs.HostLayout
+	Type  uint8
+	Off   uint8
+	Len   uint8
+	Csums uint8
+	Tpid  uint16
+	Tci   uint16
+	Mask  uint16
+	Mac   [6]uint8
+	Value [4]uint8
+	Delta uint32
 }
 
 type FastpathFpOpType uint32
@@ -63,6 +74,8 @@ const (
 	FastpathFpOpTypeFP_OP_POP_VLAN   FastpathFpOpType = 3
 	FastpathFpOpTypeFP_OP_PUSH_VLAN  FastpathFpOpType = 4
 	FastpathFpOpTypeFP_OP_SET_TCI    FastpathFpOpType = 5
+	FastpathFpOpTypeFP_OP_SET_L3     FastpathFpOpType = 6
+	FastpathFpOpTypeFP_OP_SET_L4     FastpathFpOpType = 7
 )
 
 type FastpathFpParsed struct {
@@ -86,6 +99,7 @@ const (
 	FastpathMapState         = "state"
 	FastpathMapTxPorts       = "tx_ports"
 	FastpathProgFastpath     = "fastpath"
+	FastpathVarFpCsumForGo   = "fp_csum_for_go"
 	FastpathVarFpOpTypeForGo = "fp_op_type_for_go"
 	FastpathVarInPort        = "in_port"
 	FastpathVarRecordKey     = "record_key"
@@ -150,6 +164,7 @@ type FastpathMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type FastpathVariableSpecs struct {
+	FpCsumForGo   *ebpf.VariableSpec `ebpf:"fp_csum_for_go"`
 	FpOpTypeForGo *ebpf.VariableSpec `ebpf:"fp_op_type_for_go"`
 	InPort        *ebpf.VariableSpec `ebpf:"in_port"`
 	RecordKey     *ebpf.VariableSpec `ebpf:"record_key"`
@@ -194,6 +209,7 @@ func (m *FastpathMaps) Close() error {
 //
 // It can be passed to LoadFastpathObjects or ebpf.CollectionSpec.LoadAndAssign.
 type FastpathVariables struct {
+	FpCsumForGo   *ebpf.Variable `ebpf:"fp_csum_for_go"`
 	FpOpTypeForGo *ebpf.Variable `ebpf:"fp_op_type_for_go"`
 	InPort        *ebpf.Variable `ebpf:"in_port"`
 	RecordKey     *ebpf.Variable `ebpf:"record_key"`

@@ -160,7 +160,7 @@ func rewriteIPv6(typ ActionType, at func(*Key) *[16]byte) func([]Action, *Key, *
 
 func rewritePort(typ ActionType, at func(*Key) *uint16) func([]Action, *Key, *Key) ([]Action, bool) {
 	return func(out []Action, old, updated *Key) ([]Action, bool) {
-		if !old.hasPorts() {
+		if !old.HasPorts() {
 			return out, false
 		}
 		return append(out, Action{Type: typ, Value: *at(updated)}), true

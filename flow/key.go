@@ -128,9 +128,9 @@ func and128(dst, a, b *[16]byte) {
 	le.PutUint64(dst[8:], le.Uint64(a[8:])&le.Uint64(b[8:]))
 }
 
-// hasPorts reports whether the frame has the TCP or UDP header that the
+// HasPorts reports whether the frame has the TCP or UDP header that the
 // key's ports were read from: a header rewrite of the ports needs one.
-func (k *Key) hasPorts() bool {
+func (k *Key) HasPorts() bool {
 	isIP := k.DlType == EtherTypeIPv4 || k.DlType == EtherTypeIPv6
 	return isIP && (k.NwProto == ProtoTCP || k.NwProto == ProtoUDP) && k.NwFrag&FragLater == 0
 }

@@ -143,7 +143,7 @@ const ThisTable = 255
 // keeps only the outer one. It allocates nothing.
 func (a *Action) ApplyToKey(k *Key) (keep bool) {
 	isIPv4, isIPv6 := k.DlType == EtherTypeIPv4, k.DlType == EtherTypeIPv6
-	isIP, hasPorts := isIPv4 || isIPv6, k.hasPorts()
+	isIP, hasPorts := isIPv4 || isIPv6, k.HasPorts()
 	switch a.Type {
 	case ActLoad, ActSetField, ActWriteMetadata:
 		a.Field.Set(k, a.Field.Get(k).And(a.Mask.Not()).Or(a.Imm))

@@ -1,6 +1,8 @@
 package vswitch
 
 import (
+	"encoding/binary"
+
 	"github.com/xswitch/xswitch/bpf"
 	"github.com/xswitch/xswitch/flow"
 )
@@ -12,14 +14,16 @@ import (
 //
 // A decision holds for one flow.Headers, so its entry is worked out
 // against that exact key: every rewrite is a constant, and every VLAN
-// operation knows whether the frame has a tag. What the program can carry
-// for now: rewrites of the MAC addresses, pushing, popping and changing a
-// tag, NORMAL's VLAN forms, one output to a port that forwards, and a
-// drop the rules chose. Everything else stays with user space: floods and
-// several outputs (the program redirects a frame once), IP and L4
-// rewrites and dec_ttl (their checksums come later), output(max_len=),
-// and a VLAN operation after a pop (the key does not say whether a second
-// tag is left).
+// operation knows whether the frame has a tag, and every checksum update
+// is a constant delta. What the program can carry for now: rewrites of
+// the MAC addresses; pushing, popping and changing a tag; NORMAL's VLAN
+// forms; IPv4 addresses, TOS and TTL, dec_ttl, and TCP/UDP ports over
+// IPv4, their checksums updated; the IPv6 hop limit; one output to a port
+// that forwards; and a drop the rules chose. Everything else stays with
+// user space: floods and several outputs (the program redirects a frame
+// once), IPv6 addresses, traffic class and ports, output(max_len=), and a
+// VLAN operation after a pop (the key does not say whether a second tag
+// is left).
 
 // fastPathEntry returns the fast path's entry for decision d of the flow
 // with headers h, and whether the XDP program can carry it.
@@ -48,6 +52,30 @@ func (f *forwarder) fastPathEntry(d *decision, h *flow.Headers) (bpf.FastpathFpF
 			return op(bpf.FastpathFpOp{Type: uint8(bpf.FastpathFpOpTypeFP_OP_SET_TCI), Tci: be16(tci), Mask: be16(mask)})
 		}
 		return op(bpf.FastpathFpOp{Type: uint8(bpf.FastpathFpOpTypeFP_OP_PUSH_VLAN), Tpid: be16(tpidDot1Q), Tci: be16(tci & mask)})
+	}
+	// setTTL and setTOS write the TTL (hop limit) and the TOS byte; the
+	// IPv4 header's words they share are known: the protocol, and the
+	// version and length (the program takes no IPv4 options).
+	setTTL := func(ttl uint8) bool {
+		switch k.DlType {
+		case flow.EtherTypeIPv4:
+			return op(bpf.FastpathFpOp{Type: opSetL3, Off: ipv4TTLOff, Len: 1, Csums: csumL3, Value: [4]byte{ttl},
+				Delta: wordsDelta16(uint16(k.NwTTL)<<8|uint16(k.NwProto), uint16(ttl)<<8|uint16(k.NwProto))})
+		case flow.EtherTypeIPv6:
+			return op(bpf.FastpathFpOp{Type: opSetL3, Off: ipv6HopLimitOff, Len: 1, Value: [4]byte{ttl}})
+		}
+		return true
+	}
+	setTOS := func(tos uint8) bool {
+		switch k.DlType {
+		case flow.EtherTypeIPv4:
+			const versionAndLength = 0x45
+			return op(bpf.FastpathFpOp{Type: opSetL3, Off: 1, Len: 1, Csums: csumL3, Value: [4]byte{tos},
+				Delta: wordsDelta16(versionAndLength<<8|uint16(k.NwTOS), versionAndLength<<8|uint16(tos))})
+		case flow.EtherTypeIPv6:
+			return false // the traffic class shares its bytes with the flow label, which the key has not
+		}
+		return true
 	}
 	for i := range d.actions {
 		a := &d.actions[i]
@@ -83,6 +111,50 @@ func (f *forwarder) fastPathEntry(d *decision, h *flow.Headers) (bpf.FastpathFpF
 			ok = setTCI(a.Value, vlanVIDMask)
 		case flow.ActSetVLANPCP:
 			ok = setTCI(a.Value<<vlanPCPShift, vlanPCPMask)
+		case flow.ActSetNwSrc, flow.ActSetNwDst:
+			if k.DlType != flow.EtherTypeIPv4 {
+				break // not IPv4: the rewrite leaves the frame alone
+			}
+			addr, off := k.NwSrc, uint8(ipv4SrcOff)
+			if a.Type == flow.ActSetNwDst {
+				addr, off = k.NwDst, ipv4DstOff
+			}
+			old := binary.BigEndian.Uint32(addr[:])
+			a.SetAddress(addr[:])
+			csums := csumL3 | l4Csum(&k)
+			ok = op(bpf.FastpathFpOp{Type: opSetL3, Off: off, Len: 4, Csums: csums, Value: addr,
+				Delta: wordsDelta32(old, binary.BigEndian.Uint32(addr[:]))})
+		case flow.ActSetTpSrc, flow.ActSetTpDst:
+			if !k.HasPorts() {
+				break
+			}
+			if k.DlType != flow.EtherTypeIPv4 {
+				return e, false
+			}
+			port, off := k.TpSrc, uint8(l4SrcPortOff)
+			if a.Type == flow.ActSetTpDst {
+				port, off = k.TpDst, l4DstPortOff
+			}
+			updated := a.MaskedPort(port)
+			var value [4]byte
+			binary.BigEndian.PutUint16(value[:], updated)
+			ok = op(bpf.FastpathFpOp{Type: opSetL4, Off: off, Len: 2, Csums: l4Csum(&k), Value: value,
+				Delta: wordsDelta16(port, updated)})
+		case flow.ActSetNwTTL, flow.ActDecTTL:
+			ttl := uint8(a.Value)
+			if a.Type == flow.ActDecTTL {
+				if k.NwTTL <= 1 {
+					return e, false // dropped, and counted as a TTL drop
+				}
+				ttl = k.NwTTL - 1
+			}
+			ok = setTTL(ttl)
+		case flow.ActSetNwTOS, flow.ActSetNwECN:
+			mask := uint8(tosDSCPMask)
+			if a.Type == flow.ActSetNwECN {
+				mask = tosECNMask
+			}
+			ok = setTOS(k.NwTOS&^mask | uint8(a.Value)&mask)
 		case flow.ActOutput, flow.ActInPort:
 			slot, found := f.slot(a.Port)
 			if !found || !f.forwards(slot) || a.Value != 0 {
@@ -117,6 +189,24 @@ func (f *forwarder) fastPathEntry(d *decision, h *flow.Headers) (bpf.FastpathFpF
 		return e, false // a drop counted under another reason
 	}
 	return e, true
+}
+
+const (
+	opSetL3 = uint8(bpf.FastpathFpOpTypeFP_OP_SET_L3)
+	opSetL4 = uint8(bpf.FastpathFpOpTypeFP_OP_SET_L4)
+	csumL3  = uint8(bpf.FastpathFpCsumFP_CSUM_L3)
+)
+
+// l4Csum names the checksum a change of the IPv4 pseudo-header or of the
+// ports updates, if the frame has one.
+func l4Csum(k *flow.Key) uint8 {
+	switch {
+	case !k.HasPorts():
+		return 0
+	case k.NwProto == flow.ProtoTCP:
+		return uint8(bpf.FastpathFpCsumFP_CSUM_TCP)
+	}
+	return uint8(bpf.FastpathFpCsumFP_CSUM_UDP)
 }
 
 // be16 puts a 16-bit value in the frame's byte order, as the program's

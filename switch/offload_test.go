@@ -2,8 +2,10 @@ package vswitch
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"strings"
 	"testing"
 
@@ -59,8 +61,14 @@ func randomOffloadPipeline(rnd *rand.Rand) []string {
 	var flows []string
 	for range 1 + rnd.IntN(4) {
 		var actions []string
-		for range rnd.IntN(3) {
-			switch rnd.IntN(6) {
+		// IP rewrites need an IP match.
+		udp := rnd.IntN(4) != 0
+		kinds := 6
+		if udp {
+			kinds = 14
+		}
+		for range rnd.IntN(4) {
+			switch rnd.IntN(kinds) {
 			case 0:
 				actions = append(actions, fmt.Sprintf("mod_dl_src:02:00:00:00:00:%02x", rnd.IntN(256)))
 			case 1:
@@ -73,6 +81,22 @@ func randomOffloadPipeline(rnd *rand.Rand) []string {
 				actions = append(actions, fmt.Sprintf("mod_vlan_vid:%d", rnd.IntN(4096)))
 			case 5:
 				actions = append(actions, fmt.Sprintf("mod_vlan_pcp:%d", rnd.IntN(8)))
+			case 6:
+				actions = append(actions, fmt.Sprintf("mod_nw_src:10.%d.%d.%d", rnd.IntN(256), rnd.IntN(256), rnd.IntN(256)))
+			case 7:
+				actions = append(actions, fmt.Sprintf("set_field:%d.0.0.0/255.0.0.0->ip_dst", rnd.IntN(256)))
+			case 8:
+				actions = append(actions, fmt.Sprintf("mod_tp_src:%d", rnd.IntN(65536)))
+			case 9:
+				actions = append(actions, fmt.Sprintf("set_field:0x%x/0xff00->udp_dst", rnd.IntN(65536)))
+			case 10:
+				actions = append(actions, "dec_ttl")
+			case 11:
+				actions = append(actions, fmt.Sprintf("mod_nw_ttl:%d", rnd.IntN(256)))
+			case 12:
+				actions = append(actions, fmt.Sprintf("mod_nw_tos:%d", rnd.IntN(64)<<2))
+			case 13:
+				actions = append(actions, fmt.Sprintf("mod_nw_ecn:%d", rnd.IntN(4)))
 			}
 		}
 		switch rnd.IntN(7) {
@@ -96,6 +120,9 @@ func randomOffloadPipeline(rnd *rand.Rand) []string {
 		case 1:
 			match = "dl_vlan=0xffff,"
 		}
+		if udp {
+			match += "udp,"
+		}
 		flows = append(flows, fmt.Sprintf("priority=%d,%sactions=%s", rnd.IntN(3), match, strings.Join(actions, ",")))
 	}
 	return flows
@@ -116,7 +143,7 @@ func TestFastPathDoesWhatUserSpaceDoes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var carried, redirected, dropped, frames int
+	var carried, redirected, dropped, frames, ipRewrites int
 	for seed := range uint64(150) {
 		rnd := rand.New(rand.NewPCG(seed, 13))
 		text := randomOffloadPipeline(rnd)
@@ -132,6 +159,14 @@ func TestFastPathDoesWhatUserSpaceDoes(t *testing.T) {
 		}
 		for range 8 {
 			in := frame(mac(byte(1+rnd.IntN(3))), mac(1), "payload of the frame")
+			if rnd.IntN(4) != 0 {
+				ttl := []uint8{0, 1, 2, 64, 64, 255}[rnd.IntN(6)]
+				in = udpFrame(t, mac(byte(1+rnd.IntN(3))), mac(1), net.IPv4(10, 0, 0, 1), net.IPv4(10, 0, 0, 2),
+					uint16(rnd.IntN(65536)), uint16(rnd.IntN(65536)), []byte("payload of the frame"))
+				in[14+8] = ttl // and the header checksum with it
+				binary.BigEndian.PutUint16(in[14+10:], 0)
+				binary.BigEndian.PutUint16(in[14+10:], ^onesSum(0, in[14:14+20]))
+			}
 			if rnd.IntN(2) == 0 {
 				in = tagged(uint16(rnd.IntN(8))<<13|[]uint16{0, 10, 20}[rnd.IntN(3)], in)
 			}
@@ -157,6 +192,12 @@ func TestFastPathDoesWhatUserSpaceDoes(t *testing.T) {
 				continue
 			}
 			carried++
+			for _, o := range entry.Ops {
+				if o.Type == opSetL3 || o.Type == opSetL4 {
+					ipRewrites++
+					break
+				}
+			}
 			entry.Generation = generation
 			key := bpf.KeyOf(&k.Headers)
 			values := make([]bpf.FastpathFpFlow, cpus)
@@ -194,8 +235,9 @@ func TestFastPathDoesWhatUserSpaceDoes(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d frames: %d decisions with a fast path entry (%d sent, %d dropped)", frames, carried, redirected, dropped)
-	if redirected < frames/5 || dropped == 0 {
+	t.Logf("%d frames: %d decisions with a fast path entry (%d sent, %d dropped; %d rewrite IP or L4 fields)",
+		frames, carried, redirected, dropped, ipRewrites)
+	if redirected < frames/5 || dropped == 0 || ipRewrites < frames/20 {
 		t.Errorf("only %d of %d decisions sent and %d dropped in the fast path: the test hardly tests it", redirected, frames, dropped)
 	}
 }
