@@ -2,6 +2,9 @@ package bpf
 
 import (
 	"encoding/binary"
+	"fmt"
+
+	"github.com/cilium/ebpf/rlimit"
 
 	"github.com/xswitch/xswitch/flow"
 )
@@ -52,4 +55,31 @@ func NetworkOrder(v uint16) uint16 {
 	var b [2]byte
 	binary.NativeEndian.PutUint16(b[:], v)
 	return binary.BigEndian.Uint16(b[:])
+}
+
+// LoadFastpathProgram loads the fast path's program for frames that
+// arrive on OpenFlow port inPort; with recordKey, it also stores each key
+// it parses in its parsed map, for tests.
+func LoadFastpathProgram(inPort uint16, recordKey bool) (*FastpathObjects, error) {
+	if err := rlimit.RemoveMemlock(); err != nil {
+		return nil, err
+	}
+	spec, err := LoadFastpath()
+	if err != nil {
+		return nil, err
+	}
+	var record uint8
+	if recordKey {
+		record = 1
+	}
+	for name, value := range map[string]any{FastpathVarInPort: inPort, FastpathVarRecordKey: record} {
+		if err := spec.Variables[name].Set(value); err != nil {
+			return nil, fmt.Errorf("set %s: %w", name, err)
+		}
+	}
+	var objs FastpathObjects
+	if err := spec.LoadAndAssign(&objs, nil); err != nil {
+		return nil, fmt.Errorf("the verifier refused the fast path program: %w", err)
+	}
+	return &objs, nil
 }

@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/rlimit"
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
 
@@ -28,30 +27,18 @@ const testInPort = 7
 
 // parser is the fast path program loaded to record what it parses.
 type parser struct {
-	objs FastpathObjects
+	objs *FastpathObjects
 }
 
 func loadParser(tb testing.TB) *parser {
 	tb.Helper()
 	testenv.RequireRoot(tb)
-	if err := rlimit.RemoveMemlock(); err != nil {
-		tb.Fatal(err)
-	}
-	spec, err := LoadFastpath()
+	objs, err := LoadFastpathProgram(testInPort, true)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	for name, value := range map[string]any{FastpathVarInPort: uint16(testInPort), FastpathVarRecordKey: uint8(1)} {
-		if err := spec.Variables[name].Set(value); err != nil {
-			tb.Fatalf("set %s: %v", name, err)
-		}
-	}
-	p := &parser{}
-	if err := spec.LoadAndAssign(&p.objs, nil); err != nil {
-		tb.Fatalf("the verifier refused the fast path program: %v", err)
-	}
-	tb.Cleanup(func() { p.objs.Close() })
-	return p
+	tb.Cleanup(func() { objs.Close() })
+	return &parser{objs: objs}
 }
 
 // parse runs the program on frame and returns what it read.

@@ -107,9 +107,9 @@ func (e *Extractor) Layout() Layout { return e.layout }
 // them. It names only headers the key was read from, whole: an IP header
 // whose packet the frame holds, and a TCP, UDP or ICMPv6 header (whose
 // checksum covers the IPv6 addresses) whose fixed part that packet holds
-// (an unfragmented packet or a first fragment). A
-// rewrite of a field the key does not have leaves the frame as it is, as
-// in OVS, whose actions change only fields of the flow key.
+// (an unfragmented packet or a first fragment). A rewrite of a field the
+// key does not have leaves the frame as it is, as in OVS, whose actions
+// change only fields of the flow key.
 type Layout struct {
 	L3, L4    int   // offsets from the frame's start
 	IPVersion uint8 // 4 or 6; 0 when the frame has no such IP header

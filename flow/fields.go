@@ -183,26 +183,23 @@ func rewriteIP(typ ActionType, value func(*Key) uint16) func([]Action, *Key, *Ke
 // no tag, so a tag there is popped; with it, a tag with that VID and PCP,
 // pushed if there was none.
 func rewriteVLAN(out []Action, old, updated *Key) ([]Action, bool) {
-	was, is := old.VLANTCI&VLANCFI != 0, updated.VLANTCI&VLANCFI != 0
-	vid, pcp := updated.VLANTCI&vlanVIDMask, updated.VLANTCI&vlanPCPMask>>vlanPCPShift
-	switch {
-	case !is:
-		updated.VLANTCI = 0
-		if was {
+	if updated.VLANTCI&VLANCFI == 0 {
+		if old.VLANTCI&VLANCFI != 0 {
 			out = append(out, Action{Type: ActStripVLAN})
 		}
-		return out, true
-	case !was:
-		out = append(out, Action{Type: ActSetVLANVID, Value: vid})
-		if pcp != 0 {
-			out = append(out, Action{Type: ActSetVLANPCP, Value: pcp})
-		}
+		updated.VLANTCI = 0
 		return out, true
 	}
-	if vid != old.VLANTCI&vlanVIDMask {
+	vid, pcp := updated.VLANTCI&vlanVIDMask, updated.VLANTCI&vlanPCPMask>>vlanPCPShift
+	// Without a tag, setting the VID pushes one, of PCP 0.
+	oldTagged, oldPCP := old.VLANTCI&VLANCFI != 0, old.VLANTCI&vlanPCPMask>>vlanPCPShift
+	if !oldTagged {
+		oldPCP = 0
+	}
+	if !oldTagged || vid != old.VLANTCI&vlanVIDMask {
 		out = append(out, Action{Type: ActSetVLANVID, Value: vid})
 	}
-	if pcp != old.VLANTCI&vlanPCPMask>>vlanPCPShift {
+	if pcp != oldPCP {
 		out = append(out, Action{Type: ActSetVLANPCP, Value: pcp})
 	}
 	return out, true

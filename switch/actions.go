@@ -130,28 +130,19 @@ func (f *forwarder) execute(r *frameRun, actions []flow.Action) {
 				r.sent = true
 			}
 			r.shared = true
-		case actNormalTo:
+		case actNormalTo, actNormalFlood:
 			// NORMAL as the decision resolved it: learning was done, and
 			// is kept fresh by the hit's check.
-			if f.learnOnly || !f.forwards(a.Port) {
+			if f.learnOnly || a.Type == actNormalTo && !f.forwards(a.Port) {
 				continue
 			}
 			r.frame = f.makeRoom(r.frame, r.copied, maxNormalCopies)
 			tagged, vid := frameTag(r.frame)
 			fr := vlanFrame{arrived: r.frame, vlan: a.Value, tagged: tagged, vid: vid}
-			if f.normalOutput(a.Port, &fr) {
-				r.sent = true
-			}
-			r.shared = true
-		case actNormalFlood:
-			if f.learnOnly {
-				continue
-			}
-			r.frame = f.makeRoom(r.frame, r.copied, maxNormalCopies)
-			tagged, vid := frameTag(r.frame)
-			fr := vlanFrame{arrived: r.frame, vlan: a.Value, tagged: tagged, vid: vid}
-			if f.normalFlood(a.Port, &fr, r.now) {
-				r.sent = true
+			if a.Type == actNormalTo {
+				r.sent = f.normalOutput(a.Port, &fr) || r.sent
+			} else {
+				r.sent = f.normalFlood(a.Port, &fr, r.now) || r.sent
 			}
 			r.shared = true
 		case flow.ActFlood:

@@ -305,34 +305,22 @@ func (tr *translator) normal() {
 		tr.emit(flow.Action{Type: flow.ActNormal})
 		return
 	}
-	src := macKey(k.DlSrc[:], vlan)
-	f.fdb.learn(src, inSlot, tr.now)
-	srcDep, ok := f.fdb.depend(src, inSlot, tr.now, true)
-	if !ok {
-		tr.emit(flow.Action{Type: flow.ActNormal}) // unreachable: it was just learned
-		return
-	}
-	tr.d.macDeps = append(tr.d.macDeps, srcDep)
+	tr.d.macDeps = append(tr.d.macDeps, f.fdb.learn(macKey(k.DlSrc[:], vlan), inSlot, tr.now))
 	flood := flow.Action{Type: actNormalFlood, Port: inSlot, Value: vlan}
 	if isMulticast(dst) {
 		tr.emit(flood)
 		return
 	}
 	station := macKey(dst, vlan)
-	out, known := f.fdb.lookup(station, tr.now)
+	dstDep, known := f.fdb.lookupDep(station, tr.now)
 	if !known {
 		tr.d.macDeps = append(tr.d.macDeps, f.fdb.dependAbsent(station))
 		tr.emit(flood)
 		return
 	}
-	dstDep, ok := f.fdb.depend(station, out, tr.now, false)
-	if !ok {
-		tr.emit(flow.Action{Type: flow.ActNormal}) // unreachable: it was just looked up
-		return
-	}
 	tr.d.macDeps = append(tr.d.macDeps, dstDep)
-	if out != inSlot {
-		tr.emit(flow.Action{Type: actNormalTo, Port: out, Value: vlan})
+	if dstDep.port != inSlot {
+		tr.emit(flow.Action{Type: actNormalTo, Port: dstDep.port, Value: vlan})
 	}
 }
 
@@ -346,8 +334,9 @@ func (tr *translator) cutLoop(limit string) bool {
 }
 
 // decisionCache is a forwarder's exact-match cache of decisions by
-// Headers. It does not lock: only its forwarder uses it. Decisions evicted are kept for reuse, so that a miss in a
-// steady state allocates no decision, only the LRU's entry.
+// Headers. It does not lock: only its forwarder uses it. Decisions
+// evicted are kept for reuse, so that a miss in a steady state allocates
+// no decision, only the LRU's entry.
 type decisionCache struct {
 	lru   *simplelru.LRU[flow.Headers, *decision]
 	table *flow.Table // the current version, that of the last get

@@ -89,28 +89,31 @@ func (t *macTable) fresh(e *macEntry, now int64) bool {
 // made-up source addresses evicts its own addresses, not the stations that
 // other ports serve: the same protection OVS gives by evicting from the port
 // with the most entries, decided within one set so that learning stays O(1).
-func (t *macTable) learn(key uint64, port uint16, now int64) {
+//
+// It returns the dependency on the entry it wrote, for a decision that
+// relies on the source it learned (decision.go).
+func (t *macTable) learn(key uint64, port uint16, now int64) macDep {
 	i := t.setOf(key)
-	if t.locks == nil {
-		t.learnIn(t.set(i), key, port, now)
-		return
+	if t.locks != nil {
+		t.locks[i].Lock()
+		defer t.locks[i].Unlock()
 	}
-	t.locks[i].Lock()
-	t.learnIn(t.set(i), key, port, now)
-	t.locks[i].Unlock()
+	j := t.learnIn(t.set(i), key, port, now)
+	return macDep{slot: uint32(i*macWays) + uint32(j), key: key, port: port, source: true}
 }
 
-func (t *macTable) learnIn(set []macEntry, key uint64, port uint16, now int64) {
+// learnIn writes the entry into set and returns where.
+func (t *macTable) learnIn(set []macEntry, key uint64, port uint16, now int64) int {
 	victim, ownVictim := 0, -1
 	for i := range set {
 		e := &set[i]
 		if e.key == key {
 			e.port, e.seen = port, now
-			return
+			return i
 		}
 		if !t.fresh(e, now) {
 			set[i] = macEntry{key: key, port: port, seen: now}
-			return
+			return i
 		}
 		if e.seen < set[victim].seen {
 			victim = i
@@ -124,6 +127,7 @@ func (t *macTable) learnIn(set []macEntry, key uint64, port uint16, now int64) {
 	}
 	t.evictions.Add(1)
 	set[victim] = macEntry{key: key, port: port, seen: now}
+	return victim
 }
 
 // macDep is one MAC-table entry a decision relies on (decision.go): the
@@ -141,9 +145,9 @@ type macDep struct {
 	absent bool
 }
 
-// depend returns the dependency on key's live entry, which must be on
-// port, if there is one.
-func (t *macTable) depend(key uint64, port uint16, now int64, source bool) (macDep, bool) {
+// lookupDep is lookup for a decision: the dependency on key's live entry,
+// whose port is where key was last seen, if there is one.
+func (t *macTable) lookupDep(key uint64, now int64) (macDep, bool) {
 	i := t.setOf(key)
 	if t.locks != nil {
 		t.locks[i].Lock()
@@ -151,8 +155,8 @@ func (t *macTable) depend(key uint64, port uint16, now int64, source bool) (macD
 	}
 	set := t.set(i)
 	for j := range set {
-		if e := &set[j]; e.key == key && e.port == port && t.fresh(e, now) {
-			return macDep{slot: uint32(i*macWays) + uint32(j), key: key, port: port, source: source}, true
+		if e := &set[j]; e.key == key && t.fresh(e, now) {
+			return macDep{slot: uint32(i*macWays) + uint32(j), key: key, port: e.port}, true
 		}
 	}
 	return macDep{}, false

@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/rlimit"
 
 	"github.com/xswitch/xswitch/bpf"
 	"github.com/xswitch/xswitch/flow"
@@ -30,19 +29,9 @@ const (
 func fastPathProgram(tb testing.TB) *bpf.FastpathObjects {
 	tb.Helper()
 	testenv.RequireRoot(tb)
-	if err := rlimit.RemoveMemlock(); err != nil {
-		tb.Fatal(err)
-	}
-	spec, err := bpf.LoadFastpath()
+	objs, err := bpf.LoadFastpathProgram(1, false)
 	if err != nil {
 		tb.Fatal(err)
-	}
-	if err := spec.Variables[bpf.FastpathVarInPort].Set(uint16(1)); err != nil {
-		tb.Fatal(err)
-	}
-	var objs bpf.FastpathObjects
-	if err := spec.LoadAndAssign(&objs, nil); err != nil {
-		tb.Fatalf("the verifier refused the fast path program: %v", err)
 	}
 	tb.Cleanup(func() { objs.Close() })
 	const loopback = 1
@@ -51,7 +40,7 @@ func fastPathProgram(tb testing.TB) *bpf.FastpathObjects {
 			tb.Fatalf("tx_ports[%d] = lo: %v", slot, err)
 		}
 	}
-	return &objs
+	return objs
 }
 
 // randomOffloadPipeline is one table of rules with the actions the fast
