@@ -18,11 +18,15 @@
 // for the bridge (the exact key: a decision holds for one flow.Headers),
 // and, if the entry is of the bridge's current generation, runs its
 // operations on the frame, counts it and sends it out of a port of
-// tx_ports. Anything else (a frame it cannot read, no entry, an entry of
-// an older generation) is user space's, and the program answers
-// XDP_PASS: the socket redirect joins in when a port loads the program.
-// With record_key set at load time it stores the key it read, for the
-// tests, which run it with BPF_PROG_RUN. No port loads it yet.
+// tx_ports. Anything else (a frame it cannot read, a frame in several
+// buffers, no entry, an entry of an older generation) is user space's:
+// it goes to the port's AF_XDP socket (xsk.h), as with xsk.c.
+//
+// Every port of a bridge runs its own copy of the program, loaded with its
+// OpenFlow port number and its own xsks_map, and all share the bridge's
+// flows, state and tx_ports (switch/fastpath.go). With record_key set at
+// load time it stores the key it read, for the tests, which run it with
+// BPF_PROG_RUN.
 
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
@@ -31,6 +35,8 @@
 #include <linux/in.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
+
+#include "xsk.h"
 
 #define VLAN_CFI 0x1000
 #define MAX_VLAN_TAGS 2
@@ -145,8 +151,10 @@ struct {
 	__type(value, struct fp_parsed);
 } parsed SEC(".maps");
 
-// in_port is the OpenFlow port number of the port the program is on.
+// in_port is the OpenFlow port number of the port the program is on;
+// max_frame_len the longest frame its sockets take.
 volatile const __u16 in_port = 0;
+volatile const __u32 max_frame_len = 0;
 // record_key makes the program store each key in parsed (tests only).
 volatile const __u8 record_key = 0;
 
@@ -403,8 +411,9 @@ static __always_inline int set_field(struct xdp_md *ctx, struct fp_op *op, __u32
 
 // run_op runs one operation on the frame whose IP header is at *l3; it
 // returns 0 when the frame no longer has the room or the tag the
-// operation needs, which user space never installs, so the frame goes
-// back to user space.
+// operation needs, which user space never installs for the frame's key
+// (only a driver without headroom for a tag could cause it): the program
+// drops the frame then, as its bytes may be half rewritten.
 static __always_inline int run_op(struct xdp_md *ctx, struct fp_op *op, __u32 *l3)
 {
 	void *data = (void *)(long)ctx->data;
@@ -469,12 +478,15 @@ static __always_inline int run_op(struct xdp_md *ctx, struct fp_op *op, __u32 *l
 	return 1;
 }
 
-SEC("xdp")
+SEC("xdp.frags")
 int fastpath(struct xdp_md *ctx)
 {
 	struct fp_key key = {};
 	__u32 l3 = 0;
-	int ok = parse(ctx, &key, &l3);
+	__u64 len = (long)ctx->data_end - (long)ctx->data;
+	// A frame in several buffers is user space's: the parser reads only
+	// the first.
+	int ok = bpf_xdp_get_buff_len(ctx) == len && parse(ctx, &key, &l3);
 
 	if (record_key) {
 		__u32 zero = 0;
@@ -485,28 +497,31 @@ int fastpath(struct xdp_md *ctx)
 			out->key = key;
 		}
 	}
-	if (!ok)
-		return XDP_PASS;
+	if (!ok || len > max_frame_len)
+		return to_socket(ctx, max_frame_len);
 	__u32 zero = 0;
 	struct fp_state *st = bpf_map_lookup_elem(&state, &zero);
 	struct fp_flow *f = bpf_map_lookup_elem(&flows, &key);
 
 	if (!st || !f || f->generation != st->generation)
-		return XDP_PASS;
-	__u64 len = (long)ctx->data_end - (long)ctx->data;
+		return to_socket(ctx, max_frame_len);
 #pragma unroll
 	for (int i = 0; i < FP_MAX_OPS; i++) {
 		if (f->ops[i].type == FP_OP_END)
 			break;
+		// The operations user space installs always fit the frame of
+		// the key; one that does not means the entry is not this frame's.
 		if (!run_op(ctx, &f->ops[i], &l3))
-			return XDP_PASS;
+			return XDP_DROP;
 	}
 	f->packets++;
 	f->bytes += len;
 	f->used = bpf_ktime_get_ns();
 	if (f->out == FP_DROP)
 		return XDP_DROP;
-	return bpf_redirect_map(&tx_ports, f->out, XDP_PASS);
+	// An empty slot (a port that left since the entry was made) drops
+	// the frame: its bytes may already be rewritten.
+	return bpf_redirect_map(&tx_ports, f->out, XDP_DROP);
 }
 
 char __license[] SEC("license") = "Dual BSD/GPL";

@@ -2,8 +2,10 @@ package bpf
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 
+	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/rlimit"
 
 	"github.com/xswitch/xswitch/flow"
@@ -57,10 +59,60 @@ func NetworkOrder(v uint16) uint16 {
 	return binary.BigEndian.Uint16(b[:])
 }
 
-// LoadFastpathProgram loads the fast path's program for frames that
-// arrive on OpenFlow port inPort; with recordKey, it also stores each key
-// it parses in its parsed map, for tests.
-func LoadFastpathProgram(inPort uint16, recordKey bool) (*FastpathObjects, error) {
+// FastpathShared are the maps every port of a bridge shares: the
+// decisions (flows), the bridge's generation (state) and where each slot
+// sends (tx_ports).
+type FastpathShared struct {
+	Flows, State, TxPorts *ebpf.Map
+}
+
+// NewFastpathShared creates a bridge's shared maps, empty, at generation 0.
+func NewFastpathShared() (*FastpathShared, error) {
+	if err := rlimit.RemoveMemlock(); err != nil {
+		return nil, err
+	}
+	spec, err := LoadFastpath()
+	if err != nil {
+		return nil, err
+	}
+	var s FastpathShared
+	for _, m := range []struct {
+		name string
+		to   **ebpf.Map
+	}{{FastpathMapFlows, &s.Flows}, {FastpathMapState, &s.State}, {FastpathMapTxPorts, &s.TxPorts}} {
+		if *m.to, err = ebpf.NewMap(spec.Maps[m.name]); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("create the fast path's %s map: %w", m.name, err)
+		}
+	}
+	return &s, nil
+}
+
+// Close closes the maps; programs that use them keep their own references.
+func (s *FastpathShared) Close() error {
+	var errs []error
+	for _, m := range []*ebpf.Map{s.Flows, s.State, s.TxPorts} {
+		if m != nil {
+			errs = append(errs, m.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// FastpathConfig is what one port's copy of the fast path's program is
+// loaded with. Nil maps are created anew (the tests' own).
+type FastpathConfig struct {
+	InPort      uint16 // the port's OpenFlow port number
+	MaxFrameLen uint32 // the longest frame its sockets take
+	RecordKey   bool   // store each key parsed in the parsed map (tests)
+	Shared      *FastpathShared
+	// Sockets and Oversize are the port's XSKMAP and oversize counter,
+	// which a miss goes to and counts in, as with the port's own program.
+	Sockets, Oversize *ebpf.Map
+}
+
+// LoadFastpathProgram loads one port's copy of the fast path's program.
+func LoadFastpathProgram(cfg FastpathConfig) (*FastpathObjects, error) {
 	if err := rlimit.RemoveMemlock(); err != nil {
 		return nil, err
 	}
@@ -69,16 +121,28 @@ func LoadFastpathProgram(inPort uint16, recordKey bool) (*FastpathObjects, error
 		return nil, err
 	}
 	var record uint8
-	if recordKey {
+	if cfg.RecordKey {
 		record = 1
 	}
-	for name, value := range map[string]any{FastpathVarInPort: inPort, FastpathVarRecordKey: record} {
+	for name, value := range map[string]any{FastpathVarInPort: cfg.InPort, FastpathVarRecordKey: record,
+		FastpathVarMaxFrameLen: cfg.MaxFrameLen} {
 		if err := spec.Variables[name].Set(value); err != nil {
 			return nil, fmt.Errorf("set %s: %w", name, err)
 		}
 	}
+	replace := map[string]*ebpf.Map{}
+	if cfg.Shared != nil {
+		replace[FastpathMapFlows], replace[FastpathMapState], replace[FastpathMapTxPorts] =
+			cfg.Shared.Flows, cfg.Shared.State, cfg.Shared.TxPorts
+	}
+	if cfg.Sockets != nil {
+		replace[FastpathMapXsksMap] = cfg.Sockets
+	}
+	if cfg.Oversize != nil {
+		replace[FastpathMapOversize] = cfg.Oversize
+	}
 	var objs FastpathObjects
-	if err := spec.LoadAndAssign(&objs, nil); err != nil {
+	if err := spec.LoadAndAssign(&objs, &ebpf.CollectionOptions{MapReplacements: replace}); err != nil {
 		return nil, fmt.Errorf("the verifier refused the fast path program: %w", err)
 	}
 	return &objs, nil

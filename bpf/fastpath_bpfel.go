@@ -95,13 +95,16 @@ type FastpathFpState struct {
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	FastpathMapFlows         = "flows"
+	FastpathMapOversize      = "oversize"
 	FastpathMapParsed        = "parsed"
 	FastpathMapState         = "state"
 	FastpathMapTxPorts       = "tx_ports"
+	FastpathMapXsksMap       = "xsks_map"
 	FastpathProgFastpath     = "fastpath"
 	FastpathVarFpCsumForGo   = "fp_csum_for_go"
 	FastpathVarFpOpTypeForGo = "fp_op_type_for_go"
 	FastpathVarInPort        = "in_port"
+	FastpathVarMaxFrameLen   = "max_frame_len"
 	FastpathVarRecordKey     = "record_key"
 )
 
@@ -154,10 +157,12 @@ type FastpathProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type FastpathMapSpecs struct {
-	Flows   *ebpf.MapSpec `ebpf:"flows"`
-	Parsed  *ebpf.MapSpec `ebpf:"parsed"`
-	State   *ebpf.MapSpec `ebpf:"state"`
-	TxPorts *ebpf.MapSpec `ebpf:"tx_ports"`
+	Flows    *ebpf.MapSpec `ebpf:"flows"`
+	Oversize *ebpf.MapSpec `ebpf:"oversize"`
+	Parsed   *ebpf.MapSpec `ebpf:"parsed"`
+	State    *ebpf.MapSpec `ebpf:"state"`
+	TxPorts  *ebpf.MapSpec `ebpf:"tx_ports"`
+	XsksMap  *ebpf.MapSpec `ebpf:"xsks_map"`
 }
 
 // FastpathVariableSpecs contains global variables before they are loaded into the kernel.
@@ -167,6 +172,7 @@ type FastpathVariableSpecs struct {
 	FpCsumForGo   *ebpf.VariableSpec `ebpf:"fp_csum_for_go"`
 	FpOpTypeForGo *ebpf.VariableSpec `ebpf:"fp_op_type_for_go"`
 	InPort        *ebpf.VariableSpec `ebpf:"in_port"`
+	MaxFrameLen   *ebpf.VariableSpec `ebpf:"max_frame_len"`
 	RecordKey     *ebpf.VariableSpec `ebpf:"record_key"`
 }
 
@@ -190,18 +196,22 @@ func (o *FastpathObjects) Close() error {
 //
 // It can be passed to LoadFastpathObjects or ebpf.CollectionSpec.LoadAndAssign.
 type FastpathMaps struct {
-	Flows   *ebpf.Map `ebpf:"flows"`
-	Parsed  *ebpf.Map `ebpf:"parsed"`
-	State   *ebpf.Map `ebpf:"state"`
-	TxPorts *ebpf.Map `ebpf:"tx_ports"`
+	Flows    *ebpf.Map `ebpf:"flows"`
+	Oversize *ebpf.Map `ebpf:"oversize"`
+	Parsed   *ebpf.Map `ebpf:"parsed"`
+	State    *ebpf.Map `ebpf:"state"`
+	TxPorts  *ebpf.Map `ebpf:"tx_ports"`
+	XsksMap  *ebpf.Map `ebpf:"xsks_map"`
 }
 
 func (m *FastpathMaps) Close() error {
 	return _FastpathClose(
 		m.Flows,
+		m.Oversize,
 		m.Parsed,
 		m.State,
 		m.TxPorts,
+		m.XsksMap,
 	)
 }
 
@@ -212,6 +222,7 @@ type FastpathVariables struct {
 	FpCsumForGo   *ebpf.Variable `ebpf:"fp_csum_for_go"`
 	FpOpTypeForGo *ebpf.Variable `ebpf:"fp_op_type_for_go"`
 	InPort        *ebpf.Variable `ebpf:"in_port"`
+	MaxFrameLen   *ebpf.Variable `ebpf:"max_frame_len"`
 	RecordKey     *ebpf.Variable `ebpf:"record_key"`
 }
 

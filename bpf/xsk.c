@@ -1,32 +1,14 @@
 //go:build ignore
 
-// The XDP half of an AF_XDP port: every frame that arrives on an rx queue
-// with a socket bound goes to that socket; the rest continue up the stack.
+// The XDP half of an AF_XDP port without the fast path (xsk.h): every
+// frame goes to the port's socket for its queue.
 //
 // The program is frags-aware (xdp.frags): a driver may hand it a frame in
 // several buffers, and the socket receives it as chained descriptors when
 // it was bound with XDP_USE_SG. That is also what lets veth attach it
-// natively when its peer's MTU exceeds one page. A frame longer than the
-// port can take (max_frame_len) is dropped here and counted in oversize,
-// rather than left to the kernel, which would drop it as an unexplained
-// rx_dropped on the socket.
+// natively when its peer's MTU exceeds one page.
 
-#include <linux/bpf.h>
-#include <bpf/bpf_helpers.h>
-
-struct {
-	__uint(type, BPF_MAP_TYPE_XSKMAP);
-	__uint(max_entries, 64);
-	__type(key, __u32);
-	__type(value, __u32);
-} xsks_map SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u64);
-} oversize SEC(".maps");
+#include "xsk.h"
 
 // max_frame_len is the longest frame the port's sockets take, set from
 // user space before the first socket enters xsks_map.
@@ -35,23 +17,7 @@ __u32 max_frame_len = 0;
 SEC("xdp.frags")
 int xsk_redirect(struct xdp_md *ctx)
 {
-	__u32 queue = ctx->rx_queue_index;
-
-	// A queue without a socket is the host's: it gets every frame, of any
-	// length, as if the program were not there.
-	if (!bpf_map_lookup_elem(&xsks_map, &queue))
-		return XDP_PASS;
-	if (bpf_xdp_get_buff_len(ctx) > max_frame_len) {
-		__u32 key = 0;
-		__u64 *count = bpf_map_lookup_elem(&oversize, &key);
-
-		if (count)
-			(*count)++;
-		return XDP_DROP;
-	}
-	// The flags argument is the action returned when the map slot is
-	// empty, so a socket that left since the lookup costs no frame.
-	return bpf_redirect_map(&xsks_map, queue, XDP_PASS);
+	return to_socket(ctx, max_frame_len);
 }
 
 char __license[] SEC("license") = "Dual BSD/GPL";

@@ -29,7 +29,7 @@ const (
 func fastPathProgram(tb testing.TB) *bpf.FastpathObjects {
 	tb.Helper()
 	testenv.RequireRoot(tb)
-	objs, err := bpf.LoadFastpathProgram(1, false)
+	objs, err := bpf.LoadFastpathProgram(bpf.FastpathConfig{InPort: 1, MaxFrameLen: 1 << 16})
 	if err != nil {
 		tb.Fatal(err)
 	}
