@@ -254,6 +254,8 @@ func (d *Daemon) handleLocked(req Request) (Response, error) {
 		resp.FDB, err = d.fdb(req.Bridge)
 	case VerbDumpTables:
 		resp.Tables, err = d.dumpTables(req.Bridge)
+	case VerbDumpFast:
+		resp.FastPath, err = d.dumpFastPath(req.Bridge)
 	case VerbAddFlows:
 		err = d.addFlows(req.Bridge, req.Flows, req.FlowLines)
 	case VerbModFlows:
@@ -477,7 +479,12 @@ func (d *Daemon) show(only string) ([]BridgeStatus, error) {
 			continue
 		}
 		b := d.bridges[bc.Name]
+		b.SyncFastPath() // so that the counters include what the kernel carried
 		bs := BridgeStatus{Name: bc.Name, Ports: []PortStatus{}, Flows: b.Flows().Len()}
+		if st, ok := b.FastPathStats(); ok {
+			bs.FastPath = &FastPathStatus{Hits: st.Hits, Installs: st.Installs, InstallFailures: st.InstallFailures,
+				Evictions: st.Evictions, Entries: st.Entries}
+		}
 		bs.CacheHits, bs.CacheMisses, bs.CacheStale = b.CacheStats()
 		bs.Drops = b.PipelineDrops().ByReason()
 		busy, idle := b.ForwarderTime()
@@ -494,7 +501,7 @@ func (d *Daemon) show(only string) ([]BridgeStatus, error) {
 		for _, pc := range bc.Ports {
 			ps := PortStatus{PortConfig: pc, OFPort: pc.OFPort}
 			if l, ok := live[pc.Name]; ok {
-				ps.Info, ps.Warning = l.Info, afxdp.MTUProblem(l.Info)
+				ps.Info, ps.Warning, ps.FastPath = l.Info, afxdp.MTUProblem(l.Info), l.FastPath
 				if d.opened[pc.Name].AdminDown {
 					ps.Error = errAdminDown.Error()
 				}
@@ -526,6 +533,7 @@ func (d *Daemon) dumpTables(bridge string) ([]TableStatus, error) {
 	if err != nil {
 		return nil, err
 	}
+	b.SyncFastPath()
 	var out []TableStatus
 	for _, t := range b.TableStats() {
 		out = append(out, TableStatus{Table: t.Table, Active: t.Active, Lookups: t.Lookups, Matched: t.Matched})

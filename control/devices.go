@@ -65,6 +65,8 @@ type renamedPort struct {
 
 func (p renamedPort) Name() string { return p.name }
 
+func (p renamedPort) Unwrap() port.Port { return p.Port }
+
 // completePortType checks the options that depend on the port's type and
 // fills in what add-port derives from them.
 func completePortType(pc *PortConfig) error {

@@ -240,6 +240,7 @@ func (d *Daemon) dumpFlows(bridge, match string) ([]FlowStatus, error) {
 	if err != nil {
 		return nil, err
 	}
+	b.SyncFastPath()
 	table := b.Flows()
 	filter, err := parseFilter(bc, match)
 	if err != nil {

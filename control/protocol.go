@@ -60,6 +60,7 @@ const (
 	VerbRemove     = "remove"
 	VerbRSTPShow   = "rstp-show"
 	VerbDumpTables = "dump-tables"
+	VerbDumpFast   = "dump-fastpath"
 	// VerbStatus asks only whether the daemon serves: it answers once the
 	// configuration is restored.
 	VerbStatus = "status"
@@ -82,6 +83,30 @@ type Response struct {
 	RSTP []RSTPStatus `json:"rstp,omitempty"`
 	// Tables are dump-tables' counters, table 0 first.
 	Tables []TableStatus `json:"tables,omitempty"`
+	// FastPath are dump-fastpath's entries, the busiest first.
+	FastPath []FastPathEntry `json:"fastpath,omitempty"`
+}
+
+// FastPathEntry is one entry of the in-kernel fast path: the exact flow
+// it holds for, in flow syntax, what the XDP program does to its frames
+// (as OVS's datapath actions), what it carried, and how long ago it last
+// carried a frame. Stale entries are misses, left for the sweeper.
+type FastPathEntry struct {
+	Flow    string  `json:"flow"`
+	Actions string  `json:"actions"`
+	Packets uint64  `json:"packets"`
+	Bytes   uint64  `json:"bytes"`
+	UsedSec float64 `json:"used"`
+	Stale   bool    `json:"stale,omitempty"`
+}
+
+// FastPathStatus are a bridge's fast path counters (pmd-stats-show).
+type FastPathStatus struct {
+	Hits            uint64 `json:"hits"`
+	Installs        uint64 `json:"installs"`
+	InstallFailures uint64 `json:"install_failures"`
+	Evictions       uint64 `json:"evictions"`
+	Entries         int    `json:"entries"`
 }
 
 // TableStatus is one table as dump-tables shows it: its rules, the frames
@@ -116,6 +141,9 @@ type BridgeStatus struct {
 	Drops map[string]uint64 `json:"pipeline_drops"`
 	// Forwarder is the bridge's forwarding threads.
 	Forwarder ForwarderStatus `json:"forwarder"`
+	// FastPath is the in-kernel fast path; nil when the daemon runs
+	// with --fast-path off.
+	FastPath *FastPathStatus `json:"fastpath,omitempty"`
 }
 
 // ForwarderStatus is where a bridge's forwarding threads run and how they
@@ -188,6 +216,9 @@ type PortStatus struct {
 	// Warning says what a working port cannot do that its interface asks
 	// for: carry the frames of its MTU.
 	Warning string `json:"warning,omitempty"`
+	// FastPath is "on" when the in-kernel fast path carries frames from
+	// and to the port, else "off (why)".
+	FastPath string `json:"fastpath,omitempty"`
 }
 
 // PortStats are a port's counters. Rx and Tx are the switch's view; the

@@ -284,3 +284,49 @@ func exactMatch(key flow.Key, given flow.Key) flow.Match {
 func formatMAC(m [6]byte) string {
 	return fmt.Sprintf("%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5])
 }
+
+// dumpFastPath lists the bridge's fast path entries.
+func (d *Daemon) dumpFastPath(bridge string) ([]FastPathEntry, error) {
+	b, err := d.bridge(bridge)
+	if err != nil {
+		return nil, err
+	}
+	out := []FastPathEntry{}
+	for _, e := range b.FastPathEntries() {
+		out = append(out, FastPathEntry{Flow: flow.FormatMatch(headersMatch(e.Headers)), Actions: e.Actions,
+			Packets: e.Packets, Bytes: e.Bytes, UsedSec: e.Idle.Seconds(), Stale: e.Stale})
+	}
+	return out, nil
+}
+
+// headersMatch is the exact match on h's fields that its frame has, for
+// printing: the fields of the headers it does not have are left out.
+func headersMatch(h flow.Headers) flow.Match {
+	var mask flow.Key
+	all := func(b []byte) {
+		for i := range b {
+			b[i] = 0xff
+		}
+	}
+	mask.InPort, mask.DlType, mask.VLANTCI = 0xffff, 0xffff, 0xffff
+	all(mask.DlSrc[:])
+	all(mask.DlDst[:])
+	switch h.DlType {
+	case flow.EtherTypeIPv4, flow.EtherTypeARP:
+		all(mask.NwSrc[:])
+		all(mask.NwDst[:])
+		mask.NwProto = 0xff
+	case flow.EtherTypeIPv6:
+		all(mask.IPv6Src[:])
+		all(mask.IPv6Dst[:])
+		mask.NwProto = 0xff
+	}
+	key := flow.Key{Headers: h}
+	if h.DlType == flow.EtherTypeIPv4 || h.DlType == flow.EtherTypeIPv6 {
+		mask.NwTOS, mask.NwTTL, mask.NwFrag = 0xff, 0xff, flow.FragAny|flow.FragLater
+		if key.HasPorts() {
+			mask.TpSrc, mask.TpDst = 0xffff, 0xffff
+		}
+	}
+	return flow.Match{Key: key.And(&mask), Mask: mask}
+}

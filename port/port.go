@@ -7,6 +7,8 @@
 // never once per frame. No method on the frame path may allocate.
 package port
 
+import "github.com/cilium/ebpf"
+
 // Frame is one received frame. Data is a view into memory owned by the port
 // that received it and stays valid only until the frame is handed back with
 // RxQueue.Release; a frame that must outlive that is copied (Transmit copies).
@@ -87,4 +89,36 @@ type Stats struct {
 	// RxOversize counts frames longer than the port carries (Info.MaxFrame),
 	// dropped on arrival. It is the port's own count, not the kernel's.
 	RxOversize uint64 `json:"rx_oversize"`
+}
+
+// XDPHost is a port whose frames pass an XDP program that the bridge may
+// replace with its fast path's (switch/fastpath.go), which must end as the
+// port's own program does: in the port's sockets.
+type XDPHost interface {
+	// XDPSockets returns the port's XSKMAP and its counter of frames too
+	// long for its sockets, and the longest frame they take.
+	XDPSockets() (sockets, oversize *ebpf.Map, maxFrame int)
+	// SetXDPProgram attaches prog in place of the port's program without
+	// a moment between the two, or the port's own again when prog is nil.
+	SetXDPProgram(prog *ebpf.Program) error
+	// RedirectTarget reports whether frames that XDP redirects into the
+	// port's interface go out of it, and if not, why not, for `show`.
+	RedirectTarget() (ok bool, why string)
+}
+
+// Wrapper is a port that wraps another (one known by another name, say),
+// whose other interfaces, such as XDPHost, are the wrapped port's.
+type Wrapper interface {
+	Unwrap() Port
+}
+
+// Underlying returns the port p wraps, through every Wrapper.
+func Underlying(p Port) Port {
+	for {
+		w, ok := p.(Wrapper)
+		if !ok {
+			return p
+		}
+		p = w.Unwrap()
+	}
 }

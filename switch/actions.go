@@ -58,6 +58,9 @@ func (f *forwarder) forwardFrame(table *flow.Table, inSlot uint16, frame []byte,
 	}
 	d.packets++
 	d.bytes += uint64(len(frame))
+	if f.fp != nil && !f.learnOnly && f.ports[inSlot].fastPathIn.Load() {
+		f.offerFastPath(d, inSlot, now)
+	}
 	r := &f.run
 	*r = frameRun{inSlot: inSlot, frame: frame, layout: f.extractor.Layout(), now: now, dropped: d.dropped}
 	f.execute(r, d.actions)

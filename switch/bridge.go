@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/xswitch/xswitch/bpf"
 	"github.com/xswitch/xswitch/flow"
 	"github.com/xswitch/xswitch/port"
 	"github.com/xswitch/xswitch/rstp"
@@ -47,6 +48,9 @@ type Options struct {
 	// Logger is where the forwarder says what it must say once (a loop in
 	// the tables); nil is slog.Default().
 	Logger *slog.Logger
+	// FastPath carries the decisions it can in the ports' XDP programs
+	// (fastpath.go).
+	FastPath bool
 }
 
 func (o Options) withDefaults() Options {
@@ -82,6 +86,10 @@ type Bridge struct {
 	// What the threads count together (pipeline.go).
 	tables *[flow.NumTables]tableCounters
 	drops  *dropCounters
+
+	fp        *fastPath // nil: no fast path
+	watchDone chan struct{}
+	stopWatch chan struct{}
 }
 
 type bridgePort struct {
@@ -92,6 +100,16 @@ type bridgePort struct {
 	counters portCounters
 	address  [6]byte          // the source of the BPDUs it sends; zero: made up
 	rstp     *rstp.PortConfig // its part in the spanning tree; nil: none (Bridge.mu)
+
+	// fastPath is the port's copy of the fast path's program, nil when
+	// it runs its own (fastPathOff says why), under Bridge.mu; fastPathIn
+	// says the same to the forwarders. takesRedirects says that the fast
+	// path may send to it, and redirectsOff why not (fastpath.go).
+	fastPath       *bpf.FastpathObjects
+	fastPathOff    string
+	fastPathIn     atomic.Bool
+	takesRedirects atomic.Bool
+	redirectsOff   string
 }
 
 // portCounters are written by the forwarder once per batch and read by
@@ -142,6 +160,13 @@ func New(name string, flows *flow.Table, opts Options) (*Bridge, error) {
 	}
 	place := firstOf(max(1, len(opts.CPUs)), opts)
 	b := &Bridge{name: name, flows: cls, tables: place.tables, drops: place.drops}
+	if opts.FastPath {
+		fp, err := newFastPath(place.tables, place.drops)
+		if err != nil {
+			return nil, fmt.Errorf("bridge %s: fast path: %w", name, err)
+		}
+		b.fp, place.fp = fp, fp
+	}
 	for i := range place.count {
 		place.index = i
 		f, err := newForwarder(opts, cls, place)
@@ -154,9 +179,16 @@ func New(name string, flows *flow.Table, opts Options) (*Bridge, error) {
 		}
 		if err != nil {
 			b.stopForwarders()
+			if b.fp != nil {
+				b.fp.close()
+			}
 			return nil, fmt.Errorf("bridge %s: %w", name, err)
 		}
 		b.fwds = append(b.fwds, f)
+	}
+	if b.fp != nil {
+		b.stopWatch, b.watchDone = make(chan struct{}), make(chan struct{})
+		go b.watchRedirects()
 	}
 	return b, nil
 }
@@ -187,7 +219,13 @@ func (b *Bridge) Flows() *flow.Table { return b.flows.Load() }
 
 // SetFlows makes t the flow table. Forwarding uses it from the next batch
 // on, and drops what it had cached from the previous version.
-func (b *Bridge) SetFlows(t *flow.Table) { b.flows.Publish(t) }
+func (b *Bridge) SetFlows(t *flow.Table) {
+	b.flows.Publish(t)
+	if b.fp != nil {
+		// After the publication: see fastpath.go.
+		b.fp.bump()
+	}
+}
 
 // CacheStats reports the exact-match cache of decisions: frames that
 // found their decision (hits), translations for want of one (misses), and
@@ -265,6 +303,7 @@ func (b *Bridge) AddPort(p port.Port, opts PortOptions) (uint16, error) {
 		}
 	})
 	bp.slot = slot
+	b.attachFastPath(bp)
 	if b.stp != nil && bp.rstp != nil {
 		if err := b.stp.addPort(bp, *bp.rstp); err != nil {
 			b.onEachForwarder(func(f *forwarder) { f.removePort(bp) })
@@ -309,6 +348,9 @@ func (b *Bridge) RemovePort(name string) error {
 		b.stp.removePort(bp)
 	}
 	b.onEachForwarder(func(f *forwarder) { f.removePort(bp) })
+	if b.fp != nil {
+		b.fp.detach(bp)
+	}
 	b.ports = slices.Delete(b.ports, i, i+1)
 	return bp.Close()
 }
@@ -319,6 +361,9 @@ type PortStatus struct {
 	OFPort uint16
 	Info   port.Info
 	Stats  PortStats
+	// FastPath is "on" when the fast path carries frames from and to the
+	// port, else "off (why)".
+	FastPath string
 }
 
 // PortStats are a port's counters: the switch's own and the port's.
@@ -359,6 +404,7 @@ func (b *Bridge) Ports() []PortStatus {
 				PipelineDropped: c.pipelineDropped.load(),
 				Port:            q.Stats(),
 			},
+			FastPath: q.fastPathStatus(),
 		})
 	}
 	return out
@@ -404,13 +450,23 @@ func (b *Bridge) Close() error {
 	if b.fwds == nil {
 		return nil
 	}
+	if b.fp != nil {
+		close(b.stopWatch)
+		<-b.watchDone
+	}
 	b.stopForwarders()
 	var errs []error
 	for _, q := range b.ports {
+		if b.fp != nil {
+			b.fp.detach(q)
+		}
 		if err := q.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("closing port %s: %w", q.Name(), err))
 		}
 	}
 	b.ports = nil
+	if b.fp != nil {
+		errs = append(errs, b.fp.close())
+	}
 	return errors.Join(errs...)
 }

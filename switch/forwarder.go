@@ -119,6 +119,16 @@ type forwarder struct {
 	learnOnly bool
 	pending   []uint16 // slots whose group holds frames
 
+	// The fast path (fastpath.go), nil when there is none: the generation
+	// the current batch decides under, the entries it queued, and the
+	// MAC table's changes when this thread last looked. The bridge's
+	// first thread also sweeps, every fastPathSweep.
+	fp         *fastPath
+	fpGen      uint64
+	fpPending  []fpPending
+	fdbChanges uint64
+	lastSweep  int64
+
 	requests chan request
 	wakeFd   int
 	busyPoll bool
@@ -152,6 +162,7 @@ type threadPlace struct {
 	tables       *[flow.NumTables]tableCounters
 	drops        *dropCounters
 	loopLogged   *atomic.Bool
+	fp           *fastPath // nil: none
 }
 
 // firstOf returns the place of the first of count threads, with the MAC
@@ -191,6 +202,7 @@ func newForwarder(opts Options, flows *flow.Classifier, place threadPlace) (*for
 		wakeFd:        wake,
 		busyPoll:      opts.BusyPoll,
 		exited:        make(chan struct{}),
+		fp:            place.fp,
 	}
 	f.decisions.tr.f = f
 	f.rebuild()
@@ -247,6 +259,9 @@ func (f *forwarder) loop() {
 		if f.serveRequests() {
 			busy = true
 		}
+		if f.fp != nil {
+			f.fastPathChores()
+		}
 		if busy || f.stopped {
 			f.clock.worked()
 			continue
@@ -292,7 +307,11 @@ func (f *forwarder) serveRequests() (served bool) {
 }
 
 func (f *forwarder) sleep() {
-	_, err := unix.Poll(f.pollFds, int(idlePoll/time.Millisecond))
+	timeout := idlePoll
+	if f.fp != nil && f.thread == 0 {
+		timeout = fastPathSweep // the sweeper's turn comes round
+	}
+	_, err := unix.Poll(f.pollFds, int(timeout/time.Millisecond))
 	if err != nil && !errors.Is(err, unix.EINTR) {
 		// Poll on descriptors we own fails only if one was closed under
 		// us, which the request protocol rules out; back off rather than
@@ -318,6 +337,9 @@ func (f *forwarder) forwardBatch(rx rxQueue) bool {
 	frames := f.frames[:n]
 	wall := time.Now()
 	now := int64(wall.Sub(f.epoch))
+	if f.fp != nil {
+		f.fpGen = f.fp.generation() // before the table: see fastpath.go
+	}
 	table := f.flows.Load()
 	in := f.ports[rx.slot]
 	state := f.stp[rx.slot]
@@ -360,6 +382,10 @@ func (f *forwarder) forwardBatch(rx rxQueue) bool {
 		in.counters.rxErrors.Add(malformed)
 	}
 	f.drops.flush(&in.counters)
+	if f.fp != nil {
+		f.noteMACChanges()
+		f.installPending()
+	}
 	f.transmitGroups()
 	f.copies.reset()
 	rx.q.Release(frames)
@@ -519,7 +545,7 @@ func (f *forwarder) removePort(p *bridgePort) {
 // threads in turn; every thread has the same ports, so they agree.
 func (f *forwarder) rebuild() {
 	// Decisions name ports by slot and resolve NORMAL by the ports' VLANs.
-	f.decisions.forget()
+	f.forgetDecisions()
 	n := 0
 	f.live = f.live[:0]
 	f.slotOf = f.slotOf[:0]

@@ -36,6 +36,10 @@ type macTable struct {
 	aging   int64  // nanoseconds
 
 	evictions atomic.Uint64
+	// changes counts the writes that take an entry from a station, or a
+	// station to another port: moves, evictions, flushes. The fast path
+	// starts a new generation when it moves (fastpath.go).
+	changes atomic.Uint64
 }
 
 type macEntry struct {
@@ -108,6 +112,9 @@ func (t *macTable) learnIn(set []macEntry, key uint64, port uint16, now int64) i
 	for i := range set {
 		e := &set[i]
 		if e.key == key {
+			if e.port != port {
+				t.changes.Add(1)
+			}
 			e.port, e.seen = port, now
 			return i
 		}
@@ -126,6 +133,7 @@ func (t *macTable) learnIn(set []macEntry, key uint64, port uint16, now int64) i
 		victim = ownVictim
 	}
 	t.evictions.Add(1)
+	t.changes.Add(1)
 	set[victim] = macEntry{key: key, port: port, seen: now}
 	return victim
 }
@@ -171,7 +179,26 @@ func (t *macTable) dependAbsent(key uint64) macDep {
 // holds reports whether the entry d relies on is still there as it was,
 // and fresh, or for an absent dependency still not there; for the frame's
 // source, it refreshes the entry, as learning would. It allocates nothing.
-func (t *macTable) holds(d *macDep, now int64) bool {
+func (t *macTable) holds(d *macDep, now int64) bool { return t.check(d, now, d.source) }
+
+// unchanged is holds without the refresh: for the fast path's sweeper,
+// which has no frame in hand.
+func (t *macTable) unchanged(d *macDep, now int64) bool { return t.check(d, now, false) }
+
+// refresh marks the entry d relies on as seen at seen, if it is still
+// there as it was: the fast path carried frames from that source.
+func (t *macTable) refresh(d *macDep, seen int64) {
+	if t.locks != nil {
+		set := uint64(d.slot) / macWays
+		t.locks[set].Lock()
+		defer t.locks[set].Unlock()
+	}
+	if e := &t.slots[d.slot]; e.key == d.key && e.port == d.port && seen > e.seen {
+		e.seen = seen
+	}
+}
+
+func (t *macTable) check(d *macDep, now int64, refresh bool) bool {
 	if t.locks != nil {
 		set := uint64(d.slot) / macWays
 		t.locks[set].Lock()
@@ -190,7 +217,7 @@ func (t *macTable) holds(d *macDep, now int64) bool {
 	if e.key != d.key || e.port != d.port || !t.fresh(e, now) {
 		return false
 	}
-	if d.source {
+	if refresh {
 		e.seen = now
 	}
 	return true
@@ -238,8 +265,9 @@ func (t *macTable) eachSet(fn func(set []macEntry)) {
 func (t *macTable) flushPort(port uint16) {
 	t.eachSet(func(set []macEntry) {
 		for i := range set {
-			if set[i].port == port {
+			if set[i].port == port && set[i].key != 0 {
 				set[i] = macEntry{}
+				t.changes.Add(1)
 			}
 		}
 	})

@@ -157,12 +157,12 @@ func (f *forwarder) fastPathEntry(d *decision, h *flow.Headers) (bpf.FastpathFpF
 			ok = setTOS(k.NwTOS&^mask | uint8(a.Value)&mask)
 		case flow.ActOutput, flow.ActInPort:
 			slot, found := f.slot(a.Port)
-			if !found || !f.forwards(slot) || a.Value != 0 {
+			if !found || !f.forwards(slot) || !f.ports[slot].takesRedirects.Load() || a.Value != 0 {
 				return e, false
 			}
 			out, outputs = uint32(slot), outputs+1
 		case actNormalTo:
-			if !f.forwards(a.Port) || !tagKnown {
+			if !f.forwards(a.Port) || !f.ports[a.Port].takesRedirects.Load() || !tagKnown {
 				return e, false
 			}
 			switch formOut(&f.ports[a.Port].vlan, a.Value, tagged(), k.VLANTCI&vlanVIDMask) {

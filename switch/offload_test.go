@@ -137,6 +137,9 @@ func TestFastPathDoesWhatUserSpaceDoes(t *testing.T) {
 		rnd := rand.New(rand.NewPCG(seed, 13))
 		text := randomOffloadPipeline(rnd)
 		f, ports := vlanForwarder(t, trunk(), trunk(), access(10))
+		for _, p := range f.ports {
+			p.takesRedirects.Store(true)
+		}
 		f.flows.Publish(rules(t, text...))
 		// Stations for NORMAL to resolve: 2 on port 2 in VLANs 0, 10
 		// and 20; 3 on port 3, the access port of VLAN 10.

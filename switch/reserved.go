@@ -47,5 +47,5 @@ func (b *Bridge) SetForwardBPDU(on bool) {
 
 func (f *forwarder) setForwardBPDU(on bool) {
 	f.forwardBPDU = on
-	f.decisions.forget() // they flood such frames, or leave them to NORMAL to drop
+	f.forgetDecisions() // they flood such frames, or leave them to NORMAL to drop
 }

@@ -231,6 +231,9 @@ func (e *stpEnv) Flush(n uint16) {
 func (f *forwarder) setSTPState(slot uint16, s stpState) {
 	f.stp[slot] = s
 	f.rebuildFlood()
+	if f.fp != nil {
+		f.fp.bump() // entries send only to ports that forward
+	}
 }
 
 // SetRSTP runs the Rapid Spanning Tree Protocol on the bridge as cfg

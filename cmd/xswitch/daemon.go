@@ -69,6 +69,8 @@ the daemon otherwise waits with "xswitch wait-ready".`,
 	f.StringVar(&opts.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://ADDR"+metrics.Path+" (host:port); off when empty")
 	f.IntVar(&opts.control.Bridge.MACTableSize, "mac-table-size", vswitch.DefaultMACTableSize, "learned addresses each bridge holds at most")
 	f.Var((*cpuList)(&opts.control.Bridge.CPUs), "cpus", "one forwarding thread per bridge on each of these CPUs, as taskset -c lists them (1 or 0,2-3); one thread on any CPU when empty")
+	opts.control.Bridge.FastPath = true
+	f.Var((*fastPathFlag)(&opts.control.Bridge.FastPath), "fast-path", "carry the flows the XDP program can in the kernel (auto), or every frame in user space (off)")
 	f.BoolVar(&opts.control.Bridge.BusyPoll, "busy-poll", false, "forwarding threads poll their rings when idle instead of sleeping: lowest latency, a whole CPU each")
 	return cmd
 }
@@ -96,6 +98,31 @@ func (l *cpuList) String() string {
 	}
 	return strings.Join(parts, ",")
 }
+
+// fastPathFlag is --fast-path: auto (the fast path where a port allows
+// it) or off.
+type fastPathFlag bool
+
+func (f *fastPathFlag) String() string {
+	if *f {
+		return "auto"
+	}
+	return "off"
+}
+
+func (f *fastPathFlag) Set(s string) error {
+	switch s {
+	case "auto":
+		*f = true
+	case "off":
+		*f = false
+	default:
+		return fmt.Errorf("%q is neither auto nor off", s)
+	}
+	return nil
+}
+
+func (f *fastPathFlag) Type() string { return "auto|off" }
 
 func (l *cpuList) Set(s string) error {
 	cpus, err := parseCPUList(s)

@@ -45,6 +45,9 @@ func printShow(w io.Writer, bridges []control.BridgeStatus) {
 			if p.Warning != "" {
 				fmt.Fprintf(w, "        warning: %s\n", p.Warning)
 			}
+			if p.FastPath != "" {
+				fmt.Fprintf(w, "        fastpath=%s\n", p.FastPath)
+			}
 			var details []string
 			if p.Peer != "" {
 				details = append(details, "peer "+p.Peer)
@@ -117,6 +120,24 @@ func printPMDStats(w io.Writer, bridges []control.BridgeStatus) {
 		fmt.Fprintf(w, "  decisions translated again (a table or MAC-table entry they relied on changed): %d\n", b.CacheStale)
 		printPipelineDrops(w, b.Drops)
 		printForwarder(w, b.Forwarder)
+		if fp := b.FastPath; fp != nil {
+			fmt.Fprintf(w, "  fast path: %d frames carried in the kernel, %d entries (%d installed, %d refused, %d swept)\n",
+				fp.Hits, fp.Entries, fp.Installs, fp.InstallFailures, fp.Evictions)
+		} else {
+			fmt.Fprintln(w, "  fast path: off")
+		}
+	}
+}
+
+// printFastPath prints the fast path's entries after ovs-appctl
+// dpctl/dump-flows: the match, then the counters, then the actions.
+func printFastPath(w io.Writer, entries []control.FastPathEntry) {
+	for _, e := range entries {
+		stale := ""
+		if e.Stale {
+			stale = " (stale)"
+		}
+		fmt.Fprintf(w, "%s, packets:%d, bytes:%d, used:%.3fs%s, actions:%s\n", e.Flow, e.Packets, e.Bytes, e.UsedSec, stale, e.Actions)
 	}
 }
 

@@ -95,7 +95,7 @@ Exit codes:
 		c.daemonCommand(),
 		c.addBridgeCommand(), c.delBridgeCommand(), c.listBridgesCommand(),
 		c.addPortCommand(), c.delPortCommand(), c.listPortsCommand(),
-		c.showCommand(), c.dumpPortsCommand(), c.dumpTablesCommand(), c.fdbShowCommand(),
+		c.showCommand(), c.dumpPortsCommand(), c.dumpTablesCommand(), c.dumpFastPathCommand(), c.fdbShowCommand(),
 		c.addFlowCommand(), c.addFlowsCommand(), c.modFlowsCommand(), c.delFlowsCommand(),
 		c.dumpFlowsCommand(), c.traceCommand(), c.pmdStatsCommand(),
 		c.setCommand(), c.getCommand(), c.removeCommand(), c.rstpShowCommand(), c.setSTPCommand(),

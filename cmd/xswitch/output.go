@@ -375,6 +375,7 @@ type pmdBridgeJSON struct {
 	PipelineDrops map[string]uint64 `json:"pipeline_drops"`
 
 	Forwarder control.ForwarderStatus `json:"forwarder"`
+	FastPath  *control.FastPathStatus `json:"fastpath,omitempty"`
 }
 
 func toPMDStatsJSON(bridges []control.BridgeStatus) pmdStatsJSON {
@@ -382,7 +383,7 @@ func toPMDStatsJSON(bridges []control.BridgeStatus) pmdStatsJSON {
 	for _, b := range bridges {
 		out.Bridges = append(out.Bridges, pmdBridgeJSON{
 			Name: b.Name, PacketsReceived: packetsReceived(b), Flows: b.Flows,
-			CacheHits: b.CacheHits, CacheMisses: b.CacheMisses, CacheStale: b.CacheStale, PipelineDrops: b.Drops, Forwarder: b.Forwarder,
+			CacheHits: b.CacheHits, CacheMisses: b.CacheMisses, CacheStale: b.CacheStale, PipelineDrops: b.Drops, Forwarder: b.Forwarder, FastPath: b.FastPath,
 		})
 	}
 	return out
@@ -407,6 +408,11 @@ func portNames(b control.BridgeStatus) []string {
 }
 
 // tablesJSON is dump-tables' answer: every table, 0 to 254.
+type fastPathJSON struct {
+	Bridge  string                  `json:"bridge"`
+	Entries []control.FastPathEntry `json:"entries"`
+}
+
 type tablesJSON struct {
 	Bridge string                `json:"bridge"`
 	Tables []control.TableStatus `json:"tables"`

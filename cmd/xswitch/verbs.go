@@ -232,6 +232,26 @@ func (c *cli) dumpTablesCommand() *cobra.Command {
 	}
 }
 
+func (c *cli) dumpFastPathCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "dump-fastpath BRIDGE",
+		Short: "Print the flows the XDP fast path carries in the kernel, as ovs-appctl dpctl/dump-flows does",
+		Long: `Print the entries of the in-kernel fast path: for each flow the XDP
+program carries without user space, its exact match, what the program does
+to its frames, the frames and bytes it carried and when it last did.`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: c.completeBridge,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			resp, err := c.call(control.Request{Verb: control.VerbDumpFast, Bridge: args[0]})
+			if err != nil {
+				return err
+			}
+			return c.emit(cmd.OutOrStdout(), fastPathJSON{Bridge: args[0], Entries: resp.FastPath},
+				func(w io.Writer) { printFastPath(w, resp.FastPath) })
+		},
+	}
+}
+
 func (c *cli) fdbShowCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:               "fdb-show BRIDGE",

@@ -23,6 +23,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/rlimit"
 	"github.com/vishvananda/netlink"
@@ -30,6 +31,7 @@ import (
 
 	"github.com/xswitch/xswitch/bpf"
 	"github.com/xswitch/xswitch/port"
+	"github.com/xswitch/xswitch/port/veth"
 )
 
 // Mode says where the XDP program runs and how the sockets bind.
@@ -472,6 +474,49 @@ func (p *Port) Name() string { return p.name }
 
 // RxQueues are the port's queues, one per socket, in queue order.
 func (p *Port) RxQueues() []port.RxQueue { return p.rxQueues }
+
+// XDPSockets returns the port's XSKMAP and oversize counter, and the
+// longest frame its sockets take, for a program that replaces its own.
+func (p *Port) XDPSockets() (sockets, oversize *ebpf.Map, maxFrame int) {
+	return p.objs.XsksMap, p.objs.Oversize, p.info.MaxFrame
+}
+
+// SetXDPProgram replaces the port's XDP program by prog, atomically
+// (bpf_link update), or puts the port's own back for nil.
+func (p *Port) SetXDPProgram(prog *ebpf.Program) error {
+	if prog == nil {
+		prog = p.objs.XskRedirect
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return errors.New("port is closed")
+	}
+	if err := p.xdpLink.Update(prog); err != nil {
+		return fmt.Errorf("replace the XDP program of %q: %w", p.name, err)
+	}
+	return nil
+}
+
+// RedirectTarget reports whether frames that XDP redirects into the
+// port's interface go out of it: a veth's reach its peer only if the
+// peer polls with NAPI; a tap queues them for its reader. Other drivers
+// would have to advertise it in their xdp-features, which is not read yet.
+func (p *Port) RedirectTarget() (ok bool, why string) {
+	l, err := netlink.LinkByIndex(p.info.Ifindex)
+	if err != nil {
+		return false, err.Error()
+	}
+	switch l.Type() {
+	case "veth":
+		return veth.PeerTakesRedirects(p.info.Ifindex)
+	case "tuntap":
+		return true, ""
+	}
+	return false, fmt.Sprintf("a %s interface: its XDP redirect support is not checked", l.Type())
+}
+
+var _ port.XDPHost = (*Port)(nil)
 
 // Info says where the XDP program runs and how the sockets are bound.
 func (p *Port) Info() port.Info { return p.info }

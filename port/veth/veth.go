@@ -108,7 +108,8 @@ func (c Config) address() (*netlink.Addr, error) {
 // Create makes the veth pair described by cfg: the peer inside the
 // namespace, renamed, addressed, up, with TX checksum offload off (a frame
 // forwarded by AF_XDP carries whatever checksum the sender left, and with
-// offload on that is a partial one), and the namespace's lo up; the switch
+// offload on that is a partial one), with GRO on (so that the fast path
+// can redirect frames to it: see EnableGRO), and the namespace's lo up; the switch
 // end up and without IPv6, so the host stack sends nothing of its own
 // (router solicitations, DAD) into the switch. If any step fails, nothing
 // is left behind.
@@ -176,6 +177,9 @@ func Create(cfg Config) (err error) {
 		return fmt.Errorf("set up %q%s: %w", peer, where, err)
 	}
 	if err := DisableTxChecksum(cfg.Namespace, peer); err != nil {
+		return err
+	}
+	if err := EnableGRO(cfg.Namespace, peer); err != nil {
 		return err
 	}
 	if err := setUpSwitchEnd(cfg.Name); err != nil {

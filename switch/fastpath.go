@@ -1,0 +1,599 @@
+package vswitch
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
+
+	"github.com/xswitch/xswitch/bpf"
+	"github.com/xswitch/xswitch/flow"
+	"github.com/xswitch/xswitch/port"
+)
+
+// The in-kernel fast path (issue 13): decisions that the XDP program can
+// carry (offload.go) are installed in a map every port's program reads
+// (bpf/fastpath.c), so that their frames go from port to port inside the
+// kernel, in the sender's softirq, and never reach a socket. User space
+// stays the authority:
+//
+//   - A frame that reaches user space is forwarded there as always; if its
+//     decision can be carried in the kernel, the forwarder queues the
+//     entry, and installs what it queued once per batch, with one batched
+//     map update: never a system call per frame.
+//   - Every entry carries the bridge's generation at the time its decision
+//     was worked out, and the program takes only entries of the current
+//     one. Anything a decision may depend on bumps the generation before
+//     anyone can act on the change: a new table version, a port added or
+//     removed, a spanning tree state, a port that can no longer receive
+//     redirects, a MAC address that moves, is evicted or flushed. Every
+//     entry is then a miss at once, and one computed against the old state
+//     but installed late is a miss too. A forwarder reads the generation
+//     before it loads the table version it decides by, and the generation
+//     is bumped after the version is published, so a decision never
+//     carries a generation newer than what it was worked out from.
+//   - The sweeper (every fastPathSweep, on the bridge's first forwarding
+//     thread) reads the per-CPU counters of every entry and credits what
+//     the kernel carried to the rules, tables and ports, with the time the
+//     entry was last used, so that idle timeouts, dump-flows and dump-ports
+//     see fast-path traffic; it refreshes the sources of NORMAL's entries
+//     as learning would, and deletes entries of an old generation, entries
+//     whose MAC-table dependencies no longer hold (a destination aged out),
+//     and entries idle for fastPathIdle. Readers of counters call
+//     Bridge.SyncFastPath first, so what they print is exact.
+const (
+	fastPathSweep = 100 * time.Millisecond
+	fastPathIdle  = 10 * time.Second
+	// reofferAfter is how long a forwarder waits before it queues an
+	// entry again for a flow whose frames still reach it: an install
+	// takes less than a batch, so a frame that comes later means the
+	// entry is gone (swept as idle, or refused for a full map).
+	reofferAfter = 10 * time.Millisecond
+	// fastPathWatch is how often the bridge checks that its ports still
+	// take redirects (a veth peer whose GRO was turned off, say).
+	fastPathWatch = time.Second
+	sweepChunk    = 256
+)
+
+// fastPath is a bridge's fast path: its maps, the entries it installed,
+// and their counters.
+type fastPath struct {
+	shared *bpf.FastpathShared
+	ncpu   int
+	gen    atomic.Uint64
+	tables *[flow.NumTables]tableCounters
+	drops  *dropCounters
+
+	mu        sync.Mutex // guards what follows
+	installed map[flow.Headers]*fpInstalled
+	// Scratch for batched map operations, reused under mu.
+	keys   []bpf.FastpathFpKey
+	values []bpf.FastpathFpFlow
+	doomed []bpf.FastpathFpKey
+
+	hits, installs, installFailures, evictions atomic.Uint64
+}
+
+// fpInstalled is what the fast path knows of one installed entry: where
+// its counts go, and what it relies on.
+type fpInstalled struct {
+	generation uint64
+	rules      []*flow.Entry
+	lookups    []tableLookup
+	macDeps    []macDep
+	in, out    *bridgePort // out is nil for a drop
+	entry      bpf.FastpathFpFlow
+	lenDelta   int // a frame leaves this much longer than it came (tags)
+	// What the kernel counted so far, already credited; active is when
+	// it last carried a frame, on the forwarders' clock.
+	packets, bytes uint64
+	active         int64
+}
+
+// fpOffer is a decision's state towards the fast path.
+type fpOffer struct {
+	state      int8 // 0: not worked out; 1: the kernel can carry it; -1: it cannot
+	entry      bpf.FastpathFpFlow
+	generation uint64 // queued under it,
+	at         int64  // at that time
+}
+
+type fpPending struct {
+	key  bpf.FastpathFpKey
+	flow bpf.FastpathFpFlow
+	meta *fpInstalled
+}
+
+func newFastPath(tables *[flow.NumTables]tableCounters, drops *dropCounters) (*fastPath, error) {
+	ncpu, err := ebpf.PossibleCPU()
+	if err != nil {
+		return nil, err
+	}
+	shared, err := bpf.NewFastpathShared()
+	if err != nil {
+		return nil, err
+	}
+	fp := &fastPath{shared: shared, ncpu: ncpu, tables: tables, drops: drops, installed: map[flow.Headers]*fpInstalled{}}
+	if err := fp.bump(); err != nil {
+		shared.Close()
+		return nil, err
+	}
+	return fp, nil
+}
+
+// generation is the bridge's current generation.
+func (fp *fastPath) generation() uint64 { return fp.gen.Load() }
+
+// bump starts a new generation: every entry installed so far is a miss.
+func (fp *fastPath) bump() error {
+	g := fp.gen.Add(1)
+	if err := fp.shared.State.Put(uint32(0), bpf.FastpathFpState{Generation: g}); err != nil {
+		return fmt.Errorf("fast path: new generation: %w", err)
+	}
+	return nil
+}
+
+// attach replaces p's XDP program with the fast path's, if p has one, and
+// enters p's interface in tx_ports. It returns "" or why the port does not
+// take part.
+func (fp *fastPath) attach(p *bridgePort) (why string) {
+	host, ok := port.Underlying(p.Port).(port.XDPHost)
+	if !ok {
+		return "the port has no XDP program"
+	}
+	sockets, oversize, maxFrame := host.XDPSockets()
+	objs, err := bpf.LoadFastpathProgram(bpf.FastpathConfig{InPort: p.ofport, MaxFrameLen: uint32(maxFrame),
+		Shared: fp.shared, Sockets: sockets, Oversize: oversize})
+	if err != nil {
+		return err.Error()
+	}
+	if err := fp.shared.TxPorts.Put(uint32(p.slot), uint32(p.Info().Ifindex)); err != nil {
+		objs.Close()
+		return fmt.Sprintf("enter the interface in tx_ports: %v", err)
+	}
+	if err := host.SetXDPProgram(objs.Fastpath); err != nil {
+		objs.Close()
+		fp.shared.TxPorts.Delete(uint32(p.slot))
+		return err.Error()
+	}
+	p.fastPath = objs
+	p.fastPathIn.Store(true)
+	return ""
+}
+
+// detach puts p's own XDP program back and forgets its interface.
+func (fp *fastPath) detach(p *bridgePort) {
+	if p.fastPath == nil {
+		return
+	}
+	if host, ok := port.Underlying(p.Port).(port.XDPHost); ok {
+		host.SetXDPProgram(nil)
+	}
+	fp.shared.TxPorts.Delete(uint32(p.slot))
+	p.fastPathIn.Store(false)
+	p.fastPath.Close()
+	p.fastPath = nil
+}
+
+func (fp *fastPath) close() error {
+	return fp.shared.Close()
+}
+
+// offerFastPath queues d's entry for installation if the kernel can carry
+// it and it was not queued lately under the current generation. It runs
+// for frames that reached user space, before d's actions run on them.
+func (f *forwarder) offerFastPath(d *decision, inSlot uint16, now int64) {
+	o := &d.offer
+	if o.state < 0 || o.generation == f.fpGen && now-o.at < int64(reofferAfter) {
+		return
+	}
+	if o.state == 0 {
+		o.state = -1
+		if e, ok := f.fastPathEntry(d, &f.key.Headers); ok {
+			o.state, o.entry = 1, e
+		}
+		if o.state < 0 {
+			return
+		}
+	}
+	o.generation, o.at = f.fpGen, now
+	o.entry.Generation = f.fpGen
+	meta := &fpInstalled{generation: f.fpGen, rules: slices.Clone(d.rules), lookups: slices.Clone(d.lookups),
+		macDeps: slices.Clone(d.macDeps), in: f.ports[inSlot], entry: o.entry, active: now}
+	if o.entry.Out != bpf.FPDrop {
+		meta.out = f.ports[o.entry.Out]
+	}
+	for _, op := range o.entry.Ops {
+		switch op.Type {
+		case uint8(bpf.FastpathFpOpTypeFP_OP_PUSH_VLAN):
+			meta.lenDelta += vlanTagLen
+		case uint8(bpf.FastpathFpOpTypeFP_OP_POP_VLAN):
+			meta.lenDelta -= vlanTagLen
+		}
+	}
+	f.fpPending = append(f.fpPending, fpPending{key: bpf.KeyOf(&f.key.Headers), flow: o.entry, meta: meta})
+}
+
+// installPending installs what the batch queued, with one map update.
+func (f *forwarder) installPending() {
+	if len(f.fpPending) == 0 {
+		return
+	}
+	fp := f.fp
+	fp.mu.Lock()
+	defer fp.mu.Unlock()
+	fp.keys, fp.values = fp.keys[:0], fp.values[:0]
+	for i := range f.fpPending {
+		p := &f.fpPending[i]
+		h := p.key.Headers()
+		if old, ok := fp.installed[h]; ok {
+			// Overwriting the entry would lose what it counted since
+			// the last sweep.
+			fp.retire(p.key, old)
+		}
+		fp.keys = append(fp.keys, p.key)
+		for range fp.ncpu {
+			fp.values = append(fp.values, p.flow)
+		}
+	}
+	n, err := fp.shared.Flows.BatchUpdate(fp.keys, fp.values, nil)
+	for i := range f.fpPending[:n] {
+		p := &f.fpPending[i]
+		fp.installed[p.key.Headers()] = p.meta
+	}
+	fp.installs.Add(uint64(n))
+	if err != nil {
+		fp.installFailures.Add(uint64(len(f.fpPending) - n))
+	}
+	clear(f.fpPending)
+	f.fpPending = f.fpPending[:0]
+}
+
+// retire deletes the entry of key from the map, crediting what it counted
+// since the last sweep, and forgets it. It runs under fp.mu.
+func (fp *fastPath) retire(key bpf.FastpathFpKey, r *fpInstalled) {
+	values := make([]bpf.FastpathFpFlow, fp.ncpu)
+	if err := fp.shared.Flows.LookupAndDelete(&key, &values); err == nil {
+		fp.credit(r, values, monotonicNow(), time.Now(), 0, nil)
+	}
+	delete(fp.installed, key.Headers())
+}
+
+// credit adds what the kernel counted in r's entry (its per-CPU values)
+// since the last credit to the rules, tables and ports, as last used at
+// the entry's time. With fdb, it refreshes the sources the entry's NORMAL
+// learned, as learning would, at the entry's time on the forwarders'
+// clock (now is that clock's present). It reports whether the entry
+// carried anything.
+func (fp *fastPath) credit(r *fpInstalled, values []bpf.FastpathFpFlow, kernelNow uint64, wall time.Time, now int64, fdb *macTable) bool {
+	var packets, bytes, used uint64
+	for i := range values {
+		packets += values[i].Packets
+		bytes += values[i].Bytes
+		used = max(used, values[i].Used)
+	}
+	dp, db := packets-r.packets, bytes-r.bytes
+	if dp == 0 {
+		return false
+	}
+	r.packets, r.bytes = packets, bytes
+	ago := time.Duration(0)
+	if used < kernelNow {
+		ago = time.Duration(kernelNow - used)
+	}
+	at := wall.Add(-ago)
+	for _, e := range r.rules {
+		e.Hit(dp, db, at)
+	}
+	for _, l := range r.lookups {
+		c := &fp.tables[l.table]
+		c.lookups.Add(dp)
+		if l.matched {
+			c.matched.Add(dp)
+		}
+	}
+	r.in.counters.rxPackets.Add(dp)
+	r.in.counters.rxBytes.Add(db)
+	if r.out != nil {
+		r.out.counters.txPackets.Add(dp)
+		r.out.counters.txBytes.Add(uint64(int64(db) + int64(dp)*int64(r.lenDelta)))
+	} else {
+		fp.drops[dropRule].Add(dp)
+		r.in.counters.pipelineDropped[dropRule].Add(dp)
+	}
+	fp.hits.Add(dp)
+	if fdb != nil {
+		r.active = now - int64(ago)
+		for i := range r.macDeps {
+			if d := &r.macDeps[i]; d.source {
+				fdb.refresh(d, r.active)
+			}
+		}
+	}
+	return true
+}
+
+// sweep credits every entry's counts and deletes the entries that no
+// longer hold: of an old generation, relying on a MAC-table entry that
+// changed or aged, or idle. It runs on a forwarding thread (now is its
+// clock), or with every forwarder between batches.
+func (fp *fastPath) sweep(fdb *macTable, now int64) error {
+	fp.mu.Lock()
+	defer fp.mu.Unlock()
+	kernelNow, wall := monotonicNow(), time.Now()
+	gen := fp.generation()
+	if len(fp.keys) < sweepChunk {
+		fp.keys = make([]bpf.FastpathFpKey, sweepChunk)
+	}
+	if len(fp.values) < sweepChunk*fp.ncpu {
+		fp.values = make([]bpf.FastpathFpFlow, sweepChunk*fp.ncpu)
+	}
+	keys, values := fp.keys[:sweepChunk], fp.values[:sweepChunk*fp.ncpu]
+	fp.doomed = fp.doomed[:0]
+	var cursor ebpf.MapBatchCursor
+	var err error
+	for {
+		var n int
+		n, err = fp.shared.Flows.BatchLookup(&cursor, keys, values, nil)
+		for i := range n {
+			r, ok := fp.installed[keys[i].Headers()]
+			if !ok {
+				fp.doomed = append(fp.doomed, keys[i])
+				continue
+			}
+			fp.credit(r, values[i*fp.ncpu:(i+1)*fp.ncpu], kernelNow, wall, now, fdb)
+			if r.generation != gen || now-r.active > int64(fastPathIdle) || !fp.depsHold(r, fdb, now) {
+				fp.doomed = append(fp.doomed, keys[i])
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
+	if errors.Is(err, ebpf.ErrKeyNotExist) {
+		err = nil
+	}
+	for _, key := range fp.doomed {
+		if r, ok := fp.installed[key.Headers()]; ok {
+			fp.retire(key, r)
+			fp.evictions.Add(1)
+		} else {
+			fp.shared.Flows.Delete(&key)
+		}
+	}
+	return err
+}
+
+// depsHold reports whether the MAC-table entries r relies on still hold.
+func (fp *fastPath) depsHold(r *fpInstalled, fdb *macTable, now int64) bool {
+	for i := range r.macDeps {
+		if !fdb.unchanged(&r.macDeps[i], now) {
+			return false
+		}
+	}
+	return true
+}
+
+// monotonicNow is CLOCK_MONOTONIC, bpf_ktime_get_ns's clock.
+func monotonicNow() uint64 {
+	var ts unix.Timespec
+	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return uint64(ts.Nano())
+}
+
+// forgetDecisions drops every decision, and every fast path entry with
+// them: the ports they send to changed.
+func (f *forwarder) forgetDecisions() {
+	f.decisions.forget()
+	if f.fp != nil {
+		f.fp.bump()
+	}
+}
+
+// noteMACChanges starts a new generation if a MAC address moved, or was
+// evicted or flushed, since the thread last looked: entries that send to
+// it, or learned it, may be wrong now.
+func (f *forwarder) noteMACChanges() {
+	if c := f.fdb.changes.Load(); c != f.fdbChanges {
+		f.fdbChanges = c
+		f.fp.bump()
+	}
+}
+
+// fastPathChores runs the sweeper on the bridge's first thread when its
+// turn has come.
+func (f *forwarder) fastPathChores() {
+	if f.thread != 0 {
+		return
+	}
+	now := f.now()
+	if now-f.lastSweep < int64(fastPathSweep) {
+		return
+	}
+	f.lastSweep = now
+	f.noteMACChanges()
+	if err := f.fp.sweep(f.fdb, now); err != nil {
+		f.log.Warn("fast path: reading the entries' counters failed", "err", err)
+	}
+}
+
+// attachFastPath gives p the fast path's program, if the bridge has a
+// fast path, and says whether the fast path may send to it.
+func (b *Bridge) attachFastPath(p *bridgePort) {
+	if b.fp == nil {
+		p.fastPathOff = "the daemon runs with --fast-path off"
+		return
+	}
+	p.fastPathOff = b.fp.attach(p)
+	b.checkRedirects(p)
+	// Decisions made before the port could take redirects may have been
+	// refused the fast path.
+	b.onEachForwarder(func(f *forwarder) { f.forgetDecisions() })
+}
+
+// checkRedirects finds out whether p takes redirects, and reports whether
+// that changed. It runs under b.mu.
+func (b *Bridge) checkRedirects(p *bridgePort) bool {
+	ok, why := false, p.fastPathOff
+	if p.fastPath != nil {
+		ok, why = port.Underlying(p.Port).(port.XDPHost).RedirectTarget()
+	}
+	changed := ok != p.takesRedirects.Load() || why != p.redirectsOff
+	p.takesRedirects.Store(ok)
+	p.redirectsOff = why
+	return changed
+}
+
+// watchRedirects checks every fastPathWatch that the ports still take
+// redirects (a veth peer may lose GRO, or its XDP program), and moves the
+// flows to them back to user space when one no longer does.
+func (b *Bridge) watchRedirects() {
+	defer close(b.watchDone)
+	tick := time.NewTicker(fastPathWatch)
+	defer tick.Stop()
+	for {
+		select {
+		case <-b.stopWatch:
+			return
+		case <-tick.C:
+		}
+		b.mu.Lock()
+		changed := false
+		for _, p := range b.ports {
+			if b.checkRedirects(p) {
+				changed = true
+			}
+		}
+		if changed {
+			b.onEachForwarder(func(f *forwarder) { f.forgetDecisions() })
+		}
+		b.mu.Unlock()
+	}
+}
+
+// SyncFastPath credits what the fast path carried so far to the rules,
+// tables and ports, so that counters read next are exact. It is a no-op
+// without a fast path.
+func (b *Bridge) SyncFastPath() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.fp == nil || len(b.fwds) == 0 {
+		return
+	}
+	f := b.fwds[0]
+	f.do(func() {
+		if err := b.fp.sweep(f.fdb, f.now()); err != nil {
+			f.log.Warn("fast path: reading the entries' counters failed", "err", err)
+		}
+	})
+}
+
+// fastPathStatus says whether the fast path carries frames from and to
+// p, and if not, why. It runs under Bridge.mu.
+func (p *bridgePort) fastPathStatus() string {
+	switch {
+	case p.fastPath == nil:
+		return "off (" + p.fastPathOff + ")"
+	case !p.takesRedirects.Load():
+		return "off (frames to it stay in user space: " + p.redirectsOff + ")"
+	}
+	return "on"
+}
+
+// FastPathStats are a bridge's fast path counters: frames carried in the
+// kernel (Hits, as of the last sweep or SyncFastPath), entries installed,
+// refused by the kernel (a full map), and deleted by the sweeper; and the
+// entries installed now.
+type FastPathStats struct {
+	Hits, Installs, InstallFailures, Evictions uint64
+	Entries                                    int
+}
+
+// FastPathStats reports the fast path's counters, and whether the bridge
+// has a fast path.
+func (b *Bridge) FastPathStats() (FastPathStats, bool) {
+	fp := b.fp
+	if fp == nil {
+		return FastPathStats{}, false
+	}
+	fp.mu.Lock()
+	defer fp.mu.Unlock()
+	return FastPathStats{Hits: fp.hits.Load(), Installs: fp.installs.Load(), InstallFailures: fp.installFailures.Load(),
+		Evictions: fp.evictions.Load(), Entries: len(fp.installed)}, true
+}
+
+// FastPathEntry is one entry of the fast path, as dump-fastpath shows it.
+type FastPathEntry struct {
+	Headers flow.Headers
+	// Actions are what the XDP program does to the frame, in the shape of
+	// OVS's datapath actions (ovs-appctl dpctl/dump-flows).
+	Actions        string
+	Packets, Bytes uint64
+	Idle           time.Duration // since it last carried a frame (or was installed)
+	Stale          bool          // of an old generation: a miss until the sweeper deletes it
+}
+
+// FastPathEntries lists the fast path's entries, with their counts as of
+// now (it syncs first).
+func (b *Bridge) FastPathEntries() []FastPathEntry {
+	b.SyncFastPath()
+	fp := b.fp
+	b.mu.Lock()
+	if fp == nil || len(b.fwds) == 0 {
+		b.mu.Unlock()
+		return nil
+	}
+	now := b.fwds[0].now()
+	b.mu.Unlock()
+	fp.mu.Lock()
+	defer fp.mu.Unlock()
+	gen := fp.generation()
+	out := make([]FastPathEntry, 0, len(fp.installed))
+	for h, r := range fp.installed {
+		out = append(out, FastPathEntry{Headers: h, Actions: r.datapathActions(), Packets: r.packets, Bytes: r.bytes,
+			Idle: time.Duration(now - r.active), Stale: r.generation != gen})
+	}
+	slices.SortFunc(out, func(x, y FastPathEntry) int { return cmp.Compare(y.Packets, x.Packets) })
+	return out
+}
+
+// datapathActions writes what the entry does to a frame as OVS writes
+// datapath actions: push_vlan(tpid=0x8100,tci=…), pop_vlan,
+// set(eth(src=…)), set(ipv4 field), output:N, or drop.
+func (r *fpInstalled) datapathActions() string {
+	var parts []string
+	for _, op := range r.entry.Ops {
+		switch op.Type {
+		case uint8(bpf.FastpathFpOpTypeFP_OP_SET_DL_SRC):
+			parts = append(parts, fmt.Sprintf("set(eth(src=%s))", net.HardwareAddr(op.Mac[:])))
+		case uint8(bpf.FastpathFpOpTypeFP_OP_SET_DL_DST):
+			parts = append(parts, fmt.Sprintf("set(eth(dst=%s))", net.HardwareAddr(op.Mac[:])))
+		case uint8(bpf.FastpathFpOpTypeFP_OP_POP_VLAN):
+			parts = append(parts, "pop_vlan")
+		case uint8(bpf.FastpathFpOpTypeFP_OP_PUSH_VLAN):
+			parts = append(parts, fmt.Sprintf("push_vlan(tpid=0x%04x,tci=0x%04x)", be16(op.Tpid), be16(op.Tci)|flow.VLANCFI))
+		case uint8(bpf.FastpathFpOpTypeFP_OP_SET_TCI):
+			parts = append(parts, fmt.Sprintf("set(vlan(tci=0x%04x/0x%04x))", be16(op.Tci), be16(op.Mask)))
+		case opSetL3, opSetL4:
+			header := "ip"
+			if op.Type == opSetL4 {
+				header = "l4"
+			}
+			parts = append(parts, fmt.Sprintf("set(%s(offset=%d,value=0x%x))", header, op.Off, op.Value[:op.Len]))
+		}
+	}
+	if r.out == nil {
+		parts = append(parts, "drop")
+	} else {
+		parts = append(parts, fmt.Sprintf("output:%d", r.out.ofport))
+	}
+	return strings.Join(parts, ",")
+}
