@@ -174,10 +174,17 @@ func startDaemon(t *testing.T) *daemon {
 	return startDaemonWith(t)
 }
 
+// fastPathOff says that the suite runs with the daemon's fast path off
+// (XSWITCH_TEST_FAST_PATH=off): test/run runs it both ways.
+func fastPathOff() bool { return os.Getenv("XSWITCH_TEST_FAST_PATH") == "off" }
+
 // startDaemonWith is startDaemon with extra daemon flags.
 func startDaemonWith(t *testing.T, extraArgs ...string) *daemon {
 	t.Helper()
 	dir := t.TempDir()
+	if fastPathOff() {
+		extraArgs = append([]string{"--fast-path", "off"}, extraArgs...)
+	}
 	d := &daemon{
 		sock:      filepath.Join(dir, "x.sock"),
 		db:        filepath.Join(dir, "conf.json"),

@@ -46,7 +46,7 @@ func printShow(w io.Writer, bridges []control.BridgeStatus) {
 				fmt.Fprintf(w, "        warning: %s\n", p.Warning)
 			}
 			if p.FastPath != "" {
-				fmt.Fprintf(w, "        fastpath=%s\n", p.FastPath)
+				fmt.Fprintf(w, "        fastpath: %s\n", p.FastPath)
 			}
 			var details []string
 			if p.Peer != "" {
