@@ -36,7 +36,7 @@ const defaultBenchWorkloads = "udp64,udp1500,tcp,ping"
 const defaultBenchCases = "xswitch,xswitch-busy,xswitch-flows,linux-bridge,ovs,ovs-flows,xdp-redirect"
 
 // moreBenchCases are the cases bench runs only when asked to.
-const moreBenchCases = "xswitch-pipeline,ovs-pipeline"
+const moreBenchCases = "xswitch-pipeline,ovs-pipeline,xswitch-userspace"
 
 // benchFlows is how many flows the -flows cases install.
 const benchFlows = 1000
@@ -60,7 +60,9 @@ forwarding path, under each of the workloads of --workloads in one run:
 The generator, iperf3's client and server and ping run on CPU 0. The cases:
 
   xswitch        a private in-process xswitch daemon, NORMAL forwarding, its
-                 forwarding thread pinned to CPU 1 (daemon --cpus 1)
+                 forwarding thread pinned to CPU 1 (daemon --cpus 1), with
+                 its in-kernel fast path (the default): the flows the XDP
+                 program carries run in the sender's softirq, on CPU 0
   xswitch-busy   the same in busy-poll mode (daemon --busy-poll): no sleep
                  when idle, as OVS's PMD thread
   xswitch-flows  the same with 1,000 flows over 15 masks (bench.ManyFlows): the
@@ -73,6 +75,9 @@ The generator, iperf3's client and server and ping run on CPU 0. The cases:
   xswitch-pipeline, ovs-pipeline (only when asked for)
                  a pipeline of three tables (bench.PipelineFlows): classify by
                  input port into reg0, an ACL, NORMAL, joined by goto_table
+  xswitch-userspace (only when asked for)
+                 xswitch with --fast-path off: every frame through the
+                 forwarding thread
   xdp-redirect   an XDP program redirecting from veth to veth: the machine's limit
 
 Each measurement builds its case in fresh namespaces, with 10.253.0.1/24 on
@@ -125,6 +130,8 @@ func benchCases(names []string) ([]bench.Case, error) {
 			cases = append(cases, xswitchBenchCase(name, xswitchBench{flows: bench.PipelineFlows()}))
 		case "ovs-pipeline":
 			cases = append(cases, bench.OVS(name, bench.PipelineFlows()))
+		case "xswitch-userspace":
+			cases = append(cases, xswitchBenchCase(name, xswitchBench{userspace: true}))
 		default:
 			return nil, fmt.Errorf("unknown bench case %q: want some of %s,%s", name, defaultBenchCases, moreBenchCases)
 		}
@@ -138,8 +145,9 @@ func benchCases(names []string) ([]bench.Case, error) {
 // xswitchBench is how a case runs xswitch: a private daemon in this
 // process whose forwarding thread is pinned to bench.SwitchCPU.
 type xswitchBench struct {
-	flows    []string // installed after the ports; none: NORMAL
-	busyPoll bool
+	flows     []string // installed after the ports; none: NORMAL
+	busyPoll  bool
+	userspace bool // --fast-path off
 }
 
 // xswitchBenchCase bridges the two namespaces through a private daemon's
@@ -161,7 +169,7 @@ func setupXswitchBench(undo *undoStack, hosts bench.Hosts, xb xswitchBench) erro
 		return err
 	}
 	undo.push(func() { os.RemoveAll(dir) })
-	client, closeDaemon, err := startPrivateDaemon(dir, vswitch.Options{CPUs: []int{bench.SwitchCPU}, BusyPoll: xb.busyPoll})
+	client, closeDaemon, err := startPrivateDaemon(dir, vswitch.Options{CPUs: []int{bench.SwitchCPU}, BusyPoll: xb.busyPoll, FastPath: !xb.userspace})
 	if err != nil {
 		return err
 	}

@@ -82,7 +82,7 @@ func runDemo(ctx context.Context, w io.Writer) error {
 	undo.push(func() { os.RemoveAll(dir) })
 
 	fmt.Fprintf(w, "== starting a private xswitch daemon (socket %s)\n", filepath.Join(dir, "xswitch.sock"))
-	client, closeDaemon, err := startPrivateDaemon(dir, vswitch.Options{})
+	client, closeDaemon, err := startPrivateDaemon(dir, vswitch.Options{FastPath: true})
 	if err != nil {
 		return err
 	}
