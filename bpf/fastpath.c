@@ -109,9 +109,10 @@ struct fp_flow {
 	__u32 out; // index into tx_ports, or FP_DROP
 	__u32 pad;
 	struct fp_op ops[FP_MAX_OPS];
-	// This CPU's count of the frames and bytes the entry carried, and
-	// when it last carried one (bpf_ktime_get_ns).
-	__u64 packets, bytes, used;
+	// This CPU's count of the frames and bytes the entry carried. When
+	// it last carried one is when the sweeper finds the count grown: a
+	// clock read per frame would cost more than the lookup.
+	__u64 packets, bytes;
 };
 
 struct fp_state {
@@ -516,7 +517,6 @@ int fastpath(struct xdp_md *ctx)
 	}
 	f->packets++;
 	f->bytes += len;
-	f->used = bpf_ktime_get_ns();
 	if (f->out == FP_DROP)
 		return XDP_DROP;
 	// An empty slot (a port that left since the entry was made) drops

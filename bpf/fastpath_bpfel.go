@@ -29,7 +29,6 @@ type FastpathFpFlow struct {
 	Ops        [6]FastpathFpOp
 	Packets    uint64
 	Bytes      uint64
-	Used       uint64
 }
 
 type FastpathFpKey struct {

@@ -71,3 +71,29 @@ func TestProgramLoadsFragsAware(t *testing.T) {
 }
 
 const xdpPass = 2
+
+// The fast path's program replaces a port's own, so it must be frags-aware
+// as that one is, or veth would refuse it beyond one page of MTU.
+func TestFastpathProgramIsFragsAware(t *testing.T) {
+	spec, err := LoadFastpath()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if flags := spec.Programs[FastpathProgFastpath].Flags; flags&unix.BPF_F_XDP_HAS_FRAGS == 0 {
+		t.Fatalf("program flags %#x lack BPF_F_XDP_HAS_FRAGS: its section must be xdp.frags", flags)
+	}
+}
+
+// The redirect drop counter loads and attaches to its tracepoints, and
+// reads zero for a device that dropped nothing.
+func TestRedirectCounterAttaches(t *testing.T) {
+	testenv.RequireRoot(t)
+	c, err := AttachRedirectCounter()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if n := c.Drops(0, 0, 1); n != 0 {
+		t.Errorf("lo dropped %d redirected frames, want 0", n)
+	}
+}

@@ -510,8 +510,9 @@ func (d *Daemon) show(only string) ([]BridgeStatus, error) {
 					TxPackets: l.Stats.TxPackets, TxBytes: l.Stats.TxBytes, TxDropped: l.Stats.TxDropped,
 					RxVLANDropped: l.Stats.RxVLANDropped, RxReservedDropped: l.Stats.RxReservedDropped,
 					RxStormDropped: l.Stats.RxStormDropped, RxSTPDropped: l.Stats.RxSTPDropped,
-					PipelineDropped: l.Stats.PipelineDropped.ByReason(),
-					Kernel:          l.Stats.Port,
+					PipelineDropped:   l.Stats.PipelineDropped.ByReason(),
+					Kernel:            l.Stats.Port,
+					FastPathTxDropped: l.Stats.FastPathTxDropped,
 				}
 				if p, ok := stp[pc.Name]; ok {
 					ps.RSTP = &p

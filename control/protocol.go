@@ -244,6 +244,10 @@ type PortStats struct {
 	// PipelineDropped counts the frames received on the port that the
 	// pipeline sent nowhere, by reason (as BridgeStatus.Drops).
 	PipelineDropped map[string]uint64 `json:"pipeline_dropped"`
+	// FastPathTxDropped counts the frames the in-kernel fast path
+	// redirected to the port that its interface did not take (a veth
+	// peer without NAPI, a full ring); they are in TxDropped too.
+	FastPathTxDropped uint64 `json:"fastpath_tx_dropped,omitempty"`
 }
 
 // FDBEntry is one learned MAC address.

@@ -108,6 +108,12 @@ var (
 	tableActive = prometheus.NewDesc(prometheus.BuildFQName(namespace, "table", "active_rules"),
 		"Rules in the table.", []string{"bridge", "table"}, nil)
 
+	bridgeFastPathHits     = bridgeDesc("fastpath_hits_total", "Frames the in-kernel fast path carried without user space (as of its last sweep).")
+	bridgeFastPathInstalls = bridgeDesc("fastpath_installs_total", "Entries installed in the in-kernel fast path.")
+	bridgeFastPathRefused  = bridgeDesc("fastpath_install_failures_total", "Entries the kernel refused to install (the fast path's map was full).")
+	bridgeFastPathSwept    = bridgeDesc("fastpath_evictions_total", "Fast path entries the sweeper deleted: stale, relying on a station that aged out, or idle.")
+	bridgeFastPathEntries  = bridgeDesc("fastpath_entries", "Entries in the in-kernel fast path; absent when the daemon runs with --fast-path off.")
+	portFastPath           = portDesc("fastpath_on", "1 if the in-kernel fast path carries frames from and to the port, 0 if not (xswitch show says why).")
 	bridgeRSTPRoot         = bridgeDesc("rstp_root", "1 if the bridge is the root of its spanning tree, 0 if not; absent without RSTP.")
 	bridgeRSTPChanges      = bridgeDesc("rstp_topology_changes_total", "Topology changes the bridge's spanning tree detected or was told of.")
 	bridgeRSTPBPDUsDropped = bridgeDesc("rstp_bpdus_dropped_total", "BPDUs dropped because the spanning tree had not yet taken the ones before.")
@@ -127,7 +133,8 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		ch <- pc.desc
 	}
 	for _, d := range []*prometheus.Desc{
-		portInfo, portUp, portRSTP,
+		portInfo, portUp, portRSTP, portFastPath,
+		bridgeFastPathHits, bridgeFastPathInstalls, bridgeFastPathRefused, bridgeFastPathSwept, bridgeFastPathEntries,
 		bridgeFlows, bridgeCacheHits, bridgeCacheMisses, bridgeCacheStale, bridgeMACEntries, bridgeBusy, bridgeIdle,
 		bridgeRSTPRoot, bridgeRSTPChanges, bridgeRSTPBPDUsDropped,
 		bridgeDropped, portPipelineDropped, tableLookups, tableMatched, tableActive,
@@ -166,6 +173,13 @@ func collectBridge(ch chan<- prometheus.Metric, b *control.BridgeMetrics) {
 		ch <- prometheus.MustNewConstMetric(tableMatched, prometheus.CounterValue, float64(t.Matched), b.Name, table)
 		ch <- prometheus.MustNewConstMetric(tableActive, prometheus.GaugeValue, float64(t.Active), b.Name, table)
 	}
+	if fp := b.FastPath; fp != nil {
+		counter(bridgeFastPathHits, float64(fp.Hits))
+		counter(bridgeFastPathInstalls, float64(fp.Installs))
+		counter(bridgeFastPathRefused, float64(fp.InstallFailures))
+		counter(bridgeFastPathSwept, float64(fp.Evictions))
+		gauge(bridgeFastPathEntries, float64(fp.Entries))
+	}
 	if t := b.RSTP; t != nil {
 		root := 0.0
 		if t.IsRoot {
@@ -197,6 +211,13 @@ func collectBridge(ch chan<- prometheus.Metric, b *control.BridgeMetrics) {
 		for _, reason := range vswitch.DropReasons {
 			ch <- prometheus.MustNewConstMetric(portPipelineDropped, prometheus.CounterValue,
 				float64(p.Stats.PipelineDropped[reason]), b.Name, p.Name, reason)
+		}
+		if p.FastPath != "" {
+			on := 0.0
+			if p.FastPath == "on" {
+				on = 1
+			}
+			ch <- prometheus.MustNewConstMetric(portFastPath, prometheus.GaugeValue, on, b.Name, p.Name)
 		}
 		if r := p.RSTP; r != nil {
 			ch <- prometheus.MustNewConstMetric(portRSTP, prometheus.GaugeValue, 1, b.Name, p.Name, r.Role, r.State)

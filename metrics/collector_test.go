@@ -252,3 +252,37 @@ xswitch_bridge_rstp_bpdus_dropped_total{bridge="br0"} 1
 		t.Fatal(err)
 	}
 }
+
+// TestCollectorReportsTheFastPath: a bridge with the fast path has its
+// counters and entries, and each port whether the fast path carries it.
+func TestCollectorReportsTheFastPath(t *testing.T) {
+	src := newFakeSource()
+	b := &src.bridges[0]
+	b.FastPath = &control.FastPathStatus{Hits: 5000, Installs: 4, InstallFailures: 1, Evictions: 2, Entries: 3}
+	b.Ports[0].FastPath = "off (frames to it stay in user space: its veth peer eth0 has GRO off)"
+	const want = `
+# HELP xswitch_bridge_fastpath_hits_total Frames the in-kernel fast path carried without user space (as of its last sweep).
+# TYPE xswitch_bridge_fastpath_hits_total counter
+xswitch_bridge_fastpath_hits_total{bridge="br0"} 5000
+# HELP xswitch_bridge_fastpath_installs_total Entries installed in the in-kernel fast path.
+# TYPE xswitch_bridge_fastpath_installs_total counter
+xswitch_bridge_fastpath_installs_total{bridge="br0"} 4
+# HELP xswitch_bridge_fastpath_install_failures_total Entries the kernel refused to install (the fast path's map was full).
+# TYPE xswitch_bridge_fastpath_install_failures_total counter
+xswitch_bridge_fastpath_install_failures_total{bridge="br0"} 1
+# HELP xswitch_bridge_fastpath_evictions_total Fast path entries the sweeper deleted: stale, relying on a station that aged out, or idle.
+# TYPE xswitch_bridge_fastpath_evictions_total counter
+xswitch_bridge_fastpath_evictions_total{bridge="br0"} 2
+# HELP xswitch_bridge_fastpath_entries Entries in the in-kernel fast path; absent when the daemon runs with --fast-path off.
+# TYPE xswitch_bridge_fastpath_entries gauge
+xswitch_bridge_fastpath_entries{bridge="br0"} 3
+# HELP xswitch_port_fastpath_on 1 if the in-kernel fast path carries frames from and to the port, 0 if not (xswitch show says why).
+# TYPE xswitch_port_fastpath_on gauge
+xswitch_port_fastpath_on{bridge="br0",port="p1"} 0
+`
+	names := []string{"xswitch_bridge_fastpath_hits_total", "xswitch_bridge_fastpath_installs_total", "xswitch_bridge_fastpath_install_failures_total",
+		"xswitch_bridge_fastpath_evictions_total", "xswitch_bridge_fastpath_entries", "xswitch_port_fastpath_on"}
+	if err := testutil.CollectAndCompare(NewCollector(src), strings.NewReader(want), names...); err != nil {
+		t.Fatal(err)
+	}
+}

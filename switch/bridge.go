@@ -122,6 +122,9 @@ type portCounters struct {
 	rxSTPDropped                  atomic.Uint64
 	txPackets, txBytes, txDropped atomic.Uint64
 	pipelineDropped               dropCounters // of the frames received on it
+	// fastPathTxDropped are the frames the fast path redirected to the
+	// port that its interface did not take (also in txDropped).
+	fastPathTxDropped atomic.Uint64
 }
 
 // rxDrops are one batch's frames that NORMAL dropped, by reason.
@@ -383,6 +386,10 @@ type PortStats struct {
 	TxPackets, TxBytes, TxDropped uint64
 	PipelineDropped               DropCounts
 	Port                          port.Stats
+	// FastPathTxDropped are the frames the fast path redirected to the
+	// port that its interface did not take (a veth peer without NAPI, a
+	// full ring), also in TxDropped.
+	FastPathTxDropped uint64
 }
 
 // Ports lists the bridge's ports in OpenFlow port order.
@@ -401,8 +408,9 @@ func (b *Bridge) Ports() []PortStatus {
 				TxPackets: c.txPackets.Load(), TxBytes: c.txBytes.Load(), TxDropped: c.txDropped.Load(),
 				RxVLANDropped: c.rxVLANDropped.Load(), RxReservedDropped: c.rxReservedDropped.Load(),
 				RxStormDropped: c.rxStormDropped.Load(), RxSTPDropped: c.rxSTPDropped.Load(),
-				PipelineDropped: c.pipelineDropped.load(),
-				Port:            q.Stats(),
+				PipelineDropped:   c.pipelineDropped.load(),
+				Port:              q.Stats(),
+				FastPathTxDropped: c.fastPathTxDropped.Load(),
 			},
 			FastPath: q.fastPathStatus(),
 		})

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
-	"golang.org/x/sys/unix"
 
 	"github.com/xswitch/xswitch/bpf"
 	"github.com/xswitch/xswitch/flow"
@@ -67,13 +66,21 @@ const (
 // and their counters.
 type fastPath struct {
 	shared *bpf.FastpathShared
-	ncpu   int
-	gen    atomic.Uint64
-	tables *[flow.NumTables]tableCounters
-	drops  *dropCounters
+	// redirects counts the redirected frames each port's interface did
+	// not take; nil if it could not be attached (redirectsWhy says why).
+	redirects    *bpf.RedirectCounter
+	redirectsWhy string
+	txPortsID    ebpf.MapID // the redirect counter's key for tx_ports
+	ncpu         int
+	gen          atomic.Uint64
+	tables       *[flow.NumTables]tableCounters
+	drops        *dropCounters
 
 	mu        sync.Mutex // guards what follows
 	installed map[flow.Headers]*fpInstalled
+	// ports are the ports with the fast path's program, and the redirect
+	// drops of each already credited.
+	ports map[*bridgePort]uint64
 	// Scratch for batched map operations, reused under mu.
 	keys   []bpf.FastpathFpKey
 	values []bpf.FastpathFpFlow
@@ -121,10 +128,17 @@ func newFastPath(tables *[flow.NumTables]tableCounters, drops *dropCounters) (*f
 	if err != nil {
 		return nil, err
 	}
-	fp := &fastPath{shared: shared, ncpu: ncpu, tables: tables, drops: drops, installed: map[flow.Headers]*fpInstalled{}}
+	fp := &fastPath{shared: shared, ncpu: ncpu, tables: tables, drops: drops,
+		installed: map[flow.Headers]*fpInstalled{}, ports: map[*bridgePort]uint64{}}
 	if err := fp.bump(); err != nil {
 		shared.Close()
 		return nil, err
+	}
+	if fp.redirects, err = bpf.AttachRedirectCounter(); err != nil {
+		fp.redirectsWhy = err.Error()
+	}
+	if info, err := shared.TxPorts.Info(); err == nil {
+		fp.txPortsID, _ = info.ID()
 	}
 	return fp, nil
 }
@@ -166,7 +180,31 @@ func (fp *fastPath) attach(p *bridgePort) (why string) {
 	}
 	p.fastPath = objs
 	p.fastPathIn.Store(true)
+	fp.mu.Lock()
+	fp.ports[p] = fp.redirectDrops(p)
+	fp.mu.Unlock()
 	return ""
+}
+
+// redirectDrops is how many redirected frames p's interface did not take.
+func (fp *fastPath) redirectDrops(p *bridgePort) uint64 {
+	if fp.redirects == nil {
+		return 0
+	}
+	return fp.redirects.Drops(fp.txPortsID, uint32(p.slot), p.Info().Ifindex)
+}
+
+// creditRedirectDrops counts the redirected frames that the ports'
+// interfaces did not take since the last sweep as their transmit drops.
+// It runs under fp.mu.
+func (fp *fastPath) creditRedirectDrops() {
+	for p, seen := range fp.ports {
+		if n := fp.redirectDrops(p); n > seen {
+			p.counters.txDropped.Add(n - seen)
+			p.counters.fastPathTxDropped.Add(n - seen)
+			fp.ports[p] = n
+		}
+	}
 }
 
 // detach puts p's own XDP program back and forgets its interface.
@@ -179,12 +217,19 @@ func (fp *fastPath) detach(p *bridgePort) {
 	}
 	fp.shared.TxPorts.Delete(uint32(p.slot))
 	p.fastPathIn.Store(false)
+	fp.mu.Lock()
+	delete(fp.ports, p)
+	fp.mu.Unlock()
 	p.fastPath.Close()
 	p.fastPath = nil
 }
 
 func (fp *fastPath) close() error {
-	return fp.shared.Close()
+	var err error
+	if fp.redirects != nil {
+		err = fp.redirects.Close()
+	}
+	return errors.Join(err, fp.shared.Close())
 }
 
 // offerFastPath queues d's entry for installation if the kernel can carry
@@ -262,36 +307,30 @@ func (f *forwarder) installPending() {
 func (fp *fastPath) retire(key bpf.FastpathFpKey, r *fpInstalled) {
 	values := make([]bpf.FastpathFpFlow, fp.ncpu)
 	if err := fp.shared.Flows.LookupAndDelete(&key, &values); err == nil {
-		fp.credit(r, values, monotonicNow(), time.Now(), 0, nil)
+		fp.credit(r, values, time.Now(), 0, nil)
 	}
 	delete(fp.installed, key.Headers())
 }
 
 // credit adds what the kernel counted in r's entry (its per-CPU values)
 // since the last credit to the rules, tables and ports, as last used at
-// the entry's time. With fdb, it refreshes the sources the entry's NORMAL
-// learned, as learning would, at the entry's time on the forwarders'
-// clock (now is that clock's present). It reports whether the entry
-// carried anything.
-func (fp *fastPath) credit(r *fpInstalled, values []bpf.FastpathFpFlow, kernelNow uint64, wall time.Time, now int64, fdb *macTable) bool {
-	var packets, bytes, used uint64
+// wall: the entry carried frames since the last sweep, fastPathSweep ago
+// at most. With fdb, it refreshes the sources the entry's NORMAL learned,
+// as learning would, at now on the forwarders' clock. It reports whether
+// the entry carried anything.
+func (fp *fastPath) credit(r *fpInstalled, values []bpf.FastpathFpFlow, wall time.Time, now int64, fdb *macTable) bool {
+	var packets, bytes uint64
 	for i := range values {
 		packets += values[i].Packets
 		bytes += values[i].Bytes
-		used = max(used, values[i].Used)
 	}
 	dp, db := packets-r.packets, bytes-r.bytes
 	if dp == 0 {
 		return false
 	}
 	r.packets, r.bytes = packets, bytes
-	ago := time.Duration(0)
-	if used < kernelNow {
-		ago = time.Duration(kernelNow - used)
-	}
-	at := wall.Add(-ago)
 	for _, e := range r.rules {
-		e.Hit(dp, db, at)
+		e.Hit(dp, db, wall)
 	}
 	for _, l := range r.lookups {
 		c := &fp.tables[l.table]
@@ -311,7 +350,7 @@ func (fp *fastPath) credit(r *fpInstalled, values []bpf.FastpathFpFlow, kernelNo
 	}
 	fp.hits.Add(dp)
 	if fdb != nil {
-		r.active = now - int64(ago)
+		r.active = now
 		for i := range r.macDeps {
 			if d := &r.macDeps[i]; d.source {
 				fdb.refresh(d, r.active)
@@ -328,7 +367,7 @@ func (fp *fastPath) credit(r *fpInstalled, values []bpf.FastpathFpFlow, kernelNo
 func (fp *fastPath) sweep(fdb *macTable, now int64) error {
 	fp.mu.Lock()
 	defer fp.mu.Unlock()
-	kernelNow, wall := monotonicNow(), time.Now()
+	wall := time.Now()
 	gen := fp.generation()
 	if len(fp.keys) < sweepChunk {
 		fp.keys = make([]bpf.FastpathFpKey, sweepChunk)
@@ -349,7 +388,7 @@ func (fp *fastPath) sweep(fdb *macTable, now int64) error {
 				fp.doomed = append(fp.doomed, keys[i])
 				continue
 			}
-			fp.credit(r, values[i*fp.ncpu:(i+1)*fp.ncpu], kernelNow, wall, now, fdb)
+			fp.credit(r, values[i*fp.ncpu:(i+1)*fp.ncpu], wall, now, fdb)
 			if r.generation != gen || now-r.active > int64(fastPathIdle) || !fp.depsHold(r, fdb, now) {
 				fp.doomed = append(fp.doomed, keys[i])
 			}
@@ -361,6 +400,7 @@ func (fp *fastPath) sweep(fdb *macTable, now int64) error {
 	if errors.Is(err, ebpf.ErrKeyNotExist) {
 		err = nil
 	}
+	fp.creditRedirectDrops()
 	for _, key := range fp.doomed {
 		if r, ok := fp.installed[key.Headers()]; ok {
 			fp.retire(key, r)
@@ -380,13 +420,6 @@ func (fp *fastPath) depsHold(r *fpInstalled, fdb *macTable, now int64) bool {
 		}
 	}
 	return true
-}
-
-// monotonicNow is CLOCK_MONOTONIC, bpf_ktime_get_ns's clock.
-func monotonicNow() uint64 {
-	var ts unix.Timespec
-	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
-	return uint64(ts.Nano())
 }
 
 // forgetDecisions drops every decision, and every fast path entry with

@@ -178,8 +178,32 @@ func TestFastPathFallsBackWhenAPeerLosesGRO(t *testing.T) {
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
+	// A flood while GRO goes off: until the bridge notices (it looks every
+	// second), the kernel drops what the fast path redirects to the port,
+	// and those drops are counted, not lost without a word.
+	pinger := startBackground(t, "ip", "netns", "exec", r.hosts[0].ns, "ping", "-n", "-q", "-f", "-w", "3", h.addr)
+	time.Sleep(time.Second)
 	mustRun(t, "ip", "netns", "exec", h.ns, "ethtool", "-K", "eth0", "gro", "off")
 	waitFor("off, naming GRO", func(s string) bool { return strings.HasPrefix(s, "off") && strings.Contains(s, "GRO off") })
+	out := pinger.wait(t, 10*time.Second)
+	m := pingSummary.FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("ping -f: no summary:\n%s", out)
+	}
+	sent, _ := strconv.Atoi(m[1])
+	received, _ := strconv.Atoi(m[2])
+	var dropped uint64
+	var ports jsonDumpPorts
+	r.d.xJSON(t, &ports, "dump-ports", r.br)
+	for _, p := range ports.Ports {
+		if p.Name == h.name {
+			dropped = p.FastPathTxDropped
+		}
+	}
+	// The last request may be cut by -w rather than lost.
+	if lost := sent - received; lost < 1 || dropped+1 < uint64(lost) {
+		t.Errorf("ping -f lost %d of %d while GRO went off; port %s counts %d fastpath_tx_dropped, want them all", lost, sent, h.name, dropped)
+	}
 	pingFlood(t, r.hosts[0].ns, h.addr, 500)
 	if out := r.d.x(t, "dump-fastpath", r.br); strings.Contains(out, "actions:output:2") {
 		t.Errorf("the fast path still sends to port 2, whose peer has GRO off:\n%s", out)

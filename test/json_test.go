@@ -44,6 +44,8 @@ type jsonShow struct {
 			MTU      int    `json:"mtu"`
 			MaxFrame int    `json:"max_frame"`
 			Warning  string `json:"warning"`
+			// The fast path (test/fastpath_test.go).
+			FastPath string `json:"fastpath"`
 		} `json:"ports"`
 	} `json:"bridges"`
 }
@@ -89,6 +91,8 @@ type jsonDumpPorts struct {
 		// The pipeline's drops of the frames received on the port, by
 		// reason (test/pipeline_test.go).
 		PipelineDrops map[string]uint64 `json:"pipeline_drops"`
+		// Redirects the interface did not take (test/fastpath_test.go).
+		FastPathTxDropped uint64 `json:"fastpath_tx_dropped"`
 	} `json:"ports"`
 }
 
@@ -154,6 +158,13 @@ type jsonPMDStats struct {
 			BusySec  float64 `json:"busy_seconds"`
 			IdleSec  float64 `json:"idle_seconds"`
 		} `json:"forwarder"`
+		FastPath *struct {
+			Hits            uint64 `json:"hits"`
+			Installs        uint64 `json:"installs"`
+			InstallFailures uint64 `json:"install_failures"`
+			Evictions       uint64 `json:"evictions"`
+			Entries         int    `json:"entries"`
+		} `json:"fastpath"`
 	} `json:"bridges"`
 }
 
@@ -239,6 +250,9 @@ func TestJSONOutput(t *testing.T) {
 				p.Mode != "auto" || p.Netns != want.ns || p.Peer != "eth0" || !strings.HasPrefix(p.Address, want.addr+"/") {
 				t.Errorf("show: port %+v, want an up afxdp port in %s at %s", p, want.ns, want.addr)
 			}
+			if wantFP := map[bool]string{false: "on", true: "off (the daemon runs with --fast-path off)"}[fastPathOff()]; p.FastPath != wantFP {
+				t.Errorf("show: port %s has fastpath %q, want %q", p.Name, p.FastPath, wantFP)
+			}
 		}
 	}
 	if ofport[a.name] == 0 || ofport[b.name] == 0 || ofport[a.name] == ofport[b.name] {
@@ -320,6 +334,9 @@ func TestJSONOutput(t *testing.T) {
 	if len(pmd.Bridges) != 1 || pmd.Bridges[0].Name != br || pmd.Bridges[0].PacketsReceived < 6 || pmd.Bridges[0].Flows != 1 ||
 		pmd.Bridges[0].Forwarder.BusySec <= 0 || pmd.Bridges[0].Forwarder.BusyPoll {
 		t.Errorf("pmd-stats-show: %+v, want bridge %s with 1 flow, the pings received, and a forwarder that has worked and sleeps when idle", pmd, br)
+	}
+	if fp := pmd.Bridges[0].FastPath; (fp != nil) == fastPathOff() || fp != nil && fp.Installs == 0 {
+		t.Errorf("pmd-stats-show: fast path %+v, want one with entries installed unless the fast path is off", fp)
 	}
 
 	// Errors stay text on stderr, with nothing on stdout, and exit 1;

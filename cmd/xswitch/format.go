@@ -97,6 +97,9 @@ func printDumpPorts(w io.Writer, ports []control.PortStatus) {
 		fmt.Fprintf(w, "           drops vlan=%d, reserved=%d, storm=%d, stp=%d\n", d.VLAN, d.Reserved, d.Storm, d.STP)
 		_, reasons := dropReasons(p.Stats.PipelineDropped)
 		fmt.Fprintf(w, "           pipeline drops %s\n", reasons)
+		if n := p.Stats.FastPathTxDropped; n > 0 {
+			fmt.Fprintf(w, "           fastpath tx_dropped=%d (frames redirected in the kernel that the interface did not take: see show)\n", n)
+		}
 	}
 }
 

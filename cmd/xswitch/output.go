@@ -104,6 +104,8 @@ type showPortJSON struct {
 	MTU      int    `json:"mtu,omitempty"`
 	MaxFrame int    `json:"max_frame,omitempty"`
 	Warning  string `json:"warning,omitempty"`
+	// FastPath is "on", or "off (why)", for an open port.
+	FastPath string `json:"fastpath,omitempty"`
 }
 
 func toShowJSON(bridges []control.BridgeStatus) showJSON {
@@ -130,7 +132,7 @@ func toShowJSON(bridges []control.BridgeStatus) showJSON {
 			if p.Info.Kind != "" { // open, if perhaps down
 				jp.Type, jp.XDP, jp.Bind, jp.Queues = p.Info.Kind, p.Info.XDPMode, p.Info.BindMode, p.Info.Queues
 			}
-			jp.MTU, jp.MaxFrame, jp.Warning = shownMTU(p), p.Info.MaxFrame, p.Warning
+			jp.MTU, jp.MaxFrame, jp.Warning, jp.FastPath = shownMTU(p), p.Info.MaxFrame, p.Warning, p.FastPath
 			jb.Ports = append(jb.Ports, jp)
 		}
 		out.Bridges = append(out.Bridges, jb)
@@ -194,6 +196,9 @@ type portDumpJSON struct {
 	// PipelineDrops are the frames received on the port that the
 	// pipeline sent nowhere, by reason; they are not in rx_dropped.
 	PipelineDrops map[string]uint64 `json:"pipeline_drops"`
+	// FastPathTxDropped are the frames the fast path redirected to the
+	// port that its interface did not take; they are in tx_dropped.
+	FastPathTxDropped uint64 `json:"fastpath_tx_dropped,omitempty"`
 }
 
 // dropsJSON are the frames NORMAL dropped, by reason, named as on
@@ -245,8 +250,9 @@ func toDumpPortsJSON(bridge string, ports []control.PortStatus) dumpPortsJSON {
 				RxInvalid: k.RxInvalidDescs, TxInvalid: k.TxInvalidDescs, TxRingEmpty: k.TxRingEmpty,
 				RxOversize: k.RxOversize,
 			},
-			Drops:         dropsOf(p),
-			PipelineDrops: pipelineDropsOf(p),
+			Drops:             dropsOf(p),
+			PipelineDrops:     pipelineDropsOf(p),
+			FastPathTxDropped: p.Stats.FastPathTxDropped,
 		})
 	}
 	return out
