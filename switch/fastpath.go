@@ -41,9 +41,10 @@ import (
 //     carries a generation newer than what it was worked out from.
 //   - The sweeper (every fastPathSweep, on the bridge's first forwarding
 //     thread) reads the per-CPU counters of every entry and credits what
-//     the kernel carried to the rules, tables and ports, with the time the
-//     entry was last used, so that idle timeouts, dump-flows and dump-ports
-//     see fast-path traffic; it refreshes the sources of NORMAL's entries
+//     the kernel carried to the rules, tables and ports, as used at the
+//     sweep (the program reads no clock), so that idle timeouts, dump-flows
+//     and dump-ports see fast-path traffic; it adds the redirects that
+//     never left (bpf/redirect.c) to the ports' transmit drops; it refreshes the sources of NORMAL's entries
 //     as learning would, and deletes entries of an old generation, entries
 //     whose MAC-table dependencies no longer hold (a destination aged out),
 //     and entries idle for fastPathIdle. Readers of counters call
