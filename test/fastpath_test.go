@@ -215,3 +215,38 @@ func TestFastPathFallsBackWhenAPeerLosesGRO(t *testing.T) {
 		t.Errorf("the fast path does not send to port 2 once its peer has GRO on again:\n%s", out)
 	}
 }
+
+// A station that moves to another port is followed at once: the frames
+// the fast path carried to its old port go to the new one from the move
+// on, not once the entry idles out.
+func TestFastPathFollowsAStationThatMoves(t *testing.T) {
+	requireFastPath(t)
+	r := newRig(t, 3)
+	h1, h2, h3 := r.hosts[0], r.hosts[1], r.hosts[2]
+	pinger := startBackground(t, "ip", "netns", "exec", h1.ns, "ping", "-n", "-q", "-f", "-w", "4", h2.addr)
+	time.Sleep(time.Second)
+	if carried := kernelCarried(t, r.d, r.br); carried < 1000 {
+		t.Fatalf("the fast path carried %d frames of the flood: the test would not test it", carried)
+	}
+	// The station leaves port 2 (and so stops answering), then turns up
+	// on port 3 and says so: NORMAL learns it there.
+	mac := nsMAC(t, h2.ns, "eth0")
+	mustRun(t, "ip", "netns", "exec", h2.ns, "ip", "link", "set", "eth0", "down")
+	time.Sleep(300 * time.Millisecond)
+	mustRun(t, "ip", "netns", "exec", h3.ns, "ip", "link", "set", "eth0", "address", mac)
+	run(t, "ip", "netns", "exec", h3.ns, "ping", "-n", "-c", "1", "-W", "1", h1.addr)
+	time.Sleep(200 * time.Millisecond)
+	before := dumpPorts(t, r.d, r.br)
+	time.Sleep(time.Second)
+	after := dumpPorts(t, r.d, r.br)
+	// ping -f goes on at 100 requests/s without replies.
+	if got := after[3].txPkts - before[3].txPkts; got < 50 {
+		t.Errorf("port 3 sent %d frames in the second after the station moved to it, want the flood's (≥ 50)", got)
+	}
+	// What the namespaces flood (ARP, IPv6 neighbour discovery) still
+	// reaches port 2; the flood's 100 requests must not.
+	if got := after[2].txPkts - before[2].txPkts; got > 10 {
+		t.Errorf("port 2 sent %d frames in the second after the station left it, want none of the flood's", got)
+	}
+	pinger.wait(t, 10*time.Second)
+}
