@@ -185,6 +185,9 @@ type Trace struct {
 	// the reason: the spanning tree took it, or its input port does not
 	// forward.
 	Dropped string `json:"dropped,omitempty"`
+	// FastPath says whether the in-kernel fast path would carry the
+	// packet's flow ("yes"), or why not ("no (why)").
+	FastPath string `json:"fastpath"`
 }
 
 // TraceStep is one step of the packet's way through the tables, in

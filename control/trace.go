@@ -51,6 +51,7 @@ func (d *Daemon) trace(bridge, packet string) (*Trace, error) {
 	}
 	tc.settings, _ = bc.settings() // validated when saved
 	final, dropped := b.Trace(key.Headers, tc)
+	tr.FastPath = b.FastPathVerdict(key.Headers)
 	if dropped {
 		tr.Outputs = tr.Outputs[:0]
 	}

@@ -110,6 +110,9 @@ type translator struct {
 	// obs, when set, is told every step (Bridge.Trace); NORMAL is then
 	// left to it, and nothing is learned.
 	obs Observer
+	// readOnly resolves NORMAL without learning: the source must be
+	// learned on the input port already (Bridge.FastPathVerdict).
+	readOnly bool
 }
 
 // Observer sees a translation as it happens: trace runs the forwarders'
@@ -143,7 +146,7 @@ func (b *Bridge) Trace(headers flow.Headers, obs Observer) (final flow.Key, drop
 
 // translate runs headers through the tables of t and fills d.
 func (tr *translator) translate(t *flow.Table, headers *flow.Headers, d *decision, now int64) {
-	*tr = translator{f: tr.f, obs: tr.obs, now: now, table: t, key: flow.Key{Headers: *headers}, arrival: headers.InPort, d: d}
+	*tr = translator{f: tr.f, obs: tr.obs, readOnly: tr.readOnly, now: now, table: t, key: flow.Key{Headers: *headers}, arrival: headers.InPort, d: d}
 	d.table = t
 	d.rules, d.lookups, d.actions, d.dropped = d.rules[:0], d.lookups[:0], d.actions[:0], dropRule
 	d.macDeps = d.macDeps[:0]
@@ -307,7 +310,19 @@ func (tr *translator) normal() {
 		tr.emit(flow.Action{Type: flow.ActNormal})
 		return
 	}
-	tr.d.macDeps = append(tr.d.macDeps, f.fdb.learn(macKey(k.DlSrc[:], vlan), inSlot, tr.now))
+	srcDep := macDep{}
+	if tr.readOnly {
+		dep, learned := f.fdb.lookupDep(macKey(k.DlSrc[:], vlan), tr.now)
+		if !learned || dep.port != inSlot {
+			tr.emit(flow.Action{Type: flow.ActNormal})
+			return
+		}
+		dep.source = true
+		srcDep = dep
+	} else {
+		srcDep = f.fdb.learn(macKey(k.DlSrc[:], vlan), inSlot, tr.now)
+	}
+	tr.d.macDeps = append(tr.d.macDeps, srcDep)
 	flood := flow.Action{Type: actNormalFlood, Port: inSlot, Value: vlan}
 	if isMulticast(dst) {
 		tr.emit(flood)

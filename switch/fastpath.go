@@ -243,7 +243,7 @@ func (f *forwarder) offerFastPath(d *decision, inSlot uint16, now int64) {
 	}
 	if o.state == 0 {
 		o.state = -1
-		if e, ok := f.fastPathEntry(d, &f.key.Headers); ok {
+		if e, why := f.fastPathEntry(d, &f.key.Headers); why == "" {
 			o.state, o.entry = 1, e
 		}
 		if o.state < 0 {
@@ -630,4 +630,42 @@ func (r *fpInstalled) datapathActions() string {
 		parts = append(parts, fmt.Sprintf("output:%d", r.out.ofport))
 	}
 	return strings.Join(parts, ",")
+}
+
+// FastPathVerdict says whether the fast path would carry the flow with
+// headers h in the kernel ("yes"), or why not ("no (why)"), working its
+// decision out as a forwarder would but learning nothing.
+func (b *Bridge) FastPathVerdict(h flow.Headers) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch {
+	case b.fp == nil:
+		return "no (the daemon runs with --fast-path off)"
+	case len(b.fwds) == 0:
+		return "no (the bridge is closed)"
+	case h.DlType < 0x600 || h.DlSrc[0]&1 != 0:
+		return "no (the program leaves 802.3 frames and multicast sources to user space)"
+	}
+	f := b.fwds[0]
+	var verdict string
+	f.do(func() {
+		slot, ok := f.slot(h.InPort)
+		if !ok {
+			verdict = fmt.Sprintf("no (port %d is not up on the bridge)", h.InPort)
+			return
+		}
+		if !f.ports[slot].fastPathIn.Load() {
+			verdict = fmt.Sprintf("no (port %d runs without the fast path: %s)", h.InPort, f.ports[slot].fastPathOff)
+			return
+		}
+		tr := translator{f: f, readOnly: true}
+		var d decision
+		tr.translate(f.flows.Load(), &h, &d, f.now())
+		if _, why := f.fastPathEntry(&d, &h); why != "" {
+			verdict = "no (" + why + ")"
+			return
+		}
+		verdict = "yes"
+	})
+	return verdict
 }

@@ -2,6 +2,7 @@ package vswitch
 
 import (
 	"encoding/binary"
+	"fmt"
 
 	"github.com/xswitch/xswitch/bpf"
 	"github.com/xswitch/xswitch/flow"
@@ -26,10 +27,11 @@ import (
 // is left).
 
 // fastPathEntry returns the fast path's entry for decision d of the flow
-// with headers h, and whether the XDP program can carry it.
-func (f *forwarder) fastPathEntry(d *decision, h *flow.Headers) (bpf.FastpathFpFlow, bool) {
-	var e bpf.FastpathFpFlow
+// with headers h, or why the XDP program cannot carry it.
+func (f *forwarder) fastPathEntry(d *decision, h *flow.Headers) (e bpf.FastpathFpFlow, why string) {
 	ops := e.Ops[:0]
+	// why an operation op, setTCI or setTOS refused is not what it said
+	why = fmt.Sprintf("more than the %d operations the program runs", len(e.Ops))
 	k := flow.Key{Headers: *h}
 	tagKnown := true // false after a pop: a second tag may be left
 	out, outputs := uint32(0), 0
@@ -47,6 +49,7 @@ func (f *forwarder) fastPathEntry(d *decision, h *flow.Headers) (bpf.FastpathFpF
 	setTCI := func(tci, mask uint16) bool {
 		switch {
 		case !tagKnown:
+			why = "a VLAN operation after a pop"
 			return false
 		case tagged():
 			return op(bpf.FastpathFpOp{Type: uint8(bpf.FastpathFpOpTypeFP_OP_SET_TCI), Tci: be16(tci), Mask: be16(mask)})
@@ -73,14 +76,17 @@ func (f *forwarder) fastPathEntry(d *decision, h *flow.Headers) (bpf.FastpathFpF
 			return op(bpf.FastpathFpOp{Type: opSetL3, Off: 1, Len: 1, Csums: csumL3, Value: [4]byte{tos},
 				Delta: wordsDelta16(versionAndLength<<8|uint16(k.NwTOS), versionAndLength<<8|uint16(tos))})
 		case flow.EtherTypeIPv6:
-			return false // the traffic class shares its bytes with the flow label, which the key has not
+			// The traffic class shares its bytes with the flow label,
+			// which the key has not.
+			why = "an IPv6 traffic class rewrite"
+			return false
 		}
 		return true
 	}
 	for i := range d.actions {
 		a := &d.actions[i]
 		if outputs > 0 {
-			return e, false // only the output may be last
+			return e, "several outputs"
 		}
 		ok := true
 		switch a.Type {
@@ -94,7 +100,7 @@ func (f *forwarder) fastPathEntry(d *decision, h *flow.Headers) (bpf.FastpathFpF
 			ok = op(bpf.FastpathFpOp{Type: uint8(typ), Mac: mac})
 		case flow.ActStripVLAN:
 			if !tagKnown {
-				return e, false
+				return e, "a VLAN operation after a pop"
 			}
 			if tagged() {
 				ok = op(bpf.FastpathFpOp{Type: uint8(bpf.FastpathFpOpTypeFP_OP_POP_VLAN)})
@@ -102,7 +108,7 @@ func (f *forwarder) fastPathEntry(d *decision, h *flow.Headers) (bpf.FastpathFpF
 			}
 		case flow.ActPushVLAN:
 			if !tagKnown {
-				return e, false
+				return e, "a VLAN operation after a pop"
 			}
 			// The new tag copies the outer one's TCI, if there is one.
 			ok = op(bpf.FastpathFpOp{Type: uint8(bpf.FastpathFpOpTypeFP_OP_PUSH_VLAN), Tpid: be16(a.Value),
@@ -129,7 +135,7 @@ func (f *forwarder) fastPathEntry(d *decision, h *flow.Headers) (bpf.FastpathFpF
 				break
 			}
 			if k.DlType != flow.EtherTypeIPv4 {
-				return e, false
+				return e, "a port rewrite over IPv6"
 			}
 			port, off := k.TpSrc, uint8(l4SrcPortOff)
 			if a.Type == flow.ActSetTpDst {
@@ -144,7 +150,7 @@ func (f *forwarder) fastPathEntry(d *decision, h *flow.Headers) (bpf.FastpathFpF
 			ttl := uint8(a.Value)
 			if a.Type == flow.ActDecTTL {
 				if k.NwTTL <= 1 {
-					return e, false // dropped, and counted as a TTL drop
+					return e, "dec_ttl drops it, counted as a ttl drop"
 				}
 				ttl = k.NwTTL - 1
 			}
@@ -157,13 +163,23 @@ func (f *forwarder) fastPathEntry(d *decision, h *flow.Headers) (bpf.FastpathFpF
 			ok = setTOS(k.NwTOS&^mask | uint8(a.Value)&mask)
 		case flow.ActOutput, flow.ActInPort:
 			slot, found := f.slot(a.Port)
-			if !found || !f.forwards(slot) || !f.ports[slot].takesRedirects.Load() || a.Value != 0 {
-				return e, false
+			switch {
+			case !found || !f.forwards(slot):
+				return e, fmt.Sprintf("port %d does not forward", a.Port)
+			case !f.ports[slot].takesRedirects.Load():
+				return e, fmt.Sprintf("port %d takes no redirects (see show)", a.Port)
+			case a.Value != 0:
+				return e, "output with max_len"
 			}
 			out, outputs = uint32(slot), outputs+1
 		case actNormalTo:
-			if !f.forwards(a.Port) || !f.ports[a.Port].takesRedirects.Load() || !tagKnown {
-				return e, false
+			switch {
+			case !f.forwards(a.Port):
+				return e, fmt.Sprintf("NORMAL's port %d does not forward", f.ports[a.Port].ofport)
+			case !f.ports[a.Port].takesRedirects.Load():
+				return e, fmt.Sprintf("NORMAL's port %d takes no redirects (see show)", f.ports[a.Port].ofport)
+			case !tagKnown:
+				return e, "a VLAN operation after a pop"
 			}
 			switch formOut(&f.ports[a.Port].vlan, a.Value, tagged(), k.VLANTCI&vlanVIDMask) {
 			case formUntagged:
@@ -173,10 +189,10 @@ func (f *forwarder) fastPathEntry(d *decision, h *flow.Headers) (bpf.FastpathFpF
 			}
 			out, outputs = uint32(a.Port), outputs+1
 		default:
-			return e, false
+			return e, unoffloaded(a.Type)
 		}
 		if !ok {
-			return e, false
+			return e, why
 		}
 		a.ApplyToKey(&k)
 	}
@@ -186,9 +202,20 @@ func (f *forwarder) fastPathEntry(d *decision, h *flow.Headers) (bpf.FastpathFpF
 	case d.dropped == dropRule:
 		e.Out, e.Ops = bpf.FPDrop, [len(e.Ops)]bpf.FastpathFpOp{}
 	default:
-		return e, false // a drop counted under another reason
+		return e, fmt.Sprintf("a %s drop, which user space counts", DropReasons[d.dropped])
 	}
-	return e, true
+	return e, ""
+}
+
+// unoffloaded says what an action the program does not run is.
+func unoffloaded(t flow.ActionType) string {
+	switch t {
+	case actNormalFlood, flow.ActFlood, flow.ActAll:
+		return "a flood"
+	case flow.ActNormal:
+		return "NORMAL refuses the frame, or its source is not learned"
+	}
+	return "an action the program does not run"
 }
 
 const (

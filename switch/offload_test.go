@@ -179,8 +179,8 @@ func TestFastPathDoesWhatUserSpaceDoes(t *testing.T) {
 			if !ok {
 				t.Fatalf("no decision for %+v", k.Headers)
 			}
-			entry, ok := f.fastPathEntry(d, &k.Headers)
-			if !ok {
+			entry, why := f.fastPathEntry(d, &k.Headers)
+			if why != "" {
 				continue
 			}
 			carried++

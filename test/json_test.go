@@ -141,6 +141,7 @@ type jsonTrace struct {
 	FinalFlow string `json:"final_flow"`
 	Outputs   []int  `json:"outputs"`
 	Dropped   string `json:"dropped"` // test/rstp_test.go
+	FastPath  string `json:"fastpath"`
 }
 
 type jsonPMDStats struct {

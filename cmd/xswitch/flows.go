@@ -159,15 +159,18 @@ func printTrace(w io.Writer, bridge string, tr *control.Trace) {
 		final = "unchanged"
 	}
 	fmt.Fprintf(w, "\nFinal flow: %s\n", final)
-	if len(tr.Outputs) == 0 {
-		fmt.Fprintf(w, "Datapath actions: drop\n")
-		return
+	actions := "drop"
+	if len(tr.Outputs) > 0 {
+		ports := make([]string, len(tr.Outputs))
+		for i, p := range tr.Outputs {
+			ports[i] = fmt.Sprint(p)
+		}
+		actions = strings.Join(ports, ",")
 	}
-	ports := make([]string, len(tr.Outputs))
-	for i, p := range tr.Outputs {
-		ports[i] = fmt.Sprint(p)
+	fmt.Fprintf(w, "Datapath actions: %s\n", actions)
+	if tr.FastPath != "" {
+		fmt.Fprintf(w, "Carried in the kernel (fast path): %s\n", tr.FastPath)
 	}
-	fmt.Fprintf(w, "Datapath actions: %s\n", strings.Join(ports, ","))
 }
 
 // printTraceSteps prints each table the packet visits, the rule it meets

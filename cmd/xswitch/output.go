@@ -331,6 +331,9 @@ type traceJSON struct {
 	Malformed string `json:"malformed,omitempty"`
 	// Dropped says why it went nowhere when RSTP, not the table, is why.
 	Dropped string `json:"dropped,omitempty"`
+	// FastPath is "yes" when the in-kernel fast path would carry the
+	// flow, else "no (why)".
+	FastPath string `json:"fastpath"`
 }
 
 // traceStepJSON is a lookup in a table (lookup true, rule what it met:
@@ -346,7 +349,7 @@ type traceStepJSON struct {
 
 func toTraceJSON(bridge string, tr *control.Trace) traceJSON {
 	out := traceJSON{
-		Bridge: bridge, Flow: tr.Flow, FinalFlow: tr.FinalFlow, Malformed: tr.Malformed, Dropped: tr.Dropped,
+		Bridge: bridge, Flow: tr.Flow, FinalFlow: tr.FinalFlow, Malformed: tr.Malformed, Dropped: tr.Dropped, FastPath: tr.FastPath,
 		Steps:   make([]traceStepJSON, 0, len(tr.Steps)),
 		Outputs: append([]uint16{}, tr.Outputs...),
 	}
