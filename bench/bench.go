@@ -93,6 +93,12 @@ type Result struct {
 	MaxMicros float64 `json:"max_us,omitempty"`
 	Lost      int     `json:"lost,omitempty"`
 
+	// UDP: the median share of the generator's CPU spent in softirq
+	// (where frames that XDP forwards are forwarded, in the sender's
+	// softirq) and of the switch's CPU spent busy, in percent.
+	GenSoftirqPct float64 `json:"cpu0_softirq_pct,omitempty"`
+	SwitchBusyPct float64 `json:"cpu1_busy_pct,omitempty"`
+
 	// Samples counts seconds for rates and replies for ping.
 	Samples int `json:"samples"`
 }
@@ -105,9 +111,13 @@ type samples struct {
 	lost  int
 }
 
-// rate is one second's worth of traffic into the receiving namespace.
+// rate is one second's worth of traffic into the receiving namespace,
+// and (UDP) the share of that second the generator's CPU spent in softirq,
+// where a redirect in XDP runs, and the switch's CPU was busy.
 type rate struct {
 	pps, bytesPerSec float64
+	genSoftirq       float64
+	switchBusy       float64
 }
 
 func (s *samples) add(more samples) {
@@ -197,6 +207,11 @@ func summarize(name string, w Workload, s samples) Result {
 		}
 		if w.Kind == KindUDP {
 			r.MedianPPS, r.MinPPS, r.MaxPPS = median(pps), slices.Min(pps), slices.Max(pps)
+			soft, busy := make([]float64, len(s.rates)), make([]float64, len(s.rates))
+			for i, v := range s.rates {
+				soft[i], busy[i] = 100*v.genSoftirq, 100*v.switchBusy
+			}
+			r.GenSoftirqPct, r.SwitchBusyPct = median(soft), median(busy)
 		}
 		r.MedianGbps, r.MinGbps, r.MaxGbps = median(gbps), slices.Min(gbps), slices.Max(gbps)
 	case KindPing:
@@ -297,7 +312,7 @@ func measure(ctx context.Context, c Case, w Workload, opts Options) (s samples, 
 	}
 	switch w.Kind {
 	case KindUDP:
-		return measureUDP(ctx, hosts, w.Size, opts.Duration)
+		return measureUDP(ctx, hosts, w, opts.Duration)
 	case KindTCP:
 		return measureTCP(ctx, hosts, opts.Duration)
 	default:

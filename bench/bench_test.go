@@ -13,13 +13,16 @@ import (
 )
 
 func TestSummarizeRates(t *testing.T) {
-	s := samples{rates: []rate{{3, 300}, {1, 100}, {2, 200}, {10, 1000}}}
+	s := samples{rates: []rate{{pps: 3, bytesPerSec: 300, genSoftirq: 0.5}, {pps: 1, bytesPerSec: 100, genSoftirq: 0.1}, {pps: 2, bytesPerSec: 200, genSoftirq: 0.3}, {pps: 10, bytesPerSec: 1000, genSoftirq: 0.9}}}
 	r := summarize("x", UDP(64), s)
 	if r.Case != "x" || r.Workload != "udp64" {
 		t.Errorf("summarize names %q/%q, want x/udp64", r.Case, r.Workload)
 	}
 	if r.MedianPPS != 2.5 || r.MinPPS != 1 || r.MaxPPS != 10 || r.Samples != 4 {
 		t.Errorf("summarize = %+v, want median 2.5, min 1, max 10, 4 samples", r)
+	}
+	if r.GenSoftirqPct != 40 {
+		t.Errorf("cpu0 softirq median %v%%, want 40%%", r.GenSoftirqPct)
 	}
 	if r.MedianGbps != 250*8/1e9 || r.MinGbps != 100*8/1e9 || r.MaxGbps != 1000*8/1e9 {
 		t.Errorf("Gbit/s median %v min %v max %v, want %v %v %v", r.MedianGbps, r.MinGbps, r.MaxGbps, 250*8/1e9, 100*8/1e9, 1000*8/1e9)
@@ -70,18 +73,19 @@ func TestPercentile(t *testing.T) {
 
 func TestParseWorkload(t *testing.T) {
 	for name, want := range map[string]Workload{
-		"udp64":   {Name: "udp64", Kind: KindUDP, Size: 64},
-		"udp1500": {Name: "udp1500", Kind: KindUDP, Size: 1500},
-		"udp60":   {Name: "udp60", Kind: KindUDP, Size: 60},
-		"tcp":     {Name: "tcp", Kind: KindTCP},
-		"ping":    {Name: "ping", Kind: KindPing},
+		"udp64":      {Name: "udp64", Kind: KindUDP, Size: 64},
+		"udp1500":    {Name: "udp1500", Kind: KindUDP, Size: 1500},
+		"udp60":      {Name: "udp60", Kind: KindUDP, Size: 60},
+		"udp64x1000": {Name: "udp64x1000", Kind: KindUDP, Size: 64, Flows: 1000},
+		"tcp":        {Name: "tcp", Kind: KindTCP},
+		"ping":       {Name: "ping", Kind: KindPing},
 	} {
 		got, err := ParseWorkload(name)
 		if err != nil || got != want {
 			t.Errorf("ParseWorkload(%q) = %+v, %v; want %+v", name, got, err, want)
 		}
 	}
-	for _, name := range []string{"", "udp", "udp59", "udp1515", "udpx", "UDP64", "tcp2", "icmp"} {
+	for _, name := range []string{"", "udp", "udp59", "udp1515", "udpx", "UDP64", "tcp2", "icmp", "udp64x", "udp64x-1", "udp64x99999", "udp64x1000x2"} {
 		if w, err := ParseWorkload(name); err == nil {
 			t.Errorf("ParseWorkload(%q) = %+v, want an error", name, w)
 		}
@@ -245,5 +249,31 @@ func TestCreateVethsSetsTheMTU(t *testing.T) {
 		if l.Attrs().MTU != 9000 || peerMTU != 9000 {
 			t.Errorf("%s: MTU %d, its peer in %s %d; want 9000 both", p.port, l.Attrs().MTU, p.ns, peerMTU)
 		}
+	}
+}
+
+func TestReadCPUTimes(t *testing.T) {
+	gen0, sw0, err := readCPUTimes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	gen1, sw1, err := readCPUTimes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gen1.total < gen0.total || sw1.total < sw0.total {
+		t.Fatalf("CPU times went back: %+v -> %+v, %+v -> %+v", gen0, gen1, sw0, sw1)
+	}
+	for _, v := range []float64{softirqShare(gen0, gen1), busyShare(sw0, sw1)} {
+		if v < 0 || v > 1 {
+			t.Errorf("a share of %v: not within 0..1", v)
+		}
+	}
+	if got := softirqShare(cpuTimes{total: 100, softirq: 10}, cpuTimes{total: 200, softirq: 60}); got != 0.5 {
+		t.Errorf("softirqShare = %v, want 0.5", got)
+	}
+	if got := busyShare(cpuTimes{total: 100, idle: 50}, cpuTimes{total: 200, idle: 125}); got != 0.25 {
+		t.Errorf("busyShare = %v, want 0.25", got)
 	}
 }

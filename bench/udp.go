@@ -7,9 +7,9 @@ import (
 	"time"
 )
 
-// measureUDP sends size-byte frames from hosts' generator for duration and
+// measureUDP sends w's frames from hosts' generator for duration and
 // returns the receiver's per-second rates after the first.
-func measureUDP(ctx context.Context, hosts Hosts, size int, duration time.Duration) (s samples, err error) {
+func measureUDP(ctx context.Context, hosts Hosts, w Workload, duration time.Duration) (s samples, err error) {
 	genMAC, err := peerMAC(hosts.GenNetns)
 	if err != nil {
 		return samples{}, err
@@ -18,7 +18,7 @@ func measureUDP(ctx context.Context, hosts Hosts, size int, duration time.Durati
 	if err != nil {
 		return samples{}, err
 	}
-	frame, err := BuildFrame(FrameConfig{SrcMAC: genMAC, DstMAC: rcvMAC, SrcIP: genIP, DstIP: rcvIP, Size: size})
+	frame, err := BuildFrame(FrameConfig{SrcMAC: genMAC, DstMAC: rcvMAC, SrcIP: genIP, DstIP: rcvIP, Size: w.Size})
 	if err != nil {
 		return samples{}, err
 	}
@@ -38,7 +38,7 @@ func measureUDP(ctx context.Context, hosts Hosts, size int, duration time.Durati
 	var genErr error
 	wg.Go(func() {
 		defer stopGen()
-		genErr = generate(genCtx, hosts.GenNetns, PeerName, frame)
+		genErr = generate(genCtx, hosts.GenNetns, PeerName, frame, w.Flows)
 	})
 	defer func() {
 		stopGen()
@@ -49,6 +49,10 @@ func measureUDP(ctx context.Context, hosts Hosts, size int, duration time.Durati
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	lastPackets, lastBytes, err := cnt.read()
+	if err != nil {
+		return samples{}, err
+	}
+	lastGen, lastSwitch, err := readCPUTimes()
 	if err != nil {
 		return samples{}, err
 	}
@@ -64,14 +68,21 @@ func measureUDP(ctx context.Context, hosts Hosts, size int, duration time.Durati
 			if err != nil {
 				return samples{}, err
 			}
+			gen, sw, err := readCPUTimes()
+			if err != nil {
+				return samples{}, err
+			}
 			elapsed := now.Sub(last).Seconds()
 			if second > 0 { // the first second includes the ramp-up
 				s.rates = append(s.rates, rate{
 					pps:         float64(packets-lastPackets) / elapsed,
 					bytesPerSec: float64(bytes-lastBytes) / elapsed,
+					genSoftirq:  softirqShare(lastGen, gen),
+					switchBusy:  busyShare(lastSwitch, sw),
 				})
 			}
 			lastPackets, lastBytes, last = packets, bytes, now
+			lastGen, lastSwitch = gen, sw
 		}
 	}
 	return s, nil

@@ -15,7 +15,18 @@ type Workload struct {
 	Name string
 	Kind WorkloadKind
 	Size int // of each frame of a UDP workload
+	// Flows is how many UDP flows the frames take turns in (source ports
+	// from FirstFlowPort on); 0 or 1: one.
+	Flows int
 }
+
+// FirstFlowPort is the UDP source port of a many-flow workload's first
+// flow: above every port ManyFlows's rules name, so that its flows take
+// the bench frame's way through them.
+const FirstFlowPort = 20000
+
+// MaxFlows is the most flows a UDP workload spreads over.
+const MaxFlows = 65535 - FirstFlowPort
 
 // WorkloadKind says which of Result's figures a workload yields.
 type WorkloadKind int
@@ -40,8 +51,17 @@ func TCP() Workload { return Workload{Name: "tcp", Kind: KindTCP} }
 // pingInterval.
 func Ping() Workload { return Workload{Name: "ping", Kind: KindPing} }
 
+// UDPFlows is UDP(size) with its frames spread over flows flows, in turn:
+// udpNxF.
+func UDPFlows(size, flows int) Workload {
+	w := UDP(size)
+	w.Name, w.Flows = fmt.Sprintf("udp%dx%d", size, flows), flows
+	return w
+}
+
 // ParseWorkload reads a workload's name: "udp" and a frame size (udp64,
-// udp1500), "tcp" or "ping".
+// udp1500), optionally "x" and a number of flows (udp64x1000), "tcp" or
+// "ping".
 func ParseWorkload(name string) (Workload, error) {
 	switch name {
 	case "tcp":
@@ -53,11 +73,19 @@ func ParseWorkload(name string) (Workload, error) {
 	if !ok {
 		return Workload{}, fmt.Errorf("unknown workload %q: want udpSIZE (such as udp64), tcp or ping", name)
 	}
+	digits, flowDigits, many := strings.Cut(digits, "x")
 	size, err := strconv.Atoi(digits)
 	if err != nil {
 		return Workload{}, fmt.Errorf("workload %q: %q is not a frame size in bytes", name, digits)
 	}
 	w := UDP(size)
+	if many {
+		flows, err := strconv.Atoi(flowDigits)
+		if err != nil {
+			return Workload{}, fmt.Errorf("workload %q: %q is not a number of flows", name, flowDigits)
+		}
+		w = UDPFlows(size, flows)
+	}
 	if err := w.validate(); err != nil {
 		return Workload{}, err
 	}
@@ -72,6 +100,9 @@ func (w Workload) validate() error {
 	case KindUDP:
 		if w.Size < MinFrameSize || w.Size > MaxFrameSize {
 			return fmt.Errorf("workload %q: frame size %d is outside %d..%d", w.Name, w.Size, MinFrameSize, MaxFrameSize)
+		}
+		if w.Flows < 0 || w.Flows > MaxFlows {
+			return fmt.Errorf("workload %q: %d flows is outside 1..%d", w.Name, w.Flows, MaxFlows)
 		}
 	case KindTCP, KindPing:
 	default:

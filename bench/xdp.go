@@ -61,19 +61,26 @@ const generatorCPU = 0
 const SwitchCPU = 1
 
 // generate transmits frame out of iface inside namespace ns as fast as the
-// kernel can, until ctx is done. In live-frames mode the program's XDP_TX
+// kernel can, until ctx is done, spread over flows UDP flows (xdp_gen). In live-frames mode the program's XDP_TX
 // sends each frame out of the context's ingress device, which the kernel
 // looks up in the namespace of the calling thread.
-func generate(ctx context.Context, ns, iface string, frame []byte) error {
+func generate(ctx context.Context, ns, iface string, frame []byte, flows int) error {
 	spec, err := benchbpf.LoadBench()
 	if err != nil {
 		return fmt.Errorf("load the generator program: %w", err)
 	}
-	prog, err := ebpf.NewProgram(spec.Programs[benchbpf.BenchProgXdpGen])
-	if err != nil {
+	if err := spec.Variables[benchbpf.BenchVarGenFlows].Set(uint32(max(flows, 1))); err != nil {
+		return err
+	}
+	if err := spec.Variables[benchbpf.BenchVarGenFirstPort].Set(uint16(FirstFlowPort)); err != nil {
+		return err
+	}
+	var objs benchbpf.BenchObjects
+	if err := spec.LoadAndAssign(&objs, nil); err != nil {
 		return fmt.Errorf("load the generator program: %w", err)
 	}
-	defer prog.Close()
+	defer objs.Close()
+	prog := objs.XdpGen
 	return netns.Do(ns, func() error {
 		var affinity unix.CPUSet
 		if err := unix.SchedGetaffinity(0, &affinity); err != nil {

@@ -12,12 +12,44 @@
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 
+// Set before loading: how many UDP flows xdp_gen spreads its frames over
+// (1: the frame as given). Flow i has UDP source port gen_first_port + i.
+volatile const __u32 gen_flows = 1;
+volatile const __u16 gen_first_port = 0;
+
+// The UDP header of the bench frame: Ethernet and a 20-byte IPv4 header.
+#define GEN_UDP_OFFSET (14 + 20)
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} gen_next SEC(".maps");
+
 // xdp_gen bounces every frame it is given: in live-frames mode XDP_TX
 // transmits the frame out of the device named by the context's
-// ingress_ifindex.
+// ingress_ifindex. With gen_flows > 1 it gives each frame the next flow's
+// source port, in turn, and no UDP checksum (0: none, for IPv4), so that
+// consecutive frames belong to different flows, the hardest order for a
+// flow cache.
 SEC("xdp")
 int xdp_gen(struct xdp_md *ctx)
 {
+	if (gen_flows <= 1)
+		return XDP_TX;
+	void *data = (void *)(long)ctx->data;
+	__u8 *udp = data + GEN_UDP_OFFSET;
+	__u32 key = 0;
+	__u32 *next = bpf_map_lookup_elem(&gen_next, &key);
+
+	if ((void *)(udp + 8) > (void *)(long)ctx->data_end || !next)
+		return XDP_TX;
+	__u16 port = gen_first_port + *next;
+	*next = *next + 1 >= gen_flows ? 0 : *next + 1;
+	udp[0] = port >> 8;
+	udp[1] = port;
+	udp[6] = udp[7] = 0;
 	return XDP_TX;
 }
 

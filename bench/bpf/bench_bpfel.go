@@ -23,10 +23,13 @@ type BenchCounters struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	BenchMapGenNext         = "gen_next"
 	BenchMapRxCounters      = "rx_counters"
 	BenchProgXdpCount       = "xdp_count"
 	BenchProgXdpGen         = "xdp_gen"
 	BenchProgXdpRedirectTo  = "xdp_redirect_to"
+	BenchVarGenFirstPort    = "gen_first_port"
+	BenchVarGenFlows        = "gen_flows"
 	BenchVarRedirectIfindex = "redirect_ifindex"
 )
 
@@ -81,6 +84,7 @@ type BenchProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type BenchMapSpecs struct {
+	GenNext    *ebpf.MapSpec `ebpf:"gen_next"`
 	RxCounters *ebpf.MapSpec `ebpf:"rx_counters"`
 }
 
@@ -88,6 +92,8 @@ type BenchMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type BenchVariableSpecs struct {
+	GenFirstPort    *ebpf.VariableSpec `ebpf:"gen_first_port"`
+	GenFlows        *ebpf.VariableSpec `ebpf:"gen_flows"`
 	RedirectIfindex *ebpf.VariableSpec `ebpf:"redirect_ifindex"`
 }
 
@@ -111,11 +117,13 @@ func (o *BenchObjects) Close() error {
 //
 // It can be passed to LoadBenchObjects or ebpf.CollectionSpec.LoadAndAssign.
 type BenchMaps struct {
+	GenNext    *ebpf.Map `ebpf:"gen_next"`
 	RxCounters *ebpf.Map `ebpf:"rx_counters"`
 }
 
 func (m *BenchMaps) Close() error {
 	return _BenchClose(
+		m.GenNext,
 		m.RxCounters,
 	)
 }
@@ -124,6 +132,8 @@ func (m *BenchMaps) Close() error {
 //
 // It can be passed to LoadBenchObjects or ebpf.CollectionSpec.LoadAndAssign.
 type BenchVariables struct {
+	GenFirstPort    *ebpf.Variable `ebpf:"gen_first_port"`
+	GenFlows        *ebpf.Variable `ebpf:"gen_flows"`
 	RedirectIfindex *ebpf.Variable `ebpf:"redirect_ifindex"`
 }
 

@@ -53,6 +53,8 @@ forwarding path, under each of the workloads of --workloads in one run:
                  BPF_PROG_RUN in live-frames mode out of the generator's veth
                  and counted and dropped by an XDP program on the receiver's:
                  frames/s and Gbit/s of frame bytes (no FCS, preamble or gap)
+  udpNxF         the same frames over F UDP flows (source ports from 20000),
+                 one after the other: no two frames in a row of one flow
   tcp            one iperf3 stream (iperf3 -J -O 1): Gbit/s the receiver reads
   ping           an ICMP echo request every 10 ms at idle: p50 and p99
                  round-trip time in µs
@@ -330,8 +332,15 @@ func printBenchTable(w io.Writer, kind bench.WorkloadKind, rows []bench.Result) 
 	default:
 		header = "case\tp50 µs\tp99 µs\trange µs\tlost"
 	}
+	// For UDP, where the CPUs went: the generator's softirq is where XDP
+	// forwards (the fast path, the kernel's bridge and redirect), the
+	// switch's CPU is where user space does.
+	cpus := ""
+	if kind == bench.KindUDP {
+		cpus = "\tcpu0 softirq\tcpu1 busy"
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "%s\tvs %s\t\n", header, strings.Join(benchBaselines, "\tvs "))
+	fmt.Fprintf(tw, "%s\tvs %s%s\t\n", header, strings.Join(benchBaselines, "\tvs "), cpus)
 	for _, r := range rows {
 		var figures []string
 		switch {
@@ -351,6 +360,13 @@ func printBenchTable(w io.Writer, kind bench.WorkloadKind, rows []bench.Result) 
 				ratio = fmt.Sprintf("%.2fx", headline(r)/base)
 			}
 			figures = append(figures, ratio)
+		}
+		if cpus != "" {
+			if r.Samples == 0 {
+				figures = append(figures, "-", "-")
+			} else {
+				figures = append(figures, fmt.Sprintf("%.0f%%", r.GenSoftirqPct), fmt.Sprintf("%.0f%%", r.SwitchBusyPct))
+			}
 		}
 		fmt.Fprintf(tw, "%s\t%s\t\n", r.Case, strings.Join(figures, "\t"))
 	}

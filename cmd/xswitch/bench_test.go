@@ -41,7 +41,7 @@ func tableRows(table string) map[string][]string {
 func TestPrintBenchTables(t *testing.T) {
 	udp, tcp, ping := bench.UDP(64), bench.TCP(), bench.Ping()
 	results := []bench.Result{
-		{Case: "xswitch", Workload: "udp64", MedianPPS: 3e6, MinPPS: 2e6, MaxPPS: 4e6, MedianGbps: 1.5, Samples: 4},
+		{Case: "xswitch", Workload: "udp64", MedianPPS: 3e6, MinPPS: 2e6, MaxPPS: 4e6, MedianGbps: 1.5, GenSoftirqPct: 40, SwitchBusyPct: 5, Samples: 4},
 		{Case: "linux-bridge", Workload: "udp64", MedianPPS: 2e6, MinPPS: 2e6, MaxPPS: 2e6, MedianGbps: 1, Samples: 4},
 		{Case: "ovs", Workload: "udp64", Skipped: "Open vSwitch not installed: skipped"},
 		{Case: "xswitch", Workload: "tcp", MedianGbps: 6, MinGbps: 5, MaxGbps: 7, Samples: 4},
@@ -62,10 +62,10 @@ func TestPrintBenchTables(t *testing.T) {
 		rows    map[string]string
 	}{
 		{"== udp64", map[string]string{
-			"case":         "Mpps range Gbit/s vs linux-bridge vs ovs",
-			"xswitch":      "3.000 2.000-4.000 1.50 1.50x -",
-			"linux-bridge": "2.000 2.000-2.000 1.00 1.00x -",
-			"ovs":          "- - - - -",
+			"case":         "Mpps range Gbit/s vs linux-bridge vs ovs cpu0 softirq cpu1 busy",
+			"xswitch":      "3.000 2.000-4.000 1.50 1.50x - 40% 5%",
+			"linux-bridge": "2.000 2.000-2.000 1.00 1.00x - 0% 0%",
+			"ovs":          "- - - - - - -",
 		}},
 		{"== tcp", map[string]string{
 			"case":         "Gbit/s range vs linux-bridge vs ovs",
