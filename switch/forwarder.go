@@ -382,11 +382,13 @@ func (f *forwarder) forwardBatch(rx rxQueue) bool {
 		in.counters.rxErrors.Add(malformed)
 	}
 	f.drops.flush(&in.counters)
+	f.transmitGroups()
 	if f.fp != nil {
+		// After the transmit, so that the frames that made the entries
+		// do not wait for their installation.
 		f.noteMACChanges()
 		f.installPending()
 	}
-	f.transmitGroups()
 	f.copies.reset()
 	rx.q.Release(frames)
 	return true
