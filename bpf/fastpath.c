@@ -117,7 +117,15 @@ struct fp_flow {
 
 struct fp_state {
 	__u64 generation; // of the bridge: entries of another are misses
+	// With masked set, a key is looked up with only the bits of mask:
+	// what the bridge's rules and NORMAL read (switch/fastpath.go), so
+	// that one entry serves every flow that differs elsewhere.
+	__u32 masked;
+	__u32 pad;
+	struct fp_key mask;
 };
+
+#define FP_KEY_WORDS (sizeof(struct fp_key) / sizeof(__u16))
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
@@ -126,12 +134,22 @@ struct {
 	__type(value, struct fp_flow);
 } flows SEC(".maps");
 
+// Two states, of which state_slot names the current one: user space
+// writes the other whole, then switches, so that no frame reads a
+// generation with half a mask (a map update is a copy, not atomic).
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, struct fp_state);
+} state SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct fp_state);
-} state SEC(".maps");
+	__type(value, __u32);
+} state_slot SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_DEVMAP);
@@ -501,10 +519,25 @@ int fastpath(struct xdp_md *ctx)
 	if (!ok || len > max_frame_len)
 		return to_socket(ctx, max_frame_len);
 	__u32 zero = 0;
-	struct fp_state *st = bpf_map_lookup_elem(&state, &zero);
+	__u32 *slot = bpf_map_lookup_elem(&state_slot, &zero);
+	if (!slot)
+		return to_socket(ctx, max_frame_len);
+	__u32 current = *slot & 1;
+	struct fp_state *st = bpf_map_lookup_elem(&state, &current);
+
+	if (!st)
+		return to_socket(ctx, max_frame_len);
+	if (st->masked) {
+		__u16 *k = (__u16 *)&key;
+		__u16 *m = (__u16 *)&st->mask;
+
+#pragma unroll
+		for (int i = 0; i < FP_KEY_WORDS; i++)
+			k[i] &= m[i];
+	}
 	struct fp_flow *f = bpf_map_lookup_elem(&flows, &key);
 
-	if (!st || !f || f->generation != st->generation)
+	if (!f || f->generation != st->generation)
 		return to_socket(ctx, max_frame_len);
 #pragma unroll
 	for (int i = 0; i < FP_MAX_OPS; i++) {

@@ -60,10 +60,11 @@ func NetworkOrder(v uint16) uint16 {
 }
 
 // FastpathShared are the maps every port of a bridge shares: the
-// decisions (flows), the bridge's generation (state) and where each slot
-// sends (tx_ports).
+// decisions (flows), the bridge's generation and key mask (state, two
+// of them, and state_slot, which is current) and where each slot sends
+// (tx_ports).
 type FastpathShared struct {
-	Flows, State, TxPorts *ebpf.Map
+	Flows, State, StateSlot, TxPorts *ebpf.Map
 }
 
 // NewFastpathShared creates a bridge's shared maps, empty, at generation 0.
@@ -79,7 +80,8 @@ func NewFastpathShared() (*FastpathShared, error) {
 	for _, m := range []struct {
 		name string
 		to   **ebpf.Map
-	}{{FastpathMapFlows, &s.Flows}, {FastpathMapState, &s.State}, {FastpathMapTxPorts, &s.TxPorts}} {
+	}{{FastpathMapFlows, &s.Flows}, {FastpathMapState, &s.State}, {FastpathMapStateSlot, &s.StateSlot},
+		{FastpathMapTxPorts, &s.TxPorts}} {
 		if *m.to, err = ebpf.NewMap(spec.Maps[m.name]); err != nil {
 			s.Close()
 			return nil, fmt.Errorf("create the fast path's %s map: %w", m.name, err)
@@ -91,7 +93,7 @@ func NewFastpathShared() (*FastpathShared, error) {
 // Close closes the maps; programs that use them keep their own references.
 func (s *FastpathShared) Close() error {
 	var errs []error
-	for _, m := range []*ebpf.Map{s.Flows, s.State, s.TxPorts} {
+	for _, m := range []*ebpf.Map{s.Flows, s.State, s.StateSlot, s.TxPorts} {
 		if m != nil {
 			errs = append(errs, m.Close())
 		}
@@ -132,8 +134,8 @@ func LoadFastpathProgram(cfg FastpathConfig) (*FastpathObjects, error) {
 	}
 	replace := map[string]*ebpf.Map{}
 	if cfg.Shared != nil {
-		replace[FastpathMapFlows], replace[FastpathMapState], replace[FastpathMapTxPorts] =
-			cfg.Shared.Flows, cfg.Shared.State, cfg.Shared.TxPorts
+		replace[FastpathMapFlows], replace[FastpathMapState], replace[FastpathMapStateSlot], replace[FastpathMapTxPorts] =
+			cfg.Shared.Flows, cfg.Shared.State, cfg.Shared.StateSlot, cfg.Shared.TxPorts
 	}
 	if cfg.Sockets != nil {
 		replace[FastpathMapXsksMap] = cfg.Sockets

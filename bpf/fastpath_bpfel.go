@@ -87,6 +87,10 @@ type FastpathFpParsed struct {
 type FastpathFpState struct {
 	_          structs.HostLayout
 	Generation uint64
+	Masked     uint32
+	Pad        uint32
+	Mask       FastpathFpKey
+	_          [6]byte
 }
 
 // Names of all BPF objects in the ELF.
@@ -97,6 +101,7 @@ const (
 	FastpathMapOversize      = "oversize"
 	FastpathMapParsed        = "parsed"
 	FastpathMapState         = "state"
+	FastpathMapStateSlot     = "state_slot"
 	FastpathMapTxPorts       = "tx_ports"
 	FastpathMapXsksMap       = "xsks_map"
 	FastpathProgFastpath     = "fastpath"
@@ -156,12 +161,13 @@ type FastpathProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type FastpathMapSpecs struct {
-	Flows    *ebpf.MapSpec `ebpf:"flows"`
-	Oversize *ebpf.MapSpec `ebpf:"oversize"`
-	Parsed   *ebpf.MapSpec `ebpf:"parsed"`
-	State    *ebpf.MapSpec `ebpf:"state"`
-	TxPorts  *ebpf.MapSpec `ebpf:"tx_ports"`
-	XsksMap  *ebpf.MapSpec `ebpf:"xsks_map"`
+	Flows     *ebpf.MapSpec `ebpf:"flows"`
+	Oversize  *ebpf.MapSpec `ebpf:"oversize"`
+	Parsed    *ebpf.MapSpec `ebpf:"parsed"`
+	State     *ebpf.MapSpec `ebpf:"state"`
+	StateSlot *ebpf.MapSpec `ebpf:"state_slot"`
+	TxPorts   *ebpf.MapSpec `ebpf:"tx_ports"`
+	XsksMap   *ebpf.MapSpec `ebpf:"xsks_map"`
 }
 
 // FastpathVariableSpecs contains global variables before they are loaded into the kernel.
@@ -195,12 +201,13 @@ func (o *FastpathObjects) Close() error {
 //
 // It can be passed to LoadFastpathObjects or ebpf.CollectionSpec.LoadAndAssign.
 type FastpathMaps struct {
-	Flows    *ebpf.Map `ebpf:"flows"`
-	Oversize *ebpf.Map `ebpf:"oversize"`
-	Parsed   *ebpf.Map `ebpf:"parsed"`
-	State    *ebpf.Map `ebpf:"state"`
-	TxPorts  *ebpf.Map `ebpf:"tx_ports"`
-	XsksMap  *ebpf.Map `ebpf:"xsks_map"`
+	Flows     *ebpf.Map `ebpf:"flows"`
+	Oversize  *ebpf.Map `ebpf:"oversize"`
+	Parsed    *ebpf.Map `ebpf:"parsed"`
+	State     *ebpf.Map `ebpf:"state"`
+	StateSlot *ebpf.Map `ebpf:"state_slot"`
+	TxPorts   *ebpf.Map `ebpf:"tx_ports"`
+	XsksMap   *ebpf.Map `ebpf:"xsks_map"`
 }
 
 func (m *FastpathMaps) Close() error {
@@ -209,6 +216,7 @@ func (m *FastpathMaps) Close() error {
 		m.Oversize,
 		m.Parsed,
 		m.State,
+		m.StateSlot,
 		m.TxPorts,
 		m.XsksMap,
 	)

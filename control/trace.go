@@ -294,15 +294,16 @@ func (d *Daemon) dumpFastPath(bridge string) ([]FastPathEntry, error) {
 	}
 	out := []FastPathEntry{}
 	for _, e := range b.FastPathEntries() {
-		out = append(out, FastPathEntry{Flow: flow.FormatMatch(headersMatch(e.Headers)), Actions: e.Actions,
+		out = append(out, FastPathEntry{Flow: flow.FormatMatch(headersMatch(e.Headers, e.Mask)), Actions: e.Actions,
 			Packets: e.Packets, Bytes: e.Bytes, UsedSec: e.Idle.Seconds(), Stale: e.Stale})
 	}
 	return out, nil
 }
 
-// headersMatch is the exact match on h's fields that its frame has, for
-// printing: the fields of the headers it does not have are left out.
-func headersMatch(h flow.Headers) flow.Match {
+// headersMatch is the match on h's fields under mask (nil: all) that its
+// frame has, for printing: the fields of headers it does not have are
+// left out.
+func headersMatch(h flow.Headers, under *flow.Headers) flow.Match {
 	var mask flow.Key
 	all := func(b []byte) {
 		for i := range b {
@@ -328,6 +329,9 @@ func headersMatch(h flow.Headers) flow.Match {
 		if key.HasPorts() {
 			mask.TpSrc, mask.TpDst = 0xffff, 0xffff
 		}
+	}
+	if under != nil {
+		mask = mask.And(&flow.Key{Headers: *under})
 	}
 	return flow.Match{Key: key.And(&mask), Mask: mask}
 }

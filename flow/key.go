@@ -82,6 +82,25 @@ const (
 	ProtoICMPv6 = 58
 )
 
+// Widen sets every bit of h that is set in m: the union of two masks.
+func (h *Headers) Widen(m *Headers) {
+	h.InPort |= m.InPort
+	h.DlType |= m.DlType
+	h.VLANTCI |= m.VLANTCI
+	h.NwProto |= m.NwProto
+	h.NwTOS |= m.NwTOS
+	h.NwTTL |= m.NwTTL
+	h.NwFrag |= m.NwFrag
+	h.TpSrc |= m.TpSrc
+	h.TpDst |= m.TpDst
+	for _, f := range [][2][]byte{{h.DlDst[:], m.DlDst[:]}, {h.DlSrc[:], m.DlSrc[:]}, {h.NwSrc[:], m.NwSrc[:]},
+		{h.NwDst[:], m.NwDst[:]}, {h.IPv6Src[:], m.IPv6Src[:]}, {h.IPv6Dst[:], m.IPv6Dst[:]}} {
+		for i := range f[0] {
+			f[0][i] |= f[1][i]
+		}
+	}
+}
+
 // And returns k with only the bits set in mask kept.
 func (k *Key) And(mask *Key) Key {
 	var out Key

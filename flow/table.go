@@ -113,6 +113,28 @@ func NewTable(entries []*Entry, version uint64) *Table {
 	return b.build(version)
 }
 
+// Any reports whether fn holds for one of the table's entries, in no
+// particular order.
+func (t *Table) Any(fn func(*Entry) bool) bool {
+	for _, st := range t.subtables {
+		for _, bucket := range st.buckets {
+			if slices.ContainsFunc(bucket, fn) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Masks returns the masks of the table's rules, each once.
+func (t *Table) Masks() []Key {
+	masks := make([]Key, len(t.subtables))
+	for i, st := range t.subtables {
+		masks[i] = st.mask
+	}
+	return masks
+}
+
 // Version returns the table's version number.
 func (t *Table) Version() uint64 { return t.version }
 

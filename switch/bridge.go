@@ -168,6 +168,7 @@ func New(name string, flows *flow.Table, opts Options) (*Bridge, error) {
 		if err != nil {
 			return nil, fmt.Errorf("bridge %s: fast path: %w", name, err)
 		}
+		fp.tableChanged(flows)
 		b.fp, place.fp = fp, fp
 	}
 	for i := range place.count {
@@ -226,7 +227,7 @@ func (b *Bridge) SetFlows(t *flow.Table) {
 	b.flows.Publish(t)
 	if b.fp != nil {
 		// After the publication: see fastpath.go.
-		b.fp.bump()
+		b.fp.tableChanged(t)
 	}
 }
 

@@ -74,8 +74,13 @@ type fastPath struct {
 	txPortsID    ebpf.MapID // the redirect counter's key for tx_ports
 	ncpu         int
 	gen          atomic.Uint64
-	tables       *[flow.NumTables]tableCounters
-	drops        *dropCounters
+	// mask is what the program keeps of a key before the lookup, the
+	// bits some decision may depend on (keyMask); nil: all of them.
+	mask   atomic.Pointer[flow.Headers]
+	bumpMu sync.Mutex
+	slot   uint32 // of state that is current, under bumpMu
+	tables *[flow.NumTables]tableCounters
+	drops  *dropCounters
 
 	mu        sync.Mutex // guards what follows
 	installed map[flow.Headers]*fpInstalled
@@ -99,7 +104,8 @@ type fpInstalled struct {
 	macDeps    []macDep
 	in, out    *bridgePort // out is nil for a drop
 	entry      bpf.FastpathFpFlow
-	lenDelta   int // a frame leaves this much longer than it came (tags)
+	mask       *flow.Headers // the key's, nil: exact
+	lenDelta   int           // a frame leaves this much longer than it came (tags)
 	// What the kernel counted so far, already credited; active is when
 	// it last carried a frame, on the forwarders' clock.
 	packets, bytes uint64
@@ -148,12 +154,80 @@ func newFastPath(tables *[flow.NumTables]tableCounters, drops *dropCounters) (*f
 func (fp *fastPath) generation() uint64 { return fp.gen.Load() }
 
 // bump starts a new generation: every entry installed so far is a miss.
+// The program sees the new generation and mask together, and only once
+// they are in place does anyone decide under them.
 func (fp *fastPath) bump() error {
-	g := fp.gen.Add(1)
-	if err := fp.shared.State.Put(uint32(0), bpf.FastpathFpState{Generation: g}); err != nil {
+	fp.bumpMu.Lock()
+	defer fp.bumpMu.Unlock()
+	g := fp.gen.Load() + 1
+	st := bpf.FastpathFpState{Generation: g}
+	if m := fp.mask.Load(); m != nil {
+		st.Masked, st.Mask = 1, bpf.KeyOf(m)
+	}
+	slot := 1 - fp.slot
+	if err := fp.shared.State.Put(slot, st); err != nil {
 		return fmt.Errorf("fast path: new generation: %w", err)
 	}
+	if err := fp.shared.StateSlot.Put(uint32(0), slot); err != nil {
+		return fmt.Errorf("fast path: new generation: %w", err)
+	}
+	fp.slot = slot
+	fp.gen.Store(g)
 	return nil
+}
+
+// tableChanged takes the key mask of table version t and starts a new
+// generation. It runs after t is published: see the top of the file.
+func (fp *fastPath) tableChanged(t *flow.Table) error {
+	fp.mask.Store(keyMask(t))
+	return fp.bump()
+}
+
+// keyMask is the union of what the rules of t match on and what NORMAL
+// reads (the input port, the addresses, the tag and the EtherType): two
+// frames equal under it get the same decision, so one entry serves them
+// all. When a rule's actions read header fields (a rewrite whose result or
+// checksum update depends on the field's old value, dec_ttl, move), the
+// decision depends on more than the matches say, and keyMask is nil: the
+// exact key.
+func keyMask(t *flow.Table) *flow.Headers {
+	if t == nil {
+		return nil
+	}
+	if t.Any(func(e *flow.Entry) bool { return slices.ContainsFunc(e.Actions, readsHeaders) }) {
+		return nil
+	}
+	m := flow.Headers{InPort: 0xffff, DlType: 0xffff, VLANTCI: 0xffff,
+		DlDst: [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, DlSrc: [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}}
+	for _, k := range t.Masks() {
+		m.Widen(&k.Headers)
+	}
+	return &m
+}
+
+// readsHeaders reports whether what a does depends on header fields that
+// the rules need not match on.
+func readsHeaders(a flow.Action) bool {
+	switch a.Type {
+	case flow.ActOutput, flow.ActNormal, flow.ActFlood, flow.ActAll, flow.ActInPort,
+		flow.ActSetDlSrc, flow.ActSetDlDst, flow.ActSetVLANVID, flow.ActSetVLANPCP, flow.ActStripVLAN, flow.ActPushVLAN,
+		flow.ActResubmit, flow.ActGotoTable, flow.ActClearActions, flow.ActWriteActions, flow.ActWriteMetadata:
+		return false // the addresses and the tag they read are NORMAL's, always in the mask
+	case flow.ActLoad, flow.ActSetField:
+		return !a.Field.Carried // a constant into a register is no read; into a header, a rewrite
+	}
+	return true
+}
+
+// entryKey is the key of the fast path's entry for a flow with headers h:
+// h under the mask of the batch's generation.
+func (f *forwarder) entryKey(h *flow.Headers) flow.Headers {
+	if f.fpMask == nil {
+		return *h
+	}
+	k := flow.Key{Headers: *h}
+	mask := flow.Key{Headers: *f.fpMask}
+	return k.And(&mask).Headers
 }
 
 // attach replaces p's XDP program with the fast path's, if p has one, and
@@ -253,7 +327,7 @@ func (f *forwarder) offerFastPath(d *decision, inSlot uint16, now int64) {
 	o.generation, o.at = f.fpGen, now
 	o.entry.Generation = f.fpGen
 	meta := &fpInstalled{generation: f.fpGen, rules: slices.Clone(d.rules), lookups: slices.Clone(d.lookups),
-		macDeps: slices.Clone(d.macDeps), in: f.ports[inSlot], entry: o.entry, active: now}
+		macDeps: slices.Clone(d.macDeps), in: f.ports[inSlot], entry: o.entry, mask: f.fpMask, active: now}
 	if o.entry.Out != bpf.FPDrop {
 		meta.out = f.ports[o.entry.Out]
 	}
@@ -265,7 +339,8 @@ func (f *forwarder) offerFastPath(d *decision, inSlot uint16, now int64) {
 			meta.lenDelta -= vlanTagLen
 		}
 	}
-	f.fpPending = append(f.fpPending, fpPending{key: bpf.KeyOf(&f.key.Headers), flow: o.entry, meta: meta})
+	masked := f.entryKey(&f.key.Headers)
+	f.fpPending = append(f.fpPending, fpPending{key: bpf.KeyOf(&masked), flow: o.entry, meta: meta})
 }
 
 // installPending installs what the batch queued, with one map update.
@@ -566,7 +641,8 @@ func (b *Bridge) FastPathStats() (FastPathStats, bool) {
 
 // FastPathEntry is one entry of the fast path, as dump-fastpath shows it.
 type FastPathEntry struct {
-	Headers flow.Headers
+	Headers flow.Headers  // under Mask
+	Mask    *flow.Headers // nil: exact
 	// Actions are what the XDP program does to the frame, in the shape of
 	// OVS's datapath actions (ovs-appctl dpctl/dump-flows).
 	Actions        string
@@ -592,7 +668,7 @@ func (b *Bridge) FastPathEntries() []FastPathEntry {
 	gen := fp.generation()
 	out := make([]FastPathEntry, 0, len(fp.installed))
 	for h, r := range fp.installed {
-		out = append(out, FastPathEntry{Headers: h, Actions: r.datapathActions(), Packets: r.packets, Bytes: r.bytes,
+		out = append(out, FastPathEntry{Headers: h, Mask: r.mask, Actions: r.datapathActions(), Packets: r.packets, Bytes: r.bytes,
 			Idle: time.Duration(now - r.active), Stale: r.generation != gen})
 	}
 	slices.SortFunc(out, func(x, y FastPathEntry) int { return cmp.Compare(y.Packets, x.Packets) })

@@ -1,6 +1,8 @@
 package vswitch
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -153,4 +155,145 @@ func TestSweeperDeletesIdleEntries(t *testing.T) {
 	if r.installed() {
 		t.Error("an entry idle for longer than fastPathIdle survived")
 	}
+}
+
+func TestKeyMask(t *testing.T) {
+	base := flow.Headers{InPort: 0xffff, DlType: 0xffff, VLANTCI: 0xffff,
+		DlDst: [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, DlSrc: [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}}
+	withPort := base
+	withPort.NwProto, withPort.TpDst = 0xff, 0xffff
+	withNet := withPort
+	withNet.NwSrc = [4]byte{0xff, 0xff, 0xff, 0}
+	for _, tc := range []struct {
+		name  string
+		flows []string
+		want  *flow.Headers
+	}{
+		{"NORMAL", []string{"actions=NORMAL"}, &base},
+		{"a port", []string{"priority=5,udp,tp_dst=53,actions=drop", "actions=NORMAL"}, &withPort},
+		{"and a subnet", []string{"priority=5,udp,tp_dst=53,actions=drop", "priority=4,ip,nw_src=10.1.2.0/24,actions=output:2", "actions=NORMAL"}, &withNet},
+		{"tags and MACs", []string{"dl_vlan=5,actions=strip_vlan,mod_dl_dst:02:00:00:00:00:09,output:2", "actions=push_vlan:0x8100,NORMAL"}, &base},
+		{"registers", []string{"actions=load:0x5->NXM_NX_REG0[],resubmit(,1)", "table=1,reg0=5,actions=NORMAL"}, &base},
+		{"dec_ttl", []string{"ip,actions=dec_ttl,NORMAL"}, nil},
+		{"an IP rewrite", []string{"ip,actions=mod_nw_src:10.0.0.1,NORMAL"}, nil},
+		{"move", []string{"ip,actions=move:NXM_OF_IP_SRC[]->NXM_NX_REG0[],resubmit(,1)", "table=1,actions=NORMAL"}, nil},
+		{"set_field to a header", []string{"ip,actions=set_field:10.0.0.1->ip_dst,NORMAL"}, nil},
+	} {
+		got := keyMask(rules(t, tc.flows...))
+		if (got == nil) != (tc.want == nil) || got != nil && *got != *tc.want {
+			t.Errorf("%s: key mask %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// Frames equal under the key mask get the same decision, and so the same
+// fast path entry: the masked entry is as good as an exact one. Random
+// tables of the actions the mask allows, random frames, and for each a
+// second frame that differs from it only outside the mask, both worked
+// out afresh.
+func TestMaskedFramesGetTheSameDecision(t *testing.T) {
+	matches := []string{"", "udp,", "tcp,tp_dst=80,", "ip,nw_src=10.0.0.0/8,", "udp,tp_src=0x1000/0xf000,", "dl_vlan=10,",
+		"dl_dst=02:00:00:00:00:02,", "ip,nw_tos=4,", "icmp,", "ipv6,", "arp,"}
+	actions := []string{"NORMAL", "output:2", "output:3", "drop", "IN_PORT", "strip_vlan,output:2", "mod_vlan_vid:7,output:3",
+		"mod_dl_src:02:00:00:00:00:09,NORMAL", "load:0x1->NXM_NX_REG1[],resubmit(,1)"}
+	var compared, carried int
+	for seed := range uint64(100) {
+		rnd := rand.New(rand.NewPCG(seed, 29))
+		var flows []string
+		for i := range 1 + rnd.IntN(5) {
+			flows = append(flows, fmt.Sprintf("priority=%d,%sactions=%s", 10+i, matches[rnd.IntN(len(matches))], actions[rnd.IntN(len(actions))]))
+		}
+		flows = append(flows, "table=1,reg1=1,actions=output:2", "priority=0,actions=NORMAL")
+		f, ports := vlanForwarder(t, trunk(), trunk(), access(10))
+		for _, p := range f.ports {
+			p.takesRedirects.Store(true)
+		}
+		table := rules(t, flows...)
+		f.flows.Publish(table)
+		mask := keyMask(table)
+		if mask == nil {
+			t.Fatalf("the test's table %q has an exact key mask", flows)
+		}
+		send(f, ports, 1, frame(broadcast, mac(2), "hello"), tagged(10, frame(broadcast, mac(2), "hello")))
+		send(f, ports, 0, frame(broadcast, mac(1), "hello"), tagged(10, frame(broadcast, mac(1), "hello")))
+		f.fpMask = mask
+		for range 20 {
+			a := randomHeaders(rnd)
+			b := underMask(a, randomHeaders(rnd), mask)
+			if f.entryKey(&a) != f.entryKey(&b) {
+				t.Fatalf("%+v and %+v differ under the mask", a, b)
+			}
+			ea, whyA := decide(f, a)
+			eb, whyB := decide(f, b)
+			compared++
+			if whyA != whyB || ea != eb {
+				t.Fatalf("table %q: frames equal under mask %+v decided differently:\n%+v: %+v %q\n%+v: %+v %q", flows, *mask, a, ea, whyA, b, eb, whyB)
+			}
+			if whyA == "" {
+				carried++
+			}
+		}
+	}
+	if carried < compared/4 {
+		t.Errorf("only %d of %d pairs had a fast path entry: the test hardly tests it", carried, compared)
+	}
+}
+
+// decide works the decision for h out afresh, without learning, and
+// returns its fast path entry.
+func decide(f *forwarder, h flow.Headers) (bpf.FastpathFpFlow, string) {
+	tr := translator{f: f, readOnly: true}
+	var d decision
+	tr.translate(f.flows.Load(), &h, &d, 0)
+	return f.fastPathEntry(&d, &h)
+}
+
+// randomHeaders are the headers of a plausible frame from port 1, to one
+// of the stations the test's forwarder learned, or to anyone.
+func randomHeaders(rnd *rand.Rand) flow.Headers {
+	h := flow.Headers{InPort: 1, DlSrc: [6]byte{2, 0, 0, 0, 0, 1}, DlDst: [6]byte{2, 0, 0, 0, 0, byte(1 + rnd.IntN(3))}}
+	if rnd.IntN(3) == 0 {
+		h.VLANTCI = flow.VLANCFI | uint16(rnd.IntN(8))<<13 | []uint16{0, 10, 20}[rnd.IntN(3)]
+	}
+	switch rnd.IntN(4) {
+	case 0:
+		h.DlType = flow.EtherTypeARP
+		h.NwProto = uint8(1 + rnd.IntN(2))
+	case 1:
+		h.DlType = flow.EtherTypeIPv6
+		h.NwProto = []uint8{flow.ProtoUDP, flow.ProtoTCP, flow.ProtoICMPv6}[rnd.IntN(3)]
+		h.IPv6Src[0], h.IPv6Dst[15] = 0xfd, byte(rnd.IntN(256))
+	default:
+		h.DlType = flow.EtherTypeIPv4
+		h.NwProto = []uint8{flow.ProtoUDP, flow.ProtoTCP, flow.ProtoICMP}[rnd.IntN(3)]
+		h.NwSrc = [4]byte{byte(rnd.IntN(2) * 10), 0, 0, byte(rnd.IntN(256))}
+		h.NwDst = [4]byte{10, 0, 0, byte(rnd.IntN(256))}
+		h.NwTOS, h.NwTTL = uint8(rnd.IntN(4))<<2, uint8(rnd.IntN(256))
+	}
+	if h.DlType != flow.EtherTypeARP {
+		h.TpSrc, h.TpDst = uint16(rnd.IntN(65536)), []uint16{80, 53, uint16(rnd.IntN(65536))}[rnd.IntN(3)]
+	}
+	return h
+}
+
+// underMask returns b with a's bits where mask has them.
+func underMask(a, b flow.Headers, mask *flow.Headers) flow.Headers {
+	mix8 := func(x, y, m uint8) uint8 { return x&m | y&^m }
+	mix16 := func(x, y, m uint16) uint16 { return x&m | y&^m }
+	mixBytes := func(x, y, m []byte) {
+		for i := range y {
+			y[i] = mix8(x[i], y[i], m[i])
+		}
+	}
+	b.InPort, b.DlType, b.VLANTCI = mix16(a.InPort, b.InPort, mask.InPort), mix16(a.DlType, b.DlType, mask.DlType), mix16(a.VLANTCI, b.VLANTCI, mask.VLANTCI)
+	b.NwProto, b.NwTOS = mix8(a.NwProto, b.NwProto, mask.NwProto), mix8(a.NwTOS, b.NwTOS, mask.NwTOS)
+	b.NwTTL, b.NwFrag = mix8(a.NwTTL, b.NwTTL, mask.NwTTL), mix8(a.NwFrag, b.NwFrag, mask.NwFrag)
+	b.TpSrc, b.TpDst = mix16(a.TpSrc, b.TpSrc, mask.TpSrc), mix16(a.TpDst, b.TpDst, mask.TpDst)
+	mixBytes(a.DlDst[:], b.DlDst[:], mask.DlDst[:])
+	mixBytes(a.DlSrc[:], b.DlSrc[:], mask.DlSrc[:])
+	mixBytes(a.NwSrc[:], b.NwSrc[:], mask.NwSrc[:])
+	mixBytes(a.NwDst[:], b.NwDst[:], mask.NwDst[:])
+	mixBytes(a.IPv6Src[:], b.IPv6Src[:], mask.IPv6Src[:])
+	mixBytes(a.IPv6Dst[:], b.IPv6Dst[:], mask.IPv6Dst[:])
+	return b
 }

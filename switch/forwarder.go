@@ -125,6 +125,7 @@ type forwarder struct {
 	// first thread also sweeps, every fastPathSweep.
 	fp         *fastPath
 	fpGen      uint64
+	fpMask     *flow.Headers // nil: exact keys
 	fpPending  []fpPending
 	fdbChanges uint64
 	lastSweep  int64
@@ -339,6 +340,7 @@ func (f *forwarder) forwardBatch(rx rxQueue) bool {
 	now := int64(wall.Sub(f.epoch))
 	if f.fp != nil {
 		f.fpGen = f.fp.generation() // before the table: see fastpath.go
+		f.fpMask = f.fp.mask.Load()
 	}
 	table := f.flows.Load()
 	in := f.ports[rx.slot]

@@ -269,3 +269,48 @@ func TestFastPathMissesGoToUserSpace(t *testing.T) {
 		t.Errorf("an entry of an older generation: action %d, want XDP_PASS", ret)
 	}
 }
+
+// TestFastPathMasksTheKey: with the bridge's key mask, one entry serves
+// every frame equal to its key under the mask, and no other.
+func TestFastPathMasksTheKey(t *testing.T) {
+	objs := fastPathProgram(t)
+	mask := keyMask(rules(t, "actions=NORMAL"))
+	if err := objs.State.Put(uint32(0), bpf.FastpathFpState{Generation: 1, Masked: 1, Mask: bpf.KeyOf(mask)}); err != nil {
+		t.Fatal(err)
+	}
+	udp := func(dst []byte, src net.IP, port uint16) []byte {
+		return udpFrame(t, dst, mac(1), src, net.IPv4(10, 0, 0, 2), port, 53, []byte("payload"))
+	}
+	first := udp(mac(2), net.IPv4(10, 0, 0, 1), 1000)
+	var k flow.Key
+	flow.NewExtractor().Extract(first, 1, &k)
+	masked := (&flow.Key{Headers: k.Headers}).And(&flow.Key{Headers: *mask}).Headers
+	cpus, err := ebpf.PossibleCPU()
+	if err != nil {
+		t.Fatal(err)
+	}
+	values := make([]bpf.FastpathFpFlow, cpus)
+	for i := range values {
+		values[i] = bpf.FastpathFpFlow{Generation: 1, Out: 1}
+	}
+	if err := objs.Flows.Put(bpf.KeyOf(&masked), values); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		frame []byte
+		want  uint32
+	}{
+		{"the frame the entry was made from", first, xdpRedirect},
+		{"another source address and port", udp(mac(2), net.IPv4(10, 9, 9, 9), 2000), xdpRedirect},
+		{"another destination MAC", udp(mac(3), net.IPv4(10, 0, 0, 1), 1000), xdpPass},
+	} {
+		ret, err := objs.Fastpath.Run(&ebpf.RunOptions{Data: tc.frame})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ret != tc.want {
+			t.Errorf("%s: action %d, want %d", tc.name, ret, tc.want)
+		}
+	}
+}
