@@ -69,7 +69,9 @@ type decision struct {
 	// The current batch's frames and bytes under this decision, added to
 	// its rules' and tables' counters once per batch (flushCounts).
 	packets, bytes uint64
-	offer          fpOffer // to the fast path
+	// offer is the decision's state towards the fast path, made at its
+	// first offer (nil without a fast path).
+	offer *fpOffer
 }
 
 // actNormalTo and actNormalFlood are NORMAL resolved in a decision: send
@@ -150,7 +152,9 @@ func (tr *translator) translate(t *flow.Table, headers *flow.Headers, d *decisio
 	d.table = t
 	d.rules, d.lookups, d.actions, d.dropped = d.rules[:0], d.lookups[:0], d.actions[:0], dropRule
 	d.macDeps = d.macDeps[:0]
-	d.offer = fpOffer{}
+	if d.offer != nil {
+		*d.offer = fpOffer{}
+	}
 	if tr.lookup(0) && !tr.missed {
 		tr.set.Each(func(a flow.Action) {
 			if tr.d.dropped != dropTTL {

@@ -311,7 +311,10 @@ func (fp *fastPath) close() error {
 // it and it was not queued lately under the current generation. It runs
 // for frames that reached user space, before d's actions run on them.
 func (f *forwarder) offerFastPath(d *decision, inSlot uint16, now int64) {
-	o := &d.offer
+	if d.offer == nil {
+		d.offer = new(fpOffer)
+	}
+	o := d.offer
 	if o.state < 0 || o.generation == f.fpGen && now-o.at < int64(reofferAfter) {
 		return
 	}
