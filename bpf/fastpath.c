@@ -115,14 +115,33 @@ struct fp_flow {
 	__u64 packets, bytes;
 };
 
+// How keys are looked up (switch/fastpath.go's keyMask): whole, in flows;
+// with only the bits of the state's mask, in flows; or, when the mask is
+// exactly NORMAL's fields (the Ethernet header, the tag and the input
+// port), by those fields alone in flows_l2, whose short key hashes in a
+// fraction of the time.
+enum fp_mask_kind {
+	FP_MASK_EXACT = 0,
+	FP_MASK_BITS,
+	FP_MASK_L2,
+};
+
+const enum fp_mask_kind *fp_mask_kind_for_go __attribute__((unused));
+
 struct fp_state {
 	__u64 generation; // of the bridge: entries of another are misses
-	// With masked set, a key is looked up with only the bits of mask:
-	// what the bridge's rules and NORMAL read (switch/fastpath.go), so
-	// that one entry serves every flow that differs elsewhere.
-	__u32 masked;
+	__u32 masked;     // FP_MASK_*
 	__u32 pad;
-	struct fp_key mask;
+	struct fp_key mask; // FP_MASK_BITS
+};
+
+// The first fields of fp_key, in its order.
+struct fp_l2_key {
+	__u8 dl_dst[6];
+	__u8 dl_src[6];
+	__u16 in_port;
+	__u16 dl_type;
+	__u16 vlan_tci;
 };
 
 #define FP_KEY_WORDS (sizeof(struct fp_key) / sizeof(__u16))
@@ -133,6 +152,13 @@ struct {
 	__type(key, struct fp_key);
 	__type(value, struct fp_flow);
 } flows SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct fp_l2_key);
+	__type(value, struct fp_flow);
+} flows_l2 SEC(".maps");
 
 // Two states, of which state_slot names the current one: user space
 // writes the other whole, then switches, so that no frame reads a
@@ -527,15 +553,21 @@ int fastpath(struct xdp_md *ctx)
 
 	if (!st)
 		return to_socket(ctx, max_frame_len);
-	if (st->masked) {
-		__u16 *k = (__u16 *)&key;
-		__u16 *m = (__u16 *)&st->mask;
+	struct fp_flow *f;
+
+	if (st->masked == FP_MASK_L2) {
+		f = bpf_map_lookup_elem(&flows_l2, &key); // its first fields
+	} else {
+		if (st->masked == FP_MASK_BITS) {
+			__u16 *k = (__u16 *)&key;
+			__u16 *m = (__u16 *)&st->mask;
 
 #pragma unroll
-		for (int i = 0; i < FP_KEY_WORDS; i++)
-			k[i] &= m[i];
+			for (int i = 0; i < FP_KEY_WORDS; i++)
+				k[i] &= m[i];
+		}
+		f = bpf_map_lookup_elem(&flows, &key);
 	}
-	struct fp_flow *f = bpf_map_lookup_elem(&flows, &key);
 
 	if (!f || f->generation != st->generation)
 		return to_socket(ctx, max_frame_len);

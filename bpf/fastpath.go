@@ -48,6 +48,16 @@ func KeyOf(h *flow.Headers) FastpathFpKey {
 	}
 }
 
+// L2 is k's first fields, the key of flows_l2.
+func (k *FastpathFpKey) L2() FastpathFpL2Key {
+	return FastpathFpL2Key{DlDst: k.DlDst, DlSrc: k.DlSrc, InPort: k.InPort, DlType: k.DlType, VlanTci: k.VlanTci}
+}
+
+// Key is the fast path key with l's fields, zero elsewhere.
+func (l *FastpathFpL2Key) Key() FastpathFpKey {
+	return FastpathFpKey{DlDst: l.DlDst, DlSrc: l.DlSrc, InPort: l.InPort, DlType: l.DlType, VlanTci: l.VlanTci}
+}
+
 // FPDrop is a fast path entry's Out for a flow that goes nowhere.
 const FPDrop = 0xffffffff
 
@@ -60,11 +70,11 @@ func NetworkOrder(v uint16) uint16 {
 }
 
 // FastpathShared are the maps every port of a bridge shares: the
-// decisions (flows), the bridge's generation and key mask (state, two
-// of them, and state_slot, which is current) and where each slot sends
-// (tx_ports).
+// decisions (flows, and flows_l2 for keys of the Ethernet header alone),
+// the bridge's generation and key mask (state, two of them, and
+// state_slot, which is current) and where each slot sends (tx_ports).
 type FastpathShared struct {
-	Flows, State, StateSlot, TxPorts *ebpf.Map
+	Flows, FlowsL2, State, StateSlot, TxPorts *ebpf.Map
 }
 
 // NewFastpathShared creates a bridge's shared maps, empty, at generation 0.
@@ -80,7 +90,7 @@ func NewFastpathShared() (*FastpathShared, error) {
 	for _, m := range []struct {
 		name string
 		to   **ebpf.Map
-	}{{FastpathMapFlows, &s.Flows}, {FastpathMapState, &s.State}, {FastpathMapStateSlot, &s.StateSlot},
+	}{{FastpathMapFlows, &s.Flows}, {FastpathMapFlowsL2, &s.FlowsL2}, {FastpathMapState, &s.State}, {FastpathMapStateSlot, &s.StateSlot},
 		{FastpathMapTxPorts, &s.TxPorts}} {
 		if *m.to, err = ebpf.NewMap(spec.Maps[m.name]); err != nil {
 			s.Close()
@@ -93,7 +103,7 @@ func NewFastpathShared() (*FastpathShared, error) {
 // Close closes the maps; programs that use them keep their own references.
 func (s *FastpathShared) Close() error {
 	var errs []error
-	for _, m := range []*ebpf.Map{s.Flows, s.State, s.StateSlot, s.TxPorts} {
+	for _, m := range []*ebpf.Map{s.Flows, s.FlowsL2, s.State, s.StateSlot, s.TxPorts} {
 		if m != nil {
 			errs = append(errs, m.Close())
 		}
@@ -134,8 +144,10 @@ func LoadFastpathProgram(cfg FastpathConfig) (*FastpathObjects, error) {
 	}
 	replace := map[string]*ebpf.Map{}
 	if cfg.Shared != nil {
-		replace[FastpathMapFlows], replace[FastpathMapState], replace[FastpathMapStateSlot], replace[FastpathMapTxPorts] =
-			cfg.Shared.Flows, cfg.Shared.State, cfg.Shared.StateSlot, cfg.Shared.TxPorts
+		for name, m := range map[string]*ebpf.Map{FastpathMapFlows: cfg.Shared.Flows, FastpathMapFlowsL2: cfg.Shared.FlowsL2,
+			FastpathMapState: cfg.Shared.State, FastpathMapStateSlot: cfg.Shared.StateSlot, FastpathMapTxPorts: cfg.Shared.TxPorts} {
+			replace[name] = m
+		}
 	}
 	if cfg.Sockets != nil {
 		replace[FastpathMapXsksMap] = cfg.Sockets

@@ -50,6 +50,23 @@ type FastpathFpKey struct {
 	TpDst   uint16
 }
 
+type FastpathFpL2Key struct {
+	_       structs.HostLayout
+	DlDst   [6]uint8
+	DlSrc   [6]uint8
+	InPort  uint16
+	DlType  uint16
+	VlanTci uint16
+}
+
+type FastpathFpMaskKind uint32
+
+const (
+	FastpathFpMaskKindFP_MASK_EXACT FastpathFpMaskKind = 0
+	FastpathFpMaskKindFP_MASK_BITS  FastpathFpMaskKind = 1
+	FastpathFpMaskKindFP_MASK_L2    FastpathFpMaskKind = 2
+)
+
 type FastpathFpOp struct {
 	_     structs.HostLayout
 	Type  uint8
@@ -97,19 +114,21 @@ type FastpathFpState struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	FastpathMapFlows         = "flows"
-	FastpathMapOversize      = "oversize"
-	FastpathMapParsed        = "parsed"
-	FastpathMapState         = "state"
-	FastpathMapStateSlot     = "state_slot"
-	FastpathMapTxPorts       = "tx_ports"
-	FastpathMapXsksMap       = "xsks_map"
-	FastpathProgFastpath     = "fastpath"
-	FastpathVarFpCsumForGo   = "fp_csum_for_go"
-	FastpathVarFpOpTypeForGo = "fp_op_type_for_go"
-	FastpathVarInPort        = "in_port"
-	FastpathVarMaxFrameLen   = "max_frame_len"
-	FastpathVarRecordKey     = "record_key"
+	FastpathMapFlows           = "flows"
+	FastpathMapFlowsL2         = "flows_l2"
+	FastpathMapOversize        = "oversize"
+	FastpathMapParsed          = "parsed"
+	FastpathMapState           = "state"
+	FastpathMapStateSlot       = "state_slot"
+	FastpathMapTxPorts         = "tx_ports"
+	FastpathMapXsksMap         = "xsks_map"
+	FastpathProgFastpath       = "fastpath"
+	FastpathVarFpCsumForGo     = "fp_csum_for_go"
+	FastpathVarFpMaskKindForGo = "fp_mask_kind_for_go"
+	FastpathVarFpOpTypeForGo   = "fp_op_type_for_go"
+	FastpathVarInPort          = "in_port"
+	FastpathVarMaxFrameLen     = "max_frame_len"
+	FastpathVarRecordKey       = "record_key"
 )
 
 // LoadFastpath returns the embedded CollectionSpec for Fastpath.
@@ -162,6 +181,7 @@ type FastpathProgramSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type FastpathMapSpecs struct {
 	Flows     *ebpf.MapSpec `ebpf:"flows"`
+	FlowsL2   *ebpf.MapSpec `ebpf:"flows_l2"`
 	Oversize  *ebpf.MapSpec `ebpf:"oversize"`
 	Parsed    *ebpf.MapSpec `ebpf:"parsed"`
 	State     *ebpf.MapSpec `ebpf:"state"`
@@ -174,11 +194,12 @@ type FastpathMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type FastpathVariableSpecs struct {
-	FpCsumForGo   *ebpf.VariableSpec `ebpf:"fp_csum_for_go"`
-	FpOpTypeForGo *ebpf.VariableSpec `ebpf:"fp_op_type_for_go"`
-	InPort        *ebpf.VariableSpec `ebpf:"in_port"`
-	MaxFrameLen   *ebpf.VariableSpec `ebpf:"max_frame_len"`
-	RecordKey     *ebpf.VariableSpec `ebpf:"record_key"`
+	FpCsumForGo     *ebpf.VariableSpec `ebpf:"fp_csum_for_go"`
+	FpMaskKindForGo *ebpf.VariableSpec `ebpf:"fp_mask_kind_for_go"`
+	FpOpTypeForGo   *ebpf.VariableSpec `ebpf:"fp_op_type_for_go"`
+	InPort          *ebpf.VariableSpec `ebpf:"in_port"`
+	MaxFrameLen     *ebpf.VariableSpec `ebpf:"max_frame_len"`
+	RecordKey       *ebpf.VariableSpec `ebpf:"record_key"`
 }
 
 // FastpathObjects contains all objects after they have been loaded into the kernel.
@@ -202,6 +223,7 @@ func (o *FastpathObjects) Close() error {
 // It can be passed to LoadFastpathObjects or ebpf.CollectionSpec.LoadAndAssign.
 type FastpathMaps struct {
 	Flows     *ebpf.Map `ebpf:"flows"`
+	FlowsL2   *ebpf.Map `ebpf:"flows_l2"`
 	Oversize  *ebpf.Map `ebpf:"oversize"`
 	Parsed    *ebpf.Map `ebpf:"parsed"`
 	State     *ebpf.Map `ebpf:"state"`
@@ -213,6 +235,7 @@ type FastpathMaps struct {
 func (m *FastpathMaps) Close() error {
 	return _FastpathClose(
 		m.Flows,
+		m.FlowsL2,
 		m.Oversize,
 		m.Parsed,
 		m.State,
@@ -226,11 +249,12 @@ func (m *FastpathMaps) Close() error {
 //
 // It can be passed to LoadFastpathObjects or ebpf.CollectionSpec.LoadAndAssign.
 type FastpathVariables struct {
-	FpCsumForGo   *ebpf.Variable `ebpf:"fp_csum_for_go"`
-	FpOpTypeForGo *ebpf.Variable `ebpf:"fp_op_type_for_go"`
-	InPort        *ebpf.Variable `ebpf:"in_port"`
-	MaxFrameLen   *ebpf.Variable `ebpf:"max_frame_len"`
-	RecordKey     *ebpf.Variable `ebpf:"record_key"`
+	FpCsumForGo     *ebpf.Variable `ebpf:"fp_csum_for_go"`
+	FpMaskKindForGo *ebpf.Variable `ebpf:"fp_mask_kind_for_go"`
+	FpOpTypeForGo   *ebpf.Variable `ebpf:"fp_op_type_for_go"`
+	InPort          *ebpf.Variable `ebpf:"in_port"`
+	MaxFrameLen     *ebpf.Variable `ebpf:"max_frame_len"`
+	RecordKey       *ebpf.Variable `ebpf:"record_key"`
 }
 
 // FastpathPrograms contains all programs after they have been loaded into the kernel.

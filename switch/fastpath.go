@@ -89,8 +89,9 @@ type fastPath struct {
 	ports map[*bridgePort]uint64
 	// Scratch for batched map operations, reused under mu.
 	keys   []bpf.FastpathFpKey
+	l2Keys []bpf.FastpathFpL2Key
 	values []bpf.FastpathFpFlow
-	doomed []bpf.FastpathFpKey
+	doomed []doomedEntry
 
 	hits, installs, installFailures, evictions atomic.Uint64
 }
@@ -105,6 +106,7 @@ type fpInstalled struct {
 	in, out    *bridgePort // out is nil for a drop
 	entry      bpf.FastpathFpFlow
 	mask       *flow.Headers // the key's, nil: exact
+	l2         bool          // in flows_l2 (isL2Mask(mask))
 	lenDelta   int           // a frame leaves this much longer than it came (tags)
 	// What the kernel counted so far, already credited; active is when
 	// it last carried a frame, on the forwarders' clock.
@@ -161,8 +163,11 @@ func (fp *fastPath) bump() error {
 	defer fp.bumpMu.Unlock()
 	g := fp.gen.Load() + 1
 	st := bpf.FastpathFpState{Generation: g}
-	if m := fp.mask.Load(); m != nil {
-		st.Masked, st.Mask = 1, bpf.KeyOf(m)
+	switch m := fp.mask.Load(); {
+	case isL2Mask(m):
+		st.Masked = uint32(bpf.FastpathFpMaskKindFP_MASK_L2)
+	case m != nil:
+		st.Masked, st.Mask = uint32(bpf.FastpathFpMaskKindFP_MASK_BITS), bpf.KeyOf(m)
 	}
 	slot := 1 - fp.slot
 	if err := fp.shared.State.Put(slot, st); err != nil {
@@ -197,13 +202,21 @@ func keyMask(t *flow.Table) *flow.Headers {
 	if t.Any(func(e *flow.Entry) bool { return slices.ContainsFunc(e.Actions, readsHeaders) }) {
 		return nil
 	}
-	m := flow.Headers{InPort: 0xffff, DlType: 0xffff, VLANTCI: 0xffff,
-		DlDst: [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, DlSrc: [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}}
+	m := l2Mask
 	for _, k := range t.Masks() {
 		m.Widen(&k.Headers)
 	}
 	return &m
 }
+
+// l2Mask is what NORMAL reads: the input port, the addresses, the tag and
+// the EtherType, which is always in the key mask.
+var l2Mask = flow.Headers{InPort: 0xffff, DlType: 0xffff, VLANTCI: 0xffff,
+	DlDst: [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, DlSrc: [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}}
+
+// isL2Mask reports whether a key mask is l2Mask: the program then looks
+// keys up by those fields alone, in flows_l2.
+func isL2Mask(m *flow.Headers) bool { return m != nil && *m == l2Mask }
 
 // readsHeaders reports whether what a does depends on header fields that
 // the rules need not match on.
@@ -330,7 +343,8 @@ func (f *forwarder) offerFastPath(d *decision, inSlot uint16, now int64) {
 	o.generation, o.at = f.fpGen, now
 	o.entry.Generation = f.fpGen
 	meta := &fpInstalled{generation: f.fpGen, rules: slices.Clone(d.rules), lookups: slices.Clone(d.lookups),
-		macDeps: slices.Clone(d.macDeps), in: f.ports[inSlot], entry: o.entry, mask: f.fpMask, active: now}
+		macDeps: slices.Clone(d.macDeps), in: f.ports[inSlot], entry: o.entry, mask: f.fpMask, l2: isL2Mask(f.fpMask),
+		active: now}
 	if o.entry.Out != bpf.FPDrop {
 		meta.out = f.ports[o.entry.Out]
 	}
@@ -354,28 +368,43 @@ func (f *forwarder) installPending() {
 	fp := f.fp
 	fp.mu.Lock()
 	defer fp.mu.Unlock()
-	fp.keys, fp.values = fp.keys[:0], fp.values[:0]
-	for i := range f.fpPending {
-		p := &f.fpPending[i]
-		h := p.key.Headers()
-		if old, ok := fp.installed[h]; ok {
-			// Overwriting the entry would lose what it counted since
-			// the last sweep.
-			fp.retire(p.key, old)
+	for _, l2 := range []bool{false, true} {
+		fp.keys, fp.l2Keys, fp.values = fp.keys[:0], fp.l2Keys[:0], fp.values[:0]
+		var batch []*fpPending
+		for i := range f.fpPending {
+			p := &f.fpPending[i]
+			if p.meta.l2 != l2 {
+				continue
+			}
+			if old, ok := fp.installed[p.key.Headers()]; ok {
+				// Overwriting the entry would lose what it counted
+				// since the last sweep.
+				fp.retire(p.key, old)
+			}
+			batch = append(batch, p)
+			fp.keys = append(fp.keys, p.key)
+			fp.l2Keys = append(fp.l2Keys, p.key.L2())
+			for range fp.ncpu {
+				fp.values = append(fp.values, p.flow)
+			}
 		}
-		fp.keys = append(fp.keys, p.key)
-		for range fp.ncpu {
-			fp.values = append(fp.values, p.flow)
+		if len(batch) == 0 {
+			continue
 		}
-	}
-	n, err := fp.shared.Flows.BatchUpdate(fp.keys, fp.values, nil)
-	for i := range f.fpPending[:n] {
-		p := &f.fpPending[i]
-		fp.installed[p.key.Headers()] = p.meta
-	}
-	fp.installs.Add(uint64(n))
-	if err != nil {
-		fp.installFailures.Add(uint64(len(f.fpPending) - n))
+		var n int
+		var err error
+		if l2 {
+			n, err = fp.shared.FlowsL2.BatchUpdate(fp.l2Keys, fp.values, nil)
+		} else {
+			n, err = fp.shared.Flows.BatchUpdate(fp.keys, fp.values, nil)
+		}
+		for _, p := range batch[:n] {
+			fp.installed[p.key.Headers()] = p.meta
+		}
+		fp.installs.Add(uint64(n))
+		if err != nil {
+			fp.installFailures.Add(uint64(len(batch) - n))
+		}
 	}
 	clear(f.fpPending)
 	f.fpPending = f.fpPending[:0]
@@ -385,7 +414,14 @@ func (f *forwarder) installPending() {
 // since the last sweep, and forgets it. It runs under fp.mu.
 func (fp *fastPath) retire(key bpf.FastpathFpKey, r *fpInstalled) {
 	values := make([]bpf.FastpathFpFlow, fp.ncpu)
-	if err := fp.shared.Flows.LookupAndDelete(&key, &values); err == nil {
+	var err error
+	if r.l2 {
+		l2 := key.L2()
+		err = fp.shared.FlowsL2.LookupAndDelete(&l2, &values)
+	} else {
+		err = fp.shared.Flows.LookupAndDelete(&key, &values)
+	}
+	if err == nil {
 		fp.credit(r, values, time.Now(), 0, nil)
 	}
 	delete(fp.installed, key.Headers())
@@ -450,45 +486,69 @@ func (fp *fastPath) sweep(fdb *macTable, now int64) error {
 	gen := fp.generation()
 	if len(fp.keys) < sweepChunk {
 		fp.keys = make([]bpf.FastpathFpKey, sweepChunk)
+		fp.l2Keys = make([]bpf.FastpathFpL2Key, sweepChunk)
 	}
 	if len(fp.values) < sweepChunk*fp.ncpu {
 		fp.values = make([]bpf.FastpathFpFlow, sweepChunk*fp.ncpu)
 	}
-	keys, values := fp.keys[:sweepChunk], fp.values[:sweepChunk*fp.ncpu]
+	values := fp.values[:sweepChunk*fp.ncpu]
 	fp.doomed = fp.doomed[:0]
-	var cursor ebpf.MapBatchCursor
-	var err error
-	for {
-		var n int
-		n, err = fp.shared.Flows.BatchLookup(&cursor, keys, values, nil)
-		for i := range n {
-			r, ok := fp.installed[keys[i].Headers()]
-			if !ok {
-				fp.doomed = append(fp.doomed, keys[i])
-				continue
-			}
-			fp.credit(r, values[i*fp.ncpu:(i+1)*fp.ncpu], wall, now, fdb)
-			if r.generation != gen || now-r.active > int64(fastPathIdle) || !fp.depsHold(r, fdb, now) {
-				fp.doomed = append(fp.doomed, keys[i])
-			}
+	// each looks at one entry the map gave, of key k.
+	each := func(k bpf.FastpathFpKey, l2 bool, perCPU []bpf.FastpathFpFlow) {
+		r, ok := fp.installed[k.Headers()]
+		if !ok || r.l2 != l2 {
+			fp.doomed = append(fp.doomed, doomedEntry{key: k, l2: l2})
+			return
 		}
-		if err != nil {
-			break
+		fp.credit(r, perCPU, wall, now, fdb)
+		if r.generation != gen || now-r.active > int64(fastPathIdle) || !fp.depsHold(r, fdb, now) {
+			fp.doomed = append(fp.doomed, doomedEntry{key: k, l2: l2, r: r})
 		}
 	}
-	if errors.Is(err, ebpf.ErrKeyNotExist) {
-		err = nil
-	}
+	keys, l2Keys := fp.keys[:sweepChunk], fp.l2Keys[:sweepChunk]
+	err := batchEach(fp.shared.Flows, keys, values, func(i int) { each(keys[i], false, values[i*fp.ncpu:(i+1)*fp.ncpu]) })
+	err = errors.Join(err, batchEach(fp.shared.FlowsL2, l2Keys, values,
+		func(i int) { each(l2Keys[i].Key(), true, values[i*fp.ncpu:(i+1)*fp.ncpu]) }))
 	fp.creditRedirectDrops()
-	for _, key := range fp.doomed {
-		if r, ok := fp.installed[key.Headers()]; ok {
-			fp.retire(key, r)
+	for _, d := range fp.doomed {
+		switch {
+		case d.r != nil:
+			fp.retire(d.key, d.r)
 			fp.evictions.Add(1)
-		} else {
-			fp.shared.Flows.Delete(&key)
+		case d.l2:
+			l2 := d.key.L2()
+			fp.shared.FlowsL2.Delete(&l2)
+		default:
+			fp.shared.Flows.Delete(&d.key)
 		}
 	}
 	return err
+}
+
+// doomedEntry is an entry the sweeper deletes: one it installed (r), or
+// one it does not know.
+type doomedEntry struct {
+	key bpf.FastpathFpKey
+	l2  bool
+	r   *fpInstalled
+}
+
+// batchEach reads all of m, a chunk of len(keys) at a time into keys and
+// values, and calls fn with each entry's index in the chunk.
+func batchEach[K any](m *ebpf.Map, keys []K, values []bpf.FastpathFpFlow, fn func(i int)) error {
+	var cursor ebpf.MapBatchCursor
+	for {
+		n, err := m.BatchLookup(&cursor, keys, values, nil)
+		for i := range n {
+			fn(i)
+		}
+		if errors.Is(err, ebpf.ErrKeyNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
 }
 
 // depsHold reports whether the MAC-table entries r relies on still hold.

@@ -271,11 +271,24 @@ func TestFastPathMissesGoToUserSpace(t *testing.T) {
 }
 
 // TestFastPathMasksTheKey: with the bridge's key mask, one entry serves
-// every frame equal to its key under the mask, and no other.
+// every frame equal to its key under the mask, and no other, whether the
+// program masks the key bit by bit or looks up the Ethernet fields alone.
 func TestFastPathMasksTheKey(t *testing.T) {
+	t.Run("bits", func(t *testing.T) { testMaskedLookup(t, false) })
+	t.Run("l2", func(t *testing.T) { testMaskedLookup(t, true) })
+}
+
+func testMaskedLookup(t *testing.T, l2 bool) {
 	objs := fastPathProgram(t)
 	mask := keyMask(rules(t, "actions=NORMAL"))
-	if err := objs.State.Put(uint32(0), bpf.FastpathFpState{Generation: 1, Masked: 1, Mask: bpf.KeyOf(mask)}); err != nil {
+	if !isL2Mask(mask) {
+		t.Fatalf("NORMAL's key mask %+v is not the L2 mask", mask)
+	}
+	st := bpf.FastpathFpState{Generation: 1, Masked: uint32(bpf.FastpathFpMaskKindFP_MASK_BITS), Mask: bpf.KeyOf(mask)}
+	if l2 {
+		st = bpf.FastpathFpState{Generation: 1, Masked: uint32(bpf.FastpathFpMaskKindFP_MASK_L2)}
+	}
+	if err := objs.State.Put(uint32(0), st); err != nil {
 		t.Fatal(err)
 	}
 	udp := func(dst []byte, src net.IP, port uint16) []byte {
@@ -293,8 +306,15 @@ func TestFastPathMasksTheKey(t *testing.T) {
 	for i := range values {
 		values[i] = bpf.FastpathFpFlow{Generation: 1, Out: 1}
 	}
-	if err := objs.Flows.Put(bpf.KeyOf(&masked), values); err != nil {
-		t.Fatal(err)
+	key := bpf.KeyOf(&masked)
+	var err2 error
+	if l2 {
+		err2 = objs.FlowsL2.Put(key.L2(), values)
+	} else {
+		err2 = objs.Flows.Put(key, values)
+	}
+	if err2 != nil {
+		t.Fatal(err2)
 	}
 	for _, tc := range []struct {
 		name  string
