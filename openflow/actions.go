@@ -100,3 +100,29 @@ type (
 		Pause        bool
 	}
 )
+
+func (ActionOutput) ActionType() ActionType       { return ActionTypeOutput }
+func (ActionCopyTTLOut) ActionType() ActionType   { return ActionTypeCopyTTLOut }
+func (ActionCopyTTLIn) ActionType() ActionType    { return ActionTypeCopyTTLIn }
+func (ActionSetMPLSTTL) ActionType() ActionType   { return ActionTypeSetMPLSTTL }
+func (ActionDecMPLSTTL) ActionType() ActionType   { return ActionTypeDecMPLSTTL }
+func (ActionPushVLAN) ActionType() ActionType     { return ActionTypePushVLAN }
+func (ActionPopVLAN) ActionType() ActionType      { return ActionTypePopVLAN }
+func (ActionPushMPLS) ActionType() ActionType     { return ActionTypePushMPLS }
+func (ActionPopMPLS) ActionType() ActionType      { return ActionTypePopMPLS }
+func (ActionSetQueue) ActionType() ActionType     { return ActionTypeSetQueue }
+func (ActionGroup) ActionType() ActionType        { return ActionTypeGroup }
+func (ActionSetNwTTL) ActionType() ActionType     { return ActionTypeSetNwTTL }
+func (ActionDecNwTTL) ActionType() ActionType     { return ActionTypeDecNwTTL }
+func (ActionSetField) ActionType() ActionType     { return ActionTypeSetField }
+func (ActionPushPBB) ActionType() ActionType      { return ActionTypePushPBB }
+func (ActionPopPBB) ActionType() ActionType       { return ActionTypePopPBB }
+func (ActionExperimenter) ActionType() ActionType { return ActionTypeExperimenter }
+
+// The Nicira actions are experimenter actions.
+func (NXResubmit) ActionType() ActionType    { return ActionTypeExperimenter }
+func (NXRegLoad) ActionType() ActionType     { return ActionTypeExperimenter }
+func (NXRegLoad2) ActionType() ActionType    { return ActionTypeExperimenter }
+func (NXRegMove) ActionType() ActionType     { return ActionTypeExperimenter }
+func (NXController) ActionType() ActionType  { return ActionTypeExperimenter }
+func (NXController2) ActionType() ActionType { return ActionTypeExperimenter }

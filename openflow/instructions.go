@@ -32,3 +32,13 @@ type (
 		Data         []byte
 	}
 )
+
+func (InstructionGotoTable) InstructionType() InstructionType { return InstructionTypeGotoTable }
+func (InstructionWriteMetadata) InstructionType() InstructionType {
+	return InstructionTypeWriteMetadata
+}
+func (InstructionWriteActions) InstructionType() InstructionType { return InstructionTypeWriteActions }
+func (InstructionApplyActions) InstructionType() InstructionType { return InstructionTypeApplyActions }
+func (InstructionClearActions) InstructionType() InstructionType { return InstructionTypeClearActions }
+func (InstructionMeter) InstructionType() InstructionType        { return InstructionTypeMeter }
+func (InstructionExperimenter) InstructionType() InstructionType { return InstructionTypeExperimenter }
