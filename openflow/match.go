@@ -170,13 +170,21 @@ func decodeMatch(b []byte) (m Match, n int, err error) {
 	if l < 4 || n > len(b) {
 		return Match{}, 0, errorf(ErrBadMatch, BadMatchBadLen, "match length %d in %d bytes", l, len(b))
 	}
-	for p := b[4:l]; len(p) > 0; {
-		o, k, err := DecodeOXM(p)
+	// Count the TLVs first, to allocate Fields once.
+	count := 0
+	for p := b[4:l]; len(p) > 0; count++ {
+		_, k, err := DecodeOXM(p)
 		if err != nil {
 			return Match{}, 0, err
 		}
-		m.Fields = append(m.Fields, o)
 		p = p[k:]
+	}
+	if count > 0 {
+		m.Fields = make([]OXM, count)
+		for i, p := 0, b[4:l]; i < count; i++ {
+			o, k, _ := DecodeOXM(p)
+			m.Fields[i], p = o, p[k:]
+		}
 	}
 	return m, n, nil
 }
