@@ -268,47 +268,51 @@ func (e *DecodeError) Refusal(msg []byte) Error {
 
 // Append appends m as a whole message with header and xid. A message
 // longer than 65535 bytes is the caller's bug: its length field is cut to
-// 16 bits (multipart replies split with AppendMultipartReplies). A
-// Message type of another package gets a header and no body.
+// 16 bits (multipart replies split with AppendMultipartReplies). m must
+// be one of this package's messages, a value: anything else is the
+// caller's bug and gets a header with type 0xff, which peers refuse.
 func Append(b []byte, xid uint32, m Message) []byte {
 	start := len(b)
-	b = append(b, Version, uint8(m.Type()), 0, 0)
+	b = append(b, Version, 0, 0, 0)
 	b = binary.BigEndian.AppendUint32(b, xid)
-	b = appendBody(b, m)
+	b, t := appendBody(b, m)
+	b[start+1] = uint8(t)
 	binary.BigEndian.PutUint16(b[start+2:], uint16(len(b)-start))
 	return b
 }
 
-func appendBody(b []byte, m Message) []byte {
+// appendBody appends m's body and gives its type, calling only the
+// concrete types' Type methods: m does not escape.
+func appendBody(b []byte, m Message) ([]byte, Type) {
 	be := binary.BigEndian
 	switch m := m.(type) {
 	case Hello:
-		return appendHello(b, m)
+		return appendHello(b, m), m.Type()
 	case Error:
 		b = be.AppendUint16(b, uint16(m.ErrType))
 		b = be.AppendUint16(b, m.Code)
 		if m.ErrType == ErrExperimenter {
 			b = be.AppendUint32(b, m.Experimenter)
 		}
-		return append(b, m.Data...)
+		return append(b, m.Data...), m.Type()
 	case EchoRequest:
-		return append(b, m.Data...)
+		return append(b, m.Data...), m.Type()
 	case EchoReply:
-		return append(b, m.Data...)
+		return append(b, m.Data...), m.Type()
 	case Experimenter:
 		b = be.AppendUint32(b, m.Experimenter)
 		b = be.AppendUint32(b, m.ExpType)
-		return append(b, m.Data...)
+		return append(b, m.Data...), m.Type()
 	case FeaturesReply:
 		b = be.AppendUint64(b, m.DatapathID)
 		b = be.AppendUint32(b, m.NBuffers)
 		b = append(b, m.NTables, m.AuxiliaryID, 0, 0)
 		b = be.AppendUint32(b, m.Capabilities)
-		return be.AppendUint32(b, 0)
+		return be.AppendUint32(b, 0), m.Type()
 	case GetConfigReply:
-		return appendSwitchConfig(b, SetConfig(m))
+		return appendSwitchConfig(b, SetConfig(m)), m.Type()
 	case SetConfig:
-		return appendSwitchConfig(b, m)
+		return appendSwitchConfig(b, m), m.Type()
 	case PacketIn:
 		b = be.AppendUint32(b, m.BufferID)
 		b = be.AppendUint16(b, m.TotalLen)
@@ -316,7 +320,7 @@ func appendBody(b []byte, m Message) []byte {
 		b = be.AppendUint64(b, m.Cookie)
 		b = appendMatch(b, m.Match)
 		b = append(b, 0, 0)
-		return append(b, m.Data...)
+		return append(b, m.Data...), m.Type()
 	case FlowRemoved:
 		b = be.AppendUint64(b, m.Cookie)
 		b = be.AppendUint16(b, m.Priority)
@@ -327,10 +331,10 @@ func appendBody(b []byte, m Message) []byte {
 		b = be.AppendUint16(b, m.HardTimeout)
 		b = be.AppendUint64(b, m.PacketCount)
 		b = be.AppendUint64(b, m.ByteCount)
-		return appendMatch(b, m.Match)
+		return appendMatch(b, m.Match), m.Type()
 	case PortStatus:
 		b = append(b, m.Reason, 0, 0, 0, 0, 0, 0, 0)
-		return appendPort(b, m.Desc)
+		return appendPort(b, m.Desc), m.Type()
 	case PacketOut:
 		b = be.AppendUint32(b, m.BufferID)
 		b = be.AppendUint32(b, m.InPort)
@@ -338,7 +342,7 @@ func appendBody(b []byte, m Message) []byte {
 		b = append(b, 0, 0, 0, 0, 0, 0, 0, 0)
 		b = AppendActions(b, m.Actions)
 		be.PutUint16(b[lenAt:], uint16(len(b)-lenAt-8))
-		return append(b, m.Data...)
+		return append(b, m.Data...), m.Type()
 	case FlowMod:
 		b = be.AppendUint64(b, m.Cookie)
 		b = be.AppendUint64(b, m.CookieMask)
@@ -352,25 +356,38 @@ func appendBody(b []byte, m Message) []byte {
 		b = be.AppendUint16(b, m.Flags)
 		b = append(b, 0, 0)
 		b = appendMatch(b, m.Match)
-		return AppendInstructions(b, m.Instructions)
+		return AppendInstructions(b, m.Instructions), m.Type()
 	case RoleRequest:
-		return appendRole(b, RoleReply(m))
+		return appendRole(b, RoleReply(m)), m.Type()
 	case RoleReply:
-		return appendRole(b, m)
+		return appendRole(b, m), m.Type()
 	case GetAsyncReply:
-		return appendAsync(b, SetAsync(m))
+		return appendAsync(b, SetAsync(m)), m.Type()
 	case SetAsync:
-		return appendAsync(b, m)
+		return appendAsync(b, m), m.Type()
 	case MultipartRequest:
-		return appendMultipartRequest(b, m)
+		return appendMultipartRequest(b, m), m.Type()
 	case MultipartReply:
-		return appendMultipartReply(b, m)
+		return appendMultipartReply(b, m), m.Type()
 	case Unsupported:
-		return append(b, m.Body...)
+		return append(b, m.Body...), m.Type()
+	case FeaturesRequest:
+		return b, m.Type()
+	case GetConfigRequest:
+		return b, m.Type()
+	case BarrierRequest:
+		return b, m.Type()
+	case BarrierReply:
+		return b, m.Type()
+	case GetAsyncRequest:
+		return b, m.Type()
 	}
-	// The messages without a body, and those of other packages.
-	return b
+	return b, typeInvalid
 }
+
+// typeInvalid is the type Append gives a Message of another package,
+// which it cannot encode, so that the peer refuses it.
+const typeInvalid Type = 0xff
 
 // helloElemVersionBitmap is OFPHET_VERSIONBITMAP.
 const helloElemVersionBitmap = 1

@@ -323,3 +323,25 @@ func unhex(t testing.TB, s string) []byte {
 	}
 	return b
 }
+
+// TestAppendAllocs: encoding a PACKET_IN into a buffer with room
+// allocates nothing, for the agent's path of frames to the controller.
+func TestAppendAllocs(t *testing.T) {
+	m := PacketIn{BufferID: NoBuffer, TotalLen: 42, Reason: PacketInAction, Match: testMatch, Data: testFrame}
+	buf := Append(nil, 1, m)
+	if allocs := testing.AllocsPerRun(100, func() { buf = Append(buf[:0], 1, m) }); allocs != 0 {
+		t.Errorf("%v allocations", allocs)
+	}
+}
+
+type foreignMessage struct{}
+
+func (foreignMessage) Type() Type { return TypeHello }
+
+// TestAppendForeign: a Message of another package is encoded so that
+// peers refuse it, and so does Decode.
+func TestAppendForeign(t *testing.T) {
+	if _, _, err := Decode(Append(nil, 1, foreignMessage{})); !isDecodeError(err, ErrBadRequest, BadRequestBadType) {
+		t.Errorf("%v", err)
+	}
+}
