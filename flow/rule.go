@@ -166,11 +166,11 @@ func (a *Action) ApplyToKey(k *Key) (keep bool) {
 		}
 	case ActSetIPv6Src:
 		if isIPv6 {
-			putValueBytes(k.IPv6Src[:], a.Imm)
+			PutValueBytes(k.IPv6Src[:], a.Imm)
 		}
 	case ActSetIPv6Dst:
 		if isIPv6 {
-			putValueBytes(k.IPv6Dst[:], a.Imm)
+			PutValueBytes(k.IPv6Dst[:], a.Imm)
 		}
 	case ActSetTpSrc:
 		if hasPorts {
