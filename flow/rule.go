@@ -76,6 +76,9 @@ const (
 	// that follow it in the list go into the action set (actionset.go),
 	// which runs when the pipeline ends.
 	ActWriteActions
+	// ActController sends the frame to the controller: Value is max_len,
+	// Port the controller's id, Table the packet-in reason (OFPR_*).
+	ActController
 )
 
 // Action is one action of a rule. Which fields mean something depends on
