@@ -22,8 +22,7 @@ import (
 const (
 	ofprAction       = 1
 	nxastOutputTrunc = 39
-	ofpVLANPresent   = vlanCFI // OFPVID_PRESENT
-	ofPort10InPort   = 0xfff8  // OpenFlow 1.0's OFPP_IN_PORT, NXAST_RESUBMIT's "the frame's own"
+	ofPort10InPort   = 0xfff8 // OpenFlow 1.0's OFPP_IN_PORT, NXAST_RESUBMIT's "the frame's own"
 	etherTypeVLAN    = flow.EtherTypeVLAN
 )
 
@@ -347,7 +346,7 @@ func (d *actionDecoder) setField(o openflow.OXM, masked bool) (flow.Action, erro
 		}
 		mask = flow.ValueOfBytes(o.Mask)
 	}
-	if isOXM(openflow.OXMClassOpenFlowBasic, oxmInPort, c) {
+	if isOXM(openflow.OXMClassOpenFlowBasic, openflow.OXMInPort, c) {
 		p, ok := portFromOF(uint32(v.Lo))
 		if !ok {
 			return flow.Action{}, actionError(openflow.BadActionBadSetArgument, "set_field in_port %d", v.Lo)
@@ -367,7 +366,8 @@ func (d *actionDecoder) setField(o openflow.OXM, masked bool) (flow.Action, erro
 // subfieldFromOF is the field an NXM/OXM header names in NXAST_REG_LOAD and
 // NXAST_REG_MOVE.
 func subfieldFromOF(header uint32) (*flow.Field, bool) {
-	f, c, ok := flow.FieldByOXM(uint16(header>>16), uint8(header>>9&0x7f))
+	o := openflow.OXMFromHeader(header)
+	f, c, ok := flow.FieldByOXM(o.Class, o.Field)
 	return f, ok && header&0x100 == 0 && header&0xff == uint32(c.Bytes)
 }
 
@@ -457,7 +457,7 @@ func appendActionOF(out []openflow.Action, a flow.Action, m *flow.Match, tagged 
 		if a.Type == flow.ActSetVLANPCP {
 			return append(out, setWholeOF(fieldVLANPCP, flow.Value{Lo: uint64(a.Value)}))
 		}
-		return append(out, setWholeOF(fieldVLANVID, flow.Value{Lo: uint64(a.Value | ofpVLANPresent)}))
+		return append(out, setWholeOF(fieldVLANVID, flow.Value{Lo: uint64(a.Value | openflow.VLANPresent)}))
 	case flow.ActStripVLAN:
 		return append(out, openflow.ActionPopVLAN{})
 	case flow.ActPushVLAN:
@@ -514,7 +514,7 @@ func appendActionOF(out []openflow.Action, a flow.Action, m *flow.Match, tagged 
 // take.
 func setFieldOF(f *flow.Field, v, mask flow.Value) openflow.Action {
 	c := &f.OXM[0]
-	if isOXM(openflow.OXMClassOpenFlowBasic, oxmInPort, c) {
+	if isOXM(openflow.OXMClassOpenFlowBasic, openflow.OXMInPort, c) {
 		v = flow.Value{Lo: uint64(portToOF(uint16(v.Lo)))}
 	}
 	o := openflow.OXM{Class: c.Class, Field: c.Num, Value: valueBytes(v, c.Bytes)}
@@ -573,5 +573,5 @@ func subfieldToOF(f *flow.Field, ofs uint, m *flow.Match) (header uint32, at uin
 
 // oxmHeader is the 32-bit header of an unmasked TLV of type c.
 func oxmHeader(c *flow.OXMCode) uint32 {
-	return uint32(c.Class)<<16 | uint32(c.Num)<<9 | uint32(c.Bytes)
+	return openflow.OXM{Class: c.Class, Field: c.Num, Value: make([]byte, c.Bytes)}.Header()
 }

@@ -16,15 +16,13 @@ import (
 // OXM_OF_VLAN_VID 0x0000 means "no tag", which xswitch's key says with a
 // TCI of 0 under a full mask.
 
-// OXM TLV types the translation treats apart.
+// The parts of the VLAN TCI that the VLAN TLVs encode, and
+// NXM_OF_VLAN_TCI, which encodes all of it.
 const (
-	oxmInPort  = 0 // OXM_OF_IN_PORT
-	oxmVLANVID = 6 // OXM_OF_VLAN_VID
-	oxmVLANPCP = 7 // OXM_OF_VLAN_PCP
-	nxmVLANTCI = 4 // NXM_OF_VLAN_TCI
-	vlanCFI    = flow.VLANCFI
-	vidBits    = 0x1fff // OXM_OF_VLAN_VID: the VID and its "present" bit
+	vlanCFI    = flow.VLANCFI // the key's "tagged" bit, OFPVID_PRESENT on the wire
+	vidBits    = 0x1fff       // OXM_OF_VLAN_VID: the VID and its "present" bit
 	pcpBits    = 0xe000
+	nxmVLANTCI = 4
 )
 
 func isOXM(class uint16, num uint8, c *flow.OXMCode) bool {
@@ -65,7 +63,7 @@ func matchFromOF(om openflow.Match, table uint8) (flow.Match, error) {
 				return flow.Match{}, matchError(openflow.BadMatchBadMask, "%s: mask %x is wider than the field", f.Name, o.Mask)
 			}
 		}
-		if isOXM(openflow.OXMClassOpenFlowBasic, oxmInPort, c) {
+		if isOXM(openflow.OXMClassOpenFlowBasic, openflow.OXMInPort, c) {
 			p, ok := portFromOF(uint32(v.Lo))
 			if !ok || flow.CheckPort(p) != nil {
 				return flow.Match{}, matchError(openflow.BadMatchBadValue, "in_port %d is no port of xswitch", v.Lo)
@@ -89,7 +87,7 @@ func matchFromOF(om openflow.Match, table uint8) (flow.Match, error) {
 		if f.Get(&m.Key) != v {
 			return flow.Match{}, matchError(openflow.BadMatchBadValue, "%s: %x is not a value of the field", f.Name, o.Value)
 		}
-		if isOXM(openflow.OXMClassOpenFlowBasic, oxmVLANVID, c) && o.Mask == nil {
+		if isOXM(openflow.OXMClassOpenFlowBasic, openflow.OXMVLANVID, c) && o.Mask == nil {
 			switch {
 			case v.Lo == 0: // no tag
 				m.Mask.VLANTCI = math.MaxUint16
@@ -141,7 +139,7 @@ func matchToOF(m flow.Match) openflow.Match {
 			continue // another field over the same bits encodes them
 		}
 		v := f.Get(&m.Key)
-		if isOXM(openflow.OXMClassOpenFlowBasic, oxmInPort, c) {
+		if isOXM(openflow.OXMClassOpenFlowBasic, openflow.OXMInPort, c) {
 			v = flow.Value{Lo: uint64(portToOF(uint16(v.Lo)))}
 		}
 		o := openflow.OXM{Class: c.Class, Field: c.Num, Value: valueBytes(v, c.Bytes)}
@@ -164,12 +162,12 @@ func appendVLAN(fields []openflow.OXM, m *flow.Match) []openflow.OXM {
 	case mask == 0:
 		return fields
 	case mask == math.MaxUint16 && tci == 0:
-		return append(fields, openflow.OXM{Class: openflow.OXMClassOpenFlowBasic, Field: oxmVLANVID, Value: be16(0)})
+		return append(fields, openflow.OXM{Class: openflow.OXMClassOpenFlowBasic, Field: openflow.OXMVLANVID, Value: be16(0)})
 	case mask&pcpBits == 0:
 		return append(fields, vlanVID(tci, mask))
 	case mask&pcpBits == pcpBits && mask&vlanCFI != 0 && tci&vlanCFI != 0:
 		return append(fields, vlanVID(tci&vidBits, mask&vidBits),
-			openflow.OXM{Class: openflow.OXMClassOpenFlowBasic, Field: oxmVLANPCP, Value: []byte{byte(tci >> 13)}})
+			openflow.OXM{Class: openflow.OXMClassOpenFlowBasic, Field: openflow.OXMVLANPCP, Value: []byte{byte(tci >> 13)}})
 	}
 	o := openflow.OXM{Class: openflow.OXMClassNXM0, Field: nxmVLANTCI, Value: be16(tci)}
 	if mask != math.MaxUint16 {
@@ -181,7 +179,7 @@ func appendVLAN(fields []openflow.OXM, m *flow.Match) []openflow.OXM {
 // vlanVID is OXM_OF_VLAN_VID: unmasked when the mask is whole, except for
 // VID 0x0000, which unmasked means "no tag".
 func vlanVID(vid, mask uint16) openflow.OXM {
-	o := openflow.OXM{Class: openflow.OXMClassOpenFlowBasic, Field: oxmVLANVID, Value: be16(vid)}
+	o := openflow.OXM{Class: openflow.OXMClassOpenFlowBasic, Field: openflow.OXMVLANVID, Value: be16(vid)}
 	if mask != vidBits || vid == 0 {
 		o.Mask = be16(mask)
 	}

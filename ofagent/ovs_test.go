@@ -111,13 +111,11 @@ func TestMatchOracle(t *testing.T) {
 func oxmText(m openflow.Match) string {
 	var parts []string
 	for _, o := range m.Fields {
-		header := uint32(o.Class)<<16 | uint32(o.Field)<<9 | uint32(len(o.Value))
 		body := hex.EncodeToString(o.Value)
 		if o.Mask != nil {
-			header = header | 0x100 + uint32(len(o.Mask))
 			body += "/" + hex.EncodeToString(o.Mask)
 		}
-		parts = append(parts, fmt.Sprintf("%08x(%s)", header, body))
+		parts = append(parts, fmt.Sprintf("%08x(%s)", o.Header(), body))
 	}
 	if len(parts) == 0 {
 		return "<any>"
@@ -185,7 +183,7 @@ func ofctlFlowMod(t *testing.T, ofctl, text string) (openflow.Match, uint8) {
 			conn.Write([]byte{4, 0, 0, 8, 0, 0, 0, 0})
 		case 14: // FLOW_MOD: 40 bytes to the table, then ofp_match
 			table = body[16]
-			match = oxmsOf(t, body[40:])
+			match = oxmsOf(t, body[44:44+int(binary.BigEndian.Uint16(body[42:]))-4])
 		case 20: // BARRIER_REQUEST: the reply ends ovs-ofctl's run
 			reply := append([]byte{4, 21, 0, 8}, header[4:]...)
 			conn.Write(reply)
@@ -196,24 +194,17 @@ func ofctlFlowMod(t *testing.T, ofctl, text string) (openflow.Match, uint8) {
 	}
 }
 
-// oxmsOf reads an ofp_match's TLVs.
-func oxmsOf(t *testing.T, b []byte) openflow.Match {
+// oxmsOf decodes the TLVs of b, with the codec.
+func oxmsOf(t testing.TB, b []byte) openflow.Match {
 	t.Helper()
-	length := int(binary.BigEndian.Uint16(b[2:]))
-	b = b[4:length]
 	var m openflow.Match
 	for len(b) > 0 {
-		header := binary.BigEndian.Uint32(b)
-		n := int(header & 0xff)
-		o := openflow.OXM{Class: uint16(header >> 16), Field: uint8(header >> 9 & 0x7f)}
-		v := b[4 : 4+n]
-		if header&0x100 != 0 {
-			o.Value, o.Mask = v[:n/2], v[n/2:]
-		} else {
-			o.Value = v
+		o, n, err := openflow.DecodeOXM(b)
+		if err != nil {
+			t.Fatal(err)
 		}
 		m.Fields = append(m.Fields, o)
-		b = b[4+n:]
+		b = b[n:]
 	}
 	return m
 }
