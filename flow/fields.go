@@ -8,8 +8,9 @@ package flow
 // what the rest of a match must say for it to make sense, whether actions
 // may write it, how its values read and print, and where it lives in the
 // Key. The match parser and formatter, the actions that read and write
-// fields, and trace all work from this table; the OpenFlow wire format and
-// the in-kernel fast path's key will each be one more column of it.
+// fields, and trace all work from this table, and so does the OpenFlow
+// agent (ofagent), from its OXM column; the in-kernel fast path's key will
+// be one more column of it.
 //
 // Several fields may be views of the same bits: nw_src and arp_spa are one
 // address, ip_dscp is nw_tos shifted, dl_vlan is part of vlan_tci. Each
@@ -99,7 +100,14 @@ type Field struct {
 	Carried bool
 	// Needs is what the rest of a match must say for the field to make
 	// sense (nil: nothing).
-	Needs *prerequisite
+	Needs *Prerequisite
+	// OXM are the field's OpenFlow 1.3 encodings in matches, set_field
+	// and the Nicira actions that name fields, as Open vSwitch's
+	// meta-flow.xml gives them, the one a switch sends first; none for a
+	// field that OpenFlow has no encoding of (a view of bits another
+	// field encodes: tp_src is tcp_src or udp_src, dl_vlan is bits of
+	// vlan_tci).
+	OXM []OXMCode
 
 	get func(k *Key) Value
 	set func(k *Key, v Value) // writes only the field's bits
@@ -154,7 +162,7 @@ func rewriteIPv6(typ ActionType, at func(*Key) *[16]byte) func([]Action, *Key, *
 		if old.DlType != EtherTypeIPv6 {
 			return out, false
 		}
-		return append(out, Action{Type: typ, Imm: valueOfBytes(at(updated)[:])}), true
+		return append(out, Action{Type: typ, Imm: ValueOfBytes(at(updated)[:])}), true
 	}
 }
 
@@ -203,6 +211,71 @@ func rewriteVLAN(out []Action, old, updated *Key) ([]Action, bool) {
 		out = append(out, Action{Type: ActSetVLANPCP, Value: pcp})
 	}
 	return out, true
+}
+
+// OXMCode is one OXM (or NXM) TLV type.
+type OXMCode struct {
+	Class uint16
+	Num   uint8 // the TLV's field number, 7 bits
+	// Bytes is the value's width on the wire, which may be more than the
+	// field's Bits: a value with bits beyond those is not the field's
+	// (OXM_OF_IN_PORT is wider still: it holds an OpenFlow 1.3 port).
+	Bytes uint8
+	// Needs is what a match must say for the TLV to make sense: the
+	// field's Needs, or stricter where OpenFlow is (OXM_OF_IPV4_SRC is
+	// IPv4's alone, where nw_src also names ARP's address).
+	Needs *Prerequisite
+}
+
+// The OXM classes the table uses (openflow.OXMClass*).
+const (
+	oxmNXM0    = 0x0000
+	oxmNXM1    = 0x0001
+	oxmBasic   = 0x8000
+	oxmPktRegs = 0x8001
+)
+
+func oxm(class uint16, num, bytes uint8) OXMCode {
+	return OXMCode{Class: class, Num: num, Bytes: bytes}
+}
+
+func oxmNeeds(class uint16, num, bytes uint8, needs *Prerequisite) OXMCode {
+	return OXMCode{Class: class, Num: num, Bytes: bytes, Needs: needs}
+}
+
+// noNeeds, as an OXMCode's Needs, lifts the field's: OXM_OF_VLAN_VID
+// also says "no tag".
+var noNeeds = &Prerequisite{holds: func(*Match) bool { return true }}
+
+// fieldsByOXM holds every field by each of its OXM codes (class << 8 |
+// number).
+var fieldsByOXM = map[uint32]oxmEntry{}
+
+type oxmEntry struct {
+	field *Field
+	code  *OXMCode
+}
+
+// FieldByOXM returns the field that the OXM TLV type class:num encodes,
+// and that encoding.
+func FieldByOXM(class uint16, num uint8) (*Field, *OXMCode, bool) {
+	e, ok := fieldsByOXM[uint32(class)<<8|uint32(num)]
+	return e.field, e.code, ok
+}
+
+// Fields returns every field, in the field table's order (the order a
+// match prints in). The caller must not change it.
+func Fields() []*Field { return fields }
+
+// OXMFor returns the encoding of the field that fits a match m: its first
+// whose Needs m gives. ok is false when there is none.
+func (f *Field) OXMFor(m *Match) (c *OXMCode, ok bool) {
+	for i := range f.OXM {
+		if c := &f.OXM[i]; c.Needs == nil || c.Needs.Holds(m) {
+			return c, true
+		}
+	}
+	return nil, false
 }
 
 // Get returns the field's value in k.
@@ -255,6 +328,20 @@ func init() {
 			panic("writable header field " + f.Name + " has no rewrite")
 		}
 		fields = append(fields, f)
+		for i := range f.OXM {
+			c := &f.OXM[i]
+			switch c.Needs {
+			case nil:
+				c.Needs = f.Needs
+			case noNeeds:
+				c.Needs = nil
+			}
+			key := uint32(c.Class)<<8 | uint32(c.Num)
+			if _, dup := fieldsByOXM[key]; dup {
+				panic(fmt.Sprintf("OXM %#x:%d of field %s defined twice", c.Class, c.Num, f.Name))
+			}
+			fieldsByOXM[key] = oxmEntry{field: f, code: c}
+		}
 		for _, name := range append([]string{f.Name}, f.Aliases...) {
 			if _, dup := fieldsByName[name]; dup {
 				panic("field name " + name + " defined twice")
@@ -262,6 +349,8 @@ func init() {
 			fieldsByName[name] = f
 		}
 	}
+	fieldVLANTCI, fieldIPv6Src, fieldIPv6Dst = fieldsByName["vlan_tci"], fieldsByName["ipv6_src"], fieldsByName["ipv6_dst"]
+	fieldMetadata = fieldsByName["metadata"]
 }
 
 // Accessors for fields stored in Key members of each type.
@@ -291,12 +380,12 @@ func bitsOf8(at func(*Key) *uint8, shift, n uint) (func(*Key) Value, func(*Key, 
 
 // bytesField is a field stored as bytes, big-endian: an address.
 func bytesField(at func(*Key) []byte) (func(*Key) Value, func(*Key, Value)) {
-	return func(k *Key) Value { return valueOfBytes(at(k)) },
-		func(k *Key, v Value) { putValueBytes(at(k), v) }
+	return func(k *Key) Value { return ValueOfBytes(at(k)) },
+		func(k *Key, v Value) { PutValueBytes(at(k), v) }
 }
 
-// valueOfBytes reads big-endian bytes (at most 16) as a Value.
-func valueOfBytes(b []byte) Value {
+// ValueOfBytes reads big-endian bytes (at most 16) as a Value.
+func ValueOfBytes(b []byte) Value {
 	var v Value
 	for _, c := range b {
 		v = v.Shl(8)
@@ -305,8 +394,8 @@ func valueOfBytes(b []byte) Value {
 	return v
 }
 
-// putValueBytes writes the low len(b) bytes of v into b, big-endian.
-func putValueBytes(b []byte, v Value) {
+// PutValueBytes writes the low len(b) bytes of v into b, big-endian.
+func PutValueBytes(b []byte, v Value) {
 	for i := len(b) - 1; i >= 0; i-- {
 		b[i] = byte(v.Lo)
 		v = v.Shr(8)
@@ -365,115 +454,125 @@ func fieldTable() []*Field {
 	}
 	get, set := u16Field(func(k *Key) *uint16 { return &k.DlType })
 	add(&Field{Name: "dl_type", Aliases: []string{"eth_type", "NXM_OF_ETH_TYPE", "OXM_OF_ETH_TYPE"},
-		Bits: 16, syntax: syntaxHex4, print: printDlType}, get, set)
+		Bits: 16, OXM: []OXMCode{oxm(oxmBasic, 5, 2), oxm(oxmNXM0, 3, 2)}, syntax: syntaxHex4, print: printDlType}, get, set)
 
 	for i := range NumRegs {
 		get, set := regField(i)
 		add(&Field{Name: fmt.Sprintf("reg%d", i), Aliases: []string{fmt.Sprintf("NXM_NX_REG%d", i)},
-			Bits: 32, Maskable: true, Writable: true, Carried: true, syntax: syntaxHex}, get, set)
+			Bits: 32, Maskable: true, Writable: true, Carried: true, OXM: []OXMCode{oxm(oxmNXM1, uint8(i), 4)},
+			syntax: syntaxHex}, get, set)
 	}
 	for i := range NumRegs / 2 {
 		get, set := xregField(i)
 		add(&Field{Name: fmt.Sprintf("xreg%d", i), Aliases: []string{fmt.Sprintf("OXM_OF_PKT_REG%d", i)},
-			Bits: 64, Maskable: true, Writable: true, Carried: true, syntax: syntaxHex, print: noPrint}, get, set)
+			Bits: 64, Maskable: true, Writable: true, Carried: true, OXM: []OXMCode{oxm(oxmPktRegs, uint8(i), 8)},
+			syntax: syntaxHex, print: noPrint}, get, set)
 	}
 	add(&Field{Name: "metadata", Aliases: []string{"OXM_OF_METADATA"}, Bits: 64, Maskable: true, Writable: true, Carried: true,
-		syntax: syntaxHex}, func(k *Key) Value { return Value{Lo: k.Metadata} }, func(k *Key, v Value) { k.Metadata = v.Lo })
+		OXM: []OXMCode{oxm(oxmBasic, 2, 8)}, syntax: syntaxHex}, func(k *Key) Value { return Value{Lo: k.Metadata} }, func(k *Key, v Value) { k.Metadata = v.Lo })
 
 	get, set = u16Field(func(k *Key) *uint16 { return &k.InPort })
-	add(&Field{Name: "in_port", Aliases: []string{"NXM_OF_IN_PORT"}, Bits: 16, Writable: true, Carried: true, syntax: syntaxPort}, get, set)
+	// OXM_OF_IN_PORT holds the port's 32-bit OpenFlow 1.3 number,
+	// NXM_OF_IN_PORT its 16-bit one, which load and move name.
+	add(&Field{Name: "in_port", Aliases: []string{"NXM_OF_IN_PORT"}, Bits: 16, Writable: true, Carried: true,
+		OXM: []OXMCode{oxm(oxmBasic, 0, 4), oxm(oxmNXM0, 0, 2)}, syntax: syntaxPort}, get, set)
 
 	get, set = u16Field(func(k *Key) *uint16 { return &k.VLANTCI })
 	add(&Field{Name: "vlan_tci", Aliases: []string{"NXM_OF_VLAN_TCI"}, Bits: 16, Maskable: true, Writable: true,
-		syntax: syntaxHex4, print: printVLAN, rewrite: rewriteVLAN}, get, set)
+		OXM: []OXMCode{oxm(oxmNXM0, 4, 2)}, syntax: syntaxHex4, print: printVLAN, rewrite: rewriteVLAN}, get, set)
 	get, set = bitsOf16(func(k *Key) *uint16 { return &k.VLANTCI }, 0, 12)
 	add(&Field{Name: "dl_vlan", Bits: 12, Writable: true, parse: parseDlVLAN, print: noPrint, rewrite: rewriteVLAN}, get, set)
 	get, set = bitsOf16(func(k *Key) *uint16 { return &k.VLANTCI }, 13, 3)
 	add(&Field{Name: "dl_vlan_pcp", Bits: 3, Writable: true, parse: parseVLANPCP, print: noPrint, rewrite: rewriteVLAN}, get, set)
 	get, set = bitsOf16(func(k *Key) *uint16 { return &k.VLANTCI }, 0, 13)
 	add(&Field{Name: "vlan_vid", Aliases: []string{"OXM_OF_VLAN_VID"}, Bits: 13, Maskable: true, Writable: true,
-		Needs: needsVLAN, syntax: syntaxDecimal, print: noPrint, rewrite: rewriteVLAN}, get, set)
+		Needs: needsVLAN, OXM: []OXMCode{oxmNeeds(oxmBasic, 6, 2, noNeeds)}, syntax: syntaxDecimal, print: noPrint, rewrite: rewriteVLAN}, get, set)
 	get, set = bitsOf16(func(k *Key) *uint16 { return &k.VLANTCI }, 13, 3)
 	add(&Field{Name: "vlan_pcp", Aliases: []string{"OXM_OF_VLAN_PCP"}, Bits: 3, Writable: true,
-		Needs: needsVLAN, syntax: syntaxDecimal, print: noPrint, rewrite: rewriteVLAN}, get, set)
+		Needs: needsVLAN, OXM: []OXMCode{oxm(oxmBasic, 7, 1)}, syntax: syntaxDecimal, print: noPrint, rewrite: rewriteVLAN}, get, set)
 
 	get, set = bytesField(func(k *Key) []byte { return k.DlSrc[:] })
 	add(&Field{Name: "dl_src", Aliases: []string{"eth_src", "NXM_OF_ETH_SRC", "OXM_OF_ETH_SRC"}, Bits: 48,
-		Maskable: true, Writable: true, syntax: syntaxMAC,
+		Maskable: true, Writable: true, OXM: []OXMCode{oxm(oxmBasic, 4, 6), oxm(oxmNXM0, 2, 6)}, syntax: syntaxMAC,
 		rewrite: rewriteMAC(ActSetDlSrc, func(k *Key) *[6]byte { return &k.DlSrc })}, get, set)
 	get, set = bytesField(func(k *Key) []byte { return k.DlDst[:] })
 	add(&Field{Name: "dl_dst", Aliases: []string{"eth_dst", "NXM_OF_ETH_DST", "OXM_OF_ETH_DST"}, Bits: 48,
-		Maskable: true, Writable: true, syntax: syntaxMAC,
+		Maskable: true, Writable: true, OXM: []OXMCode{oxm(oxmBasic, 3, 6), oxm(oxmNXM0, 1, 6)}, syntax: syntaxMAC,
 		rewrite: rewriteMAC(ActSetDlDst, func(k *Key) *[6]byte { return &k.DlDst })}, get, set)
 
 	get, set = bytesField(func(k *Key) []byte { return k.NwSrc[:] })
 	add(&Field{Name: "nw_src", Aliases: []string{"ip_src", "NXM_OF_IP_SRC", "OXM_OF_IPV4_SRC"}, Bits: 32, Maskable: true,
-		Writable: true, Needs: needsIPv4OrARP, syntax: syntaxIPv4, print: printUnlessARP,
-		rewrite: rewriteIPv4(ActSetNwSrc, func(k *Key) *[4]byte { return &k.NwSrc })}, get, set)
+		Writable: true, Needs: needsIPv4OrARP, OXM: []OXMCode{oxmNeeds(oxmBasic, 11, 4, needsIPv4), oxmNeeds(oxmNXM0, 7, 4, needsIPv4)},
+		syntax: syntaxIPv4, print: printUnlessARP, rewrite: rewriteIPv4(ActSetNwSrc, func(k *Key) *[4]byte { return &k.NwSrc })}, get, set)
 	add(&Field{Name: "arp_spa", Aliases: []string{"NXM_OF_ARP_SPA", "OXM_OF_ARP_SPA"}, Bits: 32, Maskable: true,
-		Needs: needsARP, syntax: syntaxIPv4, print: printIfARP}, get, set)
+		Needs: needsARP, OXM: []OXMCode{oxm(oxmBasic, 22, 4), oxm(oxmNXM0, 16, 4)}, syntax: syntaxIPv4, print: printIfARP}, get, set)
 	get, set = bytesField(func(k *Key) []byte { return k.NwDst[:] })
 	add(&Field{Name: "nw_dst", Aliases: []string{"ip_dst", "NXM_OF_IP_DST", "OXM_OF_IPV4_DST"}, Bits: 32, Maskable: true,
-		Writable: true, Needs: needsIPv4OrARP, syntax: syntaxIPv4, print: printUnlessARP,
-		rewrite: rewriteIPv4(ActSetNwDst, func(k *Key) *[4]byte { return &k.NwDst })}, get, set)
+		Writable: true, Needs: needsIPv4OrARP, OXM: []OXMCode{oxmNeeds(oxmBasic, 12, 4, needsIPv4), oxmNeeds(oxmNXM0, 8, 4, needsIPv4)},
+		syntax: syntaxIPv4, print: printUnlessARP, rewrite: rewriteIPv4(ActSetNwDst, func(k *Key) *[4]byte { return &k.NwDst })}, get, set)
 	add(&Field{Name: "arp_tpa", Aliases: []string{"NXM_OF_ARP_TPA", "OXM_OF_ARP_TPA"}, Bits: 32, Maskable: true,
-		Needs: needsARP, syntax: syntaxIPv4, print: printIfARP}, get, set)
+		Needs: needsARP, OXM: []OXMCode{oxm(oxmBasic, 23, 4), oxm(oxmNXM0, 17, 4)}, syntax: syntaxIPv4, print: printIfARP}, get, set)
 
 	get, set = bytesField(func(k *Key) []byte { return k.IPv6Src[:] })
 	add(&Field{Name: "ipv6_src", Aliases: []string{"NXM_NX_IPV6_SRC", "OXM_OF_IPV6_SRC"}, Bits: 128, Maskable: true,
-		Writable: true, Needs: needsIPv6, syntax: syntaxIPv6,
+		Writable: true, Needs: needsIPv6, OXM: []OXMCode{oxm(oxmBasic, 26, 16), oxm(oxmNXM1, 19, 16)}, syntax: syntaxIPv6,
 		rewrite: rewriteIPv6(ActSetIPv6Src, func(k *Key) *[16]byte { return &k.IPv6Src })}, get, set)
 	get, set = bytesField(func(k *Key) []byte { return k.IPv6Dst[:] })
 	add(&Field{Name: "ipv6_dst", Aliases: []string{"NXM_NX_IPV6_DST", "OXM_OF_IPV6_DST"}, Bits: 128, Maskable: true,
-		Writable: true, Needs: needsIPv6, syntax: syntaxIPv6,
+		Writable: true, Needs: needsIPv6, OXM: []OXMCode{oxm(oxmBasic, 27, 16), oxm(oxmNXM1, 20, 16)}, syntax: syntaxIPv6,
 		rewrite: rewriteIPv6(ActSetIPv6Dst, func(k *Key) *[16]byte { return &k.IPv6Dst })}, get, set)
 
 	get, set = u8Field(func(k *Key) *uint8 { return &k.NwProto })
 	add(&Field{Name: "nw_proto", Aliases: []string{"ip_proto", "NXM_OF_IP_PROTO", "OXM_OF_IP_PROTO"}, Bits: 8,
-		Needs: needsIPOrARP, syntax: syntaxDecimal, print: printNwProto}, get, set)
+		Needs: needsIPOrARP, OXM: []OXMCode{oxmNeeds(oxmBasic, 10, 1, needsIP), oxmNeeds(oxmNXM0, 6, 1, needsIP)},
+		syntax: syntaxDecimal, print: printNwProto}, get, set)
 	add(&Field{Name: "arp_op", Aliases: []string{"NXM_OF_ARP_OP", "OXM_OF_ARP_OP"}, Bits: 8,
-		Needs: needsARP, syntax: syntaxDecimal, print: noPrint}, get, set)
+		Needs: needsARP, OXM: []OXMCode{oxm(oxmBasic, 21, 2), oxm(oxmNXM0, 15, 2)}, syntax: syntaxDecimal, print: noPrint}, get, set)
 
 	get, set = bitsOf8(func(k *Key) *uint8 { return &k.NwTOS }, 2, 6)
 	dscpGet, dscpSet := get, set
 	rewriteDSCP := rewriteIP(ActSetNwTOS, func(k *Key) uint16 { return uint16(k.NwTOS & tosDSCPMask) })
 	add(&Field{Name: "nw_tos", Aliases: []string{"NXM_OF_IP_TOS"}, Bits: 8, Writable: true, Needs: needsIP,
-		parse: parseNwTOS, print: printNwTOS, rewrite: rewriteDSCP},
+		OXM: []OXMCode{oxm(oxmNXM0, 5, 1)}, parse: parseNwTOS, print: printNwTOS, rewrite: rewriteDSCP},
 		func(k *Key) Value { return Value{Lo: dscpGet(k).Lo << 2} },
 		func(k *Key, v Value) { dscpSet(k, Value{Lo: v.Lo >> 2}) })
 	add(&Field{Name: "ip_dscp", Aliases: []string{"OXM_OF_IP_DSCP"}, Bits: 6, Writable: true, Needs: needsIP,
-		syntax: syntaxDecimal, print: noPrint, rewrite: rewriteDSCP}, get, set)
+		OXM: []OXMCode{oxm(oxmBasic, 8, 1)}, syntax: syntaxDecimal, print: noPrint, rewrite: rewriteDSCP}, get, set)
 	get, set = bitsOf8(func(k *Key) *uint8 { return &k.NwTOS }, 0, 2)
 	add(&Field{Name: "nw_ecn", Aliases: []string{"ip_ecn", "NXM_NX_IP_ECN", "OXM_OF_IP_ECN"}, Bits: 2, Writable: true,
-		Needs: needsIP, syntax: syntaxDecimal,
+		Needs: needsIP, OXM: []OXMCode{oxm(oxmBasic, 9, 1), oxm(oxmNXM1, 28, 1)}, syntax: syntaxDecimal,
 		rewrite: rewriteIP(ActSetNwECN, func(k *Key) uint16 { return uint16(k.NwTOS & tosECNMask) })}, get, set)
 	get, set = u8Field(func(k *Key) *uint8 { return &k.NwTTL })
 	add(&Field{Name: "nw_ttl", Aliases: []string{"NXM_NX_IP_TTL"}, Bits: 8, Writable: true, Needs: needsIP,
-		syntax: syntaxDecimal, rewrite: rewriteIP(ActSetNwTTL, func(k *Key) uint16 { return uint16(k.NwTTL) })}, get, set)
+		OXM: []OXMCode{oxm(oxmNXM1, 29, 1)}, syntax: syntaxDecimal, rewrite: rewriteIP(ActSetNwTTL, func(k *Key) uint16 { return uint16(k.NwTTL) })}, get, set)
 	get, set = u8Field(func(k *Key) *uint8 { return &k.NwFrag })
 	add(&Field{Name: "ip_frag", Aliases: []string{"nw_frag", "NXM_NX_IP_FRAG"}, Bits: 2, Maskable: true,
-		Needs: needsIP, syntax: syntaxFrag}, get, set)
+		Needs: needsIP, OXM: []OXMCode{oxm(oxmNXM1, 26, 1)}, syntax: syntaxFrag}, get, set)
 
 	get, set = u16Field(func(k *Key) *uint16 { return &k.TpSrc })
 	rewriteTpSrc := rewritePort(ActSetTpSrc, func(k *Key) *uint16 { return &k.TpSrc })
 	add(&Field{Name: "tp_src", Bits: 16, Maskable: true, Writable: true, Needs: needsTCPOrUDP,
 		syntax: syntaxDecimal, print: printUnlessICMP, rewrite: rewriteTpSrc}, get, set)
 	add(&Field{Name: "tcp_src", Aliases: []string{"NXM_OF_TCP_SRC", "OXM_OF_TCP_SRC"}, Bits: 16, Maskable: true,
-		Writable: true, Needs: needsTCP, syntax: syntaxDecimal, print: noPrint, rewrite: rewriteTpSrc}, get, set)
+		Writable: true, Needs: needsTCP, OXM: []OXMCode{oxm(oxmBasic, 13, 2), oxm(oxmNXM0, 9, 2)}, syntax: syntaxDecimal, print: noPrint, rewrite: rewriteTpSrc}, get, set)
 	add(&Field{Name: "udp_src", Aliases: []string{"NXM_OF_UDP_SRC", "OXM_OF_UDP_SRC"}, Bits: 16, Maskable: true,
-		Writable: true, Needs: needsUDP, syntax: syntaxDecimal, print: noPrint, rewrite: rewriteTpSrc}, get, set)
+		Writable: true, Needs: needsUDP, OXM: []OXMCode{oxm(oxmBasic, 15, 2), oxm(oxmNXM0, 11, 2)}, syntax: syntaxDecimal, print: noPrint, rewrite: rewriteTpSrc}, get, set)
 	add(&Field{Name: "icmp_type", Aliases: []string{"icmpv6_type", "NXM_OF_ICMP_TYPE", "OXM_OF_ICMPV4_TYPE",
-		"NXM_NX_ICMPV6_TYPE", "OXM_OF_ICMPV6_TYPE"}, Bits: 8, Needs: needsICMP, syntax: syntaxDecimal, print: printIfICMP}, get, set)
+		"NXM_NX_ICMPV6_TYPE", "OXM_OF_ICMPV6_TYPE"}, Bits: 8, Needs: needsICMP,
+		OXM: []OXMCode{oxmNeeds(oxmBasic, 19, 1, needsICMPv4), oxmNeeds(oxmBasic, 29, 1, needsICMPv6),
+			oxmNeeds(oxmNXM0, 13, 1, needsICMPv4), oxmNeeds(oxmNXM1, 21, 1, needsICMPv6)}, syntax: syntaxDecimal, print: printIfICMP}, get, set)
 	get, set = u16Field(func(k *Key) *uint16 { return &k.TpDst })
 	rewriteTpDst := rewritePort(ActSetTpDst, func(k *Key) *uint16 { return &k.TpDst })
 	add(&Field{Name: "tp_dst", Bits: 16, Maskable: true, Writable: true, Needs: needsTCPOrUDP,
 		syntax: syntaxDecimal, print: printUnlessICMP, rewrite: rewriteTpDst}, get, set)
 	add(&Field{Name: "tcp_dst", Aliases: []string{"NXM_OF_TCP_DST", "OXM_OF_TCP_DST"}, Bits: 16, Maskable: true,
-		Writable: true, Needs: needsTCP, syntax: syntaxDecimal, print: noPrint, rewrite: rewriteTpDst}, get, set)
+		Writable: true, Needs: needsTCP, OXM: []OXMCode{oxm(oxmBasic, 14, 2), oxm(oxmNXM0, 10, 2)}, syntax: syntaxDecimal, print: noPrint, rewrite: rewriteTpDst}, get, set)
 	add(&Field{Name: "udp_dst", Aliases: []string{"NXM_OF_UDP_DST", "OXM_OF_UDP_DST"}, Bits: 16, Maskable: true,
-		Writable: true, Needs: needsUDP, syntax: syntaxDecimal, print: noPrint, rewrite: rewriteTpDst}, get, set)
+		Writable: true, Needs: needsUDP, OXM: []OXMCode{oxm(oxmBasic, 16, 2), oxm(oxmNXM0, 12, 2)}, syntax: syntaxDecimal, print: noPrint, rewrite: rewriteTpDst}, get, set)
 	add(&Field{Name: "icmp_code", Aliases: []string{"icmpv6_code", "NXM_OF_ICMP_CODE", "OXM_OF_ICMPV4_CODE",
-		"NXM_NX_ICMPV6_CODE", "OXM_OF_ICMPV6_CODE"}, Bits: 8, Needs: needsICMP, syntax: syntaxDecimal, print: printIfICMP}, get, set)
+		"NXM_NX_ICMPV6_CODE", "OXM_OF_ICMPV6_CODE"}, Bits: 8, Needs: needsICMP,
+		OXM: []OXMCode{oxmNeeds(oxmBasic, 20, 1, needsICMPv4), oxmNeeds(oxmBasic, 30, 1, needsICMPv6),
+			oxmNeeds(oxmNXM0, 14, 1, needsICMPv4), oxmNeeds(oxmNXM1, 22, 1, needsICMPv6)}, syntax: syntaxDecimal, print: printIfICMP}, get, set)
 	return table
 }
 
@@ -625,7 +724,7 @@ func formatDecimal(v Value) string {
 // valueBytes is the low n bytes of v, big-endian.
 func valueBytes(v Value, n int) []byte {
 	b := make([]byte, n)
-	putValueBytes(b, v)
+	PutValueBytes(b, v)
 	return b
 }
 
@@ -645,9 +744,9 @@ func (f *Field) parseValue(text string, ports PortNames) (v, mask Value, err err
 			if !ok {
 				return v, mask, fmt.Errorf("invalid MAC mask %q", maskText)
 			}
-			mask = valueOfBytes(m[:])
+			mask = ValueOfBytes(m[:])
 		}
-		return valueOfBytes(addr[:]).And(mask), mask, nil
+		return ValueOfBytes(addr[:]).And(mask), mask, nil
 	case syntaxIPv4, syntaxIPv6:
 		size := 4
 		if f.syntax == syntaxIPv6 {
@@ -657,7 +756,7 @@ func (f *Field) parseValue(text string, ports PortNames) (v, mask Value, err err
 		if err != nil {
 			return v, mask, err
 		}
-		return valueOfBytes(addr), valueOfBytes(m), nil
+		return ValueOfBytes(addr), ValueOfBytes(m), nil
 	case syntaxFrag:
 		for _, fr := range ipFragValues {
 			if fr.name == text {

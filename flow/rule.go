@@ -76,6 +76,9 @@ const (
 	// that follow it in the list go into the action set (actionset.go),
 	// which runs when the pipeline ends.
 	ActWriteActions
+	// ActController sends the frame to the controller: Value is max_len,
+	// Port the controller's id, Table the packet-in reason (OFPR_*).
+	ActController
 )
 
 // Action is one action of a rule. Which fields mean something depends on
@@ -166,11 +169,11 @@ func (a *Action) ApplyToKey(k *Key) (keep bool) {
 		}
 	case ActSetIPv6Src:
 		if isIPv6 {
-			putValueBytes(k.IPv6Src[:], a.Imm)
+			PutValueBytes(k.IPv6Src[:], a.Imm)
 		}
 	case ActSetIPv6Dst:
 		if isIPv6 {
-			putValueBytes(k.IPv6Dst[:], a.Imm)
+			PutValueBytes(k.IPv6Dst[:], a.Imm)
 		}
 	case ActSetTpSrc:
 		if hasPorts {

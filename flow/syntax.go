@@ -412,12 +412,11 @@ func portFromText(text string, ports PortNames) (uint16, error) {
 		switch {
 		case strings.HasPrefix(text, "0x") || strings.HasPrefix(text, "0X"):
 			return 0, fmt.Errorf("invalid port %q (port numbers are decimal)", text)
-		case fits && v == LocalPort:
-			return LocalPort, nil
-		case fits && v > maxPortNumber && v <= 0xffff:
-			return 0, fmt.Errorf("port %s is one of OpenFlow's reserved ports, of which xswitch has LOCAL (65534)", text)
-		case !fits || v == 0 || v > maxPortNumber:
+		case !fits || v > math.MaxUint16:
 			return 0, fmt.Errorf("port %s out of range (1-%d)", text, maxPortNumber)
+		}
+		if err := CheckPort(uint16(v)); err != nil {
+			return 0, err
 		}
 		return uint16(v), nil
 	}
@@ -439,6 +438,20 @@ func portFromText(text string, ports PortNames) (uint16, error) {
 		}
 	}
 	return 0, &NoPortError{Name: text}
+}
+
+// CheckPort checks that n is the number a port can have: 1 to OFPP_MAX
+// (65280), or LOCAL.
+func CheckPort(n uint16) error {
+	switch {
+	case n == LocalPort:
+		return nil
+	case n > maxPortNumber:
+		return fmt.Errorf("port %d is one of OpenFlow's reserved ports, of which xswitch has LOCAL (65534)", n)
+	case n == 0:
+		return fmt.Errorf("port %d out of range (1-%d)", n, maxPortNumber)
+	}
+	return nil
 }
 
 // ParseModification parses a flow as mod-flows takes it: the rules its

@@ -11,12 +11,12 @@ import (
 // What actions that rewrite headers need the match to guarantee, as OVS
 // requires, so that a rule never rewrites a header the packet lacks.
 var (
-	actionNeedsIPv4     = &prerequisite{holds: func(m *Match) bool { return hasDlType(m, EtherTypeIPv4) }, what: "an IPv4 match (ip)"}
-	actionNeedsIPv6     = &prerequisite{holds: func(m *Match) bool { return hasDlType(m, EtherTypeIPv6) }, what: "an IPv6 match (ipv6)"}
-	actionNeedsIP       = &prerequisite{holds: isIPMatch, what: "an ip or ipv6 match"}
-	actionNeedsTCPOrUDP = &prerequisite{holds: func(m *Match) bool { return isTCPMatch(m) || isUDPMatch(m) }, what: "a tcp or udp match"}
-	actionNeedsTCP      = &prerequisite{holds: isTCPMatch, what: "a tcp match"}
-	actionNeedsUDP      = &prerequisite{holds: isUDPMatch, what: "a udp match"}
+	actionNeedsIPv4     = &Prerequisite{holds: func(m *Match) bool { return hasDlType(m, EtherTypeIPv4) }, what: "an IPv4 match (ip)"}
+	actionNeedsIPv6     = &Prerequisite{holds: func(m *Match) bool { return hasDlType(m, EtherTypeIPv6) }, what: "an IPv6 match (ipv6)"}
+	actionNeedsIP       = &Prerequisite{holds: isIPMatch, what: "an ip or ipv6 match"}
+	actionNeedsTCPOrUDP = &Prerequisite{holds: func(m *Match) bool { return isTCPMatch(m) || isUDPMatch(m) }, what: "a tcp or udp match"}
+	actionNeedsTCP      = &Prerequisite{holds: isTCPMatch, what: "a tcp match"}
+	actionNeedsUDP      = &Prerequisite{holds: isUDPMatch, what: "a udp match"}
 )
 
 // reservedPorts are the ports that actions name by word; OVS spells them in
@@ -119,14 +119,19 @@ func parseActions(text string, m *Match, ports PortNames) ([]Action, error) {
 	return actions, nil
 }
 
-// writeActions parses write_actions' list for a rule whose match is m:
-// an ActWriteActions and the actions it writes, each of a kind an action
-// set holds, at most one of each kind.
+// writeActions parses write_actions' list for a rule whose match is m.
 func writeActions(text string, m *Match, ports PortNames) ([]Action, error) {
 	written, err := parseActions(text, m, ports)
 	if err != nil {
 		return nil, fmt.Errorf("write_actions: %w", err)
 	}
+	return WriteActions(written)
+}
+
+// WriteActions is the instruction write_actions of the actions written:
+// an ActWriteActions and them, each of a kind an action set holds, at
+// most one of each kind.
+func WriteActions(written []Action) ([]Action, error) {
 	if len(written) > math.MaxUint8 {
 		return nil, fmt.Errorf("write_actions: %d actions, more than an action set holds", len(written))
 	}
@@ -180,7 +185,7 @@ var actionNames = map[string]bool{
 }
 
 // parseAction parses one action other than drop.
-func parseAction(name, arg string, hasArg bool, ports PortNames) (Action, *prerequisite, error) {
+func parseAction(name, arg string, hasArg bool, ports PortNames) (Action, *Prerequisite, error) {
 	if typ, ok := reservedPorts[strings.ToUpper(name)]; ok {
 		if hasArg {
 			return Action{}, nil, fmt.Errorf("action %q takes no argument", name)
@@ -199,7 +204,8 @@ func parseAction(name, arg string, hasArg bool, ports PortNames) (Action, *prere
 			return Action{}, nil, fmt.Errorf("action %q takes no argument", name)
 		}
 		if name == "dec_ttl" {
-			return Action{Type: ActDecTTL}, actionNeedsIP, nil
+			a, needs := DecTTLAction()
+			return a, needs, nil
 		}
 		return Action{Type: ActStripVLAN}, nil, nil
 	}
@@ -266,20 +272,51 @@ func parseAction(name, arg string, hasArg bool, ports PortNames) (Action, *prere
 	}
 }
 
-// outputTo parses output's port. OFPP_MAX (65280) may be an input port
-// but not an output one, as in OVS.
-func outputTo(text string, ports PortNames) (Action, *prerequisite, error) {
+// DecTTLAction is dec_ttl and what it needs of the match.
+func DecTTLAction() (Action, *Prerequisite) { return Action{Type: ActDecTTL}, actionNeedsIP }
+
+// outputTo parses output's port.
+func outputTo(text string, ports PortNames) (Action, *Prerequisite, error) {
 	port, err := portFromText(text, ports)
-	if err == nil && port == maxPortNumber {
-		err = fmt.Errorf("output to port %d: OpenFlow's OFPP_MAX is not a port frames can leave by", port)
+	if err != nil {
+		return Action{}, nil, err
 	}
-	return Action{Type: ActOutput, Port: port}, nil, err
+	a, err := OutputAction(port, 0)
+	return a, nil, err
+}
+
+// reservedPortActions are the reserved ports, by their OpenFlow 1.0
+// numbers, that are actions of their own.
+var reservedPortActions = map[uint16]ActionType{
+	0xfff8: ActInPort, 0xfffa: ActNormal, 0xfffb: ActFlood, 0xfffc: ActAll,
+}
+
+// OutputAction is the action that sends a frame out of port, an OpenFlow
+// 1.0 port number: a port's, LOCAL's, or a reserved port's that is an
+// action of its own (NORMAL). A maxLen other than 0 cuts the frame to its
+// first maxLen bytes. OFPP_MAX (65280) may be an input port but not an
+// output one, as in OVS.
+func OutputAction(port, maxLen uint16) (Action, error) {
+	if typ, ok := reservedPortActions[port]; ok && maxLen == 0 {
+		return Action{Type: typ}, nil
+	}
+	switch {
+	case port == maxPortNumber:
+		return Action{}, fmt.Errorf("output to port %d: OpenFlow's OFPP_MAX is not a port frames can leave by", port)
+	case maxLen != 0 && maxLen < ethHeaderLen:
+		return Action{}, fmt.Errorf("max_len %d is shorter than an Ethernet header", maxLen)
+	}
+	if err := CheckPort(port); err != nil {
+		return Action{}, fmt.Errorf("output: %w", err)
+	}
+	return Action{Type: ActOutput, Port: port, Value: maxLen}, nil
 }
 
 // outputWithMaxLen parses output's "port=N,max_len=M": the frame sent is
 // cut to its first M bytes, as OVS's truncate does.
-func outputWithMaxLen(arg string, ports PortNames) (Action, *prerequisite, error) {
-	var a Action
+func outputWithMaxLen(arg string, ports PortNames) (Action, *Prerequisite, error) {
+	var port, maxLen uint16
+	var hasPort, hasMaxLen bool
 	for _, part := range strings.Split(arg, ",") {
 		key, value, _ := strings.Cut(part, "=")
 		switch key {
@@ -288,31 +325,33 @@ func outputWithMaxLen(arg string, ports PortNames) (Action, *prerequisite, error
 			if err != nil {
 				return Action{}, nil, err
 			}
-			a.Type, a.Port = ActOutput, out.Port
+			port, hasPort = out.Port, out.Type == ActOutput
 		case "max_len":
 			n, err := numberFromText("max_len", value, math.MaxUint16)
 			if err != nil {
 				return Action{}, nil, err
 			}
-			if n < ethHeaderLen {
+			if n == 0 {
+				// OutputAction's "the whole frame".
 				return Action{}, nil, fmt.Errorf("max_len %d is shorter than an Ethernet header", n)
 			}
-			a.Value = uint16(n)
+			maxLen, hasMaxLen = uint16(n), true
 		default:
 			return Action{}, nil, fmt.Errorf("output(%s): unknown argument %q (want port= and max_len=)", arg, key)
 		}
 	}
-	if a.Type != ActOutput || a.Value == 0 {
+	if !hasPort || !hasMaxLen {
 		return Action{}, nil, fmt.Errorf("output(%s): want both port= and max_len= (or write output:PORT)", arg)
 	}
-	return a, nil, nil
+	a, err := OutputAction(port, maxLen)
+	return a, nil, err
 }
 
 // ethHeaderLen is the shortest frame output may cut a frame to.
 const ethHeaderLen = 14
 
 // bareOutput parses an action that is only a port number or name.
-func bareOutput(text string, ports PortNames) (Action, *prerequisite, error) {
+func bareOutput(text string, ports PortNames) (Action, *Prerequisite, error) {
 	a, needs, err := outputTo(text, ports)
 	if _, unknownName := errors.AsType[*NoPortError](err); unknownName {
 		return Action{}, nil, fmt.Errorf("unknown action %q", text)
@@ -320,7 +359,7 @@ func bareOutput(text string, ports PortNames) (Action, *prerequisite, error) {
 	return a, needs, err
 }
 
-func macAction(typ ActionType, text string) (Action, *prerequisite, error) {
+func macAction(typ ActionType, text string) (Action, *Prerequisite, error) {
 	mac, ok := macFromText(text)
 	if !ok {
 		return Action{}, nil, fmt.Errorf("invalid MAC address %q", text)
@@ -328,7 +367,7 @@ func macAction(typ ActionType, text string) (Action, *prerequisite, error) {
 	return Action{Type: typ, MAC: mac}, nil, nil
 }
 
-func ipv4Action(typ ActionType, text string) (Action, *prerequisite, error) {
+func ipv4Action(typ ActionType, text string) (Action, *Prerequisite, error) {
 	addr, ok := ipFromText(text, 4)
 	if !ok {
 		return Action{}, nil, fmt.Errorf("invalid IPv4 address %q", text)
@@ -336,137 +375,186 @@ func ipv4Action(typ ActionType, text string) (Action, *prerequisite, error) {
 	return Action{Type: typ, IPv4: [4]byte(addr)}, actionNeedsIPv4, nil
 }
 
-func pushVLANAction(text string) (Action, *prerequisite, error) {
+func pushVLANAction(text string) (Action, *Prerequisite, error) {
 	tpid, err := numberFromText("push_vlan", text, math.MaxUint16)
-	if err == nil && tpid != EtherTypeVLAN && tpid != etherTypeQinQ {
-		err = fmt.Errorf("push_vlan %s: want 0x8100 or 0x88a8", text)
+	if err != nil {
+		return Action{}, nil, err
 	}
-	return Action{Type: ActPushVLAN, Value: uint16(tpid)}, nil, err
+	a, err := PushVLANAction(uint16(tpid))
+	return a, nil, err
+}
+
+// PushVLANAction is push_vlan of a tag of EtherType tpid.
+func PushVLANAction(tpid uint16) (Action, error) {
+	if tpid != EtherTypeVLAN && tpid != etherTypeQinQ {
+		return Action{}, fmt.Errorf("push_vlan 0x%04x: want 0x8100 or 0x88a8", tpid)
+	}
+	return Action{Type: ActPushVLAN, Value: tpid}, nil
 }
 
 // etherTypeQinQ is 802.1ad's service tag.
 const etherTypeQinQ = 0x88a8
 
-// setFieldAction parses set_field's "VALUE->FIELD" into the mod_* action
-// that does the same.
-func setFieldAction(arg string) (Action, *prerequisite, error) {
-	value, field, ok := cutLast(arg, "->")
+// setFieldAction parses set_field's "VALUE[/MASK]->FIELD".
+func setFieldAction(arg string) (Action, *Prerequisite, error) {
+	value, name, ok := cutLast(arg, "->")
 	if !ok {
 		return Action{}, nil, fmt.Errorf("set_field %q: want VALUE->FIELD", arg)
 	}
-	if isWireName(field) {
-		return Action{}, nil, fmt.Errorf("set_field: unknown field %q (NXM and OXM names are for load and move)", field)
+	if isWireName(name) {
+		return Action{}, nil, fmt.Errorf("set_field: unknown field %q (NXM and OXM names are for load and move)", name)
 	}
-	if f, ok := fieldsByName[field]; ok && (f.Carried || field == "vlan_tci" ||
-		strings.Contains(value, "/") && (field == "ipv6_src" || field == "ipv6_dst")) {
+	f, ok := fieldsByName[name]
+	if !ok || !f.Writable {
+		return Action{}, nil, fmt.Errorf("set_field: unsupported field %q", name)
+	}
+	v, mask, err := setFieldValue(f, name, value)
+	if err != nil {
+		return Action{}, nil, err
+	}
+	return SetFieldAction(f, v, mask)
+}
+
+// setFieldValue reads set_field's value (and mask) for field f, called
+// name.
+func setFieldValue(f *Field, name, text string) (v, mask Value, err error) {
+	switch {
+	case f.Carried || f == fieldVLANTCI || strings.Contains(text, "/"):
+		if strings.Contains(text, "/") && !f.isMaskedSettable() {
+			return v, mask, fmt.Errorf("set_field: %s takes no mask", name)
+		}
+		if v, mask, err = f.parseValue(text, nil); err != nil {
+			err = fmt.Errorf("set_field: %w", err)
+		}
+		return v, mask, err
+	case f.syntax == syntaxMAC:
+		mac, ok := macFromText(text)
+		if !ok {
+			return v, mask, fmt.Errorf("invalid MAC address %q", text)
+		}
+		return ValueOfBytes(mac[:]), f.full(), nil
+	case f.syntax == syntaxIPv4:
+		addr, ok := ipFromText(text, 4)
+		if !ok {
+			return v, mask, fmt.Errorf("invalid IPv4 address %q", text)
+		}
+		return ValueOfBytes(addr), f.full(), nil
+	case f.syntax == syntaxIPv6:
+		if v, mask, err = f.parseValue(text, nil); err != nil {
+			err = fmt.Errorf("set_field: %w", err)
+		}
+		return v, mask, err
+	}
+	n, err := numberFromText("set_field "+name, text, f.full().Lo)
+	return Value{Lo: n}, f.full(), err
+}
+
+// SetFieldAction is set_field of v under mask into field f (a mask of
+// all ones: the whole field), and what it needs of the match: the mod_
+// action that does the same where there is one, so that set_field and
+// mod_ are one action.
+func SetFieldAction(f *Field, v, mask Value) (Action, *Prerequisite, error) {
+	if !f.Writable {
+		return Action{}, nil, fmt.Errorf("set_field: unsupported field %q", f.Name)
+	}
+	if v.BitLen() > int(f.Bits) || mask.BitLen() > int(f.Bits) {
+		return Action{}, nil, fmt.Errorf("set_field: %#x/%#x does not fit in %s's %d bits", v.Lo, mask.Lo, f.Name, f.Bits)
+	}
+	whole := mask == f.full()
+	if !whole && !f.isMaskedSettable() {
+		return Action{}, nil, fmt.Errorf("set_field: %s takes no mask", f.Name)
+	}
+	if f.Carried || f == fieldVLANTCI || !whole && (f == fieldIPv6Src || f == fieldIPv6Dst) {
 		// vlan_tci has no mod_ action, nor have masked IPv6 addresses: the
 		// pipeline works the write out (Field.AppendRewrites), as it
 		// does a load's.
-		return setFieldOf(value, f)
+		return Action{Type: ActSetField, Field: f, Imm: v.And(mask), Mask: mask}, f.Needs, nil
 	}
-	if strings.Contains(value, "/") {
-		return maskedHeaderSet(value, field)
+	if !whole {
+		return maskedHeaderSet(f, v, mask)
 	}
-	switch field {
-	case "eth_src", "dl_src":
-		return macAction(ActSetDlSrc, value)
-	case "eth_dst", "dl_dst":
-		return macAction(ActSetDlDst, value)
+	switch f.Name {
+	case "dl_src":
+		return Action{Type: ActSetDlSrc, MAC: [6]byte(valueBytes(v, 6))}, nil, nil
+	case "dl_dst":
+		return Action{Type: ActSetDlDst, MAC: [6]byte(valueBytes(v, 6))}, nil, nil
 	case "vlan_vid":
 		// OpenFlow writes vlan_vid with its "present" bit (0x1000). It
 		// changes a tag, never pushes one: the match must have a tag.
-		vid, err := numberFromText("set_field "+field, value, VLANCFI|vlanVIDMask)
-		return Action{Type: ActSetVLANVID, Value: uint16(vid) &^ VLANCFI}, needsVLAN, err
-	case "ip_src", "nw_src":
-		return ipv4Action(ActSetNwSrc, value)
-	case "ip_dst", "nw_dst":
-		return ipv4Action(ActSetNwDst, value)
-	case "ipv6_src", "ipv6_dst":
-		addr, _, err := fieldsByName[field].parseValue(value, nil)
-		if err != nil {
-			return Action{}, nil, fmt.Errorf("set_field: %w", err)
-		}
-		typ := ActSetIPv6Src
-		if field == "ipv6_dst" {
-			typ = ActSetIPv6Dst
-		}
-		return Action{Type: typ, Imm: addr}, actionNeedsIPv6, nil
+		return Action{Type: ActSetVLANVID, Value: uint16(v.Lo) &^ VLANCFI}, needsVLAN, nil
 	case "vlan_pcp":
-		pcp, err := numberFromText("set_field "+field, value, 7)
-		return Action{Type: ActSetVLANPCP, Value: uint16(pcp)}, needsVLAN, err
+		return Action{Type: ActSetVLANPCP, Value: uint16(v.Lo)}, needsVLAN, nil
+	case "nw_src":
+		return Action{Type: ActSetNwSrc, IPv4: [4]byte(valueBytes(v, 4))}, actionNeedsIPv4, nil
+	case "nw_dst":
+		return Action{Type: ActSetNwDst, IPv4: [4]byte(valueBytes(v, 4))}, actionNeedsIPv4, nil
+	case "ipv6_src":
+		return Action{Type: ActSetIPv6Src, Imm: v}, actionNeedsIPv6, nil
+	case "ipv6_dst":
+		return Action{Type: ActSetIPv6Dst, Imm: v}, actionNeedsIPv6, nil
 	case "ip_dscp":
-		dscp, err := numberFromText("set_field "+field, value, tosDSCPMask>>2)
-		return Action{Type: ActSetNwTOS, Value: uint16(dscp) << 2}, actionNeedsIP, err
-	case "nw_ecn", "ip_ecn":
-		ecn, err := numberFromText("set_field "+field, value, 3)
-		return Action{Type: ActSetNwECN, Value: uint16(ecn)}, actionNeedsIP, err
+		return Action{Type: ActSetNwTOS, Value: uint16(v.Lo) << 2}, actionNeedsIP, nil
+	case "nw_ecn":
+		return Action{Type: ActSetNwECN, Value: uint16(v.Lo)}, actionNeedsIP, nil
 	case "nw_ttl":
-		ttl, err := numberFromText("set_field "+field, value, math.MaxUint8)
-		return Action{Type: ActSetNwTTL, Value: uint16(ttl)}, actionNeedsIP, err
+		return Action{Type: ActSetNwTTL, Value: uint16(v.Lo)}, actionNeedsIP, nil
+	case "tp_src", "tcp_src", "udp_src", "tp_dst", "tcp_dst", "udp_dst":
+		typ := ActSetTpSrc
+		if strings.HasSuffix(f.Name, "_dst") {
+			typ = ActSetTpDst
+		}
+		// OVS's set_field reads tp_src and tp_dst as tcp_src and tcp_dst.
+		needs := actionNeedsTCP
+		if f.Name[:3] == "udp" {
+			needs = actionNeedsUDP
+		}
+		return Action{Type: typ, Value: uint16(v.Lo)}, needs, nil
 	}
-	var typ ActionType
-	var needs *prerequisite
-	switch field {
-	case "tcp_src", "udp_src", "tp_src":
-		typ = ActSetTpSrc
-	case "tcp_dst", "udp_dst", "tp_dst":
-		typ = ActSetTpDst
-	default:
-		return Action{}, nil, fmt.Errorf("set_field: unsupported field %q", field)
-	}
-	// OVS's set_field reads tp_src and tp_dst as tcp_src and tcp_dst.
-	needs = actionNeedsTCP
-	if field[:3] == "udp" {
-		needs = actionNeedsUDP
-	}
-	port, err := numberFromText("set_field "+field, value, math.MaxUint16)
-	return Action{Type: typ, Value: uint16(port)}, needs, err
+	return Action{}, nil, fmt.Errorf("set_field: unsupported field %q", f.Name)
 }
+
+// The fields that set_field handles apart (set by init, once the field
+// table is in).
+var fieldVLANTCI, fieldIPv6Src, fieldIPv6Dst *Field
 
 // maskedHeaders are the header fields set_field writes with a mask, and
 // the action that writes each.
 var maskedHeaders = map[string]struct {
 	typ   ActionType
-	needs *prerequisite
+	needs *Prerequisite
 }{
-	"eth_src": {ActSetDlSrc, nil}, "dl_src": {ActSetDlSrc, nil},
-	"eth_dst": {ActSetDlDst, nil}, "dl_dst": {ActSetDlDst, nil},
-	"ip_src": {ActSetNwSrc, actionNeedsIPv4}, "nw_src": {ActSetNwSrc, actionNeedsIPv4},
-	"ip_dst": {ActSetNwDst, actionNeedsIPv4}, "nw_dst": {ActSetNwDst, actionNeedsIPv4},
+	"dl_src": {ActSetDlSrc, nil}, "dl_dst": {ActSetDlDst, nil},
+	"nw_src": {ActSetNwSrc, actionNeedsIPv4}, "nw_dst": {ActSetNwDst, actionNeedsIPv4},
 	"tcp_src": {ActSetTpSrc, actionNeedsTCP}, "tp_src": {ActSetTpSrc, actionNeedsTCP}, "udp_src": {ActSetTpSrc, actionNeedsUDP},
 	"tcp_dst": {ActSetTpDst, actionNeedsTCP}, "tp_dst": {ActSetTpDst, actionNeedsTCP}, "udp_dst": {ActSetTpDst, actionNeedsUDP},
 }
 
-// maskedHeaderSet parses set_field's "VALUE/MASK->FIELD" for a header
-// field: only the mask's bits of the field change. The action is the
-// field's mod_ action with Mask set, and Field naming it for printing.
-func maskedHeaderSet(value, name string) (Action, *prerequisite, error) {
-	h, ok := maskedHeaders[name]
+// isMaskedSettable reports whether set_field may write the field under a
+// mask.
+func (f *Field) isMaskedSettable() bool {
+	_, header := maskedHeaders[f.Name]
+	return header || f.Maskable && (f.Carried || f == fieldVLANTCI || f == fieldIPv6Src || f == fieldIPv6Dst)
+}
+
+// maskedHeaderSet is set_field of v under mask into header field f: only
+// the mask's bits of the field change. The action is the field's mod_
+// action with Mask set, and Field naming it for printing.
+func maskedHeaderSet(f *Field, v, mask Value) (Action, *Prerequisite, error) {
+	h, ok := maskedHeaders[f.Name]
 	if !ok {
-		if _, known := fieldsByName[name]; known {
-			return Action{}, nil, fmt.Errorf("set_field: %s takes no mask", name)
-		}
-		return Action{}, nil, fmt.Errorf("set_field: unsupported field %q", name)
-	}
-	f := fieldsByName[name]
-	v, mask, err := f.parseValue(value, nil)
-	if err != nil {
-		return Action{}, nil, fmt.Errorf("set_field: %w", err)
+		return Action{}, nil, fmt.Errorf("set_field: %s takes no mask", f.Name)
 	}
 	if mask.IsZero() {
-		return Action{}, nil, fmt.Errorf("set_field %s: a mask of 0 changes nothing", value)
+		return Action{}, nil, errors.New("set_field: a mask of 0 changes nothing")
 	}
 	a := Action{Type: h.typ, Field: f, Mask: mask}
 	switch h.typ {
 	case ActSetDlSrc, ActSetDlDst:
-		a.MAC = [6]byte(valueBytes(v, 6))
+		a.MAC = [6]byte(valueBytes(v.And(mask), 6))
 	case ActSetNwSrc, ActSetNwDst:
-		a.IPv4 = [4]byte(valueBytes(v, 4))
+		a.IPv4 = [4]byte(valueBytes(v.And(mask), 4))
 	default:
-		a.Value = uint16(v.Lo)
-	}
-	if mask == f.full() {
-		a.Field, a.Mask = nil, Value{} // the whole field: the plain mod_ action
+		a.Value = uint16(v.And(mask).Lo)
 	}
 	return a, h.needs, nil
 }
@@ -476,9 +564,9 @@ func maskedHeaderText(a Action) string {
 	var v Value
 	switch a.Type {
 	case ActSetDlSrc, ActSetDlDst:
-		v = valueOfBytes(a.MAC[:])
+		v = ValueOfBytes(a.MAC[:])
 	case ActSetNwSrc, ActSetNwDst:
-		v = valueOfBytes(a.IPv4[:])
+		v = ValueOfBytes(a.IPv4[:])
 	default:
 		v = Value{Lo: uint64(a.Value)}
 	}

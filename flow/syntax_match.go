@@ -15,12 +15,18 @@ import (
 // so the parser needs no list of which fields overlap. Prerequisites are
 // checked once every field is in, so their order does not matter.
 
-// prerequisite is what the rest of a match must say for a field or an
+// Prerequisite is what the rest of a match must say for a field or an
 // action to make sense, as OVS requires.
-type prerequisite struct {
+type Prerequisite struct {
 	holds func(m *Match) bool
 	what  string // "ip or ipv6 (dl_type=0x0800 or 0x86dd)"
 }
+
+// Holds reports whether m says what p asks for.
+func (p *Prerequisite) Holds(m *Match) bool { return p.holds(m) }
+
+// String says what p asks for, for error messages.
+func (p *Prerequisite) String() string { return p.what }
 
 func hasDlType(m *Match, dlType uint16) bool {
 	return m.Mask.DlType == math.MaxUint16 && m.Key.DlType == dlType
@@ -43,25 +49,34 @@ func isICMPMatch(m *Match) bool {
 }
 
 var (
-	needsIPv4OrARP = &prerequisite{
+	needsIPv4OrARP = &Prerequisite{
 		holds: func(m *Match) bool { return hasDlType(m, EtherTypeIPv4) || hasDlType(m, EtherTypeARP) },
 		what:  "ip or arp (dl_type=0x0800 or 0x0806)",
 	}
-	needsIPOrARP = &prerequisite{
+	needsIPOrARP = &Prerequisite{
 		holds: func(m *Match) bool { return isIPMatch(m) || hasDlType(m, EtherTypeARP) },
 		what:  "ip, ipv6 or arp (dl_type=0x0800, 0x86dd or 0x0806)",
 	}
-	needsIP       = &prerequisite{holds: isIPMatch, what: "ip or ipv6 (dl_type=0x0800 or 0x86dd)"}
-	needsARP      = &prerequisite{holds: func(m *Match) bool { return hasDlType(m, EtherTypeARP) }, what: "arp (dl_type=0x0806)"}
-	needsIPv6     = &prerequisite{holds: func(m *Match) bool { return hasDlType(m, EtherTypeIPv6) }, what: "ipv6 (dl_type=0x86dd)"}
-	needsTCPOrUDP = &prerequisite{
+	needsIP       = &Prerequisite{holds: isIPMatch, what: "ip or ipv6 (dl_type=0x0800 or 0x86dd)"}
+	needsIPv4     = &Prerequisite{holds: func(m *Match) bool { return hasDlType(m, EtherTypeIPv4) }, what: "ip (dl_type=0x0800)"}
+	needsARP      = &Prerequisite{holds: func(m *Match) bool { return hasDlType(m, EtherTypeARP) }, what: "arp (dl_type=0x0806)"}
+	needsIPv6     = &Prerequisite{holds: func(m *Match) bool { return hasDlType(m, EtherTypeIPv6) }, what: "ipv6 (dl_type=0x86dd)"}
+	needsTCPOrUDP = &Prerequisite{
 		holds: func(m *Match) bool { return isTCPMatch(m) || isUDPMatch(m) },
 		what:  "tcp or udp (nw_proto=6 or 17)",
 	}
-	needsTCP  = &prerequisite{holds: isTCPMatch, what: "tcp (nw_proto=6)"}
-	needsUDP  = &prerequisite{holds: isUDPMatch, what: "udp (nw_proto=17)"}
-	needsICMP = &prerequisite{holds: isICMPMatch, what: "icmp or icmp6 (nw_proto=1 with ip, 58 with ipv6)"}
-	needsVLAN = &prerequisite{
+	needsTCP    = &Prerequisite{holds: isTCPMatch, what: "tcp (nw_proto=6)"}
+	needsUDP    = &Prerequisite{holds: isUDPMatch, what: "udp (nw_proto=17)"}
+	needsICMP   = &Prerequisite{holds: isICMPMatch, what: "icmp or icmp6 (nw_proto=1 with ip, 58 with ipv6)"}
+	needsICMPv4 = &Prerequisite{
+		holds: func(m *Match) bool { return hasDlType(m, EtherTypeIPv4) && hasNwProto(m, ProtoICMP) },
+		what:  "icmp (dl_type=0x0800, nw_proto=1)",
+	}
+	needsICMPv6 = &Prerequisite{
+		holds: func(m *Match) bool { return hasDlType(m, EtherTypeIPv6) && hasNwProto(m, ProtoICMPv6) },
+		what:  "icmp6 (dl_type=0x86dd, nw_proto=58)",
+	}
+	needsVLAN = &Prerequisite{
 		holds: func(m *Match) bool { return m.Mask.VLANTCI&VLANCFI != 0 && m.Key.VLANTCI&VLANCFI != 0 },
 		what:  "a VLAN tag (dl_vlan=N, or vlan_tci=0x1000/0x1000)",
 	}
@@ -76,10 +91,10 @@ type matchBuilder struct {
 type parsedField struct {
 	name  string
 	part  Match
-	needs *prerequisite
+	needs *Prerequisite
 }
 
-func (b *matchBuilder) add(name string, part Match, needs *prerequisite) error {
+func (b *matchBuilder) add(name string, part Match, needs *Prerequisite) error {
 	for _, earlier := range b.fields {
 		if part.Key.And(&earlier.part.Mask) != earlier.part.Key.And(&part.Mask) {
 			return fmt.Errorf("field %q conflicts with %q", name, earlier.name)

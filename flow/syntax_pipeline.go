@@ -83,7 +83,7 @@ func (sf subfield) writable(action string) error {
 }
 
 // loadAction parses load's "VALUE->DST[a..b]".
-func loadAction(arg string) (Action, *prerequisite, error) {
+func loadAction(arg string) (Action, *Prerequisite, error) {
 	valueText, dstText, ok := cutLast(arg, "->")
 	if !ok {
 		return Action{}, nil, fmt.Errorf("load %q: want VALUE->FIELD[BITS]", arg)
@@ -102,13 +102,34 @@ func loadAction(arg string) (Action, *prerequisite, error) {
 	if v.BitLen() > int(dst.nbits) {
 		return Action{}, nil, fmt.Errorf("load: value %s does not fit in %d bits", valueText, dst.nbits)
 	}
-	return Action{Type: ActLoad, Field: dst.field, Imm: v.Shl(dst.ofs), Mask: dst.mask(),
-		Ofs: uint8(dst.ofs), NBits: uint8(dst.nbits)}, dst.field.Needs, nil
+	return LoadAction(dst.field, dst.ofs, dst.nbits, v)
+}
+
+// LoadAction is load of v into bits [ofs, ofs+nbits) of field f, and what
+// it needs of the match.
+func LoadAction(f *Field, ofs, nbits uint, v Value) (Action, *Prerequisite, error) {
+	dst := subfield{field: f, ofs: ofs, nbits: nbits}
+	if err := dst.check("load"); err != nil {
+		return Action{}, nil, err
+	}
+	if v.BitLen() > int(nbits) {
+		return Action{}, nil, fmt.Errorf("load: value %#x does not fit in %d bits", v.Lo, nbits)
+	}
+	return Action{Type: ActLoad, Field: f, Imm: v.Shl(ofs), Mask: dst.mask(),
+		Ofs: uint8(ofs), NBits: uint8(nbits)}, f.Needs, nil
+}
+
+// check checks that a load or move may write sf, bits that its field has.
+func (sf subfield) check(action string) error {
+	if sf.nbits == 0 || sf.ofs+sf.nbits > sf.field.Bits {
+		return fmt.Errorf("%s: %s has no bits %d..%d", action, sf.field.Name, sf.ofs, sf.ofs+sf.nbits-1)
+	}
+	return sf.writable(action)
 }
 
 // moveAction parses move's "SRC[a..b]->DST[c..d]"; both sides have the
 // same width.
-func moveAction(arg string) (Action, *prerequisite, error) {
+func moveAction(arg string) (Action, *Prerequisite, error) {
 	srcText, dstText, ok := cutLast(arg, "->")
 	if !ok {
 		return Action{}, nil, fmt.Errorf("move %q: want SRC[BITS]->DST[BITS]", arg)
@@ -127,43 +148,49 @@ func moveAction(arg string) (Action, *prerequisite, error) {
 	if src.nbits != dst.nbits {
 		return Action{}, nil, fmt.Errorf("move: the source has %d bits and the destination %d", src.nbits, dst.nbits)
 	}
-	needs := bothNeeded(src.field.Needs, dst.field.Needs)
-	return Action{Type: ActMove, Src: src.field, SrcOfs: uint8(src.ofs), Field: dst.field, Ofs: uint8(dst.ofs),
-		NBits: uint8(dst.nbits)}, needs, nil
+	return MoveAction(src.field, src.ofs, dst.field, dst.ofs, dst.nbits)
+}
+
+// MoveAction is move of bits [srcOfs, srcOfs+nbits) of field src to
+// [dstOfs, dstOfs+nbits) of dst, and what it needs of the match.
+func MoveAction(src *Field, srcOfs uint, dst *Field, dstOfs, nbits uint) (Action, *Prerequisite, error) {
+	if nbits == 0 || srcOfs+nbits > src.Bits {
+		return Action{}, nil, fmt.Errorf("move: %s has no bits %d..%d", src.Name, srcOfs, srcOfs+nbits-1)
+	}
+	if err := (subfield{field: dst, ofs: dstOfs, nbits: nbits}).check("move"); err != nil {
+		return Action{}, nil, err
+	}
+	return Action{Type: ActMove, Src: src, SrcOfs: uint8(srcOfs), Field: dst, Ofs: uint8(dstOfs),
+		NBits: uint8(nbits)}, bothNeeded(src.Needs, dst.Needs), nil
 }
 
 // bothNeeded is a prerequisite that holds when a and b both do.
-func bothNeeded(a, b *prerequisite) *prerequisite {
+func bothNeeded(a, b *Prerequisite) *Prerequisite {
 	switch {
 	case a == nil || a == b:
 		return b
 	case b == nil:
 		return a
 	}
-	return &prerequisite{holds: func(m *Match) bool { return a.holds(m) && b.holds(m) }, what: a.what + " and " + b.what}
-}
-
-// setFieldOf parses set_field's "VALUE[/MASK]" for a field the pipeline
-// carries, or a header field without a mod_ action of its own.
-func setFieldOf(valueText string, f *Field) (Action, *prerequisite, error) {
-	if err := (subfield{field: f, nbits: f.Bits}).writable("set_field"); err != nil {
-		return Action{}, nil, err
-	}
-	v, mask, err := f.parseValue(valueText, nil)
-	if err != nil {
-		return Action{}, nil, fmt.Errorf("set_field: %w", err)
-	}
-	return Action{Type: ActSetField, Field: f, Imm: v.And(mask), Mask: mask}, f.Needs, nil
+	return &Prerequisite{holds: func(m *Match) bool { return a.holds(m) && b.holds(m) }, what: a.what + " and " + b.what}
 }
 
 // writeMetadataAction parses write_metadata's "VALUE[/MASK]".
 func writeMetadataAction(arg string) (Action, error) {
-	f := fieldsByName["metadata"]
-	v, mask, err := f.parseValue(arg, nil)
+	v, mask, err := fieldMetadata.parseValue(arg, nil)
 	if err != nil {
 		return Action{}, fmt.Errorf("write_metadata: %w", err)
 	}
-	return Action{Type: ActWriteMetadata, Field: f, Imm: v.And(mask), Mask: mask}, nil
+	return WriteMetadataAction(v.Lo, mask.Lo), nil
+}
+
+// fieldMetadata is the field write_metadata writes (set by init).
+var fieldMetadata *Field
+
+// WriteMetadataAction is the instruction write_metadata: metadata's bits
+// under mask become v's.
+func WriteMetadataAction(v, mask uint64) Action {
+	return Action{Type: ActWriteMetadata, Field: fieldMetadata, Imm: Value{Lo: v & mask}, Mask: Value{Lo: mask}}
 }
 
 // resubmitAction parses resubmit's "PORT" (resubmit:2) or "[PORT],[TABLE]"
@@ -208,10 +235,16 @@ func gotoTableAction(arg string, from uint8) (Action, error) {
 	if err != nil {
 		return Action{}, err
 	}
-	if t <= uint64(from) {
-		return Action{}, fmt.Errorf("goto_table:%d in table %d: a rule may only go to a later table (resubmit can go back)", t, from)
+	return GotoTableAction(uint8(t), from)
+}
+
+// GotoTableAction is the instruction goto_table:table of a rule in table
+// from: OpenFlow only goes forward.
+func GotoTableAction(table, from uint8) (Action, error) {
+	if table <= from || table >= NumTables {
+		return Action{}, fmt.Errorf("goto_table:%d in table %d: a rule may only go to a later table (resubmit can go back)", table, from)
 	}
-	return Action{Type: ActGotoTable, Table: uint8(t)}, nil
+	return Action{Type: ActGotoTable, Table: table}, nil
 }
 
 // pipelineActionText prints the pipeline's actions; ok is false for any

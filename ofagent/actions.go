@@ -1,0 +1,577 @@
+package ofagent
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/xswitch/xswitch/flow"
+	"github.com/xswitch/xswitch/openflow"
+)
+
+// Actions and instructions. xswitch's rule holds one list: the actions
+// of apply_actions, then the instructions in OpenFlow's order
+// (clear_actions, write_actions and the actions it writes,
+// write_metadata, goto_table). Each OpenFlow action becomes the flow
+// action that Open vSwitch makes of it, built by the flow package's
+// constructors, which make the checks the flow syntax makes (writable
+// fields, prerequisites, goto_table forward only); their failures become
+// the OpenFlow error the specification names.
+
+// The packet-in reason of an output to the controller (OFPR_ACTION), and
+// Nicira's NXAST_OUTPUT_TRUNC, which carries output(port=N,max_len=M).
+const (
+	ofprAction       = 1
+	nxastOutputTrunc = 39
+	ofPort10InPort   = 0xfff8 // OpenFlow 1.0's OFPP_IN_PORT, NXAST_RESUBMIT's "the frame's own"
+	etherTypeVLAN    = flow.EtherTypeVLAN
+)
+
+func fieldNamed(name string) *flow.Field {
+	f, ok := flow.FieldByName(name)
+	if !ok {
+		panic("ofagent: no field " + name)
+	}
+	return f
+}
+
+var (
+	fieldDlSrc   = fieldNamed("dl_src")
+	fieldDlDst   = fieldNamed("dl_dst")
+	fieldVLANVID = fieldNamed("vlan_vid")
+	fieldVLANPCP = fieldNamed("vlan_pcp")
+	fieldNwSrc   = fieldNamed("nw_src")
+	fieldNwDst   = fieldNamed("nw_dst")
+	fieldIPv6Src = fieldNamed("ipv6_src")
+	fieldIPv6Dst = fieldNamed("ipv6_dst")
+	fieldIPDSCP  = fieldNamed("ip_dscp")
+	fieldNwECN   = fieldNamed("nw_ecn")
+	fieldNwTTL   = fieldNamed("nw_ttl")
+	fieldTCPSrc  = fieldNamed("tcp_src")
+	fieldTCPDst  = fieldNamed("tcp_dst")
+	fieldUDPSrc  = fieldNamed("udp_src")
+	fieldUDPDst  = fieldNamed("udp_dst")
+)
+
+// hasVLAN reports whether m says the frame has a tag, as a set_field of
+// vlan_vid needs.
+func hasVLAN(m *flow.Match) bool { return fieldVLANVID.Needs.Holds(m) }
+
+func actionError(code uint16, format string, args ...any) error {
+	return &openflow.DecodeError{Type: openflow.ErrBadAction, Code: code, Reason: fmt.Sprintf(format, args...)}
+}
+
+func instructionError(code uint16, format string, args ...any) error {
+	return &openflow.DecodeError{Type: openflow.ErrBadInstruction, Code: code, Reason: fmt.Sprintf(format, args...)}
+}
+
+// instructionsFromOF gives a rule's action list (flow.Action's instruction
+// forms included: ActGotoTable, ActWriteMetadata, ActClearActions,
+// ActWriteActions) for a rule with match m in table m.Key.Table.
+func instructionsFromOF(is []openflow.Instruction, m flow.Match) ([]flow.Action, error) {
+	var apply, write []openflow.Action
+	var metadata *openflow.InstructionWriteMetadata
+	var gotoTable *openflow.InstructionGotoTable
+	var seen [openflow.InstructionTypeMeter + 1]bool
+	hasWrite, clear := false, false
+	for _, in := range is {
+		t := in.InstructionType()
+		if t < openflow.InstructionTypeGotoTable || t > openflow.InstructionTypeMeter {
+			if t == openflow.InstructionTypeExperimenter {
+				return nil, instructionError(openflow.BadInstructionUnsupInst, "experimenter instructions are not supported")
+			}
+			return nil, instructionError(openflow.BadInstructionUnknownInst, "unknown instruction type %d", t)
+		}
+		if seen[t] {
+			return nil, instructionError(openflow.BadInstructionUnsupInst, "instruction type %d given twice", t)
+		}
+		seen[t] = true
+		switch in := in.(type) {
+		case openflow.InstructionApplyActions:
+			apply = in.Actions
+		case openflow.InstructionWriteActions:
+			write, hasWrite = in.Actions, true
+		case openflow.InstructionClearActions:
+			clear = true
+		case openflow.InstructionWriteMetadata:
+			metadata = &in
+		case openflow.InstructionGotoTable:
+			gotoTable = &in
+		default: // meter
+			return nil, instructionError(openflow.BadInstructionUnsupInst, "meters are not supported")
+		}
+	}
+	out, err := actionsFromOF(apply, m)
+	if err != nil {
+		return nil, err
+	}
+	if clear {
+		out = append(out, flow.Action{Type: flow.ActClearActions})
+	}
+	if hasWrite {
+		written, err := actionsFromOF(write, m)
+		if err != nil {
+			return nil, err
+		}
+		if written, err = flow.WriteActions(written); err != nil {
+			return nil, actionError(openflow.BadActionUnsupportedOrder, "%v", err)
+		}
+		out = append(out, written...)
+	}
+	if metadata != nil {
+		out = append(out, flow.WriteMetadataAction(metadata.Metadata, metadata.Mask))
+	}
+	if gotoTable != nil {
+		a, err := flow.GotoTableAction(gotoTable.TableID, m.Key.Table)
+		if err != nil {
+			return nil, instructionError(openflow.BadInstructionBadTableID, "%v", err)
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// instructionsToOF gives the instructions of a rule's action list, for a
+// rule with match m: its leading actions as apply_actions.
+func instructionsToOF(as []flow.Action, m flow.Match) []openflow.Instruction {
+	var out []openflow.Instruction
+	i := 0
+	for i < len(as) && !isInstruction(as[i].Type) {
+		i++
+	}
+	if i > 0 {
+		out = append(out, openflow.InstructionApplyActions{Actions: actionsToOF(as[:i], m)})
+	}
+	for i < len(as) {
+		a := as[i]
+		switch a.Type {
+		case flow.ActClearActions:
+			out = append(out, openflow.InstructionClearActions{})
+		case flow.ActWriteActions:
+			var written []flow.Action
+			written, i = flow.WrittenActions(as, i)
+			out = append(out, openflow.InstructionWriteActions{Actions: actionsToOF(written, m)})
+			continue
+		case flow.ActWriteMetadata:
+			out = append(out, openflow.InstructionWriteMetadata{Metadata: a.Imm.Lo, Mask: a.Mask.Lo})
+		case flow.ActGotoTable:
+			out = append(out, openflow.InstructionGotoTable{TableID: a.Table})
+		}
+		i++
+	}
+	return out
+}
+
+func isInstruction(t flow.ActionType) bool {
+	switch t {
+	case flow.ActClearActions, flow.ActWriteActions, flow.ActWriteMetadata, flow.ActGotoTable:
+		return true
+	}
+	return false
+}
+
+// actionDecoder reads an action list for a rule with match m. cur is
+// what the frame is known to be at the action being read: push_vlan
+// gives it a tag, which a set_field of vlan_vid then needs, and pop_vlan
+// takes it away, as Open vSwitch checks them.
+type actionDecoder struct {
+	cur flow.Match
+}
+
+// actionsFromOF gives a plain action list (PACKET_OUT's, and those inside
+// apply_actions and write_actions) for a rule with match m.
+func actionsFromOF(as []openflow.Action, m flow.Match) ([]flow.Action, error) {
+	d := actionDecoder{cur: m}
+	out := make([]flow.Action, 0, len(as))
+	for i := 0; i < len(as); i++ {
+		// Open vSwitch sends mod_vlan_vid and mod_vlan_pcp, which push a
+		// tag when there is none, as a push_vlan before the set_field
+		// where the frame has no tag: they are one action again.
+		if push, ok := as[i].(openflow.ActionPushVLAN); ok && push.EtherType == etherTypeVLAN &&
+			!hasVLAN(&d.cur) && i+1 < len(as) && isVLANSet(as[i+1]) {
+			i++
+			d.tag()
+		}
+		a, err := d.action(as[i])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// isVLANSet reports whether a is a set_field of vlan_vid or vlan_pcp.
+func isVLANSet(a openflow.Action) bool {
+	sf, ok := a.(openflow.ActionSetField)
+	if !ok {
+		return false
+	}
+	f, _, ok := flow.FieldByOXM(sf.Field.Class, sf.Field.Field)
+	return ok && (f == fieldVLANVID || f == fieldVLANPCP)
+}
+
+// tag and untag make cur say that the frame has an outer tag, or that its
+// outer tag is unknown.
+func (d *actionDecoder) tag() {
+	d.cur.Key.VLANTCI |= vlanCFI
+	d.cur.Mask.VLANTCI |= vlanCFI
+}
+
+func (d *actionDecoder) untag() { d.cur.Key.VLANTCI, d.cur.Mask.VLANTCI = 0, 0 }
+
+func (d *actionDecoder) action(oa openflow.Action) (flow.Action, error) {
+	switch a := oa.(type) {
+	case openflow.ActionOutput:
+		return outputFromOF(a)
+	case openflow.ActionPushVLAN:
+		fa, err := flow.PushVLANAction(a.EtherType)
+		if err != nil {
+			return flow.Action{}, actionError(openflow.BadActionBadArgument, "%v", err)
+		}
+		d.tag()
+		return fa, nil
+	case openflow.ActionPopVLAN:
+		d.untag()
+		return flow.Action{Type: flow.ActStripVLAN}, nil
+	case openflow.ActionSetNwTTL:
+		fa, needs, err := flow.SetFieldAction(fieldNwTTL, flow.Value{Lo: uint64(a.TTL)}, flow.Ones(fieldNwTTL.Bits))
+		return d.checked(fa, needs, err, "set_nw_ttl")
+	case openflow.ActionDecNwTTL:
+		fa, needs := flow.DecTTLAction()
+		return d.checked(fa, needs, nil, "dec_nw_ttl")
+	case openflow.ActionSetField:
+		return d.setField(a.Field, false)
+	case openflow.NXRegLoad2:
+		return d.setField(a.Field, true)
+	case openflow.NXRegLoad:
+		return d.load(a)
+	case openflow.NXRegMove:
+		return d.move(a)
+	case openflow.NXResubmit:
+		return resubmitFromOF(a)
+	case openflow.NXController:
+		return controllerAction(a.MaxLen, a.ControllerID, a.Reason), nil
+	case openflow.NXController2:
+		if a.UserData != nil || a.Pause {
+			return flow.Action{}, actionError(openflow.BadActionBadArgument, "controller: userdata and pause are not supported")
+		}
+		return controllerAction(a.MaxLen, a.ControllerID, a.Reason), nil
+	case openflow.ActionGroup:
+		return flow.Action{}, actionError(openflow.BadActionBadOutGroup, "groups are not supported")
+	case openflow.ActionExperimenter:
+		return experimenterFromOF(a)
+	}
+	return flow.Action{}, actionError(openflow.BadActionBadType, "action type %d is not supported", oa.ActionType())
+}
+
+// checked returns the flow action a, or the OpenFlow error of err (a value
+// the field cannot take), or of a prerequisite the frame does not meet.
+func (d *actionDecoder) checked(a flow.Action, needs *flow.Prerequisite, err error, what string) (flow.Action, error) {
+	switch {
+	case err != nil:
+		return flow.Action{}, actionError(openflow.BadActionBadSetArgument, "%v", err)
+	case needs != nil && !needs.Holds(&d.cur):
+		return flow.Action{}, actionError(openflow.BadActionMatchInconsistent, "%s requires %s", what, needs)
+	}
+	return a, nil
+}
+
+func outputFromOF(a openflow.ActionOutput) (flow.Action, error) {
+	if a.Port == ofPortController {
+		return controllerAction(a.MaxLen, 0, ofprAction), nil
+	}
+	p, ok := portFromOF(a.Port)
+	if !ok {
+		return flow.Action{}, actionError(openflow.BadActionBadOutPort, "output to port %#x", a.Port)
+	}
+	// max_len is the controller's alone (OpenFlow 1.3, 7.2.5).
+	fa, err := flow.OutputAction(p, 0)
+	if err != nil {
+		return flow.Action{}, actionError(openflow.BadActionBadOutPort, "%v", err)
+	}
+	return fa, nil
+}
+
+func controllerAction(maxLen, id uint16, reason uint8) flow.Action {
+	return flow.Action{Type: flow.ActController, Value: maxLen, Port: id, Table: reason}
+}
+
+func resubmitFromOF(a openflow.NXResubmit) (flow.Action, error) {
+	fa := flow.Action{Type: flow.ActResubmit, Table: a.Table}
+	if a.InPort != ofPort10InPort {
+		if err := flow.CheckPort(a.InPort); err != nil {
+			return flow.Action{}, actionError(openflow.BadActionBadArgument, "resubmit: %v", err)
+		}
+		fa.Port = a.InPort
+	}
+	return fa, nil
+}
+
+// experimenterFromOF reads the one Nicira action that the codec does not
+// model and xswitch has: NXAST_OUTPUT_TRUNC (subtype, port, max_len).
+func experimenterFromOF(a openflow.ActionExperimenter) (flow.Action, error) {
+	if a.Experimenter != openflow.NiciraExperimenter {
+		return flow.Action{}, actionError(openflow.BadActionBadExperimenter, "experimenter %#x", a.Experimenter)
+	}
+	if len(a.Data) < 2 || binary.BigEndian.Uint16(a.Data) != nxastOutputTrunc {
+		return flow.Action{}, actionError(openflow.BadActionBadExpType, "Nicira action not supported")
+	}
+	if len(a.Data) != 8 {
+		return flow.Action{}, actionError(openflow.BadActionBadLen, "output_trunc of %d bytes", len(a.Data)+8)
+	}
+	port, maxLen := binary.BigEndian.Uint16(a.Data[2:]), binary.BigEndian.Uint32(a.Data[4:])
+	if maxLen == 0 || maxLen > 0xffff {
+		return flow.Action{}, actionError(openflow.BadActionBadArgument, "output_trunc max_len %d", maxLen)
+	}
+	fa, err := flow.OutputAction(port, uint16(maxLen))
+	if err != nil {
+		return flow.Action{}, actionError(openflow.BadActionBadArgument, "%v", err)
+	}
+	return fa, nil
+}
+
+// setField reads a set_field (OFPAT_SET_FIELD) or, masked, is NXAST_REG_LOAD2.
+func (d *actionDecoder) setField(o openflow.OXM, masked bool) (flow.Action, error) {
+	f, c, ok := flow.FieldByOXM(o.Class, o.Field)
+	if !ok || !f.Writable || o.Class == openflow.OXMClassExperimenter {
+		return flow.Action{}, actionError(openflow.BadActionBadSetType, "set_field: OXM %#x:%d cannot be written", o.Class, o.Field)
+	}
+	if len(o.Value) != int(c.Bytes) || o.Mask != nil && len(o.Mask) != len(o.Value) {
+		return flow.Action{}, actionError(openflow.BadActionBadSetLen, "set_field %s: %d bytes, not %d", f.Name, len(o.Value), c.Bytes)
+	}
+	v, mask := flow.ValueOfBytes(o.Value), flow.Ones(f.Bits)
+	if o.Mask != nil {
+		if !masked {
+			return flow.Action{}, actionError(openflow.BadActionBadSetArgument, "set_field %s: OpenFlow 1.3's set_field takes no mask", f.Name)
+		}
+		mask = flow.ValueOfBytes(o.Mask)
+	}
+	if isOXM(openflow.OXMClassOpenFlowBasic, openflow.OXMInPort, c) {
+		p, ok := portFromOF(uint32(v.Lo))
+		if !ok {
+			return flow.Action{}, actionError(openflow.BadActionBadSetArgument, "set_field in_port %d", v.Lo)
+		}
+		v = flow.Value{Lo: uint64(p)}
+	}
+	a, needs, err := flow.SetFieldAction(f, v, mask)
+	if a, err = d.checked(a, needs, err, "set_field to "+f.Name); err != nil {
+		return flow.Action{}, err
+	}
+	if f == fieldVLANVID || f == fieldVLANPCP {
+		d.tag()
+	}
+	return a, nil
+}
+
+// subfieldFromOF is the field an NXM/OXM header names in NXAST_REG_LOAD and
+// NXAST_REG_MOVE.
+func subfieldFromOF(header uint32) (*flow.Field, bool) {
+	o := openflow.OXMFromHeader(header)
+	f, c, ok := flow.FieldByOXM(o.Class, o.Field)
+	return f, ok && header&0x100 == 0 && header&0xff == uint32(c.Bytes)
+}
+
+func (d *actionDecoder) load(a openflow.NXRegLoad) (flow.Action, error) {
+	f, ok := subfieldFromOF(a.Dst)
+	if !ok || !f.Writable {
+		return flow.Action{}, actionError(openflow.BadActionBadSetType, "load: field %#x cannot be written", a.Dst)
+	}
+	fa, needs, err := flow.LoadAction(f, uint(a.Ofs), uint(a.NBits), flow.Value{Lo: a.Value})
+	if err != nil {
+		return flow.Action{}, actionError(openflow.BadActionBadArgument, "%v", err)
+	}
+	return d.checked(fa, needs, nil, "load")
+}
+
+func (d *actionDecoder) move(a openflow.NXRegMove) (flow.Action, error) {
+	src, ok := subfieldFromOF(a.Src)
+	if !ok {
+		return flow.Action{}, actionError(openflow.BadActionBadArgument, "move: no field %#x", a.Src)
+	}
+	dst, ok := subfieldFromOF(a.Dst)
+	if !ok || !dst.Writable {
+		return flow.Action{}, actionError(openflow.BadActionBadSetType, "move: field %#x cannot be written", a.Dst)
+	}
+	fa, needs, err := flow.MoveAction(src, uint(a.SrcOfs), dst, uint(a.DstOfs), uint(a.NBits))
+	if err != nil {
+		return flow.Action{}, actionError(openflow.BadActionBadArgument, "%v", err)
+	}
+	return d.checked(fa, needs, nil, "move")
+}
+
+// actionsToOF gives a plain action list's OpenFlow form, as ovs-ofctl -O
+// OpenFlow13 sends it, for a rule with match m: mod_tp_src is a set_field
+// of tcp_src or udp_src by m's protocol, and mod_vlan_vid pushes a tag
+// first when m has none.
+func actionsToOF(as []flow.Action, m flow.Match) []openflow.Action {
+	out := make([]openflow.Action, 0, len(as))
+	tagged := hasVLAN(&m)
+	for _, a := range as {
+		out = appendActionOF(out, a, &m, tagged)
+		// Whether the frame has a tag at the next action, as Open
+		// vSwitch follows it.
+		switch a.Type {
+		case flow.ActPushVLAN, flow.ActSetVLANVID, flow.ActSetVLANPCP:
+			tagged = true
+		case flow.ActStripVLAN:
+			tagged = false
+		}
+	}
+	return out
+}
+
+// appendActionOF appends a's OpenFlow form for a rule with match m, where
+// tagged says whether the frame has a tag when a runs.
+func appendActionOF(out []openflow.Action, a flow.Action, m *flow.Match, tagged bool) []openflow.Action {
+	switch a.Type {
+	case flow.ActOutput:
+		if a.Value == 0 {
+			return append(out, openflow.ActionOutput{Port: portToOF(a.Port)})
+		}
+		data := make([]byte, 8)
+		binary.BigEndian.PutUint16(data, nxastOutputTrunc)
+		binary.BigEndian.PutUint16(data[2:], a.Port)
+		binary.BigEndian.PutUint32(data[4:], uint32(a.Value))
+		return append(out, openflow.ActionExperimenter{Experimenter: openflow.NiciraExperimenter, Data: data})
+	case flow.ActNormal:
+		return append(out, openflow.ActionOutput{Port: ofPortNormal})
+	case flow.ActFlood:
+		return append(out, openflow.ActionOutput{Port: ofPortFlood})
+	case flow.ActAll:
+		return append(out, openflow.ActionOutput{Port: ofPortAll})
+	case flow.ActInPort:
+		return append(out, openflow.ActionOutput{Port: ofPortInPort})
+	case flow.ActController:
+		if a.Port == 0 && a.Table == ofprAction {
+			return append(out, openflow.ActionOutput{Port: ofPortController, MaxLen: a.Value})
+		}
+		return append(out, openflow.NXController{MaxLen: a.Value, ControllerID: a.Port, Reason: a.Table})
+	case flow.ActSetDlSrc:
+		return append(out, setHeaderOF(fieldDlSrc, flow.ValueOfBytes(a.MAC[:]), a.Mask))
+	case flow.ActSetDlDst:
+		return append(out, setHeaderOF(fieldDlDst, flow.ValueOfBytes(a.MAC[:]), a.Mask))
+	case flow.ActSetVLANVID, flow.ActSetVLANPCP:
+		if !tagged {
+			out = append(out, openflow.ActionPushVLAN{EtherType: etherTypeVLAN})
+		}
+		if a.Type == flow.ActSetVLANPCP {
+			return append(out, setWholeOF(fieldVLANPCP, flow.Value{Lo: uint64(a.Value)}))
+		}
+		return append(out, setWholeOF(fieldVLANVID, flow.Value{Lo: uint64(a.Value | openflow.VLANPresent)}))
+	case flow.ActStripVLAN:
+		return append(out, openflow.ActionPopVLAN{})
+	case flow.ActPushVLAN:
+		return append(out, openflow.ActionPushVLAN{EtherType: a.Value})
+	case flow.ActSetNwSrc:
+		return append(out, setHeaderOF(fieldNwSrc, flow.ValueOfBytes(a.IPv4[:]), a.Mask))
+	case flow.ActSetNwDst:
+		return append(out, setHeaderOF(fieldNwDst, flow.ValueOfBytes(a.IPv4[:]), a.Mask))
+	case flow.ActSetIPv6Src:
+		return append(out, setWholeOF(fieldIPv6Src, a.Imm))
+	case flow.ActSetIPv6Dst:
+		return append(out, setWholeOF(fieldIPv6Dst, a.Imm))
+	case flow.ActSetTpSrc, flow.ActSetTpDst:
+		f := fieldTCPSrc
+		switch {
+		case a.Type == flow.ActSetTpSrc && !fieldTCPSrc.Needs.Holds(m):
+			f = fieldUDPSrc
+		case a.Type == flow.ActSetTpDst && fieldTCPDst.Needs.Holds(m):
+			f = fieldTCPDst
+		case a.Type == flow.ActSetTpDst:
+			f = fieldUDPDst
+		}
+		return append(out, setHeaderOF(f, flow.Value{Lo: uint64(a.Value)}, a.Mask))
+	case flow.ActDecTTL:
+		return append(out, openflow.ActionDecNwTTL{})
+	case flow.ActSetNwTOS:
+		return append(out, setWholeOF(fieldIPDSCP, flow.Value{Lo: uint64(a.Value >> 2)}))
+	case flow.ActSetNwECN:
+		return append(out, setWholeOF(fieldNwECN, flow.Value{Lo: uint64(a.Value)}))
+	case flow.ActSetNwTTL:
+		return append(out, openflow.ActionSetNwTTL{TTL: uint8(a.Value)})
+	case flow.ActLoad:
+		f, ofs := subfieldToOF(a.Field, uint(a.Ofs), m)
+		return append(out, openflow.NXRegLoad{Ofs: uint8(ofs), NBits: a.NBits, Dst: f, Value: a.Imm.Shr(uint(a.Ofs)).Lo})
+	case flow.ActSetField:
+		return append(out, setFieldOF(a.Field, a.Imm, a.Mask))
+	case flow.ActMove:
+		src, srcOfs := subfieldToOF(a.Src, uint(a.SrcOfs), m)
+		dst, dstOfs := subfieldToOF(a.Field, uint(a.Ofs), m)
+		return append(out, openflow.NXRegMove{NBits: uint16(a.NBits), SrcOfs: uint16(srcOfs), DstOfs: uint16(dstOfs),
+			Src: src, Dst: dst})
+	case flow.ActResubmit:
+		port := a.Port
+		if port == 0 {
+			port = ofPort10InPort
+		}
+		return append(out, openflow.NXResubmit{InPort: port, Table: a.Table})
+	}
+	panic(fmt.Sprintf("ofagent: action %d has no OpenFlow form", a.Type))
+}
+
+// setFieldOF is set_field of v under mask into f: OFPAT_SET_FIELD, or
+// NXAST_REG_LOAD2 under a mask, which OpenFlow 1.3's set_field does not
+// take.
+func setFieldOF(f *flow.Field, v, mask flow.Value) openflow.Action {
+	c := &f.OXM[0]
+	if isOXM(openflow.OXMClassOpenFlowBasic, openflow.OXMInPort, c) {
+		v = flow.Value{Lo: uint64(portToOF(uint16(v.Lo)))}
+	}
+	o := openflow.OXM{Class: c.Class, Field: c.Num, Value: valueBytes(v, c.Bytes)}
+	if mask == flow.Ones(f.Bits) {
+		return openflow.ActionSetField{Field: o}
+	}
+	o.Mask = valueBytes(mask, c.Bytes)
+	return openflow.NXRegLoad2{Field: o}
+}
+
+func setWholeOF(f *flow.Field, v flow.Value) openflow.Action {
+	return setFieldOF(f, v, flow.Ones(f.Bits))
+}
+
+// setHeaderOF is a header rewrite's set_field, whose Mask is zero when it
+// writes the whole field.
+func setHeaderOF(f *flow.Field, v, mask flow.Value) openflow.Action {
+	if mask.IsZero() {
+		return setWholeOF(f, v)
+	}
+	return setFieldOF(f, v, mask)
+}
+
+// subfieldToOF gives the NXM/OXM header that names bits from ofs of field
+// f in NXAST_REG_LOAD and NXAST_REG_MOVE, and where f's bits start in
+// it: f's encoding of its own width (in_port's 16-bit NXM_OF_IN_PORT),
+// or, for a field without one, a field over the same bits that has one
+// (tcp_src for tp_src), found in the field table.
+func subfieldToOF(f *flow.Field, ofs uint, m *flow.Match) (header uint32, at uint) {
+	for i := range f.OXM {
+		if c := &f.OXM[i]; uint(c.Bytes) == (f.Bits+7)/8 {
+			return oxmHeader(c), ofs
+		}
+	}
+	if len(f.OXM) > 0 {
+		return oxmHeader(&f.OXM[0]), ofs
+	}
+	var bits flow.Key
+	f.Set(&bits, flow.Ones(f.Bits))
+	for _, g := range flow.Fields() {
+		c, ok := g.OXMFor(m)
+		v := g.Get(&bits)
+		if !ok || v.IsZero() {
+			continue
+		}
+		shift := uint(0)
+		for v.Lo&1 == 0 && v.Hi == 0 {
+			v, shift = v.Shr(1), shift+1
+		}
+		if v == flow.Ones(f.Bits) {
+			return oxmHeader(c), ofs + shift
+		}
+	}
+	panic("ofagent: field " + f.Name + " has no OpenFlow encoding")
+}
+
+// oxmHeader is the 32-bit header of an unmasked TLV of type c.
+func oxmHeader(c *flow.OXMCode) uint32 {
+	return openflow.OXM{Class: c.Class, Field: c.Num, Value: make([]byte, c.Bytes)}.Header()
+}

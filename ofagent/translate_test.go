@@ -1,0 +1,375 @@
+package ofagent
+
+import (
+	"bufio"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/xswitch/xswitch/flow"
+	"github.com/xswitch/xswitch/openflow"
+)
+
+// corpusFile is flow's corpus of flows checked against ovs-ofctl.
+const corpusFile = "../flow/testdata/ovs-corpus.txt"
+
+// corpusRules returns the rules of the corpus that xswitch accepts, with
+// their text.
+func corpusRules(t testing.TB) (texts []string, rules []flow.Rule) {
+	t.Helper()
+	f, err := os.Open(corpusFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		r, err := flow.ParseRule(line, nil)
+		if err != nil {
+			continue
+		}
+		texts, rules = append(texts, line), append(rules, r)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(rules) < 400 {
+		t.Fatalf("only %d rules of %s parse", len(rules), corpusFile)
+	}
+	return texts, rules
+}
+
+// roundTripKnownDifferent are the corpus flows whose OpenFlow form reads
+// back as another rule of the same meaning, each with why.
+var roundTripKnownDifferent = map[string]string{
+	"actions=push_vlan:0x8100,mod_vlan_vid:10,output:1": "OVS sends mod_vlan_vid on an untagged frame as push_vlan and set_field, " +
+		"which xswitch reads as mod_vlan_vid again; here the push_vlan is the rule's own, and the two do the same to every frame",
+}
+
+// TestCorpusRoundTrip: every corpus rule xswitch accepts, taken to
+// OpenFlow and back, is the same rule.
+func TestCorpusRoundTrip(t *testing.T) {
+	texts, rules := corpusRules(t)
+	for i, r := range rules {
+		want := flow.FormatRule(r)
+		m, err := matchFromOF(throughWire(t, matchToOF(r.Match)), r.Table())
+		if err != nil {
+			t.Errorf("%s: matchFromOF(matchToOF): %v", texts[i], err)
+			continue
+		}
+		if m != r.Match {
+			t.Errorf("%s: the match reads back as %q", texts[i], flow.FormatMatch(m))
+		}
+		actions, err := instructionsFromOF(instructionsToOF(r.Actions, r.Match), m)
+		if err != nil {
+			t.Errorf("%s: instructionsFromOF(instructionsToOF): %v", texts[i], err)
+			continue
+		}
+		back := r
+		back.Match, back.Actions = m, actions
+		if got := flow.FormatRule(back); got != want {
+			if why, ok := roundTripKnownDifferent[texts[i]]; ok {
+				t.Logf("known different (%s): %s", why, texts[i])
+				continue
+			}
+			t.Errorf("%s:\n\tgoes to OpenFlow and back as %s\n\tnot as         %s", texts[i], got, want)
+		}
+	}
+}
+
+// throughWire encodes m's TLVs and decodes them back, with the codec.
+func throughWire(t *testing.T, m openflow.Match) openflow.Match {
+	t.Helper()
+	var b []byte
+	for _, o := range m.Fields {
+		b = openflow.AppendOXM(b, o)
+	}
+	return oxmsOf(t, b)
+}
+
+// ruleOf parses a rule that the test gives.
+func ruleOf(t *testing.T, text string) flow.Rule {
+	t.Helper()
+	r, err := flow.ParseRule(text, nil)
+	if err != nil {
+		t.Fatalf("%s: %v", text, err)
+	}
+	return r
+}
+
+// basic is an OpenFlow basic TLV.
+func basic(num uint8, value ...byte) openflow.OXM {
+	return openflow.OXM{Class: openflow.OXMClassOpenFlowBasic, Field: num, Value: value}
+}
+
+func masked(o openflow.OXM, mask ...byte) openflow.OXM {
+	o.Mask = mask
+	return o
+}
+
+var (
+	ethIPv4 = basic(5, 0x08, 0x00)
+	ethIPv6 = basic(5, 0x86, 0xdd)
+	ipTCP   = basic(10, 6)
+	ipUDP   = basic(10, 17)
+)
+
+func wantCode(t *testing.T, what string, err error, typ openflow.ErrorType, code uint16) {
+	t.Helper()
+	var de *openflow.DecodeError
+	switch {
+	case err == nil:
+		t.Errorf("%s: no error, want type %d code %d", what, typ, code)
+	case !errors.As(err, &de):
+		t.Errorf("%s: %v, not a *openflow.DecodeError", what, err)
+	case de.Type != typ || de.Code != code:
+		t.Errorf("%s: %v, want type %d code %d", what, err, typ, code)
+	}
+}
+
+func TestMatchErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		fields []openflow.OXM
+		code   uint16
+	}{
+		{"no such field (OXM_OF_SCTP_SRC)", []openflow.OXM{ethIPv4, basic(10, 132), basic(17, 0, 1)}, openflow.BadMatchBadField},
+		{"no such field (tun_id)", []openflow.OXM{basic(38, 0, 0, 0, 0, 0, 0, 0, 1)}, openflow.BadMatchBadField},
+		{"an experimenter field", []openflow.OXM{{Class: openflow.OXMClassExperimenter, Field: 1, Experimenter: 0x4f4e4600, Value: []byte{1}}}, openflow.BadMatchBadField},
+		{"eth_type of 3 bytes", []openflow.OXM{basic(5, 8, 0, 0)}, openflow.BadMatchBadLen},
+		{"in_port of 2 bytes", []openflow.OXM{basic(0, 0, 1)}, openflow.BadMatchBadLen},
+		{"a mask on eth_type", []openflow.OXM{masked(ethIPv4, 0xff, 0xff)}, openflow.BadMatchBadMask},
+		{"a mask on ip_proto", []openflow.OXM{ethIPv4, masked(ipTCP, 0xff)}, openflow.BadMatchBadMask},
+		{"value bits outside the mask", []openflow.OXM{masked(basic(4, 2, 0, 0, 0, 0, 1), 0xff, 0xff, 0xff, 0, 0, 0)}, openflow.BadMatchBadWildcards},
+		{"a VID without OFPVID_PRESENT", []openflow.OXM{basic(6, 0x00, 0x05)}, openflow.BadMatchBadValue},
+		{"a VID beyond 13 bits", []openflow.OXM{basic(6, 0x20, 0x05)}, openflow.BadMatchBadValue},
+		{"a PCP beyond 3 bits", []openflow.OXM{basic(6, 0x10, 0x05), basic(7, 8)}, openflow.BadMatchBadValue},
+		{"ip_dscp beyond 6 bits", []openflow.OXM{ethIPv4, basic(8, 64)}, openflow.BadMatchBadValue},
+		{"in_port NORMAL", []openflow.OXM{basic(0, 0xff, 0xff, 0xff, 0xfa)}, openflow.BadMatchBadValue},
+		{"in_port beyond xswitch's numbers", []openflow.OXM{basic(0, 0, 1, 0, 0)}, openflow.BadMatchBadValue},
+		{"eth_type twice", []openflow.OXM{ethIPv4, ethIPv4}, openflow.BadMatchDupField},
+		{"reg0 and xreg0", []openflow.OXM{{Class: openflow.OXMClassNXM1, Field: 0, Value: []byte{0, 0, 0, 1}},
+			{Class: openflow.OXMClassPacketRegs, Field: 0, Value: []byte{0, 0, 0, 0, 0, 0, 0, 1}}}, openflow.BadMatchDupField},
+		{"tcp_dst without ip_proto", []openflow.OXM{ethIPv4, basic(14, 0, 80)}, openflow.BadMatchBadPrereq},
+		{"tcp_dst with udp", []openflow.OXM{ethIPv4, ipUDP, basic(14, 0, 80)}, openflow.BadMatchBadPrereq},
+		{"tcp_dst before its prerequisites, without eth_type", []openflow.OXM{basic(14, 0, 80), ipTCP}, openflow.BadMatchBadPrereq},
+		{"ipv4_src under ARP", []openflow.OXM{basic(5, 0x08, 0x06), basic(11, 10, 0, 0, 1)}, openflow.BadMatchBadPrereq},
+		{"ip_proto under ARP", []openflow.OXM{basic(5, 0x08, 0x06), ipTCP}, openflow.BadMatchBadPrereq},
+		{"icmpv6_type under ICMPv4", []openflow.OXM{ethIPv4, basic(10, 1), basic(29, 3)}, openflow.BadMatchBadPrereq},
+		{"ipv6_src under IPv4", []openflow.OXM{ethIPv4, basic(26, 0x20, 1, 0xd, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1)}, openflow.BadMatchBadPrereq},
+		{"vlan_pcp without a tag", []openflow.OXM{basic(7, 3)}, openflow.BadMatchBadPrereq},
+		{"vlan_pcp of no tag", []openflow.OXM{basic(6, 0, 0), basic(7, 3)}, openflow.BadMatchBadPrereq},
+	} {
+		_, err := matchFromOF(openflow.Match{Fields: tc.fields}, 0)
+		wantCode(t, tc.name, err, openflow.ErrBadMatch, tc.code)
+	}
+	// Their prerequisites given, in any order, the same fields are fine.
+	for _, fields := range [][]openflow.OXM{
+		{basic(14, 0, 80), ipTCP, ethIPv6},
+		{basic(7, 3), basic(6, 0x10, 0x05)},
+		{ethIPv6, basic(10, 58), basic(29, 3)},
+	} {
+		if _, err := matchFromOF(openflow.Match{Fields: fields}, 0); err != nil {
+			t.Errorf("%v: %v", fields, err)
+		}
+	}
+}
+
+func TestMatchVLAN(t *testing.T) {
+	for _, tc := range []struct {
+		fields []openflow.OXM
+		want   string
+	}{
+		{[]openflow.OXM{basic(6, 0, 0)}, "vlan_tci=0x0000"},
+		{[]openflow.OXM{basic(6, 0x10, 0x05)}, "dl_vlan=5"},
+		{[]openflow.OXM{masked(basic(6, 0x10, 0), 0x10, 0)}, "vlan_tci=0x1000/0x1000"},
+		{[]openflow.OXM{masked(basic(6, 0x10, 0), 0x10, 0), basic(7, 5)}, "dl_vlan_pcp=5"},
+		{[]openflow.OXM{basic(6, 0x10, 0x07), basic(7, 5)}, "dl_vlan=7,dl_vlan_pcp=5"},
+		{[]openflow.OXM{{Class: openflow.OXMClassNXM0, Field: 4, Value: []byte{0x20, 0}, Mask: []byte{0x20, 0}}}, "vlan_tci=0x2000/0x2000"},
+	} {
+		m, err := matchFromOF(openflow.Match{Fields: tc.fields}, 0)
+		if err != nil {
+			t.Errorf("%v: %v", tc.fields, err)
+			continue
+		}
+		m.Mask.Table = 0
+		if got := flow.FormatMatch(m); got != tc.want {
+			t.Errorf("%v reads as %q, want %q", tc.fields, got, tc.want)
+		}
+	}
+}
+
+func TestMatchTable(t *testing.T) {
+	m, err := matchFromOF(openflow.Match{}, 7)
+	if err != nil || m.Key.Table != 7 || m.Mask.Table != 0xff {
+		t.Errorf("table 7: %+v, %v", m, err)
+	}
+	if m, err = matchFromOF(openflow.Match{}, allTables); err != nil || m.Mask.Table != 0 {
+		t.Errorf("OFPTT_ALL: %+v, %v", m, err)
+	}
+}
+
+// TestActionsToOF checks the OpenFlow form of actions against what
+// ovs-ofctl -O OpenFlow13 sends for them.
+func TestActionsToOF(t *testing.T) {
+	setField := func(o openflow.OXM) openflow.Action { return openflow.ActionSetField{Field: o} }
+	for _, tc := range []struct {
+		flow string
+		want []openflow.Action
+	}{
+		{"actions=output:3,NORMAL,LOCAL,IN_PORT,FLOOD,ALL", []openflow.Action{openflow.ActionOutput{Port: 3},
+			openflow.ActionOutput{Port: ofPortNormal}, openflow.ActionOutput{Port: ofPortLocal},
+			openflow.ActionOutput{Port: ofPortInPort}, openflow.ActionOutput{Port: ofPortFlood}, openflow.ActionOutput{Port: ofPortAll}}},
+		{"actions=mod_vlan_vid:5", []openflow.Action{openflow.ActionPushVLAN{EtherType: 0x8100}, setField(basic(6, 0x10, 0x05))}},
+		{"dl_vlan=3,actions=mod_vlan_vid:5", []openflow.Action{setField(basic(6, 0x10, 0x05))}},
+		{"dl_vlan=3,actions=strip_vlan", []openflow.Action{openflow.ActionPopVLAN{}}},
+		{"actions=mod_dl_src:02:00:00:00:00:01", []openflow.Action{setField(basic(4, 2, 0, 0, 0, 0, 1))}},
+		{"ip,actions=mod_nw_src:10.0.0.1,mod_nw_tos:8,dec_ttl,mod_nw_ttl:9", []openflow.Action{setField(basic(11, 10, 0, 0, 1)),
+			setField(basic(8, 2)), openflow.ActionDecNwTTL{}, openflow.ActionSetNwTTL{TTL: 9}}},
+		{"tcp,actions=mod_tp_src:80", []openflow.Action{setField(basic(13, 0, 80))}},
+		{"udp,actions=mod_tp_dst:53", []openflow.Action{setField(basic(16, 0, 53))}},
+		{"actions=load:0x5->NXM_NX_REG0[0..15],move:NXM_OF_IN_PORT[]->NXM_NX_REG1[0..15],resubmit(,2),resubmit:3",
+			[]openflow.Action{openflow.NXRegLoad{Ofs: 0, NBits: 16, Dst: 0x00010004, Value: 5},
+				openflow.NXRegMove{NBits: 16, SrcOfs: 0, DstOfs: 0, Src: 0x00000002, Dst: 0x00010204},
+				openflow.NXResubmit{InPort: 0xfff8, Table: 2}, openflow.NXResubmit{InPort: 3, Table: 0xff}}},
+		{"actions=set_field:0x5/0xff->reg0", []openflow.Action{openflow.NXRegLoad2{Field: openflow.OXM{Class: openflow.OXMClassNXM1,
+			Field: 0, Value: []byte{0, 0, 0, 5}, Mask: []byte{0, 0, 0, 0xff}}}}},
+		{"actions=set_field:2->in_port", []openflow.Action{setField(basic(0, 0, 0, 0, 2))}},
+	} {
+		r := ruleOf(t, tc.flow)
+		got := actionsToOF(r.Actions, r.Match)
+		if !equalActions(got, tc.want) {
+			t.Errorf("%s:\n\tgot  %#v\n\twant %#v", tc.flow, got, tc.want)
+		}
+	}
+}
+
+func equalActions(a, b []openflow.Action) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !equalAction(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func equalAction(a, b openflow.Action) bool {
+	switch a := a.(type) {
+	case openflow.ActionSetField:
+		b, ok := b.(openflow.ActionSetField)
+		return ok && equalOXM(a.Field, b.Field)
+	case openflow.NXRegLoad2:
+		b, ok := b.(openflow.NXRegLoad2)
+		return ok && equalOXM(a.Field, b.Field)
+	}
+	return a == b
+}
+
+func equalOXM(a, b openflow.OXM) bool {
+	return a.Class == b.Class && a.Field == b.Field && string(a.Value) == string(b.Value) &&
+		(a.Mask == nil) == (b.Mask == nil) && string(a.Mask) == string(b.Mask)
+}
+
+func TestActionErrors(t *testing.T) {
+	tcp := ruleOf(t, "tcp,actions=drop").Match
+	none := ruleOf(t, "actions=drop").Match
+	apply := func(as ...openflow.Action) []openflow.Instruction {
+		return []openflow.Instruction{openflow.InstructionApplyActions{Actions: as}}
+	}
+	for _, tc := range []struct {
+		name string
+		is   []openflow.Instruction
+		m    flow.Match
+		typ  openflow.ErrorType
+		code uint16
+	}{
+		{"copy_ttl_out", apply(openflow.ActionCopyTTLOut{}), none, openflow.ErrBadAction, openflow.BadActionBadType},
+		{"push_mpls", apply(openflow.ActionPushMPLS{EtherType: 0x8847}), none, openflow.ErrBadAction, openflow.BadActionBadType},
+		{"set_queue", apply(openflow.ActionSetQueue{QueueID: 1}), none, openflow.ErrBadAction, openflow.BadActionBadType},
+		{"group", apply(openflow.ActionGroup{GroupID: 1}), none, openflow.ErrBadAction, openflow.BadActionBadOutGroup},
+		{"another experimenter's action", apply(openflow.ActionExperimenter{Experimenter: 0x00002321, Data: []byte{0, 1, 0, 0, 0, 0}}), none,
+			openflow.ErrBadAction, openflow.BadActionBadExperimenter},
+		{"a Nicira action xswitch lacks (NXAST_LEARN)", apply(openflow.ActionExperimenter{Experimenter: openflow.NiciraExperimenter,
+			Data: []byte{0, 16, 0, 0, 0, 0}}), none, openflow.ErrBadAction, openflow.BadActionBadExpType},
+		{"output to port 0", apply(openflow.ActionOutput{Port: 0}), none, openflow.ErrBadAction, openflow.BadActionBadOutPort},
+		{"output to 0x10000", apply(openflow.ActionOutput{Port: 0x10000}), none, openflow.ErrBadAction, openflow.BadActionBadOutPort},
+		{"output to OFPP_MAX", apply(openflow.ActionOutput{Port: ofPortMax}), none, openflow.ErrBadAction, openflow.BadActionBadOutPort},
+		{"output to ANY", apply(openflow.ActionOutput{Port: ofPortAny}), none, openflow.ErrBadAction, openflow.BadActionBadOutPort},
+		{"set_field of ip_proto", apply(openflow.ActionSetField{Field: basic(10, 6)}), tcp, openflow.ErrBadAction, openflow.BadActionBadSetType},
+		{"set_field of arp_spa", apply(openflow.ActionSetField{Field: basic(22, 1, 2, 3, 4)}), none, openflow.ErrBadAction, openflow.BadActionBadSetType},
+		{"set_field of no field", apply(openflow.ActionSetField{Field: basic(17, 0, 1)}), none, openflow.ErrBadAction, openflow.BadActionBadSetType},
+		{"set_field of tcp_dst without tcp", apply(openflow.ActionSetField{Field: basic(14, 0, 80)}), none,
+			openflow.ErrBadAction, openflow.BadActionMatchInconsistent},
+		{"set_field of udp_dst under tcp", apply(openflow.ActionSetField{Field: basic(16, 0, 53)}), tcp,
+			openflow.ErrBadAction, openflow.BadActionMatchInconsistent},
+		{"set_field of vlan_vid without a tag", apply(openflow.ActionSetField{Field: basic(6, 0x10, 5)}), none,
+			openflow.ErrBadAction, openflow.BadActionMatchInconsistent},
+		{"dec_ttl without ip", apply(openflow.ActionDecNwTTL{}), none, openflow.ErrBadAction, openflow.BadActionMatchInconsistent},
+		{"load into tcp_dst without tcp", apply(openflow.NXRegLoad{NBits: 16, Dst: 0x80001c02, Value: 80}), none,
+			openflow.ErrBadAction, openflow.BadActionMatchInconsistent},
+		{"goto_table back", []openflow.Instruction{openflow.InstructionGotoTable{TableID: 0}}, none,
+			openflow.ErrBadInstruction, openflow.BadInstructionBadTableID},
+		{"meter", []openflow.Instruction{openflow.InstructionMeter{MeterID: 1}}, none,
+			openflow.ErrBadInstruction, openflow.BadInstructionUnsupInst},
+		{"experimenter instruction", []openflow.Instruction{openflow.InstructionExperimenter{Experimenter: 1}}, none,
+			openflow.ErrBadInstruction, openflow.BadInstructionUnsupInst},
+	} {
+		_, err := instructionsFromOF(tc.is, tc.m)
+		wantCode(t, tc.name, err, tc.typ, tc.code)
+	}
+	// push_vlan gives set_field of vlan_vid its tag.
+	as, err := actionsFromOF([]openflow.Action{openflow.ActionPushVLAN{EtherType: 0x88a8},
+		openflow.ActionSetField{Field: basic(6, 0x10, 5)}}, none)
+	if err != nil || len(as) != 2 {
+		t.Errorf("push_vlan:0x88a8 and set_field of vlan_vid: %v, %v", as, err)
+	}
+}
+
+func TestController(t *testing.T) {
+	m := ruleOf(t, "actions=drop").Match
+	for _, tc := range []struct {
+		of   openflow.Action
+		want flow.Action
+	}{
+		{openflow.ActionOutput{Port: ofPortController, MaxLen: 0xffff}, flow.Action{Type: flow.ActController, Value: 0xffff, Table: ofprAction}},
+		{openflow.NXController{MaxLen: 128, ControllerID: 3, Reason: 0}, flow.Action{Type: flow.ActController, Value: 128, Port: 3}},
+	} {
+		as, err := actionsFromOF([]openflow.Action{tc.of}, m)
+		if err != nil || len(as) != 1 || as[0] != tc.want {
+			t.Errorf("%#v: %v, %v; want %v", tc.of, as, err, tc.want)
+			continue
+		}
+		if back := actionsToOF(as, m); !equalActions(back, []openflow.Action{tc.of}) {
+			t.Errorf("%v goes back as %#v, not %#v", as[0], back, tc.of)
+		}
+	}
+}
+
+// BenchmarkFlowModFromOF is the translation of a typical FLOW_MOD's match
+// and instructions.
+func BenchmarkFlowModFromOF(b *testing.B) {
+	r, err := flow.ParseRule("priority=100,tcp,in_port=1,dl_dst=02:00:00:00:00:02,nw_src=10.0.0.0/8,nw_dst=10.1.2.3,tp_dst=80,"+
+		"actions=mod_dl_src:02:00:00:00:00:01,dec_ttl,output:2", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	om, is := matchToOF(r.Match), instructionsToOF(r.Actions, r.Match)
+	b.ReportAllocs()
+	for b.Loop() {
+		m, err := matchFromOF(om, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := instructionsFromOF(is, m); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
