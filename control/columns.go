@@ -42,6 +42,7 @@ const (
 var otherConfigKeys = map[string]map[string]func(string) error{
 	TableBridge: {
 		"forward-bpdu":                checkBool,
+		"datapath-id":                 checkDatapathID,
 		"rstp-priority":               checkUint(0, 61440, 4096),
 		"rstp-address":                checkAddress,
 		"rstp-max-age":                checkUint(6, 40, 1),
