@@ -1,11 +1,16 @@
 package control
 
 import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -294,7 +299,12 @@ func TestDatapathIDFromTheLocalPortsAddress(t *testing.T) {
 // the daemon back.
 func TestOnControllers(t *testing.T) {
 	d := quietDaemon(t, filepath.Join(t.TempDir(), "conf.json"))
-	defer d.Close()
+	deadlocked := false
+	defer func() {
+		if !deadlocked { // else Close would wait for ever
+			d.Close()
+		}
+	}()
 	handle(t, d, Request{Verb: VerbAddBridge, Bridge: "br0"})
 	handle(t, d, Request{Verb: VerbSetController, Bridge: "br0", Targets: []string{"tcp:127.0.0.1"}})
 	id0, _ := parseDatapathID(shown(t, d, "br0").DatapathID)
@@ -320,6 +330,7 @@ func TestOnControllers(t *testing.T) {
 	select {
 	case <-registered:
 	case <-time.After(5 * time.Second):
+		deadlocked = true
 		t.Fatal("OnControllers has not returned after 5 s: its function calling the daemon deadlocked")
 	}
 	tcp := ControllerTarget{Address: "127.0.0.1:6653"}
@@ -352,6 +363,7 @@ func TestOnControllers(t *testing.T) {
 				t.Errorf("call %d: %s %+v, want %s %+v", i, got.bridge, got.s, w.bridge, w.s)
 			}
 		case <-time.After(5 * time.Second):
+			deadlocked = true
 			t.Fatalf("call %d (%s %+v) has not come after 5 s", i, w.bridge, w.s)
 		}
 	}
@@ -385,5 +397,73 @@ func TestControllerStatus(t *testing.T) {
 	handle(t, d, Request{Verb: VerbSetController, Bridge: "br0", Targets: []string{"tcp:127.0.0.1"}})
 	if got := shown(t, d, "br0").Controllers; !reflect.DeepEqual(got, []ControllerStatus{{Target: "tcp:127.0.0.1:6653"}}) {
 		t.Fatalf("a target removed and set again: show says %+v, want it not known to be connected", got)
+	}
+}
+
+// TestOnControllersFollowsConcurrentVerbs: verbs from many clients at
+// once reach the hook in the order they took effect, the order of the
+// journal.
+func TestOnControllersFollowsConcurrentVerbs(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "conf.json")
+	d := quietDaemon(t, path)
+	defer d.Close()
+	handle(t, d, Request{Verb: VerbAddBridge, Bridge: "br0"})
+	var mu sync.Mutex
+	var told []string
+	d.OnControllers(func(bridge string, s ControllerSettings) {
+		// An agent takes its time: calls made in the verbs' stead would
+		// overtake each other.
+		time.Sleep(time.Duration(rand.IntN(1000)) * time.Microsecond)
+		mu.Lock()
+		defer mu.Unlock()
+		if len(s.Targets) > 0 {
+			told = append(told, s.Targets[0].String())
+		}
+	})
+	const clients, verbs = 4, 40
+	var wg sync.WaitGroup
+	for g := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range verbs {
+				target := fmt.Sprintf("ptcp:%d", 10000+100*g+i)
+				if resp := d.Handle(Request{Verb: VerbSetController, Bridge: "br0", Targets: []string{target}}); resp.Error != "" {
+					t.Error(resp.Error)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+
+	var committed []string
+	journal, err := os.ReadFile(journalPath(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range bytes.Split(bytes.TrimSpace(journal), []byte("\n"))[1:] {
+		var rec journalRecord
+		if err := decodeJournalLine(line, &rec); err != nil {
+			t.Fatal(err)
+		}
+		if bc := rec.Config.bridge("br0"); bc != nil && len(bc.Controllers) > 0 {
+			committed = append(committed, bc.Controllers[0])
+		}
+	}
+	if len(committed) != clients*verbs {
+		t.Fatalf("the journal holds %d set-controllers, want %d", len(committed), clients*verbs)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mu.Lock()
+		got := slices.Clone(told)
+		mu.Unlock()
+		if len(got) >= len(committed) || time.Now().After(deadline) {
+			if !slices.Equal(got, committed) {
+				t.Fatalf("the hook was told\n%v\nthe journal says\n%v", got, committed)
+			}
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
