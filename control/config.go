@@ -156,7 +156,7 @@ func (c *Config) clone() *Config {
 // hold their input to, so that a file edited by hand, or written by a
 // daemon with a bug since fixed, cannot bring up what no verb would have.
 func (c *Config) validate() error {
-	c.dropEmptyMaps()
+	c.dropEmpty()
 	bridges := map[string]bool{}
 	owners := map[string]string{} // port and device names: their bridge
 	for _, bc := range c.Bridges {
