@@ -42,6 +42,7 @@ const (
 var otherConfigKeys = map[string]map[string]func(string) error{
 	TableBridge: {
 		"forward-bpdu":                checkBool,
+		"datapath-id":                 checkDatapathID,
 		"rstp-priority":               checkUint(0, 61440, 4096),
 		"rstp-address":                checkAddress,
 		"rstp-max-age":                checkUint(6, 40, 1),
@@ -314,13 +315,17 @@ func checkOtherConfig(table string, m map[string]string) error {
 	return nil
 }
 
-// dropEmptyMaps makes an empty other_config none, as saving leaves it out,
-// so that a configuration reads back as it was written.
-func (c *Config) dropEmptyMaps() {
+// dropEmpty makes an empty other_config, or an empty list of
+// controllers, none, as saving leaves them out, so that a configuration
+// reads back as it was written.
+func (c *Config) dropEmpty() {
 	for i := range c.Bridges {
 		bc := &c.Bridges[i]
 		if len(bc.OtherConfig) == 0 {
 			bc.OtherConfig = nil
+		}
+		if len(bc.Controllers) == 0 {
+			bc.Controllers = nil
 		}
 		for j := range bc.Ports {
 			if pc := &bc.Ports[j]; len(pc.OtherConfig) == 0 {

@@ -53,6 +53,18 @@ type BridgeConfig struct {
 	// modified in place, only replaced, so that a clone may share it.
 	RSTPEnable  bool              `json:"rstp_enable,omitempty"`
 	OtherConfig map[string]string `json:"other_config,omitempty"`
+	// Controllers are the bridge's OpenFlow controller targets, in their
+	// canonical form (ControllerTarget.String), and FailMode what it does
+	// while none is connected: "standalone", "secure", or "" for not set
+	// (standalone), as OVS's columns of those names (controller.go).
+	// Controllers is never modified in place, only replaced.
+	Controllers []string `json:"controllers,omitempty"`
+	FailMode    string   `json:"fail_mode,omitempty"`
+	// DatapathID is the datapath id chosen when the bridge was created,
+	// 16 hex digits; other_config:datapath-id overrides it. A
+	// configuration written before datapath ids were kept has none: the
+	// bridge gets one when it is loaded.
+	DatapathID string `json:"datapath_id,omitempty"`
 }
 
 // InstallTime is when a run of a bridge's rules was installed.
@@ -132,6 +144,9 @@ func (c *Config) clone() *Config {
 			Released:    append([]ReleasedPort(nil), b.Released...),
 			RSTPEnable:  b.RSTPEnable,
 			OtherConfig: b.OtherConfig, // likewise
+			Controllers: b.Controllers, // likewise
+			FailMode:    b.FailMode,
+			DatapathID:  b.DatapathID,
 		}
 	}
 	return out
@@ -141,7 +156,7 @@ func (c *Config) clone() *Config {
 // hold their input to, so that a file edited by hand, or written by a
 // daemon with a bug since fixed, cannot bring up what no verb would have.
 func (c *Config) validate() error {
-	c.dropEmptyMaps()
+	c.dropEmpty()
 	bridges := map[string]bool{}
 	owners := map[string]string{} // port and device names: their bridge
 	for _, bc := range c.Bridges {
@@ -154,6 +169,9 @@ func (c *Config) validate() error {
 		bridges[bc.Name] = true
 		if _, err := bc.settings(); err != nil {
 			return err
+		}
+		if _, err := bc.controllerSettings(); err != nil {
+			return fmt.Errorf("bridge %s: %w", bc.Name, err)
 		}
 		ofports := map[uint16]string{}
 		for _, pc := range bc.Ports {

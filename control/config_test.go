@@ -27,7 +27,10 @@ func TestConfigRoundTrip(t *testing.T) {
 			{At: time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC), Count: 2},
 			{At: time.Date(2025, 1, 2, 3, 4, 5, 6, time.UTC), Count: 1},
 		},
-		Released: []ReleasedPort{{Name: "p2", OFPort: 2, Time: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}},
+		Released:    []ReleasedPort{{Name: "p2", OFPort: 2, Time: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}},
+		Controllers: []string{"tcp:127.0.0.1:6653", "ptcp:6653:[::1]"},
+		FailMode:    "secure",
+		DatapathID:  "0000aabbccddeeff",
 	}}}
 	if err := SaveConfig(path, want); err != nil {
 		t.Fatal(err)
@@ -100,6 +103,12 @@ func TestLoadRefusesWhatNoVerbWouldAccept(t *testing.T) {
 		{"bad VLANs", bridge("br0", `{"name":"p1","ofport":1,"tag":10,"trunks":[20]}`), "an access port carries only its tag"},
 		{"bad type", bridge("br0", `{"name":"p1","ofport":1,"type":"bond"}`), `unknown port type "bond"`},
 		{"MTU of an existing interface", bridge("br0", `{"name":"p1","ofport":1,"mtu":9000}`), `existing interface "p1"`},
+		{"bad controller target", `{"name":"br0","ports":[],"flows":[],"controllers":["tcp:localhost"]}`, `bridge br0: controller target "tcp:localhost": bad IP address`},
+		{"one controller twice", `{"name":"br0","ports":[],"flows":[],"controllers":["ptcp:6653","ptcp:6653:0.0.0.0"]}`, "given twice"},
+		{"bad fail mode", `{"name":"br0","ports":[],"flows":[],"fail_mode":"open"}`, `fail mode "open"`},
+		{"bad datapath id", `{"name":"br0","ports":[],"flows":[],"datapath_id":"aabbccddeeff"}`, "datapath_id: \"aabbccddeeff\" is not a datapath id"},
+		{"zero datapath id", `{"name":"br0","ports":[],"flows":[],"datapath_id":"0000000000000000"}`, "not all zero"},
+		{"bad other_config:datapath-id", `{"name":"br0","ports":[],"flows":[],"other_config":{"datapath-id":"x"}}`, "other_config:datapath-id"},
 		{"install times that do not add up", `{"name":"br0","ports":[],"flows":["priority=0 actions=NORMAL"],"installed":[{"at":"2026-01-01T00:00:00Z","count":2}]}`, "install times for 2 rules, but 1 rules"},
 	} {
 		path := filepath.Join(t.TempDir(), "conf.json")

@@ -43,9 +43,17 @@ type Daemon struct {
 	down    map[string]error      // ports in cfg that could not be opened, by name
 	opened  map[string]openedPort // the others, by name
 
-	stop       chan struct{} // closed by Close: ends the goroutines below
-	expiryDone chan struct{}
-	linksDone  chan struct{}
+	watchers []*controllerWatcher // OnControllers' functions, owed calls under mu
+	// controllerStatus is what the OpenFlow agent said of each configured
+	// target, by bridge and target; its own lock, so that the agent never
+	// waits for a verb.
+	statusMu         sync.Mutex
+	controllerStatus map[string]map[string]ControllerStatus
+
+	stop         chan struct{} // closed by Close: ends the goroutines below
+	expiryDone   chan struct{}
+	linksDone    chan struct{}
+	watchersDone sync.WaitGroup
 }
 
 // NewDaemon locks and loads the configuration at opts.DBPath and brings up
@@ -99,6 +107,7 @@ func NewDaemon(opts Options) (*Daemon, error) {
 			log.Info("port restored", "bridge", bc.Name, "port", pc.Name)
 		}
 	}
+	d.syncControllerStatus()
 	log.Info("configuration loaded", "path", dbPath, "bridges", len(d.cfg.Bridges), "changes_replayed", loaded.records)
 	d.stop, d.expiryDone, d.linksDone = make(chan struct{}), make(chan struct{}), make(chan struct{})
 	go func() {
@@ -184,6 +193,7 @@ func (d *Daemon) Close() error {
 		close(d.stop)
 		<-d.expiryDone
 		<-d.linksDone
+		d.watchersDone.Wait()
 		d.stop = nil
 	}
 	d.mu.Lock()
@@ -235,6 +245,7 @@ func (d *Daemon) Handle(req Request) Response {
 func (d *Daemon) handleLocked(req Request) (Response, error) {
 	var err error
 	var resp Response
+	before := d.cfg
 	switch req.Verb {
 	case VerbAddBridge:
 		err = d.addBridge(req.Bridge)
@@ -272,11 +283,30 @@ func (d *Daemon) handleLocked(req Request) (Response, error) {
 		err = d.removeKeys(req.Table, req.Record, req.Columns)
 	case VerbRSTPShow:
 		resp.RSTP, err = d.rstpShow(req.Bridge)
+	case VerbSetController:
+		if len(req.Targets) == 0 {
+			err = errors.New("set-controller needs at least one target (del-controller removes them)")
+			break
+		}
+		err = d.setControllers(req.Bridge, req.Targets)
+	case VerbDelController:
+		err = d.setControllers(req.Bridge, nil)
+	case VerbSetFailMode:
+		if req.FailMode == "" {
+			err = errors.New("set-fail-mode needs a fail mode (del-fail-mode removes it)")
+			break
+		}
+		err = d.setFailMode(req.Bridge, req.FailMode)
+	case VerbDelFailMode:
+		err = d.setFailMode(req.Bridge, "")
 	default:
 		err = fmt.Errorf("unknown verb %q", req.Verb)
 	}
 	if err == nil {
 		d.compactIfDue()
+	}
+	if d.cfg != before {
+		d.controllersChanged(before)
 	}
 	return resp, err
 }
@@ -336,6 +366,7 @@ func (d *Daemon) addBridge(name string) error {
 		return fmt.Errorf("bridge %q already exists", name)
 	}
 	bc := BridgeConfig{Name: name, Ports: []PortConfig{}}
+	bc.DatapathID = formatDatapathID(newDatapathID(&bc))
 	now := time.Now()
 	rules, err := parseRules(&bc, defaultFlows, nil)
 	if err != nil {
@@ -485,6 +516,8 @@ func (d *Daemon) show(only string) ([]BridgeStatus, error) {
 			bs.FastPath = &FastPathStatus{Hits: st.Hits, Installs: st.Installs, InstallFailures: st.InstallFailures,
 				Evictions: st.Evictions, Entries: st.Entries}
 		}
+		settings, _ := bc.controllerSettings() // validated
+		bs.DatapathID, bs.Controllers, bs.FailMode = formatDatapathID(settings.DatapathID), d.controllerStatusOf(&bc), bc.FailMode
 		bs.CacheHits, bs.CacheMisses, bs.CacheStale = b.CacheStats()
 		bs.Drops = b.PipelineDrops().ByReason()
 		busy, idle := b.ForwarderTime()

@@ -40,6 +40,10 @@ type Request struct {
 	Table   string   `json:"table,omitempty"`
 	Record  string   `json:"record,omitempty"`
 	Columns []string `json:"columns,omitempty"`
+	// Targets are set-controller's controller targets, FailMode
+	// set-fail-mode's mode.
+	Targets  []string `json:"targets,omitempty"`
+	FailMode string   `json:"fail_mode,omitempty"`
 }
 
 // Verbs.
@@ -61,6 +65,11 @@ const (
 	VerbRSTPShow   = "rstp-show"
 	VerbDumpTables = "dump-tables"
 	VerbDumpFast   = "dump-fastpath"
+	// The controller verbs; get-controller and get-fail-mode read show.
+	VerbSetController = "set-controller"
+	VerbDelController = "del-controller"
+	VerbSetFailMode   = "set-fail-mode"
+	VerbDelFailMode   = "del-fail-mode"
 	// VerbStatus asks only whether the daemon serves: it answers once the
 	// configuration is restored.
 	VerbStatus = "status"
@@ -144,6 +153,13 @@ type BridgeStatus struct {
 	// FastPath is the in-kernel fast path; nil when the daemon runs
 	// with --fast-path off.
 	FastPath *FastPathStatus `json:"fastpath,omitempty"`
+	// DatapathID is the bridge's OpenFlow datapath id, 16 hex digits.
+	DatapathID string `json:"datapath_id"`
+	// Controllers are the bridge's controller targets, in the order set,
+	// with what the OpenFlow agent last said of each; FailMode is as set,
+	// "" when it is not (standalone).
+	Controllers []ControllerStatus `json:"controllers,omitempty"`
+	FailMode    string             `json:"fail_mode,omitempty"`
 }
 
 // ForwarderStatus is where a bridge's forwarding threads run and how they

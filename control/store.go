@@ -8,8 +8,9 @@ package control
 // the verb that made it returns. A change costs what it says, not what the
 // configuration holds: one add-flow on a table of 200,000 rules appends one
 // line, where rewriting the snapshot would write 12 MB. When the journal
-// outgrows the snapshot (and at start-up, when it holds anything), the
-// daemon writes a new snapshot and starts a new journal: compaction.
+// outgrows the snapshot (and at start-up, when it holds anything or a
+// bridge was given the datapath id it lacked), the daemon writes a new
+// snapshot and starts a new journal: compaction.
 //
 // Each journal line is a CRC-32C of its JSON, a space, and the JSON. A
 // crash mid-append leaves a torn last line: that change was never
@@ -121,11 +122,25 @@ type loadResult struct {
 	records    int  // changes replayed from the journal
 	torn       bool // the journal ended in a change a crash cut short
 	current    bool // the journal exists and follows this snapshot
+	// newIDs says that bridges saved without a datapath id were given
+	// one, which only a snapshot keeps.
+	newIDs bool
 }
 
-// load reads the snapshot at path and replays its journal. Rules restored
-// count as idle from now. It changes nothing on disk.
+// load reads the snapshot at path and replays its journal, and gives a
+// bridge without a datapath id one. Rules restored count as idle from
+// now. It changes nothing on disk.
 func load(path string, now time.Time) (*loadResult, error) {
+	r, err := replay(path, now)
+	if err != nil {
+		return nil, err
+	}
+	r.newIDs = r.cfg.assignDatapathIDs()
+	return r, nil
+}
+
+// replay reads the snapshot at path and replays its journal.
+func replay(path string, now time.Time) (*loadResult, error) {
 	snap, err := readSnapshot(path)
 	if err != nil {
 		return nil, err
@@ -306,7 +321,7 @@ func openStore(path string, now time.Time) (_ *store, _ *loadResult, err error) 
 		return nil, nil, err
 	}
 	s.generation = r.generation
-	if r.records > 0 || r.torn {
+	if r.records > 0 || r.torn || r.newIDs {
 		err = s.compact(&r.state)
 	} else if !r.current {
 		err = s.newJournal(s.generation)

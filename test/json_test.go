@@ -17,8 +17,16 @@ import (
 
 type jsonShow struct {
 	Bridges []struct {
-		Name  string `json:"name"`
-		Ports []struct {
+		Name string `json:"name"`
+		// OpenFlow (test/controller_test.go).
+		DatapathID  string `json:"datapath_id"`
+		Controllers []struct {
+			Target      string `json:"target"`
+			IsConnected bool   `json:"is_connected"`
+			Role        string `json:"role"`
+		} `json:"controllers"`
+		FailMode string `json:"fail_mode"`
+		Ports    []struct {
 			Name    string `json:"name"`
 			OFPort  int    `json:"ofport"`
 			State   string `json:"state"`

@@ -24,10 +24,11 @@ func (c *cli) setCommand() *cobra.Command {
 table is Bridge or Port, the record a bridge's or port's name. Every change
 is checked before any is made, saved, and applied at once.
 
-Bridge columns: rstp_enable (true|false); other_config: forward-bpdu
-(true|false), rstp-priority (0-61440, steps of 4096), rstp-address (MAC),
-rstp-max-age (6-40 s), rstp-forward-delay (4-30 s),
-rstp-transmit-hold-count (1-10), rstp-force-protocol-version (0: STP, 2).
+Bridge columns: rstp_enable (true|false); other_config: datapath-id (16
+hex digits), forward-bpdu (true|false), rstp-priority (0-61440, steps of
+4096), rstp-address (MAC), rstp-max-age (6-40 s), rstp-forward-delay
+(4-30 s), rstp-transmit-hold-count (1-10), rstp-force-protocol-version
+(0: STP, 2).
 Port columns: other_config: rstp-enable (true|false), rstp-port-priority
 (0-240, steps of 16), rstp-path-cost (1-200000000), rstp-port-admin-edge
 (true|false), rstp-port-auto-edge (true|false), storm-limit (frames/s that

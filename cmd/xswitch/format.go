@@ -20,6 +20,16 @@ func printPortNames(w io.Writer, b control.BridgeStatus) {
 func printShow(w io.Writer, bridges []control.BridgeStatus) {
 	for _, b := range bridges {
 		fmt.Fprintf(w, "Bridge %s\n", b.Name)
+		fmt.Fprintf(w, "    datapath_id: %s\n", b.DatapathID)
+		for _, c := range b.Controllers {
+			fmt.Fprintf(w, "    Controller %q\n", c.Target)
+			if c.Connected { // as ovs-vsctl, which leaves out a false one
+				fmt.Fprintf(w, "        is_connected: true\n")
+			}
+		}
+		if b.FailMode != "" {
+			fmt.Fprintf(w, "    fail_mode: %s\n", b.FailMode)
+		}
 		for _, p := range b.Ports {
 			fmt.Fprintf(w, "    Port %s\n", p.Name)
 			fmt.Fprintf(w, "        ofport: %d\n", p.OFPort)

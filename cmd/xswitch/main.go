@@ -67,8 +67,8 @@ AF_XDP sockets. "xswitch daemon" runs the switch; every other verb talks to
 the running daemon over its unix socket.
 
 The verbs that print (show, list-br, list-ports, dump-ports, fdb-show,
-dump-flows, trace, pmd-stats-show, get, rstp-show, top, version) print
-JSON with --format json.
+dump-flows, trace, pmd-stats-show, get, rstp-show, get-controller,
+get-fail-mode, top, version) print JSON with --format json.
 Errors always go to standard error as text.
 
 Exit codes:
@@ -99,6 +99,8 @@ Exit codes:
 		c.addFlowCommand(), c.addFlowsCommand(), c.modFlowsCommand(), c.delFlowsCommand(),
 		c.dumpFlowsCommand(), c.traceCommand(), c.pmdStatsCommand(),
 		c.setCommand(), c.getCommand(), c.removeCommand(), c.rstpShowCommand(), c.setSTPCommand(),
+		c.setControllerCommand(), c.delControllerCommand(), c.getControllerCommand(),
+		c.setFailModeCommand(), c.delFailModeCommand(), c.getFailModeCommand(),
 		c.topCommand(), c.versionCommand(), c.waitReadyCommand(),
 		c.demoCommand(), c.benchCommand(),
 	)

@@ -63,8 +63,20 @@ type showJSON struct {
 }
 
 type showBridgeJSON struct {
-	Name  string         `json:"name"`
-	Ports []showPortJSON `json:"ports"`
+	Name       string `json:"name"`
+	DatapathID string `json:"datapath_id"` // 16 hex digits
+	// Controllers are the bridge's OpenFlow controller targets, with
+	// whether a controller is connected on each; FailMode is as set,
+	// absent when it is not (standalone).
+	Controllers []showControllerJSON `json:"controllers"`
+	FailMode    string               `json:"fail_mode,omitempty"`
+	Ports       []showPortJSON       `json:"ports"`
+}
+
+type showControllerJSON struct {
+	Target      string `json:"target"`
+	IsConnected bool   `json:"is_connected"`
+	Role        string `json:"role,omitempty"`
 }
 
 type showPortJSON struct {
@@ -111,7 +123,11 @@ type showPortJSON struct {
 func toShowJSON(bridges []control.BridgeStatus) showJSON {
 	out := showJSON{Bridges: make([]showBridgeJSON, 0, len(bridges))}
 	for _, b := range bridges {
-		jb := showBridgeJSON{Name: b.Name, Ports: make([]showPortJSON, 0, len(b.Ports))}
+		jb := showBridgeJSON{Name: b.Name, DatapathID: b.DatapathID, FailMode: b.FailMode,
+			Controllers: make([]showControllerJSON, 0, len(b.Controllers)), Ports: make([]showPortJSON, 0, len(b.Ports))}
+		for _, c := range b.Controllers {
+			jb.Controllers = append(jb.Controllers, showControllerJSON{Target: c.Target, IsConnected: c.Connected, Role: c.Role})
+		}
 		for _, p := range b.Ports {
 			jp := showPortJSON{
 				Name: p.Name, OFPort: p.OFPort, State: "up", Error: p.Error, Mode: p.Mode,
