@@ -42,6 +42,7 @@ type Daemon struct {
 	bridges map[string]*vswitch.Bridge
 	down    map[string]error      // ports in cfg that could not be opened, by name
 	opened  map[string]openedPort // the others, by name
+	removed removals              // rules removed, for OnFlowsRemoved
 
 	watchers []*controllerWatcher // OnControllers' functions, owed calls under mu
 	// controllerStatus is what the OpenFlow agent said of each configured
@@ -233,7 +234,7 @@ func (d *Daemon) Handle(req Request) Response {
 	default:
 		d.mu.Lock()
 		resp, err = d.handleLocked(req)
-		d.mu.Unlock()
+		d.unlock()
 	}
 	if err != nil {
 		return Response{Error: err.Error()}

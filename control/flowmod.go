@@ -25,10 +25,27 @@ const (
 type FlowMod struct {
 	Command FlowCommand
 	Rule    flow.Rule     // FlowAdd
-	Filter  flow.Filter   // FlowModify, FlowDelete
+	Filter  flow.Filter   // FlowModify, FlowDelete; OpenFlow's out_port (Filter.OutPort) selects for FlowDelete only
 	Actions []flow.Action // FlowModify
 	Strict  bool          // FlowModify, FlowDelete: the match and priority exactly
+	// CheckOverlap (FlowAdd) refuses Rule with ErrOverlap if a rule of its
+	// priority in its table overlaps it (flow.Table.Overlapping), the one
+	// it would replace included: OpenFlow's OFPFF_CHECK_OVERLAP.
+	CheckOverlap bool
+	// ResetCounts (FlowModify) starts the modified rules' packet and byte
+	// counters from zero: OpenFlow's OFPFF_RESET_COUNTS.
+	ResetCounts bool
+	// Ephemeral (FlowAdd) installs a rule that is never saved, as a
+	// controller's rules are not in OVS: it is in no journal record and no
+	// snapshot, and a restart does not bring it back. Editing or removing
+	// it later saves nothing for it; a saved rule it replaces is saved as
+	// removed.
+	Ephemeral bool
 }
+
+// ErrOverlap is the error of a FlowAdd with CheckOverlap whose rule
+// overlaps another (OpenFlow's OFPFMFC_OVERLAP): errors.Is finds it.
+var ErrOverlap = errors.New("a rule of the same priority in its table overlaps it")
 
 // ApplyFlowMods makes mods, in order, as one change of the bridge's
 // tables: one new table, which the forwarders see at once (never a state
@@ -36,7 +53,7 @@ type FlowMod struct {
 // mod added, changed or removed. Nothing is changed if it fails.
 func (d *Daemon) ApplyFlowMods(bridge string, mods []FlowMod) ([]int, error) {
 	d.mu.Lock()
-	defer d.mu.Unlock()
+	defer d.unlock()
 	return d.applyFlowMods(bridge, mods)
 }
 
@@ -52,49 +69,77 @@ func (d *Daemon) applyFlowMods(bridge string, mods []FlowMod) ([]int, error) {
 	t := b.Flows()
 	changed := make([]int, len(mods))
 	var edits []tableEdit
+	var deleted []*flow.Entry
 	for i := 0; i < len(mods); i++ {
 		m := mods[i]
 		switch m.Command {
 		case FlowAdd:
+			if m.CheckOverlap {
+				if o := t.Overlapping(&m.Rule); o != nil {
+					return nil, fmt.Errorf("flow change %d (%s): %w (%s)", i+1, flow.FormatRule(m.Rule), ErrOverlap, flow.FormatRule(o.Rule))
+				}
+			}
 			// A run of adds is one AddAll: a file of rules builds each
-			// subtable it touches once, not once per rule.
+			// subtable it touches once, not once per rule. A run is of
+			// saved or of ephemeral rules, and only its first checks for
+			// overlaps, so that the check sees every rule before it.
 			run := []flow.Rule{m.Rule}
-			for i+1 < len(mods) && mods[i+1].Command == FlowAdd {
+			changed[i] = 1
+			for i+1 < len(mods) && mods[i+1].Command == FlowAdd && mods[i+1].Ephemeral == m.Ephemeral && !mods[i+1].CheckOverlap {
 				i++
 				run = append(run, mods[i].Rule)
 				changed[i] = 1
 			}
-			changed[i-len(run)+1] = 1
-			t = t.AddAll(run, now)
-			edits = append(edits, tableEdit{Bridge: bridge, Add: formatRules(run)})
+			if !m.Ephemeral {
+				t = t.AddAll(run, now)
+				edits = append(edits, tableEdit{Bridge: bridge, Add: formatRules(run)})
+				break
+			}
+			// Nothing of the run is saved but that the saved rules it
+			// replaces are gone.
+			var replaced []*flow.Entry
+			seen := map[*flow.Entry]bool{}
+			for _, r := range run {
+				if old := t.Find(&r); old != nil && !seen[old] {
+					seen[old] = true
+					replaced = append(replaced, old)
+				}
+			}
+			t = t.AddEphemeral(run, now)
+			if texts := formatEntries(replaced); len(texts) > 0 {
+				edits = append(edits, tableEdit{Bridge: bridge, Remove: texts})
+			}
 		case FlowModify:
+			f := m.Filter
+			f.OutPort = 0 // OpenFlow ignores out_port in a modification
 			var modified []*flow.Entry
-			t, modified = t.Modify(m.Filter, m.Strict, m.Actions, now)
+			t, modified = t.Modify(f, m.Strict, m.Actions, m.ResetCounts)
 			changed[i] = len(modified)
-			if len(modified) > 0 {
-				edits = append(edits, tableEdit{Bridge: bridge, Modify: formatEntries(modified)})
+			if texts := formatEntries(modified); len(texts) > 0 {
+				edits = append(edits, tableEdit{Bridge: bridge, Modify: texts})
 			}
 		case FlowDelete:
 			var removed []*flow.Entry
 			t, removed = t.Delete(m.Filter, m.Strict)
 			changed[i] = len(removed)
-			if len(removed) > 0 {
-				edits = append(edits, tableEdit{Bridge: bridge, Remove: formatEntries(removed)})
+			deleted = append(deleted, removed...)
+			if texts := formatEntries(removed); len(texts) > 0 {
+				edits = append(edits, tableEdit{Bridge: bridge, Remove: texts})
 			}
 		default:
 			return nil, fmt.Errorf("flow change %d: unknown command %d", i+1, m.Command)
 		}
 	}
-	if len(edits) == 0 {
+	if t == b.Flows() {
 		return changed, nil
 	}
-	if t.Len() == 0 {
-		// Saved as such, not as every rule it removed.
-		edits = []tableEdit{{Bridge: bridge, Reset: true}}
-	}
-	if err := d.save(journalRecord{Time: now, Flows: edits}); err != nil {
+	if err := d.setFlows(b, t, edits, now); err != nil {
 		return nil, err
 	}
-	b.SetFlows(t)
+	gone := make([]RemovedFlow, len(deleted))
+	for i, e := range deleted {
+		gone[i] = RemovedFlow{Entry: e, Reason: RemovedDelete, At: now}
+	}
+	d.flowsRemoved(b, gone)
 	return changed, nil
 }

@@ -26,26 +26,37 @@ func (b *bridgePorts) PortNumber(name string) (uint16, bool) {
 	return 0, false
 }
 
-// parseRules parses flows for bridge bc, all or nothing. Errors name the
-// rule when there are several: by its line, when lines gives the line
-// numbers of a file's rules, else by its place in flows.
+// parseRules parses flows for bridge bc, all or nothing.
 func parseRules(bc *BridgeConfig, flows []string, lines []int) ([]flow.Rule, error) {
 	rules := make([]flow.Rule, 0, len(flows))
+	err := parseEach(bc, flows, lines, func(text string, ports flow.PortNames) error {
+		r, err := flow.ParseRule(text, ports)
+		rules = append(rules, r)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return rules, nil
+}
+
+// parseEach runs parse on each of flows for bridge bc until one fails.
+// Errors name the rule when there are several: by its line, when lines
+// gives the line numbers of a file's rules, else by its place in flows.
+func parseEach(bc *BridgeConfig, flows []string, lines []int, parse func(text string, ports flow.PortNames) error) error {
 	for i, text := range flows {
-		r, err := flow.ParseRule(text, (*bridgePorts)(bc))
-		if err != nil {
+		if err := parse(text, (*bridgePorts)(bc)); err != nil {
 			err = onBridge(err, bc.Name)
 			switch {
 			case len(lines) == len(flows):
-				return nil, fmt.Errorf("line %d (%s): %w", lines[i], text, err)
+				return fmt.Errorf("line %d (%s): %w", lines[i], text, err)
 			case len(flows) > 1:
-				return nil, fmt.Errorf("flow %d (%s): %w", i+1, text, err)
+				return fmt.Errorf("flow %d (%s): %w", i+1, text, err)
 			}
-			return nil, err
+			return err
 		}
-		rules = append(rules, r)
 	}
-	return rules, nil
+	return nil
 }
 
 // checkLocal refuses a new rule that names the reserved port LOCAL (in
@@ -116,10 +127,14 @@ func loadFlows(bc *BridgeConfig, now time.Time) (*flow.Table, error) {
 }
 
 // formatFlows is how a snapshot saves a table: ovs-ofctl syntax, which
-// parses back to the same rules, and when they were installed.
+// parses back to the same rules, and when they were installed. Ephemeral
+// rules are left out.
 func formatFlows(t *flow.Table) (texts []string, installed []InstallTime) {
 	texts = []string{}
 	for _, e := range t.Entries() {
+		if e.Ephemeral() {
+			continue
+		}
 		texts = append(texts, flow.FormatRule(e.Rule))
 		if n := len(installed); n > 0 && installed[n-1].At.Equal(e.Installed) {
 			installed[n-1].Count++
@@ -139,25 +154,31 @@ func formatRules(rules []flow.Rule) []string {
 	return out
 }
 
+// formatEntries writes the entries that are saved, the ephemeral ones
+// left out, for the journal.
 func formatEntries(entries []*flow.Entry) []string {
-	out := make([]string, len(entries))
-	for i, e := range entries {
-		out[i] = flow.FormatRule(e.Rule)
+	var out []string
+	for _, e := range entries {
+		if !e.Ephemeral() {
+			out = append(out, flow.FormatRule(e.Rule))
+		}
 	}
 	return out
 }
 
-// setFlows saves the change edit, which made t from bridge's table, then
+// setFlows saves edits, the change that made t from bridge's table, then
 // installs t, so that a table is never in use that a restart would not
-// bring back. An edit that leaves the table empty is saved as such, not
-// as every rule it removed.
-func (d *Daemon) setFlows(b *vswitch.Bridge, t *flow.Table, edit tableEdit, now time.Time) error {
-	edit.Bridge = b.Name()
-	if t.Len() == 0 {
-		edit = tableEdit{Bridge: edit.Bridge, Reset: true}
-	}
-	if err := d.save(journalRecord{Time: now, Flows: []tableEdit{edit}}); err != nil {
-		return err
+// bring back. A change that leaves the table empty is saved as such, not
+// as every rule it removed; one of ephemeral rules alone has no edits and
+// saves nothing, since what is saved, the table's other rules, stays.
+func (d *Daemon) setFlows(b *vswitch.Bridge, t *flow.Table, edits []tableEdit, now time.Time) error {
+	if len(edits) > 0 {
+		if t.Len() == 0 {
+			edits = []tableEdit{{Bridge: b.Name(), Reset: true}}
+		}
+		if err := d.save(journalRecord{Time: now, Flows: edits}); err != nil {
+			return err
+		}
 	}
 	b.SetFlows(t)
 	return nil
@@ -171,23 +192,24 @@ func (d *Daemon) addFlows(bridge string, flows []string, lines []int) error {
 		return errors.New("no flows given")
 	}
 	bc := d.cfg.bridge(bridge)
-	rules, err := parseRules(bc, flows, lines)
+	mods := make([]FlowMod, 0, len(flows))
+	err := parseEach(bc, flows, lines, func(text string, ports flow.PortNames) error {
+		r, opts, err := flow.ParseAddition(text, ports)
+		mods = append(mods, FlowMod{Command: FlowAdd, Rule: r, CheckOverlap: opts.CheckOverlap})
+		return err
+	})
 	if err != nil {
 		return err
 	}
-	for _, r := range rules {
-		if err := checkLocal(bc, r.Match, r.Actions); err != nil {
+	for _, m := range mods {
+		if err := checkLocal(bc, m.Rule.Match, m.Rule.Actions); err != nil {
 			return err
 		}
-	}
-	mods := make([]FlowMod, len(rules))
-	for i, r := range rules {
-		mods[i] = FlowMod{Command: FlowAdd, Rule: r}
 	}
 	if _, err := d.applyFlowMods(bridge, mods); err != nil {
 		return err
 	}
-	d.log.Info("flows added", "bridge", bridge, "count", len(rules))
+	d.log.Info("flows added", "bridge", bridge, "count", len(mods))
 	return nil
 }
 
@@ -199,14 +221,15 @@ func (d *Daemon) modFlows(bridge string, flows []string, strict bool) (int, erro
 		return 0, errors.New("mod-flows takes one flow")
 	}
 	bc := d.cfg.bridge(bridge)
-	filter, actions, err := flow.ParseModification(flows[0], (*bridgePorts)(bc))
+	filter, actions, opts, err := flow.ParseModification(flows[0], (*bridgePorts)(bc))
 	if err != nil {
 		return 0, onBridge(err, bridge)
 	}
 	if err := checkLocal(bc, flow.Match{}, actions); err != nil {
 		return 0, err
 	}
-	changed, err := d.applyFlowMods(bridge, []FlowMod{{Command: FlowModify, Filter: filter, Actions: actions, Strict: strict}})
+	mod := FlowMod{Command: FlowModify, Filter: filter, Actions: actions, Strict: strict, ResetCounts: opts.ResetCounts}
+	changed, err := d.applyFlowMods(bridge, []FlowMod{mod})
 	if err != nil || changed[0] == 0 {
 		return 0, err
 	}
@@ -281,19 +304,30 @@ func flowStatus(e *flow.Entry, now time.Time) FlowStatus {
 // expireFlows removes rules whose idle or hard timeout has passed.
 func (d *Daemon) expireFlows(now time.Time) {
 	d.mu.Lock()
-	defer d.mu.Unlock()
+	defer d.unlock()
 	for name, b := range d.bridges {
 		t, expired := b.Flows().Expire(now)
 		if len(expired) == 0 {
 			continue
 		}
-		if err := d.setFlows(b, t, tableEdit{Remove: formatEntries(expired)}, now); err != nil {
+		var edits []tableEdit
+		if texts := formatEntries(expired); len(texts) > 0 {
+			edits = []tableEdit{{Bridge: name, Remove: texts}}
+		}
+		if err := d.setFlows(b, t, edits, now); err != nil {
 			d.log.Error("expiring flows", "bridge", name, "err", err)
 			continue
 		}
-		for _, e := range expired {
+		gone := make([]RemovedFlow, len(expired))
+		for i, e := range expired {
 			d.log.Info("flow expired", "bridge", name, "flow", flow.FormatRule(e.Rule))
+			reason := RemovedIdleTimeout
+			if e.TimedOut(now) == flow.HardTimedOut {
+				reason = RemovedHardTimeout
+			}
+			gone[i] = RemovedFlow{Entry: e, Reason: reason, At: now}
 		}
+		d.flowsRemoved(b, gone)
 	}
 	d.compactIfDue()
 }

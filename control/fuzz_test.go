@@ -208,7 +208,8 @@ func FuzzLoadJournal(f *testing.F) {
 		f.Fatal(err)
 	}
 	d.Handle(Request{Verb: VerbAddBridge, Bridge: "br0"})
-	d.Handle(Request{Verb: VerbAddFlows, Bridge: "br0", Flows: []string{"priority=7,arp,actions=drop", "cookie=0x1,priority=9,ip,nw_dst=10.0.0.1,actions=output:3"}})
+	d.Handle(Request{Verb: VerbAddFlows, Bridge: "br0", Flows: []string{"priority=7,arp,actions=drop", "cookie=0x1,priority=9,ip,nw_dst=10.0.0.1,actions=output:3",
+		"send_flow_rem,no_byte_counts,idle_timeout=30,priority=8,tcp,actions=output:2"}})
 	d.Handle(Request{Verb: VerbModFlows, Bridge: "br0", Flows: []string{"arp,actions=NORMAL"}})
 	d.Handle(Request{Verb: VerbDelFlows, Bridge: "br0", Match: "ip", Strict: false})
 	crash(d)

@@ -221,7 +221,7 @@ func (g *ruleGen) rule() Rule {
 	g.nextID++
 	r := Rule{
 		Cookie:  g.nextID<<8 | uint64(g.pick(256)),
-		Actions: output(uint16(g.pick(8))),
+		Actions: g.actions(),
 	}
 	if len(g.rules) > 0 && g.pick(5) == 0 {
 		old := g.rules[g.pick(len(g.rules))]
@@ -242,6 +242,26 @@ func (g *ruleGen) rule() Rule {
 	return r
 }
 
+// actions returns outputs to a few ports, reserved ones among them, now
+// and then in write_actions, for out_port filters to select.
+func (g *ruleGen) actions() []Action {
+	var actions []Action
+	for range g.pick(3) {
+		switch g.pick(4) {
+		case 0:
+			actions = append(actions, Action{Type: []ActionType{ActNormal, ActFlood, ActAll, ActInPort}[g.pick(4)]})
+		case 1:
+			actions = append(actions, Action{Type: ActWriteActions, NBits: 1}, Action{Type: ActOutput, Port: uint16(1 + g.pick(4))})
+		default:
+			actions = append(actions, Action{Type: ActOutput, Port: []uint16{1, 2, 3, 4, LocalPort}[g.pick(5)]})
+		}
+	}
+	return append(actions, output(uint16(g.pick(8)))...)
+}
+
+// outPorts are what filters' out_port names.
+var outPorts = []uint16{0, 1, 2, 3, 4, LocalPort, NormalPort, FloodPort, AllPort, InPortPort, AnyPort}
+
 // filter returns a filter around one of the rules made so far: strict on its
 // match and priority, or non-strict on some of its match's fields.
 func (g *ruleGen) filter(strict bool) Filter {
@@ -249,6 +269,9 @@ func (g *ruleGen) filter(strict bool) Filter {
 	if g.pick(3) == 0 {
 		f.CookieMask = []uint64{0xff, 0x0f, 0x80}[g.pick(3)]
 		f.Cookie = uint64(g.pick(256))
+	}
+	if g.pick(3) == 0 {
+		f.OutPort = outPorts[g.pick(len(outPorts))]
 	}
 	if len(g.rules) == 0 || !strict && g.pick(10) == 0 {
 		return f
@@ -314,7 +337,7 @@ func (r *refTable) selected(f Filter, strict bool) []bool {
 		priority = DefaultPriority
 	}
 	for i, o := range r.rules {
-		cookieOK := o.Cookie&f.CookieMask == f.Cookie&f.CookieMask
+		cookieOK := o.Cookie&f.CookieMask == f.Cookie&f.CookieMask && refOutputsTo(o.Actions, f.OutPort)
 		if strict {
 			sel[i] = cookieOK && o.Match == f.Match && o.Priority == priority
 		} else {
@@ -322,6 +345,25 @@ func (r *refTable) selected(f Filter, strict bool) []bool {
 		}
 	}
 	return sel
+}
+
+// refOutputsTo is the obvious out_port check: 0 and OFPP_ANY select
+// every rule, a port the rules with an action that sends there.
+func refOutputsTo(actions []Action, port uint16) bool {
+	if port == 0 || port == AnyPort {
+		return true
+	}
+	for _, a := range actions {
+		switch {
+		case a.Type == ActOutput && a.Port == port,
+			a.Type == ActNormal && port == 0xfffa,
+			a.Type == ActFlood && port == 0xfffb,
+			a.Type == ActAll && port == 0xfffc,
+			a.Type == ActInPort && port == 0xfff8:
+			return true
+		}
+	}
+	return false
 }
 
 func (r *refTable) delete(f Filter, strict bool) int {
@@ -517,7 +559,7 @@ func TestClassifierMatchesLinearScanAcrossEdits(t *testing.T) {
 					actions := output(uint16(100 + step))
 					what = fmt.Sprintf("modify strict=%v %+v", strict, f)
 					var modified []*Entry
-					tab, modified = tab.Modify(f, strict, actions, now)
+					tab, modified = tab.Modify(f, strict, actions, false)
 					got, want = len(modified), ref.modify(f, strict, actions)
 				default:
 					what = "expire"

@@ -18,14 +18,93 @@ type Match struct {
 // Matches reports whether k satisfies m.
 func (m *Match) Matches(k *Key) bool { return k.And(&m.Mask) == m.Key }
 
+// Overlaps reports whether some key satisfies both m and o: whether they
+// agree on every bit both masks hold.
+func (m *Match) Overlaps(o *Match) bool {
+	common := m.Mask.And(&o.Mask)
+	return m.Key.And(&common) == o.Key.And(&common)
+}
+
 // Rule is one flow table entry as a user writes it.
 type Rule struct {
 	Priority    uint16 // higher wins; DefaultPriority when not given
 	Cookie      uint64
 	IdleTimeout uint16 // seconds without a hit before the rule expires; 0 = never
 	HardTimeout uint16 // seconds after installation before it expires; 0 = never
+	Flags       RuleFlags
 	Match       Match
 	Actions     []Action // empty: drop
+}
+
+// RuleFlags are the flags of OpenFlow's FLOW_MOD that a rule keeps, with
+// OpenFlow's values (OFPFF_*), so that the agent takes them as they come.
+// The flags that ask something of the change itself, check_overlap and
+// reset_counts, are ModOptions.
+type RuleFlags uint16
+
+const (
+	// FlagSendFlowRem has the controllers told when the rule times out or
+	// is deleted (OFPT_FLOW_REMOVED).
+	FlagSendFlowRem RuleFlags = 1 << 0
+	// FlagNoPacketCounts and FlagNoByteCounts tell the switch that nobody
+	// reads the counters. xswitch counts anyway: counting costs it nothing
+	// per packet (once per rule per batch).
+	FlagNoPacketCounts RuleFlags = 1 << 3
+	FlagNoByteCounts   RuleFlags = 1 << 4
+)
+
+// ruleFlags are the flags by the words of the flow syntax, in the order
+// ovs-ofctl prints them.
+var ruleFlags = []struct {
+	name string
+	flag RuleFlags
+}{
+	{"send_flow_rem", FlagSendFlowRem},
+	{"no_packet_counts", FlagNoPacketCounts},
+	{"no_byte_counts", FlagNoByteCounts},
+}
+
+// OutputsTo reports whether one of r's actions, in write_actions too,
+// sends the frame to port, as OpenFlow's out_port filter asks (OVS's
+// ofpacts_output_to_port): output:N to N, and the actions of the reserved
+// ports to those ports' numbers (NORMAL to NormalPort, and so on).
+func (r *Rule) OutputsTo(port uint16) bool {
+	for i := range r.Actions {
+		if r.Actions[i].outputsTo(port) {
+			return true
+		}
+	}
+	return false
+}
+
+func (a *Action) outputsTo(port uint16) bool {
+	if a.Type == ActOutput {
+		return a.Port == port
+	}
+	p, ok := reservedPortOf[a.Type]
+	return ok && p == port
+}
+
+// The numbers of OpenFlow's reserved ports (OpenFlow 1.0's, 16 bits, as
+// xswitch's ports are) that actions name by word, as the out_port filter
+// names them. LocalPort is a port that output names.
+const (
+	InPortPort uint16 = 0xfff8 // OFPP_IN_PORT
+	NormalPort uint16 = 0xfffa // OFPP_NORMAL
+	FloodPort  uint16 = 0xfffb // OFPP_FLOOD
+	AllPort    uint16 = 0xfffc // OFPP_ALL
+	// AnyPort is OFPP_ANY (OpenFlow 1.0's OFPP_NONE): no port. An out_port
+	// filter of AnyPort, as of 0, selects whatever rules output to.
+	AnyPort uint16 = 0xffff
+)
+
+// reservedPortOf gives the actions that stand for a reserved port that
+// port's number.
+var reservedPortOf = map[ActionType]uint16{
+	ActNormal: NormalPort,
+	ActFlood:  FloodPort,
+	ActAll:    AllPort,
+	ActInPort: InPortPort,
 }
 
 // Table returns the table r lives in.

@@ -51,30 +51,70 @@ const maxPortNumber = 0xff00
 // "actions=" is the action list. The counters that dump-flows prints
 // (duration, n_packets, n_bytes, idle_age, hard_age) are ignored, so a
 // dump-flows line parses back to its rule. A port name that ports does not
-// know is a *NoPortError.
+// know is a *NoPortError. The options of a change (ModOptions) are an
+// error: they are not the rule's; ParseAddition takes them.
 func ParseRule(s string, ports PortNames) (Rule, error) {
+	r, opts, err := ParseAddition(s, ports)
+	if err == nil && opts != (ModOptions{}) {
+		err = fmt.Errorf("%s asks something of add-flow or mod-flows, not of a rule", opts)
+	}
+	return r, err
+}
+
+// ModOptions are the words of a flow that ask something of the change
+// that installs or modifies rules rather than describe a rule: OpenFlow's
+// OFPFF_CHECK_OVERLAP and OFPFF_RESET_COUNTS.
+type ModOptions struct {
+	// CheckOverlap refuses an added rule that some packet could match as
+	// well as another rule of its priority in its table.
+	CheckOverlap bool
+	// ResetCounts zeroes the counters of the rules a modification changes.
+	ResetCounts bool
+}
+
+// String writes o as a flow writes it, as ovs-ofctl orders the words.
+func (o ModOptions) String() string {
+	var words []string
+	if o.CheckOverlap {
+		words = append(words, "check_overlap")
+	}
+	if o.ResetCounts {
+		words = append(words, "reset_counts")
+	}
+	return strings.Join(words, ",")
+}
+
+// ParseAddition parses a flow as add-flow takes it: ParseRule's rule and
+// the options of the change, as ovs-ofctl takes them:
+//
+//	check_overlap,priority=100,ip,actions=output:2
+//
+// reset_counts is accepted, as ovs-ofctl accepts it, and changes nothing
+// for an add: a rule that replaces another starts from zero anyway.
+func ParseAddition(s string, ports PortNames) (Rule, ModOptions, error) {
 	tokens, actionText, hasActions, err := scanFlowText(s)
 	if err != nil {
-		return Rule{}, err
+		return Rule{}, ModOptions{}, err
 	}
 	if !hasActions {
-		return Rule{}, errors.New(`missing "actions=" (write actions=drop to drop)`)
+		return Rule{}, ModOptions{}, errors.New(`missing "actions=" (write actions=drop to drop)`)
 	}
 	p := flowParser{ports: ports}
 	if err := p.parseFields(tokens); err != nil {
-		return Rule{}, err
+		return Rule{}, ModOptions{}, err
 	}
 	if p.hasCookieMask {
-		return Rule{}, errors.New("a cookie mask only selects flows (del-flows, dump-flows); set a cookie without one")
+		return Rule{}, ModOptions{}, errors.New("a cookie mask only selects flows (del-flows, dump-flows); set a cookie without one")
 	}
 	if p.hasTable && p.table == allTables {
-		return Rule{}, fmt.Errorf("table %d is not a table (0-%d): a rule goes into one", allTables, NumTables-1)
+		return Rule{}, ModOptions{}, fmt.Errorf("table %d is not a table (0-%d): a rule goes into one", allTables, NumTables-1)
 	}
 	r := Rule{
 		Priority:    DefaultPriority,
 		Cookie:      p.cookie,
 		IdleTimeout: p.idleTimeout,
 		HardTimeout: p.hardTimeout,
+		Flags:       p.flags,
 		Match:       p.match.match,
 	}
 	r.Match.Key.Table, r.Match.Mask.Table = p.table, math.MaxUint8
@@ -82,15 +122,16 @@ func ParseRule(s string, ports PortNames) (Rule, error) {
 		r.Priority = p.priority
 	}
 	if r.Actions, err = parseActions(actionText, &r.Match, ports); err != nil {
-		return Rule{}, err
+		return Rule{}, ModOptions{}, err
 	}
-	return r, nil
+	return r, p.options, nil
 }
 
 // ParseFilter parses a match without actions, as del-flows, dump-flows and
 // mod-flows --strict select rules and as trace describes a packet:
-// "tcp,tp_dst=80", "priority=5,in_port=1", "cookie=0x5/-1". The empty string
-// matches everything. A cookie without a mask must match exactly.
+// "tcp,tp_dst=80", "priority=5,in_port=1", "cookie=0x5/-1",
+// "out_port=2". The empty string matches everything. A cookie without a
+// mask must match exactly.
 func ParseFilter(s string, ports PortNames) (Filter, error) {
 	tokens, _, hasActions, err := scanFlowText(s)
 	if err != nil {
@@ -103,7 +144,7 @@ func ParseFilter(s string, ports PortNames) (Filter, error) {
 	if err := p.parseFields(tokens); err != nil {
 		return Filter{}, err
 	}
-	f := Filter{Match: p.match.match, Priority: p.priority, HasPriority: p.hasPriority}
+	f := Filter{Match: p.match.match, Priority: p.priority, HasPriority: p.hasPriority, OutPort: p.outPort}
 	if p.hasTable && p.table != allTables {
 		f.Match.Key.Table, f.Match.Mask.Table = p.table, math.MaxUint8
 	}
@@ -126,14 +167,18 @@ type Filter struct {
 	Priority           uint16
 	HasPriority        bool
 	Cookie, CookieMask uint64
+	// OutPort, unless 0 or AnyPort, selects only the rules that output to
+	// it (Rule.OutputsTo): OpenFlow's out_port.
+	OutPort uint16
 }
 
 // FormatRule formats r as add-flow takes it, canonically:
 //
-//	cookie=0x5, idle_timeout=10, hard_timeout=20, priority=100,tcp,nw_dst=10.0.0.2,tp_dst=80 actions=output:2
+//	cookie=0x5, idle_timeout=10, hard_timeout=20, send_flow_rem priority=100,tcp,nw_dst=10.0.0.2,tp_dst=80 actions=output:2
 //
-// The cookie, the table and the timeouts appear only when they are not
-// zero.
+// The cookie, the table, the timeouts and the flags appear only when they
+// are not zero; the flags follow the timeouts as in ovs-ofctl's
+// dump-flows.
 func FormatRule(r Rule) string {
 	var b strings.Builder
 	if r.Cookie != 0 {
@@ -143,6 +188,7 @@ func FormatRule(r Rule) string {
 		fmt.Fprintf(&b, "table=%d, ", t)
 	}
 	writeTimeouts(&b, &r)
+	writeFlags(&b, r.Flags)
 	writeMatchAndActions(&b, &r)
 	return b.String()
 }
@@ -150,7 +196,7 @@ func FormatRule(r Rule) string {
 // FormatDumpLine formats r and its counters as one line of ovs-ofctl
 // dump-flows:
 //
-//	cookie=0x0, duration=3.205s, table=0, n_packets=10, n_bytes=980, idle_timeout=10, idle_age=2, priority=100,ip,nw_dst=10.0.0.2 actions=output:2
+//	cookie=0x0, duration=3.205s, table=0, n_packets=10, n_bytes=980, idle_timeout=10, send_flow_rem idle_age=2, priority=100,ip,nw_dst=10.0.0.2 actions=output:2
 //
 // hard_age appears only when r has a hard_timeout. ParseRule reads the line
 // back as r.
@@ -159,6 +205,7 @@ func FormatDumpLine(r Rule, s DumpStats) string {
 	fmt.Fprintf(&b, "cookie=%#x, duration=%.3fs, table=%d, n_packets=%d, n_bytes=%d, ",
 		r.Cookie, s.Duration.Seconds(), r.Table(), s.Packets, s.Bytes)
 	writeTimeouts(&b, &r)
+	writeFlags(&b, r.Flags)
 	fmt.Fprintf(&b, "idle_age=%d, ", int64(s.IdleAge/time.Second))
 	if r.HardTimeout != 0 {
 		fmt.Fprintf(&b, "hard_age=%d, ", int64(s.HardAge/time.Second))
@@ -173,6 +220,16 @@ func writeTimeouts(b *strings.Builder, r *Rule) {
 	}
 	if r.HardTimeout != 0 {
 		fmt.Fprintf(b, "hard_timeout=%d, ", r.HardTimeout)
+	}
+}
+
+// writeFlags writes each of flags followed by a space, not a comma, as
+// ovs-ofctl does.
+func writeFlags(b *strings.Builder, flags RuleFlags) {
+	for _, f := range ruleFlags {
+		if flags&f.flag != 0 {
+			b.WriteString(f.name + " ")
+		}
 	}
 }
 
@@ -249,9 +306,12 @@ func scanFlowText(s string) (tokens []flowToken, actionText string, hasActions b
 // flowParser gathers the fields before "actions=".
 type flowParser struct {
 	ports     PortNames
-	matchOnly bool // a Filter: no timeouts
+	matchOnly bool // a Filter: no timeouts, flags or options; out_port
 	seen      map[string]bool
 	match     matchBuilder
+	flags     RuleFlags
+	options   ModOptions
+	outPort   uint16
 
 	priority                 uint16
 	hasPriority              bool
@@ -284,11 +344,20 @@ func (p *flowParser) parseField(tok flowToken) error {
 	case "duration", "n_packets", "n_bytes", "idle_age", "hard_age":
 		// dump-flows prints these; OVS ignores them on input too.
 		return nil
-	case "priority", "idle_timeout", "hard_timeout", "table", "cookie":
+	case "priority", "idle_timeout", "hard_timeout", "table", "cookie", "out_port":
 		if !tok.hasValue {
 			return fmt.Errorf("field %q needs a value", tok.name)
 		}
 		return p.parseRuleField(tok)
+	case "send_flow_rem", "no_packet_counts", "no_byte_counts", "check_overlap", "reset_counts":
+		switch {
+		case tok.hasValue:
+			return fmt.Errorf("field %q takes no value", tok.name)
+		case p.matchOnly:
+			return fmt.Errorf("field %q is not allowed in a match", tok.name)
+		}
+		p.parseFlag(tok.name)
+		return nil
 	}
 	field, ok := fieldsByName[tok.name]
 	switch {
@@ -331,8 +400,33 @@ func (p *flowParser) parseRuleField(tok flowToken) error {
 		v, err := tableFromText(tok.name, tok.value, math.MaxUint8)
 		p.table, p.hasTable = uint8(v), true
 		return err
+	case "out_port":
+		if !p.matchOnly {
+			// As ovs-ofctl: only del-flows and dump-flows select by it.
+			return errors.New(`field "out_port" only selects flows (del-flows, dump-flows)`)
+		}
+		var err error
+		p.outPort, err = outPortFromText(tok.value, p.ports)
+		return err
 	default: // cookie
 		return p.parseCookie(tok.value)
+	}
+}
+
+// parseFlag records one of the bare words that are a rule's flags or a
+// change's options.
+func (p *flowParser) parseFlag(name string) {
+	switch name {
+	case "check_overlap":
+		p.options.CheckOverlap = true
+	case "reset_counts":
+		p.options.ResetCounts = true
+	default:
+		for _, f := range ruleFlags {
+			if f.name == name {
+				p.flags |= f.flag
+			}
+		}
 	}
 }
 
@@ -405,6 +499,19 @@ func portText(n uint16) string {
 	return strconv.FormatUint(uint64(n), 10)
 }
 
+// outPortFromText reads an out_port filter: a port as output names it, or
+// the word of a reserved port's action (NORMAL, FLOOD, ALL, IN_PORT), or
+// ANY (NONE), which filters nothing, as in ovs-ofctl.
+func outPortFromText(text string, ports PortNames) (uint16, error) {
+	switch upper := strings.ToUpper(text); {
+	case upper == "ANY" || upper == "NONE":
+		return 0, nil
+	case reservedPorts[upper] != 0:
+		return reservedPortOf[reservedPorts[upper]], nil
+	}
+	return portFromText(text, ports)
+}
+
 // portFromText reads an OpenFlow port number (decimal, as OVS reads
 // them), LOCAL or a port name.
 func portFromText(text string, ports PortNames) (uint16, error) {
@@ -456,15 +563,18 @@ func CheckPort(n uint16) error {
 
 // ParseModification parses a flow as mod-flows takes it: the rules its
 // match selects (in every table unless it names one, at its priority for
-// --strict, with its cookie if it gives one) take its actions.
-func ParseModification(s string, ports PortNames) (Filter, []Action, error) {
+// --strict, with its cookie if it gives one) take its actions, with the
+// options it gives (reset_counts; check_overlap is accepted, as ovs-ofctl
+// accepts it, and means nothing to a modification). Its flags are
+// ignored: as OpenFlow says, a modification keeps a rule's flags.
+func ParseModification(s string, ports PortNames) (Filter, []Action, ModOptions, error) {
 	tokens, _, _, err := scanFlowText(s)
 	if err != nil {
-		return Filter{}, nil, err
+		return Filter{}, nil, ModOptions{}, err
 	}
-	r, err := ParseRule(s, ports)
+	r, opts, err := ParseAddition(s, ports)
 	if err != nil {
-		return Filter{}, nil, err
+		return Filter{}, nil, ModOptions{}, err
 	}
 	f := Filter{Match: r.Match, Priority: r.Priority, HasPriority: true}
 	if !slices.ContainsFunc(tokens, func(t flowToken) bool { return t.name == "table" }) {
@@ -473,5 +583,5 @@ func ParseModification(s string, ports PortNames) (Filter, []Action, error) {
 	if r.Cookie != 0 {
 		f.Cookie, f.CookieMask = r.Cookie, math.MaxUint64
 	}
-	return f, r.Actions, nil
+	return f, r.Actions, opts, nil
 }

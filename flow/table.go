@@ -23,7 +23,14 @@ type Entry struct {
 	// seq orders entries by installation, for ties between equal
 	// priorities and for dump order. mod-flows keeps it.
 	seq uint64
+	// ephemeral marks an entry that no configuration saves (AddEphemeral).
+	ephemeral bool
 }
+
+// Ephemeral reports whether e was installed by AddEphemeral: a rule that
+// the daemon never saves, as OpenFlow controllers' rules are not.
+// mod-flows keeps the mark.
+func (e *Entry) Ephemeral() bool { return e.ephemeral }
 
 type entryStats struct {
 	packets  atomic.Uint64
@@ -50,7 +57,9 @@ func (e *Entry) Hit(packets, bytes uint64, now time.Time) {
 	e.stats.lastUsed.Store(now.UnixNano())
 }
 
-// Stats returns e's counters; lastUsed is Installed if e was never hit.
+// Stats returns e's counters (those OFPT_FLOW_REMOVED and flow stats
+// report, with Installed for the duration); lastUsed is Installed if e was
+// never hit.
 func (e *Entry) Stats() (packets, bytes uint64, lastUsed time.Time) {
 	lastUsed = e.Installed
 	if ns := e.stats.lastUsed.Load(); ns != 0 {
@@ -164,14 +173,64 @@ func (t *Table) Add(r Rule, now time.Time) *Table {
 // empty). The table keeps each rule's Actions slice: do not change it
 // afterwards.
 func (t *Table) AddAll(rs []Rule, now time.Time) *Table {
+	return t.addAll(rs, now, false)
+}
+
+// AddEphemeral is AddAll for rules that are not to be saved: their
+// entries are Ephemeral.
+func (t *Table) AddEphemeral(rs []Rule, now time.Time) *Table {
+	return t.addAll(rs, now, true)
+}
+
+func (t *Table) addAll(rs []Rule, now time.Time, ephemeral bool) *Table {
 	if len(rs) == 0 {
 		return t
 	}
 	b := newBuilder(t)
 	for _, r := range rs {
-		b.insert(newEntry(r, now))
+		e := newEntry(r, now)
+		e.ephemeral = ephemeral
+		b.insert(e)
 	}
 	return b.build(t.version + 1)
+}
+
+// Find returns the entry with r's Match (in r's table) and Priority, the
+// one that adding r would replace, or nil.
+func (t *Table) Find(r *Rule) *Entry {
+	mask := r.Match.Mask
+	mask.Table = math.MaxUint8
+	key := r.Match.Key.And(&mask)
+	for _, st := range t.subtables {
+		if st.mask == mask {
+			return st.find(&key, r.Priority)
+		}
+	}
+	return nil
+}
+
+// Overlapping returns an entry of r's table and priority that some packet
+// would match as well as r (OpenFlow's overlap, which an add with
+// OFPFF_CHECK_OVERLAP refuses), or nil. The entry that r would replace,
+// with the same match, overlaps it too.
+func (t *Table) Overlapping(r *Rule) *Entry {
+	m := r.Match
+	m.Mask.Table = math.MaxUint8
+	m.Key = m.Key.And(&m.Mask)
+	for _, st := range t.subtables {
+		for key, bucket := range st.buckets {
+			o := Match{Key: key, Mask: st.mask}
+			if !m.Overlaps(&o) {
+				continue
+			}
+			for _, e := range bucket {
+				if e.Priority == r.Priority {
+					return e
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // Edit is a change to a table's entries as a saved configuration keeps
@@ -226,11 +285,11 @@ func (t *Table) Apply(e Edit, now time.Time) (*Table, error) {
 }
 
 // Modify gives the selected entries (see Select) new actions, keeping their
-// counters, timeouts and installation time. It returns the new version and
-// the entries as modified; with none, t itself.
-//
-// now is unused: hard_timeout counts from Installed, which mod-flows keeps.
-func (t *Table) Modify(f Filter, strict bool, actions []Action, _ time.Time) (*Table, []*Entry) {
+// timeouts, flags and installation time (hard_timeout counts from it), and
+// their counters unless resetCounts (OpenFlow's OFPFF_RESET_COUNTS) says
+// to start them from zero. It returns the new version and the entries as
+// modified; with none, t itself.
+func (t *Table) Modify(f Filter, strict bool, actions []Action, resetCounts bool) (*Table, []*Entry) {
 	selected := t.Select(f, strict)
 	if len(selected) == 0 {
 		return t, nil
@@ -240,6 +299,12 @@ func (t *Table) Modify(f Filter, strict bool, actions []Action, _ time.Time) (*T
 	for i, old := range selected {
 		modified := *old
 		modified.Actions = actions
+		if resetCounts {
+			// Packets and bytes, not the last use: the idle timeout
+			// runs on.
+			modified.stats = new(entryStats)
+			modified.stats.lastUsed.Store(old.stats.lastUsed.Load())
+		}
 		b.replace(old, &modified)
 		selected[i] = &modified
 	}
@@ -258,7 +323,8 @@ func (t *Table) Delete(f Filter, strict bool) (*Table, []*Entry) {
 
 // Select returns the entries f selects, in Entries order, as ovs-ofctl's
 // flow commands do. Both modes require (cookie & f.CookieMask) ==
-// (f.Cookie & f.CookieMask). Non-strict, an entry is selected when f.Match
+// (f.Cookie & f.CookieMask), and that the entry outputs to f.OutPort if
+// it names a port. Non-strict, an entry is selected when f.Match
 // is at least as general as the entry's match (f's mask is a subset of the
 // entry's, and the entry's key agrees with f's on f's mask), whatever its
 // priority. Strict, the entry's Match must equal f.Match (in any table
@@ -266,8 +332,9 @@ func (t *Table) Delete(f Filter, strict bool) (*Table, []*Entry) {
 // !f.HasPriority).
 func (t *Table) Select(f Filter, strict bool) []*Entry {
 	var selected []*Entry
-	cookieOK := func(e *Entry) bool {
-		return e.Cookie&f.CookieMask == f.Cookie&f.CookieMask
+	anyPort := f.OutPort == 0 || f.OutPort == AnyPort
+	wanted := func(e *Entry) bool {
+		return e.Cookie&f.CookieMask == f.Cookie&f.CookieMask && (anyPort || e.OutputsTo(f.OutPort))
 	}
 	if strict {
 		priority := f.Priority
@@ -288,7 +355,7 @@ func (t *Table) Select(f Filter, strict bool) []*Entry {
 			for table := int(first); table <= int(last); table++ {
 				want.Key.Table = uint8(table)
 				for _, e := range st.buckets[want.Key] {
-					if e.Priority == priority && cookieOK(e) {
+					if e.Priority == priority && wanted(e) {
 						selected = append(selected, e)
 					}
 				}
@@ -304,7 +371,7 @@ func (t *Table) Select(f Filter, strict bool) []*Entry {
 		}
 		if st.mask == f.Match.Mask {
 			for _, e := range st.buckets[f.Match.Key] {
-				if cookieOK(e) {
+				if wanted(e) {
 					selected = append(selected, e)
 				}
 			}
@@ -315,7 +382,7 @@ func (t *Table) Select(f Filter, strict bool) []*Entry {
 				continue
 			}
 			for _, e := range bucket {
-				if cookieOK(e) {
+				if wanted(e) {
 					selected = append(selected, e)
 				}
 			}
@@ -348,15 +415,30 @@ func (t *Table) Expire(now time.Time) (*Table, []*Entry) {
 	return t.without(expired), expired
 }
 
-func (e *Entry) expired(now time.Time) bool {
+func (e *Entry) expired(now time.Time) bool { return e.TimedOut(now) != NotTimedOut }
+
+// Timeout says which of a rule's timeouts has passed.
+type Timeout uint8
+
+const (
+	NotTimedOut Timeout = iota
+	IdleTimedOut
+	HardTimedOut
+)
+
+// TimedOut says which of e's timeouts has passed at now; the hard one
+// when both have, as in OVS.
+func (e *Entry) TimedOut(now time.Time) Timeout {
 	if e.HardTimeout != 0 && now.Sub(e.Installed) >= time.Duration(e.HardTimeout)*time.Second {
-		return true
+		return HardTimedOut
 	}
 	if e.IdleTimeout != 0 {
 		_, _, lastUsed := e.Stats()
-		return now.Sub(lastUsed) >= time.Duration(e.IdleTimeout)*time.Second
+		if now.Sub(lastUsed) >= time.Duration(e.IdleTimeout)*time.Second {
+			return IdleTimedOut
+		}
 	}
-	return false
+	return NotTimedOut
 }
 
 func (t *Table) without(entries []*Entry) *Table {
@@ -470,8 +552,13 @@ func (b *builder) find(r *Rule) *Entry {
 		return nil
 	}
 	key := r.Match.Key.And(&mask)
-	for _, e := range b.subtables[i].buckets[key] {
-		if e.Priority == r.Priority {
+	return b.subtables[i].find(&key, r.Priority)
+}
+
+// find returns the entry with key, under st's mask, and priority, or nil.
+func (st *subtable) find(key *Key, priority uint16) *Entry {
+	for _, e := range st.buckets[*key] {
+		if e.Priority == priority {
 			return e
 		}
 	}

@@ -146,7 +146,7 @@ func TestLookupTieEarliestInstalledWins(t *testing.T) {
 	if e := tab.Lookup(&key); e.Actions[0].Port != 1 {
 		t.Fatalf("found output:%d, want the earlier rule's output:1", e.Actions[0].Port)
 	}
-	tab, _ = tab.Modify(Filter{Match: ipv4(), Priority: 10, HasPriority: true}, true, output(3), t0)
+	tab, _ = tab.Modify(Filter{Match: ipv4(), Priority: 10, HasPriority: true}, true, output(3), false)
 	if e := tab.Lookup(&key); e.Actions[0].Port != 3 {
 		t.Errorf("after mod-flows found output:%d, want the modified earlier rule's output:3", e.Actions[0].Port)
 	}
@@ -234,7 +234,7 @@ func TestModifyKeepsCountersAndTimeouts(t *testing.T) {
 	old := v1.Select(Filter{Match: inPort(1)}, true)[0]
 	old.Hit(4, 400, t0.Add(time.Second))
 
-	v2, modified := v1.Modify(Filter{Match: inPort(1)}, false, output(9), t0.Add(5*time.Second))
+	v2, modified := v1.Modify(Filter{Match: inPort(1)}, false, output(9), false)
 	if len(modified) != 1 || !slices.Equal(modified[0].Actions, output(9)) {
 		t.Fatalf("modified %v, want the one entry with its new actions", modified)
 	}
@@ -275,7 +275,7 @@ func TestModifyAndDeleteStrictness(t *testing.T) {
 		{"none", Filter{Match: inPort(9)}, false, 0},
 	}
 	for _, tt := range tests {
-		modified, changed := tab.Modify(tt.filter, tt.strict, output(99), t0)
+		modified, changed := tab.Modify(tt.filter, tt.strict, output(99), false)
 		if n := len(changed); n != tt.want {
 			t.Errorf("%s: modified %d, want %d", tt.name, len(changed), tt.want)
 		}
@@ -458,7 +458,7 @@ func TestGenerationsTellWhichTablesChanged(t *testing.T) {
 			if rnd.IntN(2) == 0 {
 				next, _ = tb.Delete(f, true)
 			} else {
-				next, _ = tb.Modify(f, true, []Action{{Type: ActOutput, Port: uint16(1 + rnd.IntN(3))}}, t0)
+				next, _ = tb.Modify(f, true, []Action{{Type: ActOutput, Port: uint16(1 + rnd.IntN(3))}}, false)
 			}
 		}
 		for other := range uint8(tables) {
