@@ -347,9 +347,10 @@ func (w *controllerWatcher) run(stop <-chan struct{}) {
 // returns, then whenever a bridge's targets, fail mode or datapath id
 // change (a new bridge included), and with zero settings when a bridge is
 // deleted. Calls are in the order of the changes, one at a time, and made
-// without the daemon's lock held: fn may call the daemon. The calls stop
-// with Close, which waits for the one in progress; OnControllers must not
-// be called concurrently with Close, or after it.
+// without the daemon's lock held: fn may call the daemon. The settings are
+// shared with the other functions: fn reads them, never changes them. The
+// calls stop with Close, which waits for the one in progress;
+// OnControllers must not be called concurrently with Close, or after it.
 func (d *Daemon) OnControllers(fn func(bridge string, s ControllerSettings)) {
 	w := &controllerWatcher{fn: fn, wake: make(chan struct{}, 1)}
 	d.mu.Lock()

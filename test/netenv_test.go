@@ -268,12 +268,12 @@ func parseShow(t testing.TB, out string) []shownBridge {
 		case text == "":
 		case strings.HasPrefix(text, "Bridge "):
 			bridges = append(bridges, shownBridge{name: strings.TrimPrefix(text, "Bridge ")})
-		case len(bridges) > 0 && len(bridges[len(bridges)-1].ports) == 0:
-			// The bridge's own lines (datapath id, controllers, fail
-			// mode), which no test reads from the text.
 		case strings.HasPrefix(text, "Port ") && len(bridges) > 0:
 			br := &bridges[len(bridges)-1]
 			br.ports = append(br.ports, shownPort{name: strings.TrimPrefix(text, "Port "), attrs: map[string]string{}})
+		case len(bridges) > 0 && len(bridges[len(bridges)-1].ports) == 0:
+			// The bridge's own lines (datapath id, controllers, fail
+			// mode), which no test reads from the text.
 		case strings.Contains(text, ": ") && len(bridges) > 0 && len(bridges[len(bridges)-1].ports) > 0:
 			br := &bridges[len(bridges)-1]
 			key, value, _ := strings.Cut(text, ": ")
