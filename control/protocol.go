@@ -136,7 +136,8 @@ type BridgeStatus struct {
 	// (part of CacheHits).
 	CacheStale uint64 `json:"cache_stale"`
 	// Drops are the frames the pipeline sent nowhere, by reason (rule,
-	// table_miss, loop, ttl, no_copy, port_down), also per input port in
+	// table_miss, loop, ttl, no_copy, port_down) and the packet-ins lost
+	// (controller_queue, controller_rate), also per input port in
 	// PortStats; NORMAL's own drops are per port only.
 	Drops map[string]uint64 `json:"pipeline_drops"`
 	// Forwarder is the bridge's forwarding threads.
