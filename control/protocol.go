@@ -178,7 +178,7 @@ type Trace struct {
 	Rule      *FlowStatus `json:"rule"`       // what it met in table 0; nil: nothing, it is dropped
 	Steps     []TraceStep `json:"steps"`      // each lookup and action, in order
 	FinalFlow string      `json:"final_flow"` // the packet after rewrites
-	Outputs   []uint16    `json:"outputs"`    // ports the packet leaves by; empty: dropped
+	Outputs   []uint16    `json:"outputs"`    // ports the packet leaves by, 65533 the controller; empty: dropped
 	// Malformed says why the datapath drops the packet before any rule
 	// sees it; empty for a packet the flow table classifies.
 	Malformed string `json:"malformed,omitempty"`

@@ -116,6 +116,7 @@ func (tc *tracer) Step(a flow.Action, written []flow.Action, key *flow.Key, nest
 		tc.output(&step, key, a.Port)
 	case flow.ActController:
 		step.Notes = append(step.Notes, fmt.Sprintf("to the controller: a packet-in of the frame's first %d bytes", a.Value))
+		tc.tr.Outputs = append(tc.tr.Outputs, flow.ControllerPort)
 	case flow.ActInPort:
 		tc.output(&step, key, key.InPort)
 	case flow.ActFlood:

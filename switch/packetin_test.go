@@ -219,3 +219,27 @@ func TestBridgePacketIns(t *testing.T) {
 		t.Errorf("a second TakePacketIns took %d; want 0", n)
 	}
 }
+
+// SetControllerRateLimit limits a running bridge's packet-ins; the burst
+// defaults to a quarter of the rate, as in OVS.
+func TestBridgeControllerRateLimit(t *testing.T) {
+	b := newTestBridge(t)
+	p1 := porttest.New("p1")
+	if _, err := b.AddPort(p1, PortOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	b.SetFlows(rules(t, "actions=CONTROLLER"))
+	b.SetControllerRateLimit(100, 0)
+	for range 60 {
+		p1.Inject(frame(broadcast, mac(1), "limited"))
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for b.Ports()[0].Stats.RxPackets < 60 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	passed := b.TakePacketIns(make([]PacketIn, 64))
+	// A token comes back every 10 ms: a slow run may earn one or two.
+	if rated := b.PipelineDrops()[dropControllerRate]; passed < 25 || passed > 27 || int(rated) != 60-passed {
+		t.Errorf("%d packet-ins passed, %d dropped by the rate limit; want 25 (and a few more on a slow run), the rest dropped", passed, rated)
+	}
+}

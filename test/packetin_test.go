@@ -3,6 +3,7 @@ package test
 import (
 	"bytes"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -74,5 +75,25 @@ func TestPacketInAndOut(t *testing.T) {
 	}
 	if arrived := to.arrivals(t, station, 5*time.Second, func(c map[string]int) bool { return c[bcast.String()] > 0 }); arrived[bcast.String()] != 1 {
 		t.Fatalf("the packet-out reached the second namespace %d times; want once", arrived[bcast.String()])
+	}
+}
+
+// TestTraceShowsControllerAndTable: trace says that CONTROLLER sends a
+// packet-in, and follows output:TABLE back through the tables.
+func TestTraceShowsControllerAndTable(t *testing.T) {
+	testenv.RequireRoot(t)
+	d := startDaemon(t)
+	n := newTestNet()
+	br := n.name("br")
+	d.x(t, "add-br", br)
+	addNSPort(t, d, n, br, 1, false)
+	d.x(t, "add-flow", br, "priority=10,in_port=1,reg0=0,actions=load:1->reg0[],TABLE")
+	d.x(t, "add-flow", br, "priority=5,reg0=1,actions=controller(reason=no_match,max_len=80)")
+	out := d.x(t, "trace", br, "in_port=1,ip")
+	for _, want := range []string{"output:TABLE", "through the tables again, from table 0", "controller(reason=no_match,max_len=80)",
+		"a packet-in of the frame's first 80 bytes", "Datapath actions: controller\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("trace lacks %q:\n%s", want, out)
+		}
 	}
 }
