@@ -243,3 +243,44 @@ func TestBridgeControllerRateLimit(t *testing.T) {
 		t.Errorf("%d packet-ins passed, %d dropped by the rate limit; want 25 (and a few more on a slow run), the rest dropped", passed, rated)
 	}
 }
+
+// The agent takes packet-ins while the forwarder makes them: each one it
+// takes is whole, and every frame is either taken or counted as a
+// queue drop.
+func TestPacketInsTakenWhileForwarding(t *testing.T) {
+	b := newTestBridge(t)
+	p1 := porttest.New("p1")
+	if _, err := b.AddPort(p1, PortOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	b.SetFlows(rules(t, "actions=CONTROLLER"))
+	const frames = 20000
+	go func() {
+		for i := range frames {
+			// The payload is one byte repeated, its length varying, so
+			// that a torn or misplaced copy shows.
+			p1.Inject(frame(broadcast, mac(1), strings.Repeat(string(rune('a'+i%26)), 1+i%1400)))
+		}
+	}()
+	taken := 0
+	dst := make([]PacketIn, 100)
+	deadline := time.Now().Add(20 * time.Second)
+	for taken+int(b.PipelineDrops()[dropControllerQueue]) < frames && time.Now().Before(deadline) {
+		select {
+		case <-b.PacketInReady():
+		case <-time.After(10 * time.Millisecond):
+		}
+		for n := b.TakePacketIns(dst); n > 0; n = b.TakePacketIns(dst) {
+			for _, in := range dst[:n] {
+				payload := in.Data[14:]
+				if in.TotalLen != len(in.Data) || len(payload) == 0 || strings.Count(string(payload), string(payload[:1])) != len(payload) {
+					t.Fatalf("packet-in %d is not a whole frame: %d bytes of %d, payload %q", taken, len(in.Data), in.TotalLen, payload)
+				}
+			}
+			taken += n
+		}
+	}
+	if dropped := int(b.PipelineDrops()[dropControllerQueue]); taken+dropped != frames {
+		t.Fatalf("%d packet-ins taken and %d dropped; want %d in all", taken, dropped, frames)
+	}
+}

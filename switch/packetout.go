@@ -111,7 +111,10 @@ func (f *forwarder) packetOut(inPort uint16, actions []flow.Action, frame []byte
 	d.packets, d.bytes = 1, uint64(len(frame))
 	f.counted = append(f.counted, d)
 	f.flushCounts(wall)
+	// The bridge's drops, not a port's: the frame was received on none.
+	// NORMAL counts its own per input port only, so they go uncounted.
 	f.pipelineDrops.flush(f.bridgeDrops, nil)
+	f.drops = rxDrops{}
 	f.transmitGroups()
 	f.copies.reset()
 	f.notifyPacketIns()
