@@ -49,6 +49,10 @@ var otherConfigKeys = map[string]map[string]func(string) error{
 		"rstp-forward-delay":          checkUint(4, 30, 1),
 		"rstp-transmit-hold-count":    checkUint(1, 10, 1),
 		"rstp-force-protocol-version": func(v string) error { return checkOneOf(v, "0", "2") },
+		// OVS has these as the Controller table's controller_rate_limit
+		// and controller_burst_limit, with these minimums.
+		"controller-rate-limit":  checkUint(100, maxControllerRate, 1),
+		"controller-burst-limit": checkUint(25, maxControllerRate, 1),
 	},
 	TablePort: {
 		// Not an OVS key: OVS has no storm control.
@@ -258,10 +262,17 @@ func (r record) validate() error {
 	return err
 }
 
+// maxControllerRate bounds the controller's rate and burst limits,
+// packet-ins a second: far beyond what an agent takes.
+const maxControllerRate = 1_000_000
+
 // bridgeSettings are what a bridge's columns configure.
 type bridgeSettings struct {
 	forwardBPDU bool
 	rstp        *rstp.BridgeConfig // nil: no spanning tree
+	// controllerRate and controllerBurst limit the packet-ins; 0: no
+	// limit, and a quarter of the rate (vswitch.Bridge.SetControllerRateLimit).
+	controllerRate, controllerBurst uint32
 }
 
 // settings parses bc's columns, or says what is wrong with them. The
@@ -273,6 +284,12 @@ func (bc *BridgeConfig) settings() (bridgeSettings, error) {
 		return s, fmt.Errorf("bridge %s: %w", bc.Name, err)
 	}
 	s.forwardBPDU = bc.OtherConfig["forward-bpdu"] == "true"
+	for key, to := range map[string]*uint32{"controller-rate-limit": &s.controllerRate, "controller-burst-limit": &s.controllerBurst} {
+		if v, ok := bc.OtherConfig[key]; ok {
+			n, _ := strconv.ParseUint(v, 10, 32) // checked above
+			*to = uint32(n)
+		}
+	}
 	cfg, err := bc.rstpBridgeConfig()
 	if err != nil {
 		return s, fmt.Errorf("bridge %s: %w", bc.Name, err)
@@ -286,6 +303,7 @@ func (bc *BridgeConfig) settings() (bridgeSettings, error) {
 // apply makes b run as s says.
 func (s bridgeSettings) apply(b *vswitch.Bridge) error {
 	b.SetForwardBPDU(s.forwardBPDU)
+	b.SetControllerRateLimit(s.controllerRate, s.controllerBurst)
 	return b.SetRSTP(s.rstp)
 }
 

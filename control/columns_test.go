@@ -140,3 +140,21 @@ func TestBridgeAddressIsStableUnicastAndLocal(t *testing.T) {
 		t.Errorf("bridgeAddress(br0) = %x: want a unicast, locally administered address", a)
 	}
 }
+
+// The controller's rate limits are other_config keys of the bridge, with
+// OVS's minimums, and reach the bridge's settings.
+func TestControllerRateLimitColumns(t *testing.T) {
+	d := newTestDaemon(t, filepath.Join(t.TempDir(), "conf.json"))
+	mustHandle(t, d, Request{Verb: VerbAddBridge, Bridge: "br0"})
+	for _, bad := range []string{`other_config:controller-rate-limit="99"`, `other_config:controller-burst-limit="24"`, `other_config:controller-rate-limit="x"`} {
+		if resp := d.Handle(Request{Verb: VerbSet, Table: TableBridge, Record: "br0", Columns: []string{bad}}); resp.Error == "" {
+			t.Errorf("set %s succeeded", bad)
+		}
+	}
+	mustHandle(t, d, Request{Verb: VerbSet, Table: TableBridge, Record: "br0",
+		Columns: []string{`other_config:controller-rate-limit="1000"`, `other_config:controller-burst-limit="50"`}})
+	bc := BridgeConfig{Name: "br0", OtherConfig: map[string]string{"controller-rate-limit": "1000", "controller-burst-limit": "50"}}
+	if s, err := bc.settings(); err != nil || s.controllerRate != 1000 || s.controllerBurst != 50 {
+		t.Errorf("settings = %+v, %v; want rate 1000, burst 50", s, err)
+	}
+}

@@ -145,7 +145,8 @@ type BridgeStatus struct {
 	// (part of CacheHits).
 	CacheStale uint64 `json:"cache_stale"`
 	// Drops are the frames the pipeline sent nowhere, by reason (rule,
-	// table_miss, loop, ttl, no_copy, port_down), also per input port in
+	// table_miss, loop, ttl, no_copy, port_down) and the packet-ins lost
+	// (controller_queue, controller_rate), also per input port in
 	// PortStats; NORMAL's own drops are per port only.
 	Drops map[string]uint64 `json:"pipeline_drops"`
 	// Forwarder is the bridge's forwarding threads.
@@ -193,7 +194,7 @@ type Trace struct {
 	Rule      *FlowStatus `json:"rule"`       // what it met in table 0; nil: nothing, it is dropped
 	Steps     []TraceStep `json:"steps"`      // each lookup and action, in order
 	FinalFlow string      `json:"final_flow"` // the packet after rewrites
-	Outputs   []uint16    `json:"outputs"`    // ports the packet leaves by; empty: dropped
+	Outputs   []uint16    `json:"outputs"`    // ports the packet leaves by, 65533 the controller; empty: dropped
 	// Malformed says why the datapath drops the packet before any rule
 	// sees it; empty for a packet the flow table classifies.
 	Malformed string `json:"malformed,omitempty"`

@@ -109,7 +109,14 @@ func (tc *tracer) Step(a flow.Action, written []flow.Action, key *flow.Key, nest
 		step.Action = flow.FormatActions(append([]flow.Action{a}, written...))
 		step.Notes = append(step.Notes, "into the action set, which runs when the pipeline ends")
 	case flow.ActOutput:
+		if a.Port == flow.TablePort {
+			step.Notes = append(step.Notes, "through the tables again, from table 0")
+			break
+		}
 		tc.output(&step, key, a.Port)
+	case flow.ActController:
+		step.Notes = append(step.Notes, fmt.Sprintf("to the controller: a packet-in of the frame's first %d bytes", a.Value))
+		tc.tr.Outputs = append(tc.tr.Outputs, flow.ControllerPort)
 	case flow.ActInPort:
 		tc.output(&step, key, key.InPort)
 	case flow.ActFlood:

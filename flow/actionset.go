@@ -71,7 +71,7 @@ func kindInSet(a ActionType) (setKind, bool) {
 		return setTpSrc, true
 	case ActSetTpDst:
 		return setTpDst, true
-	case ActOutput, ActNormal, ActFlood, ActAll, ActInPort:
+	case ActOutput, ActNormal, ActFlood, ActAll, ActInPort, ActController:
 		return setOutput, true
 	}
 	return 0, false

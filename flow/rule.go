@@ -155,26 +155,45 @@ const (
 	// that follow it in the list go into the action set (actionset.go),
 	// which runs when the pipeline ends.
 	ActWriteActions
-	// ActController sends the frame to the controller: Value is max_len,
-	// Port the controller's id, Table the packet-in reason (OFPR_*).
+
+	// ActController sends a copy of the frame to the controller as a
+	// packet-in: Value bytes of it (max_len), with Table as its reason,
+	// to controller Port (id).
 	ActController
 )
+
+// OpenFlow's packet-in reasons (OFPR_*), which an ActController's Table
+// holds; OVS's controller(reason=) names them no_match, action and
+// invalid_ttl.
+const (
+	ReasonNoMatch    = 0
+	ReasonAction     = 1 // the default
+	ReasonInvalidTTL = 2
+)
+
+// ControllerMaxLen is ActController's default max_len: the whole frame
+// (OFPCML_NO_BUFFER).
+const ControllerMaxLen = 65535
 
 // Action is one action of a rule. Which fields mean something depends on
 // Type; the others are zero, so that Actions compare with ==.
 type Action struct {
 	Type ActionType
-	// Port is ActOutput's port and ActResubmit's input port (0: the
-	// frame's own).
+	// Port is ActOutput's port, ActResubmit's input port (0: the
+	// frame's own), and ActController's controller id (OVS's id=, 0 by
+	// default).
 	Port uint16
 	// Value is ActSetVLANVID's VID, ActSetVLANPCP's PCP, ActPushVLAN's
 	// EtherType, ActSetTpSrc's and ActSetTpDst's port, ActSetNwTOS's,
-	// ActSetNwECN's and ActSetNwTTL's bits, and ActOutput's max_len (0:
-	// the whole frame).
+	// ActSetNwECN's and ActSetNwTTL's bits, ActOutput's max_len (0: the
+	// whole frame), and ActController's max_len, the bytes of the frame
+	// the packet-in carries (ControllerMaxLen: all of it, the default).
 	Value uint16
 	MAC   [6]byte // ActSetDlSrc, ActSetDlDst
 	IPv4  [4]byte // ActSetNwSrc, ActSetNwDst
-	Table uint8   // ActResubmit, ActGotoTable
+	// Table is ActResubmit's and ActGotoTable's table, and ActController's
+	// packet-in reason, an OFPR_* code (ReasonAction by default).
+	Table uint8
 
 	// ActLoad, ActSetField, ActWriteMetadata and ActMove write Field; Imm
 	// is already shifted under Mask, which is contiguous for ActLoad.

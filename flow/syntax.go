@@ -483,18 +483,34 @@ func tableFromText(what, text string, max uint64) (uint64, error) {
 	return numberFromText(what, text, max)
 }
 
-// LocalPort is OpenFlow's OFPP_LOCAL, the bridge's own port, which flows
-// spell LOCAL.
-const LocalPort = 0xfffe
+// OpenFlow's reserved ports that xswitch has.
+const (
+	// LocalPort is OFPP_LOCAL, the bridge's own port, which flows spell
+	// LOCAL.
+	LocalPort = 0xfffe
+	// ControllerPort is OFPP_CONTROLLER: a packet-out's input port when
+	// the controller made the frame up, and in_port=CONTROLLER. Output to
+	// it is ActController.
+	ControllerPort = 0xfffd
+	// TablePort is OFPP_TABLE: output:TABLE runs the frame through the
+	// pipeline from table 0, as resubmit(,0) does.
+	TablePort = 0xfff9
+)
 
 // unsupportedReservedPorts are OpenFlow's other reserved ports, which
-// xswitch does not have (yet): naming one is an error that says so.
-var unsupportedReservedPorts = map[string]bool{"CONTROLLER": true, "TABLE": true, "ANY": true, "NONE": true, "UNSET": true}
+// xswitch does not have (yet): naming one is an error that says so. TABLE
+// is only an output (outputTo).
+var unsupportedReservedPorts = map[string]bool{"TABLE": true, "ANY": true, "NONE": true, "UNSET": true}
 
 // portText prints a port number, as in_port and output do.
 func portText(n uint16) string {
-	if n == LocalPort {
+	switch n {
+	case LocalPort:
 		return "LOCAL"
+	case ControllerPort:
+		return "CONTROLLER"
+	case TablePort:
+		return "TABLE"
 	}
 	return strconv.FormatUint(uint64(n), 10)
 }
@@ -530,6 +546,8 @@ func portFromText(text string, ports PortNames) (uint16, error) {
 	switch upper := strings.ToUpper(text); {
 	case upper == "LOCAL":
 		return LocalPort, nil
+	case upper == "CONTROLLER":
+		return ControllerPort, nil
 	case unsupportedReservedPorts[upper]:
 		return 0, fmt.Errorf("reserved port %s is not supported", upper)
 	}
@@ -551,10 +569,10 @@ func portFromText(text string, ports PortNames) (uint16, error) {
 // (65280), or LOCAL.
 func CheckPort(n uint16) error {
 	switch {
-	case n == LocalPort:
+	case n == LocalPort || n == ControllerPort:
 		return nil
 	case n > maxPortNumber:
-		return fmt.Errorf("port %d is one of OpenFlow's reserved ports, of which xswitch has LOCAL (65534)", n)
+		return fmt.Errorf("port %d is one of OpenFlow's reserved ports, of which xswitch has LOCAL (65534) and CONTROLLER (65533)", n)
 	case n == 0:
 		return fmt.Errorf("port %d out of range (1-%d)", n, maxPortNumber)
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -144,6 +145,11 @@ func WriteActions(written []Action) ([]Action, error) {
 		if seen[k] {
 			return nil, fmt.Errorf("write_actions: an action set holds one action of each kind, and %s is the second of its kind", actionText(a))
 		}
+		if a.Type == ActController && (a.Table != ReasonAction || a.Port != 0) {
+			// OpenFlow's output to CONTROLLER has only a max_len; the rest
+			// is OVS's extension, which action sets do not take.
+			return nil, fmt.Errorf("write_actions: %s cannot go into an action set (CONTROLLER:max_len can)", actionText(a))
+		}
 		seen[k] = true
 	}
 	return append([]Action{{Type: ActWriteActions, NBits: uint8(len(written))}}, written...), nil
@@ -186,6 +192,10 @@ var actionNames = map[string]bool{
 
 // parseAction parses one action other than drop.
 func parseAction(name, arg string, hasArg bool, ports PortNames) (Action, *Prerequisite, error) {
+	if strings.EqualFold(name, "controller") {
+		a, err := controllerAction(arg)
+		return a, nil, err
+	}
 	if typ, ok := reservedPorts[strings.ToUpper(name)]; ok {
 		if hasArg {
 			return Action{}, nil, fmt.Errorf("action %q takes no argument", name)
@@ -275,8 +285,13 @@ func parseAction(name, arg string, hasArg bool, ports PortNames) (Action, *Prere
 // DecTTLAction is dec_ttl and what it needs of the match.
 func DecTTLAction() (Action, *Prerequisite) { return Action{Type: ActDecTTL}, actionNeedsIP }
 
-// outputTo parses output's port.
+// outputTo parses output's port. Output to CONTROLLER is the controller
+// action with its defaults, and TABLE (OFPP_TABLE, which ovs-ofctl takes
+// in flows, as OVS's switch does) is an output port of its own.
 func outputTo(text string, ports PortNames) (Action, *Prerequisite, error) {
+	if strings.EqualFold(text, "TABLE") || text == strconv.Itoa(TablePort) {
+		return Action{Type: ActOutput, Port: TablePort}, nil, nil
+	}
 	port, err := portFromText(text, ports)
 	if err != nil {
 		return Action{}, nil, err
@@ -301,6 +316,12 @@ func OutputAction(port, maxLen uint16) (Action, error) {
 		return Action{Type: typ}, nil
 	}
 	switch {
+	case port == ControllerPort && maxLen == 0:
+		return Action{Type: ActController, Value: ControllerMaxLen, Table: ReasonAction}, nil
+	case port == TablePort && maxLen == 0:
+		return Action{Type: ActOutput, Port: TablePort}, nil
+	}
+	switch {
 	case port == maxPortNumber:
 		return Action{}, fmt.Errorf("output to port %d: OpenFlow's OFPP_MAX is not a port frames can leave by", port)
 	case maxLen != 0 && maxLen < ethHeaderLen:
@@ -310,6 +331,75 @@ func OutputAction(port, maxLen uint16) (Action, error) {
 		return Action{}, fmt.Errorf("output: %w", err)
 	}
 	return Action{Type: ActOutput, Port: port, Value: maxLen}, nil
+}
+
+// packetInReasons are controller(reason=)'s names of the OFPR_* codes.
+var packetInReasons = []string{ReasonNoMatch: "no_match", ReasonAction: "action", ReasonInvalidTTL: "invalid_ttl"}
+
+// controllerAction parses the controller action's argument, as OVS does:
+// none, a decimal max_len (CONTROLLER:N), or a list of reason=, max_len=
+// and id=, in any order, the last of a key winning.
+func controllerAction(arg string) (Action, error) {
+	a := Action{Type: ActController, Value: ControllerMaxLen, Table: ReasonAction}
+	if strings.Trim(arg, "0123456789") == "" {
+		if arg == "" {
+			return a, nil
+		}
+		n, err := numberFromText("max_len", arg, math.MaxUint16)
+		a.Value = uint16(n)
+		return a, err
+	}
+	for _, part := range strings.Split(arg, ",") {
+		key, value, _ := strings.Cut(part, "=")
+		switch key {
+		case "reason":
+			i := slices.Index(packetInReasons, value)
+			if i < 0 {
+				return Action{}, fmt.Errorf("controller: unknown reason %q (want no_match, action or invalid_ttl)", value)
+			}
+			a.Table = uint8(i)
+		case "max_len":
+			n, err := numberFromText("max_len", value, math.MaxUint16)
+			if err != nil {
+				return Action{}, fmt.Errorf("controller: %w", err)
+			}
+			a.Value = uint16(n)
+		case "id":
+			n, err := numberFromText("controller id", value, math.MaxUint16)
+			if err != nil {
+				return Action{}, fmt.Errorf("controller: %w", err)
+			}
+			a.Port = uint16(n)
+		case "userdata", "pause", "meter_id":
+			return Action{}, fmt.Errorf("controller: %s is not supported (reason=, max_len= and id= are)", key)
+		default:
+			return Action{}, fmt.Errorf("controller: unknown key %q (want reason=, max_len= or id=)", key)
+		}
+	}
+	return a, nil
+}
+
+// controllerText prints the controller action as ovs-ofctl does: the
+// short form when it has the default reason and id.
+func controllerText(a Action) string {
+	if a.Table == ReasonAction && a.Port == 0 {
+		return "CONTROLLER:" + strconv.Itoa(int(a.Value))
+	}
+	var parts []string
+	if a.Table != ReasonAction {
+		if int(a.Table) < len(packetInReasons) {
+			parts = append(parts, "reason="+packetInReasons[a.Table])
+		} else {
+			parts = append(parts, "reason="+strconv.Itoa(int(a.Table)))
+		}
+	}
+	if a.Value != ControllerMaxLen {
+		parts = append(parts, "max_len="+strconv.Itoa(int(a.Value)))
+	}
+	if a.Port != 0 {
+		parts = append(parts, "id="+strconv.Itoa(int(a.Port)))
+	}
+	return "controller(" + strings.Join(parts, ",") + ")"
 }
 
 // outputWithMaxLen parses output's "port=N,max_len=M": the frame sent is
@@ -325,7 +415,10 @@ func outputWithMaxLen(arg string, ports PortNames) (Action, *Prerequisite, error
 			if err != nil {
 				return Action{}, nil, err
 			}
-			port, hasPort = out.Port, out.Type == ActOutput
+			if out.Type != ActOutput || out.Port == TablePort {
+				return Action{}, nil, fmt.Errorf("output(%s): max_len cuts frames to ports, not to %s", arg, value)
+			}
+			port, hasPort = out.Port, true
 		case "max_len":
 			n, err := numberFromText("max_len", value, math.MaxUint16)
 			if err != nil {
@@ -355,6 +448,11 @@ func bareOutput(text string, ports PortNames) (Action, *Prerequisite, error) {
 	a, needs, err := outputTo(text, ports)
 	if _, unknownName := errors.AsType[*NoPortError](err); unknownName {
 		return Action{}, nil, fmt.Errorf("unknown action %q", text)
+	}
+	if a.Type == ActController {
+		// A bare 65533 is OpenFlow 1.0's output action, whose max_len
+		// OVS leaves at 0.
+		a.Value = 0
 	}
 	return a, needs, err
 }
@@ -626,6 +724,8 @@ func actionText(a Action) string {
 		return "ALL"
 	case ActInPort:
 		return "IN_PORT"
+	case ActController:
+		return controllerText(a)
 	case ActSetDlSrc:
 		return "mod_dl_src:" + macText(a.MAC)
 	case ActSetDlDst:

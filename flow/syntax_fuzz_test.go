@@ -25,6 +25,7 @@ var syntaxFuzzSeeds = []string{
 	"table=3,reg0=0x5/0xff,metadata=0x1,actions=load:0x3->NXM_NX_REG1[0..7],move:reg0[0..15]->reg2[16..31],resubmit(2,4),goto_table:7",
 	"in_port=LOCAL,actions=resubmit:3,output(port=2,max_len=64),clear_actions,write_actions(mod_dl_dst:02:00:00:00:00:09,output:LOCAL),write_metadata:0x1/0xff",
 	"ip,actions=set_field:10.0.0.0/255.0.0.0->ip_dst,set_field:0x5/0xf->reg3,mod_nw_tos:184,mod_nw_ecn:1,mod_nw_ttl:9,mod_vlan_pcp:2",
+	"in_port=CONTROLLER,actions=controller(reason=invalid_ttl,max_len=5,id=3),CONTROLLER:64,TABLE,write_actions(CONTROLLER)",
 }
 
 // FuzzParseRule checks that ParseRule never panics and that every rule it

@@ -32,6 +32,8 @@ type frameRun struct {
 	// its rules' actions chose that; sent, whether anything queued it.
 	dropped dropReason
 	sent    bool
+	// controllers are the decision's resolved CONTROLLER actions.
+	controllers []controllerSpec
 }
 
 // forwardFrame forwards one frame by its decision under table; f.key
@@ -62,12 +64,13 @@ func (f *forwarder) forwardFrame(table *flow.Table, inSlot uint16, frame []byte,
 		f.offerFastPath(d, inSlot, now)
 	}
 	r := &f.run
-	*r = frameRun{inSlot: inSlot, frame: frame, layout: f.extractor.Layout(), now: now, dropped: d.dropped}
+	*r = frameRun{inSlot: inSlot, frame: frame, layout: f.extractor.Layout(), now: now, dropped: d.dropped,
+		controllers: d.controllers}
 	f.execute(r, d.actions)
 	if !r.sent && !f.learnOnly {
 		f.pipelineDrops.count(r.dropped)
 	}
-	r.frame = nil
+	r.frame, r.controllers = nil, nil
 }
 
 // stillHolds checks the MAC-table entries d relies on (decision.go),
@@ -154,6 +157,13 @@ func (f *forwarder) execute(r *frameRun, actions []flow.Action) {
 		case flow.ActAll:
 			r.sent = f.floodTo(f.live, a.Port, r.frame) || r.sent
 			r.shared = true
+		case actToController:
+			// Sent, as far as the pipeline's drops go, even if the
+			// packet-in is lost: that is counted as such.
+			if !f.learnOnly {
+				f.toController(&r.controllers[a.Port], r.frame, r.now)
+				r.sent = true
+			}
 		default:
 			if !f.rewriteFrame(r, a) {
 				return

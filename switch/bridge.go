@@ -90,6 +90,13 @@ type Bridge struct {
 	fp        *fastPath // nil: no fast path
 	watchDone chan struct{}
 	stopWatch chan struct{}
+
+	// The forwarders' packet-in queues, and what TakePacketIns copies
+	// their frames into (packetin.go).
+	pins     []*packetInQueue
+	pinReady chan struct{}
+	pinMu    sync.Mutex
+	pinArena []byte
 }
 
 type bridgePort struct {
@@ -162,7 +169,7 @@ func New(name string, flows *flow.Table, opts Options) (*Bridge, error) {
 		cls.Publish(flows)
 	}
 	place := firstOf(max(1, len(opts.CPUs)), opts)
-	b := &Bridge{name: name, flows: cls, tables: place.tables, drops: place.drops}
+	b := &Bridge{name: name, flows: cls, tables: place.tables, drops: place.drops, pinReady: place.pinReady}
 	if opts.FastPath {
 		fp, err := newFastPath(place.tables, place.drops)
 		if err != nil {
@@ -189,6 +196,7 @@ func New(name string, flows *flow.Table, opts Options) (*Bridge, error) {
 			return nil, fmt.Errorf("bridge %s: %w", name, err)
 		}
 		b.fwds = append(b.fwds, f)
+		b.pins = append(b.pins, f.pins)
 	}
 	if b.fp != nil {
 		b.stopWatch, b.watchDone = make(chan struct{}), make(chan struct{})

@@ -65,6 +65,8 @@ type decision struct {
 	// macDeps are the MAC-table entries the decision's resolved NORMALs
 	// rely on.
 	macDeps []macDep
+	// controllers are its CONTROLLER actions, each an actToController.
+	controllers []controllerSpec
 
 	// The current batch's frames and bytes under this decision, added to
 	// its rules' and tables' counters once per batch (flushCounts).
@@ -81,6 +83,11 @@ const (
 	actNormalTo    flow.ActionType = 255
 	actNormalFlood flow.ActionType = 254
 )
+
+// actToController is a CONTROLLER action in a decision: it sends the
+// packet-in of the decision's controllers[Port]. It appears only in
+// decisions.
+const actToController flow.ActionType = 253
 
 // maxMACDeps bounds the entries one decision relies on: past it, NORMAL
 // stays NORMAL.
@@ -101,6 +108,7 @@ type translator struct {
 	key       flow.Key
 	arrival   uint16 // the input port NORMAL learns on, whatever resubmit makes of the key's
 	d         *decision
+	rule      *flow.Entry // the one met last, whose CONTROLLER actions say it sent the frame
 	resubmits int
 	cut       string // why the translation was cut, if it was: logged once
 	// set is the action set (write_actions), which runs when the
@@ -146,23 +154,46 @@ func (b *Bridge) Trace(headers flow.Headers, obs Observer) (final flow.Key, drop
 	return tr.key, d.dropped == dropLoop || d.dropped == dropTTL
 }
 
-// translate runs headers through the tables of t and fills d.
+// translate runs headers through the tables of t and fills d. A bridge
+// that fails open (SetFailOpen) looks in no table: NORMAL it is.
 func (tr *translator) translate(t *flow.Table, headers *flow.Headers, d *decision, now int64) {
+	tr.start(t, headers, d, now)
+	if tr.f != nil && tr.f.failOpen {
+		tr.normal()
+		tr.end(false)
+		return
+	}
+	tr.end(tr.lookup(0))
+}
+
+// translateActions works actions out for a frame with headers as a rule's
+// in table 0 of t would be, and fills d (PacketOut).
+func (tr *translator) translateActions(t *flow.Table, headers *flow.Headers, actions []flow.Action, d *decision, now int64) {
+	tr.start(t, headers, d, now)
+	tr.end(tr.actions(actions, 0))
+}
+
+func (tr *translator) start(t *flow.Table, headers *flow.Headers, d *decision, now int64) {
 	*tr = translator{f: tr.f, obs: tr.obs, readOnly: tr.readOnly, now: now, table: t, key: flow.Key{Headers: *headers}, arrival: headers.InPort, d: d}
 	d.table = t
 	d.rules, d.lookups, d.actions, d.dropped = d.rules[:0], d.lookups[:0], d.actions[:0], dropRule
-	d.macDeps = d.macDeps[:0]
+	d.macDeps, d.controllers = d.macDeps[:0], d.controllers[:0]
 	if d.offer != nil {
 		*d.offer = fpOffer{}
 	}
-	if tr.lookup(0) && !tr.missed {
+}
+
+// end runs the action set, if the pipeline came to its end (more), and
+// ends the translation.
+func (tr *translator) end(more bool) {
+	if more && !tr.missed {
 		tr.set.Each(func(a flow.Action) {
 			if tr.d.dropped != dropTTL {
-				tr.action(a, true)
+				tr.action(a, true, 0)
 			}
 		})
 	}
-	tr.table, tr.d = nil, nil
+	tr.table, tr.d, tr.rule = nil, nil, nil
 }
 
 // lookup looks the key up in the table it names and follows the rule it
@@ -185,6 +216,7 @@ func (tr *translator) lookup(depth int) bool {
 		return true
 	}
 	tr.d.rules = append(tr.d.rules, e)
+	tr.rule = e
 	return tr.actions(e.Actions, depth)
 }
 
@@ -198,7 +230,7 @@ func (tr *translator) actions(actions []flow.Action, depth int) bool {
 			written, i = flow.WrittenActions(actions, i)
 			i--
 		default:
-			if !tr.action(a, false) {
+			if !tr.action(a, false, depth) {
 				return false
 			}
 			continue
@@ -211,21 +243,7 @@ func (tr *translator) actions(actions []flow.Action, depth int) bool {
 			tr.key.Table = a.Table
 			return tr.lookup(depth + 1)
 		case flow.ActResubmit:
-			if tr.resubmits++; tr.resubmits > MaxResubmits {
-				return tr.cutLoop(fmt.Sprintf("more than %d resubmits", MaxResubmits))
-			}
-			table, inPort := tr.key.Table, tr.key.InPort
-			if a.Table != flow.ThisTable {
-				tr.key.Table = a.Table
-			}
-			if a.Port != 0 {
-				tr.key.InPort = a.Port
-			}
-			tr.inResubmit++
-			more := tr.lookup(depth + 1)
-			tr.inResubmit--
-			tr.key.Table, tr.key.InPort = table, inPort
-			if !more {
+			if !tr.resubmit(a.Table, a.Port, depth) {
 				return false
 			}
 		case flow.ActClearActions:
@@ -237,18 +255,49 @@ func (tr *translator) actions(actions []flow.Action, depth int) bool {
 	return true
 }
 
+// resubmit looks the key up in table (flow.ThisTable: the same) as from
+// inPort (0: its own) and follows what it meets, then goes on where it
+// was. It returns false when the frame's way ends there for good.
+func (tr *translator) resubmit(table uint8, inPort uint16, depth int) bool {
+	if tr.resubmits++; tr.resubmits > MaxResubmits {
+		return tr.cutLoop(fmt.Sprintf("more than %d resubmits", MaxResubmits))
+	}
+	was, wasIn, rule := tr.key.Table, tr.key.InPort, tr.rule
+	if table != flow.ThisTable {
+		tr.key.Table = table
+	}
+	if inPort != 0 {
+		tr.key.InPort = inPort
+	}
+	tr.inResubmit++
+	more := tr.lookup(depth + 1)
+	tr.inResubmit--
+	tr.key.Table, tr.key.InPort, tr.rule = was, wasIn, rule
+	return more
+}
+
 // action adds one action that acts on the frame, or on the key alone, to
 // the decision; fromSet says it comes from the action set. It returns
 // false when the frame is dropped.
-func (tr *translator) action(a flow.Action, fromSet bool) bool {
+func (tr *translator) action(a flow.Action, fromSet bool, depth int) bool {
 	keep := true
 	switch a.Type {
 	case flow.ActOutput:
+		if a.Port == flow.TablePort {
+			// Through the tables again from table 0, as OVS runs
+			// output:TABLE.
+			if tr.obs != nil {
+				tr.obs.Step(a, nil, &tr.key, tr.inResubmit, fromSet, false)
+			}
+			return tr.resubmit(0, 0, depth)
+		}
 		// OpenFlow never sends a frame back where it came from unless
 		// told so with IN_PORT.
 		if a.Port != tr.key.InPort {
 			tr.emit(a)
 		}
+	case flow.ActController:
+		tr.toController(a)
 	case flow.ActInPort, flow.ActFlood, flow.ActAll:
 		a.Port = tr.key.InPort
 		tr.emit(a)
@@ -280,6 +329,30 @@ func (tr *translator) action(a flow.Action, fromSet bool) bool {
 }
 
 func (tr *translator) emit(a flow.Action) { tr.d.actions = append(tr.d.actions, a) }
+
+// toController resolves a CONTROLLER action: the packet-in says which
+// rule sent the frame, and the key as it is now. The table-miss rule
+// (priority 0, matching everything) sends its frames as no_match unless it
+// says otherwise, as OVS does for OpenFlow 1.3. A packet-out's actions
+// belong to no rule: their cookie is all ones.
+func (tr *translator) toController(a flow.Action) {
+	in := PacketIn{Reason: a.Table, Table: tr.key.Table, Cookie: ^uint64(0), Key: tr.key, ControllerID: a.Port}
+	if e := tr.rule; e != nil {
+		in.Cookie = e.Cookie
+		if in.Reason == flow.ReasonAction && isTableMiss(e) {
+			in.Reason = flow.ReasonNoMatch
+		}
+	}
+	tr.d.controllers = append(tr.d.controllers, controllerSpec{in: in, maxLen: int(a.Value)})
+	tr.emit(flow.Action{Type: actToController, Port: uint16(len(tr.d.controllers) - 1)})
+}
+
+// isTableMiss reports whether e is its table's table-miss rule.
+func isTableMiss(e *flow.Entry) bool {
+	mask := e.Match.Mask
+	mask.Table = 0
+	return e.Priority == 0 && mask == flow.Key{}
+}
 
 // writeHeader works a load, move or set_field of a header field out as
 // the rewrites that give the frame what the key then says: the key is

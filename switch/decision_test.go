@@ -20,7 +20,7 @@ import (
 // randomPipeline writes a random pipeline of a few tables: matches on the
 // fields the random frames vary, registers written and matched, goto_table
 // forward, resubmit anywhere (loops included), rewrites, outputs, NORMAL,
-// FLOOD, drops and misses.
+// FLOOD, CONTROLLER, drops and misses.
 func randomPipeline(rnd *rand.Rand, ports int) []string {
 	var flows []string
 	match := func() string {
@@ -45,7 +45,7 @@ func randomPipeline(rnd *rand.Rand, ports int) []string {
 		for range 1 + rnd.IntN(5) {
 			var actions []string
 			for range rnd.IntN(4) {
-				switch rnd.IntN(10) {
+				switch rnd.IntN(11) {
 				case 0:
 					actions = append(actions, fmt.Sprintf("output:%d", 1+rnd.IntN(ports)))
 				case 1:
@@ -66,6 +66,8 @@ func randomPipeline(rnd *rand.Rand, ports int) []string {
 					actions = append(actions, "IN_PORT")
 				case 9:
 					actions = append(actions, "output(port=2,max_len=30)")
+				case 10:
+					actions = append(actions, "controller(max_len=40)")
 				}
 			}
 			// The instructions, in the order OpenFlow 1.3 gives them.
@@ -118,6 +120,7 @@ func randomFrames(tb testing.TB, rnd *rand.Rand, ports, n int) [][]byte {
 func TestCachedDecisionsMatchFreshTranslation(t *testing.T) {
 	const ports, pipelines, frames = 3, 60, 300
 	var hits, misses, stale uint64
+	packetInsSeen := 0
 	for seed := range uint64(pipelines) {
 		rnd := rand.New(rand.NewPCG(seed, 7))
 		text := randomPipeline(rnd, ports)
@@ -136,7 +139,7 @@ func TestCachedDecisionsMatchFreshTranslation(t *testing.T) {
 			t.Fatal(err)
 		}
 		removed := rnd.Int()
-		run := func(fresh bool) ([][][]byte, []uint64, [flow.NumTables]uint64, [numDropReasons]uint64, *forwarder) {
+		run := func(fresh bool) ([][][]byte, []uint64, [flow.NumTables]uint64, [numDropReasons]uint64, string, *forwarder) {
 			p := newPorts(ports)
 			f := testForwarder(t, 64, p...)
 			tbl := rules(t, text...)
@@ -186,10 +189,14 @@ func TestCachedDecisionsMatchFreshTranslation(t *testing.T) {
 			for i := range drops {
 				drops[i] = f.bridgeDrops[i].Load()
 			}
-			return sent, counts, lookups, drops, f
+			return sent, counts, lookups, drops, fmt.Sprintf("%+v", packetIns(f)), f
 		}
-		sentC, countsC, lookupsC, dropsC, cached := run(false)
-		sentF, countsF, lookupsF, dropsF, _ := run(true)
+		sentC, countsC, lookupsC, dropsC, insC, cached := run(false)
+		sentF, countsF, lookupsF, dropsF, insF, _ := run(true)
+		packetInsSeen += strings.Count(insC, "Reason:")
+		if insC != insF {
+			t.Fatalf("seed %d: packet-ins differ:\n%s cached\n%s fresh\npipeline:\n%s", seed, insC, insF, strings.Join(text, "\n"))
+		}
 		for i := range sentC {
 			if len(sentC[i]) != len(sentF[i]) {
 				t.Fatalf("seed %d: port %d sent %d frames cached, %d fresh\npipeline:\n%s", seed, i+1, len(sentC[i]), len(sentF[i]), strings.Join(text, "\n"))
@@ -211,6 +218,9 @@ func TestCachedDecisionsMatchFreshTranslation(t *testing.T) {
 		pipelines, frames, hits, misses, stale)
 	if hits < misses {
 		t.Errorf("the cached forwarder hit %d times and missed %d: the test hardly tests the cache", hits, misses)
+	}
+	if packetInsSeen < pipelines {
+		t.Errorf("%d packet-ins in all: the test hardly tests CONTROLLER", packetInsSeen)
 	}
 }
 

@@ -224,7 +224,8 @@ func readsHeaders(a flow.Action) bool {
 	switch a.Type {
 	case flow.ActOutput, flow.ActNormal, flow.ActFlood, flow.ActAll, flow.ActInPort,
 		flow.ActSetDlSrc, flow.ActSetDlDst, flow.ActSetVLANVID, flow.ActSetVLANPCP, flow.ActStripVLAN, flow.ActPushVLAN,
-		flow.ActResubmit, flow.ActGotoTable, flow.ActClearActions, flow.ActWriteActions, flow.ActWriteMetadata:
+		flow.ActResubmit, flow.ActGotoTable, flow.ActClearActions, flow.ActWriteActions, flow.ActWriteMetadata,
+		flow.ActController: // whose decisions stay in user space
 		return false // the addresses and the tag they read are NORMAL's, always in the mask
 	case flow.ActLoad, flow.ActSetField:
 		return !a.Field.Carried // a constant into a register is no read; into a header, a rewrite

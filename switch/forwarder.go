@@ -130,6 +130,19 @@ type forwarder struct {
 	fdbChanges uint64
 	lastSweep  int64
 
+	// pins is this thread's queue of packet-ins, pinBucket the controller's
+	// rate limit for it, and pinQueued says that the batch queued some,
+	// which pinReady tells the agent (packetin.go).
+	pins      *packetInQueue
+	pinBucket tokenBucket
+	pinQueued bool
+	pinReady  chan struct{}
+	// packetOutDecision is what the packet-out under way decided.
+	packetOutDecision decision
+	// failOpen forwards every frame as NORMAL, whatever the tables say
+	// (Bridge.SetFailOpen).
+	failOpen bool
+
 	requests chan request
 	wakeFd   int
 	busyPoll bool
@@ -164,6 +177,7 @@ type threadPlace struct {
 	drops        *dropCounters
 	loopLogged   *atomic.Bool
 	fp           *fastPath // nil: none
+	pinReady     chan struct{}
 }
 
 // firstOf returns the place of the first of count threads, with the MAC
@@ -174,7 +188,8 @@ func firstOf(count int, opts Options) threadPlace {
 		fdb.locks = make([]sync.Mutex, fdb.setMask+1)
 	}
 	return threadPlace{fdb: fdb, epoch: time.Now(), count: count,
-		tables: new([flow.NumTables]tableCounters), drops: new(dropCounters), loopLogged: new(atomic.Bool)}
+		tables: new([flow.NumTables]tableCounters), drops: new(dropCounters), loopLogged: new(atomic.Bool),
+		pinReady: make(chan struct{}, 1)}
 }
 
 func newForwarder(opts Options, flows *flow.Classifier, place threadPlace) (*forwarder, error) {
@@ -204,6 +219,8 @@ func newForwarder(opts Options, flows *flow.Classifier, place threadPlace) (*for
 		busyPoll:      opts.BusyPoll,
 		exited:        make(chan struct{}),
 		fp:            place.fp,
+		pins:          newPacketInQueue(packetInSlots/place.count, packetInBytes/place.count),
+		pinReady:      place.pinReady,
 	}
 	f.decisions.tr.f = f
 	f.rebuild()
@@ -385,6 +402,7 @@ func (f *forwarder) forwardBatch(rx rxQueue) bool {
 	}
 	f.drops.flush(&in.counters)
 	f.transmitGroups()
+	f.notifyPacketIns()
 	if f.fp != nil {
 		// After the transmit, so that the frames that made the entries
 		// do not wait for their installation.
@@ -398,9 +416,18 @@ func (f *forwarder) forwardBatch(rx rxQueue) bool {
 
 // normal is the NORMAL action: a learning switch, per VLAN (see vlan.go).
 // It reports whether it sent the frame anywhere.
+//
+// A packet-out's frame may come from no port (inSlot noSlot): it comes as
+// on a trunk of every VLAN, and its source is not learned, as OVS does
+// for frames from the controller.
 func (f *forwarder) normal(inSlot uint16, frame []byte, now int64) (sent bool) {
 	tagged, vid := frameTag(frame)
-	vlan, ok := f.ports[inSlot].vlan.ingress(vid)
+	fromPort := inSlot != noSlot
+	in := &trunkOfAll
+	if fromPort {
+		in = &f.ports[inSlot].vlan
+	}
+	vlan, ok := in.ingress(vid)
 	if !ok {
 		f.drops.vlan++
 		return false
@@ -411,7 +438,9 @@ func (f *forwarder) normal(inSlot uint16, frame []byte, now int64) (sent bool) {
 		return false
 	}
 	fr := vlanFrame{arrived: frame, vlan: vlan, tagged: tagged, vid: vid}
-	f.fdb.learn(macKey(frame[6:12], vlan), inSlot, now)
+	if fromPort {
+		f.fdb.learn(macKey(frame[6:12], vlan), inSlot, now)
+	}
 	if f.learnOnly {
 		return false
 	}
@@ -430,7 +459,7 @@ func (f *forwarder) normal(inSlot uint16, frame []byte, now int64) (sent bool) {
 // its VLAN, within the input port's storm limit, and reports whether it
 // sent it anywhere.
 func (f *forwarder) normalFlood(inSlot uint16, fr *vlanFrame, now int64) (sent bool) {
-	if !f.storm[inSlot].take(now) {
+	if inSlot != noSlot && !f.storm[inSlot].take(now) {
 		f.drops.storm++
 		return false
 	}

@@ -21,10 +21,10 @@ import (
 // forms; IPv4 addresses, TOS and TTL, dec_ttl, and TCP/UDP ports over
 // IPv4, their checksums updated; the IPv6 hop limit; one output to a port
 // that forwards; and a drop the rules chose. Everything else stays with
-// user space: floods and several outputs (the program redirects a frame
-// once), IPv6 addresses, traffic class and ports, output(max_len=), and a
-// VLAN operation after a pop (the key does not say whether a second tag
-// is left).
+// user space: packet-ins, floods and several outputs (the program
+// redirects a frame once), IPv6 addresses, traffic class and ports,
+// output(max_len=), and a VLAN operation after a pop (the key does not
+// say whether a second tag is left).
 
 // fastPathEntry returns the fast path's entry for decision d of the flow
 // with headers h, or why the XDP program cannot carry it.
@@ -82,6 +82,9 @@ func (f *forwarder) fastPathEntry(d *decision, h *flow.Headers) (e bpf.FastpathF
 			return false
 		}
 		return true
+	}
+	if len(d.controllers) > 0 {
+		return e, "a packet-in to the controller, which user space makes"
 	}
 	for i := range d.actions {
 		a := &d.actions[i]

@@ -21,11 +21,16 @@ const (
 	dropTTL                         // dec_ttl of a TTL that would reach 0
 	dropNoCopy                      // a rewrite needed a copy and none could be made
 	dropPortDown                    // its outputs named ports the bridge does not have up
+	// A packet-in lost to a full queue or to the controller's rate limit
+	// (packetin.go): the frame's other outputs happen.
+	dropControllerQueue
+	dropControllerRate
 	numDropReasons
 )
 
 // DropReasons names the reasons, as PipelineDrops and the metrics give them.
-var DropReasons = [numDropReasons]string{"rule", "table_miss", "loop", "ttl", "no_copy", "port_down"}
+var DropReasons = [numDropReasons]string{"rule", "table_miss", "loop", "ttl", "no_copy", "port_down",
+	"controller_queue", "controller_rate"}
 
 // DropCounts are frames dropped by the pipeline, by reason, in the order
 // of DropReasons.
@@ -56,12 +61,15 @@ func (d *dropCounters) load() DropCounts {
 	return out
 }
 
-// flush adds the batch's drops to the bridge's and the input port's.
+// flush adds the batch's drops to the bridge's and the input port's, if
+// there is one (a packet-out's frame may come from none).
 func (d *pipelineDrops) flush(bridge, port *dropCounters) {
 	for r, n := range d {
 		if n > 0 {
 			bridge[r].Add(n)
-			port[r].Add(n)
+			if port != nil {
+				port[r].Add(n)
+			}
 			d[r] = 0
 		}
 	}

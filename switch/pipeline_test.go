@@ -320,3 +320,26 @@ func TestHeaderLoadsAndMovesRewriteTheFrame(t *testing.T) {
 	masked.ip6Src = [16]byte{0: 0x20, 1: 0x01, 15: 1}
 	wantFrames(t, ports[1], masked.build(t))
 }
+
+// TestOutputToTableRunsThePipelineAgain: output:TABLE in a rule looks the
+// frame up from table 0 again, as it is then, and a rule that sends every
+// frame there is cut as a loop.
+func TestOutputToTableRunsThePipelineAgain(t *testing.T) {
+	ports := newPorts(3)
+	f := testForwarder(t, 64, ports...)
+	f.flows.Publish(rules(t,
+		"priority=10,in_port=1,reg0=0,actions=load:1->reg0[],mod_dl_dst:02:00:00:00:00:05,TABLE,output:3",
+		"priority=5,reg0=1,actions=output:2",
+		"priority=10,in_port=2,actions=TABLE"))
+	fr := frame(mac(9), mac(1), "again")
+	ports[0].Inject(fr)
+	ports[1].Inject(frame(mac(9), mac(2), "loops"))
+	forwardAll(f)
+	rewritten := append([]byte{}, fr...)
+	copy(rewritten, mac(5))
+	wantFrames(t, ports[1], rewritten)
+	wantFrames(t, ports[2], rewritten) // after TABLE, the rule goes on
+	if got := f.bridgeDrops[dropLoop].Load(); got != 1 {
+		t.Errorf("loop drops = %d; want 1, the frame that TABLE sent round for ever", got)
+	}
+}

@@ -16,9 +16,9 @@ import (
 )
 
 // tokenBucket admits frames at a rate: each costs cost nanoseconds of
-// credit, which accrues with time up to depth, one second's worth of
-// frames, so that a port limited to N frames/s may send a burst of N. Its
-// zero value admits everything.
+// credit, which accrues with time up to depth, a burst's worth of frames
+// (for storm limits one second's, so that a port limited to N frames/s
+// may send a burst of N). Its zero value admits everything.
 type tokenBucket struct {
 	cost   int64 // 0: no limit
 	depth  int64
@@ -26,19 +26,25 @@ type tokenBucket struct {
 	last   int64 // when credit was last brought up to date
 }
 
-// setRate makes b admit perSecond frames a second (0: all), starting
-// full at now. It keeps b's state when the rate is the same.
-func (b *tokenBucket) setRate(perSecond uint64, now int64) {
+// setRate makes b admit perSecond frames a second (0: all) in bursts of
+// as many, starting full at now.
+func (b *tokenBucket) setRate(perSecond uint64, now int64) { b.setLimit(perSecond, perSecond, now) }
+
+// setLimit makes b admit perSecond frames a second (0: all) in bursts of
+// up to burst, starting full at now. It keeps b's state when the limit is
+// the same.
+func (b *tokenBucket) setLimit(perSecond, burst uint64, now int64) {
 	perSecond = min(perSecond, uint64(time.Second))
+	burst = min(burst, uint64(time.Second))
 	var cost int64
 	if perSecond > 0 {
 		// Rounded up: the bucket never admits more than perSecond.
 		cost = (int64(time.Second) + int64(perSecond) - 1) / int64(perSecond)
 	}
-	if cost == b.cost {
+	depth := cost * int64(burst)
+	if cost == b.cost && depth == b.depth {
 		return
 	}
-	depth := cost * int64(perSecond)
 	*b = tokenBucket{cost: cost, depth: depth, credit: depth, last: now}
 }
 

@@ -28,7 +28,10 @@ Bridge columns: rstp_enable (true|false); other_config: datapath-id (16
 hex digits), forward-bpdu (true|false), rstp-priority (0-61440, steps of
 4096), rstp-address (MAC), rstp-max-age (6-40 s), rstp-forward-delay
 (4-30 s), rstp-transmit-hold-count (1-10), rstp-force-protocol-version
-(0: STP, 2).
+(0: STP, 2), controller-rate-limit (packet-ins/s to the controller, at
+least 100; none by default) and controller-burst-limit (at least 25; a
+quarter of the rate by default), OVS's Controller columns
+controller_rate_limit and controller_burst_limit.
 Port columns: other_config: rstp-enable (true|false), rstp-port-priority
 (0-240, steps of 16), rstp-path-cost (1-200000000), rstp-port-admin-edge
 (true|false), rstp-port-auto-edge (true|false), storm-limit (frames/s that

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/xswitch/xswitch/control"
+	"github.com/xswitch/xswitch/flow"
 )
 
 func (c *cli) addFlowCommand() *cobra.Command {
@@ -164,6 +165,9 @@ func printTrace(w io.Writer, bridge string, tr *control.Trace) {
 		ports := make([]string, len(tr.Outputs))
 		for i, p := range tr.Outputs {
 			ports[i] = fmt.Sprint(p)
+			if p == flow.ControllerPort {
+				ports[i] = "controller"
+			}
 		}
 		actions = strings.Join(ports, ",")
 	}

@@ -342,7 +342,7 @@ type traceJSON struct {
 	Rule      *flowJSON       `json:"rule"` // null: no rule matched, the packet is dropped
 	Steps     []traceStepJSON `json:"steps"`
 	FinalFlow string          `json:"final_flow"`
-	Outputs   []uint16        `json:"outputs"` // empty: dropped
+	Outputs   []uint16        `json:"outputs"` // 65533: the controller; empty: dropped
 	// Malformed says why the datapath drops the packet before any rule.
 	Malformed string `json:"malformed,omitempty"`
 	// Dropped says why it went nowhere when RSTP, not the table, is why.
