@@ -1,6 +1,9 @@
 package openflow
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"slices"
+)
 
 // Message is one OpenFlow message's body: the structs of this file, of
 // port.go and of multipart.go, as values (not pointers).
@@ -396,7 +399,7 @@ func appendHello(b []byte, m Hello) []byte {
 	if len(m.Versions) == 0 {
 		return b
 	}
-	words := 1 + int(maxVersion(m.Versions))/32
+	words := 1 + int(slices.Max(m.Versions))/32
 	start := len(b)
 	b = binary.BigEndian.AppendUint16(b, helloElemVersionBitmap)
 	b = binary.BigEndian.AppendUint16(b, uint16(4+4*words))
@@ -407,14 +410,6 @@ func appendHello(b []byte, m Hello) []byte {
 		binary.BigEndian.PutUint32(b[w:], binary.BigEndian.Uint32(b[w:])|1<<(v%32))
 	}
 	return appendPad8(b, len(b)-start)
-}
-
-func maxVersion(vs []uint8) uint8 {
-	var m uint8
-	for _, v := range vs {
-		m = max(m, v)
-	}
-	return m
 }
 
 func appendSwitchConfig(b []byte, m SetConfig) []byte {

@@ -192,7 +192,7 @@ var testFrame = unhex(nil, "ffffffffffff0200000000070806000108000604000102000000
 
 // ofSwitch is a minimal switch for ovs-ofctl to talk to: it answers
 // HELLO, FEATURES_REQUEST, GET_CONFIG_REQUEST, BARRIER_REQUEST and the
-// multipart requests of replies, and records what it is sent on all
+// multipart requests of replies, takes FLOW_MOD and PACKET_OUT, and records what it is sent on all
 // connections (ovs-ofctl opens one per transaction): received gives that
 // once ovs-ofctl is done.
 func ofSwitch(t *testing.T, replies map[MultipartType]any) (addr string, received func() []Message) {
@@ -236,6 +236,8 @@ func ofSwitch(t *testing.T, replies map[MultipartType]any) (addr string, receive
 				reply = BarrierReply{}
 			case EchoRequest:
 				reply = EchoReply(m)
+			case FlowMod, PacketOut:
+				continue // no reply unless refused
 			case MultipartRequest:
 				body, ok := replies[m.MType]
 				if !ok {
@@ -284,6 +286,9 @@ func TestOVSOfctl(t *testing.T) {
 		MultipartDesc:          Desc{MfrDesc: "xswitch", HWDesc: "AF_XDP", SWDesc: "0.1", SerialNum: "none", DPDesc: "br0"},
 		MultipartTableFeatures: []TableFeatures{fullTableFeatures},
 	}
+	// ovs-ofctl asks for these to parse names in flows.
+	tableNames := MultipartRequest{MType: MultipartTableFeatures, Body: []TableFeatures(nil)}
+	portNames := MultipartRequest{MType: MultipartPortDesc}
 	allFlows := FlowStatsRequest{TableID: TableAll, OutPort: PortAny, OutGroup: GroupAny}
 	hello := Hello{Versions: []uint8{Version}}
 	for _, c := range []struct {
@@ -296,7 +301,7 @@ func TestOVSOfctl(t *testing.T) {
 		{[]string{"show"}, []Message{hello, FeaturesRequest{}, MultipartRequest{MType: MultipartPortDesc}, hello, GetConfigRequest{}},
 			[]string{"dpid:000000000000feed", "n_tables:2", "7(veth7): addr:02:00:00:00:00:07", "miss_send_len=128"}},
 		{[]string{"dump-flows", "in_port=3,ip,nw_src=10.0.0.0/24"},
-			[]Message{hello, MultipartRequest{MType: MultipartPortDesc}, hello, MultipartRequest{MType: MultipartTableFeatures, Body: []TableFeatures(nil)},
+			[]Message{hello, portNames, hello, tableNames,
 				hello, MultipartRequest{MType: MultipartFlow, Body: FlowStatsRequest{TableID: TableAll, OutPort: PortAny, OutGroup: GroupAny, Match: testMatch}}},
 			[]string{"cookie=0x5", "n_packets=6", "n_bytes=700", "priority=100,ip,in_port=3,nw_src=10.0.0.0/24"}},
 		{[]string{"dump-aggregate"}, []Message{hello, MultipartRequest{MType: MultipartAggregate, Body: allFlows}},
@@ -307,6 +312,14 @@ func TestOVSOfctl(t *testing.T) {
 			[]string{"7(veth7): addr:02:00:00:00:00:07"}},
 		{[]string{"dump-tables"}, []Message{hello, MultipartRequest{MType: MultipartTable}},
 			[]string{"active=3"}},
+		{[]string{"add-flow", "cookie=0x1234,priority=1000,idle_timeout=60,ip,in_port=3,nw_src=10.0.0.0/24,actions=drop"},
+			[]Message{hello, tableNames, hello, portNames, hello, FlowMod{Cookie: 0x1234, Command: FlowAdd, IdleTimeout: 60, Priority: 1000, BufferID: NoBuffer,
+				OutPort: PortAny, OutGroup: GroupAny, Match: testMatch}, BarrierRequest{}}, nil},
+		{[]string{"del-flows", "--strict", "priority=5,in_port=3"},
+			[]Message{hello, tableNames, hello, portNames, hello, FlowMod{TableID: TableAll, Command: FlowDeleteStrict, Priority: 5, BufferID: NoBuffer,
+				OutPort: PortAny, OutGroup: GroupAny, Match: Match{Fields: testMatch.Fields[:1]}}, BarrierRequest{}}, nil},
+		{[]string{"packet-out", "in_port=controller packet=" + hex.EncodeToString(testFrame) + " actions=drop"},
+			[]Message{hello, tableNames, hello, portNames, hello, PacketOut{BufferID: NoBuffer, InPort: PortController, Data: testFrame}, BarrierRequest{}}, nil},
 		{[]string{"dump-desc"}, []Message{hello, MultipartRequest{MType: MultipartDesc}},
 			[]string{"Manufacturer: xswitch", "DP Description: br0"}},
 	} {

@@ -10,8 +10,10 @@ import (
 )
 
 func TestReader(t *testing.T) {
+	// A message of 60000 bytes among them grows the buffer.
+	messages := append(testMessages[:len(testMessages):len(testMessages)], EchoRequest{Data: make([]byte, 60000)}, BarrierRequest{})
 	var stream []byte
-	for i, m := range testMessages {
+	for i, m := range messages {
 		stream = Append(stream, uint32(i), m)
 	}
 	for name, r := range map[string]io.Reader{
@@ -20,7 +22,7 @@ func TestReader(t *testing.T) {
 		"half":     iotest.HalfReader(bytes.NewReader(stream)),
 	} {
 		rd := NewReader(r, 0xffff)
-		for i, m := range testMessages {
+		for i, m := range messages {
 			b, err := rd.Next()
 			if err != nil {
 				t.Fatalf("%s: message %d: %v", name, i, err)
