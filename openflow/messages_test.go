@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/hex"
+	"strings"
 	"errors"
 	"reflect"
 	"testing"
@@ -314,7 +315,7 @@ func patch(b []byte, i int, v ...byte) []byte {
 
 // unhex decodes hex; it panics on a typo when t is nil.
 func unhex(t testing.TB, s string) []byte {
-	b, err := hex.DecodeString(s)
+	b, err := hex.DecodeString(strings.ReplaceAll(s, " ", ""))
 	if err != nil {
 		if t == nil {
 			panic(err)
