@@ -277,7 +277,7 @@ func (d *actionDecoder) checked(a flow.Action, needs *flow.Prerequisite, err err
 }
 
 func outputFromOF(a openflow.ActionOutput) (flow.Action, error) {
-	if a.Port == ofPortController {
+	if a.Port == openflow.PortController {
 		return controllerAction(a.MaxLen, 0, ofprAction), nil
 	}
 	p, ok := portFromOF(a.Port)
@@ -434,16 +434,16 @@ func appendActionOF(out []openflow.Action, a flow.Action, m *flow.Match, tagged 
 		binary.BigEndian.PutUint32(data[4:], uint32(a.Value))
 		return append(out, openflow.ActionExperimenter{Experimenter: openflow.NiciraExperimenter, Data: data})
 	case flow.ActNormal:
-		return append(out, openflow.ActionOutput{Port: ofPortNormal})
+		return append(out, openflow.ActionOutput{Port: openflow.PortNormal})
 	case flow.ActFlood:
-		return append(out, openflow.ActionOutput{Port: ofPortFlood})
+		return append(out, openflow.ActionOutput{Port: openflow.PortFlood})
 	case flow.ActAll:
-		return append(out, openflow.ActionOutput{Port: ofPortAll})
+		return append(out, openflow.ActionOutput{Port: openflow.PortAll})
 	case flow.ActInPort:
-		return append(out, openflow.ActionOutput{Port: ofPortInPort})
+		return append(out, openflow.ActionOutput{Port: openflow.PortInPort})
 	case flow.ActController:
 		if a.Port == 0 && a.Table == ofprAction {
-			return append(out, openflow.ActionOutput{Port: ofPortController, MaxLen: a.Value})
+			return append(out, openflow.ActionOutput{Port: openflow.PortController, MaxLen: a.Value})
 		}
 		return append(out, openflow.NXController{MaxLen: a.Value, ControllerID: a.Port, Reason: a.Table})
 	case flow.ActSetDlSrc:

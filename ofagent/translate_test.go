@@ -223,8 +223,8 @@ func TestActionsToOF(t *testing.T) {
 		want []openflow.Action
 	}{
 		{"actions=output:3,NORMAL,LOCAL,IN_PORT,FLOOD,ALL", []openflow.Action{openflow.ActionOutput{Port: 3},
-			openflow.ActionOutput{Port: ofPortNormal}, openflow.ActionOutput{Port: ofPortLocal},
-			openflow.ActionOutput{Port: ofPortInPort}, openflow.ActionOutput{Port: ofPortFlood}, openflow.ActionOutput{Port: ofPortAll}}},
+			openflow.ActionOutput{Port: openflow.PortNormal}, openflow.ActionOutput{Port: openflow.PortLocal},
+			openflow.ActionOutput{Port: openflow.PortInPort}, openflow.ActionOutput{Port: openflow.PortFlood}, openflow.ActionOutput{Port: openflow.PortAll}}},
 		{"actions=mod_vlan_vid:5", []openflow.Action{openflow.ActionPushVLAN{EtherType: 0x8100}, setField(basic(6, 0x10, 0x05))}},
 		{"dl_vlan=3,actions=mod_vlan_vid:5", []openflow.Action{setField(basic(6, 0x10, 0x05))}},
 		{"dl_vlan=3,actions=strip_vlan", []openflow.Action{openflow.ActionPopVLAN{}}},
@@ -301,8 +301,8 @@ func TestActionErrors(t *testing.T) {
 			Data: []byte{0, 16, 0, 0, 0, 0}}), none, openflow.ErrBadAction, openflow.BadActionBadExpType},
 		{"output to port 0", apply(openflow.ActionOutput{Port: 0}), none, openflow.ErrBadAction, openflow.BadActionBadOutPort},
 		{"output to 0x10000", apply(openflow.ActionOutput{Port: 0x10000}), none, openflow.ErrBadAction, openflow.BadActionBadOutPort},
-		{"output to OFPP_MAX", apply(openflow.ActionOutput{Port: ofPortMax}), none, openflow.ErrBadAction, openflow.BadActionBadOutPort},
-		{"output to ANY", apply(openflow.ActionOutput{Port: ofPortAny}), none, openflow.ErrBadAction, openflow.BadActionBadOutPort},
+		{"output to OFPP_MAX", apply(openflow.ActionOutput{Port: openflow.PortMax}), none, openflow.ErrBadAction, openflow.BadActionBadOutPort},
+		{"output to ANY", apply(openflow.ActionOutput{Port: openflow.PortAny}), none, openflow.ErrBadAction, openflow.BadActionBadOutPort},
 		{"set_field of ip_proto", apply(openflow.ActionSetField{Field: basic(10, 6)}), tcp, openflow.ErrBadAction, openflow.BadActionBadSetType},
 		{"set_field of arp_spa", apply(openflow.ActionSetField{Field: basic(22, 1, 2, 3, 4)}), none, openflow.ErrBadAction, openflow.BadActionBadSetType},
 		{"set_field of no field", apply(openflow.ActionSetField{Field: basic(17, 0, 1)}), none, openflow.ErrBadAction, openflow.BadActionBadSetType},
@@ -339,7 +339,7 @@ func TestController(t *testing.T) {
 		of   openflow.Action
 		want flow.Action
 	}{
-		{openflow.ActionOutput{Port: ofPortController, MaxLen: 0xffff}, flow.Action{Type: flow.ActController, Value: 0xffff, Table: ofprAction}},
+		{openflow.ActionOutput{Port: openflow.PortController, MaxLen: 0xffff}, flow.Action{Type: flow.ActController, Value: 0xffff, Table: ofprAction}},
 		{openflow.NXController{MaxLen: 128, ControllerID: 3, Reason: 0}, flow.Action{Type: flow.ActController, Value: 128, Port: 3}},
 	} {
 		as, err := actionsFromOF([]openflow.Action{tc.of}, m)
