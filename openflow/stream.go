@@ -82,3 +82,7 @@ func (r *Reader) fill(n int) error {
 	}
 	return nil
 }
+
+// Buffered is how many bytes of the stream the reader holds beyond the
+// messages it returned.
+func (r *Reader) Buffered() int { return r.end - r.start }

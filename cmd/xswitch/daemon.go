@@ -18,6 +18,7 @@ import (
 	"github.com/xswitch/xswitch/control"
 	"github.com/xswitch/xswitch/internal/sdnotify"
 	"github.com/xswitch/xswitch/metrics"
+	"github.com/xswitch/xswitch/ofagent"
 	vswitch "github.com/xswitch/xswitch/switch"
 )
 
@@ -231,6 +232,8 @@ func runDaemon(ctx context.Context, opts daemonOptions) error {
 		}
 		defer os.Remove(opts.pidFile)
 	}
+	// The controllers' connections end before the bridges do (below).
+	agent := ofagent.New(d, ofagent.Options{Log: log, Version: buildVersion().Version})
 	served := make(chan error, 1)
 	go func() { served <- d.Serve(ln) }()
 	log.Info("listening", "socket", socket, "pid", os.Getpid())
@@ -250,6 +253,7 @@ func runDaemon(ctx context.Context, opts daemonOptions) error {
 		}
 		cancel()
 	}
+	agent.Close()
 	if cerr := d.Close(); cerr != nil && err == nil {
 		err = fmt.Errorf("closing: %w", cerr)
 	}

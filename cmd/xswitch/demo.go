@@ -21,6 +21,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/xswitch/xswitch/control"
+	"github.com/xswitch/xswitch/ofagent"
 	"github.com/xswitch/xswitch/internal/netns"
 	vswitch "github.com/xswitch/xswitch/switch"
 )
@@ -174,7 +175,8 @@ func randomTag() string {
 }
 
 // startPrivateDaemon serves a daemon in this process, its socket and
-// configuration in dir, with bridges made with opts.
+// configuration in dir, with bridges made with opts, and its OpenFlow
+// agent, as xswitch daemon runs them.
 func startPrivateDaemon(dir string, opts vswitch.Options) (*cli, func(), error) {
 	sock := filepath.Join(dir, "xswitch.sock")
 	ln, err := control.Listen(sock)
@@ -187,6 +189,7 @@ func startPrivateDaemon(dir string, opts vswitch.Options) (*cli, func(), error) 
 		ln.Close()
 		return nil, nil, err
 	}
+	agent := ofagent.New(d, ofagent.Options{Log: log, Version: buildVersion().Version})
 	served := make(chan struct{})
 	go func() {
 		d.Serve(ln)
@@ -195,6 +198,7 @@ func startPrivateDaemon(dir string, opts vswitch.Options) (*cli, func(), error) 
 	return &cli{socket: sock}, func() {
 		ln.Close()
 		<-served
+		agent.Close()
 		d.Close()
 	}, nil
 }

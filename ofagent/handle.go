@@ -1,0 +1,340 @@
+package ofagent
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/xswitch/xswitch/control"
+	"github.com/xswitch/xswitch/flow"
+	"github.com/xswitch/xswitch/openflow"
+)
+
+// maxPendingFlowMods bounds a batch of flow mods applied as one change.
+const maxPendingFlowMods = 4096
+
+// handle answers one message. An error ends the connection; a message
+// refused is answered with an OFPT_ERROR and is no error.
+func (c *conn) handle(raw []byte) error {
+	xid, m, err := openflow.Decode(raw)
+	if err != nil {
+		c.applyFlowMods()
+		c.sendError(raw, err)
+		return nil
+	}
+	if fm, ok := m.(openflow.FlowMod); ok {
+		c.queueFlowMod(raw, xid, &fm)
+		return nil
+	}
+	// Everything else sees the flow mods before it applied (a barrier
+	// above all, but a flow stats request too).
+	c.applyFlowMods()
+	switch m := m.(type) {
+	case openflow.Hello:
+		// A second hello changes nothing.
+	case openflow.EchoRequest:
+		c.send(xid, openflow.EchoReply{Data: m.Data})
+	case openflow.EchoReply:
+		// What it answers is that the controller is there: heard.
+	case openflow.FeaturesRequest:
+		c.send(xid, openflow.FeaturesReply{
+			DatapathID:   c.ba.datapathID(),
+			NTables:      flow.NumTables,
+			Capabilities: openflow.CapFlowStats | openflow.CapTableStats | openflow.CapPortStats,
+		})
+	case openflow.GetConfigRequest:
+		c.mu.Lock()
+		msl := c.missSendLen
+		c.mu.Unlock()
+		c.send(xid, openflow.GetConfigReply{MissSendLen: msl})
+	case openflow.SetConfig:
+		c.mu.Lock()
+		c.missSendLen = m.MissSendLen
+		c.mu.Unlock()
+	case openflow.BarrierRequest:
+		c.send(xid, openflow.BarrierReply{})
+	case openflow.RoleRequest:
+		c.handleRole(raw, xid, m)
+	case openflow.GetAsyncRequest:
+		c.mu.Lock()
+		a := c.async
+		c.mu.Unlock()
+		c.send(xid, openflow.GetAsyncReply(a))
+	case openflow.SetAsync:
+		c.mu.Lock()
+		c.async = m
+		c.mu.Unlock()
+	case openflow.PacketOut:
+		if c.isSlave() {
+			c.sendError(raw, slaveError())
+			break
+		}
+		if err := c.packetOut(&m); err != nil {
+			c.sendError(raw, err)
+		}
+	case openflow.MultipartRequest:
+		c.multipart(raw, xid, &m)
+	case openflow.Experimenter:
+		c.sendError(raw, &openflow.DecodeError{Type: openflow.ErrBadRequest, Code: openflow.BadRequestBadExperimenter,
+			Reason: fmt.Sprintf("experimenter %#x's messages are not supported", m.Experimenter)})
+	case openflow.Unsupported:
+		c.sendError(raw, &openflow.DecodeError{Type: openflow.ErrBadRequest, Code: openflow.BadRequestBadType,
+			Reason: fmt.Sprintf("%v is not supported", m.MsgType)})
+	default:
+		// A message a switch only sends (a reply, a packet-in, ...).
+		c.sendError(raw, &openflow.DecodeError{Type: openflow.ErrBadRequest, Code: openflow.BadRequestBadType,
+			Reason: fmt.Sprintf("%v is not a message a controller sends", m.Type())})
+	}
+	return nil
+}
+
+func slaveError() error {
+	return &openflow.DecodeError{Type: openflow.ErrBadRequest, Code: openflow.BadRequestIsSlave,
+		Reason: "the connection is in the slave role"}
+}
+
+func (c *conn) isSlave() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.role == openflow.RoleSlave
+}
+
+func (c *conn) roleName() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch c.role {
+	case openflow.RoleMaster:
+		return "master"
+	case openflow.RoleSlave:
+		return "slave"
+	}
+	return "equal"
+}
+
+// handleRole arbitrates roles as OpenFlow 1.3 §6.3.6 asks: a master or
+// slave request with a generation id older than the last one seen is
+// stale, and a new master makes the other masters slaves.
+func (c *conn) handleRole(raw []byte, xid uint32, m openflow.RoleRequest) {
+	ba := c.ba
+	switch m.Role {
+	case openflow.RoleNoChange, openflow.RoleEqual, openflow.RoleMaster, openflow.RoleSlave:
+	default:
+		c.sendError(raw, &openflow.DecodeError{Type: openflow.ErrRoleRequestFailed, Code: openflow.RoleRequestFailedBadRole,
+			Reason: fmt.Sprintf("unknown role %d", m.Role)})
+		return
+	}
+	if m.Role == openflow.RoleMaster || m.Role == openflow.RoleSlave {
+		ba.mu.Lock()
+		if ba.hasGeneration && int64(m.GenerationID-ba.generation) < 0 {
+			ba.mu.Unlock()
+			c.sendError(raw, &openflow.DecodeError{Type: openflow.ErrRoleRequestFailed, Code: openflow.RoleRequestFailedStale,
+				Reason: fmt.Sprintf("generation id %d is older than %d", m.GenerationID, ba.generation)})
+			return
+		}
+		ba.generation, ba.hasGeneration = m.GenerationID, true
+		ba.mu.Unlock()
+	}
+	if m.Role == openflow.RoleMaster {
+		ba.each(func(o *conn) {
+			if o == c {
+				return
+			}
+			o.mu.Lock()
+			if o.role == openflow.RoleMaster {
+				o.role = openflow.RoleSlave
+			}
+			o.mu.Unlock()
+		})
+	}
+	c.mu.Lock()
+	if m.Role != openflow.RoleNoChange {
+		c.role = m.Role
+	}
+	role := c.role
+	c.mu.Unlock()
+	ba.mu.Lock()
+	gen := ba.generation
+	ba.mu.Unlock()
+	c.send(xid, openflow.RoleReply{Role: role, GenerationID: gen})
+	c.t.reportStatus()
+}
+
+// pendingFlowMod is a flow mod read and translated, waiting to be applied
+// with the others of its batch.
+type pendingFlowMod struct {
+	raw []byte // its first bytes, for an error
+	xid uint32
+	mod control.FlowMod
+}
+
+// queueFlowMod translates a flow mod and adds it to the batch, or refuses
+// it at once.
+func (c *conn) queueFlowMod(raw []byte, xid uint32, fm *openflow.FlowMod) {
+	if c.isSlave() {
+		c.applyFlowMods()
+		c.sendError(raw, slaveError())
+		return
+	}
+	mod, err := flowModFromOF(fm)
+	if err != nil {
+		c.applyFlowMods()
+		c.sendError(raw, err)
+		return
+	}
+	if mod == nil {
+		return // selects no rule: out_group names a group, and xswitch has none
+	}
+	c.pending = append(c.pending, pendingFlowMod{raw: append([]byte(nil), raw[:min(len(raw), openflow.ErrorData)]...), xid: xid, mod: *mod})
+	if len(c.pending) >= maxPendingFlowMods {
+		c.applyFlowMods()
+	}
+}
+
+// applyFlowMods applies the batch as one change of the bridge's tables. If
+// the batch fails, its mods are applied one by one, so that each one
+// refused is answered with its own error and the others still apply, as
+// if they had come alone.
+func (c *conn) applyFlowMods() {
+	if len(c.pending) == 0 {
+		return
+	}
+	batch := c.pending
+	c.pending = c.pending[:0]
+	mods := make([]control.FlowMod, len(batch))
+	for i, p := range batch {
+		mods[i] = p.mod
+	}
+	if _, err := c.ba.a.d.ApplyFlowMods(c.ba.name, mods); err == nil {
+		return
+	}
+	for _, p := range batch {
+		if _, err := c.ba.a.d.ApplyFlowMods(c.ba.name, []control.FlowMod{p.mod}); err != nil {
+			c.sendError(p.raw, flowModError(err))
+		}
+	}
+}
+
+// flowModError gives a refusal of the daemon's its OpenFlow error.
+func flowModError(err error) error {
+	code := uint16(openflow.FlowModFailedUnknown)
+	if errors.Is(err, control.ErrOverlap) {
+		code = openflow.FlowModFailedOverlap
+	}
+	return &openflow.DecodeError{Type: openflow.ErrFlowModFailed, Code: code, Reason: err.Error()}
+}
+
+// flowModFromOF translates an OFPT_FLOW_MOD into the daemon's terms; nil
+// for one that can select no rule.
+func flowModFromOF(fm *openflow.FlowMod) (*control.FlowMod, error) {
+	if fm.BufferID != openflow.NoBuffer {
+		return nil, &openflow.DecodeError{Type: openflow.ErrBadRequest, Code: openflow.BadRequestBufferUnknown,
+			Reason: "xswitch buffers no packets (buffer_id must be OFP_NO_BUFFER)"}
+	}
+	deleting := fm.Command == openflow.FlowDelete || fm.Command == openflow.FlowDeleteStrict
+	if fm.TableID == openflow.TableAll && !deleting {
+		return nil, &openflow.DecodeError{Type: openflow.ErrFlowModFailed, Code: openflow.FlowModFailedBadTableID,
+			Reason: "only a delete may name every table"}
+	}
+	table := fm.TableID
+	if table == openflow.TableAll {
+		table = 0
+	}
+	match, err := matchFromOF(fm.Match, table)
+	if err != nil {
+		return nil, err
+	}
+	if fm.TableID == openflow.TableAll {
+		match.Key.Table, match.Mask.Table = 0, 0
+	}
+	switch fm.Command {
+	case openflow.FlowAdd:
+		actions, err := instructionsFromOF(fm.Instructions, match)
+		if err != nil {
+			return nil, err
+		}
+		return &control.FlowMod{
+			Command: control.FlowAdd, Ephemeral: true, CheckOverlap: fm.Flags&openflow.FlowFlagCheckOverlap != 0,
+			Rule: flow.Rule{
+				Priority: fm.Priority, Cookie: fm.Cookie, IdleTimeout: fm.IdleTimeout, HardTimeout: fm.HardTimeout,
+				Match: match, Actions: actions, Flags: ruleFlagsFromOF(fm.Flags),
+			},
+		}, nil
+	case openflow.FlowModify, openflow.FlowModifyStrict:
+		actions, err := instructionsFromOF(fm.Instructions, match)
+		if err != nil {
+			return nil, err
+		}
+		return &control.FlowMod{
+			Command: control.FlowModify, Ephemeral: true, Strict: fm.Command == openflow.FlowModifyStrict,
+			Filter: flow.Filter{Match: match, Priority: fm.Priority, HasPriority: fm.Command == openflow.FlowModifyStrict,
+				Cookie: fm.Cookie, CookieMask: fm.CookieMask},
+			Actions: actions, ResetCounts: fm.Flags&openflow.FlowFlagResetCounts != 0,
+		}, nil
+	case openflow.FlowDelete, openflow.FlowDeleteStrict:
+		if fm.OutGroup != openflow.GroupAny {
+			return nil, nil
+		}
+		f := flow.Filter{Match: match, Priority: fm.Priority, HasPriority: fm.Command == openflow.FlowDeleteStrict,
+			Cookie: fm.Cookie, CookieMask: fm.CookieMask}
+		if fm.OutPort != openflow.PortAny {
+			p, ok := portFromOF(fm.OutPort)
+			if !ok {
+				return nil, nil // no rule outputs to a port xswitch cannot have
+			}
+			f.OutPort = p
+		}
+		return &control.FlowMod{Command: control.FlowDelete, Ephemeral: true, Strict: fm.Command == openflow.FlowDeleteStrict, Filter: f}, nil
+	}
+	return nil, &openflow.DecodeError{Type: openflow.ErrFlowModFailed, Code: openflow.FlowModFailedBadCommand,
+		Reason: fmt.Sprintf("unknown flow mod command %d", fm.Command)}
+}
+
+// ruleFlagsFromOF keeps the flags that are the rule's; CHECK_OVERLAP and
+// RESET_COUNTS are the flow mod's.
+func ruleFlagsFromOF(flags uint16) flow.RuleFlags {
+	var f flow.RuleFlags
+	if flags&openflow.FlowFlagSendFlowRem != 0 {
+		f |= flow.FlagSendFlowRem
+	}
+	if flags&openflow.FlowFlagNoPktCounts != 0 {
+		f |= flow.FlagNoPacketCounts
+	}
+	if flags&openflow.FlowFlagNoBytCounts != 0 {
+		f |= flow.FlagNoByteCounts
+	}
+	return f
+}
+
+func ruleFlagsToOF(f flow.RuleFlags) uint16 {
+	var flags uint16
+	if f&flow.FlagSendFlowRem != 0 {
+		flags |= openflow.FlowFlagSendFlowRem
+	}
+	if f&flow.FlagNoPacketCounts != 0 {
+		flags |= openflow.FlowFlagNoPktCounts
+	}
+	if f&flow.FlagNoByteCounts != 0 {
+		flags |= openflow.FlowFlagNoBytCounts
+	}
+	return flags
+}
+
+// packetOut sends a controller's frame.
+func (c *conn) packetOut(m *openflow.PacketOut) error {
+	if m.BufferID != openflow.NoBuffer {
+		return &openflow.DecodeError{Type: openflow.ErrBadRequest, Code: openflow.BadRequestBufferUnknown,
+			Reason: "xswitch buffers no packets (buffer_id must be OFP_NO_BUFFER)"}
+	}
+	inPort, ok := portFromOF(m.InPort)
+	if !ok {
+		return &openflow.DecodeError{Type: openflow.ErrBadRequest, Code: openflow.BadRequestBadPort,
+			Reason: fmt.Sprintf("in_port %d is not a port xswitch can have", m.InPort)}
+	}
+	actions, err := actionsFromOF(m.Actions, flow.Match{})
+	if err != nil {
+		return err
+	}
+	if err := c.ba.br.PacketOut(inPort, actions, m.Data); err != nil {
+		return &openflow.DecodeError{Type: openflow.ErrBadRequest, Code: openflow.BadRequestBadPacket, Reason: err.Error()}
+	}
+	return nil
+}
