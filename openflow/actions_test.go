@@ -147,7 +147,7 @@ func TestDecodeActionsErrors(t *testing.T) {
 	}{
 		{"header cut", "0000 00", BadActionBadLen},
 		{"length under 8", "0018 0004", BadActionBadLen},
-		{"length not a multiple of 8", "0000 000c 00000002 0000 0000", BadActionBadLen},
+		{"length not a multiple of 8", "ffff 000c 00abcdef 01020304", BadActionBadLen},
 		{"length past the end", "0000 0018 00000002 ffff 000000000000", BadActionBadLen},
 		{"output of 8 bytes", "0000 0008 00000002", BadActionBadLen},
 		{"pop_vlan of 16 bytes", "0012 0010 00000000 00000000 00000000", BadActionBadLen},

@@ -95,7 +95,7 @@ func TestDecodeInstructionsErrors(t *testing.T) {
 	}{
 		{"header cut", "0001 00", ErrBadInstruction, BadInstructionBadLen},
 		{"length under 8", "0001 0004 0000", ErrBadInstruction, BadInstructionBadLen},
-		{"length not a multiple of 8", "0004 000c 00000000 00000000", ErrBadInstruction, BadInstructionBadLen},
+		{"length not a multiple of 8", "ffff 000c 00abcdef 01020304", ErrBadInstruction, BadInstructionBadLen},
 		{"length past the end", "0004 0020 00000000 0000 0010 00000002 ffff 000000000000", ErrBadInstruction, BadInstructionBadLen},
 		{"goto_table of 16 bytes", "0001 0010 02000000 00000000 00000000", ErrBadInstruction, BadInstructionBadLen},
 		{"write_metadata of 16 bytes", "0002 0010 00000000 0000000000000001", ErrBadInstruction, BadInstructionBadLen},
