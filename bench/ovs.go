@@ -65,7 +65,24 @@ func OVS(name string, flows []string) Case {
 		return c
 	}
 	c.Setup = func(ctx context.Context, hosts Hosts) (func(), error) {
-		return setupOVS(ctx, hosts, flows)
+		return setupOVS(ctx, hosts, flows, false)
+	}
+	return c
+}
+
+// OVSController is OVS's userspace datapath as OVS is, driven by the
+// bench's Controller in fail mode secure: every frame goes to the
+// controller and back.
+func OVSController(name string) Case {
+	c := OVS(name, nil)
+	if c.Skip == "" {
+		if _, err := exec.LookPath(ControllerProgram); err != nil {
+			c.Skip = fmt.Sprintf("os-ken is not installed (no %s): skipped", ControllerProgram)
+			return c
+		}
+		c.Setup = func(ctx context.Context, hosts Hosts) (func(), error) {
+			return setupOVS(ctx, hosts, nil, true)
+		}
 	}
 	return c
 }
@@ -81,7 +98,7 @@ type ovsInstance struct {
 	vswitchd *daemon
 }
 
-func setupOVS(ctx context.Context, hosts Hosts, flows []string) (_ func(), err error) {
+func setupOVS(ctx context.Context, hosts Hosts, flows []string, controller bool) (_ func(), err error) {
 	o := &ovsInstance{netns: hosts.GenPort + "-ovs", bridge: hosts.GenPort + "o"}
 	var undo []func()
 	cleanup := func() {
@@ -134,6 +151,16 @@ func setupOVS(ctx context.Context, hosts Hosts, flows []string) (_ func(), err e
 	}
 	if err := o.xdpModesInUse(ctx, modes); err != nil {
 		return nil, err
+	}
+	if controller {
+		ctl, err := StartController(ctx, o.netns)
+		if err != nil {
+			return nil, err
+		}
+		undo = append(undo, ctl.Stop)
+		if err := o.useController(ctx, ctl); err != nil {
+			return nil, err
+		}
 	}
 	fmt.Fprintf(hosts.Log, "Open vSwitch bridge %s in namespace %s: afxdp ports %s in %s XDP mode, %s in %s (copying: veth has no zero-copy), PMD thread on CPU %d, %d flows\n",
 		o.bridge, o.netns, hosts.GenPort, modes[hosts.GenPort], hosts.RcvPort, modes[hosts.RcvPort], SwitchCPU, max(len(flows), 1))
@@ -322,6 +349,20 @@ func (o *ovsInstance) installFlows(ctx context.Context, flows []string) error {
 		return fmt.Errorf("bridge %s holds %d flows, want %d", o.bridge, got, want)
 	}
 	return nil
+}
+
+// useController points the bridge at ctl in fail mode secure, and waits
+// until ctl has installed its table-miss flow.
+func (o *ovsInstance) useController(ctx context.Context, ctl *Controller) error {
+	if _, err := o.vsctl(ctx, "set-fail-mode", o.bridge, "secure", "--", "set-controller", o.bridge,
+		fmt.Sprintf("tcp:127.0.0.1:%d", ctl.Port)); err != nil {
+		return err
+	}
+	mgmt := "unix:" + o.path(o.bridge+".mgmt")
+	return waitFor(ctx, "the controller's table-miss flow in OVS", func() (bool, error) {
+		out, err := o.run(ctx, "ovs-ofctl", "-O", "OpenFlow13", "dump-flows", mgmt)
+		return strings.Contains(out, "CONTROLLER") && !strings.Contains(out, "NORMAL"), err
+	})
 }
 
 // stop removes the bridge, stops both daemons and removes the directory,

@@ -36,7 +36,7 @@ const defaultBenchWorkloads = "udp64,udp1500,tcp,ping"
 const defaultBenchCases = "xswitch,xswitch-busy,xswitch-flows,linux-bridge,ovs,ovs-flows,xdp-redirect"
 
 // moreBenchCases are the cases bench runs only when asked to.
-const moreBenchCases = "xswitch-pipeline,ovs-pipeline,xswitch-userspace"
+const moreBenchCases = "xswitch-pipeline,ovs-pipeline,xswitch-userspace,xswitch-controller,ovs-controller"
 
 // benchFlows is how many flows the -flows cases install.
 const benchFlows = 1000
@@ -80,6 +80,12 @@ The generator, iperf3's client and server and ping run on CPU 0. The cases:
   xswitch-userspace (only when asked for)
                  xswitch with --fast-path off: every frame through the
                  forwarding thread
+  xswitch-controller, ovs-controller (only when asked for)
+                 the switch in fail mode secure, driven by an os-ken hub
+                 (on CPU 0) whose only flow sends every frame to it and
+                 which sends each back out with a packet-out: with the
+                 ping workload, the round trip through the controller
+                 (twice per echo); needs python3-os-ken
   xdp-redirect   an XDP program redirecting from veth to veth: the machine's limit
 
 Each measurement builds its case in fresh namespaces, with 10.253.0.1/24 on
@@ -134,6 +140,10 @@ func benchCases(names []string) ([]bench.Case, error) {
 			cases = append(cases, bench.OVS(name, bench.PipelineFlows()))
 		case "xswitch-userspace":
 			cases = append(cases, xswitchBenchCase(name, xswitchBench{userspace: true}))
+		case "xswitch-controller":
+			cases = append(cases, xswitchBenchCase(name, xswitchBench{controller: true}))
+		case "ovs-controller":
+			cases = append(cases, bench.OVSController(name))
 		default:
 			return nil, fmt.Errorf("unknown bench case %q: want some of %s,%s", name, defaultBenchCases, moreBenchCases)
 		}
@@ -150,6 +160,9 @@ type xswitchBench struct {
 	flows     []string // installed after the ports; none: NORMAL
 	busyPoll  bool
 	userspace bool // --fast-path off
+	// controller points the bridge at a bench.Controller in fail mode
+	// secure, which sends every frame through itself.
+	controller bool
 }
 
 // xswitchBenchCase bridges the two namespaces through a private daemon's
@@ -157,7 +170,7 @@ type xswitchBench struct {
 func xswitchBenchCase(name string, xb xswitchBench) bench.Case {
 	return bench.Case{Name: name, Setup: func(ctx context.Context, hosts bench.Hosts) (func(), error) {
 		var undo undoStack
-		if err := setupXswitchBench(&undo, hosts, xb); err != nil {
+		if err := setupXswitchBench(ctx, &undo, hosts, xb); err != nil {
 			undo.run()
 			return nil, err
 		}
@@ -165,7 +178,7 @@ func xswitchBenchCase(name string, xb xswitchBench) bench.Case {
 	}}
 }
 
-func setupXswitchBench(undo *undoStack, hosts bench.Hosts, xb xswitchBench) error {
+func setupXswitchBench(ctx context.Context, undo *undoStack, hosts bench.Hosts, xb xswitchBench) error {
 	dir, err := os.MkdirTemp("", "xswitch-bench-")
 	if err != nil {
 		return err
@@ -190,6 +203,9 @@ func setupXswitchBench(undo *undoStack, hosts bench.Hosts, xb xswitchBench) erro
 			return err
 		}
 	}
+	if xb.controller {
+		return useBenchController(ctx, undo, client, bridge)
+	}
 	if len(xb.flows) == 0 {
 		return nil
 	}
@@ -212,6 +228,42 @@ func setupXswitchBench(undo *undoStack, hosts bench.Hosts, xb xswitchBench) erro
 		return fmt.Errorf("bridge %s holds %d flows after adding %d", bridge, n, len(xb.flows))
 	}
 	return nil
+}
+
+// useBenchController points bridge at a bench.Controller in fail mode
+// secure, and waits until the controller has installed its table-miss
+// flow in place of NORMAL.
+func useBenchController(ctx context.Context, undo *undoStack, client *cli, bridge string) error {
+	ctl, err := bench.StartController(ctx, "")
+	if err != nil {
+		return err
+	}
+	undo.push(ctl.Stop)
+	if _, err := client.call(control.Request{Verb: control.VerbSetFailMode, Bridge: bridge, FailMode: "secure"}); err != nil {
+		return err
+	}
+	target := fmt.Sprintf("tcp:127.0.0.1:%d", ctl.Port)
+	if _, err := client.call(control.Request{Verb: control.VerbSetController, Bridge: bridge, Targets: []string{target}}); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		resp, err := client.call(control.Request{Verb: control.VerbDumpFlows, Bridge: bridge})
+		if err != nil {
+			return err
+		}
+		if len(resp.Flows) == 1 && strings.Contains(resp.Flows[0].Actions, "CONTROLLER") {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the controller at %s did not install its table-miss flow on %s within 15s", target, bridge)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 func runBench(ctx context.Context, w io.Writer, opts benchOptions) error {
