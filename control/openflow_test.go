@@ -256,10 +256,19 @@ func TestEphemeralRulesAfterARestart(t *testing.T) {
 	if got, want := dumpTexts(t, d), "priority=9,tcp actions=NORMAL\npriority=8,ip actions=NORMAL\npriority=7,arp actions=drop\npriority=0 actions=NORMAL\n"; got != want {
 		t.Errorf("running:\n%s\nwant\n%s", got, want)
 	}
-	d.Close()
+	// The journal, then the snapshot of a clean stop.
+	crash(d)
 	d = quietDaemon(t, path)
 	if got, want := dumpTexts(t, d), "priority=7,arp actions=drop\npriority=0 actions=NORMAL\n"; got != want {
-		t.Errorf("after a restart:\n%s\nwant only the CLI's rules that are still there:\n%s", got, want)
+		t.Errorf("after a crash:\n%s\nwant only the CLI's rules that are still there:\n%s", got, want)
+	}
+	if _, err := d.ApplyFlowMods("br0", []FlowMod{{Command: FlowAdd, Ephemeral: true, Rule: mustRule(t, "priority=7,arp,actions=NORMAL")}}); err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	d = quietDaemon(t, path)
+	if got, want := dumpTexts(t, d), "priority=0 actions=NORMAL\n"; got != want {
+		t.Errorf("after a clean stop:\n%s\nwant\n%s", got, want)
 	}
 }
 
