@@ -296,8 +296,9 @@ func (l *removedLog) take() []string {
 }
 
 func TestFlowsRemovedNotifications(t *testing.T) {
+	// Closed at the end, not deferred: a deadlocked daemon would hang the
+	// failure that says so.
 	d := quietDaemon(t, filepath.Join(t.TempDir(), "conf.json"))
-	defer d.Close()
 	d.Handle(Request{Verb: VerbAddBridge, Bridge: "br0"})
 	var log removedLog
 	d.OnFlowsRemoved(log.add)
@@ -354,4 +355,5 @@ func TestFlowsRemovedNotifications(t *testing.T) {
 	if got, want := log.take(), []string{"br0 2 udp n_packets=2", "br0 2 arp n_packets=0"}; !slices.Equal(got, want) {
 		t.Errorf("a delete, and one that its notification made: told %q, want %q", got, want)
 	}
+	d.Close()
 }
