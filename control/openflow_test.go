@@ -256,10 +256,19 @@ func TestEphemeralRulesAfterARestart(t *testing.T) {
 	if got, want := dumpTexts(t, d), "priority=9,tcp actions=NORMAL\npriority=8,ip actions=NORMAL\npriority=7,arp actions=drop\npriority=0 actions=NORMAL\n"; got != want {
 		t.Errorf("running:\n%s\nwant\n%s", got, want)
 	}
-	d.Close()
+	// The journal, then the snapshot of a clean stop.
+	crash(d)
 	d = quietDaemon(t, path)
 	if got, want := dumpTexts(t, d), "priority=7,arp actions=drop\npriority=0 actions=NORMAL\n"; got != want {
-		t.Errorf("after a restart:\n%s\nwant only the CLI's rules that are still there:\n%s", got, want)
+		t.Errorf("after a crash:\n%s\nwant only the CLI's rules that are still there:\n%s", got, want)
+	}
+	if _, err := d.ApplyFlowMods("br0", []FlowMod{{Command: FlowAdd, Ephemeral: true, Rule: mustRule(t, "priority=7,arp,actions=NORMAL")}}); err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	d = quietDaemon(t, path)
+	if got, want := dumpTexts(t, d), "priority=0 actions=NORMAL\n"; got != want {
+		t.Errorf("after a clean stop:\n%s\nwant\n%s", got, want)
 	}
 }
 
@@ -287,8 +296,9 @@ func (l *removedLog) take() []string {
 }
 
 func TestFlowsRemovedNotifications(t *testing.T) {
+	// Closed at the end, not deferred: a deadlocked daemon would hang the
+	// failure that says so.
 	d := quietDaemon(t, filepath.Join(t.TempDir(), "conf.json"))
-	defer d.Close()
 	d.Handle(Request{Verb: VerbAddBridge, Bridge: "br0"})
 	var log removedLog
 	d.OnFlowsRemoved(log.add)
@@ -345,4 +355,5 @@ func TestFlowsRemovedNotifications(t *testing.T) {
 	if got, want := log.take(), []string{"br0 2 udp n_packets=2", "br0 2 arp n_packets=0"}; !slices.Equal(got, want) {
 		t.Errorf("a delete, and one that its notification made: told %q, want %q", got, want)
 	}
+	d.Close()
 }
