@@ -338,7 +338,7 @@ func (d *Daemon) addBridge(name string) error {
 	}
 	bc := BridgeConfig{Name: name, Ports: []PortConfig{}}
 	now := time.Now()
-	rules, err := parseRules(&bc, defaultFlows, nil)
+	rules, err := parseRules(&bc, defaultFlows)
 	if err != nil {
 		return err
 	}
