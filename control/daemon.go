@@ -369,7 +369,7 @@ func (d *Daemon) addBridge(name string) error {
 	bc := BridgeConfig{Name: name, Ports: []PortConfig{}}
 	bc.DatapathID = formatDatapathID(newDatapathID(&bc))
 	now := time.Now()
-	rules, err := parseRules(&bc, defaultFlows, nil)
+	rules, err := parseRules(&bc, defaultFlows)
 	if err != nil {
 		return err
 	}

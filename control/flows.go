@@ -27,9 +27,9 @@ func (b *bridgePorts) PortNumber(name string) (uint16, bool) {
 }
 
 // parseRules parses flows for bridge bc, all or nothing.
-func parseRules(bc *BridgeConfig, flows []string, lines []int) ([]flow.Rule, error) {
+func parseRules(bc *BridgeConfig, flows []string) ([]flow.Rule, error) {
 	rules := make([]flow.Rule, 0, len(flows))
-	err := parseEach(bc, flows, lines, func(text string, ports flow.PortNames) error {
+	err := parseEach(bc, flows, nil, func(text string, ports flow.PortNames) error {
 		r, err := flow.ParseRule(text, ports)
 		rules = append(rules, r)
 		return err
@@ -105,7 +105,7 @@ func loadFlows(bc *BridgeConfig, now time.Time) (*flow.Table, error) {
 	if texts == nil { // saved before xswitch had flow tables
 		texts = defaultFlows
 	}
-	rules, err := parseRules(bc, texts, nil)
+	rules, err := parseRules(bc, texts)
 	if err != nil {
 		return nil, fmt.Errorf("bridge %s: saved flows: %w", bc.Name, err)
 	}

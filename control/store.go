@@ -249,13 +249,13 @@ func (st *state) apply(rec journalRecord, now time.Time) error {
 func (e tableEdit) parse(bc *BridgeConfig, installed time.Time) (flow.Edit, error) {
 	var edit flow.Edit
 	var err error
-	if edit.Remove, err = parseRules(bc, e.Remove, nil); err != nil {
+	if edit.Remove, err = parseRules(bc, e.Remove); err != nil {
 		return edit, err
 	}
-	if edit.Modify, err = parseRules(bc, e.Modify, nil); err != nil {
+	if edit.Modify, err = parseRules(bc, e.Modify); err != nil {
 		return edit, err
 	}
-	added, err := parseRules(bc, e.Add, nil)
+	added, err := parseRules(bc, e.Add)
 	for _, r := range added {
 		edit.Restore = append(edit.Restore, flow.SavedRule{Rule: r, Installed: installed})
 	}

@@ -86,13 +86,23 @@ func (a *Action) outputsTo(port uint16) bool {
 }
 
 // The numbers of OpenFlow's reserved ports (OpenFlow 1.0's, 16 bits, as
-// xswitch's ports are) that actions name by word, as the out_port filter
-// names them. LocalPort is a port that output names.
+// xswitch's ports are). IN_PORT, NORMAL, FLOOD, ALL and CONTROLLER are
+// actions of their own, which the out_port filter names by their ports.
 const (
 	InPortPort uint16 = 0xfff8 // OFPP_IN_PORT
+	// TablePort is OFPP_TABLE: output:TABLE runs the frame through the
+	// pipeline from table 0, as resubmit(,0) does.
+	TablePort  uint16 = 0xfff9
 	NormalPort uint16 = 0xfffa // OFPP_NORMAL
 	FloodPort  uint16 = 0xfffb // OFPP_FLOOD
 	AllPort    uint16 = 0xfffc // OFPP_ALL
+	// ControllerPort is OFPP_CONTROLLER: a packet-out's input port when
+	// the controller made the frame up, and in_port=CONTROLLER. Output to
+	// it is ActController.
+	ControllerPort uint16 = 0xfffd
+	// LocalPort is OFPP_LOCAL, the bridge's own port, which flows spell
+	// LOCAL.
+	LocalPort uint16 = 0xfffe
 	// AnyPort is OFPP_ANY (OpenFlow 1.0's OFPP_NONE): no port. An out_port
 	// filter of AnyPort, as of 0, selects whatever rules output to.
 	AnyPort uint16 = 0xffff
@@ -101,10 +111,11 @@ const (
 // reservedPortOf gives the actions that stand for a reserved port that
 // port's number.
 var reservedPortOf = map[ActionType]uint16{
-	ActNormal: NormalPort,
-	ActFlood:  FloodPort,
-	ActAll:    AllPort,
-	ActInPort: InPortPort,
+	ActNormal:     NormalPort,
+	ActFlood:      FloodPort,
+	ActAll:        AllPort,
+	ActInPort:     InPortPort,
+	ActController: ControllerPort,
 }
 
 // Table returns the table r lives in.

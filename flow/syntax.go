@@ -483,20 +483,6 @@ func tableFromText(what, text string, max uint64) (uint64, error) {
 	return numberFromText(what, text, max)
 }
 
-// OpenFlow's reserved ports that xswitch has.
-const (
-	// LocalPort is OFPP_LOCAL, the bridge's own port, which flows spell
-	// LOCAL.
-	LocalPort = 0xfffe
-	// ControllerPort is OFPP_CONTROLLER: a packet-out's input port when
-	// the controller made the frame up, and in_port=CONTROLLER. Output to
-	// it is ActController.
-	ControllerPort = 0xfffd
-	// TablePort is OFPP_TABLE: output:TABLE runs the frame through the
-	// pipeline from table 0, as resubmit(,0) does.
-	TablePort = 0xfff9
-)
-
 // unsupportedReservedPorts are OpenFlow's other reserved ports, which
 // xswitch does not have (yet): naming one is an error that says so. TABLE
 // is only an output (outputTo).

@@ -289,7 +289,7 @@ func DecTTLAction() (Action, *Prerequisite) { return Action{Type: ActDecTTL}, ac
 // action with its defaults, and TABLE (OFPP_TABLE, which ovs-ofctl takes
 // in flows, as OVS's switch does) is an output port of its own.
 func outputTo(text string, ports PortNames) (Action, *Prerequisite, error) {
-	if strings.EqualFold(text, "TABLE") || text == strconv.Itoa(TablePort) {
+	if strings.EqualFold(text, "TABLE") || text == strconv.Itoa(int(TablePort)) {
 		return Action{Type: ActOutput, Port: TablePort}, nil, nil
 	}
 	port, err := portFromText(text, ports)

@@ -26,6 +26,7 @@ var syntaxFuzzSeeds = []string{
 	"in_port=LOCAL,actions=resubmit:3,output(port=2,max_len=64),clear_actions,write_actions(mod_dl_dst:02:00:00:00:00:09,output:LOCAL),write_metadata:0x1/0xff",
 	"ip,actions=set_field:10.0.0.0/255.0.0.0->ip_dst,set_field:0x5/0xf->reg3,mod_nw_tos:184,mod_nw_ecn:1,mod_nw_ttl:9,mod_vlan_pcp:2",
 	"in_port=CONTROLLER,actions=controller(reason=invalid_ttl,max_len=5,id=3),CONTROLLER:64,TABLE,write_actions(CONTROLLER)",
+	"send_flow_rem no_byte_counts idle_timeout=5 no_packet_counts priority=5 ip actions=NORMAL",
 }
 
 // FuzzParseRule checks that ParseRule never panics and that every rule it
@@ -47,7 +48,7 @@ func FuzzParseRule(f *testing.F) {
 
 // FuzzParseFilter checks the same for matches without actions.
 func FuzzParseFilter(f *testing.F) {
-	for _, s := range []string{"", "tcp,tp_dst=80", "priority=5,in_port=1", "cookie=0x5/-1", "arp,arp_tpa=10.0.0.1/24"} {
+	for _, s := range []string{"", "tcp,tp_dst=80", "priority=5,in_port=1", "cookie=0x5/-1", "arp,arp_tpa=10.0.0.1/24", "out_port=2", "ip,out_port=NORMAL"} {
 		f.Add(s)
 	}
 	for _, s := range syntaxFuzzSeeds {

@@ -661,6 +661,13 @@ func filterText(f Filter) string {
 	if f.Match.Mask.Table != 0 {
 		fields = append(fields, fmt.Sprintf("table=%d", f.Match.Key.Table))
 	}
+	if f.OutPort != 0 {
+		name, reserved := map[uint16]string{LocalPort: "LOCAL", NormalPort: "NORMAL", FloodPort: "FLOOD", AllPort: "ALL", InPortPort: "IN_PORT"}[f.OutPort]
+		if !reserved {
+			name = fmt.Sprint(f.OutPort)
+		}
+		fields = append(fields, "out_port="+name)
+	}
 	if m := FormatMatch(f.Match); m != "" {
 		fields = append(fields, m)
 	}

@@ -163,4 +163,3 @@ func flowModInstructions(fm []byte) ([]byte, error) {
 	}
 	return fm[off:], nil
 }
-

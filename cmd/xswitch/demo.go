@@ -21,8 +21,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/xswitch/xswitch/control"
-	"github.com/xswitch/xswitch/ofagent"
 	"github.com/xswitch/xswitch/internal/netns"
+	"github.com/xswitch/xswitch/ofagent"
 	vswitch "github.com/xswitch/xswitch/switch"
 )
 
