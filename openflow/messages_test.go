@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/hex"
-	"strings"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 )
 
