@@ -1,19 +1,13 @@
 package ofagent
 
 import (
-	"bytes"
-	"encoding/binary"
 	"encoding/hex"
 	"fmt"
-	"io"
-	"net"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/xswitch/xswitch/flow"
+	"github.com/xswitch/xswitch/internal/ofctltest"
 	"github.com/xswitch/xswitch/openflow"
 )
 
@@ -24,20 +18,6 @@ import (
 // reads a match into Open vSwitch's own and prints it back in its
 // canonical form, must print matchToOF's encoding of the flow as it
 // prints the one it sent.
-
-// lookOfctl finds ovs-ofctl or skips the test (fails it, when
-// XSWITCH_REQUIRE_PRIVILEGED=1 says the environment must have it).
-func lookOfctl(t *testing.T) string {
-	t.Helper()
-	path, err := exec.LookPath("ovs-ofctl")
-	if err != nil {
-		if os.Getenv("XSWITCH_REQUIRE_PRIVILEGED") == "1" {
-			t.Fatal("ovs-ofctl is not installed (test/deps installs openvswitch-switch) and XSWITCH_REQUIRE_PRIVILEGED=1 forbids skipping")
-		}
-		t.Skip("skipping: ovs-ofctl is not installed (test/deps installs it, with openvswitch-switch)")
-	}
-	return path
-}
 
 // oracleFlows are flows of every kind of field and encoding: protocols,
 // prefixes and masks, VLAN forms, ARP's and ICMP's fields over IPv4's
@@ -82,11 +62,11 @@ var sameMeaning = map[string]string{
 
 // TestMatchOracle checks the two directions against ovs-ofctl.
 func TestMatchOracle(t *testing.T) {
-	ofctl := lookOfctl(t)
+	ofctltest.Require(t)
 	var ours, theirs []string
 	for _, text := range oracleFlows {
 		r := ruleOf(t, text)
-		sent, table := ofctlFlowMod(t, ofctl, text)
+		sent, table := ofctlFlowMod(t, text)
 		m, err := matchFromOF(sent, table)
 		if err != nil {
 			t.Errorf("%s: ovs-ofctl's match %s: %v", text, oxmText(sent), err)
@@ -97,7 +77,7 @@ func TestMatchOracle(t *testing.T) {
 		}
 		ours, theirs = append(ours, oxmText(matchToOF(r.Match))), append(theirs, oxmText(sent))
 	}
-	ourNorm, theirNorm := parseOXM(t, ofctl, ours), parseOXM(t, ofctl, theirs)
+	ourNorm, theirNorm := ofctltest.ParseOXM(t, ours), ofctltest.ParseOXM(t, theirs)
 	for i := range ours {
 		if ourNorm[i] != theirNorm[i] {
 			t.Errorf("%s: ovs-ofctl parse-oxm reads\n\txswitch's %s\n\tas        %s\n\tand its own %s\n\tas          %s",
@@ -123,90 +103,17 @@ func oxmText(m openflow.Match) string {
 	return strings.Join(parts, ", ")
 }
 
-// parseOXM runs ovs-ofctl parse-oxm OpenFlow13 on matches, one a line,
-// and returns what it prints for each.
-func parseOXM(t *testing.T, ofctl string, matches []string) []string {
+// ofctlFlowMod runs ovs-ofctl add-flow with text and returns the match
+// and table of the FLOW_MOD it sends.
+func ofctlFlowMod(t *testing.T, text string) (openflow.Match, uint8) {
 	t.Helper()
-	cmd := exec.Command(ofctl, "parse-oxm", "OpenFlow13")
-	cmd.Stdin = strings.NewReader(strings.Join(matches, "\n") + "\n")
-	out, err := cmd.Output()
+	b := ofctltest.AddFlow(t, text)
+	_, m, err := openflow.Decode(b)
 	if err != nil {
-		t.Fatalf("ovs-ofctl parse-oxm: %v", err)
+		t.Fatalf("%s: ovs-ofctl's FLOW_MOD %x: %v", text, b, err)
 	}
-	lines := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
-	if len(lines) != len(matches) {
-		t.Fatalf("ovs-ofctl parse-oxm printed %d lines for %d matches:\n%s", len(lines), len(matches), out)
-	}
-	return lines
-}
-
-// ofctlFlowMod runs ovs-ofctl -O OpenFlow13 add-flow against a listener
-// that speaks just enough OpenFlow for it (HELLO, BARRIER), and returns
-// the match and table of the FLOW_MOD it sends.
-func ofctlFlowMod(t *testing.T, ofctl, text string) (openflow.Match, uint8) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	cmd := exec.Command(ofctl, "-O", "OpenFlow13", "--no-names", "add-flow", "tcp:"+ln.Addr().String(), text)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := cmd.Wait(); err != nil {
-			t.Errorf("%s: ovs-ofctl add-flow: %v: %s", text, err, stderr.String())
-		}
-	}()
-	conn, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(10 * time.Second))
-	var match openflow.Match
-	var table uint8
-	for {
-		var header [8]byte
-		if _, err := io.ReadFull(conn, header[:]); err != nil {
-			t.Fatalf("%s: reading ovs-ofctl's messages: %v (%s)", text, err, stderr.String())
-		}
-		body := make([]byte, int(binary.BigEndian.Uint16(header[2:]))-len(header))
-		if _, err := io.ReadFull(conn, body); err != nil {
-			t.Fatal(err)
-		}
-		switch typ := header[1]; typ {
-		case 0: // HELLO
-			conn.Write([]byte{4, 0, 0, 8, 0, 0, 0, 0})
-		case 14: // FLOW_MOD: 40 bytes to the table, then ofp_match
-			table = body[16]
-			match = oxmsOf(t, body[44:44+int(binary.BigEndian.Uint16(body[42:]))-4])
-		case 20: // BARRIER_REQUEST: the reply ends ovs-ofctl's run
-			reply := append([]byte{4, 21, 0, 8}, header[4:]...)
-			conn.Write(reply)
-			return match, table
-		default:
-			t.Fatalf("%s: ovs-ofctl sent message type %d", text, typ)
-		}
-	}
-}
-
-// oxmsOf decodes the TLVs of b, with the codec.
-func oxmsOf(t testing.TB, b []byte) openflow.Match {
-	t.Helper()
-	var m openflow.Match
-	for len(b) > 0 {
-		o, n, err := openflow.DecodeOXM(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m.Fields = append(m.Fields, o)
-		b = b[n:]
-	}
-	return m
+	fm := m.(openflow.FlowMod)
+	return fm.Match, fm.TableID
 }
 
 // TestOXMColumnOracle checks every encoding of every field in the field
@@ -216,7 +123,7 @@ func oxmsOf(t testing.TB, b []byte) openflow.Match {
 // own encoding of the same match means, and to matchFromOF the same
 // match.
 func TestOXMColumnOracle(t *testing.T) {
-	ofctl := lookOfctl(t)
+	ofctltest.Require(t)
 	var contexts []flow.Match
 	for _, text := range []string{"", "ip", "ipv6", "arp", "tcp", "udp", "icmp", "icmp6", "dl_vlan=5"} {
 		contexts = append(contexts, ruleOf(t, text+",actions=drop").Match)
@@ -254,11 +161,11 @@ func TestOXMColumnOracle(t *testing.T) {
 				t.Errorf("%s: %s reads as %q, %v; want %q", name, oxmText(wire), flow.FormatMatch(got), err, flow.FormatMatch(m))
 				continue
 			}
-			theirs, _ := ofctlFlowMod(t, ofctl, flow.FormatMatch(m)+",actions=drop")
+			theirs, _ := ofctlFlowMod(t, flow.FormatMatch(m)+",actions=drop")
 			names, ours, canonical = append(names, name), append(ours, oxmText(wire)), append(canonical, oxmText(theirs))
 		}
 	}
-	ourNorm, canonicalNorm := parseOXM(t, ofctl, ours), parseOXM(t, ofctl, canonical)
+	ourNorm, canonicalNorm := ofctltest.ParseOXM(t, ours), ofctltest.ParseOXM(t, canonical)
 	for i := range ours {
 		if ourNorm[i] != canonicalNorm[i] || strings.Contains(ourNorm[i], "error") {
 			t.Errorf("%s: ovs-ofctl parse-oxm reads %s as %s, and its own %s as %s", names[i], ours[i], ourNorm[i], canonical[i], canonicalNorm[i])

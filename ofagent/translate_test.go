@@ -92,6 +92,21 @@ func throughWire(t *testing.T, m openflow.Match) openflow.Match {
 	return oxmsOf(t, b)
 }
 
+// oxmsOf decodes the TLVs of b, with the codec.
+func oxmsOf(t testing.TB, b []byte) openflow.Match {
+	t.Helper()
+	var m openflow.Match
+	for len(b) > 0 {
+		o, n, err := openflow.DecodeOXM(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Fields = append(m.Fields, o)
+		b = b[n:]
+	}
+	return m
+}
+
 // ruleOf parses a rule that the test gives.
 func ruleOf(t *testing.T, text string) flow.Rule {
 	t.Helper()

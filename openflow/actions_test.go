@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/xswitch/xswitch/internal/ofctltest"
 )
 
 // Port numbers and fields the tests use.
@@ -78,7 +80,7 @@ func TestActionsOFCtl(t *testing.T) {
 		}
 	}
 	encodings = append(encodings, AppendActions(nil, list))
-	got := ofctlParse(t, "parse-actions", encodings)
+	got := ofctltest.Parse(t, "parse-actions", encodings)
 	for i, c := range everyAction {
 		want := c.ovs
 		if !strings.HasPrefix(want, "bad ") {

@@ -1,10 +1,14 @@
 package openflow
 
 import (
+	"encoding/binary"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/xswitch/xswitch/internal/ofctltest"
 )
 
 // everyInstruction has an instruction of each type and what ovs-ofctl
@@ -39,7 +43,7 @@ func TestInstructionsOFCtl(t *testing.T) {
 		}
 	}
 	encodings = append(encodings, AppendInstructions(nil, list))
-	got := ofctlParse(t, "parse-instructions", encodings)
+	got := ofctltest.Parse(t, "parse-instructions", encodings)
 	for i, c := range everyInstruction {
 		want := c.ovs
 		if !strings.HasPrefix(want, "bad ") {
@@ -196,17 +200,31 @@ var ofctlFlows = []struct {
 // TestOFCtlAddFlow decodes what ovs-ofctl add-flow sends for each flow of
 // ofctlFlows, and encodes it back to the same bytes.
 func TestOFCtlAddFlow(t *testing.T) {
-	ofctlPath(t)
+	ofctltest.Require(t)
 	for _, c := range ofctlFlows {
 		t.Run(c.flow, func(t *testing.T) {
 			t.Parallel()
-			b, err := flowModInstructions(ofctlAddFlow(t, "priority=1,"+c.flow))
+			b, err := flowModInstructions(ofctltest.AddFlow(t, "priority=1,"+c.flow))
 			if err != nil {
 				t.Fatal(err)
 			}
 			checkInstructionsRoundTrip(t, b, c.want)
 		})
 	}
+}
+
+// flowModInstructions slices the instructions out of a FLOW_MOD: after
+// the header and fixed fields (48 bytes) comes the match, whose length is
+// at offset 50 and which is padded to 8 bytes.
+func flowModInstructions(fm []byte) ([]byte, error) {
+	if len(fm) < 52 {
+		return nil, fmt.Errorf("FLOW_MOD of %d bytes", len(fm))
+	}
+	off := 48 + pad8(int(binary.BigEndian.Uint16(fm[50:])))
+	if off > len(fm) {
+		return nil, fmt.Errorf("FLOW_MOD of %d bytes with a match to %d", len(fm), off)
+	}
+	return fm[off:], nil
 }
 
 // fuzzSeeds are the encodings of everyAction, everyInstruction and

@@ -1,34 +1,21 @@
 package openflow
 
 import (
-	"context"
+	"bytes"
 	"encoding/hex"
-	"net"
-	"os/exec"
+	"fmt"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
-	"time"
-)
 
-// ovsOfctl is the path of ovs-ofctl, the oracle of these tests; they
-// skip without it.
-func ovsOfctl(t *testing.T) string {
-	t.Helper()
-	p, err := exec.LookPath("ovs-ofctl")
-	if err != nil {
-		t.Skip("ovs-ofctl is not installed (apt-get install openvswitch-common): skipping the tests against Open vSwitch")
-	}
-	return p
-}
+	"github.com/xswitch/xswitch/internal/ofctltest"
+)
 
 // TestOFPPrint: Open vSwitch decodes what Append encodes as intended.
 func TestOFPPrint(t *testing.T) {
-	ofctl := ovsOfctl(t)
 	for _, c := range ofpPrintCases {
 		b := Append(nil, 0x11, c.m)
-		out, err := exec.Command(ofctl, "ofp-print", hex.EncodeToString(b)).CombinedOutput()
+		out, err := ofctltest.Run(t, "ofp-print", hex.EncodeToString(b))
 		if err != nil {
 			t.Errorf("%T: %v\n%s", c.m, err, out)
 			continue
@@ -192,89 +179,64 @@ var testFrame = unhex(nil, "ffffffffffff0200000000070806000108000604000102000000
 
 // ofSwitch is a minimal switch for ovs-ofctl to talk to: it answers
 // HELLO, FEATURES_REQUEST, GET_CONFIG_REQUEST, BARRIER_REQUEST and the
-// multipart requests of replies, takes FLOW_MOD and PACKET_OUT, and records what it is sent on all
-// connections (ovs-ofctl opens one per transaction): received gives that
-// once ovs-ofctl is done.
-func ofSwitch(t *testing.T, replies map[MultipartType]any) (addr string, received func() []Message) {
+// multipart requests of replies, and takes FLOW_MOD and PACKET_OUT.
+func ofSwitch(t *testing.T, replies map[MultipartType]any) *ofctltest.Switch {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	var (
-		wg  sync.WaitGroup
-		mu  sync.Mutex
-		got []Message
-	)
-	serve := func(conn net.Conn) {
-		defer conn.Close()
-		conn.SetDeadline(time.Now().Add(20 * time.Second))
-		rd := NewReader(conn, 0xffff)
-		for {
-			b, err := rd.Next()
-			if err != nil {
-				return // ovs-ofctl is done with this connection
-			}
-			xid, m, err := Decode(b)
-			if err != nil {
-				t.Errorf("decoding %x from ovs-ofctl: %v", b, err)
-				return
-			}
-			mu.Lock()
-			got = append(got, m)
-			mu.Unlock()
-			var reply Message
-			switch m := m.(type) {
-			case Hello:
-				reply = Hello{Versions: []uint8{Version}}
-			case FeaturesRequest:
-				reply = FeaturesReply{DatapathID: 0xfeed, NTables: 2, Capabilities: CapFlowStats | CapPortStats}
-			case GetConfigRequest:
-				reply = GetConfigReply{MissSendLen: 128}
-			case BarrierRequest:
-				reply = BarrierReply{}
-			case EchoRequest:
-				reply = EchoReply(m)
-			case FlowMod, PacketOut:
-				continue // no reply unless refused
-			case MultipartRequest:
-				body, ok := replies[m.MType]
-				if !ok {
-					t.Errorf("ovs-ofctl asked for multipart type %d", m.MType)
-					return
-				}
-				reply = MultipartReply{MType: m.MType, Body: body}
-			default:
-				t.Errorf("ovs-ofctl sent %#v", m)
-				return
-			}
-			if _, err := conn.Write(Append(nil, xid, reply)); err != nil {
-				t.Error(err)
-				return
-			}
+	return ofctltest.NewSwitch(t, func(b []byte) ([]byte, error) {
+		xid, m, err := Decode(b)
+		if err != nil {
+			return nil, fmt.Errorf("decoding %x from ovs-ofctl: %v", b, err)
 		}
-	}
-	wg.Go(func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return // closed by received
+		var reply Message
+		switch m := m.(type) {
+		case Hello:
+			reply = Hello{Versions: []uint8{Version}}
+		case FeaturesRequest:
+			reply = FeaturesReply{DatapathID: 0xfeed, NTables: 2, Capabilities: CapFlowStats | CapPortStats}
+		case GetConfigRequest:
+			reply = GetConfigReply{MissSendLen: 128}
+		case BarrierRequest:
+			reply = BarrierReply{}
+		case EchoRequest:
+			reply = EchoReply(m)
+		case FlowMod, PacketOut:
+			return nil, nil // no reply unless refused
+		case MultipartRequest:
+			body, ok := replies[m.MType]
+			if !ok {
+				return nil, fmt.Errorf("ovs-ofctl asked for multipart type %d", m.MType)
 			}
-			wg.Go(func() { serve(conn) })
+			reply = MultipartReply{MType: m.MType, Body: body}
+		default:
+			return nil, fmt.Errorf("ovs-ofctl sent %#v", m)
 		}
+		return Append(nil, xid, reply), nil
 	})
-	return "tcp:" + ln.Addr().String(), func() []Message {
-		ln.Close()
-		wg.Wait()
-		return got
+}
+
+// decodeAll decodes the messages ovs-ofctl sent to an ofSwitch, after
+// framing them again with the codec's Reader, which the switch does not
+// use, so that ovs-ofctl's stream still tests it.
+func decodeAll(t *testing.T, raw [][]byte) []Message {
+	t.Helper()
+	rd := NewReader(bytes.NewReader(bytes.Join(raw, nil)), 0xffff)
+	var ms []Message
+	for _, want := range raw {
+		if b, err := rd.Next(); err != nil || !bytes.Equal(b, want) {
+			t.Errorf("the Reader frames ovs-ofctl's %x as %x, %v", want, b, err)
+			return ms
+		}
+		// The switch reported the messages that do not decode.
+		if _, m, err := Decode(want); err == nil {
+			ms = append(ms, m)
+		}
 	}
+	return ms
 }
 
 // TestOVSOfctl runs ovs-ofctl against ofSwitch: its requests decode to
 // what each command asks for, and it prints the replies Append encoded.
 func TestOVSOfctl(t *testing.T) {
-	ofctl := ovsOfctl(t)
 	flowStats := []FlowStats{{TableID: 0, DurationSec: 1, Priority: 100, IdleTimeout: 10, Flags: FlowFlagSendFlowRem,
 		Cookie: 5, PacketCount: 6, ByteCount: 700, Match: testMatch}}
 	replies := map[MultipartType]any{
@@ -323,15 +285,13 @@ func TestOVSOfctl(t *testing.T) {
 		{[]string{"dump-desc"}, []Message{hello, MultipartRequest{MType: MultipartDesc}},
 			[]string{"Manufacturer: xswitch", "DP Description: br0"}},
 	} {
-		addr, received := ofSwitch(t, replies)
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		args := append([]string{"-O", "OpenFlow13", c.args[0], addr}, c.args[1:]...)
-		out, err := exec.CommandContext(ctx, ofctl, args...).CombinedOutput()
-		cancel()
+		sw := ofSwitch(t, replies)
+		args := append([]string{"-O", "OpenFlow13", c.args[0], sw.Target()}, c.args[1:]...)
+		out, err := ofctltest.Run(t, args...)
 		if err != nil {
 			t.Errorf("ovs-ofctl %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
-		if got := received(); !reflect.DeepEqual(got, c.want) {
+		if got := decodeAll(t, sw.Received()); !reflect.DeepEqual(got, c.want) {
 			t.Errorf("ovs-ofctl %s sent\n%#v\nnot\n%#v", c.args[0], got, c.want)
 		}
 		for _, s := range c.says {
