@@ -3,6 +3,7 @@ package ofagent
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/xswitch/xswitch/control"
 	"github.com/xswitch/xswitch/flow"
@@ -203,7 +204,10 @@ func (c *conn) applyFlowMods() {
 	for i, p := range batch {
 		mods[i] = p.mod
 	}
-	if _, err := c.ba.a.d.ApplyFlowMods(c.ba.name, mods); err == nil {
+	began := time.Now()
+	_, err := c.ba.a.d.ApplyFlowMods(c.ba.name, mods)
+	c.log.Debug("openflow: flow mods applied", "count", len(mods), "took", time.Since(began), "err", err)
+	if err == nil {
 		return
 	}
 	for _, p := range batch {

@@ -17,6 +17,7 @@ xswitch=$(realpath "${XSWITCH:-./xswitch}")
 dir=$(mktemp -d /tmp/xswitch-flowmod-XXXXXX)
 pids=()
 cleanup() {
+	[[ -n "${KEEP_LOG:-}" ]] && cp "$dir/x.log" "$KEEP_LOG"
 	for pid in "${pids[@]}"; do
 		kill "$pid" 2>/dev/null || true
 		wait "$pid" 2>/dev/null || true
@@ -33,7 +34,7 @@ awk -v n="$n" 'BEGIN { for (i = 0; i < n; i++) printf "priority=%d,ip,nw_dst=10.
 
 # xswitch: its daemon with the default flags, one bridge, a ptcp target.
 xport=$(free_port)
-taskset -c 1 "$xswitch" daemon --sock "$dir/x.sock" --db "$dir/x.db" >"$dir/x.log" 2>&1 &
+taskset -c 1 "$xswitch" daemon --sock "$dir/x.sock" --db "$dir/x.db" ${XSWITCH_DAEMON_ARGS:-} >"$dir/x.log" 2>&1 &
 xpid=$!
 pids+=("$xpid")
 for _ in $(seq 50); do "$xswitch" --sock "$dir/x.sock" show >/dev/null 2>&1 && break; sleep 0.1; done
