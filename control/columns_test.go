@@ -10,7 +10,7 @@ import (
 	"testing"
 )
 
-func newTestDaemon(t *testing.T, db string) *Daemon {
+func newTestDaemon(t testing.TB, db string) *Daemon {
 	t.Helper()
 	d, err := NewDaemon(Options{DBPath: db, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {

@@ -2,6 +2,7 @@ package control
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -105,5 +106,31 @@ func TestLocalNeedsTheBridgesOwnPort(t *testing.T) {
 	}
 	if err := (PortConfig{Name: "p1", OFPort: flow.LocalPort, Mode: "auto"}).validate("br0"); err == nil {
 		t.Error("a saved port other than the bridge's own with ofport LOCAL passed validation")
+	}
+}
+
+// BenchmarkApplyFlowModsOneAdd is what a controller's flow mod costs the
+// daemon when each comes alone (ovs-ofctl add-flows follows every one with
+// a barrier): one ephemeral rule added to a table that grows by one each
+// time.
+func BenchmarkApplyFlowModsOneAdd(b *testing.B) {
+	d := newTestDaemon(b, filepath.Join(b.TempDir(), "conf.json"))
+	if resp := d.Handle(Request{Verb: VerbAddBridge, Bridge: "br0"}); resp.Error != "" {
+		b.Fatal(resp.Error)
+	}
+	var rules []flow.Rule
+	for i := range 1 << 17 {
+		r, err := flow.ParseRule(fmt.Sprintf("priority=100,ip,nw_dst=10.%d.%d.%d,actions=output:1", i>>16, i>>8&255, i&255), nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		rules = append(rules, r)
+	}
+	i := 0
+	for b.Loop() {
+		if _, err := d.ApplyFlowMods("br0", []FlowMod{{Command: FlowAdd, Rule: rules[i%len(rules)], Ephemeral: true}}); err != nil {
+			b.Fatal(err)
+		}
+		i++
 	}
 }
