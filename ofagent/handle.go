@@ -238,16 +238,9 @@ func flowModFromOF(fm *openflow.FlowMod) (*control.FlowMod, error) {
 		return nil, &openflow.DecodeError{Type: openflow.ErrFlowModFailed, Code: openflow.FlowModFailedBadTableID,
 			Reason: "only a delete may name every table"}
 	}
-	table := fm.TableID
-	if table == openflow.TableAll {
-		table = 0
-	}
-	match, err := matchFromOF(fm.Match, table)
+	match, err := matchFromOF(fm.Match, fm.TableID)
 	if err != nil {
 		return nil, err
-	}
-	if fm.TableID == openflow.TableAll {
-		match.Key.Table, match.Mask.Table = 0, 0
 	}
 	switch fm.Command {
 	case openflow.FlowAdd:
@@ -259,7 +252,7 @@ func flowModFromOF(fm *openflow.FlowMod) (*control.FlowMod, error) {
 			Command: control.FlowAdd, Ephemeral: true, CheckOverlap: fm.Flags&openflow.FlowFlagCheckOverlap != 0,
 			Rule: flow.Rule{
 				Priority: fm.Priority, Cookie: fm.Cookie, IdleTimeout: fm.IdleTimeout, HardTimeout: fm.HardTimeout,
-				Match: match, Actions: actions, Flags: ruleFlagsFromOF(fm.Flags),
+				Match: match, Actions: actions, Flags: flow.RuleFlags(fm.Flags) & ruleFlags,
 			},
 		}, nil
 	case openflow.FlowModify, openflow.FlowModifyStrict:
@@ -292,35 +285,10 @@ func flowModFromOF(fm *openflow.FlowMod) (*control.FlowMod, error) {
 		Reason: fmt.Sprintf("unknown flow mod command %d", fm.Command)}
 }
 
-// ruleFlagsFromOF keeps the flags that are the rule's; CHECK_OVERLAP and
-// RESET_COUNTS are the flow mod's.
-func ruleFlagsFromOF(flags uint16) flow.RuleFlags {
-	var f flow.RuleFlags
-	if flags&openflow.FlowFlagSendFlowRem != 0 {
-		f |= flow.FlagSendFlowRem
-	}
-	if flags&openflow.FlowFlagNoPktCounts != 0 {
-		f |= flow.FlagNoPacketCounts
-	}
-	if flags&openflow.FlowFlagNoBytCounts != 0 {
-		f |= flow.FlagNoByteCounts
-	}
-	return f
-}
-
-func ruleFlagsToOF(f flow.RuleFlags) uint16 {
-	var flags uint16
-	if f&flow.FlagSendFlowRem != 0 {
-		flags |= openflow.FlowFlagSendFlowRem
-	}
-	if f&flow.FlagNoPacketCounts != 0 {
-		flags |= openflow.FlowFlagNoPktCounts
-	}
-	if f&flow.FlagNoByteCounts != 0 {
-		flags |= openflow.FlowFlagNoBytCounts
-	}
-	return flags
-}
+// ruleFlags are the flow mod flags that are the rule's, which xswitch
+// keeps with OpenFlow's bits; CHECK_OVERLAP and RESET_COUNTS are the flow
+// mod's own.
+const ruleFlags = flow.FlagSendFlowRem | flow.FlagNoPacketCounts | flow.FlagNoByteCounts
 
 // packetOut sends a controller's frame.
 func (c *conn) packetOut(m *openflow.PacketOut) error {

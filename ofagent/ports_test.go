@@ -48,3 +48,24 @@ func TestVersionNegotiation(t *testing.T) {
 		}
 	}
 }
+
+// TestRuleFlagsAreOpenFlowsBits: the agent takes a rule's flags from a
+// flow mod and gives them to flow stats unchanged, which holds only while
+// flow's bits are OpenFlow's.
+func TestRuleFlagsAreOpenFlowsBits(t *testing.T) {
+	for _, c := range []struct {
+		rule flow.RuleFlags
+		of   uint16
+	}{
+		{flow.FlagSendFlowRem, openflow.FlowFlagSendFlowRem},
+		{flow.FlagNoPacketCounts, openflow.FlowFlagNoPktCounts},
+		{flow.FlagNoByteCounts, openflow.FlowFlagNoBytCounts},
+	} {
+		if uint16(c.rule) != c.of {
+			t.Errorf("flow's flag %#x is OpenFlow's %#x", c.rule, c.of)
+		}
+	}
+	if ruleFlags&flow.RuleFlags(openflow.FlowFlagCheckOverlap|openflow.FlowFlagResetCounts) != 0 {
+		t.Error("CHECK_OVERLAP or RESET_COUNTS would be kept as a rule's flag")
+	}
+}

@@ -85,16 +85,9 @@ const meterFeaturesLen = 16
 // selectFlows gives the rules a flow or aggregate stats request selects,
 // their counters brought up to date with what the fast path carried.
 func (ba *bridgeAgent) selectFlows(req *openflow.FlowStatsRequest) ([]*flow.Entry, error) {
-	table := req.TableID
-	if table == openflow.TableAll {
-		table = 0
-	}
-	match, err := matchFromOF(req.Match, table)
+	match, err := matchFromOF(req.Match, req.TableID)
 	if err != nil {
 		return nil, err
-	}
-	if req.TableID == openflow.TableAll {
-		match.Key.Table, match.Mask.Table = 0, 0
 	}
 	if req.OutGroup != openflow.GroupAny {
 		return nil, nil // xswitch has no groups
@@ -118,7 +111,7 @@ func flowStats(entries []*flow.Entry, now time.Time) []openflow.FlowStats {
 		d := now.Sub(e.Installed)
 		out = append(out, openflow.FlowStats{
 			TableID: e.Table(), DurationSec: uint32(d / time.Second), DurationNsec: uint32(d % time.Second),
-			Priority: e.Priority, IdleTimeout: e.IdleTimeout, HardTimeout: e.HardTimeout, Flags: ruleFlagsToOF(e.Flags),
+			Priority: e.Priority, IdleTimeout: e.IdleTimeout, HardTimeout: e.HardTimeout, Flags: uint16(e.Flags),
 			Cookie: e.Cookie, PacketCount: packets, ByteCount: bytes,
 			Match: matchToOF(e.Match), Instructions: instructionsToOF(e.Actions, e.Match),
 		})
