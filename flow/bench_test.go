@@ -119,3 +119,31 @@ func BenchmarkAddOne(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkAddOneToBigTable adds one new rule per op to a subtable of n
+// rules, each op to the version the previous one made (as a controller's
+// flow mods do), so that the cost includes every fold of edits into the
+// subtable's base. Every n ops the table starts over from n rules.
+func BenchmarkAddOneToBigTable(b *testing.B) {
+	for _, n := range []int{1000, 10000, 100000} {
+		b.Run(fmt.Sprintf("rules=%d", n), func(b *testing.B) {
+			base, rules, _ := benchTable(n, 1)
+			rnd := rand.New(rand.NewPCG(1, 2))
+			extra := make([]Rule, n) // the same mask, other keys
+			for i := range extra {
+				k := randomFullKey(rnd)
+				extra[i] = rules[i]
+				extra[i].Match.Key = k.And(&extra[i].Match.Mask)
+			}
+			b.ReportAllocs()
+			tab, i := base, 0
+			for b.Loop() {
+				if i%n == 0 {
+					tab = base
+				}
+				tab = tab.Add(extra[i%n], t0)
+				i++
+			}
+		})
+	}
+}

@@ -126,7 +126,7 @@ func NewTable(entries []*Entry, version uint64) *Table {
 // particular order.
 func (t *Table) Any(fn func(*Entry) bool) bool {
 	for _, st := range t.subtables {
-		for _, bucket := range st.buckets {
+		for _, bucket := range st.buckets() {
 			if slices.ContainsFunc(bucket, fn) {
 				return true
 			}
@@ -155,7 +155,7 @@ func (t *Table) Len() int { return t.n }
 func (t *Table) Entries() []*Entry {
 	all := make([]*Entry, 0, t.n)
 	for _, st := range t.subtables {
-		for _, bucket := range st.buckets {
+		for _, bucket := range st.buckets() {
 			all = append(all, bucket...)
 		}
 	}
@@ -218,7 +218,7 @@ func (t *Table) Overlapping(r *Rule) *Entry {
 	m.Mask.Table = math.MaxUint8
 	m.Key = m.Key.And(&m.Mask)
 	for _, st := range t.subtables {
-		for key, bucket := range st.buckets {
+		for key, bucket := range st.buckets() {
 			o := Match{Key: key, Mask: st.mask}
 			if !m.Overlaps(&o) {
 				continue
@@ -354,7 +354,7 @@ func (t *Table) Select(f Filter, strict bool) []*Entry {
 			}
 			for table := int(first); table <= int(last); table++ {
 				want.Key.Table = uint8(table)
-				for _, e := range st.buckets[want.Key] {
+				for _, e := range st.bucket(&want.Key) {
 					if e.Priority == priority && wanted(e) {
 						selected = append(selected, e)
 					}
@@ -370,14 +370,14 @@ func (t *Table) Select(f Filter, strict bool) []*Entry {
 			continue
 		}
 		if st.mask == f.Match.Mask {
-			for _, e := range st.buckets[f.Match.Key] {
+			for _, e := range st.bucket(&f.Match.Key) {
 				if wanted(e) {
 					selected = append(selected, e)
 				}
 			}
 			continue
 		}
-		for key, bucket := range st.buckets {
+		for key, bucket := range st.buckets() {
 			if maskKey(&masked, &key, &f.Match.Mask); masked != f.Match.Key {
 				continue
 			}
@@ -400,7 +400,7 @@ func (t *Table) Select(f Filter, strict bool) []*Entry {
 func (t *Table) Expire(now time.Time) (*Table, []*Entry) {
 	var expired []*Entry
 	for _, st := range t.subtables {
-		for _, bucket := range st.buckets {
+		for _, bucket := range st.buckets() {
 			for _, e := range bucket {
 				if e.expired(now) {
 					expired = append(expired, e)
@@ -450,23 +450,35 @@ func (t *Table) without(entries []*Entry) *Table {
 }
 
 // builder makes the next version of a table. It copies a subtable the
-// first time an edit touches it (and a bucket every time), so the base
-// version, which lookups may still be using, never changes.
+// first time an edit touches it, but only its overlay, and a bucket every
+// time it changes, so the base version, which lookups may still be using,
+// never changes.
 type builder struct {
 	subtables []*subtable
-	byMask    map[Key]int        // index into subtables
-	owned     map[*subtable]bool // copies made by this builder: safe to change
-	stale     map[*subtable]bool // owned subtables whose best entry may have been removed
+	byMask    map[Key]int             // index into subtables
+	owned     map[*subtable]ownership // subtables absent are shared with other versions
+	stale     map[*subtable]bool      // owned subtables whose best entry may have been removed
 	n         int
 	base      *[NumTables]uint64 // the base version's generations
 	touched   [NumTables]bool    // pipeline tables whose rules the edit changes
 }
 
+// ownership says what of a subtable a builder made and may change.
+type ownership uint8
+
+const (
+	// ownOverlay: the base is shared with other versions.
+	ownOverlay ownership = iota + 1
+	// ownAll: the base too (a new subtable or a fold), so edits go
+	// straight to it and the overlay is empty.
+	ownAll
+)
+
 func newBuilder(t *Table) *builder {
 	b := &builder{
 		subtables: slices.Clone(t.subtables),
 		byMask:    make(map[Key]int, len(t.subtables)),
-		owned:     make(map[*subtable]bool),
+		owned:     make(map[*subtable]ownership),
 		stale:     make(map[*subtable]bool),
 		n:         t.n,
 		base:      t.generations,
@@ -485,45 +497,83 @@ func (b *builder) writable(mask *Key, create bool) *subtable {
 		if !create {
 			return nil
 		}
-		st := &subtable{mask: *mask, buckets: make(map[Key][]*Entry)}
+		st := &subtable{mask: *mask, base: make(map[Key][]*Entry)}
 		st.resetTop()
 		b.byMask[*mask] = len(b.subtables)
 		b.subtables = append(b.subtables, st)
-		b.owned[st] = true
+		b.owned[st] = ownAll
 		return st
 	}
 	st := b.subtables[i]
-	if !b.owned[st] {
+	if b.owned[st] == 0 {
 		clone := *st
-		clone.buckets = maps.Clone(st.buckets)
+		clone.overlay = maps.Clone(st.overlay)
+		if clone.overlay == nil {
+			clone.overlay = make(map[Key][]*Entry)
+		}
 		st = &clone
 		b.subtables[i] = st
-		b.owned[st] = true
+		b.owned[st] = ownOverlay
 	}
 	return st
+}
+
+// set makes bucket, which this builder made, st's bucket for key; an
+// empty one removes the key.
+func (b *builder) set(st *subtable, key *Key, bucket []*Entry) {
+	if b.owned[st] == ownAll {
+		if len(bucket) == 0 {
+			delete(st.base, *key)
+		} else {
+			st.base[*key] = bucket
+		}
+		return
+	}
+	if _, inBase := st.base[*key]; len(bucket) == 0 && !inBase {
+		delete(st.overlay, *key)
+	} else {
+		st.overlay[*key] = bucket
+	}
+	if len(st.overlay) > foldThreshold(len(st.base)) {
+		base := maps.Clone(st.base)
+		for key, bucket := range st.overlay {
+			if len(bucket) == 0 {
+				delete(base, key)
+			} else {
+				base[key] = bucket
+			}
+		}
+		st.base, st.overlay = base, nil
+		b.owned[st] = ownAll
+	}
+}
+
+// isTop reports whether e is st's recorded best entry.
+func (st *subtable) isTop(e *Entry) bool {
+	return e.Priority == st.maxPriority && e.seq == st.topSeq
 }
 
 // insert adds e, replacing an entry with the same Match and Priority.
 func (b *builder) insert(e *Entry) {
 	b.touched[e.Table()] = true
 	st := b.writable(&e.Match.Mask, true)
-	old := st.buckets[e.Match.Key]
+	old := st.bucket(&e.Match.Key)
 	bucket := make([]*Entry, 0, len(old)+1)
 	for _, o := range old {
 		if o.Priority != e.Priority {
 			bucket = append(bucket, o)
+		} else if st.isTop(o) {
+			// Some other entry of o's priority, installed after
+			// o and before e, may be the best now.
+			b.stale[st] = true
 		}
 	}
-	replaced := len(bucket) < len(old)
-	if replaced {
-		// The replaced entry may have been the subtable's best.
-		b.stale[st] = true
-	} else {
+	if len(bucket) == len(old) {
 		st.n++
 		b.n++
 	}
 	i, _ := slices.BinarySearchFunc(bucket, e, compareRank)
-	st.buckets[e.Match.Key] = slices.Insert(bucket, i, e)
+	b.set(st, &e.Match.Key, slices.Insert(bucket, i, e))
 	st.offerTop(e)
 }
 
@@ -531,16 +581,13 @@ func (b *builder) insert(e *Entry) {
 func (b *builder) remove(e *Entry) {
 	b.touched[e.Table()] = true
 	st := b.writable(&e.Match.Mask, false)
-	old := st.buckets[e.Match.Key]
-	bucket := slices.DeleteFunc(slices.Clone(old), func(o *Entry) bool { return o == e })
-	if len(bucket) == 0 {
-		delete(st.buckets, e.Match.Key)
-	} else {
-		st.buckets[e.Match.Key] = bucket
-	}
+	bucket := slices.DeleteFunc(slices.Clone(st.bucket(&e.Match.Key)), func(o *Entry) bool { return o == e })
+	b.set(st, &e.Match.Key, bucket)
 	st.n--
 	b.n--
-	b.stale[st] = true
+	if st.isTop(e) {
+		b.stale[st] = true
+	}
 }
 
 // find returns the entry with r's Match and Priority, or nil.
@@ -557,7 +604,7 @@ func (b *builder) find(r *Rule) *Entry {
 
 // find returns the entry with key, under st's mask, and priority, or nil.
 func (st *subtable) find(key *Key, priority uint16) *Entry {
-	for _, e := range st.buckets[*key] {
+	for _, e := range st.bucket(key) {
 		if e.Priority == priority {
 			return e
 		}
@@ -570,9 +617,9 @@ func (st *subtable) find(key *Key, priority uint16) *Entry {
 func (b *builder) replace(old, updated *Entry) {
 	b.touched[old.Table()] = true
 	st := b.writable(&old.Match.Mask, false)
-	bucket := slices.Clone(st.buckets[old.Match.Key])
+	bucket := slices.Clone(st.bucket(&old.Match.Key))
 	bucket[slices.Index(bucket, old)] = updated
-	st.buckets[old.Match.Key] = bucket
+	b.set(st, &old.Match.Key, bucket)
 }
 
 func (b *builder) build(version uint64) *Table {
@@ -592,7 +639,7 @@ func (b *builder) build(version uint64) *Table {
 		}
 		if b.stale[st] {
 			st.resetTop()
-			for _, bucket := range st.buckets {
+			for _, bucket := range st.buckets() {
 				st.offerTop(bucket[0])
 			}
 		}
