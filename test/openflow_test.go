@@ -319,11 +319,12 @@ func TestOpenFlowOsKenLearningSwitch(t *testing.T) {
 	if !strings.Contains(flows, "CONTROLLER") || !strings.Contains(flows, "priority=10,") {
 		t.Fatalf("the controller's table-miss and learned flows are not in dump-flows:\n%s", flows)
 	}
+
+	ctl.stop()
+	// Its output is whole (and no longer written to) once it has exited.
 	if !strings.Contains(ctl.bg.output.String(), "packet-in in_port=") {
 		t.Errorf("the controller logged no packet-in:\n%s", ctl.bg.output.String())
 	}
-
-	ctl.stop()
 	waitConnected(t, d, br, false, 5*time.Second)
 	requirePing(t, a.ns, b.addr, 56)
 
