@@ -91,7 +91,29 @@ type Table struct {
 	// drawn from one counter for every Table, so two versions whose
 	// generation for a table is the same have the same rules there.
 	generations *[NumTables]uint64
+	// changes are the entries this version added and removed, relative
+	// to version changesFrom, when few enough to list (see Changes).
+	changes *Changes
 }
+
+// Changes are the entries a version added to, and removed from, the
+// version it was built from. Entries modified in place count as removed
+// and added.
+type Changes struct {
+	From           uint64 // the version built from
+	Added, Removed []*Entry
+}
+
+// maxListedChanges bounds what a version keeps of its changes: a bigger
+// edit (a file of flows) is not listed, and whoever follows changes looks
+// at the whole table instead, once.
+const maxListedChanges = 64
+
+// Changes returns what t changed of the version it was built from, or nil
+// when it does not list them (a big edit, or a table made from nothing).
+// A reader that followed that version can follow t at the cost of its
+// changes rather than of its size.
+func (t *Table) Changes() *Changes { return t.changes }
 
 // lastGeneration is the generation last handed out, to any Table.
 var lastGeneration atomic.Uint64
@@ -461,6 +483,11 @@ type builder struct {
 	n         int
 	base      *[NumTables]uint64 // the base version's generations
 	touched   [NumTables]bool    // pipeline tables whose rules the edit changes
+	// The edit's entries added and removed, while listing (see Changes),
+	// and the version it starts from.
+	changes Changes
+	listing bool
+	from    uint64
 }
 
 // ownership says what of a subtable a builder made and may change.
@@ -482,6 +509,8 @@ func newBuilder(t *Table) *builder {
 		stale:     make(map[*subtable]bool),
 		n:         t.n,
 		base:      t.generations,
+		from:      t.version,
+		listing:   t.generations != nil,
 	}
 	for i, st := range t.subtables {
 		b.byMask[st.mask] = i
@@ -575,6 +604,24 @@ func (b *builder) insert(e *Entry) {
 	i, _ := slices.BinarySearchFunc(bucket, e, compareRank)
 	b.set(st, &e.Match.Key, slices.Insert(bucket, i, e))
 	st.offerTop(e)
+	b.list(&b.changes.Added, e)
+	for _, o := range old {
+		if o.Priority == e.Priority {
+			b.list(&b.changes.Removed, o)
+		}
+	}
+}
+
+// list notes e among the changes, until they are too many to list.
+func (b *builder) list(to *[]*Entry, e *Entry) {
+	if !b.listing {
+		return
+	}
+	if len(b.changes.Added)+len(b.changes.Removed) >= maxListedChanges {
+		b.listing = false
+		return
+	}
+	*to = append(*to, e)
 }
 
 // remove deletes e, which must be in the table.
@@ -588,6 +635,7 @@ func (b *builder) remove(e *Entry) {
 	if st.isTop(e) {
 		b.stale[st] = true
 	}
+	b.list(&b.changes.Removed, e)
 }
 
 // find returns the entry with r's Match and Priority, or nil.
@@ -620,6 +668,8 @@ func (b *builder) replace(old, updated *Entry) {
 	bucket := slices.Clone(st.bucket(&old.Match.Key))
 	bucket[slices.Index(bucket, old)] = updated
 	b.set(st, &old.Match.Key, bucket)
+	b.list(&b.changes.Removed, old)
+	b.list(&b.changes.Added, updated)
 }
 
 func (b *builder) build(version uint64) *Table {
@@ -627,6 +677,10 @@ func (b *builder) build(version uint64) *Table {
 		generations: new([NumTables]uint64)}
 	if b.base != nil {
 		*t.generations = *b.base
+	}
+	if b.listing {
+		b.changes.From = b.from
+		t.changes = &b.changes
 	}
 	for id, touched := range b.touched {
 		if touched {

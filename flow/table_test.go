@@ -478,3 +478,45 @@ func TestGenerationsTellWhichTablesChanged(t *testing.T) {
 		}
 	}
 }
+
+// TestChangesListWhatAVersionChanged: a small edit lists the entries it
+// added and removed, from the version it was built from; a modification
+// is a removal and an addition; an edit too big to list lists nothing.
+func TestChangesListWhatAVersionChanged(t *testing.T) {
+	now := time.Now()
+	r1, r2 := mustRule(t, "priority=5,ip,actions=output:1"), mustRule(t, "priority=5,ip,actions=output:2")
+	t0 := NewTable(nil, 0)
+	t1 := t0.Add(r1, now)
+	if ch := t1.Changes(); ch == nil || ch.From != t0.Version() || len(ch.Added) != 1 || len(ch.Removed) != 0 {
+		t.Fatalf("an add: %+v", ch)
+	}
+	old := t1.Entries()[0]
+	t2 := t1.Add(r2, now) // the same match and priority: a replacement
+	if ch := t2.Changes(); ch == nil || ch.From != t1.Version() || len(ch.Added) != 1 || len(ch.Removed) != 1 || ch.Removed[0] != old {
+		t.Fatalf("a replacement: %+v", ch)
+	}
+	t3, modified := t2.Modify(Filter{}, false, r1.Actions, false)
+	if ch := t3.Changes(); ch == nil || len(ch.Added) != 1 || ch.Added[0] != modified[0] || len(ch.Removed) != 1 {
+		t.Fatalf("a modification: %+v", ch)
+	}
+	t4, removed := t3.Delete(Filter{}, false)
+	if ch := t4.Changes(); ch == nil || len(ch.Added) != 0 || len(ch.Removed) != 1 || ch.Removed[0] != removed[0] {
+		t.Fatalf("a delete: %+v", ch)
+	}
+	var many []Rule
+	for i := range maxListedChanges + 1 {
+		many = append(many, mustRule(t, fmt.Sprintf("priority=%d,ip,actions=drop", i+1)))
+	}
+	if ch := t4.AddAll(many, now).Changes(); ch != nil {
+		t.Fatalf("%d adds listed as changes", len(many))
+	}
+}
+
+func mustRule(t *testing.T, text string) Rule {
+	t.Helper()
+	r, err := ParseRule(text, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}

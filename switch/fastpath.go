@@ -76,11 +76,16 @@ type fastPath struct {
 	gen          atomic.Uint64
 	// mask is what the program keeps of a key before the lookup, the
 	// bits some decision may depend on (keyMask); nil: all of them.
-	mask   atomic.Pointer[flow.Headers]
-	bumpMu sync.Mutex
-	slot   uint32 // of state that is current, under bumpMu
-	tables *[flow.NumTables]tableCounters
-	drops  *dropCounters
+	mask atomic.Pointer[flow.Headers]
+	// readers follows how many rules of the table version followed have
+	// an action that reads header fields (readsHeaders), so that a
+	// controller's stream of one-rule versions costs each its change,
+	// not a look at every rule.
+	readers tableReaders
+	bumpMu  sync.Mutex
+	slot    uint32 // of state that is current, under bumpMu
+	tables  *[flow.NumTables]tableCounters
+	drops   *dropCounters
 
 	mu        sync.Mutex // guards what follows
 	installed map[flow.Headers]*fpInstalled
@@ -184,8 +189,43 @@ func (fp *fastPath) bump() error {
 // tableChanged takes the key mask of table version t and starts a new
 // generation. It runs after t is published: see the top of the file.
 func (fp *fastPath) tableChanged(t *flow.Table) error {
-	fp.mask.Store(keyMask(t))
+	fp.mask.Store(keyMaskOf(t, fp.readers.follow(t) > 0))
 	return fp.bump()
+}
+
+// tableReaders counts the rules of a table version whose actions read
+// header fields, following one version after another by their changes.
+type tableReaders struct {
+	mu       sync.Mutex
+	followed *flow.Table
+	n        int
+}
+
+// follow moves to version t and returns its count.
+func (r *tableReaders) follow(t *flow.Table) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if t == nil {
+		r.followed, r.n = nil, 0
+		return 0
+	}
+	if ch := t.Changes(); ch != nil && r.followed != nil && ch.From == r.followed.Version() {
+		r.n += countReaders(ch.Added) - countReaders(ch.Removed)
+	} else {
+		r.n = countReaders(t.Entries())
+	}
+	r.followed = t
+	return r.n
+}
+
+func countReaders(entries []*flow.Entry) int {
+	n := 0
+	for _, e := range entries {
+		if slices.ContainsFunc(e.Actions, readsHeaders) {
+			n++
+		}
+	}
+	return n
 }
 
 // keyMask is the union of what the rules of t match on and what NORMAL
@@ -199,7 +239,13 @@ func keyMask(t *flow.Table) *flow.Headers {
 	if t == nil {
 		return nil
 	}
-	if t.Any(func(e *flow.Entry) bool { return slices.ContainsFunc(e.Actions, readsHeaders) }) {
+	return keyMaskOf(t, countReaders(t.Entries()) > 0)
+}
+
+// keyMaskOf is keyMask for a table whose rules' actions read header
+// fields (readers) or not.
+func keyMaskOf(t *flow.Table, readers bool) *flow.Headers {
+	if t == nil || readers {
 		return nil
 	}
 	m := l2Mask

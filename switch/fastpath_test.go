@@ -297,3 +297,48 @@ func underMask(a, b flow.Headers, mask *flow.Headers) flow.Headers {
 	mixBytes(a.IPv6Dst[:], b.IPv6Dst[:], mask.IPv6Dst[:])
 	return b
 }
+
+// TestReadersFollowEditsByTheirChanges: following a table through random
+// one-rule adds, replacements, modifications and deletes (and a big edit
+// now and then, which lists no changes), the count of rules that read
+// headers is always the one a look at every rule gives, and so is the key
+// mask.
+func TestReadersFollowEditsByTheirChanges(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	actions := []string{"output:1", "NORMAL", "dec_ttl,output:1", "mod_nw_src:10.0.0.9,output:2", "load:1->reg0,output:1", "drop"}
+	rule := func() flow.Rule {
+		r, err := flow.ParseRule(fmt.Sprintf("priority=%d,ip,nw_dst=10.0.0.%d,actions=%s",
+			1+rng.IntN(3), rng.IntN(40), actions[rng.IntN(len(actions))]), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	var readers tableReaders
+	tab := flow.NewTable(nil, 0)
+	now := time.Now()
+	for step := range 2000 {
+		switch op := rng.IntN(10); {
+		case op < 5:
+			tab = tab.Add(rule(), now)
+		case op < 7 && tab.Len() > 0:
+			r := rule()
+			tab, _ = tab.Modify(flow.Filter{Match: r.Match}, false, r.Actions, false)
+		case op < 9 && tab.Len() > 0:
+			e := tab.Entries()[rng.IntN(tab.Len())]
+			tab, _ = tab.Delete(flow.Filter{Match: e.Match, Priority: e.Priority, HasPriority: true}, true)
+		default:
+			rs := make([]flow.Rule, 100)
+			for i := range rs {
+				rs[i] = rule()
+			}
+			tab = tab.AddAll(rs, now)
+		}
+		if got, want := readers.follow(tab), countReaders(tab.Entries()); got != want {
+			t.Fatalf("step %d: followed %d rules that read headers, the table has %d", step, got, want)
+		}
+		if got, want := keyMaskOf(tab, readers.n > 0), keyMask(tab); (got == nil) != (want == nil) || got != nil && *got != *want {
+			t.Fatalf("step %d: key mask %v, want %v", step, got, want)
+		}
+	}
+}
