@@ -32,18 +32,22 @@ type conn struct {
 	nc  net.Conn
 	log *slog.Logger
 
-	in  *bufio.Reader
-	rd  *openflow.Reader
+	in *bufio.Reader
+	rd *openflow.Reader
+	// w is the socket's writer, under wmu: the reading goroutine writes
+	// its replies there itself and flushes them before it waits for more
+	// input, so that a request's answer costs no hand-over to another
+	// goroutine; the asynchronous messages come through out, whose
+	// goroutine writes and flushes each.
+	wmu sync.Mutex
+	w   *bufio.Writer
 	out chan []byte
 
 	closeOnce sync.Once
 	closed    chan struct{}
-	// finished is closed when reading has ended: the writer then sends
-	// what is queued (a HELLO_FAILED error, say) before the end.
-	finished chan struct{}
-	closeErr error
-	isReady  atomic.Bool
-	heard    atomic.Int64 // when the last message came, Unix nanoseconds
+	closeErr  error
+	isReady   atomic.Bool
+	heard     atomic.Int64 // when the last message came, Unix nanoseconds
 
 	xid atomic.Uint32
 
@@ -65,9 +69,9 @@ func newConn(t *target, nc net.Conn) *conn {
 		t: t, ba: t.ba, nc: nc,
 		log:         t.ba.log.With("target", t.ct.String(), "peer", nc.RemoteAddr().String()),
 		in:          bufio.NewReaderSize(nc, 1<<16),
+		w:           bufio.NewWriterSize(nc, 1<<16),
 		out:         make(chan []byte, sendQueueLen),
 		closed:      make(chan struct{}),
-		finished:    make(chan struct{}),
 		role:        openflow.RoleEqual,
 		missSendLen: 128, // OFP_DEFAULT_MISS_SEND_LEN
 		async:       defaultAsync(),
@@ -115,9 +119,9 @@ func (c *conn) run() {
 		c.writeLoop()
 	}()
 	err := c.readLoop()
-	close(c.finished)
-	writer.Wait()
+	c.flush() // what the last requests were answered (a HELLO_FAILED, say)
 	c.close(err)
+	writer.Wait()
 	if c.dropped.Load() > 0 {
 		c.log.Warn("openflow: asynchronous messages dropped for a full send queue", "count", c.dropped.Load())
 	}
@@ -128,58 +132,45 @@ func (c *conn) run() {
 	c.log.Info("openflow: disconnected", "reason", reason)
 }
 
-// writeLoop sends what is queued, flushing whenever the queue runs dry so
-// that a burst of replies leaves in few segments.
+// writeLoop writes the asynchronous messages queued in out until the
+// connection ends.
 func (c *conn) writeLoop() {
-	w := bufio.NewWriterSize(c.nc, 1<<16)
-	write := func(msg []byte) bool {
-		c.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
-		if _, err := w.Write(msg); err != nil {
-			c.close(fmt.Errorf("writing to the controller: %w", err))
-			return false
-		}
-		if len(c.out) > 0 {
-			return true
-		}
-		if err := w.Flush(); err != nil {
-			c.close(fmt.Errorf("writing to the controller: %w", err))
-			return false
-		}
-		return true
-	}
 	for {
 		select {
 		case msg := <-c.out:
-			if !write(msg) {
-				return
-			}
+			c.write(msg, true)
 		case <-c.closed:
 			return
-		case <-c.finished:
-			for {
-				select {
-				case msg := <-c.out:
-					if !write(msg) {
-						return
-					}
-				default:
-					w.Flush()
-					return
-				}
-			}
 		}
 	}
 }
 
-// send queues a reply or request, waiting for room; false when the
-// connection has ended.
-func (c *conn) send(xid uint32, m openflow.Message) bool {
-	msg := openflow.Append(nil, xid, m)
-	select {
-	case c.out <- msg:
-		return true
-	case <-c.closed:
-		return false
+// write writes msg to the socket, flushing if asked, and ends the
+// connection if the controller has not taken it within writeTimeout.
+func (c *conn) write(msg []byte, flush bool) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
+	_, err := c.w.Write(msg)
+	if err == nil && flush {
+		err = c.w.Flush()
+	}
+	if err != nil {
+		c.close(fmt.Errorf("writing to the controller: %w", err))
+	}
+}
+
+// flush sends what the reading goroutine wrote.
+func (c *conn) flush() { c.write(nil, true) }
+
+// send writes a reply or request from the reading goroutine; it leaves
+// the socket when the goroutine next waits for input (flush).
+func (c *conn) send(xid uint32, m openflow.Message) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
+	if _, err := c.w.Write(openflow.Append(c.w.AvailableBuffer(), xid, m)); err != nil {
+		c.close(fmt.Errorf("writing to the controller: %w", err))
 	}
 }
 
@@ -211,6 +202,7 @@ func (c *conn) sendError(raw []byte, err error) {
 // until an error.
 func (c *conn) readLoop() error {
 	c.send(c.nextXid(), openflow.Hello{Versions: []uint8{openflow.Version}})
+	c.flush()
 	if err := c.handshake(); err != nil {
 		return err
 	}
@@ -263,8 +255,9 @@ func (c *conn) probe() {
 // no more input is waiting: a stream of flow mods is applied in batches
 // as large as what has arrived, a lone one at once.
 func (c *conn) next() ([]byte, error) {
-	if len(c.pending) > 0 && c.rd.Buffered()+c.in.Buffered() < openflow.HeaderLen {
+	if c.rd.Buffered()+c.in.Buffered() < openflow.HeaderLen {
 		c.applyFlowMods()
+		c.flush()
 	}
 	raw, err := c.rd.Next()
 	if err != nil && !errors.Is(err, io.EOF) {

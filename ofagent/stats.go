@@ -73,10 +73,7 @@ func (c *conn) multipart(raw []byte, xid uint32, m *openflow.MultipartRequest) {
 			Reason: fmt.Sprintf("multipart type %d is not supported", m.MType)})
 		return
 	}
-	select {
-	case c.out <- openflow.AppendMultipartReplies(nil, xid, openflow.MultipartReply{MType: m.MType, Body: body}):
-	case <-c.closed:
-	}
+	c.write(openflow.AppendMultipartReplies(nil, xid, openflow.MultipartReply{MType: m.MType, Body: body}), false)
 }
 
 // meterFeaturesLen is the length of ofp_meter_features.
