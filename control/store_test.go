@@ -116,30 +116,42 @@ func TestJournalReplaysWhatTheDaemonRan(t *testing.T) {
 		if g := d.store.generation; g != generation {
 			compactions, generation = compactions+1, g
 		}
-		want := running(d)
-		got, err := LoadConfig(path)
-		if err != nil {
-			t.Fatalf("step %d (%+v): %v", step, req, err)
-		}
-		if !reflect.DeepEqual(got.Bridges, want.Bridges) {
-			t.Fatalf("step %d (%+v): on disk\n%+v\nrunning\n%+v", step, req, got.Bridges, want.Bridges)
-		}
-		if step%100 == 99 {
-			if step%200 == 99 {
-				crash(d)
-			} else {
-				d.Close()
-			}
-			d = quietDaemon(t, path)
-			if restored := running(d); !reflect.DeepEqual(restored.Bridges, want.Bridges) {
-				t.Fatalf("step %d: restarted with\n%+v\nwas running\n%+v", step, restored.Bridges, want.Bridges)
-			}
-		}
+		d, _ = checkSaved(t, d, path, step, fmt.Sprintf("%+v", req))
 	}
 	t.Logf("%d of 600 verbs applied, %d compactions", applied, compactions)
 	if applied < 300 || compactions < 3 {
 		t.Errorf("the random verbs applied %d changes with %d compactions: too few to test the journal", applied, compactions)
 	}
+}
+
+// checkSaved fails the test unless the configuration on disk at path, as
+// a restart loads it, is what d runs (what the change described by what,
+// at step, left); every hundredth step it crashes or closes d, the two in
+// turn, and checks that a daemon restarted from disk runs the same. It
+// returns the daemon to go on with, and whether it restarted.
+func checkSaved(t *testing.T, d *Daemon, path string, step int, what string) (*Daemon, bool) {
+	t.Helper()
+	want := running(d)
+	got, err := LoadConfig(path)
+	if err != nil {
+		t.Fatalf("step %d (%s): %v", step, what, err)
+	}
+	if !reflect.DeepEqual(got.Bridges, want.Bridges) {
+		t.Fatalf("step %d (%s): on disk\n%+v\nrunning\n%+v", step, what, got.Bridges, want.Bridges)
+	}
+	if step%100 != 99 {
+		return d, false
+	}
+	if step%200 == 99 {
+		crash(d)
+	} else {
+		d.Close()
+	}
+	d = quietDaemon(t, path)
+	if restored := running(d); !reflect.DeepEqual(restored.Bridges, want.Bridges) {
+		t.Fatalf("step %d: restarted with\n%+v\nwas running\n%+v", step, restored.Bridges, want.Bridges)
+	}
+	return d, true
 }
 
 // TestOneEditAppendsOneLine keeps a fix: each add-flow rewrote the whole
