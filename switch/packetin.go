@@ -42,7 +42,12 @@ type PacketIn struct {
 // Positions in both rings count up for ever; a frame's bytes never wrap
 // round the byte ring's end, which skips what is left there instead.
 type packetInQueue struct {
-	slots []PacketIn // Data unset: spans says where its bytes are
+	// nslots and nbytes are what the rings hold. They are made at the
+	// first push: a bridge that never sends to a controller (most) keeps
+	// megabytes less, which its garbage collector would otherwise count
+	// as live.
+	nslots, nbytes int
+	slots          []PacketIn // Data unset: spans says where its bytes are
 	spans []byteSpan
 	data  []byte
 	// head and tail are the packet-ins taken and written, dataHead the
@@ -55,12 +60,18 @@ type packetInQueue struct {
 type byteSpan struct{ start, end uint64 }
 
 func newPacketInQueue(slots, bytes int) *packetInQueue {
-	return &packetInQueue{slots: make([]PacketIn, slots), spans: make([]byteSpan, slots), data: make([]byte, bytes)}
+	return &packetInQueue{nslots: slots, nbytes: bytes}
 }
 
 // push queues p with frame's first maxLen bytes and reports whether there
-// was room. It runs on the forwarder and allocates nothing.
+// was room. It runs on the forwarder and allocates nothing but the rings,
+// at the first packet-in.
 func (q *packetInQueue) push(p *PacketIn, frame []byte, maxLen int) bool {
+	if q.slots == nil {
+		// Before the tail moves: take reads the rings only after it sees
+		// the tail past the head.
+		q.slots, q.spans, q.data = make([]PacketIn, q.nslots), make([]byteSpan, q.nslots), make([]byte, q.nbytes)
+	}
 	t := q.tail.Load()
 	if t-q.head.Load() == uint64(len(q.slots)) {
 		return false
@@ -89,6 +100,9 @@ func (q *packetInQueue) push(p *PacketIn, frame []byte, maxLen int) bool {
 // arena, and returns how many and how much of arena they use.
 func (q *packetInQueue) take(dst []PacketIn, arena []byte) (n, used int) {
 	h, t := q.head.Load(), q.tail.Load()
+	if h == t {
+		return 0, 0 // and the rings may not be made yet
+	}
 	size := uint64(len(q.data))
 	for ; h < t && n < len(dst); h++ {
 		i := h % uint64(len(q.slots))

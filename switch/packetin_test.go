@@ -14,8 +14,8 @@ import (
 
 // packetIns takes what f's queue holds, as TakePacketIns does.
 func packetIns(f *forwarder) []PacketIn {
-	dst := make([]PacketIn, len(f.pins.slots))
-	n, _ := f.pins.take(dst, make([]byte, len(f.pins.data)))
+	dst := make([]PacketIn, f.pins.nslots)
+	n, _ := f.pins.take(dst, make([]byte, f.pins.nbytes))
 	return dst[:n]
 }
 
@@ -112,7 +112,7 @@ func TestControllerByteRingFills(t *testing.T) {
 	f := testForwarder(t, 64, ports...)
 	f.flows.Publish(rules(t, "actions=CONTROLLER"))
 	long := frame(broadcast, mac(1), strings.Repeat("y", 9000))
-	fit := len(f.pins.data) / len(long)
+	fit := f.pins.nbytes / len(long)
 	for range fit + 5 {
 		ports[0].Inject(long)
 	}
@@ -139,7 +139,7 @@ func controllerForwarder(tb testing.TB) (f *forwarder, drain func()) {
 	f, _ = benchForwarder(tb, 3, 8)
 	f.flows.Publish(rules(tb, "actions=controller(max_len=128),output:2"))
 	dst := make([]PacketIn, DefaultBatchSize)
-	arena := make([]byte, len(f.pins.data))
+	arena := make([]byte, f.pins.nbytes)
 	return f, func() {
 		if n, _ := f.pins.take(dst, arena); n != DefaultBatchSize {
 			tb.Fatalf("%d packet-ins from a batch; want %d", n, DefaultBatchSize)
