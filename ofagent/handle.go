@@ -33,7 +33,7 @@ func (c *conn) handle(raw []byte) error {
 	case openflow.Hello:
 		// A second hello changes nothing.
 	case openflow.EchoRequest:
-		c.send(xid, openflow.EchoReply{Data: m.Data})
+		c.send(xid, openflow.EchoReply(m))
 	case openflow.EchoReply:
 		// What it answers is that the controller is there: heard.
 	case openflow.FeaturesRequest:

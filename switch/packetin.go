@@ -48,8 +48,8 @@ type packetInQueue struct {
 	// as live.
 	nslots, nbytes int
 	slots          []PacketIn // Data unset: spans says where its bytes are
-	spans []byteSpan
-	data  []byte
+	spans          []byteSpan
+	data           []byte
 	// head and tail are the packet-ins taken and written, dataHead the
 	// bytes freed; dataTail, the bytes written, is the forwarder's own.
 	head, tail atomic.Uint64

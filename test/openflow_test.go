@@ -456,7 +456,7 @@ func (c *ofClient) keepAlive() {
 			h, _ := openflow.ParseHeader(raw)
 			switch _, m, _ := openflow.Decode(raw); m := m.(type) {
 			case openflow.EchoRequest:
-				c.nc.Write(openflow.Append(nil, h.Xid, openflow.EchoReply{Data: m.Data}))
+				c.nc.Write(openflow.Append(nil, h.Xid, openflow.EchoReply(m)))
 			case openflow.EchoReply:
 				c.replies <- string(m.Data)
 			}
