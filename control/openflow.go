@@ -53,9 +53,11 @@ func (d *Daemon) OpenFlowPorts(bridge string) ([]OpenFlowPort, error) {
 			p := OpenFlowPort{Name: pc.Name, OFPort: pc.OFPort, Down: true}
 			if l, ok := live[pc.Name]; ok {
 				p.Down = d.opened[pc.Name].AdminDown
-				if ifc, err := net.InterfaceByIndex(l.Info.Ifindex); err == nil && l.Info.Ifindex != 0 {
-					p.MAC = ifc.HardwareAddr
-					p.SpeedMbps = uint32(min(linkSpeed(ifc.Name), math.MaxUint32))
+				if l.Info.Ifindex != 0 {
+					if ifc, err := net.InterfaceByIndex(l.Info.Ifindex); err == nil {
+						p.MAC = ifc.HardwareAddr
+						p.SpeedMbps = uint32(min(linkSpeed(ifc.Name), math.MaxUint32))
+					}
 				}
 			}
 			out = append(out, p)

@@ -23,11 +23,11 @@ var tableFeatures = sync.OnceValue(func() []openflow.TableFeatures {
 			continue
 		}
 		code := f.OXM[0]
-		header := openflow.OXM{Class: code.Class, Field: code.Num, Value: make([]byte, code.Bytes)}.Header()
+		value := make([]byte, code.Bytes)
+		header := openflow.OXM{Class: code.Class, Field: code.Num, Value: value}.Header()
 		if f.Maskable {
-			match = append(match, header|1<<8|uint32(code.Bytes)) // hasmask: the length doubles
-			match[len(match)-1] &^= 0xff
-			match[len(match)-1] |= uint32(2 * code.Bytes)
+			// The spec's way to say a field takes a mask: its id with hasmask.
+			match = append(match, openflow.OXM{Class: code.Class, Field: code.Num, Value: value, Mask: value}.Header())
 		} else {
 			match = append(match, header)
 		}

@@ -23,7 +23,7 @@ func (c *conn) handle(raw []byte) error {
 		return nil
 	}
 	if fm, ok := m.(openflow.FlowMod); ok {
-		c.queueFlowMod(raw, xid, &fm)
+		c.queueFlowMod(raw, &fm)
 		return nil
 	}
 	// Everything else sees the flow mods before it applied (a barrier
@@ -162,14 +162,13 @@ func (c *conn) handleRole(raw []byte, xid uint32, m openflow.RoleRequest) {
 // pendingFlowMod is a flow mod read and translated, waiting to be applied
 // with the others of its batch.
 type pendingFlowMod struct {
-	raw []byte // its first bytes, for an error
-	xid uint32
+	raw []byte // its first bytes (header and xid included), for an error
 	mod control.FlowMod
 }
 
 // queueFlowMod translates a flow mod and adds it to the batch, or refuses
 // it at once.
-func (c *conn) queueFlowMod(raw []byte, xid uint32, fm *openflow.FlowMod) {
+func (c *conn) queueFlowMod(raw []byte, fm *openflow.FlowMod) {
 	if c.isSlave() {
 		c.applyFlowMods()
 		c.sendError(raw, slaveError())
@@ -184,7 +183,7 @@ func (c *conn) queueFlowMod(raw []byte, xid uint32, fm *openflow.FlowMod) {
 	if mod == nil {
 		return // selects no rule: out_group names a group, and xswitch has none
 	}
-	c.pending = append(c.pending, pendingFlowMod{raw: append([]byte(nil), raw[:min(len(raw), openflow.ErrorData)]...), xid: xid, mod: *mod})
+	c.pending = append(c.pending, pendingFlowMod{raw: append([]byte(nil), raw[:min(len(raw), openflow.ErrorData)]...), mod: *mod})
 	if len(c.pending) >= maxPendingFlowMods {
 		c.applyFlowMods()
 	}
