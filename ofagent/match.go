@@ -63,8 +63,13 @@ func matchFromOF(om openflow.Match, table uint8) (flow.Match, error) {
 				return flow.Match{}, matchError(openflow.BadMatchBadMask, "%s: mask %x is wider than the field", f.Name, o.Mask)
 			}
 		}
-		if isOXM(openflow.OXMClassOpenFlowBasic, openflow.OXMInPort, c) {
-			p, ok := portFromOF(uint32(v.Lo))
+		if f.Name == "in_port" {
+			// Both encodings: a port that OXM_OF_IN_PORT cannot
+			// give back (0, say, through NXM_OF_IN_PORT) is none.
+			p, ok := uint16(v.Lo), true
+			if isOXM(openflow.OXMClassOpenFlowBasic, openflow.OXMInPort, c) {
+				p, ok = portFromOF(uint32(v.Lo))
+			}
 			if !ok || flow.CheckPort(p) != nil {
 				return flow.Match{}, matchError(openflow.BadMatchBadValue, "in_port %d is no port of xswitch", v.Lo)
 			}

@@ -167,6 +167,8 @@ func TestMatchErrors(t *testing.T) {
 		{"ip_dscp beyond 6 bits", []openflow.OXM{ethIPv4, basic(8, 64)}, openflow.BadMatchBadValue},
 		{"in_port NORMAL", []openflow.OXM{basic(0, 0xff, 0xff, 0xff, 0xfa)}, openflow.BadMatchBadValue},
 		{"in_port beyond xswitch's numbers", []openflow.OXM{basic(0, 0, 1, 0, 0)}, openflow.BadMatchBadValue},
+		{"NXM_OF_IN_PORT 0", []openflow.OXM{{Class: openflow.OXMClassNXM0, Field: 0, Value: []byte{0, 0}}}, openflow.BadMatchBadValue},
+		{"NXM_OF_IN_PORT NORMAL", []openflow.OXM{{Class: openflow.OXMClassNXM0, Field: 0, Value: []byte{0xff, 0xfa}}}, openflow.BadMatchBadValue},
 		{"eth_type twice", []openflow.OXM{ethIPv4, ethIPv4}, openflow.BadMatchDupField},
 		{"reg0 and xreg0", []openflow.OXM{{Class: openflow.OXMClassNXM1, Field: 0, Value: []byte{0, 0, 0, 1}},
 			{Class: openflow.OXMClassPacketRegs, Field: 0, Value: []byte{0, 0, 0, 0, 0, 0, 0, 1}}}, openflow.BadMatchDupField},
