@@ -8,10 +8,8 @@ import (
 	"github.com/xswitch/xswitch/flow"
 )
 
-// The in-kernel fast path (issue 13), as far as it is built: what a
-// decision becomes in the XDP program's flows map (bpf/fastpath.c). The
-// installer that puts entries there, and the generations that retire
-// them, come next; nothing calls fastPathEntry on the forwarding path yet.
+// What a decision becomes in the in-kernel fast path's flows map
+// (bpf/fastpath.c); fastpath.go installs the entries and retires them.
 //
 // A decision holds for one flow.Headers, so its entry is worked out
 // against that exact key: every rewrite is a constant, and every VLAN

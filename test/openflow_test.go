@@ -456,6 +456,9 @@ func (c *ofClient) keepAlive() {
 			h, _ := openflow.ParseHeader(raw)
 			switch _, m, _ := openflow.Decode(raw); m := m.(type) {
 			case openflow.EchoRequest:
+				// A deadline of its own: the last one c.write set may
+				// have passed long ago (the switch probes after 5 s).
+				c.nc.SetWriteDeadline(time.Now().Add(5 * time.Second))
 				c.nc.Write(openflow.Append(nil, h.Xid, openflow.EchoReply(m)))
 			case openflow.EchoReply:
 				c.replies <- string(m.Data)
