@@ -1,6 +1,7 @@
 package vswitch
 
 import (
+	"slices"
 	"sync/atomic"
 
 	"github.com/xswitch/xswitch/flow"
@@ -136,9 +137,14 @@ func (b *Bridge) TakePacketIns(dst []PacketIn) int {
 	b.pinMu.Lock()
 	defer b.pinMu.Unlock()
 	if b.pinArena == nil {
+		// Made with the first packet-in, as the rings are: before it,
+		// there is nothing to take.
+		if !slices.ContainsFunc(b.pins, (*packetInQueue).waiting) {
+			return 0
+		}
 		size := 0
 		for _, q := range b.pins {
-			size += len(q.data) // what they can hold all at once
+			size += q.nbytes // what they can hold all at once
 		}
 		b.pinArena = make([]byte, size)
 	}

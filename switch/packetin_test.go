@@ -284,3 +284,31 @@ func TestPacketInsTakenWhileForwarding(t *testing.T) {
 		t.Fatalf("%d packet-ins taken and %d dropped; want %d in all", taken, dropped, frames)
 	}
 }
+
+// An agent that looks for packet-ins before the first one is made (its
+// rings are made then) still takes every one made after.
+func TestPacketInsTakenAfterAnEarlyLook(t *testing.T) {
+	b := newTestBridge(t)
+	p1 := porttest.New("p1")
+	if _, err := b.AddPort(p1, PortOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	b.SetFlows(rules(t, "actions=CONTROLLER"))
+	dst := make([]PacketIn, 8)
+	if n := b.TakePacketIns(dst); n != 0 {
+		t.Fatalf("%d packet-ins taken before any frame came", n)
+	}
+	p1.Inject(frame(broadcast, mac(1), "after"))
+	deadline := time.Now().Add(5 * time.Second)
+	n := 0
+	for n == 0 && time.Now().Before(deadline) {
+		select {
+		case <-b.PacketInReady():
+		case <-time.After(10 * time.Millisecond):
+		}
+		n = b.TakePacketIns(dst)
+	}
+	if n != 1 || !strings.HasSuffix(string(dst[0].Data), "after") {
+		t.Fatalf("%d packet-ins taken after the early look (want 1, the frame's)", n)
+	}
+}
