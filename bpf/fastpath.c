@@ -162,9 +162,13 @@ struct {
 
 // Two states, of which state_slot names the current one: user space
 // writes the other whole, then switches, so that no frame reads a
-// generation with half a mask (a map update is a copy, not atomic).
+// generation with half a mask (a copy into the map is not atomic). Both
+// are memory-mapped into user space, which writes them with plain stores:
+// a new generation at every table edit costs no system call (see
+// switch/fastpath.go's bump).
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
 	__uint(max_entries, 2);
 	__type(key, __u32);
 	__type(value, struct fp_state);
@@ -172,6 +176,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, __u32);

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync/atomic"
+	"unsafe"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/rlimit"
@@ -75,6 +77,11 @@ func NetworkOrder(v uint16) uint16 {
 // state_slot, which is current) and where each slot sends (tx_ports).
 type FastpathShared struct {
 	Flows, FlowsL2, State, StateSlot, TxPorts *ebpf.Map
+
+	// The state maps' memory (they are BPF_F_MMAPABLE), and which of
+	// state's two slots is current: see SetState.
+	stateMem, slotMem *ebpf.Memory
+	slot              uint32
 }
 
 // NewFastpathShared creates a bridge's shared maps, empty, at generation 0.
@@ -97,7 +104,42 @@ func NewFastpathShared() (*FastpathShared, error) {
 			return nil, fmt.Errorf("create the fast path's %s map: %w", m.name, err)
 		}
 	}
+	if s.stateMem, err = s.State.Memory(); err == nil {
+		s.slotMem, err = s.StateSlot.Memory()
+	}
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("map the fast path's state: %w", err)
+	}
 	return &s, nil
+}
+
+// stateFence orders SetState's stores: see there.
+var stateFence atomic.Uint32
+
+// SetState makes st the state every port's program reads, with plain
+// stores into the maps' memory: no system call, since a controller's flow
+// mods each make a new generation, one round trip apiece. It writes the
+// slot that is not current whole, then names it current; the program
+// reads only the low bit of state_slot, which one byte holds, so it sees
+// the old slot or the new one, never half of either. Callers serialise.
+func (s *FastpathShared) SetState(st *FastpathFpState) error {
+	value := unsafe.Slice((*byte)(unsafe.Pointer(st)), unsafe.Sizeof(*st))
+	stride := (int64(s.State.ValueSize()) + 7) &^ 7 // an array's elements are 8-byte aligned
+	next := 1 - s.slot
+	if _, err := s.stateMem.WriteAt(value, int64(next)*stride); err != nil {
+		return fmt.Errorf("write the fast path's state: %w", err)
+	}
+	// A full barrier (an atomic read-modify-write): the state's stores
+	// are visible before the store that names it, on every architecture.
+	stateFence.Add(1)
+	var slot [4]byte
+	binary.NativeEndian.PutUint32(slot[:], next)
+	if _, err := s.slotMem.WriteAt(slot[:], 0); err != nil {
+		return fmt.Errorf("write the fast path's state slot: %w", err)
+	}
+	s.slot = next
+	return nil
 }
 
 // Close closes the maps; programs that use them keep their own references.

@@ -236,3 +236,35 @@ func FuzzFastpathParser(f *testing.F) {
 		p.check(t, e, frame)
 	})
 }
+
+// SetState's stores into the maps' memory are what the maps hold, the
+// slot it writes alternating, so that the program reads each state whole.
+func TestSetStateWritesTheMaps(t *testing.T) {
+	testenv.RequireRoot(t)
+	s, err := NewFastpathShared()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for g := uint64(1); g <= 3; g++ {
+		want := FastpathFpState{Generation: g, Masked: uint32(FastpathFpMaskKindFP_MASK_BITS)}
+		want.Mask.InPort, want.Mask.DlSrc[5] = 0xffff, byte(g)
+		if err := s.SetState(&want); err != nil {
+			t.Fatal(err)
+		}
+		var slot uint32
+		if err := s.StateSlot.Lookup(uint32(0), &slot); err != nil {
+			t.Fatal(err)
+		}
+		if slot != uint32(g%2) {
+			t.Errorf("generation %d: state_slot %d, want %d", g, slot, g%2)
+		}
+		var got FastpathFpState
+		if err := s.State.Lookup(slot, &got); err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Errorf("generation %d: state[%d] holds %+v, want %+v", g, slot, got, want)
+		}
+	}
+}

@@ -65,11 +65,12 @@ type conn struct {
 }
 
 func newConn(t *target, nc net.Conn) *conn {
+	sock := socketOf(nc)
 	c := &conn{
 		t: t, ba: t.ba, nc: nc,
 		log:         t.ba.log.With("target", t.ct.String(), "peer", nc.RemoteAddr().String()),
-		in:          bufio.NewReaderSize(nc, 1<<16),
-		w:           bufio.NewWriterSize(nc, 1<<16),
+		in:          bufio.NewReaderSize(sock, 1<<16),
+		w:           bufio.NewWriterSize(sock, 1<<16),
 		out:         make(chan []byte, sendQueueLen),
 		closed:      make(chan struct{}),
 		role:        openflow.RoleEqual,

@@ -83,7 +83,6 @@ type fastPath struct {
 	// not a look at every rule.
 	readers tableReaders
 	bumpMu  sync.Mutex
-	slot    uint32 // of state that is current, under bumpMu
 	tables  *[flow.NumTables]tableCounters
 	drops   *dropCounters
 
@@ -174,14 +173,9 @@ func (fp *fastPath) bump() error {
 	case m != nil:
 		st.Masked, st.Mask = uint32(bpf.FastpathFpMaskKindFP_MASK_BITS), bpf.KeyOf(m)
 	}
-	slot := 1 - fp.slot
-	if err := fp.shared.State.Put(slot, st); err != nil {
+	if err := fp.shared.SetState(&st); err != nil {
 		return fmt.Errorf("fast path: new generation: %w", err)
 	}
-	if err := fp.shared.StateSlot.Put(uint32(0), slot); err != nil {
-		return fmt.Errorf("fast path: new generation: %w", err)
-	}
-	fp.slot = slot
 	fp.gen.Store(g)
 	return nil
 }
