@@ -59,14 +59,17 @@ package flow
 //
 // Copying a touched subtable would make one add O(size of its subtable),
 // and controllers add rules one at a time (each flow mod a version), so
-// 100,000 of them would take O(n^2). A subtable instead keeps its big map
-// of buckets, the base, immutable and shared between versions, plus a
-// small overlay of the buckets edited since: an overlay bucket replaces
-// the base's for its key, and an empty one means the key is gone. A new
-// version copies only the overlay. Once the overlay outgrows
-// foldThreshold, the edit folds it into a fresh copy of the base, so that
-// an edit costs O(threshold + base/threshold) amortized: O(sqrt n). A
-// lookup probes the overlay only when there is one. Removing or replacing
+// 100,000 of them would take O(n^2). A subtable instead keeps its map of
+// buckets, the base, immutable and shared between versions, plus an
+// overlay of the buckets edited since, an overlay bucket replacing the
+// base's for its key and an empty one saying the key is gone. The overlay
+// is a persistent hash trie (trie.go): a new version copies the nodes on
+// the path to each key it edits, O(log n), and shares the rest. Once the
+// overlay outgrows foldThreshold, the edit folds it into a fresh copy of
+// the base: O(n) every n/32 edits, so a few entries' copy per edit. A
+// lookup probes the base map alone when there is no overlay (a table
+// built at once, as add-flows and a restart build it), and the overlay,
+// which is small and shallow, first when there is. Removing or replacing
 // a subtable's best entry still rescans the subtable for the next best;
 // other edits leave the recorded best as it is.
 //
@@ -110,7 +113,7 @@ type subtable struct {
 	// Buckets by the entries' Match.Key, each sorted by rank: read them
 	// through bucket and buckets, which merge overlay over base.
 	base    map[Key][]*Entry
-	overlay map[Key][]*Entry
+	overlay bucketTrie
 	n       int
 
 	// The rank of the subtable's best entry, which bounds what a probe
@@ -140,8 +143,8 @@ func (t *Table) Lookup(k *Key) *Entry {
 
 // bucket returns the entries with key, under st's mask; none if empty.
 func (st *subtable) bucket(key *Key) []*Entry {
-	if len(st.overlay) != 0 {
-		if bucket, ok := st.overlay[*key]; ok {
+	if st.overlay.root != nil {
+		if bucket, ok := st.overlay.get(key); ok {
 			return bucket
 		}
 	}
@@ -153,8 +156,8 @@ func (st *subtable) bucket(key *Key) []*Entry {
 func (st *subtable) buckets() iter.Seq2[Key, []*Entry] {
 	return func(yield func(Key, []*Entry) bool) {
 		for key, bucket := range st.base {
-			if len(st.overlay) != 0 {
-				if _, edited := st.overlay[key]; edited {
+			if st.overlay.root != nil {
+				if _, edited := st.overlay.get(&key); edited {
 					continue
 				}
 			}
@@ -162,7 +165,7 @@ func (st *subtable) buckets() iter.Seq2[Key, []*Entry] {
 				return
 			}
 		}
-		for key, bucket := range st.overlay {
+		for key, bucket := range st.overlay.all() {
 			if len(bucket) != 0 && !yield(key, bucket) {
 				return
 			}
@@ -171,13 +174,10 @@ func (st *subtable) buckets() iter.Seq2[Key, []*Entry] {
 }
 
 // foldThreshold is how many keys an overlay over a base of n keys may hold
-// before an edit folds it in. Each edit copies the overlay and each fold
-// copies the base, so about sqrt(n) balances the two (measured at 100,000
-// rules: half to four times that costs the same within noise); below 64
-// keys copying the base is cheap anyway.
-func foldThreshold(n int) int {
-	return max(64, int(math.Sqrt(float64(n))))
-}
+// before an edit folds it in: a fold copies the base, and a bigger overlay
+// makes lookups go deeper into it; below 64 keys copying the base is
+// cheap anyway.
+func foldThreshold(n int) int { return max(64, n/32) }
 
 // outranksTop reports whether e ranks before every entry of st.
 func outranksTop(e *Entry, st *subtable) bool {

@@ -472,14 +472,16 @@ func (t *Table) without(entries []*Entry) *Table {
 }
 
 // builder makes the next version of a table. It copies a subtable the
-// first time an edit touches it, but only its overlay, and a bucket every
-// time it changes, so the base version, which lookups may still be using,
-// never changes.
+// first time an edit touches it, and in its overlay the trie nodes on the
+// path to each key it edits (the first time: after that they are its
+// own), so the base version, which lookups may still be using, never
+// changes.
 type builder struct {
 	subtables []*subtable
 	byMask    map[Key]int             // index into subtables
 	owned     map[*subtable]ownership // subtables absent are shared with other versions
 	stale     map[*subtable]bool      // owned subtables whose best entry may have been removed
+	tok       *editToken              // the overlays' trie nodes this builder made
 	n         int
 	base      *[NumTables]uint64 // the base version's generations
 	touched   [NumTables]bool    // pipeline tables whose rules the edit changes
@@ -507,6 +509,7 @@ func newBuilder(t *Table) *builder {
 		byMask:    make(map[Key]int, len(t.subtables)),
 		owned:     make(map[*subtable]ownership),
 		stale:     make(map[*subtable]bool),
+		tok:       new(editToken),
 		n:         t.n,
 		base:      t.generations,
 		from:      t.version,
@@ -535,11 +538,7 @@ func (b *builder) writable(mask *Key, create bool) *subtable {
 	}
 	st := b.subtables[i]
 	if b.owned[st] == 0 {
-		clone := *st
-		clone.overlay = maps.Clone(st.overlay)
-		if clone.overlay == nil {
-			clone.overlay = make(map[Key][]*Entry)
-		}
+		clone := *st // sharing the overlay's nodes, which set copies as it goes
 		st = &clone
 		b.subtables[i] = st
 		b.owned[st] = ownOverlay
@@ -558,21 +557,24 @@ func (b *builder) set(st *subtable, key *Key, bucket []*Entry) {
 		}
 		return
 	}
-	if _, inBase := st.base[*key]; len(bucket) == 0 && !inBase {
-		delete(st.overlay, *key)
-	} else {
-		st.overlay[*key] = bucket
+	switch _, inBase := st.base[*key]; {
+	case len(bucket) != 0:
+		st.overlay.set(key, bucket, b.tok)
+	case inBase:
+		st.overlay.set(key, []*Entry{}, b.tok) // gone from the base
+	default:
+		st.overlay.set(key, nil, b.tok)
 	}
-	if len(st.overlay) > foldThreshold(len(st.base)) {
+	if st.overlay.n > foldThreshold(len(st.base)) {
 		base := maps.Clone(st.base)
-		for key, bucket := range st.overlay {
+		for key, bucket := range st.overlay.all() {
 			if len(bucket) == 0 {
 				delete(base, key)
 			} else {
 				base[key] = bucket
 			}
 		}
-		st.base, st.overlay = base, nil
+		st.base, st.overlay = base, bucketTrie{}
 		b.owned[st] = ownAll
 	}
 }
