@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/netip"
 	"os"
 	"regexp"
 	"strconv"
@@ -37,7 +38,12 @@ func (n *testNet) name(suffix string) string { return n.tag + suffix }
 
 // ipv4 and ipv6 give host number host its address in the test's subnet.
 func (n *testNet) ipv4(host int) string { return fmt.Sprintf("10.%d.%d.%d", n.x, n.y, host) }
-func (n *testNet) ipv6(host int) string { return fmt.Sprintf("fd00:%x:%x::%x", n.x, n.y, host) }
+
+// ipv6's is in the form ip prints (a zero y is not written), so that tests
+// can look for it in ip's output.
+func (n *testNet) ipv6(host int) string {
+	return netip.MustParseAddr(fmt.Sprintf("fd00:%x:%x::%x", n.x, n.y, host)).String()
+}
 
 // namespace creates a network namespace named tag+suffix and deletes it
 // when the test ends; deleting it also destroys any veth end inside it.
