@@ -30,6 +30,7 @@ type conn struct {
 	t   *target
 	ba  *bridgeAgent
 	nc  net.Conn
+	raw *rawSocket // nil if nc has no file descriptor
 	log *slog.Logger
 
 	in *bufio.Reader
@@ -65,9 +66,13 @@ type conn struct {
 }
 
 func newConn(t *target, nc net.Conn) *conn {
-	sock := socketOf(nc)
+	raw := rawSocketOf(nc)
+	var sock io.ReadWriter = nc
+	if raw != nil {
+		sock = raw
+	}
 	c := &conn{
-		t: t, ba: t.ba, nc: nc,
+		t: t, ba: t.ba, nc: nc, raw: raw,
 		log:         t.ba.log.With("target", t.ct.String(), "peer", nc.RemoteAddr().String()),
 		in:          bufio.NewReaderSize(sock, 1<<16),
 		w:           bufio.NewWriterSize(sock, 1<<16),
@@ -147,22 +152,26 @@ func (c *conn) writeLoop() {
 }
 
 // write writes msg to the socket, flushing if asked, and ends the
-// connection if the controller has not taken it within writeTimeout.
-func (c *conn) write(msg []byte, flush bool) {
+// connection if the controller has not taken it within writeTimeout. It
+// says whether it flushed anything.
+func (c *conn) write(msg []byte, flush bool) bool {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	c.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
 	_, err := c.w.Write(msg)
+	flushed := flush && c.w.Buffered() > 0
 	if err == nil && flush {
 		err = c.w.Flush()
 	}
 	if err != nil {
 		c.close(fmt.Errorf("writing to the controller: %w", err))
 	}
+	return flushed
 }
 
-// flush sends what the reading goroutine wrote.
-func (c *conn) flush() { c.write(nil, true) }
+// flush sends what the reading goroutine wrote, and says whether there
+// was any.
+func (c *conn) flush() bool { return c.write(nil, true) }
 
 // send writes a reply or request from the reading goroutine; it leaves
 // the socket when the goroutine next waits for input (flush).
@@ -258,7 +267,9 @@ func (c *conn) probe() {
 func (c *conn) next() ([]byte, error) {
 	if c.rd.Buffered()+c.in.Buffered() < openflow.HeaderLen {
 		c.applyFlowMods()
-		c.flush()
+		if c.flush() {
+			c.raw.answered()
+		}
 	}
 	raw, err := c.rd.Next()
 	if err != nil && !errors.Is(err, io.EOF) {
