@@ -56,7 +56,13 @@ var trieSeed = maphash.MakeSeed()
 
 func hashKey(k *Key) uint64 { return maphash.Comparable(trieSeed, *k) }
 
+// A node takes trieBits of the hash at each level, and has a bit for each
+// of its 1<<trieBits possible children in its 32-bit bitmap.
 const trieBits = 5
+
+// trieBit is the bitmap bit of the child for hash h at the level whose
+// bits start at shift.
+func trieBit(h uint64, shift uint) uint32 { return 1 << (h >> shift & (1<<trieBits - 1)) }
 
 // get returns key's bucket, and whether the trie holds key.
 func (t *bucketTrie) get(key *Key) ([]*Entry, bool) { return t.getHashed(hashKey(key), key) }
@@ -68,7 +74,7 @@ func (t *bucketTrie) getHashed(h uint64, key *Key) ([]*Entry, bool) {
 		return nil, false
 	}
 	for shift := uint(0); ; shift += trieBits {
-		bit := uint32(1) << (h >> shift & 31)
+		bit := trieBit(h, shift)
 		if nd.bitmap&bit == 0 {
 			return nil, false
 		}
@@ -124,7 +130,7 @@ func (nd *trieNode) own(tok *editToken) *trieNode {
 }
 
 func (nd *trieNode) set(h uint64, shift uint, key *Key, bucket []*Entry, tok *editToken) *trieNode {
-	bit := uint32(1) << (h >> shift & 31)
+	bit := trieBit(h, shift)
 	i := bits.OnesCount32(nd.bitmap & (bit - 1))
 	if nd.bitmap&bit == 0 {
 		if bucket == nil {
@@ -160,7 +166,7 @@ func (nd *trieNode) set(h uint64, shift uint, key *Key, bucket []*Entry, tok *ed
 			return nd
 		}
 		down := shift + trieBits
-		sub := &trieNode{owner: tok, bitmap: 1 << (kid.leaf.hash >> down & 31), kids: []trieKid{{leaf: kid.leaf}}}
+		sub := &trieNode{owner: tok, bitmap: trieBit(kid.leaf.hash, down), kids: []trieKid{{leaf: kid.leaf}}}
 		kid = trieKid{node: sub.set(h, down, key, bucket, tok)}
 	}
 	c := nd.own(tok)
