@@ -1,0 +1,295 @@
+// Package tunnel encapsulates Ethernet frames in VXLAN (RFC 7348) and
+// Geneve (RFC 8926) over IPv4 and UDP, and takes them out again.
+//
+// The underlay is an ordinary port: an encapsulated frame is a whole
+// Ethernet frame, outer headers built here, sent on the underlay
+// interface's AF_XDP socket as Open vSwitch's userspace datapath does, and
+// a frame received there is decapsulated here. Nothing in this package
+// allocates or makes a system call: it works in the caller's buffers.
+package tunnel
+
+import (
+	"encoding/binary"
+	"fmt"
+	"net/netip"
+)
+
+// Kind is the encapsulation.
+type Kind uint8
+
+const (
+	VXLAN Kind = iota + 1
+	Geneve
+)
+
+func (k Kind) String() string {
+	switch k {
+	case VXLAN:
+		return "vxlan"
+	case Geneve:
+		return "geneve"
+	}
+	return fmt.Sprintf("kind(%d)", uint8(k))
+}
+
+// ParseKind reads a port type as add-port --type gives it.
+func ParseKind(s string) (Kind, error) {
+	switch s {
+	case "vxlan":
+		return VXLAN, nil
+	case "geneve":
+		return Geneve, nil
+	}
+	return 0, fmt.Errorf("unknown tunnel type %q (vxlan or geneve)", s)
+}
+
+// DefaultPort is the IANA UDP port of the encapsulation.
+func (k Kind) DefaultPort() uint16 {
+	if k == Geneve {
+		return 6081
+	}
+	return 4789
+}
+
+const (
+	ethLen    = 14
+	ipv4Len   = 20
+	udpLen    = 8
+	vxlanLen  = 8
+	geneveLen = 8 // without options
+
+	// Overhead is what VXLAN, or Geneve without options, adds to a frame
+	// on an IPv4 underlay: outer Ethernet, IPv4, UDP and its own header.
+	// The inner frame's MTU must be this much less than the underlay's
+	// (1450 on a 1500-byte underlay).
+	Overhead = ethLen + ipv4Len + udpLen + vxlanLen
+
+	etherTypeIPv4 = 0x0800
+	etherTypeVLAN = 0x8100
+	etherTypeQinQ = 0x88a8
+	// transEtherBridging is Geneve's protocol type for an Ethernet
+	// payload.
+	transEtherBridging = 0x6558
+
+	vxlanFlagVNI = 0x08 // the I flag: the VNI is valid
+
+	protoUDP = 17
+
+	// The UDP source ports the kernel's vxlan device picks from by
+	// default (its ephemeral range), so that underlay ECMP spreads inner
+	// flows as it would theirs.
+	srcPortMin = 32768
+	srcPortMax = 60999
+)
+
+// Endpoint is one end of the underlay path: an IPv4 address and the MAC
+// address frames to or from it carry on the wire (for the far end, the
+// next hop's).
+type Endpoint struct {
+	IP  netip.Addr
+	MAC [6]byte
+}
+
+// Encap holds the outer headers of one tunnel, built once, and writes
+// them in front of inner frames.
+type Encap struct {
+	kind Kind
+	hdr  [Overhead]byte
+	// ipSum is the one's-complement sum of the outer IPv4 header with
+	// its total length and checksum zero; each frame adds its length.
+	ipSum uint32
+}
+
+// NewEncap builds the outer headers from local to remote on UDP port
+// dstPort. The IPv4 header has TTL 64, DF clear and ID 0, as the kernel's
+// vxlan device sends by default; the UDP checksum is zero, as RFC 7348
+// allows over IPv4 and the kernel's vxlan device sends by default.
+func NewEncap(kind Kind, local, remote Endpoint, dstPort uint16) (*Encap, error) {
+	if kind != VXLAN && kind != Geneve {
+		return nil, fmt.Errorf("unknown tunnel kind %d", kind)
+	}
+	if !local.IP.Is4() || !remote.IP.Is4() {
+		return nil, fmt.Errorf("tunnel endpoints %v and %v: only IPv4 underlays are supported", local.IP, remote.IP)
+	}
+	e := &Encap{kind: kind}
+	h := e.hdr[:]
+	copy(h[0:6], remote.MAC[:])
+	copy(h[6:12], local.MAC[:])
+	binary.BigEndian.PutUint16(h[12:], etherTypeIPv4)
+	ip := h[ethLen:]
+	ip[0] = 0x45
+	ip[8] = 64 // TTL
+	ip[9] = protoUDP
+	l, r := local.IP.As4(), remote.IP.As4()
+	copy(ip[12:16], l[:])
+	copy(ip[16:20], r[:])
+	e.ipSum = onesSum(ip[:ipv4Len])
+	udp := ip[ipv4Len:]
+	binary.BigEndian.PutUint16(udp[2:], dstPort)
+	t := udp[udpLen:]
+	switch kind {
+	case VXLAN:
+		t[0] = vxlanFlagVNI
+	case Geneve:
+		binary.BigEndian.PutUint16(t[2:], transEtherBridging)
+	}
+	return e, nil
+}
+
+// Encapsulate writes inner, wrapped for vni, into dst and returns the
+// outer frame's length; flowHash (the inner flow's, so that one flow keeps
+// one path) picks the UDP source port. It returns 0 if dst has no room,
+// or inner is too long for an IPv4 datagram.
+func (e *Encap) Encapsulate(dst, inner []byte, vni uint32, flowHash uint32) int {
+	n := Overhead + len(inner)
+	if n > len(dst) || n-ethLen > 0xffff {
+		return 0
+	}
+	copy(dst[:Overhead], e.hdr[:])
+	copy(dst[Overhead:], inner)
+	ip := dst[ethLen:]
+	ipLen := uint32(n - ethLen)
+	binary.BigEndian.PutUint16(ip[2:], uint16(ipLen))
+	binary.BigEndian.PutUint16(ip[10:], ^fold(e.ipSum+ipLen))
+	udp := ip[ipv4Len:]
+	binary.BigEndian.PutUint16(udp[0:], srcPortMin+uint16(flowHash%(srcPortMax-srcPortMin+1)))
+	binary.BigEndian.PutUint16(udp[4:], uint16(ipLen-ipv4Len))
+	vni <<= 8
+	binary.BigEndian.PutUint32(udp[udpLen+4:], vni)
+	return n
+}
+
+// Outer is what a decapsulated frame's outer headers said.
+type Outer struct {
+	Src, Dst [4]byte // IPv4 addresses
+	SrcPort  uint16
+	VNI      uint32
+}
+
+// Result says whether a frame was decapsulated, and if not, why: each
+// reason but NotTunnel is counted and the frame dropped, never forwarded.
+type Result uint8
+
+const (
+	Decapsulated Result = iota
+	NotTunnel           // not IPv4/UDP to the tunnel's port: the host's own traffic
+	BadOuter            // outer IPv4 or UDP header malformed or lying about lengths
+	Fragment            // an outer IPv4 fragment (not reassembled)
+	BadHeader           // VXLAN without the I flag, Geneve of another version or protocol
+	CriticalOpt         // Geneve with critical options, which xswitch does not understand
+	ShortInner          // the inner frame is shorter than an Ethernet header
+)
+
+var resultNames = [...]string{
+	Decapsulated: "decapsulated",
+	NotTunnel:    "not a tunnel frame",
+	BadOuter:     "malformed outer header",
+	Fragment:     "outer fragment",
+	BadHeader:    "bad tunnel header",
+	CriticalOpt:  "critical option",
+	ShortInner:   "short inner frame",
+}
+
+func (r Result) String() string {
+	if int(r) < len(resultNames) {
+		return resultNames[r]
+	}
+	return fmt.Sprintf("result(%d)", uint8(r))
+}
+
+// Decapsulate takes frame apart if it is kind on UDP port dstPort: the
+// inner frame (a slice of frame) and what the outer headers said, or why
+// not. An outer VLAN tag is skipped. The outer IPv4 checksum is not
+// checked (the kernel's vxlan device leaves that to the NIC, and a
+// corrupted header that still parses is caught by the remote check the
+// caller makes); the UDP checksum is not either, as RFC 7348 permits.
+func Decapsulate(kind Kind, dstPort uint16, frame []byte) ([]byte, Outer, Result) {
+	var o Outer
+	if len(frame) < ethLen {
+		return nil, o, NotTunnel
+	}
+	off := 12
+	et := binary.BigEndian.Uint16(frame[off:])
+	if et == etherTypeVLAN || et == etherTypeQinQ {
+		if len(frame) < ethLen+4 {
+			return nil, o, NotTunnel
+		}
+		off += 4
+		et = binary.BigEndian.Uint16(frame[off:])
+	}
+	off += 2
+	if et != etherTypeIPv4 || len(frame) < off+ipv4Len {
+		return nil, o, NotTunnel
+	}
+	ip := frame[off:]
+	ihl := int(ip[0]&0x0f) * 4
+	if ip[0]>>4 != 4 || ip[9] != protoUDP {
+		return nil, o, NotTunnel
+	}
+	if ihl < ipv4Len || len(ip) < ihl+udpLen {
+		return nil, o, BadOuter
+	}
+	udp := ip[ihl:]
+	if binary.BigEndian.Uint16(udp[2:]) != dstPort {
+		return nil, o, NotTunnel
+	}
+	totalLen := int(binary.BigEndian.Uint16(ip[2:]))
+	if totalLen < ihl+udpLen || totalLen > len(ip) {
+		return nil, o, BadOuter
+	}
+	if binary.BigEndian.Uint16(ip[6:])&0x3fff != 0 { // MF or an offset
+		return nil, o, Fragment
+	}
+	udpLen16 := int(binary.BigEndian.Uint16(udp[4:]))
+	if udpLen16 < udpLen || udpLen16 > totalLen-ihl {
+		return nil, o, BadOuter
+	}
+	payload := udp[udpLen:udpLen16]
+	copy(o.Src[:], ip[12:16])
+	copy(o.Dst[:], ip[16:20])
+	o.SrcPort = binary.BigEndian.Uint16(udp[0:])
+	var inner []byte
+	switch kind {
+	case VXLAN:
+		if len(payload) < vxlanLen || payload[0]&vxlanFlagVNI == 0 {
+			return nil, o, BadHeader
+		}
+		o.VNI = binary.BigEndian.Uint32(payload[4:]) >> 8
+		inner = payload[vxlanLen:]
+	case Geneve:
+		if len(payload) < geneveLen {
+			return nil, o, BadHeader
+		}
+		optLen := int(payload[0]&0x3f) * 4
+		if payload[0]>>6 != 0 || binary.BigEndian.Uint16(payload[2:]) != transEtherBridging || len(payload) < geneveLen+optLen {
+			return nil, o, BadHeader
+		}
+		if payload[1]&0x40 != 0 { // C: a critical option is present
+			return nil, o, CriticalOpt
+		}
+		o.VNI = binary.BigEndian.Uint32(payload[4:]) >> 8
+		inner = payload[geneveLen+optLen:]
+	default:
+		return nil, o, NotTunnel
+	}
+	if len(inner) < ethLen {
+		return nil, o, ShortInner
+	}
+	return inner, o, Decapsulated
+}
+
+// onesSum is the one's-complement sum of b's 16-bit words, unfolded.
+func onesSum(b []byte) uint32 {
+	var s uint32
+	for i := 0; i+1 < len(b); i += 2 {
+		s += uint32(binary.BigEndian.Uint16(b[i:]))
+	}
+	return s
+}
+
+func fold(s uint32) uint16 {
+	for s > 0xffff {
+		s = s>>16 + s&0xffff
+	}
+	return uint16(s)
+}
