@@ -12,6 +12,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net/netip"
+	"sync/atomic"
 )
 
 // Kind is the encapsulation.
@@ -96,13 +97,16 @@ type Encap struct {
 	kind Kind
 	hdr  [Overhead]byte
 	// ipSum is the one's-complement sum of the outer IPv4 header with
-	// its total length and checksum zero; each frame adds its length.
+	// its total length, ID and checksum zero; each frame adds its own.
 	ipSum uint32
+	// ipID numbers the outer datagrams: with DF clear the underlay may
+	// fragment them, and fragments are reassembled by ID (RFC 6864).
+	ipID atomic.Uint32
 }
 
 // NewEncap builds the outer headers from local to remote on UDP port
-// dstPort. The IPv4 header has TTL 64, DF clear and ID 0, as the kernel's
-// vxlan device sends by default; the UDP checksum is zero, as RFC 7348
+// dstPort. The IPv4 header has TTL 64 and DF clear, as the kernel's vxlan
+// device sends by default; the UDP checksum is zero, as RFC 7348
 // allows over IPv4 and the kernel's vxlan device sends by default.
 func NewEncap(kind Kind, local, remote Endpoint, dstPort uint16) (*Encap, error) {
 	if kind != VXLAN && kind != Geneve {
@@ -149,8 +153,10 @@ func (e *Encap) Encapsulate(dst, inner []byte, vni uint32, flowHash uint32) int 
 	copy(dst[Overhead:], inner)
 	ip := dst[ethLen:]
 	ipLen := uint32(n - ethLen)
+	id := uint16(e.ipID.Add(1))
 	binary.BigEndian.PutUint16(ip[2:], uint16(ipLen))
-	binary.BigEndian.PutUint16(ip[10:], ^fold(e.ipSum+ipLen))
+	binary.BigEndian.PutUint16(ip[4:], id)
+	binary.BigEndian.PutUint16(ip[10:], ^fold(e.ipSum+ipLen+uint32(id)))
 	udp := ip[ipv4Len:]
 	binary.BigEndian.PutUint16(udp[0:], srcPortMin+uint16(flowHash%(srcPortMax-srcPortMin+1)))
 	binary.BigEndian.PutUint16(udp[4:], uint16(ipLen-ipv4Len))

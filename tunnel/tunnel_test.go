@@ -46,8 +46,9 @@ func TestEncapsulateReadsInGopacket(t *testing.T) {
 	for _, kind := range []Kind{VXLAN, Geneve} {
 		for _, n := range []int{0, 18, 1400} {
 			inner := innerFrame(t, n)
-			out := make([]byte, 2048)
-			m := newEncap(t, kind).Encapsulate(out, inner, 0xabcdef, 12345)
+			out, second := make([]byte, 2048), make([]byte, 2048)
+			e2 := newEncap(t, kind)
+			m := e2.Encapsulate(out, inner, 0xabcdef, 12345)
 			if m != Overhead+len(inner) {
 				t.Fatalf("%v: Encapsulate wrote %d bytes, want %d", kind, m, Overhead+len(inner))
 			}
@@ -64,6 +65,10 @@ func TestEncapsulateReadsInGopacket(t *testing.T) {
 			if !ip.SrcIP.Equal(net.IP{192, 0, 2, 1}) || !ip.DstIP.Equal(net.IP{192, 0, 2, 2}) || ip.TTL != 64 ||
 				ip.Flags != 0 || int(ip.Length) != m-ethLen || ip.IHL != 5 {
 				t.Errorf("%v: outer IPv4 %+v", kind, ip)
+			}
+			e2.Encapsulate(second, inner, 1, 1)
+			if binary.BigEndian.Uint16(second[ethLen+4:]) == ip.Id {
+				t.Errorf("%v: two datagrams with IPv4 ID %d", kind, ip.Id)
 			}
 			if fold(onesSum(out[ethLen:ethLen+ipv4Len])) != 0xffff {
 				t.Errorf("%v: outer IPv4 checksum %#x is wrong", kind, ip.Checksum)
