@@ -44,7 +44,7 @@ func benchMasks(rnd *rand.Rand, n int) []Key {
 }
 
 func randomFullKey(rnd *rand.Rand) Key {
-	b := make([]byte, 67)
+	b := make([]byte, keyLen)
 	for i := range b {
 		b[i] = byte(rnd.Uint32())
 	}

@@ -13,11 +13,17 @@ import (
 
 // keyFieldSizes are the byte sizes of Key's fields, in order, as keyBytes
 // lays them out.
-var keyFieldSizes = []int{2, 6, 6, 2, 2, 1, 1, 1, 1, 4, 4, 16, 16, 2, 2, 1}
+var keyFieldSizes = []int{8, 4, 4, 2, 6, 6, 2, 2, 1, 1, 1, 1, 4, 4, 16, 16, 2, 2, 1}
+
+// keyLen is the length of keyBytes' layout.
+const keyLen = 83
 
 func keyBytes(k *Key) []byte {
 	be := binary.BigEndian
-	b := make([]byte, 0, 67)
+	b := make([]byte, 0, keyLen)
+	b = be.AppendUint64(b, k.TunID)
+	b = append(b, k.TunSrc[:]...)
+	b = append(b, k.TunDst[:]...)
 	b = be.AppendUint16(b, k.InPort)
 	b = append(b, k.DlDst[:]...)
 	b = append(b, k.DlSrc[:]...)
@@ -36,6 +42,10 @@ func keyBytes(k *Key) []byte {
 func keyFromBytes(b []byte) Key {
 	be := binary.BigEndian
 	var k Key
+	k.TunID = be.Uint64(b)
+	copy(k.TunSrc[:], b[8:])
+	copy(k.TunDst[:], b[12:])
+	b = b[16:]
 	k.InPort = be.Uint16(b[0:])
 	copy(k.DlDst[:], b[2:])
 	copy(k.DlSrc[:], b[8:])
@@ -56,7 +66,7 @@ func TestKeyBytesRoundTrip(t *testing.T) {
 	g := newRuleGen(9, 1)
 	for range 100 {
 		k := g.randomKey()
-		if b := keyBytes(&k); len(b) != 67 || keyFromBytes(b) != k {
+		if b := keyBytes(&k); len(b) != keyLen || keyFromBytes(b) != k {
 			t.Fatalf("key %+v does not survive keyBytes", k)
 		}
 	}
@@ -106,6 +116,15 @@ func (g *ruleGen) randomMask() Key {
 	var m Key
 	m.Table = 0xff // a rule lives in one table
 	some := func() bool { return g.pick(4) == 0 }
+	if some() {
+		m.TunID = []uint64{^uint64(0), 0xff00}[g.pick(2)]
+	}
+	if some() {
+		m.TunSrc = prefix4(8 * (1 + g.pick(4)))
+	}
+	if some() {
+		m.TunDst = prefix4(32)
+	}
 	if some() {
 		m.InPort = 0xffff
 	}
@@ -166,6 +185,11 @@ var (
 func (g *ruleGen) randomKey() Key {
 	wild := func() bool { return g.pick(10) == 0 }
 	var k Key
+	if g.pick(3) == 0 { // from a tunnel
+		k.TunID = []uint64{5, 0x1234, 0x1299}[g.pick(3)]
+		k.TunSrc = [4]byte{192, 0, 2, byte(1 + g.pick(2))}
+		k.TunDst = [4]byte{192, 0, 2, 9}
+	}
 	k.InPort = uint16(1 + g.pick(4))
 	k.DlDst = macPool[g.pick(len(macPool))]
 	k.DlSrc = macPool[g.pick(len(macPool))]
@@ -285,7 +309,7 @@ func (g *ruleGen) filter(strict bool) Filter {
 		}
 		return f
 	}
-	keep := make([]byte, 0, 67)
+	keep := make([]byte, 0, keyLen)
 	for _, size := range keyFieldSizes {
 		b := byte(0)
 		if g.pick(2) == 0 {
@@ -686,14 +710,32 @@ func TestSingleRuleEditsAcrossFolds(t *testing.T) {
 	}
 }
 
-func TestMaskKeyIsAnd(t *testing.T) {
+// maskKey and Widen work field by field; they must be the bytewise AND
+// and OR of every field, keyBytes' layout being the independent account
+// of what the fields are.
+func TestMaskKeyAndWidenAreBytewise(t *testing.T) {
 	g := newRuleGen(7, 1)
+	bytewise := func(a, b *Key, op func(x, y byte) byte) Key {
+		x, y := keyBytes(a), keyBytes(b)
+		for i := range x {
+			x[i] = op(x[i], y[i])
+		}
+		return keyFromBytes(x)
+	}
 	for range 1000 {
 		k, m := g.randomKey(), g.randomMask()
 		var got Key
 		maskKey(&got, &k, &m)
-		if want := k.And(&m); got != want {
+		if want := bytewise(&k, &m, func(x, y byte) byte { return x & y }); got != want {
 			t.Fatalf("maskKey(%+v, %+v) = %+v, want %+v", k, m, got, want)
+		}
+		m2 := g.randomMask()
+		widened := m
+		widened.Widen(&m2.Headers)
+		want := bytewise(&m, &m2, func(x, y byte) byte { return x | y })
+		want.Table, want.Metadata, want.Regs = m.Table, m.Metadata, m.Regs // Widen is of Headers
+		if widened != want {
+			t.Fatalf("Widen(%+v, %+v) = %+v, want %+v", m, m2, widened, want)
 		}
 	}
 }

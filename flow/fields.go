@@ -468,6 +468,19 @@ func fieldTable() []*Field {
 			Bits: 64, Maskable: true, Writable: true, Carried: true, OXM: []OXMCode{oxm(oxmPktRegs, uint8(i), 8)},
 			syntax: syntaxHex, print: noPrint}, get, set)
 	}
+	// The tunnel's fields, as a frame from a tunnel port brings them;
+	// tun_id is what an output to a tunnel port whose key is "flow"
+	// sends with. The remote and local addresses are the port's own, so
+	// only matches read them.
+	add(&Field{Name: "tun_id", Aliases: []string{"tunnel_id", "NXM_NX_TUN_ID", "OXM_OF_TUNNEL_ID"}, Bits: 64, Maskable: true,
+		Writable: true, Carried: true, OXM: []OXMCode{oxm(oxmBasic, 38, 8), oxm(oxmNXM1, 16, 8)}, syntax: syntaxHex},
+		func(k *Key) Value { return Value{Lo: k.TunID} }, func(k *Key, v Value) { k.TunID = v.Lo })
+	get, set = bytesField(func(k *Key) []byte { return k.TunSrc[:] })
+	add(&Field{Name: "tun_src", Aliases: []string{"NXM_NX_TUN_IPV4_SRC"}, Bits: 32, Maskable: true, Carried: true,
+		OXM: []OXMCode{oxm(oxmNXM1, 31, 4)}, syntax: syntaxIPv4}, get, set)
+	get, set = bytesField(func(k *Key) []byte { return k.TunDst[:] })
+	add(&Field{Name: "tun_dst", Aliases: []string{"NXM_NX_TUN_IPV4_DST"}, Bits: 32, Maskable: true, Carried: true,
+		OXM: []OXMCode{oxm(oxmNXM1, 32, 4)}, syntax: syntaxIPv4}, get, set)
 	add(&Field{Name: "metadata", Aliases: []string{"OXM_OF_METADATA"}, Bits: 64, Maskable: true, Writable: true, Carried: true,
 		OXM: []OXMCode{oxm(oxmBasic, 2, 8)}, syntax: syntaxHex}, func(k *Key) Value { return Value{Lo: k.Metadata} }, func(k *Key, v Value) { k.Metadata = v.Lo })
 

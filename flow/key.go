@@ -43,6 +43,12 @@ const NumRegs = 16
 // its input port. A frame enters the pipeline with metadata and registers
 // zero, so Headers alone keys what is cached about it.
 type Headers struct {
+	// A frame from a tunnel port brings what its outer headers said: the
+	// VNI (tun_id) and the remote and local addresses (tun_src, tun_dst).
+	// Zero for a frame from any other port.
+	TunID   uint64
+	TunSrc  [4]byte
+	TunDst  [4]byte
 	InPort  uint16
 	DlDst   [6]byte
 	DlSrc   [6]byte
@@ -84,6 +90,7 @@ const (
 
 // Widen sets every bit of h that is set in m: the union of two masks.
 func (h *Headers) Widen(m *Headers) {
+	h.TunID |= m.TunID
 	h.InPort |= m.InPort
 	h.DlType |= m.DlType
 	h.VLANTCI |= m.VLANTCI
@@ -93,7 +100,7 @@ func (h *Headers) Widen(m *Headers) {
 	h.NwFrag |= m.NwFrag
 	h.TpSrc |= m.TpSrc
 	h.TpDst |= m.TpDst
-	for _, f := range [][2][]byte{{h.DlDst[:], m.DlDst[:]}, {h.DlSrc[:], m.DlSrc[:]}, {h.NwSrc[:], m.NwSrc[:]},
+	for _, f := range [][2][]byte{{h.TunSrc[:], m.TunSrc[:]}, {h.TunDst[:], m.TunDst[:]}, {h.DlDst[:], m.DlDst[:]}, {h.DlSrc[:], m.DlSrc[:]}, {h.NwSrc[:], m.NwSrc[:]},
 		{h.NwDst[:], m.NwDst[:]}, {h.IPv6Src[:], m.IPv6Src[:]}, {h.IPv6Dst[:], m.IPv6Dst[:]}} {
 		for i := range f[0] {
 			f[0][i] |= f[1][i]
@@ -113,6 +120,9 @@ func (k *Key) And(mask *Key) Key {
 // subtable it probes.
 func maskKey(dst, k, m *Key) {
 	le := binary.LittleEndian
+	dst.TunID = k.TunID & m.TunID
+	le.PutUint32(dst.TunSrc[:], le.Uint32(k.TunSrc[:])&le.Uint32(m.TunSrc[:]))
+	le.PutUint32(dst.TunDst[:], le.Uint32(k.TunDst[:])&le.Uint32(m.TunDst[:]))
 	dst.InPort = k.InPort & m.InPort
 	and48(&dst.DlDst, &k.DlDst, &m.DlDst)
 	and48(&dst.DlSrc, &k.DlSrc, &m.DlSrc)

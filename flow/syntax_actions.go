@@ -188,6 +188,7 @@ var actionNames = map[string]bool{
 	"mod_nw_dst": true, "mod_tp_src": true, "mod_tp_dst": true, "dec_ttl": true,
 	"mod_nw_tos": true, "mod_nw_ecn": true, "mod_nw_ttl": true, "mod_vlan_pcp": true,
 	"set_field": true, "load": true, "move": true, "resubmit": true,
+	"set_tunnel": true, "set_tunnel64": true,
 }
 
 // parseAction parses one action other than drop.
@@ -231,6 +232,10 @@ func parseAction(name, arg string, hasArg bool, ports PortNames) (Action, *Prere
 			return Action{Type: typ}, nil, nil
 		}
 		return outputTo(arg, ports)
+	case "set_tunnel", "set_tunnel64":
+		// OVS's older words for set_field to tun_id; ovs-ofctl reads
+		// either back as that.
+		return setFieldAction(arg + "->tun_id")
 	case "load":
 		return loadAction(arg)
 	case "move":

@@ -118,6 +118,7 @@ func (b *matchBuilder) checkPrerequisites() error {
 // orKeys returns the bits set in a or b (the counterpart of Key.And).
 func orKeys(a, b *Key) Key {
 	out := Key{Headers: Headers{
+		TunID:   a.TunID | b.TunID,
 		InPort:  a.InPort | b.InPort,
 		DlType:  a.DlType | b.DlType,
 		VLANTCI: a.VLANTCI | b.VLANTCI,
@@ -128,6 +129,8 @@ func orKeys(a, b *Key) Key {
 		TpSrc:   a.TpSrc | b.TpSrc,
 		TpDst:   a.TpDst | b.TpDst,
 	}, Metadata: a.Metadata | b.Metadata, Table: a.Table | b.Table}
+	orBytes(out.TunSrc[:], a.TunSrc[:], b.TunSrc[:])
+	orBytes(out.TunDst[:], a.TunDst[:], b.TunDst[:])
 	orBytes(out.DlDst[:], a.DlDst[:], b.DlDst[:])
 	orBytes(out.DlSrc[:], a.DlSrc[:], b.DlSrc[:])
 	orBytes(out.NwSrc[:], a.NwSrc[:], b.NwSrc[:])

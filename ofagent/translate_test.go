@@ -154,7 +154,7 @@ func TestMatchErrors(t *testing.T) {
 		code   uint16
 	}{
 		{"no such field (OXM_OF_SCTP_SRC)", []openflow.OXM{ethIPv4, basic(10, 132), basic(17, 0, 1)}, openflow.BadMatchBadField},
-		{"no such field (tun_id)", []openflow.OXM{basic(38, 0, 0, 0, 0, 0, 0, 0, 1)}, openflow.BadMatchBadField},
+		{"no such field (mpls_label)", []openflow.OXM{basic(34, 0, 0, 0, 1)}, openflow.BadMatchBadField},
 		{"an experimenter field", []openflow.OXM{{Class: openflow.OXMClassExperimenter, Field: 1, Experimenter: 0x4f4e4600, Value: []byte{1}}}, openflow.BadMatchBadField},
 		{"eth_type of 3 bytes", []openflow.OXM{basic(5, 8, 0, 0)}, openflow.BadMatchBadLen},
 		{"in_port of 2 bytes", []openflow.OXM{basic(0, 0, 1)}, openflow.BadMatchBadLen},
