@@ -109,8 +109,8 @@ func TestSourcePortFollowsTheFlow(t *testing.T) {
 		e.Encapsulate(out, inner, 1, h)
 		return binary.BigEndian.Uint16(out[ethLen+ipv4Len:])
 	}
-	if port(7) != port(7) {
-		t.Fatal("one flow hash gave two source ports")
+	if first, again := port(7), port(7); first != again {
+		t.Fatalf("one flow hash gave source ports %d and %d", first, again)
 	}
 	seen := map[uint16]bool{}
 	for h := uint32(0); h < 1000; h++ {
