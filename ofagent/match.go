@@ -182,10 +182,12 @@ func appendVLAN(fields []openflow.OXM, m *flow.Match) []openflow.OXM {
 }
 
 // vlanVID is OXM_OF_VLAN_VID: unmasked when the mask is whole, except for
-// VID 0x0000, which unmasked means "no tag".
+// a value without OFPVID_PRESENT, which unmasked means "no tag" (0x0000)
+// or nothing (a VID without the bit, which a reader refuses), and masked
+// is a match that no tagged frame meets.
 func vlanVID(vid, mask uint16) openflow.OXM {
 	o := openflow.OXM{Class: openflow.OXMClassOpenFlowBasic, Field: openflow.OXMVLANVID, Value: be16(vid)}
-	if mask != vidBits || vid == 0 {
+	if mask != vidBits || vid&vlanCFI == 0 {
 		o.Mask = be16(mask)
 	}
 	return o
