@@ -8,17 +8,27 @@ import (
 	_ "embed"
 	"fmt"
 	"io"
+	"structs"
 
 	"github.com/cilium/ebpf"
 )
+
+type XskTunnelListenKey struct {
+	_    structs.HostLayout
+	Addr uint32
+	Port uint16
+	Pad  uint16
+}
 
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	XskMapOversize     = "oversize"
+	XskMapTunnelListen = "tunnel_listen"
 	XskMapXsksMap      = "xsks_map"
 	XskProgXskRedirect = "xsk_redirect"
+	XskProgXskTunnels  = "xsk_tunnels"
 	XskVarMaxFrameLen  = "max_frame_len"
 )
 
@@ -65,14 +75,16 @@ type XskSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type XskProgramSpecs struct {
 	XskRedirect *ebpf.ProgramSpec `ebpf:"xsk_redirect"`
+	XskTunnels  *ebpf.ProgramSpec `ebpf:"xsk_tunnels"`
 }
 
 // XskMapSpecs contains maps before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type XskMapSpecs struct {
-	Oversize *ebpf.MapSpec `ebpf:"oversize"`
-	XsksMap  *ebpf.MapSpec `ebpf:"xsks_map"`
+	Oversize     *ebpf.MapSpec `ebpf:"oversize"`
+	TunnelListen *ebpf.MapSpec `ebpf:"tunnel_listen"`
+	XsksMap      *ebpf.MapSpec `ebpf:"xsks_map"`
 }
 
 // XskVariableSpecs contains global variables before they are loaded into the kernel.
@@ -102,13 +114,15 @@ func (o *XskObjects) Close() error {
 //
 // It can be passed to LoadXskObjects or ebpf.CollectionSpec.LoadAndAssign.
 type XskMaps struct {
-	Oversize *ebpf.Map `ebpf:"oversize"`
-	XsksMap  *ebpf.Map `ebpf:"xsks_map"`
+	Oversize     *ebpf.Map `ebpf:"oversize"`
+	TunnelListen *ebpf.Map `ebpf:"tunnel_listen"`
+	XsksMap      *ebpf.Map `ebpf:"xsks_map"`
 }
 
 func (m *XskMaps) Close() error {
 	return _XskClose(
 		m.Oversize,
+		m.TunnelListen,
 		m.XsksMap,
 	)
 }
@@ -125,11 +139,13 @@ type XskVariables struct {
 // It can be passed to LoadXskObjects or ebpf.CollectionSpec.LoadAndAssign.
 type XskPrograms struct {
 	XskRedirect *ebpf.Program `ebpf:"xsk_redirect"`
+	XskTunnels  *ebpf.Program `ebpf:"xsk_tunnels"`
 }
 
 func (p *XskPrograms) Close() error {
 	return _XskClose(
 		p.XskRedirect,
+		p.XskTunnels,
 	)
 }
 

@@ -122,3 +122,83 @@ func Underlying(p Port) Port {
 		p = w.Unwrap()
 	}
 }
+
+// Tunnels: a tunnel port (VXLAN, Geneve) has no queues of its own. Its
+// frames arrive encapsulated on its underlay, an AF_XDP port on the
+// interface the kernel routes the remote endpoint by, which the bridge
+// polls like any port and whose frames it hands, decapsulated, to the
+// tunnel they belong to; and it sends through that underlay. Tunnels to
+// several remotes share one underlay.
+
+// TunnelMeta is what a received frame's outer headers said, for the flow
+// key's tun_id, tun_src and tun_dst.
+type TunnelMeta struct {
+	ID       uint32  // the VNI
+	Src, Dst [4]byte // the remote endpoint, and the local one it was sent to
+	DstPort  uint16  // the UDP port it was sent to
+}
+
+// TunnelEndpoint is what a tunnel port receives: frames from Remote to
+// Local (zero: any of the host's addresses) on UDP port DstPort with VNI
+// Key, or with any VNI when KeyFlow is set.
+type TunnelEndpoint struct {
+	Remote, Local [4]byte
+	DstPort       uint16
+	Key           uint32
+	KeyFlow       bool
+}
+
+// TunnelTx is how one frame leaves by a tunnel: with VNI ID when the
+// tunnel's key is flow (set_field:V->tun_id), and from a UDP source port
+// picked by Hash, the hash of its inner flow, so that the underlay's ECMP
+// keeps a flow on one path.
+type TunnelTx struct {
+	ID, Hash uint32
+}
+
+// TunnelHeaderLen is how much a tunnel's encapsulation adds to a frame:
+// outer Ethernet, IPv4, UDP and VXLAN (or optionless Geneve) headers.
+const TunnelHeaderLen = 50
+
+// TunnelHeader is a tunnel's outer headers with the lengths, IPv4 ID and
+// checksum, UDP source port and VNI of every frame zero, and IPSum the
+// one's-complement sum of the IPv4 header so, unfolded: each frame adds
+// its own.
+type TunnelHeader struct {
+	Bytes [TunnelHeaderLen]byte
+	IPSum uint32
+}
+
+// Tunnel is a tunnel port.
+type Tunnel interface {
+	Port
+	// Underlay is the port the tunnel's frames arrive on and leave by.
+	Underlay() Underlay
+	// Endpoint says which of the underlay's frames are the tunnel's. It is
+	// fixed for the port's life.
+	Endpoint() TunnelEndpoint
+	// Header returns the outer headers frames leave with now, for the
+	// fast path to write in the kernel, and a version that changes
+	// whenever they do (the next hop moved, say); ok is false while the
+	// remote cannot be reached.
+	Header() (h TunnelHeader, version uint64, ok bool)
+	// TransmitTunneled encapsulates frames[i] as tx[i] says and sends
+	// them through the underlay, as Transmit does. It counts in Stats what
+	// it drops for the tunnel's own reasons: frames too long to
+	// encapsulate within the underlay's MTU, and frames for a remote the
+	// kernel has no route or neighbour entry for yet.
+	TransmitTunneled(frames [][]byte, tx []TunnelTx) int
+}
+
+// Underlay is the port tunnels' frames arrive on.
+type Underlay interface {
+	Port
+	// Decapsulate takes a received frame apart: the inner frame, a view
+	// into frame, and what the outer headers said. It returns false for a
+	// frame that is not a well-formed tunnel frame, which it counts.
+	Decapsulate(frame []byte) (inner []byte, meta TunnelMeta, ok bool)
+	// Unclaimed counts n well-formed frames that no tunnel took: from a
+	// remote no tunnel has (unknownRemote), or of a VNI no tunnel to their
+	// remote carries.
+	Unclaimed(n uint64, unknownRemote bool)
+}

@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"net/netip"
 	"sync/atomic"
+
+	"github.com/xswitch/xswitch/port"
 )
 
 // Kind is the encapsulation.
@@ -140,6 +142,15 @@ func NewEncap(kind Kind, local, remote Endpoint, dstPort uint16) (*Encap, error)
 	return e, nil
 }
 
+// Header returns the outer headers as Encapsulate starts from them.
+func (e *Encap) Header() port.TunnelHeader {
+	return port.TunnelHeader{Bytes: e.hdr, IPSum: e.ipSum}
+}
+
+// The fast path writes the same headers as Encapsulate.
+var _ [port.TunnelHeaderLen - Overhead]struct{}
+var _ [Overhead - port.TunnelHeaderLen]struct{}
+
 // Encapsulate writes inner, wrapped for vni, into dst and returns the
 // outer frame's length; flowHash (the inner flow's, so that one flow keeps
 // one path) picks the UDP source port. It returns 0 if dst has no room,
@@ -167,9 +178,9 @@ func (e *Encap) Encapsulate(dst, inner []byte, vni uint32, flowHash uint32) int 
 
 // Outer is what a decapsulated frame's outer headers said.
 type Outer struct {
-	Src, Dst [4]byte // IPv4 addresses
-	SrcPort  uint16
-	VNI      uint32
+	Src, Dst         [4]byte // IPv4 addresses
+	SrcPort, DstPort uint16
+	VNI              uint32
 }
 
 // Result says whether a frame was decapsulated, and if not, why: each
@@ -178,12 +189,13 @@ type Result uint8
 
 const (
 	Decapsulated Result = iota
-	NotTunnel           // not IPv4/UDP to the tunnel's port: the host's own traffic
+	NotTunnel           // not IPv4/UDP to a tunnel's port: the host's own traffic
 	BadOuter            // outer IPv4 or UDP header malformed or lying about lengths
 	Fragment            // an outer IPv4 fragment (not reassembled)
 	BadHeader           // VXLAN without the I flag, Geneve of another version or protocol
 	CriticalOpt         // Geneve with critical options, which xswitch does not understand
 	ShortInner          // the inner frame is shorter than an Ethernet header
+	numResults
 )
 
 var resultNames = [...]string{
@@ -203,13 +215,40 @@ func (r Result) String() string {
 	return fmt.Sprintf("result(%d)", uint8(r))
 }
 
-// Decapsulate takes frame apart if it is kind on UDP port dstPort: the
+// Listener is a (local address, UDP port) that tunnels of one kind
+// receive on; the zero address stands for any.
+type Listener struct {
+	Addr [4]byte
+	Port uint16
+	Kind Kind
+}
+
+// Listeners are what an underlay receives tunnels on.
+type Listeners []Listener
+
+// kind is the encapsulation of datagrams to dst and port, 0 for none.
+func (ls Listeners) kind(dst [4]byte, port uint16) Kind {
+	for _, l := range ls {
+		if l.Port == port && (l.Addr == dst || l.Addr == [4]byte{}) {
+			return l.Kind
+		}
+	}
+	return 0
+}
+
+// Decapsulate takes frame apart if it is kind on UDP port dstPort, to
+// any address: see DecapsulateFor.
+func Decapsulate(kind Kind, dstPort uint16, frame []byte) ([]byte, Outer, Result) {
+	return DecapsulateFor(Listeners{{Port: dstPort, Kind: kind}}, frame)
+}
+
+// DecapsulateFor takes frame apart if it is a datagram to one of ls: the
 // inner frame (a slice of frame) and what the outer headers said, or why
 // not. An outer VLAN tag is skipped. The outer IPv4 checksum is not
 // checked (the kernel's vxlan device leaves that to the NIC, and a
 // corrupted header that still parses is caught by the remote check the
 // caller makes); the UDP checksum is not either, as RFC 7348 permits.
-func Decapsulate(kind Kind, dstPort uint16, frame []byte) ([]byte, Outer, Result) {
+func DecapsulateFor(ls Listeners, frame []byte) ([]byte, Outer, Result) {
 	var o Outer
 	if len(frame) < ethLen {
 		return nil, o, NotTunnel
@@ -236,7 +275,10 @@ func Decapsulate(kind Kind, dstPort uint16, frame []byte) ([]byte, Outer, Result
 		return nil, o, BadOuter
 	}
 	udp := ip[ihl:]
-	if binary.BigEndian.Uint16(udp[2:]) != dstPort {
+	copy(o.Dst[:], ip[16:20])
+	o.DstPort = binary.BigEndian.Uint16(udp[2:])
+	kind := ls.kind(o.Dst, o.DstPort)
+	if kind == 0 {
 		return nil, o, NotTunnel
 	}
 	totalLen := int(binary.BigEndian.Uint16(ip[2:]))
@@ -252,7 +294,6 @@ func Decapsulate(kind Kind, dstPort uint16, frame []byte) ([]byte, Outer, Result
 	}
 	payload := udp[udpLen:udpLen16]
 	copy(o.Src[:], ip[12:16])
-	copy(o.Dst[:], ip[16:20])
 	o.SrcPort = binary.BigEndian.Uint16(udp[0:])
 	var inner []byte
 	switch kind {

@@ -226,9 +226,37 @@ func TestDecapsulate(t *testing.T) {
 		if !bytes.Equal(got, inner) {
 			t.Errorf("%s: inner frame % x, want % x", c.name, got, inner)
 		}
-		want := Outer{Src: [4]byte{192, 0, 2, 2}, Dst: [4]byte{192, 0, 2, 1}, VNI: 0x123456, SrcPort: binary.BigEndian.Uint16(vx[udpOff:])}
+		want := Outer{Src: [4]byte{192, 0, 2, 2}, Dst: [4]byte{192, 0, 2, 1}, VNI: 0x123456, SrcPort: binary.BigEndian.Uint16(vx[udpOff:]),
+			DstPort: c.kind.DefaultPort()}
 		if o != want {
 			t.Errorf("%s: outer %+v, want %+v", c.name, o, want)
+		}
+	}
+}
+
+// An underlay with several listeners reads each datagram by the kind of
+// the (address, port) it was sent to, and leaves alone what none of them
+// listens on.
+func TestDecapsulateForListeners(t *testing.T) {
+	inner := innerFrame(t, 30)
+	vx, gn := encapsulated(t, VXLAN, inner), encapsulated(t, Geneve, inner)
+	here, elsewhere := [4]byte{192, 0, 2, 1}, [4]byte{192, 0, 2, 99}
+	cases := []struct {
+		name  string
+		ls    Listeners
+		frame []byte
+		want  Result
+	}{
+		{"vxlan, both listened on", Listeners{{here, 4789, VXLAN}, {here, 6081, Geneve}}, vx, Decapsulated},
+		{"geneve, both listened on", Listeners{{here, 4789, VXLAN}, {here, 6081, Geneve}}, gn, Decapsulated},
+		{"geneve on a port read as vxlan", Listeners{{here, 6081, VXLAN}}, gn, BadHeader},
+		{"to another address", Listeners{{elsewhere, 4789, VXLAN}}, vx, NotTunnel},
+		{"any address", Listeners{{Port: 4789, Kind: VXLAN}}, vx, Decapsulated},
+		{"no listener", nil, vx, NotTunnel},
+	}
+	for _, c := range cases {
+		if _, _, r := DecapsulateFor(c.ls, c.frame); r != c.want {
+			t.Errorf("%s: %v, want %v", c.name, r, c.want)
 		}
 	}
 }

@@ -16,8 +16,10 @@
 package afxdp
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"net/netip"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -87,6 +89,11 @@ type Config struct {
 	// needs multi-buffer; where the kernel or driver refuses it, the port
 	// carries one UMEM frame's worth, and Info says so.
 	MaxFrameSize int
+	// Underlay makes the port a tunnel underlay, which the host's own
+	// traffic shares: its XDP program steers into the sockets only the
+	// datagrams to a (local address, UDP port) that ListenTunnel names, and
+	// passes the rest up the stack.
+	Underlay bool
 }
 
 // DefaultMaxFrameSize carries an MTU of 9216, the largest jumbo MTU that
@@ -173,6 +180,7 @@ type Port struct {
 	name     string
 	info     port.Info
 	objs     bpf.XskObjects
+	ownProg  *ebpf.Program // objs' program the port runs: all frames, or the tunnels'
 	xdpLink  link.Link
 	sockets  []*socket
 	rxQueues []port.RxQueue
@@ -256,6 +264,10 @@ func Open(cfg Config) (p *Port, err error) {
 	if err := bpf.LoadXskObjects(&p.objs, nil); err != nil {
 		return p, fmt.Errorf("load XDP program: %w", err)
 	}
+	p.ownProg = p.objs.XskRedirect
+	if cfg.Underlay {
+		p.ownProg = p.objs.XskTunnels
+	}
 	if err := p.attach(cfg.Mode, ifindex); err != nil {
 		return p, err
 	}
@@ -291,7 +303,7 @@ func MTUProblem(info port.Info) string {
 // attach installs the XDP program as a bpf_link, so that it disappears
 // with the process even if the process dies without closing the port.
 func (p *Port) attach(mode Mode, ifindex int) error {
-	opts := link.XDPOptions{Program: p.objs.XskRedirect, Interface: ifindex}
+	opts := link.XDPOptions{Program: p.ownProg, Interface: ifindex}
 	var nativeErr error
 	if mode != ModeGeneric {
 		opts.Flags = link.XDPDriverMode
@@ -481,11 +493,54 @@ func (p *Port) XDPSockets() (sockets, oversize *ebpf.Map, maxFrame int) {
 	return p.objs.XsksMap, p.objs.Oversize, p.info.MaxFrame
 }
 
+// ListenTunnel has an underlay port's XDP program steer the IPv4/UDP
+// datagrams to addr and port into the sockets, telling a program that
+// reads the tunnel's header (the fast path's) that their encapsulation is
+// kind.
+func (p *Port) ListenTunnel(addr netip.Addr, port uint16, kind uint32) error {
+	key, err := tunnelListenKey(addr, port)
+	if err != nil {
+		return err
+	}
+	if err := p.objs.TunnelListen.Put(&key, kind); err != nil {
+		return fmt.Errorf("listen for tunnels on %s: %w", netip.AddrPortFrom(addr, port), err)
+	}
+	return nil
+}
+
+// UnlistenTunnel undoes ListenTunnel: the datagrams to addr and port go up
+// the stack again.
+func (p *Port) UnlistenTunnel(addr netip.Addr, port uint16) error {
+	key, err := tunnelListenKey(addr, port)
+	if err != nil {
+		return err
+	}
+	if err := p.objs.TunnelListen.Delete(&key); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		return fmt.Errorf("stop listening for tunnels on %s: %w", netip.AddrPortFrom(addr, port), err)
+	}
+	return nil
+}
+
+func tunnelListenKey(addr netip.Addr, port uint16) (bpf.XskTunnelListenKey, error) {
+	if !addr.Is4() {
+		return bpf.XskTunnelListenKey{}, fmt.Errorf("tunnel address %v: only IPv4 underlays are supported", addr)
+	}
+	a := addr.As4()
+	var key bpf.XskTunnelListenKey
+	key.Addr = binary.NativeEndian.Uint32(a[:]) // the frame's byte order, as the program reads it
+	key.Port = bpf.NetworkOrder(port)
+	return key, nil
+}
+
+// TunnelListen is the map of the (address, port) pairs ListenTunnel
+// added, for a program that replaces the port's own.
+func (p *Port) TunnelListen() *ebpf.Map { return p.objs.TunnelListen }
+
 // SetXDPProgram replaces the port's XDP program by prog, atomically
 // (bpf_link update), or puts the port's own back for nil.
 func (p *Port) SetXDPProgram(prog *ebpf.Program) error {
 	if prog == nil {
-		prog = p.objs.XskRedirect
+		prog = p.ownProg
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
