@@ -37,6 +37,7 @@
 #include <bpf/bpf_endian.h>
 
 #include "xsk.h"
+#include "tunnel.h"
 
 #define VLAN_CFI 0x1000
 #define MAX_VLAN_TAGS 2
@@ -49,6 +50,10 @@ struct fp_key {
 	__u16 in_port;  // host order
 	__u16 dl_type;  // network order, as the rest
 	__u16 vlan_tci; // with VLAN_CFI set when there is a tag
+	__u16 pad;      // zero: part of the hashed key
+	__u32 tun_id;   // host order: the VNI of a frame from a tunnel
+	__u8 tun_src[4];
+	__u8 tun_dst[4];
 	__u8 nw_proto;
 	__u8 nw_tos;
 	__u8 nw_ttl;
@@ -73,6 +78,9 @@ enum fp_op_type {
 	FP_OP_SET_TCI,   // the outer tag's TCI: the bits of mask become tci's
 	FP_OP_SET_L3,    // len bytes at off in the IP header become value's
 	FP_OP_SET_L4,    // the same in the TCP or UDP header
+	// The outer headers of tunnel slot tunnel, with VNI vni: the last
+	// operation, before the output to the tunnel's underlay.
+	FP_OP_TUNNEL_PUSH,
 };
 
 // Which checksums an FP_OP_SET_L3 or FP_OP_SET_L4 updates, by adding
@@ -101,13 +109,17 @@ struct fp_op {
 	__be16 mask;
 	__u8 mac[6];
 	__u8 value[4]; // FP_OP_SET_L3, FP_OP_SET_L4
-	__u32 delta;
+	__u32 delta;   // FP_OP_SET_L3, FP_OP_SET_L4; FP_OP_TUNNEL_PUSH: the VNI
+	__u32 tunnel;  // FP_OP_TUNNEL_PUSH: the tunnel's slot in tunnels
 };
 
 struct fp_flow {
 	__u64 generation;
 	__u32 out; // index into tx_ports, or FP_DROP
-	__u32 pad;
+	// max_len is the longest frame the entry carries (0: any): a longer
+	// one goes to user space before any operation, which counts it as too
+	// long for the tunnel it would enter.
+	__u32 max_len;
 	struct fp_op ops[FP_MAX_OPS];
 	// This CPU's count of the frames and bytes the entry carried. When
 	// it last carried one is when the sweeper finds the count grown: a
@@ -135,13 +147,16 @@ struct fp_state {
 	struct fp_key mask; // FP_MASK_BITS
 };
 
-// The first fields of fp_key, in its order.
+// The first fields of fp_key, in its order: NORMAL's, and the VNI (which
+// the VNI a frame leaves a tunnel with may be).
 struct fp_l2_key {
 	__u8 dl_dst[6];
 	__u8 dl_src[6];
 	__u16 in_port;
 	__u16 dl_type;
 	__u16 vlan_tci;
+	__u16 pad;
+	__u32 tun_id;
 };
 
 #define FP_KEY_WORDS (sizeof(struct fp_key) / sizeof(__u16))
@@ -189,6 +204,52 @@ struct {
 	__type(value, __u32);
 } tx_ports SEC(".maps");
 
+// The outer headers of a tunnel port (tunnel.Encap's), with the
+// datagram's lengths, ID, checksum, UDP source port and VNI zero; ip_sum
+// is the one's-complement sum of the IPv4 header so, unfolded.
+#define TUNNEL_OVERHEAD 50
+
+struct fp_tunnel {
+	__u8 hdr[TUNNEL_OVERHEAD];
+	__u16 pad;
+	__u32 ip_sum;
+};
+
+// Two a tunnel port's slot (2*slot and 2*slot+1): a tunnel's new headers
+// go in the one its entries do not use, and the generation changes, so
+// that no frame reads headers half written.
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 512);
+	__type(key, __u32);
+	__type(value, struct fp_tunnel);
+} tunnels SEC(".maps");
+
+// The tunnels an underlay's frames may come from: by remote address,
+// UDP port and VNI (FP_ANY_VNI for a tunnel that takes any), the
+// tunnel's OpenFlow port number and its local address (zero: any).
+#define FP_ANY_VNI (1 << 24)
+
+struct fp_tunnel_key {
+	__be32 remote;
+	__be16 port;
+	__u16 pad;
+	__u32 vni; // host order
+};
+
+struct fp_tunnel_in {
+	__u16 in_port;
+	__u16 pad;
+	__be32 local;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, struct fp_tunnel_key);
+	__type(value, struct fp_tunnel_in);
+} tunnels_in SEC(".maps");
+
 struct fp_parsed {
 	__u32 ok; // 1: the key is the frame's; 0: the parser gave up
 	struct fp_key key;
@@ -202,9 +263,12 @@ struct {
 } parsed SEC(".maps");
 
 // in_port is the OpenFlow port number of the port the program is on;
-// max_frame_len the longest frame its sockets take.
+// max_frame_len the longest frame its sockets take. underlay says that
+// the port is a tunnel underlay (tunnel.h): only its tunnels' frames are
+// the bridge's, each from the tunnel tunnels_in names.
 volatile const __u16 in_port = 0;
 volatile const __u32 max_frame_len = 0;
+volatile const __u8 underlay = 0;
 // record_key makes the program store each key in parsed (tests only).
 volatile const __u8 record_key = 0;
 
@@ -367,7 +431,7 @@ static __always_inline int parse_arp(struct cursor *c, struct fp_key *k)
 // key needs; when it did not, user space parses the frame. *l3 is where
 // the network header starts; the L4 header follows it at once, as the
 // parser takes no IPv4 options and no IPv6 extension header.
-static __always_inline int parse(struct xdp_md *ctx, struct fp_key *k, __u32 *l3)
+static __always_inline int parse(struct xdp_md *ctx, struct fp_key *k, __u32 *l3, __u16 port)
 {
 	struct cursor c = { .pos = (void *)(long)ctx->data, .end = (void *)(long)ctx->data_end };
 	struct ethhdr *eth = take(&c, sizeof(*eth));
@@ -376,7 +440,7 @@ static __always_inline int parse(struct xdp_md *ctx, struct fp_key *k, __u32 *l3
 		return 0; // a runt, or a multicast source: malformed to user space
 	__builtin_memcpy(k->dl_dst, eth->h_dest, 6);
 	__builtin_memcpy(k->dl_src, eth->h_source, 6);
-	k->in_port = in_port;
+	k->in_port = port;
 	__be16 type = eth->h_proto;
 
 #pragma unroll
@@ -459,12 +523,166 @@ static __always_inline int set_field(struct xdp_md *ctx, struct fp_op *op, __u32
 	return 1;
 }
 
+// flow_hash is bpf.FlowHash: MurmurHash3's 32-bit mix over the key's
+// addresses, ports, protocol, EtherType and MACs, as user space computes
+// it for the same frame, so that a flow keeps its outer UDP source port.
+static __always_inline __u32 mix(__u32 h, __u32 v)
+{
+	v *= 0xcc9e2d51;
+	v = v << 15 | v >> 17;
+	v *= 0x1b873593;
+	h ^= v;
+	h = h << 13 | h >> 19;
+	return h * 5 + 0xe6546b64;
+}
+
+static __always_inline __u32 load32(const __u8 *p)
+{
+	__u32 v;
+
+	__builtin_memcpy(&v, p, 4);
+	return v;
+}
+
+static __always_inline __u32 load16(const __u8 *p)
+{
+	__u16 v;
+
+	__builtin_memcpy(&v, p, 2);
+	return v;
+}
+
+static __always_inline __u32 flow_hash(struct fp_key *k)
+{
+	__u32 h = 0x9747b28c;
+
+	h = mix(h, load32(k->nw_src));
+	h = mix(h, load32(k->nw_dst));
+#pragma unroll
+	for (int i = 0; i < 4; i++)
+		h = mix(h, load32(k->ipv6_src + 4 * i));
+#pragma unroll
+	for (int i = 0; i < 4; i++)
+		h = mix(h, load32(k->ipv6_dst + 4 * i));
+	h = mix(h, k->tp_src | (__u32)k->tp_dst << 16);
+	h = mix(h, k->nw_proto | (__u32)k->dl_type << 16);
+	h = mix(h, load32(k->dl_src));
+	h = mix(h, load16(k->dl_src + 4) | load16(k->dl_dst) << 16);
+	h = mix(h, load32(k->dl_dst + 2));
+	h ^= h >> 16;
+	h *= 0x85ebca6b;
+	h ^= h >> 13;
+	h *= 0xc2b2ae35;
+	h ^= h >> 16;
+	return h;
+}
+
+// The UDP source ports a tunnel's datagrams come from (tunnel.go's
+// srcPortMin and srcPortMax: the kernel's ephemeral range).
+#define TUNNEL_SRC_PORT_MIN 32768
+#define TUNNEL_SRC_PORTS (60999 - 32768 + 1)
+
+// tunnel_push puts the outer headers of op's tunnel in front of the
+// frame, as tunnel.Encap.Encapsulate does: its lengths, an IPv4 ID and
+// checksum, the UDP source port hash picks, and op's VNI.
+static __always_inline int tunnel_push(struct xdp_md *ctx, struct fp_op *op, __u32 hash)
+{
+	__u32 slot = op->tunnel;
+	struct fp_tunnel *t = bpf_map_lookup_elem(&tunnels, &slot);
+
+	if (!t)
+		return 0;
+	__u32 inner = (long)ctx->data_end - (long)ctx->data;
+
+	if (bpf_xdp_adjust_head(ctx, -TUNNEL_OVERHEAD))
+		return 0;
+	void *data = (void *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+
+	if (data + TUNNEL_OVERHEAD > end)
+		return 0;
+	__builtin_memcpy(data, t->hdr, TUNNEL_OVERHEAD);
+	struct iphdr *ip = data + ETH_HLEN;
+	struct udphdr *udp = (void *)(ip + 1);
+	__u32 ip_len = (inner + TUNNEL_OVERHEAD - ETH_HLEN) & 0xffff;
+	// The outer datagrams have DF clear and so may be fragmented on the
+	// way: an ID that is not a per-CPU count, which two CPUs would
+	// repeat.
+	__u32 id = bpf_get_prandom_u32() & 0xffff;
+	__u32 sum = t->ip_sum + ip_len + id;
+
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	ip->tot_len = bpf_htons(ip_len);
+	ip->id = bpf_htons(id);
+	ip->check = bpf_htons(~sum & 0xffff);
+	udp->source = bpf_htons(TUNNEL_SRC_PORT_MIN + hash % TUNNEL_SRC_PORTS);
+	udp->len = bpf_htons(ip_len - sizeof(*ip));
+	__be32 *vni = (void *)(udp + 1) + 4;
+	*vni = bpf_htonl(op->delta << 8);
+	return 1;
+}
+
+// tunnel_pop reads a frame from the underlay: a datagram for a listened
+// pair (o), well formed as tunnel.DecapsulateFor reads it, of a tunnel
+// that tunnels_in has. It fills the key's input port and tunnel fields
+// and returns the length of the outer headers, or 0 for a frame that is
+// user space's to take apart, count and drop: malformed, a fragment, a
+// Geneve critical option, an IPv4 header with options, padding past the
+// datagram, or a remote and VNI no tunnel has.
+static __always_inline __u32 tunnel_pop(struct xdp_md *ctx, struct tunnel_outer *o, struct fp_key *k)
+{
+	void *data = (void *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+	struct iphdr *ip = data + (o->l3 & 0x1f);
+
+	if ((void *)(ip + 1) > end || ip->ihl != 5 || bpf_ntohs(ip->frag_off) & 0x3fff)
+		return 0;
+	struct udphdr *udp = (void *)(ip + 1);
+	__u8 *tun = (void *)(udp + 1);
+
+	if ((void *)(tun + 8) > end)
+		return 0;
+	__u16 ip_len = bpf_ntohs(ip->tot_len);
+	if ((void *)ip + ip_len != end || bpf_ntohs(udp->len) != ip_len - sizeof(*ip))
+		return 0;
+	__u32 opts = 0;
+
+	if (o->kind == 1) { // VXLAN
+		if (!(tun[0] & 0x08))
+			return 0;
+	} else {
+		if (tun[0] >> 6 || tun[1] & 0x40 || tun[2] != 0x65 || tun[3] != 0x58)
+			return 0;
+		opts = (tun[0] & 0x3f) * 4;
+	}
+	__u32 inner = (void *)tun - data + 8 + opts;
+
+	if (data + inner + ETH_HLEN > end)
+		return 0;
+	__u32 vni = (__u32)tun[4] << 16 | (__u32)tun[5] << 8 | tun[6];
+	struct fp_tunnel_key tk = { .remote = o->src, .port = udp->dest, .vni = vni };
+	struct fp_tunnel_in *in = bpf_map_lookup_elem(&tunnels_in, &tk);
+
+	if (!in) {
+		tk.vni = FP_ANY_VNI;
+		in = bpf_map_lookup_elem(&tunnels_in, &tk);
+	}
+	if (!in || (in->local && in->local != o->dst))
+		return 0;
+	k->in_port = in->in_port;
+	k->tun_id = vni;
+	__builtin_memcpy(k->tun_src, &o->src, 4);
+	__builtin_memcpy(k->tun_dst, &o->dst, 4);
+	return inner;
+}
+
 // run_op runs one operation on the frame whose IP header is at *l3; it
 // returns 0 when the frame no longer has the room or the tag the
 // operation needs, which user space never installs for the frame's key
 // (only a driver without headroom for a tag could cause it): the program
 // drops the frame then, as its bytes may be half rewritten.
-static __always_inline int run_op(struct xdp_md *ctx, struct fp_op *op, __u32 *l3)
+static __always_inline int run_op(struct xdp_md *ctx, struct fp_op *op, __u32 *l3, struct fp_key *flow)
 {
 	void *data = (void *)(long)ctx->data;
 	void *end = (void *)(long)ctx->data_end;
@@ -524,19 +742,46 @@ static __always_inline int run_op(struct xdp_md *ctx, struct fp_op *op, __u32 *l
 		return set_field(ctx, op, *l3, *l3);
 	case FP_OP_SET_L4:
 		return set_field(ctx, op, *l3, *l3 + 20);
+	case FP_OP_TUNNEL_PUSH:
+		return tunnel_push(ctx, op, flow_hash(flow));
 	}
 	return 1;
+}
+
+// to_user hands a frame to user space: whole again if its outer headers
+// were popped.
+static __always_inline int to_user(struct xdp_md *ctx, __u32 popped)
+{
+	if (popped && bpf_xdp_adjust_head(ctx, -(int)popped))
+		return XDP_DROP; // unreachable: the headers are where they were
+	return to_socket(ctx, max_frame_len);
 }
 
 SEC("xdp.frags")
 int fastpath(struct xdp_md *ctx)
 {
 	struct fp_key key = {};
-	__u32 l3 = 0;
+	__u32 l3 = 0, popped = 0;
 	__u64 len = (long)ctx->data_end - (long)ctx->data;
 	// A frame in several buffers is user space's: the parser reads only
 	// the first.
-	int ok = bpf_xdp_get_buff_len(ctx) == len && parse(ctx, &key, &l3);
+	int whole = bpf_xdp_get_buff_len(ctx) == len;
+	__u16 port = in_port;
+
+	if (underlay) {
+		struct tunnel_outer o;
+
+		if (!tunnel_frame((void *)(long)ctx->data, (void *)(long)ctx->data_end, &o))
+			return XDP_PASS; // the host's own traffic
+		if (!whole || len > max_frame_len)
+			return to_socket(ctx, max_frame_len);
+		popped = tunnel_pop(ctx, &o, &key);
+		if (!popped || bpf_xdp_adjust_head(ctx, popped))
+			return to_socket(ctx, max_frame_len);
+		port = key.in_port;
+		len -= popped;
+	}
+	int ok = whole && parse(ctx, &key, &l3, port);
 
 	if (record_key) {
 		__u32 zero = 0;
@@ -548,17 +793,20 @@ int fastpath(struct xdp_md *ctx)
 		}
 	}
 	if (!ok || len > max_frame_len)
-		return to_socket(ctx, max_frame_len);
+		return to_user(ctx, popped);
 	__u32 zero = 0;
 	__u32 *slot = bpf_map_lookup_elem(&state_slot, &zero);
 	if (!slot)
-		return to_socket(ctx, max_frame_len);
+		return to_user(ctx, popped);
 	__u32 current = *slot & 1;
 	struct fp_state *st = bpf_map_lookup_elem(&state, &current);
 
 	if (!st)
-		return to_socket(ctx, max_frame_len);
+		return to_user(ctx, popped);
 	struct fp_flow *f;
+	// The flow's own key, for the hash of a tunnel push: masking changes
+	// the one looked up.
+	struct fp_key flow = key;
 
 	if (st->masked == FP_MASK_L2) {
 		f = bpf_map_lookup_elem(&flows_l2, &key); // its first fields
@@ -574,15 +822,15 @@ int fastpath(struct xdp_md *ctx)
 		f = bpf_map_lookup_elem(&flows, &key);
 	}
 
-	if (!f || f->generation != st->generation)
-		return to_socket(ctx, max_frame_len);
+	if (!f || f->generation != st->generation || (f->max_len && len > f->max_len))
+		return to_user(ctx, popped);
 #pragma unroll
 	for (int i = 0; i < FP_MAX_OPS; i++) {
 		if (f->ops[i].type == FP_OP_END)
 			break;
 		// The operations user space installs always fit the frame of
 		// the key; one that does not means the entry is not this frame's.
-		if (!run_op(ctx, &f->ops[i], &l3))
+		if (!run_op(ctx, &f->ops[i], &l3, &flow))
 			return XDP_DROP;
 	}
 	f->packets++;

@@ -19,6 +19,9 @@ import (
 func (k *FastpathFpKey) Headers() flow.Headers {
 	be := NetworkOrder
 	return flow.Headers{
+		TunID:   uint64(k.TunId),
+		TunSrc:  k.TunSrc,
+		TunDst:  k.TunDst,
 		InPort:  k.InPort,
 		DlDst:   k.DlDst,
 		DlSrc:   k.DlSrc,
@@ -38,10 +41,12 @@ func (k *FastpathFpKey) Headers() flow.Headers {
 }
 
 // KeyOf is the key the fast path's parser reads from a frame whose
-// headers the extractor reads as h: the inverse of Headers.
+// headers the extractor reads as h: the inverse of Headers. A frame's
+// tun_id is a VNI, of 24 bits: the key keeps 32.
 func KeyOf(h *flow.Headers) FastpathFpKey {
 	be := NetworkOrder
 	return FastpathFpKey{
+		TunId: uint32(h.TunID), TunSrc: h.TunSrc, TunDst: h.TunDst,
 		DlDst: h.DlDst, DlSrc: h.DlSrc, InPort: h.InPort,
 		DlType: be(h.DlType), VlanTci: be(h.VLANTCI),
 		NwProto: h.NwProto, NwTos: h.NwTOS, NwTtl: h.NwTTL, NwFrag: h.NwFrag,
@@ -52,12 +57,12 @@ func KeyOf(h *flow.Headers) FastpathFpKey {
 
 // L2 is k's first fields, the key of flows_l2.
 func (k *FastpathFpKey) L2() FastpathFpL2Key {
-	return FastpathFpL2Key{DlDst: k.DlDst, DlSrc: k.DlSrc, InPort: k.InPort, DlType: k.DlType, VlanTci: k.VlanTci}
+	return FastpathFpL2Key{DlDst: k.DlDst, DlSrc: k.DlSrc, InPort: k.InPort, DlType: k.DlType, VlanTci: k.VlanTci, TunId: k.TunId}
 }
 
 // Key is the fast path key with l's fields, zero elsewhere.
 func (l *FastpathFpL2Key) Key() FastpathFpKey {
-	return FastpathFpKey{DlDst: l.DlDst, DlSrc: l.DlSrc, InPort: l.InPort, DlType: l.DlType, VlanTci: l.VlanTci}
+	return FastpathFpKey{DlDst: l.DlDst, DlSrc: l.DlSrc, InPort: l.InPort, DlType: l.DlType, VlanTci: l.VlanTci, TunId: l.TunId}
 }
 
 // FPDrop is a fast path entry's Out for a flow that goes nowhere.
@@ -74,9 +79,11 @@ func NetworkOrder(v uint16) uint16 {
 // FastpathShared are the maps every port of a bridge shares: the
 // decisions (flows, and flows_l2 for keys of the Ethernet header alone),
 // the bridge's generation and key mask (state, two of them, and
-// state_slot, which is current) and where each slot sends (tx_ports).
+// state_slot, which is current), where each slot sends (tx_ports), and
+// the tunnels' outer headers (tunnels) and what claims a frame for a
+// tunnel (tunnels_in).
 type FastpathShared struct {
-	Flows, FlowsL2, State, StateSlot, TxPorts *ebpf.Map
+	Flows, FlowsL2, State, StateSlot, TxPorts, Tunnels, TunnelsIn *ebpf.Map
 
 	// The state maps' memory (they are BPF_F_MMAPABLE), and which of
 	// state's two slots is current: see SetState.
@@ -98,7 +105,7 @@ func NewFastpathShared() (*FastpathShared, error) {
 		name string
 		to   **ebpf.Map
 	}{{FastpathMapFlows, &s.Flows}, {FastpathMapFlowsL2, &s.FlowsL2}, {FastpathMapState, &s.State}, {FastpathMapStateSlot, &s.StateSlot},
-		{FastpathMapTxPorts, &s.TxPorts}} {
+		{FastpathMapTxPorts, &s.TxPorts}, {FastpathMapTunnels, &s.Tunnels}, {FastpathMapTunnelsIn, &s.TunnelsIn}} {
 		if *m.to, err = ebpf.NewMap(spec.Maps[m.name]); err != nil {
 			s.Close()
 			return nil, fmt.Errorf("create the fast path's %s map: %w", m.name, err)
@@ -145,7 +152,7 @@ func (s *FastpathShared) SetState(st *FastpathFpState) error {
 // Close closes the maps; programs that use them keep their own references.
 func (s *FastpathShared) Close() error {
 	var errs []error
-	for _, m := range []*ebpf.Map{s.Flows, s.FlowsL2, s.State, s.StateSlot, s.TxPorts} {
+	for _, m := range []*ebpf.Map{s.Flows, s.FlowsL2, s.State, s.StateSlot, s.TxPorts, s.Tunnels, s.TunnelsIn} {
 		if m != nil {
 			errs = append(errs, m.Close())
 		}
@@ -163,6 +170,9 @@ type FastpathConfig struct {
 	// Sockets and Oversize are the port's XSKMAP and oversize counter,
 	// which a miss goes to and counts in, as with the port's own program.
 	Sockets, Oversize *ebpf.Map
+	// TunnelListen is set for a tunnel underlay: its port's (address,
+	// UDP port) pairs, whose datagrams are the bridge's; the rest pass.
+	TunnelListen *ebpf.Map
 }
 
 // LoadFastpathProgram loads one port's copy of the fast path's program.
@@ -174,12 +184,15 @@ func LoadFastpathProgram(cfg FastpathConfig) (*FastpathObjects, error) {
 	if err != nil {
 		return nil, err
 	}
-	var record uint8
+	var record, underlay uint8
 	if cfg.RecordKey {
 		record = 1
 	}
+	if cfg.TunnelListen != nil {
+		underlay = 1
+	}
 	for name, value := range map[string]any{FastpathVarInPort: cfg.InPort, FastpathVarRecordKey: record,
-		FastpathVarMaxFrameLen: cfg.MaxFrameLen} {
+		FastpathVarMaxFrameLen: cfg.MaxFrameLen, FastpathVarUnderlay: underlay} {
 		if err := spec.Variables[name].Set(value); err != nil {
 			return nil, fmt.Errorf("set %s: %w", name, err)
 		}
@@ -187,9 +200,13 @@ func LoadFastpathProgram(cfg FastpathConfig) (*FastpathObjects, error) {
 	replace := map[string]*ebpf.Map{}
 	if cfg.Shared != nil {
 		for name, m := range map[string]*ebpf.Map{FastpathMapFlows: cfg.Shared.Flows, FastpathMapFlowsL2: cfg.Shared.FlowsL2,
-			FastpathMapState: cfg.Shared.State, FastpathMapStateSlot: cfg.Shared.StateSlot, FastpathMapTxPorts: cfg.Shared.TxPorts} {
+			FastpathMapState: cfg.Shared.State, FastpathMapStateSlot: cfg.Shared.StateSlot, FastpathMapTxPorts: cfg.Shared.TxPorts,
+			FastpathMapTunnels: cfg.Shared.Tunnels, FastpathMapTunnelsIn: cfg.Shared.TunnelsIn} {
 			replace[name] = m
 		}
+	}
+	if cfg.TunnelListen != nil {
+		replace[FastpathMapTunnelListen] = cfg.TunnelListen
 	}
 	if cfg.Sockets != nil {
 		replace[FastpathMapXsksMap] = cfg.Sockets
@@ -202,4 +219,41 @@ func LoadFastpathProgram(cfg FastpathConfig) (*FastpathObjects, error) {
 		return nil, fmt.Errorf("the verifier refused the fast path program: %w", err)
 	}
 	return &objs, nil
+}
+
+// FlowHash is the hash of a frame's flow, by the key the fast path's
+// parser reads from it, that picks the outer UDP source port of the
+// tunnel it leaves by: user space and the program (fastpath.c's
+// flow_hash) compute it alike, so that a flow keeps its port, and its
+// path through the underlay's ECMP, when the kernel takes it over. It is
+// MurmurHash3's 32-bit mix over the key's addresses, ports, protocol,
+// EtherType and MACs, each 4 bytes a word as the program loads them
+// (little-endian: the program is bpfel).
+func FlowHash(k *FastpathFpKey) uint32 {
+	le := binary.LittleEndian
+	var w [15]uint32
+	w[0], w[1] = le.Uint32(k.NwSrc[:]), le.Uint32(k.NwDst[:])
+	for i := range 4 {
+		w[2+i], w[6+i] = le.Uint32(k.Ipv6Src[4*i:]), le.Uint32(k.Ipv6Dst[4*i:])
+	}
+	w[10] = uint32(k.TpSrc) | uint32(k.TpDst)<<16
+	w[11] = uint32(k.NwProto) | uint32(k.DlType)<<16
+	w[12] = le.Uint32(k.DlSrc[:])
+	w[13] = uint32(le.Uint16(k.DlSrc[4:])) | uint32(le.Uint16(k.DlDst[:]))<<16
+	w[14] = le.Uint32(k.DlDst[2:])
+	h := uint32(0x9747b28c)
+	for _, v := range w {
+		v *= 0xcc9e2d51
+		v = v<<15 | v>>17
+		v *= 0x1b873593
+		h ^= v
+		h = h<<13 | h>>19
+		h = h*5 + 0xe6546b64
+	}
+	h ^= h >> 16
+	h *= 0x85ebca6b
+	h ^= h >> 13
+	h *= 0xc2b2ae35
+	h ^= h >> 16
+	return h
 }

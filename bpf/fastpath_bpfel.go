@@ -25,7 +25,7 @@ type FastpathFpFlow struct {
 	_          structs.HostLayout
 	Generation uint64
 	Out        uint32
-	Pad        uint32
+	MaxLen     uint32
 	Ops        [6]FastpathFpOp
 	Packets    uint64
 	Bytes      uint64
@@ -38,6 +38,10 @@ type FastpathFpKey struct {
 	InPort  uint16
 	DlType  uint16
 	VlanTci uint16
+	Pad     uint16
+	TunId   uint32
+	TunSrc  [4]uint8
+	TunDst  [4]uint8
 	NwProto uint8
 	NwTos   uint8
 	NwTtl   uint8
@@ -57,6 +61,8 @@ type FastpathFpL2Key struct {
 	InPort  uint16
 	DlType  uint16
 	VlanTci uint16
+	Pad     uint16
+	TunId   uint32
 }
 
 type FastpathFpMaskKind uint32
@@ -68,37 +74,38 @@ const (
 )
 
 type FastpathFpOp struct {
-	_     structs.HostLayout
-	Type  uint8
-	Off   uint8
-	Len   uint8
-	Csums uint8
-	Tpid  uint16
-	Tci   uint16
-	Mask  uint16
-	Mac   [6]uint8
-	Value [4]uint8
-	Delta uint32
+	_      structs.HostLayout
+	Type   uint8
+	Off    uint8
+	Len    uint8
+	Csums  uint8
+	Tpid   uint16
+	Tci    uint16
+	Mask   uint16
+	Mac    [6]uint8
+	Value  [4]uint8
+	Delta  uint32
+	Tunnel uint32
 }
 
 type FastpathFpOpType uint32
 
 const (
-	FastpathFpOpTypeFP_OP_END        FastpathFpOpType = 0
-	FastpathFpOpTypeFP_OP_SET_DL_SRC FastpathFpOpType = 1
-	FastpathFpOpTypeFP_OP_SET_DL_DST FastpathFpOpType = 2
-	FastpathFpOpTypeFP_OP_POP_VLAN   FastpathFpOpType = 3
-	FastpathFpOpTypeFP_OP_PUSH_VLAN  FastpathFpOpType = 4
-	FastpathFpOpTypeFP_OP_SET_TCI    FastpathFpOpType = 5
-	FastpathFpOpTypeFP_OP_SET_L3     FastpathFpOpType = 6
-	FastpathFpOpTypeFP_OP_SET_L4     FastpathFpOpType = 7
+	FastpathFpOpTypeFP_OP_END         FastpathFpOpType = 0
+	FastpathFpOpTypeFP_OP_SET_DL_SRC  FastpathFpOpType = 1
+	FastpathFpOpTypeFP_OP_SET_DL_DST  FastpathFpOpType = 2
+	FastpathFpOpTypeFP_OP_POP_VLAN    FastpathFpOpType = 3
+	FastpathFpOpTypeFP_OP_PUSH_VLAN   FastpathFpOpType = 4
+	FastpathFpOpTypeFP_OP_SET_TCI     FastpathFpOpType = 5
+	FastpathFpOpTypeFP_OP_SET_L3      FastpathFpOpType = 6
+	FastpathFpOpTypeFP_OP_SET_L4      FastpathFpOpType = 7
+	FastpathFpOpTypeFP_OP_TUNNEL_PUSH FastpathFpOpType = 8
 )
 
 type FastpathFpParsed struct {
 	_   structs.HostLayout
 	Ok  uint32
 	Key FastpathFpKey
-	_   [2]byte
 }
 
 type FastpathFpState struct {
@@ -107,7 +114,35 @@ type FastpathFpState struct {
 	Masked     uint32
 	Pad        uint32
 	Mask       FastpathFpKey
-	_          [6]byte
+}
+
+type FastpathFpTunnel struct {
+	_     structs.HostLayout
+	Hdr   [50]uint8
+	Pad   uint16
+	IpSum uint32
+}
+
+type FastpathFpTunnelIn struct {
+	_      structs.HostLayout
+	InPort uint16
+	Pad    uint16
+	Local  uint32
+}
+
+type FastpathFpTunnelKey struct {
+	_      structs.HostLayout
+	Remote uint32
+	Port   uint16
+	Pad    uint16
+	Vni    uint32
+}
+
+type FastpathTunnelListenKey struct {
+	_    structs.HostLayout
+	Addr uint32
+	Port uint16
+	Pad  uint16
 }
 
 // Names of all BPF objects in the ELF.
@@ -120,6 +155,9 @@ const (
 	FastpathMapParsed          = "parsed"
 	FastpathMapState           = "state"
 	FastpathMapStateSlot       = "state_slot"
+	FastpathMapTunnelListen    = "tunnel_listen"
+	FastpathMapTunnels         = "tunnels"
+	FastpathMapTunnelsIn       = "tunnels_in"
 	FastpathMapTxPorts         = "tx_ports"
 	FastpathMapXsksMap         = "xsks_map"
 	FastpathProgFastpath       = "fastpath"
@@ -129,6 +167,7 @@ const (
 	FastpathVarInPort          = "in_port"
 	FastpathVarMaxFrameLen     = "max_frame_len"
 	FastpathVarRecordKey       = "record_key"
+	FastpathVarUnderlay        = "underlay"
 )
 
 // LoadFastpath returns the embedded CollectionSpec for Fastpath.
@@ -180,14 +219,17 @@ type FastpathProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type FastpathMapSpecs struct {
-	Flows     *ebpf.MapSpec `ebpf:"flows"`
-	FlowsL2   *ebpf.MapSpec `ebpf:"flows_l2"`
-	Oversize  *ebpf.MapSpec `ebpf:"oversize"`
-	Parsed    *ebpf.MapSpec `ebpf:"parsed"`
-	State     *ebpf.MapSpec `ebpf:"state"`
-	StateSlot *ebpf.MapSpec `ebpf:"state_slot"`
-	TxPorts   *ebpf.MapSpec `ebpf:"tx_ports"`
-	XsksMap   *ebpf.MapSpec `ebpf:"xsks_map"`
+	Flows        *ebpf.MapSpec `ebpf:"flows"`
+	FlowsL2      *ebpf.MapSpec `ebpf:"flows_l2"`
+	Oversize     *ebpf.MapSpec `ebpf:"oversize"`
+	Parsed       *ebpf.MapSpec `ebpf:"parsed"`
+	State        *ebpf.MapSpec `ebpf:"state"`
+	StateSlot    *ebpf.MapSpec `ebpf:"state_slot"`
+	TunnelListen *ebpf.MapSpec `ebpf:"tunnel_listen"`
+	Tunnels      *ebpf.MapSpec `ebpf:"tunnels"`
+	TunnelsIn    *ebpf.MapSpec `ebpf:"tunnels_in"`
+	TxPorts      *ebpf.MapSpec `ebpf:"tx_ports"`
+	XsksMap      *ebpf.MapSpec `ebpf:"xsks_map"`
 }
 
 // FastpathVariableSpecs contains global variables before they are loaded into the kernel.
@@ -200,6 +242,7 @@ type FastpathVariableSpecs struct {
 	InPort          *ebpf.VariableSpec `ebpf:"in_port"`
 	MaxFrameLen     *ebpf.VariableSpec `ebpf:"max_frame_len"`
 	RecordKey       *ebpf.VariableSpec `ebpf:"record_key"`
+	Underlay        *ebpf.VariableSpec `ebpf:"underlay"`
 }
 
 // FastpathObjects contains all objects after they have been loaded into the kernel.
@@ -222,14 +265,17 @@ func (o *FastpathObjects) Close() error {
 //
 // It can be passed to LoadFastpathObjects or ebpf.CollectionSpec.LoadAndAssign.
 type FastpathMaps struct {
-	Flows     *ebpf.Map `ebpf:"flows"`
-	FlowsL2   *ebpf.Map `ebpf:"flows_l2"`
-	Oversize  *ebpf.Map `ebpf:"oversize"`
-	Parsed    *ebpf.Map `ebpf:"parsed"`
-	State     *ebpf.Map `ebpf:"state"`
-	StateSlot *ebpf.Map `ebpf:"state_slot"`
-	TxPorts   *ebpf.Map `ebpf:"tx_ports"`
-	XsksMap   *ebpf.Map `ebpf:"xsks_map"`
+	Flows        *ebpf.Map `ebpf:"flows"`
+	FlowsL2      *ebpf.Map `ebpf:"flows_l2"`
+	Oversize     *ebpf.Map `ebpf:"oversize"`
+	Parsed       *ebpf.Map `ebpf:"parsed"`
+	State        *ebpf.Map `ebpf:"state"`
+	StateSlot    *ebpf.Map `ebpf:"state_slot"`
+	TunnelListen *ebpf.Map `ebpf:"tunnel_listen"`
+	Tunnels      *ebpf.Map `ebpf:"tunnels"`
+	TunnelsIn    *ebpf.Map `ebpf:"tunnels_in"`
+	TxPorts      *ebpf.Map `ebpf:"tx_ports"`
+	XsksMap      *ebpf.Map `ebpf:"xsks_map"`
 }
 
 func (m *FastpathMaps) Close() error {
@@ -240,6 +286,9 @@ func (m *FastpathMaps) Close() error {
 		m.Parsed,
 		m.State,
 		m.StateSlot,
+		m.TunnelListen,
+		m.Tunnels,
+		m.TunnelsIn,
 		m.TxPorts,
 		m.XsksMap,
 	)
@@ -255,6 +304,7 @@ type FastpathVariables struct {
 	InPort          *ebpf.Variable `ebpf:"in_port"`
 	MaxFrameLen     *ebpf.Variable `ebpf:"max_frame_len"`
 	RecordKey       *ebpf.Variable `ebpf:"record_key"`
+	Underlay        *ebpf.Variable `ebpf:"underlay"`
 }
 
 // FastpathPrograms contains all programs after they have been loaded into the kernel.

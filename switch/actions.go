@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/xswitch/xswitch/flow"
+	"github.com/xswitch/xswitch/port"
 )
 
 // The pipeline's limits. A frame's way through the tables is worked out
@@ -34,6 +35,9 @@ type frameRun struct {
 	sent    bool
 	// controllers are the decision's resolved CONTROLLER actions.
 	controllers []controllerSpec
+	// tunnel is how the frame leaves by a tunnel port, as far as the
+	// actions run so far say.
+	tunnel port.TunnelTx
 }
 
 // forwardFrame forwards one frame by its decision under table; f.key
@@ -65,7 +69,7 @@ func (f *forwarder) forwardFrame(table *flow.Table, inSlot uint16, frame []byte,
 	}
 	r := &f.run
 	*r = frameRun{inSlot: inSlot, frame: frame, layout: f.extractor.Layout(), now: now, dropped: d.dropped,
-		controllers: d.controllers}
+		controllers: d.controllers, tunnel: port.TunnelTx{ID: uint32(f.key.TunID), Hash: d.flowHash}}
 	f.execute(r, d.actions)
 	if !r.sent && !f.learnOnly {
 		f.pipelineDrops.count(r.dropped)
@@ -157,6 +161,8 @@ func (f *forwarder) execute(r *frameRun, actions []flow.Action) {
 		case flow.ActAll:
 			r.sent = f.floodTo(f.live, a.Port, r.frame) || r.sent
 			r.shared = true
+		case actSetTunnelID:
+			r.tunnel.ID = uint32(a.Imm.Lo)
 		case actToController:
 			// Sent, as far as the pipeline's drops go, even if the
 			// packet-in is lost: that is counted as such.

@@ -80,8 +80,11 @@ type Bridge struct {
 
 	mu    sync.Mutex // serializes changes; the forwarders never take it
 	ports []*bridgePort
-	fwds  []*forwarder  // one per thread; none once closed
-	stp   *spanningTree // nil: no spanning tree (stp.go)
+	// underlays are the hidden ports the tunnels' frames arrive on
+	// (tunnel.go).
+	underlays []*bridgePort
+	fwds      []*forwarder  // one per thread; none once closed
+	stp       *spanningTree // nil: no spanning tree (stp.go)
 
 	// What the threads count together (pipeline.go).
 	tables *[flow.NumTables]tableCounters
@@ -117,6 +120,14 @@ type bridgePort struct {
 	fastPathIn     atomic.Bool
 	takesRedirects atomic.Bool
 	redirectsOff   string
+
+	// tunnel is the port as a tunnel, nil for any other; underlaySlot is
+	// where its underlay is. underlay is set instead on the hidden port of
+	// an underlay, and tunnels counts the tunnels over it (tunnel.go).
+	tunnel       port.Tunnel
+	underlaySlot uint16
+	underlay     port.Underlay
+	tunnels      int
 }
 
 // portCounters are written by the forwarder once per batch and read by
@@ -127,6 +138,7 @@ type portCounters struct {
 	rxReservedDropped             atomic.Uint64
 	rxStormDropped                atomic.Uint64
 	rxSTPDropped                  atomic.Uint64
+	rxSplitHorizonDropped         atomic.Uint64
 	txPackets, txBytes, txDropped atomic.Uint64
 	pipelineDropped               dropCounters // of the frames received on it
 	// fastPathTxDropped are the frames the fast path redirected to the
@@ -140,6 +152,9 @@ type rxDrops struct {
 	reserved uint64 // to a reserved group address (reserved.go)
 	storm    uint64 // flooded beyond the port's storm limit (storm.go)
 	stp      uint64 // received on a port the spanning tree does not let forward
+	// splitHorizon: from a tunnel to a station learned on another tunnel
+	// (tunnel.go)
+	splitHorizon uint64
 }
 
 // flush adds the batch's drops to the input port's counters and starts
@@ -156,6 +171,9 @@ func (d *rxDrops) flush(c *portCounters) {
 	}
 	if d.stp > 0 {
 		c.rxSTPDropped.Add(d.stp)
+	}
+	if d.splitHorizon > 0 {
+		c.rxSplitHorizonDropped.Add(d.splitHorizon)
 	}
 	*d = rxDrops{}
 }
@@ -306,6 +324,16 @@ func (b *Bridge) AddPort(p port.Port, opts PortOptions) (uint16, error) {
 		}
 	}
 	bp := &bridgePort{Port: p, ofport: ofport, vlan: compileVLAN(opts.VLAN), address: opts.Address, rstp: opts.RSTP}
+	if t, ok := p.(port.Tunnel); ok {
+		if opts.RSTP != nil {
+			return 0, fmt.Errorf("port %q: a tunnel takes no part in the spanning tree", p.Name())
+		}
+		us, err := b.addTunnel(t)
+		if err != nil {
+			return 0, err
+		}
+		bp.tunnel, bp.underlaySlot = t, us
+	}
 	var slot uint16
 	b.onEachForwarder(func(f *forwarder) {
 		slot = f.addPort(bp)
@@ -360,6 +388,9 @@ func (b *Bridge) RemovePort(name string) error {
 		b.stp.removePort(bp)
 	}
 	b.onEachForwarder(func(f *forwarder) { f.removePort(bp) })
+	if bp.tunnel != nil {
+		b.removeTunnel(bp)
+	}
 	if b.fp != nil {
 		b.fp.detach(bp)
 	}
@@ -383,8 +414,9 @@ type PortStatus struct {
 // counted by reason: RxVLANDropped because the port does not carry their
 // VLAN, RxReservedDropped because they were sent to a reserved group
 // address, RxStormDropped because flooding them would exceed the port's
-// storm limit; RxSTPDropped counts those that arrived while the spanning
-// tree kept the port from forwarding. PipelineDropped counts the frames
+// storm limit, RxSplitHorizonDropped because they came from a tunnel for a
+// station learned on another tunnel; RxSTPDropped counts those that
+// arrived while the spanning tree kept the port from forwarding. PipelineDropped counts the frames
 // received on the port that the pipeline sent nowhere, by reason.
 type PortStats struct {
 	RxPackets, RxBytes, RxErrors  uint64
@@ -392,6 +424,7 @@ type PortStats struct {
 	RxReservedDropped             uint64
 	RxStormDropped                uint64
 	RxSTPDropped                  uint64
+	RxSplitHorizonDropped         uint64
 	TxPackets, TxBytes, TxDropped uint64
 	PipelineDropped               DropCounts
 	Port                          port.Stats
@@ -417,9 +450,10 @@ func (b *Bridge) Ports() []PortStatus {
 				TxPackets: c.txPackets.Load(), TxBytes: c.txBytes.Load(), TxDropped: c.txDropped.Load(),
 				RxVLANDropped: c.rxVLANDropped.Load(), RxReservedDropped: c.rxReservedDropped.Load(),
 				RxStormDropped: c.rxStormDropped.Load(), RxSTPDropped: c.rxSTPDropped.Load(),
-				PipelineDropped:   c.pipelineDropped.load(),
-				Port:              q.Stats(),
-				FastPathTxDropped: c.fastPathTxDropped.Load(),
+				RxSplitHorizonDropped: c.rxSplitHorizonDropped.Load(),
+				PipelineDropped:       c.pipelineDropped.load(),
+				Port:                  q.Stats(),
+				FastPathTxDropped:     c.fastPathTxDropped.Load(),
 			},
 			FastPath: q.fastPathStatus(),
 		})
@@ -473,15 +507,19 @@ func (b *Bridge) Close() error {
 	}
 	b.stopForwarders()
 	var errs []error
-	for _, q := range b.ports {
+	// The underlays before their tunnels, which close them.
+	for _, q := range append(b.underlays, b.ports...) {
 		if b.fp != nil {
 			b.fp.detach(q)
+		}
+		if q.underlay != nil {
+			continue
 		}
 		if err := q.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("closing port %s: %w", q.Name(), err))
 		}
 	}
-	b.ports = nil
+	b.ports, b.underlays = nil, nil
 	if b.fp != nil {
 		errs = append(errs, b.fp.close())
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 
+	"github.com/xswitch/xswitch/bpf"
 	"github.com/xswitch/xswitch/flow"
 )
 
@@ -67,6 +68,9 @@ type decision struct {
 	macDeps []macDep
 	// controllers are its CONTROLLER actions, each an actToController.
 	controllers []controllerSpec
+	// flowHash is the hash of the flow's headers that picks the outer
+	// UDP source port when the frame leaves by a tunnel.
+	flowHash uint32
 
 	// The current batch's frames and bytes under this decision, added to
 	// its rules' and tables' counters once per batch (flushCounts).
@@ -89,6 +93,11 @@ const (
 // decisions.
 const actToController flow.ActionType = 253
 
+// actSetTunnelID is the tun_id a frame leaves by a tunnel whose key is
+// flow with from then on (Imm.Lo), emitted before an output when the
+// tables changed it. It appears only in decisions.
+const actSetTunnelID flow.ActionType = 252
+
 // maxMACDeps bounds the entries one decision relies on: past it, NORMAL
 // stays NORMAL.
 const maxMACDeps = 4
@@ -102,11 +111,14 @@ type tableLookup struct {
 // translator works out decisions for one forwarder. Its key is the
 // working key of the translation under way.
 type translator struct {
-	f         *forwarder // whose ports and MAC table NORMAL reads
-	now       int64
-	table     *flow.Table
-	key       flow.Key
-	arrival   uint16 // the input port NORMAL learns on, whatever resubmit makes of the key's
+	f       *forwarder // whose ports and MAC table NORMAL reads
+	now     int64
+	table   *flow.Table
+	key     flow.Key
+	arrival uint16 // the input port NORMAL learns on, whatever resubmit makes of the key's
+	// tunnelID is the tun_id the decision's outputs have so far: the
+	// frame's own, until an actSetTunnelID says otherwise.
+	tunnelID  uint64
 	d         *decision
 	rule      *flow.Entry // the one met last, whose CONTROLLER actions say it sent the frame
 	resubmits int
@@ -174,8 +186,11 @@ func (tr *translator) translateActions(t *flow.Table, headers *flow.Headers, act
 }
 
 func (tr *translator) start(t *flow.Table, headers *flow.Headers, d *decision, now int64) {
-	*tr = translator{f: tr.f, obs: tr.obs, readOnly: tr.readOnly, now: now, table: t, key: flow.Key{Headers: *headers}, arrival: headers.InPort, d: d}
+	*tr = translator{f: tr.f, obs: tr.obs, readOnly: tr.readOnly, now: now, table: t, key: flow.Key{Headers: *headers}, arrival: headers.InPort, d: d,
+		tunnelID: headers.TunID}
 	d.table = t
+	key := bpf.KeyOf(headers)
+	d.flowHash = bpf.FlowHash(&key)
 	d.rules, d.lookups, d.actions, d.dropped = d.rules[:0], d.lookups[:0], d.actions[:0], dropRule
 	d.macDeps, d.controllers = d.macDeps[:0], d.controllers[:0]
 	if d.offer != nil {
@@ -328,7 +343,18 @@ func (tr *translator) action(a flow.Action, fromSet bool, depth int) bool {
 	return true
 }
 
-func (tr *translator) emit(a flow.Action) { tr.d.actions = append(tr.d.actions, a) }
+// emit adds a to the decision, after the tun_id its outputs leave with,
+// if the tables changed it since the last output.
+func (tr *translator) emit(a flow.Action) {
+	switch a.Type {
+	case flow.ActOutput, flow.ActInPort, flow.ActFlood, flow.ActAll, flow.ActNormal, actNormalTo, actNormalFlood:
+		if tr.key.TunID != tr.tunnelID {
+			tr.tunnelID = tr.key.TunID
+			tr.d.actions = append(tr.d.actions, flow.Action{Type: actSetTunnelID, Imm: flow.Value{Lo: tr.tunnelID}})
+		}
+	}
+	tr.d.actions = append(tr.d.actions, a)
+}
 
 // toController resolves a CONTROLLER action: the packet-in says which
 // rule sent the frame, and the key as it is now. The table-miss rule
@@ -413,7 +439,11 @@ func (tr *translator) normal() {
 		return
 	}
 	tr.d.macDeps = append(tr.d.macDeps, dstDep)
-	if dstDep.port != inSlot {
+	switch {
+	case f.splitHorizon(inSlot, dstDep.port):
+		// NORMAL run per frame counts what split horizon drops.
+		tr.emit(flow.Action{Type: flow.ActNormal})
+	case dstDep.port != inSlot:
 		tr.emit(flow.Action{Type: actNormalTo, Port: dstDep.port, Value: vlan})
 	}
 }

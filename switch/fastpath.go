@@ -88,6 +88,9 @@ type fastPath struct {
 
 	mu        sync.Mutex // guards what follows
 	installed map[flow.Headers]*fpInstalled
+	// tunnels are the tunnel ports, with what their outer headers in the
+	// tunnels map are (fastPathTunnel).
+	tunnels map[*bridgePort]*fpTunnel
 	// ports are the ports with the fast path's program, and the redirect
 	// drops of each already credited.
 	ports map[*bridgePort]uint64
@@ -142,7 +145,7 @@ func newFastPath(tables *[flow.NumTables]tableCounters, drops *dropCounters) (*f
 		return nil, err
 	}
 	fp := &fastPath{shared: shared, ncpu: ncpu, tables: tables, drops: drops,
-		installed: map[flow.Headers]*fpInstalled{}, ports: map[*bridgePort]uint64{}}
+		installed: map[flow.Headers]*fpInstalled{}, ports: map[*bridgePort]uint64{}, tunnels: map[*bridgePort]*fpTunnel{}}
 	if err := fp.bump(); err != nil {
 		shared.Close()
 		return nil, err
@@ -250,8 +253,9 @@ func keyMaskOf(t *flow.Table, readers bool) *flow.Headers {
 }
 
 // l2Mask is what NORMAL reads: the input port, the addresses, the tag and
-// the EtherType, which is always in the key mask.
-var l2Mask = flow.Headers{InPort: 0xffff, DlType: 0xffff, VLANTCI: 0xffff,
+// the EtherType, which is always in the key mask; and the VNI, which a
+// frame that leaves by a tunnel whose key is flow may carry on.
+var l2Mask = flow.Headers{InPort: 0xffff, DlType: 0xffff, VLANTCI: 0xffff, TunID: ^uint64(0),
 	DlDst: [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, DlSrc: [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}}
 
 // isL2Mask reports whether a key mask is l2Mask: the program then looks
@@ -293,8 +297,15 @@ func (fp *fastPath) attach(p *bridgePort) (why string) {
 		return "the port has no XDP program"
 	}
 	sockets, oversize, maxFrame := host.XDPSockets()
-	objs, err := bpf.LoadFastpathProgram(bpf.FastpathConfig{InPort: p.ofport, MaxFrameLen: uint32(maxFrame),
-		Shared: fp.shared, Sockets: sockets, Oversize: oversize})
+	cfg := bpf.FastpathConfig{InPort: p.ofport, MaxFrameLen: uint32(maxFrame), Shared: fp.shared, Sockets: sockets, Oversize: oversize}
+	if p.underlay != nil {
+		listener, ok := host.(interface{ TunnelListen() *ebpf.Map })
+		if !ok {
+			return "the underlay's XDP program does not say what it listens on"
+		}
+		cfg.TunnelListen = listener.TunnelListen()
+	}
+	objs, err := bpf.LoadFastpathProgram(cfg)
 	if err != nil {
 		return err.Error()
 	}
@@ -336,8 +347,13 @@ func (fp *fastPath) creditRedirectDrops() {
 	}
 }
 
-// detach puts p's own XDP program back and forgets its interface.
+// detach puts p's own XDP program back and forgets its interface, or
+// for a tunnel, has the underlays no longer take its frames.
 func (fp *fastPath) detach(p *bridgePort) {
+	if p.tunnel != nil {
+		fp.removeTunnel(p)
+		return
+	}
 	if p.fastPath == nil {
 		return
 	}
@@ -395,6 +411,10 @@ func (f *forwarder) offerFastPath(d *decision, inSlot uint16, now int64) {
 			meta.lenDelta += vlanTagLen
 		case uint8(bpf.FastpathFpOpTypeFP_OP_POP_VLAN):
 			meta.lenDelta -= vlanTagLen
+		case opTunnelPush:
+			// Counted as the tunnel's, which the frame leaves by through
+			// its underlay.
+			meta.out = f.ports[op.Tunnel/2]
 		}
 	}
 	masked := f.entryKey(&f.key.Headers)
@@ -551,6 +571,7 @@ func (fp *fastPath) sweep(fdb *macTable, now int64) error {
 	err = errors.Join(err, batchEach(fp.shared.FlowsL2, l2Keys, values,
 		func(i int) { each(l2Keys[i].Key(), true, values[i*fp.ncpu:(i+1)*fp.ncpu]) }))
 	fp.creditRedirectDrops()
+	fp.checkTunnels()
 	for _, d := range fp.doomed {
 		switch {
 		case d.r != nil:
@@ -639,13 +660,21 @@ func (f *forwarder) fastPathChores() {
 }
 
 // attachFastPath gives p the fast path's program, if the bridge has a
-// fast path, and says whether the fast path may send to it.
+// fast path, and says whether the fast path may send to it. A tunnel has
+// no program: its underlay's takes its frames apart, and what the fast
+// path sends to it goes out of the underlay.
 func (b *Bridge) attachFastPath(p *bridgePort) {
 	if b.fp == nil {
 		p.fastPathOff = "the daemon runs with --fast-path off"
 		return
 	}
-	p.fastPathOff = b.fp.attach(p)
+	if p.tunnel != nil {
+		if err := b.fp.addTunnel(p); err != nil {
+			p.fastPathOff = err.Error()
+		}
+	} else {
+		p.fastPathOff = b.fp.attach(p)
+	}
 	b.checkRedirects(p)
 	// Decisions made before the port could take redirects may have been
 	// refused the fast path.
@@ -656,7 +685,17 @@ func (b *Bridge) attachFastPath(p *bridgePort) {
 // that changed. It runs under b.mu.
 func (b *Bridge) checkRedirects(p *bridgePort) bool {
 	ok, why := false, p.fastPathOff
-	if p.fastPath != nil {
+	switch {
+	case p.tunnel != nil:
+		ul := b.underlayOf(p)
+		if p.fastPathOff == "" {
+			ok, why = ul.takesRedirects.Load(), ul.redirectsOff
+			if ul.fastPath == nil {
+				why = "its underlay " + ul.Name() + " runs without it: " + ul.fastPathOff
+			}
+		}
+		p.fastPathIn.Store(p.fastPathOff == "" && ul.fastPathIn.Load())
+	case p.fastPath != nil:
 		ok, why = port.Underlying(p.Port).(port.XDPHost).RedirectTarget()
 	}
 	changed := ok != p.takesRedirects.Load() || why != p.redirectsOff
@@ -680,7 +719,7 @@ func (b *Bridge) watchRedirects() {
 		}
 		b.mu.Lock()
 		changed := false
-		for _, p := range b.ports {
+		for _, p := range append(b.underlays[:len(b.underlays):len(b.underlays)], b.ports...) { // a tunnel follows its underlay
 			if b.checkRedirects(p) {
 				changed = true
 			}
@@ -713,10 +752,12 @@ func (b *Bridge) SyncFastPath() {
 // p, and if not, why. It runs under Bridge.mu.
 func (p *bridgePort) fastPathStatus() string {
 	switch {
-	case p.fastPath == nil:
+	case p.fastPath == nil && p.tunnel == nil:
 		return "off (" + p.fastPathOff + ")"
 	case !p.takesRedirects.Load():
 		return "off (frames to it stay in user space: " + p.redirectsOff + ")"
+	case !p.fastPathIn.Load():
+		return "off (frames from it stay in user space: " + p.fastPathOff + ")"
 	}
 	return "on"
 }
@@ -802,7 +843,13 @@ func (r *fpInstalled) datapathActions() string {
 				header = "l4"
 			}
 			parts = append(parts, fmt.Sprintf("set(%s(offset=%d,value=0x%x))", header, op.Off, op.Value[:op.Len]))
+		case opTunnelPush:
+			parts = append(parts, fmt.Sprintf("tnl_push(tnl_port(%d),vni=%d)", r.out.ofport, op.Delta))
 		}
+	}
+	if r.out != nil && r.out.tunnel != nil {
+		parts = append(parts, fmt.Sprintf("output:%s", r.out.tunnel.Underlay().Name()))
+		return strings.Join(parts, ",")
 	}
 	if r.out == nil {
 		parts = append(parts, "drop")

@@ -158,7 +158,7 @@ func TestSweeperDeletesIdleEntries(t *testing.T) {
 }
 
 func TestKeyMask(t *testing.T) {
-	base := flow.Headers{InPort: 0xffff, DlType: 0xffff, VLANTCI: 0xffff,
+	base := flow.Headers{InPort: 0xffff, DlType: 0xffff, VLANTCI: 0xffff, TunID: ^uint64(0),
 		DlDst: [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, DlSrc: [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}}
 	withPort := base
 	withPort.NwProto, withPort.TpDst = 0xff, 0xffff

@@ -137,6 +137,15 @@ type forwarder struct {
 	pinBucket tokenBucket
 	pinQueued bool
 	pinReady  chan struct{}
+	// The tunnels' demultiplexing (tunnel.go): the tunnel of a frame
+	// decapsulated on an underlay, the remotes some tunnel has, and the
+	// frames of an underlay's batch while they wait for their tunnel's turn.
+	demux     map[demuxKey]uint16
+	remotes   map[remoteKey]bool
+	tunFrames []tunnelFrame
+	tunBatch  []port.Frame
+	tunMetas  []port.TunnelMeta
+
 	// packetOutDecision is what the packet-out under way decided.
 	packetOutDecision decision
 	// failOpen forwards every frame as NORMAL, whatever the tables say
@@ -157,9 +166,11 @@ type rxQueue struct {
 	q    port.RxQueue
 }
 
-// txGroup collects the frames of one batch bound for one port.
+// txGroup collects the frames of one batch bound for one port, and for a
+// tunnel how each leaves by it.
 type txGroup struct {
 	frames [][]byte
+	tunnel []port.TunnelTx
 }
 
 type request struct {
@@ -221,6 +232,11 @@ func newForwarder(opts Options, flows *flow.Classifier, place threadPlace) (*for
 		fp:            place.fp,
 		pins:          newPacketInQueue(packetInSlots/place.count, packetInBytes/place.count),
 		pinReady:      place.pinReady,
+		demux:         map[demuxKey]uint16{},
+		remotes:       map[remoteKey]bool{},
+		tunFrames:     make([]tunnelFrame, 0, batchSize),
+		tunBatch:      make([]port.Frame, 0, batchSize),
+		tunMetas:      make([]port.TunnelMeta, 0, batchSize),
 	}
 	f.decisions.tr.f = f
 	f.rebuild()
@@ -353,6 +369,18 @@ func (f *forwarder) forwardBatch(rx rxQueue) bool {
 		return false
 	}
 	frames := f.frames[:n]
+	if f.ports[rx.slot].underlay != nil {
+		f.forwardUnderlay(rx.slot, frames)
+	} else {
+		f.forwardFrom(rx.slot, frames, nil)
+	}
+	rx.q.Release(frames)
+	return true
+}
+
+// forwardFrom forwards frames that arrived on the port in slot; tunnel
+// holds what the outer headers of each said when the port is a tunnel.
+func (f *forwarder) forwardFrom(slot uint16, frames []port.Frame, tunnel []port.TunnelMeta) {
 	wall := time.Now()
 	now := int64(wall.Sub(f.epoch))
 	if f.fp != nil {
@@ -360,8 +388,8 @@ func (f *forwarder) forwardBatch(rx rxQueue) bool {
 		f.fpMask = f.fp.mask.Load()
 	}
 	table := f.flows.Load()
-	in := f.ports[rx.slot]
-	state := f.stp[rx.slot]
+	in := f.ports[slot]
+	state := f.stp[slot]
 	f.learnOnly = state == stpLearning
 	var rxBytes, malformed uint64
 	for i := range frames {
@@ -391,11 +419,15 @@ func (f *forwarder) forwardBatch(rx rxQueue) bool {
 			malformed++
 			continue
 		}
-		f.forwardFrame(table, rx.slot, data, now)
+		if tunnel != nil {
+			m := &tunnel[i]
+			f.key.TunID, f.key.TunSrc, f.key.TunDst = uint64(m.ID), m.Src, m.Dst
+		}
+		f.forwardFrame(table, slot, data, now)
 	}
 	f.flushCounts(wall)
 	f.pipelineDrops.flush(f.bridgeDrops, &in.counters.pipelineDropped)
-	in.counters.rxPackets.Add(uint64(n))
+	in.counters.rxPackets.Add(uint64(len(frames)))
 	in.counters.rxBytes.Add(rxBytes)
 	if malformed > 0 {
 		in.counters.rxErrors.Add(malformed)
@@ -410,8 +442,6 @@ func (f *forwarder) forwardBatch(rx rxQueue) bool {
 		f.installPending()
 	}
 	f.copies.reset()
-	rx.q.Release(frames)
-	return true
 }
 
 // normal is the NORMAL action: a learning switch, per VLAN (see vlan.go).
@@ -446,6 +476,10 @@ func (f *forwarder) normal(inSlot uint16, frame []byte, now int64) (sent bool) {
 	}
 	if !isMulticast(dst) {
 		if out, ok := f.fdb.lookup(macKey(dst, vlan), now); ok {
+			if f.splitHorizon(inSlot, out) {
+				f.drops.splitHorizon++
+				return false
+			}
 			if out != inSlot && f.forwards(out) {
 				return f.normalOutput(out, &fr)
 			}
@@ -464,7 +498,7 @@ func (f *forwarder) normalFlood(inSlot uint16, fr *vlanFrame, now int64) (sent b
 		return false
 	}
 	for _, out := range f.flood {
-		if out != inSlot && f.normalOutput(out, fr) {
+		if out != inSlot && !f.splitHorizon(inSlot, out) && f.normalOutput(out, fr) {
 			sent = true
 		}
 	}
@@ -516,13 +550,22 @@ func (f *forwarder) enqueue(slot uint16, frame []byte) {
 		f.pending = append(f.pending, slot)
 	}
 	g.frames = append(g.frames, frame)
+	if g.tunnel != nil {
+		g.tunnel = append(g.tunnel, f.run.tunnel)
+	}
 }
 
 func (f *forwarder) transmitGroups() {
 	for _, slot := range f.pending {
 		g := &f.groups[slot]
 		out := f.ports[slot]
-		sent := out.Transmit(g.frames)
+		var sent int
+		if out.tunnel != nil {
+			sent = out.tunnel.TransmitTunneled(g.frames, g.tunnel)
+			g.tunnel = g.tunnel[:0]
+		} else {
+			sent = out.Transmit(g.frames)
+		}
 		var bytes uint64
 		for _, fr := range g.frames[:sent] {
 			bytes += uint64(len(fr))
@@ -558,6 +601,9 @@ func (f *forwarder) addPort(p *bridgePort) uint16 {
 	}
 	f.ports[slot] = p
 	f.groups[slot] = txGroup{frames: make([][]byte, 0, f.batchSize)}
+	if p.tunnel != nil {
+		f.groups[slot].tunnel = make([]port.TunnelTx, 0, f.batchSize)
+	}
 	f.rebuild()
 	return uint16(slot)
 }
@@ -588,11 +634,13 @@ func (f *forwarder) rebuild() {
 		if p == nil {
 			continue
 		}
-		f.live = append(f.live, uint16(slot))
-		for int(p.ofport) >= len(f.slotOf) {
-			f.slotOf = append(f.slotOf, -1)
+		if p.underlay == nil { // an underlay is no OpenFlow port
+			f.live = append(f.live, uint16(slot))
+			for int(p.ofport) >= len(f.slotOf) {
+				f.slotOf = append(f.slotOf, -1)
+			}
+			f.slotOf[p.ofport] = int32(slot)
 		}
-		f.slotOf[p.ofport] = int32(slot)
 		for _, q := range p.RxQueues() {
 			if n%f.threads == f.thread {
 				f.queues = append(f.queues, rxQueue{slot: uint16(slot), q: q})
@@ -602,6 +650,7 @@ func (f *forwarder) rebuild() {
 		}
 	}
 	f.rebuildFlood()
+	f.rebuildDemux()
 	f.shareStormLimits()
 }
 

@@ -22,7 +22,9 @@ import (
 // user space: packet-ins, floods and several outputs (the program
 // redirects a frame once), IPv6 addresses, traffic class and ports,
 // output(max_len=), and a VLAN operation after a pop (the key does not
-// say whether a second tag is left).
+// say whether a second tag is left). A frame from a tunnel comes taken
+// apart by its underlay's program; one sent to a tunnel leaves with the
+// tunnel's outer headers pushed, through its underlay.
 
 // fastPathEntry returns the fast path's entry for decision d of the flow
 // with headers h, or why the XDP program cannot carry it.
@@ -33,6 +35,9 @@ func (f *forwarder) fastPathEntry(d *decision, h *flow.Headers) (e bpf.FastpathF
 	k := flow.Key{Headers: *h}
 	tagKnown := true // false after a pop: a second tag may be left
 	out, outputs := uint32(0), 0
+	// The tun_id a frame leaves a tunnel whose key is flow with, and how
+	// much longer than it came the operations so far made the frame.
+	tunnelID, lenDelta := uint32(h.TunID), 0
 	op := func(o bpf.FastpathFpOp) bool {
 		if len(ops) == len(e.Ops) {
 			return false
@@ -52,6 +57,7 @@ func (f *forwarder) fastPathEntry(d *decision, h *flow.Headers) (e bpf.FastpathF
 		case tagged():
 			return op(bpf.FastpathFpOp{Type: uint8(bpf.FastpathFpOpTypeFP_OP_SET_TCI), Tci: be16(tci), Mask: be16(mask)})
 		}
+		lenDelta += vlanTagLen
 		return op(bpf.FastpathFpOp{Type: uint8(bpf.FastpathFpOpTypeFP_OP_PUSH_VLAN), Tpid: be16(tpidDot1Q), Tci: be16(tci & mask)})
 	}
 	// setTTL and setTOS write the TTL (hop limit) and the TOS byte; the
@@ -81,6 +87,29 @@ func (f *forwarder) fastPathEntry(d *decision, h *flow.Headers) (e bpf.FastpathF
 		}
 		return true
 	}
+	// toTunnel ends the entry with tunnel slot's outer headers and an
+	// output to its underlay, for frames short enough to fit them.
+	toTunnel := func(slot uint16) bool {
+		p := f.ports[slot]
+		f.fp.mu.Lock()
+		index, reachable := f.fp.tunnelHeaders(p)
+		f.fp.mu.Unlock()
+		if !reachable {
+			why = fmt.Sprintf("tunnel %d cannot reach its remote", p.ofport)
+			return false
+		}
+		ep := p.tunnel.Endpoint()
+		vni := ep.Key
+		if ep.KeyFlow {
+			vni = tunnelID
+		}
+		if !op(bpf.FastpathFpOp{Type: opTunnelPush, Tunnel: index, Delta: vni}) {
+			return false
+		}
+		e.MaxLen = uint32(p.Info().MaxFrame - lenDelta)
+		out = uint32(p.underlaySlot)
+		return true
+	}
 	if len(d.controllers) > 0 {
 		return e, "a packet-in to the controller, which user space makes"
 	}
@@ -106,6 +135,7 @@ func (f *forwarder) fastPathEntry(d *decision, h *flow.Headers) (e bpf.FastpathF
 			if tagged() {
 				ok = op(bpf.FastpathFpOp{Type: uint8(bpf.FastpathFpOpTypeFP_OP_POP_VLAN)})
 				tagKnown = false
+				lenDelta -= vlanTagLen
 			}
 		case flow.ActPushVLAN:
 			if !tagKnown {
@@ -114,6 +144,7 @@ func (f *forwarder) fastPathEntry(d *decision, h *flow.Headers) (e bpf.FastpathF
 			// The new tag copies the outer one's TCI, if there is one.
 			ok = op(bpf.FastpathFpOp{Type: uint8(bpf.FastpathFpOpTypeFP_OP_PUSH_VLAN), Tpid: be16(a.Value),
 				Tci: be16(k.VLANTCI &^ flow.VLANCFI)})
+			lenDelta += vlanTagLen
 		case flow.ActSetVLANVID:
 			ok = setTCI(a.Value, vlanVIDMask)
 		case flow.ActSetVLANPCP:
@@ -173,6 +204,9 @@ func (f *forwarder) fastPathEntry(d *decision, h *flow.Headers) (e bpf.FastpathF
 				return e, "output with max_len"
 			}
 			out, outputs = uint32(slot), outputs+1
+			if f.ports[slot].tunnel != nil {
+				ok = toTunnel(slot)
+			}
 		case actNormalTo:
 			switch {
 			case !f.forwards(a.Port):
@@ -185,10 +219,16 @@ func (f *forwarder) fastPathEntry(d *decision, h *flow.Headers) (e bpf.FastpathF
 			switch formOut(&f.ports[a.Port].vlan, a.Value, tagged(), k.VLANTCI&vlanVIDMask) {
 			case formUntagged:
 				ok = op(bpf.FastpathFpOp{Type: uint8(bpf.FastpathFpOpTypeFP_OP_POP_VLAN)})
+				lenDelta -= vlanTagLen
 			case formRetagged:
 				ok = setTCI(a.Value, vlanVIDMask)
 			}
 			out, outputs = uint32(a.Port), outputs+1
+			if ok && f.ports[a.Port].tunnel != nil {
+				ok = toTunnel(a.Port)
+			}
+		case actSetTunnelID:
+			tunnelID = uint32(a.Imm.Lo)
 		default:
 			return e, unoffloaded(a.Type)
 		}
@@ -220,9 +260,10 @@ func unoffloaded(t flow.ActionType) string {
 }
 
 const (
-	opSetL3 = uint8(bpf.FastpathFpOpTypeFP_OP_SET_L3)
-	opSetL4 = uint8(bpf.FastpathFpOpTypeFP_OP_SET_L4)
-	csumL3  = uint8(bpf.FastpathFpCsumFP_CSUM_L3)
+	opSetL3      = uint8(bpf.FastpathFpOpTypeFP_OP_SET_L3)
+	opSetL4      = uint8(bpf.FastpathFpOpTypeFP_OP_SET_L4)
+	opTunnelPush = uint8(bpf.FastpathFpOpTypeFP_OP_TUNNEL_PUSH)
+	csumL3       = uint8(bpf.FastpathFpCsumFP_CSUM_L3)
 )
 
 // l4Csum names the checksum a change of the IPv4 pseudo-header or of the

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/xswitch/xswitch/flow"
+	"github.com/xswitch/xswitch/port"
 )
 
 // Packet-outs and fail-open: what the OpenFlow agent asks of the bridge
@@ -102,7 +103,7 @@ func (f *forwarder) packetOut(inPort uint16, actions []flow.Action, frame []byte
 	f.copies.reset()
 	r := &f.run
 	*r = frameRun{inSlot: inSlot, frame: f.copies.clone(frame), layout: f.extractor.Layout(), now: now,
-		dropped: d.dropped, copied: true, controllers: d.controllers}
+		dropped: d.dropped, copied: true, controllers: d.controllers, tunnel: port.TunnelTx{ID: uint32(f.key.TunID), Hash: d.flowHash}}
 	f.execute(r, d.actions)
 	if !r.sent {
 		f.pipelineDrops.count(r.dropped)

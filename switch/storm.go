@@ -91,13 +91,18 @@ func (f *forwarder) shareStormLimits() {
 		if p == nil {
 			continue
 		}
+		// A tunnel's frames come on its underlay's queues.
+		from := p
+		if p.tunnel != nil {
+			from = f.ports[p.underlaySlot]
+		}
 		mine := 0
 		for _, q := range f.queues {
-			if int(q.slot) == slot {
+			if f.ports[q.slot] == from {
 				mine++
 			}
 		}
-		all := uint64(len(p.RxQueues()))
+		all := uint64(len(from.RxQueues()))
 		var rate uint64
 		if limit := uint64(f.stormLimit[slot]); limit > 0 && mine > 0 {
 			rate = (limit*uint64(mine) + all - 1) / all

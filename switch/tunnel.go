@@ -1,0 +1,298 @@
+package vswitch
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/xswitch/xswitch/bpf"
+	"github.com/xswitch/xswitch/port"
+)
+
+// Tunnel ports (port.Tunnel).
+//
+// A tunnel port has no queues. Its frames arrive on its underlay, which
+// the bridge takes in as a port of its own when the first tunnel over it
+// is added: a hidden one, with a slot but no OpenFlow port number, never
+// flooded to nor learned on, whose queues the forwarders poll like any
+// port's. A batch from an underlay is decapsulated frame by frame (the
+// underlay counts and drops what is malformed), each frame claimed by the
+// tunnel whose remote, UDP port and VNI it carries (the rest counted as
+// from an unknown remote or of a wrong VNI, and dropped), and the frames
+// of each tunnel then go through the pipeline as a batch from that port,
+// their outer headers' VNI and addresses in the key as tun_id, tun_src and
+// tun_dst.
+//
+// A frame sent to a tunnel port is queued with how it leaves (its VNI, for
+// a tunnel whose key is flow, and the hash of its flow, which picks the
+// outer UDP source port), and the port encapsulates the group and sends it
+// through the underlay.
+//
+// NORMAL keeps split horizon: a frame that came from a tunnel never leaves
+// by a tunnel, flooded or sent to a station learned there. Tunnels to
+// several hosts thus make a full mesh without loops, as the kernel's vxlan
+// device does with its several remotes: each host sends its own frames to
+// every other, and none relays.
+
+// demuxKey finds the tunnel a decapsulated frame belongs to: its
+// underlay's slot, its remote, the UDP port it came to and its VNI, or
+// anyVNI for a tunnel whose key is flow.
+type demuxKey struct {
+	underlay uint16
+	dstPort  uint16
+	remote   [4]byte
+	vni      uint32
+}
+
+// anyVNI is the VNI of a demuxKey of a tunnel that receives them all: no
+// VNI is this large.
+const anyVNI = 1 << 24
+
+// remoteKey says that some tunnel over an underlay has a remote.
+type remoteKey struct {
+	underlay uint16
+	remote   [4]byte
+}
+
+// tunnelFrame is a decapsulated frame waiting for its tunnel's turn.
+type tunnelFrame struct {
+	slot  uint16
+	frame port.Frame
+	meta  port.TunnelMeta
+}
+
+// addTunnel takes in the underlay of t, a tunnel about to join the bridge,
+// unless it has it already, and checks that no tunnel of the bridge
+// receives what t would. It returns the underlay's slot. It runs under
+// b.mu.
+func (b *Bridge) addTunnel(t port.Tunnel) (uint16, error) {
+	u := t.Underlay()
+	ep := t.Endpoint()
+	for _, q := range b.ports {
+		if q.tunnel == nil || q.tunnel.Underlay() != u {
+			continue
+		}
+		if other := q.tunnel.Endpoint(); other.Remote == ep.Remote && other.DstPort == ep.DstPort &&
+			(other.KeyFlow && ep.KeyFlow || !other.KeyFlow && !ep.KeyFlow && other.Key == ep.Key) {
+			return 0, fmt.Errorf("port %q already receives what tunnel %q would (the same remote, UDP port and key)", q.Name(), t.Name())
+		}
+	}
+	for _, ul := range b.underlays {
+		if ul.underlay == u {
+			ul.tunnels++
+			return ul.slot, nil
+		}
+	}
+	ul := &bridgePort{Port: u, underlay: u, tunnels: 1}
+	var slot uint16
+	b.onEachForwarder(func(f *forwarder) { slot = f.addPort(ul) })
+	ul.slot = slot
+	b.underlays = append(b.underlays, ul)
+	b.attachFastPath(ul)
+	return slot, nil
+}
+
+// underlayOf is the hidden port of tunnel t's underlay. It runs under
+// b.mu.
+func (b *Bridge) underlayOf(t *bridgePort) *bridgePort {
+	for _, ul := range b.underlays {
+		if ul.slot == t.underlaySlot {
+			return ul
+		}
+	}
+	panic("vswitch: a tunnel without its underlay") // addTunnel made it
+}
+
+// removeTunnel lets go of the underlay of a tunnel that left the bridge:
+// the forwarders stop polling it when it was the last tunnel over it. It
+// runs under b.mu.
+func (b *Bridge) removeTunnel(t *bridgePort) {
+	for i, ul := range b.underlays {
+		if ul.slot != t.underlaySlot {
+			continue
+		}
+		if ul.tunnels--; ul.tunnels == 0 {
+			b.onEachForwarder(func(f *forwarder) { f.removePort(ul) })
+			if b.fp != nil {
+				b.fp.detach(ul)
+			}
+			b.underlays = append(b.underlays[:i], b.underlays[i+1:]...)
+		}
+		return
+	}
+}
+
+// rebuildDemux derives from the ports the tables that find a
+// decapsulated frame's tunnel. It runs on the forwarder.
+func (f *forwarder) rebuildDemux() {
+	clear(f.demux)
+	clear(f.remotes)
+	for slot, p := range f.ports {
+		if p == nil || p.tunnel == nil {
+			continue
+		}
+		ep := p.tunnel.Endpoint()
+		k := demuxKey{underlay: p.underlaySlot, dstPort: ep.DstPort, remote: ep.Remote, vni: ep.Key}
+		if ep.KeyFlow {
+			k.vni = anyVNI
+		}
+		f.demux[k] = uint16(slot)
+		f.remotes[remoteKey{underlay: p.underlaySlot, remote: ep.Remote}] = true
+	}
+}
+
+// claim finds the tunnel a frame decapsulated on underlay uslot belongs
+// to: the one with its VNI, else one that takes any.
+func (f *forwarder) claim(uslot uint16, m *port.TunnelMeta) (slot uint16, ok bool) {
+	k := demuxKey{underlay: uslot, dstPort: m.DstPort, remote: m.Src, vni: m.ID}
+	if slot, ok = f.demux[k]; !ok {
+		k.vni = anyVNI
+		slot, ok = f.demux[k]
+	}
+	if ok {
+		if local := f.ports[slot].tunnel.Endpoint().Local; local != [4]byte{} && local != m.Dst {
+			return 0, false
+		}
+	}
+	return slot, ok
+}
+
+// forwardUnderlay forwards a batch received on underlay uslot: each
+// frame decapsulated and claimed, then each tunnel's frames as a batch
+// from it, in the order they came.
+func (f *forwarder) forwardUnderlay(uslot uint16, frames []port.Frame) {
+	u := f.ports[uslot].underlay
+	pending := f.tunFrames[:0]
+	var unknownRemote, wrongKey uint64
+	for i := range frames {
+		inner, meta, ok := u.Decapsulate(frames[i].Data)
+		if !ok {
+			continue
+		}
+		slot, ok := f.claim(uslot, &meta)
+		if !ok {
+			if f.remotes[remoteKey{underlay: uslot, remote: meta.Src}] {
+				wrongKey++
+			} else {
+				unknownRemote++
+			}
+			continue
+		}
+		pending = append(pending, tunnelFrame{slot: slot, frame: port.Frame{Data: inner, Handle: frames[i].Handle}, meta: meta})
+	}
+	if unknownRemote > 0 {
+		u.Unclaimed(unknownRemote, true)
+	}
+	if wrongKey > 0 {
+		u.Unclaimed(wrongKey, false)
+	}
+	// Most batches are one tunnel's: take the first frame's tunnel's
+	// frames out, in order, and go on with what is left.
+	for len(pending) > 0 {
+		slot := pending[0].slot
+		batch, metas := f.tunBatch[:0], f.tunMetas[:0]
+		rest := pending[:0]
+		for _, tf := range pending {
+			if tf.slot == slot {
+				batch = append(batch, tf.frame)
+				metas = append(metas, tf.meta)
+			} else {
+				rest = append(rest, tf)
+			}
+		}
+		f.forwardFrom(slot, batch, metas)
+		pending = rest
+	}
+}
+
+// splitHorizon reports whether NORMAL must not send a frame that arrived
+// on inSlot out of out: both are tunnels.
+func (f *forwarder) splitHorizon(inSlot, out uint16) bool {
+	return inSlot != noSlot && f.ports[inSlot].tunnel != nil && f.ports[out].tunnel != nil
+}
+
+// The fast path's tunnels. The underlay's copy of the program takes a
+// tunnel's frames apart in the kernel (tunnels_in says which tunnel a
+// remote and VNI are, as claim does) and runs their entries; an entry
+// that sends to a tunnel ends with FP_OP_TUNNEL_PUSH, which writes the
+// tunnel's outer headers from the tunnels map, and an output to the
+// underlay. A tunnel's headers change when the way to its remote does (a
+// new next hop): they are written to the other of the tunnel's two places
+// in the map, and a new generation sends every entry back to user space,
+// which installs them anew with the new place; the sweeper looks for
+// such changes, and an unreachable remote makes its entries misses too,
+// so that user space counts what it drops.
+
+// fpTunnel is what the tunnels map holds for one tunnel.
+type fpTunnel struct {
+	version uint64 // of the port's headers written there
+	half    uint32 // which of its two places holds them
+	ok      bool   // the remote could be reached then
+	written bool
+}
+
+// addTunnel has the underlays' programs take tunnel p's frames.
+func (fp *fastPath) addTunnel(p *bridgePort) error {
+	key, in := tunnelsInEntry(p)
+	if err := fp.shared.TunnelsIn.Put(&key, &in); err != nil {
+		return fmt.Errorf("enter the tunnel in tunnels_in: %w", err)
+	}
+	fp.mu.Lock()
+	fp.tunnels[p] = &fpTunnel{}
+	fp.tunnelHeaders(p)
+	fp.mu.Unlock()
+	return nil
+}
+
+// removeTunnel undoes addTunnel.
+func (fp *fastPath) removeTunnel(p *bridgePort) {
+	key, _ := tunnelsInEntry(p)
+	fp.shared.TunnelsIn.Delete(&key)
+	fp.mu.Lock()
+	delete(fp.tunnels, p)
+	fp.mu.Unlock()
+}
+
+// tunnelsInEntry is what tunnels_in holds for tunnel p.
+func tunnelsInEntry(p *bridgePort) (bpf.FastpathFpTunnelKey, bpf.FastpathFpTunnelIn) {
+	ep := p.tunnel.Endpoint()
+	key := bpf.FastpathFpTunnelKey{Remote: binary.NativeEndian.Uint32(ep.Remote[:]), Port: be16(ep.DstPort), Vni: ep.Key}
+	if ep.KeyFlow {
+		key.Vni = anyVNI
+	}
+	return key, bpf.FastpathFpTunnelIn{InPort: p.ofport, Local: binary.NativeEndian.Uint32(ep.Local[:])}
+}
+
+// tunnelHeaders returns where in the tunnels map tunnel p's outer headers
+// are, writing them there first if they changed, and false while its
+// remote cannot be reached. It runs under fp.mu.
+func (fp *fastPath) tunnelHeaders(p *bridgePort) (index uint32, ok bool) {
+	t := fp.tunnels[p]
+	if t == nil {
+		return 0, false
+	}
+	h, version, ok := p.tunnel.Header()
+	if !t.written || version != t.version {
+		if ok {
+			half := 1 - t.half
+			value := bpf.FastpathFpTunnel{Hdr: h.Bytes, IpSum: h.IPSum}
+			if err := fp.shared.Tunnels.Put(2*uint32(p.slot)+half, &value); err != nil {
+				return 0, false
+			}
+			t.half = half
+		}
+		if t.written {
+			// Entries made with the old headers, or with none, are misses.
+			fp.bump()
+		}
+		*t = fpTunnel{version: version, half: t.half, ok: ok, written: true}
+	}
+	return 2*uint32(p.slot) + t.half, t.ok
+}
+
+// checkTunnels follows the changes of every tunnel's headers, so that no
+// entry sends with old ones. It runs under fp.mu.
+func (fp *fastPath) checkTunnels() {
+	for p := range fp.tunnels {
+		fp.tunnelHeaders(p)
+	}
+}
