@@ -92,7 +92,8 @@ type PortConfig struct {
 	Trunks   []uint16 `json:"trunks,omitempty"`
 	VLANMode string   `json:"vlan_mode,omitempty"`
 	// Type is a device xswitch creates and owns besides a --netns veth
-	// pair: PortTypeTap or PortTypeInternal; "" for the other ports.
+	// pair: PortTypeTap or PortTypeInternal; or a tunnel, which has no
+	// device: PortTypeVXLAN or PortTypeGeneve; "" for the other ports.
 	Type string `json:"type,omitempty"`
 	// Owner is the user ID that may open a tap without CAP_NET_ADMIN; 0
 	// sets none, since root needs none.
@@ -106,6 +107,14 @@ type PortConfig struct {
 	// MTU is the MTU of the interfaces add-port creates (both ends of a
 	// veth pair, a tap); 0 leaves the kernel's default (see mtu.go).
 	MTU int `json:"mtu,omitempty"`
+	// RemoteIP, LocalIP, Key and DstPort describe a tunnel port
+	// (PortTypeVXLAN, PortTypeGeneve), as OVS's options of those names:
+	// the remote endpoint; the local one ("": the route's source
+	// address); the VNI, or KeyFlow ("": 0); the UDP port (0: the type's).
+	RemoteIP string `json:"remote_ip,omitempty"`
+	LocalIP  string `json:"local_ip,omitempty"`
+	Key      string `json:"key,omitempty"`
+	DstPort  uint16 `json:"dst_port,omitempty"`
 }
 
 // Port types that xswitch creates the device of.

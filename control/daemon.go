@@ -19,6 +19,7 @@ import (
 	"github.com/xswitch/xswitch/internal/ifname"
 	"github.com/xswitch/xswitch/port"
 	"github.com/xswitch/xswitch/port/afxdp"
+	"github.com/xswitch/xswitch/tunnel"
 )
 
 // Options configure a daemon.
@@ -43,6 +44,10 @@ type Daemon struct {
 	down    map[string]error      // ports in cfg that could not be opened, by name
 	opened  map[string]openedPort // the others, by name
 	removed removals              // rules removed, for OnFlowsRemoved
+	// tunnels are the open tunnel ports, by name, and underlays the
+	// interfaces they leave by, by name (tunnel.go).
+	tunnels   map[string]*tunnel.Port
+	underlays map[string]*underlayUse
 
 	watchers []*controllerWatcher // OnControllers' functions, owed calls under mu
 	// controllerStatus is what the OpenFlow agent said of each configured
@@ -54,6 +59,7 @@ type Daemon struct {
 	stop         chan struct{} // closed by Close: ends the goroutines below
 	expiryDone   chan struct{}
 	linksDone    chan struct{}
+	tunnelsDone  chan struct{}
 	watchersDone sync.WaitGroup
 }
 
@@ -85,6 +91,8 @@ func NewDaemon(opts Options) (*Daemon, error) {
 		bridges:    map[string]*vswitch.Bridge{},
 		down:       map[string]error{},
 		opened:     map[string]openedPort{},
+		tunnels:    map[string]*tunnel.Port{},
+		underlays:  map[string]*underlayUse{},
 	}
 	for _, bc := range d.cfg.Bridges {
 		b, err := vswitch.New(bc.Name, loaded.tables[bc.Name], d.bridgeOpts)
@@ -110,15 +118,23 @@ func NewDaemon(opts Options) (*Daemon, error) {
 	}
 	d.syncControllerStatus()
 	log.Info("configuration loaded", "path", dbPath, "bridges", len(d.cfg.Bridges), "changes_replayed", loaded.records)
-	d.stop, d.expiryDone, d.linksDone = make(chan struct{}), make(chan struct{}), make(chan struct{})
+	d.stop, d.expiryDone, d.linksDone, d.tunnelsDone = make(chan struct{}), make(chan struct{}), make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(d.expiryDone)
 		d.expireLoop(d.stop)
+	}()
+	go func() {
+		defer close(d.tunnelsDone)
+		d.retryTunnels(d.stop)
 	}()
 	if err := d.watchLinks(d.stop); err != nil {
 		close(d.linksDone)
 		d.Close()
 		return nil, fmt.Errorf("watching link events: %w", err)
+	}
+	if err := d.watchTunnels(d.stop); err != nil {
+		d.Close()
+		return nil, fmt.Errorf("watching the routing and neighbour tables: %w", err)
 	}
 	return d, nil
 }
@@ -136,12 +152,19 @@ func (d *Daemon) restorePort(b *vswitch.Bridge, pc PortConfig) error {
 
 // attach opens a configured port and adds it to b.
 func (d *Daemon) attach(b *vswitch.Bridge, pc PortConfig) error {
-	p, err := d.openPort(pc)
+	var p port.Port
+	var err error
+	if pc.isTunnel() {
+		p, err = d.openTunnel(b.Name(), pc)
+	} else {
+		p, err = d.openPort(pc)
+	}
 	if err != nil {
 		return err
 	}
 	if _, err := addToBridge(b, p, pc); err != nil {
 		p.Close()
+		delete(d.tunnels, pc.Name)
 		return err
 	}
 	op := openedPort{Index: p.Info().Ifindex}
@@ -194,6 +217,7 @@ func (d *Daemon) Close() error {
 		close(d.stop)
 		<-d.expiryDone
 		<-d.linksDone
+		<-d.tunnelsDone
 		d.watchersDone.Wait()
 		d.stop = nil
 	}
@@ -411,6 +435,7 @@ func (d *Daemon) delBridge(name string) error {
 		d.deleteOwnedDevice(pc)
 		delete(d.down, pc.Name)
 		delete(d.opened, pc.Name)
+		delete(d.tunnels, pc.Name)
 	}
 	d.log.Info("bridge deleted", "bridge", name)
 	return nil
@@ -447,6 +472,9 @@ func (d *Daemon) addPort(bridge string, pc PortConfig) (err error) {
 	if owner, _, ok := d.findPort(pc.device()); ok {
 		return fmt.Errorf("interface %q is already a port of bridge %s", pc.device(), owner)
 	}
+	if use, ok := d.underlays[pc.device()]; ok && !pc.isTunnel() {
+		return fmt.Errorf("interface %q carries the tunnels of bridge %s (it is their underlay) and cannot also be a port", pc.device(), use.bridge)
+	}
 	if pc.ownsDevice() {
 		if err := createOwnedDevice(pc); err != nil {
 			return err
@@ -464,6 +492,7 @@ func (d *Daemon) addPort(bridge string, pc PortConfig) (err error) {
 	if err := d.commit(next); err != nil {
 		b.RemovePort(pc.Name)
 		delete(d.opened, pc.Name)
+		delete(d.tunnels, pc.Name)
 		return err
 	}
 	d.log.Info("port added", "bridge", bridge, "port", pc.Name, "ofport", pc.OFPort)
@@ -493,6 +522,7 @@ func (d *Daemon) delPort(bridge, name string) error {
 		d.log.Error("closing port", "bridge", bridge, "port", name, "err", err)
 	}
 	delete(d.opened, name)
+	delete(d.tunnels, name)
 	d.deleteOwnedDevice(pc)
 	d.log.Info("port deleted", "bridge", bridge, "port", name)
 	return nil
@@ -535,7 +565,10 @@ func (d *Daemon) show(only string) ([]BridgeStatus, error) {
 		for _, pc := range bc.Ports {
 			ps := PortStatus{PortConfig: pc, OFPort: pc.OFPort}
 			if l, ok := live[pc.Name]; ok {
-				ps.Info, ps.Warning, ps.FastPath = l.Info, afxdp.MTUProblem(l.Info), l.FastPath
+				ps.Info, ps.FastPath, ps.Tunnel = l.Info, l.FastPath, d.tunnelStatus(pc.Name)
+				if ps.Tunnel == nil {
+					ps.Warning = afxdp.MTUProblem(l.Info)
+				}
 				if d.opened[pc.Name].AdminDown {
 					ps.Error = errAdminDown.Error()
 				}
@@ -544,9 +577,10 @@ func (d *Daemon) show(only string) ([]BridgeStatus, error) {
 					TxPackets: l.Stats.TxPackets, TxBytes: l.Stats.TxBytes, TxDropped: l.Stats.TxDropped,
 					RxVLANDropped: l.Stats.RxVLANDropped, RxReservedDropped: l.Stats.RxReservedDropped,
 					RxStormDropped: l.Stats.RxStormDropped, RxSTPDropped: l.Stats.RxSTPDropped,
-					PipelineDropped:   l.Stats.PipelineDropped.ByReason(),
-					Kernel:            l.Stats.Port,
-					FastPathTxDropped: l.Stats.FastPathTxDropped,
+					RxSplitHorizonDropped: l.Stats.RxSplitHorizonDropped,
+					PipelineDropped:       l.Stats.PipelineDropped.ByReason(),
+					Kernel:                l.Stats.Port,
+					FastPathTxDropped:     l.Stats.FastPathTxDropped,
 				}
 				if p, ok := stp[pc.Name]; ok {
 					ps.RSTP = &p

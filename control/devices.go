@@ -25,7 +25,7 @@ func vethConfig(pc PortConfig) veth.Config {
 // ownsDevice reports whether add-port created the port's interface, and
 // so restore recreates it and del-port deletes it.
 func (pc PortConfig) ownsDevice() bool {
-	return pc.Netns != "" || pc.Type != ""
+	return pc.Netns != "" || pc.Type == PortTypeTap || pc.Type == PortTypeInternal
 }
 
 func createOwnedDevice(pc PortConfig) error {
@@ -71,6 +71,12 @@ func (p renamedPort) Unwrap() port.Port { return p.Port }
 // fills in what add-port derives from them.
 func completePortType(pc *PortConfig) error {
 	pc.Device = ""
+	if pc.isTunnel() {
+		return completeTunnel(pc)
+	}
+	if err := checkTunnelOptions(*pc); err != nil {
+		return err
+	}
 	switch pc.Type {
 	case "":
 		if pc.Netns == "" && (pc.Peer != "" || pc.Address != "") {
@@ -92,7 +98,7 @@ func completePortType(pc *PortConfig) error {
 		}
 		pc.Device = internalDevice(pc.Name)
 	default:
-		return fmt.Errorf("unknown port type %q (want tap or internal)", pc.Type)
+		return fmt.Errorf("unknown port type %q (want tap, internal, vxlan or geneve)", pc.Type)
 	}
 	if pc.Owner != 0 && pc.Type != PortTypeTap {
 		return errors.New("--owner needs --type tap: it says who may open the tap device")

@@ -133,6 +133,9 @@ func (d *Daemon) resyncLinks() {
 			d.followLink(pc.device(), byName[pc.device()])
 		}
 	}
+	for dev := range d.underlays {
+		d.followLink(dev, byName[dev])
+	}
 	d.log.Info("ports resynced with the kernel's links", "links", len(links))
 }
 
@@ -140,10 +143,15 @@ func (d *Daemon) resyncLinks() {
 // there is one, in line with that interface as the kernel has it now:
 // gone (link nil), or link. It runs under the verb lock.
 func (d *Daemon) followLink(dev string, link *netlink.LinkAttrs) {
+	if use, ok := d.underlays[dev]; ok && (link == nil || link.Index != use.u.Info().Ifindex) {
+		// Tunnels come back by refreshTunnels, once a route does.
+		d.closeUnderlayTunnels(dev)
+	}
 	bridge, pc, ok := d.findPort(dev)
 	// Only the interface the socket is on counts: an internal port's name
-	// here may be an unrelated interface, its own being in another namespace.
-	if !ok || pc.device() != dev {
+	// here may be an unrelated interface, its own being in another
+	// namespace; and a tunnel has none.
+	if !ok || pc.device() != dev || pc.isTunnel() {
 		return
 	}
 	b := d.bridges[bridge]

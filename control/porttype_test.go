@@ -12,7 +12,7 @@ func TestPortTypeTapInternal(t *testing.T) {
 		pc   PortConfig
 		want string
 	}{
-		{PortConfig{Name: "p", Type: "vhost"}, `unknown port type "vhost" (want tap or internal)`},
+		{PortConfig{Name: "p", Type: "vhost"}, `unknown port type "vhost" (want tap, internal, vxlan or geneve)`},
 		{PortConfig{Name: "p", Owner: 1000}, "--owner needs --type tap"},
 		{PortConfig{Name: "p", Type: PortTypeInternal, Owner: 1000}, "--owner needs --type tap"},
 		{PortConfig{Name: "p", Type: PortTypeTap, Netns: "ns"}, "do not apply to a tap port"},

@@ -239,6 +239,8 @@ type PortStatus struct {
 	// FastPath is "on" when the in-kernel fast path carries frames from
 	// and to the port, else "off (why)".
 	FastPath string `json:"fastpath,omitempty"`
+	// Tunnel is an open tunnel port's way to its remote and drops.
+	Tunnel *TunnelStatus `json:"tunnel,omitempty"`
 }
 
 // PortStats are a port's counters. Rx and Tx are the switch's view; the
@@ -261,6 +263,9 @@ type PortStats struct {
 	// spanning tree kept the port from forwarding.
 	RxStormDropped uint64 `json:"rx_storm_dropped"`
 	RxSTPDropped   uint64 `json:"rx_stp_dropped"`
+	// RxSplitHorizonDropped counts frames from a tunnel that NORMAL did
+	// not send to a station learned on another tunnel.
+	RxSplitHorizonDropped uint64 `json:"rx_split_horizon_dropped,omitempty"`
 	// PipelineDropped counts the frames received on the port that the
 	// pipeline sent nowhere, by reason (as BridgeStatus.Drops).
 	PipelineDropped map[string]uint64 `json:"pipeline_dropped"`

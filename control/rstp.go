@@ -95,12 +95,13 @@ func (bc *BridgeConfig) rstpBridgeConfig() (rstp.BridgeConfig, error) {
 
 // rstpPortConfig is pc's part in its bridge's spanning tree: nil for a
 // port that takes none, by other_config:rstp-enable=false or being an
-// internal port, which OVS leaves out too. Its path cost is the default
+// internal port, which OVS leaves out too, or a tunnel, whose loops split
+// horizon prevents (switch/tunnel.go). Its path cost is the default
 // here; runningOptions sets the one for the link's speed unless
 // rstp-path-cost says otherwise.
 func (pc PortConfig) rstpPortConfig() *rstp.PortConfig {
 	oc := pc.OtherConfig
-	if oc["rstp-enable"] == "false" || pc.Type == PortTypeInternal {
+	if oc["rstp-enable"] == "false" || pc.Type == PortTypeInternal || pc.isTunnel() {
 		return nil
 	}
 	cfg := rstp.DefaultPortConfig()

@@ -320,6 +320,11 @@ func headersMatch(h flow.Headers, under *flow.Headers) flow.Match {
 	mask.InPort, mask.DlType, mask.VLANTCI = 0xffff, 0xffff, 0xffff
 	all(mask.DlSrc[:])
 	all(mask.DlDst[:])
+	if h.TunID != 0 || h.TunSrc != [4]byte{} { // from a tunnel
+		mask.TunID = ^uint64(0)
+		all(mask.TunSrc[:])
+		all(mask.TunDst[:])
+	}
 	switch h.DlType {
 	case flow.EtherTypeIPv4, flow.EtherTypeARP:
 		all(mask.NwSrc[:])

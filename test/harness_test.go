@@ -158,7 +158,10 @@ func (b *background) wait(t testing.TB, timeout time.Duration) string {
 type daemon struct {
 	sock, db, logPath string
 	extraArgs         []string // daemon flags beyond --sock and --db, on every start
-	cmd               *exec.Cmd
+	// netns is the network namespace the daemon runs in, as a host of
+	// its own would; "" for the test's.
+	netns string
+	cmd   *exec.Cmd
 	// exited is closed once the process has been waited for; waitErr is
 	// valid after that.
 	exited  chan struct{}
@@ -181,6 +184,13 @@ func fastPathOff() bool { return os.Getenv("XSWITCH_TEST_FAST_PATH") == "off" }
 // startDaemonWith is startDaemon with extra daemon flags.
 func startDaemonWith(t *testing.T, extraArgs ...string) *daemon {
 	t.Helper()
+	return startDaemonIn(t, "", extraArgs...)
+}
+
+// startDaemonIn is startDaemonWith in network namespace ns, which must
+// outlive the daemon: create it before.
+func startDaemonIn(t *testing.T, ns string, extraArgs ...string) *daemon {
+	t.Helper()
 	dir := t.TempDir()
 	if fastPathOff() {
 		extraArgs = append([]string{"--fast-path", "off"}, extraArgs...)
@@ -190,6 +200,7 @@ func startDaemonWith(t *testing.T, extraArgs ...string) *daemon {
 		db:        filepath.Join(dir, "conf.json"),
 		logPath:   filepath.Join(dir, "daemon.log"),
 		extraArgs: extraArgs,
+		netns:     ns,
 	}
 	t.Cleanup(func() {
 		if t.Failed() && d.running() {
@@ -216,7 +227,13 @@ func (d *daemon) start(t testing.TB) {
 	}
 	d.starts++
 	fmt.Fprintf(logFile, "=== start %d\n", d.starts)
-	cmd := exec.Command(xswitchBin, append([]string{"daemon", "--sock", d.sock, "--db", d.db}, d.extraArgs...)...)
+	args := append([]string{xswitchBin, "daemon", "--sock", d.sock, "--db", d.db}, d.extraArgs...)
+	if d.netns != "" {
+		// ip execs the daemon: the process, its pid and its parent death
+		// signal stay the same.
+		args = append([]string{"ip", "netns", "exec", d.netns}, args...)
+	}
+	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Env = clientEnv()
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	// If the test binary dies (a -timeout panic), the daemon must not

@@ -46,12 +46,16 @@ func printShow(w io.Writer, bridges []control.BridgeStatus) {
 				fmt.Fprintf(w, "        state: down (%s)\n", p.Error)
 				continue
 			}
-			kind := p.Info.Kind
-			if p.Type != "" {
-				kind += " on " + p.Type // "afxdp on tap"
+			if t := p.Tunnel; t != nil {
+				printTunnel(w, p, t)
+			} else {
+				kind := p.Info.Kind
+				if p.Type != "" {
+					kind += " on " + p.Type // "afxdp on tap"
+				}
+				fmt.Fprintf(w, "        type: %s (xdp=%s, bind=%s, queues=%d)\n",
+					kind, p.Info.XDPMode, p.Info.BindMode, p.Info.Queues)
 			}
-			fmt.Fprintf(w, "        type: %s (xdp=%s, bind=%s, queues=%d)\n",
-				kind, p.Info.XDPMode, p.Info.BindMode, p.Info.Queues)
 			if p.Warning != "" {
 				fmt.Fprintf(w, "        warning: %s\n", p.Warning)
 			}
@@ -89,6 +93,37 @@ func printShow(w io.Writer, bridges []control.BridgeStatus) {
 	}
 }
 
+// printTunnel prints what show says of a tunnel port beyond any port's:
+// its options as OVS's show prints them, and how its remote is reached.
+func printTunnel(w io.Writer, p control.PortStatus, t *control.TunnelStatus) {
+	opts := []string{"remote_ip=" + p.RemoteIP}
+	if p.LocalIP != "" {
+		opts = append(opts, "local_ip="+p.LocalIP)
+	}
+	key := p.Key
+	if key == "" {
+		key = "0"
+	}
+	opts = append(opts, "key="+key)
+	if p.DstPort != 0 {
+		opts = append(opts, fmt.Sprintf("dst_port=%d", p.DstPort))
+	}
+	fmt.Fprintf(w, "        type: %s (%s)\n", p.Type, strings.Join(opts, ", "))
+	u := t.UnderlayInfo
+	fmt.Fprintf(w, "        underlay: %s (xdp=%s, bind=%s, queues=%d)\n", t.Underlay, u.XDPMode, u.BindMode, u.Queues)
+	nextHop := t.NextHop
+	switch {
+	case t.NextHopMAC != "":
+		nextHop += " at " + t.NextHopMAC
+	case nextHop != "":
+		nextHop += ", not resolved yet"
+	}
+	fmt.Fprintf(w, "        route: from %s via %s\n", t.Local, nextHop)
+	if t.Unreachable != "" {
+		fmt.Fprintf(w, "        unreachable: %s (frames to it are dropped and counted)\n", t.Unreachable)
+	}
+}
+
 // printDumpPorts prints port counters in ovs-ofctl dump-ports' shape, with
 // the AF_XDP sockets' own statistics on a line of their own, NORMAL's
 // drops by reason on another, and the pipeline's drops of the frames the
@@ -104,9 +139,16 @@ func printDumpPorts(w io.Writer, ports []control.PortStatus) {
 		fmt.Fprintf(w, "           xsk rx_dropped=%d, rx_ring_full=%d, fill_ring_empty=%d, rx_invalid=%d, tx_invalid=%d, tx_ring_empty=%d, rx_oversize=%d\n",
 			k.RxDropped, k.RxRingFull, k.RxFillRingEmpty, k.RxInvalidDescs, k.TxInvalidDescs, k.TxRingEmpty, k.RxOversize)
 		d := dropsOf(p)
-		fmt.Fprintf(w, "           drops vlan=%d, reserved=%d, storm=%d, stp=%d\n", d.VLAN, d.Reserved, d.Storm, d.STP)
+		fmt.Fprintf(w, "           drops vlan=%d, reserved=%d, storm=%d, stp=%d, split_horizon=%d\n", d.VLAN, d.Reserved, d.Storm, d.STP, d.SplitHorizon)
 		_, reasons := dropReasons(p.Stats.PipelineDropped)
 		fmt.Fprintf(w, "           pipeline drops %s\n", reasons)
+		if t := p.Tunnel; t != nil {
+			u := t.UnderlayDrops
+			fmt.Fprintf(w, "           tunnel tx_oversize=%d (longer than the underlay's MTU less %d), tx_no_route=%d\n",
+				t.Drops.TxOversize, tunnelOverhead, t.Drops.TxNoRoute)
+			fmt.Fprintf(w, "           underlay %s rx drops unknown_remote=%d, wrong_key=%d, bad_outer=%d, fragment=%d, bad_header=%d, critical_option=%d, short_inner=%d, not_tunnel=%d\n",
+				t.Underlay, u.UnknownRemote, u.WrongKey, u.BadOuter, u.Fragment, u.BadHeader, u.CriticalOpt, u.ShortInner, u.NotTunnel)
+		}
 		if n := p.Stats.FastPathTxDropped; n > 0 {
 			fmt.Fprintf(w, "           fastpath tx_dropped=%d (frames redirected in the kernel that the interface did not take: see show)\n", n)
 		}

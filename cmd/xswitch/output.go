@@ -8,6 +8,7 @@ import (
 
 	"github.com/xswitch/xswitch/control"
 	vswitch "github.com/xswitch/xswitch/switch"
+	"github.com/xswitch/xswitch/tunnel"
 )
 
 // Output formats, chosen with --format.
@@ -215,6 +216,18 @@ type portDumpJSON struct {
 	// FastPathTxDropped are the frames the fast path redirected to the
 	// port that its interface did not take; they are in tx_dropped.
 	FastPathTxDropped uint64 `json:"fastpath_tx_dropped,omitempty"`
+	// Tunnel are a tunnel port's own drops and its underlay's.
+	Tunnel *tunnelDropsJSON `json:"tunnel,omitempty"`
+}
+
+// tunnelDropsJSON are what a tunnel port dropped on its own account (in
+// tx_dropped) and what its underlay dropped of the frames it received for
+// its tunnels, which reached no port.
+type tunnelDropsJSON struct {
+	Underlay      string               `json:"underlay"`
+	TxOversize    uint64               `json:"tx_oversize"`
+	TxNoRoute     uint64               `json:"tx_no_route"`
+	UnderlayDrops tunnel.UnderlayStats `json:"underlay_drops"`
 }
 
 // dropsJSON are the frames NORMAL dropped, by reason, named as on
@@ -224,14 +237,21 @@ type dropsJSON struct {
 	Reserved uint64 `json:"reserved"` // to a reserved group address, without forward-bpdu
 	Storm    uint64 `json:"storm"`    // flooded beyond the port's storm limit
 	STP      uint64 `json:"stp"`      // arrived while the spanning tree kept the port from forwarding
+	// SplitHorizon: from a tunnel, to a station learned on another tunnel
+	SplitHorizon uint64 `json:"split_horizon"`
 }
 
 func dropsOf(p control.PortStatus) dropsJSON {
 	s := p.Stats
-	return dropsJSON{VLAN: s.RxVLANDropped, Reserved: s.RxReservedDropped, Storm: s.RxStormDropped, STP: s.RxSTPDropped}
+	return dropsJSON{VLAN: s.RxVLANDropped, Reserved: s.RxReservedDropped, Storm: s.RxStormDropped, STP: s.RxSTPDropped,
+		SplitHorizon: s.RxSplitHorizonDropped}
 }
 
-func (d dropsJSON) total() uint64 { return d.VLAN + d.Reserved + d.Storm + d.STP }
+func (d dropsJSON) total() uint64 { return d.VLAN + d.Reserved + d.Storm + d.STP + d.SplitHorizon }
+
+// tunnelOverhead is what encapsulation adds to a frame, less the outer
+// Ethernet header: what the underlay's MTU must have beyond the tunnel's.
+const tunnelOverhead = tunnel.Overhead - 14
 
 // pipelineDropsOf gives every reason, zero for a port that is down.
 func pipelineDropsOf(p control.PortStatus) map[string]uint64 {
@@ -269,9 +289,18 @@ func toDumpPortsJSON(bridge string, ports []control.PortStatus) dumpPortsJSON {
 			Drops:             dropsOf(p),
 			PipelineDrops:     pipelineDropsOf(p),
 			FastPathTxDropped: p.Stats.FastPathTxDropped,
+			Tunnel:            tunnelDropsOf(p),
 		})
 	}
 	return out
+}
+
+func tunnelDropsOf(p control.PortStatus) *tunnelDropsJSON {
+	t := p.Tunnel
+	if t == nil {
+		return nil
+	}
+	return &tunnelDropsJSON{Underlay: t.Underlay, TxOversize: t.Drops.TxOversize, TxNoRoute: t.Drops.TxNoRoute, UnderlayDrops: t.UnderlayDrops}
 }
 
 // fdbJSON is fdb-show's answer.

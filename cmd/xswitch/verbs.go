@@ -67,8 +67,8 @@ func (c *cli) addPortCommand() *cobra.Command {
 	var trunks []uint
 	cmd := &cobra.Command{
 		Use:   "add-port BRIDGE IFACE",
-		Short: "Add an interface to a bridge as an AF_XDP port",
-		Long: `Add an interface to a bridge as an AF_XDP port.
+		Short: "Add an interface to a bridge as an AF_XDP port, or a tunnel port",
+		Long: `Add an interface to a bridge as an AF_XDP port, or a tunnel port.
 
 Without --netns, IFACE must exist (a physical, veth or tap interface).
 With --netns NS, add-port creates a veth pair: IFACE stays with the switch,
@@ -89,14 +89,26 @@ action, as Open vSwitch's tag, trunks and vlan_mode columns do.
 pair, a tap, an internal port), as Open vSwitch's mtu_request does; an
 existing interface keeps its own. A port whose interface's MTU is more
 than it carries is refused with --mode zerocopy, copy or generic, and
-added with a warning in auto mode.`,
+added with a warning in auto mode.
+
+--type vxlan or geneve makes NAME a tunnel port to another host (Open
+vSwitch's or the kernel's vxlan device) at --remote-ip: its frames travel
+encapsulated over the interface the kernel routes the remote by (the
+underlay), from --local-ip (default: the route's source address), with
+VNI --key (default 0; "flow": the VNI the flows set with set_field:V->tun_id
+or set_tunnel:V, and any VNI is received), to UDP port --dst-port (default
+4789 for vxlan, 6081 for geneve). The tunnel's MTU is the underlay's less
+50 bytes: give the interfaces behind it that MTU, or the underlay 50 more
+than theirs.`,
 		Example: `  xswitch add-port br0 eth1
   xswitch add-port br0 vm1 --netns ns1 --address 10.0.0.1/24
   xswitch add-port br0 vm2 --netns ns2 --address 10.0.0.2/24 --tag 10
   xswitch add-port br0 vm4 --netns ns4 --address 10.0.0.4/24 --mtu 9000
   xswitch add-port br0 eth2 --trunks 10,20
   xswitch add-port br0 vm3 --type tap --owner 1000
-  xswitch add-port br0 br0host --type internal --address 10.0.0.254/24`,
+  xswitch add-port br0 br0host --type internal --address 10.0.0.254/24
+  xswitch add-port br0 vx1 --type vxlan --remote-ip 192.168.1.2 --key 42
+  xswitch add-port br0 gn1 --type geneve --remote-ip 192.168.1.3 --key flow`,
 		Args:              cobra.ExactArgs(2),
 		ValidArgsFunction: c.completeBridgeThenInterface,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -125,6 +137,10 @@ added with a warning in auto mode.`,
 	f.UintSliceVar(&trunks, "trunks", nil, "VLANs a trunk or native port carries, as 10,20 (default: all)")
 	f.StringVar(&pc.VLANMode, "vlan-mode", "", "access, trunk, native-tagged or native-untagged (default: access with --tag, else trunk)")
 	f.IntVar(&pc.MTU, "mtu", 0, "MTU of the interfaces add-port creates: both ends of a veth pair, a tap, an internal port (default 1500)")
+	f.StringVar(&pc.RemoteIP, "remote-ip", "", "a vxlan or geneve port's remote endpoint")
+	f.StringVar(&pc.LocalIP, "local-ip", "", "a vxlan or geneve port's local endpoint (default: the route's source address)")
+	f.StringVar(&pc.Key, "key", "", "a vxlan or geneve port's VNI, or flow: the one tun_id says (default 0)")
+	f.Uint16Var(&pc.DstPort, "dst-port", 0, "a vxlan or geneve port's UDP port (default 4789 for vxlan, 6081 for geneve)")
 	return cmd
 }
 

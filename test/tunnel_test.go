@@ -1,0 +1,275 @@
+package test
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/xswitch/xswitch/internal/testenv"
+)
+
+// Tunnel ports between "hosts": network namespaces joined by an underlay,
+// each running what a host would (an xswitch daemon of its own, or the
+// kernel's vxlan device behind a Linux bridge), with namespaces behind
+// them as their VMs.
+
+// underlayMTU is the underlay's MTU: 50 bytes more than the 1500 of the
+// namespaces behind the hosts, for the encapsulation.
+const underlayMTU = 1550
+
+// underlayHost is one host of a tunnel test.
+type underlayHost struct {
+	ns   string // the host's namespace
+	dev  string // its underlay interface
+	addr string // its underlay address
+}
+
+// newUnderlay makes count hosts joined by an underlay: a veth pair for two,
+// a Linux bridge in a namespace of its own for more. Host i gets underlay
+// address 192.168.Y.i+1/24.
+func newUnderlay(t *testing.T, n *testNet, count int) []underlayHost {
+	t.Helper()
+	hosts := make([]underlayHost, count)
+	for i := range hosts {
+		hosts[i] = underlayHost{ns: n.namespace(t, fmt.Sprintf("h%d", i)), dev: n.name(fmt.Sprintf("u%d", i)),
+			addr: fmt.Sprintf("192.168.%d.%d", n.y, i+1)}
+	}
+	mtu := strconv.Itoa(underlayMTU)
+	if count == 2 {
+		mustRun(t, "ip", "link", "add", hosts[0].dev, "netns", hosts[0].ns, "mtu", mtu, "type", "veth",
+			"peer", "name", hosts[1].dev, "netns", hosts[1].ns, "mtu", mtu)
+	} else {
+		fabric := n.namespace(t, "fab")
+		mustRun(t, "ip", "-n", fabric, "link", "add", "fabric", "type", "bridge")
+		mustRun(t, "ip", "-n", fabric, "link", "set", "fabric", "up")
+		for i, h := range hosts {
+			port := fmt.Sprintf("f%d", i)
+			mustRun(t, "ip", "link", "add", port, "netns", fabric, "mtu", mtu, "type", "veth", "peer", "name", h.dev, "netns", h.ns, "mtu", mtu)
+			mustRun(t, "ip", "-n", fabric, "link", "set", port, "master", "fabric", "up")
+		}
+	}
+	for _, h := range hosts {
+		mustRun(t, "ip", "-n", h.ns, "addr", "add", h.addr+"/24", "dev", h.dev)
+		mustRun(t, "ip", "-n", h.ns, "link", "set", h.dev, "up")
+		// The kernel leaves the checksums of what it sends over a veth
+		// to be filled in by a NIC that is not there; an XDP program on
+		// the other end sees them unfilled. (On a real underlay the NIC
+		// fills them in.) The same holds for the ports' veths. And a
+		// veth takes the frames XDP redirects into it only if its peer
+		// polls with NAPI, as every NIC does: GRO on.
+		mustRun(t, "ip", "netns", "exec", h.ns, "ethtool", "-K", h.dev, "tx", "off", "gro", "on")
+	}
+	return hosts
+}
+
+// kernelVXLAN makes h forward VNI vni to remote with the kernel's vxlan
+// device, bridged to a new namespace (suffix) whose eth0 has address
+// addr/24, as a Linux host would; it returns that namespace.
+func kernelVXLAN(t *testing.T, n *testNet, h underlayHost, remote string, vni int, suffix, addr string) string {
+	t.Helper()
+	ns := n.namespace(t, suffix)
+	br, vx, vm := "br"+suffix, "vx"+suffix, "vm"+suffix
+	mustRun(t, "ip", "-n", h.ns, "link", "add", br, "type", "bridge")
+	mustRun(t, "ip", "-n", h.ns, "link", "add", vx, "type", "vxlan", "id", strconv.Itoa(vni), "local", h.addr, "remote", remote,
+		"dstport", "4789", "dev", h.dev)
+	mustRun(t, "ip", "-n", h.ns, "link", "add", vm, "type", "veth", "peer", "name", "eth0", "netns", ns)
+	for _, dev := range []string{vx, vm} {
+		mustRun(t, "ip", "-n", h.ns, "link", "set", dev, "master", br, "up")
+	}
+	mustRun(t, "ip", "-n", h.ns, "link", "set", br, "up")
+	mustRun(t, "ip", "-n", ns, "addr", "add", addr+"/24", "dev", "eth0")
+	mustRun(t, "ip", "-n", ns, "link", "set", "eth0", "up")
+	return ns
+}
+
+// xswitchHost runs a daemon on h with bridge br and a port into a new
+// namespace (suffix) whose eth0 has address addr/24; it returns the daemon
+// and that namespace.
+func xswitchHost(t *testing.T, n *testNet, h underlayHost, br, suffix, addr string, portArgs ...string) (*daemon, string) {
+	t.Helper()
+	d := startDaemonIn(t, h.ns)
+	d.x(t, "add-br", br)
+	ns := n.namespace(t, suffix)
+	d.x(t, append([]string{"add-port", br, "vm" + suffix, "--netns", ns, "--address", addr + "/24"}, portArgs...)...)
+	return d, ns
+}
+
+// underlayDrops are the drops of a tunnel's underlay, from dump-ports.
+var underlayDropsLine = regexp.MustCompile(`underlay \S+ rx drops (.*)`)
+
+func underlayDrops(t testing.TB, d *daemon, br string) map[string]uint64 {
+	t.Helper()
+	out := d.x(t, "dump-ports", br)
+	m := underlayDropsLine.FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("dump-ports %s shows no underlay drops:\n%s", br, out)
+	}
+	drops := map[string]uint64{}
+	for _, kv := range strings.Split(m[1], ", ") {
+		k, v, _ := strings.Cut(kv, "=")
+		drops[k] = atou(v)
+	}
+	return drops
+}
+
+// tunnelTxDrops are a tunnel port's own drops, from dump-ports.
+var tunnelTxLine = regexp.MustCompile(`tunnel tx_oversize=(\d+) .*tx_no_route=(\d+)`)
+
+func tunnelTxOversize(t testing.TB, d *daemon, br string) uint64 {
+	t.Helper()
+	out := d.x(t, "dump-ports", br)
+	m := tunnelTxLine.FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("dump-ports %s shows no tunnel drops:\n%s", br, out)
+	}
+	return atou(m[1])
+}
+
+// xswitch's VXLAN port against the kernel's vxlan device on another host:
+// ping and TCP both ways, a second VNI out of reach, tun_id in the flows,
+// oversize frames counted, a restart, del-port.
+func TestVXLANWithTheKernel(t *testing.T) {
+	testenv.RequireRoot(t)
+	n := newTestNet()
+	hosts := newUnderlay(t, n, 2)
+	a, b := hosts[0], hosts[1]
+	br := n.name("br")
+	// A port of MTU 1600 behind xswitch, so that it can send frames too
+	// long for the tunnel.
+	d, nsA := xswitchHost(t, n, a, br, "a", n.ipv4(1), "--mtu", "1600")
+	d.x(t, "add-port", br, "vx1", "--type", "vxlan", "--remote-ip", b.addr, "--key", "42")
+	nsB := kernelVXLAN(t, n, b, a.addr, 42, "b", n.ipv4(2))
+	nsC := kernelVXLAN(t, n, b, a.addr, 43, "c", n.ipv4(3)) // another VNI: another network
+
+	waitPing(t, nsA, n.ipv4(2), 10*time.Second)
+	requirePing(t, nsB, n.ipv4(1), 56)
+	requirePing(t, nsA, n.ipv4(2), 1472) // a full 1500-byte inner packet
+	transferTCP(t, nsA, nsB, n.ipv4(2), n.ipv4(2), 8<<20)
+	transferTCP(t, nsB, nsA, n.ipv4(1), n.ipv4(1), 8<<20)
+
+	// VNI 43's host is out of reach, and what it sends is counted as of a
+	// VNI no tunnel carries.
+	if _, received, out := ping(t, nsA, n.ipv4(3), 56, 2); received != 0 {
+		t.Errorf("VNI 42 reached VNI 43's host:\n%s", out)
+	}
+	ping(t, nsC, n.ipv4(1), 56, 2)
+	if drops := underlayDrops(t, d, br); drops["wrong_key"] == 0 {
+		t.Errorf("the frames of VNI 43 were not counted as of a wrong key: %v", drops)
+	}
+
+	// What the show says of the tunnel, and where NORMAL learned the
+	// remote station.
+	ports := ofports(t, d, br)
+	var tunnelShown map[string]string
+	for _, sb := range parseShow(t, d.x(t, "show")) {
+		for _, p := range sb.ports {
+			if p.name == "vx1" {
+				tunnelShown = p.attrs
+			}
+		}
+	}
+	macB := nsMAC(t, b.ns, b.dev)
+	if want := fmt.Sprintf("vxlan (remote_ip=%s, key=42)", b.addr); tunnelShown["type"] != want {
+		t.Errorf("show: vx1's type %q, want %q", tunnelShown["type"], want)
+	}
+	if want := fmt.Sprintf("from %s via %s at %s", a.addr, b.addr, macB); tunnelShown["route"] != want {
+		t.Errorf("show: vx1's route %q, want %q", tunnelShown["route"], want)
+	}
+	if !strings.HasPrefix(tunnelShown["underlay"], a.dev+" ") || tunnelShown["mtu"] != strconv.Itoa(underlayMTU-50) {
+		t.Errorf("show: vx1's underlay %q and mtu %q, want %s and %d", tunnelShown["underlay"], tunnelShown["mtu"], a.dev, underlayMTU-50)
+	}
+	vmB := nsMAC(t, nsB, "eth0")
+	learned := false
+	for _, e := range fdbShow(t, d, br) {
+		learned = learned || e.mac == vmB && e.port == ports["vx1"]
+	}
+	if !learned {
+		t.Errorf("fdb-show: %s not learned on vx1 (port %d)", vmB, ports["vx1"])
+	}
+
+	// The tunnel's fields in the flows: a rule that counts VNI 42 from b,
+	// and one that drops its echo replies.
+	d.x(t, "add-flow", br, fmt.Sprintf("priority=100,in_port=vx1,tun_id=42,tun_src=%s,tun_dst=%s,actions=NORMAL", b.addr, a.addr))
+	requirePing(t, nsA, n.ipv4(2), 56)
+	if got := flowPackets(t, d, br, "tun_id=0x2a"); got < 3 {
+		t.Errorf("the tun_id=42 rule counted %d packets, want the 3 echo replies at least", got)
+	}
+	d.x(t, "add-flow", br, "priority=200,tun_id=42,icmp,icmp_type=0,actions=drop")
+	if _, received, out := ping(t, nsA, n.ipv4(2), 56, 2); received != 0 {
+		t.Errorf("echo replies from VNI 42 passed a rule that drops them:\n%s", out)
+	}
+	d.x(t, "del-flows", br, "tun_id=42,icmp,icmp_type=0")
+	requirePing(t, nsA, n.ipv4(2), 56)
+
+	// A frame longer than the tunnel carries is dropped and counted.
+	before := tunnelTxOversize(t, d, br)
+	if _, received, _ := ping(t, nsA, n.ipv4(2), 1500, 2); received != 0 {
+		t.Errorf("a 1528-byte packet crossed a tunnel of MTU %d", underlayMTU-50)
+	}
+	if after := tunnelTxOversize(t, d, br); after < before+2 {
+		t.Errorf("tunnel tx_oversize went from %d to %d, want 2 more", before, after)
+	}
+
+	// The tunnel is saved with the rest, and comes back after a restart.
+	d.stop(t, syscall.SIGTERM)
+	d.start(t)
+	waitPing(t, nsA, n.ipv4(2), 10*time.Second)
+
+	// del-port takes the underlay's program off its interface.
+	d.x(t, "del-port", br, "vx1")
+	if _, received, _ := ping(t, nsA, n.ipv4(2), 56, 1); received != 0 {
+		t.Error("a ping crossed a deleted tunnel")
+	}
+	if out := mustRun(t, "ip", "-n", a.ns, "-d", "link", "show", "dev", a.dev); xdpInIPLink.MatchString(out) {
+		t.Errorf("the underlay %s keeps an XDP program after its last tunnel left:\n%s", a.dev, out)
+	}
+	// The host's own traffic on the underlay never stopped.
+	requirePing(t, a.ns, b.addr, 56)
+}
+
+// With the fast path, a flow through a tunnel runs in the kernel both
+// ways once its first frames went through user space: pushed by the
+// port's XDP program, popped by the underlay's. The counters still count
+// every frame.
+func TestVXLANFastPath(t *testing.T) {
+	testenv.RequireRoot(t)
+	requireFastPath(t)
+	n := newTestNet()
+	hosts := newUnderlay(t, n, 2)
+	a, b := hosts[0], hosts[1]
+	br := n.name("br")
+	d, nsA := xswitchHost(t, n, a, br, "a", n.ipv4(1))
+	d.x(t, "add-port", br, "vx1", "--type", "vxlan", "--remote-ip", b.addr, "--key", "42")
+	nsB := kernelVXLAN(t, n, b, a.addr, 42, "b", n.ipv4(2))
+	waitPing(t, nsA, n.ipv4(2), 10*time.Second)
+	for _, p := range parseShow(t, d.x(t, "show"))[0].ports {
+		if p.attrs["fastpath"] != "on" {
+			t.Fatalf("show: port %s fastpath %q, want on", p.name, p.attrs["fastpath"])
+		}
+	}
+	ports := ofports(t, d, br)
+	before := dumpPorts(t, d, br)
+	carried := kernelCarried(t, d, br)
+	const flood = 2000
+	pingFlood(t, nsA, n.ipv4(2), flood)
+	if got := kernelCarried(t, d, br) - carried; got < flood {
+		t.Errorf("the kernel carried %d of the %d echo requests and their replies", got, 2*flood)
+	}
+	dump := d.x(t, "dump-fastpath", br)
+	if !strings.Contains(dump, "tnl_push(tnl_port("+strconv.Itoa(ports["vx1"])+"),vni=42),output:"+a.dev) ||
+		!strings.Contains(dump, "tun_id=0x2a") {
+		t.Errorf("dump-fastpath shows no entry into the tunnel and none out of it:\n%s", dump)
+	}
+	after := dumpPorts(t, d, br)
+	tun := after[ports["vx1"]]
+	if tun.txPkts-before[ports["vx1"]].txPkts < flood || tun.rxPkts-before[ports["vx1"]].rxPkts < flood {
+		t.Errorf("vx1 counted %d frames sent and %d received during a flood of %d each way",
+			tun.txPkts-before[ports["vx1"]].txPkts, tun.rxPkts-before[ports["vx1"]].rxPkts, flood)
+	}
+	transferTCP(t, nsA, nsB, n.ipv4(2), n.ipv4(2), 32<<20)
+	transferTCP(t, nsB, nsA, n.ipv4(1), n.ipv4(1), 32<<20)
+}
