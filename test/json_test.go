@@ -54,8 +54,25 @@ type jsonShow struct {
 			Warning  string `json:"warning"`
 			// The fast path (test/fastpath_test.go).
 			FastPath string `json:"fastpath"`
+			// Tunnels (test/tunnel_test.go).
+			PortType string          `json:"port_type"`
+			RemoteIP string          `json:"remote_ip"`
+			LocalIP  string          `json:"local_ip"`
+			Key      string          `json:"key"`
+			DstPort  uint16          `json:"dst_port"`
+			Tunnel   *jsonShowTunnel `json:"tunnel"`
 		} `json:"ports"`
 	} `json:"bridges"`
+}
+
+type jsonShowTunnel struct {
+	Underlay    string `json:"underlay"`
+	XDP         string `json:"xdp"`
+	Bind        string `json:"bind"`
+	LocalIP     string `json:"local_ip"`
+	NextHop     string `json:"next_hop"`
+	NextHopMAC  string `json:"next_hop_mac"`
+	Unreachable string `json:"unreachable"`
 }
 
 type jsonBridgeList struct {
@@ -95,12 +112,30 @@ type jsonDumpPorts struct {
 			Reserved uint64 `json:"reserved"`
 			Storm    uint64 `json:"storm"` // test/storm_test.go
 			STP      uint64 `json:"stp"`   // test/rstp_test.go
+			// test/tunnel_test.go
+			SplitHorizon uint64 `json:"split_horizon"`
 		} `json:"drops"`
 		// The pipeline's drops of the frames received on the port, by
 		// reason (test/pipeline_test.go).
 		PipelineDrops map[string]uint64 `json:"pipeline_drops"`
 		// Redirects the interface did not take (test/fastpath_test.go).
 		FastPathTxDropped uint64 `json:"fastpath_tx_dropped"`
+		// A tunnel's drops and its underlay's (test/tunnel_test.go).
+		Tunnel *struct {
+			Underlay      string `json:"underlay"`
+			TxOversize    uint64 `json:"tx_oversize"`
+			TxNoRoute     uint64 `json:"tx_no_route"`
+			UnderlayDrops struct {
+				NotTunnel     uint64 `json:"not_tunnel"`
+				BadOuter      uint64 `json:"bad_outer"`
+				Fragment      uint64 `json:"fragment"`
+				BadHeader     uint64 `json:"bad_header"`
+				CriticalOpt   uint64 `json:"critical_option"`
+				ShortInner    uint64 `json:"short_inner"`
+				UnknownRemote uint64 `json:"unknown_remote"`
+				WrongKey      uint64 `json:"wrong_key"`
+			} `json:"underlay_drops"`
+		} `json:"tunnel"`
 	} `json:"ports"`
 }
 

@@ -289,7 +289,7 @@ func TestTapInternalErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--type", "bogus"}, `unknown port type "bogus" (want tap or internal)`},
+		{[]string{"--type", "bogus"}, `unknown port type "bogus" (want tap, internal, vxlan or geneve)`},
 		{[]string{"--owner", "1000"}, "--owner needs --type tap"},
 		{[]string{"--type", "internal", "--owner", "1000"}, "--owner needs --type tap"},
 		{[]string{"--type", "tap", "--netns", "nowhere"}, "do not apply to a tap port"},

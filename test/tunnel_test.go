@@ -1,13 +1,18 @@
 package test
 
 import (
+	"bytes"
 	"fmt"
+	"net"
 	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/google/gopacket"
+	"github.com/google/gopacket/layers"
 
 	"github.com/xswitch/xswitch/internal/testenv"
 )
@@ -182,6 +187,22 @@ func TestVXLANWithTheKernel(t *testing.T) {
 	if !strings.HasPrefix(tunnelShown["underlay"], a.dev+" ") || tunnelShown["mtu"] != strconv.Itoa(underlayMTU-50) {
 		t.Errorf("show: vx1's underlay %q and mtu %q, want %s and %d", tunnelShown["underlay"], tunnelShown["mtu"], a.dev, underlayMTU-50)
 	}
+	var shown jsonShow
+	d.xJSON(t, &shown, "show")
+	for _, p := range shown.Bridges[0].Ports {
+		if p.Name != "vx1" {
+			continue
+		}
+		if p.PortType != "vxlan" || p.RemoteIP != b.addr || p.Key != "42" || p.Tunnel == nil ||
+			p.Tunnel.Underlay != a.dev || p.Tunnel.NextHopMAC != macB || p.Tunnel.LocalIP != a.addr {
+			t.Errorf("show --format json: vx1 is %+v, tunnel %+v", p, p.Tunnel)
+		}
+	}
+	var dumped jsonDumpPorts
+	d.xJSON(t, &dumped, "dump-ports", br, "vx1")
+	if len(dumped.Ports) != 1 || dumped.Ports[0].Tunnel == nil || dumped.Ports[0].Tunnel.UnderlayDrops.WrongKey == 0 {
+		t.Errorf("dump-ports --format json: vx1's tunnel drops missing: %+v", dumped.Ports)
+	}
 	vmB := nsMAC(t, nsB, "eth0")
 	learned := false
 	for _, e := range fdbShow(t, d, br) {
@@ -272,4 +293,225 @@ func TestVXLANFastPath(t *testing.T) {
 	}
 	transferTCP(t, nsA, nsB, n.ipv4(2), n.ipv4(2), 32<<20)
 	transferTCP(t, nsB, nsA, n.ipv4(1), n.ipv4(1), 32<<20)
+}
+
+// Two xswitch hosts joined by VXLAN: NORMAL learns each side's stations
+// on the tunnel port, and ping and TCP cross both ways.
+func TestVXLANBetweenXswitches(t *testing.T) {
+	testenv.RequireRoot(t)
+	n := newTestNet()
+	hosts := newUnderlay(t, n, 2)
+	a, b := hosts[0], hosts[1]
+	br := n.name("br")
+	dA, nsA := xswitchHost(t, n, a, br, "a", n.ipv4(1))
+	dB, nsB := xswitchHost(t, n, b, br, "b", n.ipv4(2))
+	dA.x(t, "add-port", br, "vx1", "--type", "vxlan", "--remote-ip", b.addr, "--key", "7")
+	dB.x(t, "add-port", br, "vx1", "--type", "vxlan", "--remote-ip", a.addr, "--key", "7")
+	waitPing(t, nsA, n.ipv4(2), 10*time.Second)
+	requirePing(t, nsB, n.ipv4(1), 1472)
+	transferTCP(t, nsA, nsB, n.ipv4(2), n.ipv4(2), 8<<20)
+	transferTCP(t, nsB, nsA, n.ipv4(1), n.ipv4(1), 8<<20)
+	for _, side := range []struct {
+		d      *daemon
+		remote string // the namespace behind the other host
+	}{{dA, nsB}, {dB, nsA}} {
+		mac := nsMAC(t, side.remote, "eth0")
+		tunnel := ofports(t, side.d, br)["vx1"]
+		learned := false
+		for _, e := range fdbShow(t, side.d, br) {
+			learned = learned || e.mac == mac && e.port == tunnel
+		}
+		if !learned {
+			t.Errorf("fdb-show: %s, behind the other host, not learned on the tunnel (port %d)", mac, tunnel)
+		}
+	}
+}
+
+// Geneve between xswitches, one side's key flow: the flows choose the VNI
+// a frame leaves with and match the one it came with.
+func TestGeneveKeyFlowBetweenXswitches(t *testing.T) {
+	testenv.RequireRoot(t)
+	n := newTestNet()
+	hosts := newUnderlay(t, n, 2)
+	a, b := hosts[0], hosts[1]
+	br := n.name("br")
+	dA, nsA := xswitchHost(t, n, a, br, "a", n.ipv4(1))
+	dB, nsB := xswitchHost(t, n, b, br, "b", n.ipv4(2))
+	dA.x(t, "add-port", br, "gn1", "--type", "geneve", "--remote-ip", b.addr, "--key", "flow")
+	dB.x(t, "add-port", br, "gn1", "--type", "geneve", "--remote-ip", a.addr, "--key", "5000")
+	dA.x(t, "del-flows", br)
+	dA.x(t, "add-flow", br, "in_port=vma,actions=set_tunnel:5000,output:gn1")
+	dA.x(t, "add-flow", br, "in_port=gn1,tun_id=5000,actions=output:vma")
+	waitPing(t, nsA, n.ipv4(2), 10*time.Second)
+	transferTCP(t, nsB, nsA, n.ipv4(1), n.ipv4(1), 8<<20)
+	// Another VNI from b's side is dropped by A's tables.
+	dA.x(t, "mod-flows", br, "in_port=vma,actions=set_tunnel:5001,output:gn1")
+	if _, received, out := ping(t, nsA, n.ipv4(2), 56, 2); received != 0 {
+		t.Errorf("VNI 5001 reached a tunnel that takes 5000 only:\n%s", out)
+	}
+	if drops := underlayDrops(t, dB, br); drops["wrong_key"] < 2 {
+		t.Errorf("b's underlay counted %d frames of a wrong key, want the 2 echo requests at least", drops["wrong_key"])
+	}
+}
+
+// Three xswitch hosts in a full mesh of tunnels: every pair reaches each
+// other, and a broadcast crosses each tunnel once, never looping (split
+// horizon).
+func TestVXLANFullMeshHasNoLoops(t *testing.T) {
+	testenv.RequireRoot(t)
+	n := newTestNet()
+	hosts := newUnderlay(t, n, 3)
+	br := n.name("br")
+	var ds []*daemon
+	var nss []string
+	for i, h := range hosts {
+		d, ns := xswitchHost(t, n, h, br, fmt.Sprintf("v%d", i), n.ipv4(i+1))
+		for j, other := range hosts {
+			if j != i {
+				d.x(t, "add-port", br, fmt.Sprintf("vx%d", j), "--type", "vxlan", "--remote-ip", other.addr, "--key", "100")
+			}
+		}
+		ds, nss = append(ds, d), append(nss, ns)
+	}
+	for i := range hosts {
+		for j := range hosts {
+			if i != j {
+				waitPing(t, nss[i], n.ipv4(j+1), 10*time.Second)
+			}
+		}
+	}
+	tunnelRx := func() uint64 {
+		var sum uint64
+		for _, d := range ds {
+			ports := ofports(t, d, br)
+			counters := dumpPorts(t, d, br)
+			for name, ofport := range ports {
+				if strings.HasPrefix(name, "vx") {
+					sum += counters[ofport].rxPkts
+				}
+			}
+		}
+		return sum
+	}
+	before := tunnelRx()
+	// Three broadcast echo requests from the first host: each reaches the
+	// two others over one tunnel apiece. A loop would bring thousands.
+	run(t, "ip", "netns", "exec", nss[0], "ping", "-b", "-c", "3", "-i", "0.2", "-W", "1", fmt.Sprintf("10.%d.%d.255", n.x, n.y))
+	time.Sleep(time.Second)
+	if got := tunnelRx() - before; got < 6 || got > 30 {
+		t.Errorf("three broadcasts brought %d frames in on the tunnels, want 6 (and their answers, at most a few more)", got)
+	}
+	// Each host learned each other's station on the tunnel to that host.
+	for i, d := range ds {
+		ports := ofports(t, d, br)
+		entries := fdbShow(t, d, br)
+		for j := range hosts {
+			if j == i {
+				continue
+			}
+			mac, want := nsMAC(t, nss[j], "eth0"), ports[fmt.Sprintf("vx%d", j)]
+			found := false
+			for _, e := range entries {
+				found = found || e.mac == mac && e.port == want
+			}
+			if !found {
+				t.Errorf("host %d: %s not learned on its tunnel to host %d (port %d)", i, mac, j, want)
+			}
+		}
+	}
+}
+
+// Bad input on the tunnel's UDP port, sent from the remote host's side
+// of the underlay: each kind is counted by its reason, none reaches a
+// port, and the tunnel keeps working.
+func TestTunnelBadInputIsCountedAndHarmless(t *testing.T) {
+	testenv.RequireRoot(t)
+	n := newTestNet()
+	hosts := newUnderlay(t, n, 2)
+	a, b := hosts[0], hosts[1]
+	br := n.name("br")
+	d, nsA := xswitchHost(t, n, a, br, "a", n.ipv4(1))
+	d.x(t, "add-port", br, "vx1", "--type", "vxlan", "--remote-ip", b.addr, "--key", "42")
+	kernelVXLAN(t, n, b, a.addr, 42, "b", n.ipv4(2))
+	waitPing(t, nsA, n.ipv4(2), 10*time.Second)
+
+	src, _ := net.ParseMAC(nsMAC(t, b.ns, b.dev))
+	dst, _ := net.ParseMAC(nsMAC(t, a.ns, a.dev))
+	inner := serializeLayers(t, &layers.Ethernet{SrcMAC: net.HardwareAddr{2, 0, 0, 0, 0, 0x77}, DstMAC: layers.EthernetBroadcast,
+		EthernetType: 0x88b5}, gopacket.Payload("an inner frame that must not arrive"))
+	datagram := func(from string, udpPayload []byte, edit func(ip *layers.IPv4)) []byte {
+		ip := &layers.IPv4{Version: 4, IHL: 5, TTL: 64, Protocol: layers.IPProtocolUDP, SrcIP: net.ParseIP(from).To4(), DstIP: net.ParseIP(a.addr).To4()}
+		udp := &layers.UDP{SrcPort: 40000, DstPort: 4789}
+		udp.SetNetworkLayerForChecksum(ip)
+		if edit != nil {
+			edit(ip)
+		}
+		return serializeLayers(t, &layers.Ethernet{SrcMAC: src, DstMAC: dst, EthernetType: layers.EthernetTypeIPv4}, ip, udp, gopacket.Payload(udpPayload))
+	}
+	vxlan := func(flags byte, vni uint32) []byte {
+		return append([]byte{flags, 0, 0, 0, byte(vni >> 16), byte(vni >> 8), byte(vni), 0}, inner...)
+	}
+	patched := func(off int, v uint16) []byte {
+		f := datagram(b.addr, vxlan(0x08, 42), nil)
+		f[off], f[off+1] = byte(v>>8), byte(v)
+		return f
+	}
+	cases := []struct {
+		reason string
+		frame  []byte
+	}{
+		{"bad_header", datagram(b.addr, vxlan(0x00, 42), nil)},         // no I flag
+		{"bad_header", datagram(b.addr, []byte{0x08, 0, 0}, nil)},      // shorter than a VXLAN header
+		{"short_inner", datagram(b.addr, vxlan(0x08, 42)[:8+10], nil)}, // an inner frame of 10 bytes
+		{"bad_outer", patched(14+2, 1500)},                             // an IPv4 length past the frame
+		{"bad_outer", patched(14+20+4, 4)},                             // a UDP length below its header's
+		{"fragment", datagram(b.addr, vxlan(0x08, 42), func(ip *layers.IPv4) { ip.Flags = layers.IPv4MoreFragments })},
+		{"unknown_remote", datagram(fmt.Sprintf("192.168.%d.77", n.y), vxlan(0x08, 42), nil)},
+		{"wrong_key", datagram(b.addr, vxlan(0x08, 4242), nil)},
+	}
+	before := underlayDrops(t, d, br)
+	rxBefore := dumpPorts(t, d, br)[ofports(t, d, br)["vma"]].txPkts
+	fd, to := packetSocket(t, b.ns, b.dev)
+	const copies = 50
+	want := map[string]uint64{}
+	var frames [][]byte
+	for _, c := range cases {
+		for range copies {
+			frames = append(frames, c.frame)
+		}
+		want[c.reason] += copies
+	}
+	if r := sendPaced(fd, to, frames, 16); r.unsent > 0 {
+		t.Fatalf("%d of %d bad frames could not be sent", r.unsent, len(frames))
+	}
+	requirePing(t, nsA, n.ipv4(2), 56)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		after := underlayDrops(t, d, br)
+		missing := ""
+		for reason, n := range want {
+			if got := after[reason] - before[reason]; got != n {
+				missing += fmt.Sprintf(" %s=%d (want %d)", reason, got, n)
+			}
+		}
+		if missing == "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the underlay's drops:%s\n%s", missing, d.x(t, "dump-ports", br))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if sent := dumpPorts(t, d, br)[ofports(t, d, br)["vma"]].txPkts - rxBefore; sent > 10 {
+		t.Errorf("the port behind the tunnel was sent %d frames during the bad input, more than the pings' own", sent)
+	}
+}
+
+func serializeLayers(t testing.TB, ls ...gopacket.SerializableLayer) []byte {
+	t.Helper()
+	buf := gopacket.NewSerializeBuffer()
+	if err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true}, ls...); err != nil {
+		t.Fatal(err)
+	}
+	return bytes.Clone(buf.Bytes())
 }

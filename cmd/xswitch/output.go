@@ -119,6 +119,27 @@ type showPortJSON struct {
 	Warning  string `json:"warning,omitempty"`
 	// FastPath is "on", or "off (why)", for an open port.
 	FastPath string `json:"fastpath,omitempty"`
+	// A tunnel port (PortType vxlan or geneve): its options as given,
+	// and Tunnel how it reaches its remote now, while it is open.
+	RemoteIP string          `json:"remote_ip,omitempty"`
+	LocalIP  string          `json:"local_ip,omitempty"`
+	Key      string          `json:"key,omitempty"`
+	DstPort  uint16          `json:"dst_port,omitempty"`
+	Tunnel   *showTunnelJSON `json:"tunnel,omitempty"`
+}
+
+// showTunnelJSON is how an open tunnel port reaches its remote: the
+// underlay interface and how its AF_XDP port was opened, the address it
+// sends from, the next hop and its MAC address (empty: not resolved yet),
+// and why it cannot reach the remote now, if it cannot.
+type showTunnelJSON struct {
+	Underlay    string `json:"underlay"`
+	XDP         string `json:"xdp"`
+	Bind        string `json:"bind"`
+	LocalIP     string `json:"local_ip"`
+	NextHop     string `json:"next_hop"`
+	NextHopMAC  string `json:"next_hop_mac,omitempty"`
+	Unreachable string `json:"unreachable,omitempty"`
 }
 
 func toShowJSON(bridges []control.BridgeStatus) showJSON {
@@ -136,6 +157,11 @@ func toShowJSON(bridges []control.BridgeStatus) showJSON {
 				PortType: p.Type, Device: p.Device, Owner: p.Owner,
 				VLANMode: effectiveVLANMode(p.PortConfig), Tag: p.Tag, Trunks: p.Trunks,
 				StormLimit: stormLimit(p.PortConfig),
+				RemoteIP:   p.RemoteIP, LocalIP: p.LocalIP, Key: p.Key, DstPort: p.DstPort,
+			}
+			if t := p.Tunnel; t != nil {
+				jp.Tunnel = &showTunnelJSON{Underlay: t.Underlay, XDP: t.UnderlayInfo.XDPMode, Bind: t.UnderlayInfo.BindMode,
+					LocalIP: t.Local, NextHop: t.NextHop, NextHopMAC: t.NextHopMAC, Unreachable: t.Unreachable}
 			}
 			if p.RSTP != nil {
 				jp.RSTPRole, jp.RSTPState = p.RSTP.Role, p.RSTP.State
