@@ -68,6 +68,52 @@ func TestDemo(t *testing.T) {
 	}
 }
 
+// TestDemoTwoHosts runs `xswitch demo --hosts 2`: two hosts, a daemon on
+// each, joined by a VXLAN tunnel that pings and TCP cross; and nothing
+// left behind.
+func TestDemoTwoHosts(t *testing.T) {
+	testenv.RequireRoot(t)
+	namespacesBefore := namespaceNames(t)
+	linksBefore := linkNames(t)
+	ctx, cancel := context.WithTimeout(context.Background(), demoTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, xswitchBin, "demo", "--hosts", "2")
+	cmd.Env = clientEnv()
+	out, err := cmd.CombinedOutput()
+	output := string(out)
+	if ctx.Err() != nil {
+		t.Fatalf("xswitch demo --hosts 2 still running after %v; output:\n%s", demoTimeout, output)
+	}
+	if err != nil {
+		t.Fatalf("xswitch demo --hosts 2: %v; output:\n%s", err, output)
+	}
+	t.Logf("xswitch demo --hosts 2 output:\n%s", output)
+	pings := regexp.MustCompile(`(?m)^\s*\S+ -> \S+: (\d+)/(\d+) replies`).FindAllStringSubmatch(output, -1)
+	if len(pings) != 2 {
+		t.Errorf("demo output shows %d ping results, want one each way", len(pings))
+	}
+	for _, m := range pings {
+		if m[1] != m[2] || m[1] == "0" {
+			t.Errorf("demo ping lost replies: %q", strings.TrimSpace(m[0]))
+		}
+	}
+	if !strings.Contains(output, "arrived intact") {
+		t.Errorf("demo output does not report an intact TCP transfer")
+	}
+	if n := len(regexp.MustCompile(`type: vxlan \(remote_ip=192\.168\.250\.\d, key=42\)`).FindAllString(output, -1)); n != 2 {
+		t.Errorf("demo output shows %d vxlan ports, want one per host", n)
+	}
+	if pids := runningXswitch(t, 5*time.Second); len(pids) > 0 {
+		t.Errorf("xswitch processes still running after the demo exited: pids %v", pids)
+	}
+	if left := added(namespacesBefore, namespaceNames(t)); len(left) > 0 {
+		t.Errorf("namespaces left behind by the demo: %v", left)
+	}
+	if left := added(linksBefore, linkNames(t)); len(left) > 0 {
+		t.Errorf("links left behind by the demo: %v", left)
+	}
+}
+
 // runningXswitch lists the processes running the binary under test, after
 // giving them up to grace to exit. No test runs a daemon while TestDemo
 // runs, so any such process is one the demo left behind.

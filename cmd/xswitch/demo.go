@@ -27,7 +27,8 @@ import (
 )
 
 func (c *cli) demoCommand() *cobra.Command {
-	return &cobra.Command{
+	var hosts int
+	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Bridge three network namespaces through xswitch and show traffic flowing",
 		Long: `Bridge three network namespaces through xswitch and show traffic flowing.
@@ -35,12 +36,26 @@ func (c *cli) demoCommand() *cobra.Command {
 The demo starts a private daemon, creates three namespaces with a veth port
 each on one bridge, pings every pair, sends 64 MiB over TCP, prints the
 port counters and the learned MAC addresses, and removes everything it
-made, also when interrupted or when a step fails. It needs root.`,
+made, also when interrupted or when a step fails. It needs root.
+
+With --hosts 2 it makes two hosts instead, as namespaces joined by an
+underlay veth, each running an xswitch daemon of its own with a namespace
+behind it, and joins their bridges with a VXLAN tunnel: pings and 64 MiB
+over TCP cross it, and each host shows its tunnel and the other host's
+station learned on it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runDemo(cmd.Context(), os.Stdout)
+			switch hosts {
+			case 1:
+				return runDemo(cmd.Context(), os.Stdout)
+			case 2:
+				return runTunnelDemo(cmd.Context(), os.Stdout)
+			}
+			return fmt.Errorf("--hosts %d: the demo runs on 1 host, or 2 joined by a tunnel", hosts)
 		},
 	}
+	cmd.Flags().IntVar(&hosts, "hosts", 1, "1: three namespaces on one bridge; 2: two hosts joined by a VXLAN tunnel")
+	return cmd
 }
 
 // demoHost is one namespace of the demo and its port on the bridge.

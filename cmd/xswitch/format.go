@@ -136,8 +136,10 @@ func printDumpPorts(w io.Writer, ports []control.PortStatus) {
 			p.OFPort, c.RxPackets, c.RxBytes, c.RxDropped, c.RxErrors)
 		fmt.Fprintf(w, "           tx pkts=%d, bytes=%d, drop=%d, errs=%d, coll=0\n",
 			c.TxPackets, c.TxBytes, c.TxDropped, c.TxErrors)
-		fmt.Fprintf(w, "           xsk rx_dropped=%d, rx_ring_full=%d, fill_ring_empty=%d, rx_invalid=%d, tx_invalid=%d, tx_ring_empty=%d, rx_oversize=%d\n",
-			k.RxDropped, k.RxRingFull, k.RxFillRingEmpty, k.RxInvalidDescs, k.TxInvalidDescs, k.TxRingEmpty, k.RxOversize)
+		if p.Tunnel == nil { // a tunnel's sockets are its underlay's
+			fmt.Fprintf(w, "           xsk rx_dropped=%d, rx_ring_full=%d, fill_ring_empty=%d, rx_invalid=%d, tx_invalid=%d, tx_ring_empty=%d, rx_oversize=%d\n",
+				k.RxDropped, k.RxRingFull, k.RxFillRingEmpty, k.RxInvalidDescs, k.TxInvalidDescs, k.TxRingEmpty, k.RxOversize)
+		}
 		d := dropsOf(p)
 		fmt.Fprintf(w, "           drops vlan=%d, reserved=%d, storm=%d, stp=%d, split_horizon=%d\n", d.VLAN, d.Reserved, d.Storm, d.STP, d.SplitHorizon)
 		_, reasons := dropReasons(p.Stats.PipelineDropped)
