@@ -142,9 +142,14 @@ type forwarder struct {
 	// frames of an underlay's batch while they wait for their tunnel's turn.
 	demux     map[demuxKey]uint16
 	remotes   map[remoteKey]bool
-	tunFrames []tunnelFrame
-	tunBatch  []port.Frame
-	tunMetas  []port.TunnelMeta
+	lastClaim lastClaim
+	// A batch's decapsulated frames, their outer headers' meaning and
+	// their tunnels; and one tunnel's of them, when there are several.
+	tunFrames     []port.Frame
+	tunMetas      []port.TunnelMeta
+	tunSlots      []uint16
+	tunBatch      []port.Frame
+	tunBatchMetas []port.TunnelMeta
 
 	// packetOutDecision is what the packet-out under way decided.
 	packetOutDecision decision
@@ -234,9 +239,11 @@ func newForwarder(opts Options, flows *flow.Classifier, place threadPlace) (*for
 		pinReady:      place.pinReady,
 		demux:         map[demuxKey]uint16{},
 		remotes:       map[remoteKey]bool{},
-		tunFrames:     make([]tunnelFrame, 0, batchSize),
-		tunBatch:      make([]port.Frame, 0, batchSize),
+		tunFrames:     make([]port.Frame, 0, batchSize),
 		tunMetas:      make([]port.TunnelMeta, 0, batchSize),
+		tunSlots:      make([]uint16, 0, batchSize),
+		tunBatch:      make([]port.Frame, 0, batchSize),
+		tunBatchMetas: make([]port.TunnelMeta, 0, batchSize),
 	}
 	f.decisions.tr.f = f
 	f.rebuild()

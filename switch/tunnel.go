@@ -53,13 +53,6 @@ type remoteKey struct {
 	remote   [4]byte
 }
 
-// tunnelFrame is a decapsulated frame waiting for its tunnel's turn.
-type tunnelFrame struct {
-	slot  uint16
-	frame port.Frame
-	meta  port.TunnelMeta
-}
-
 // addTunnel takes in the underlay of t, a tunnel about to join the bridge,
 // unless it has it already, and checks that no tunnel of the bridge
 // receives what t would. It returns the underlay's slot. It runs under
@@ -126,6 +119,7 @@ func (b *Bridge) removeTunnel(t *bridgePort) {
 func (f *forwarder) rebuildDemux() {
 	clear(f.demux)
 	clear(f.remotes)
+	f.lastClaim = lastClaim{}
 	for slot, p := range f.ports {
 		if p == nil || p.tunnel == nil {
 			continue
@@ -140,20 +134,35 @@ func (f *forwarder) rebuildDemux() {
 	}
 }
 
+// lastClaim is the last frame's tunnel: frames come in trains of one
+// tunnel and VNI, and comparing keys costs less than a map lookup.
+type lastClaim struct {
+	key   demuxKey
+	local [4]byte // the frame's destination
+	slot  uint16
+	valid bool
+}
+
 // claim finds the tunnel a frame decapsulated on underlay uslot belongs
 // to: the one with its VNI, else one that takes any.
 func (f *forwarder) claim(uslot uint16, m *port.TunnelMeta) (slot uint16, ok bool) {
 	k := demuxKey{underlay: uslot, dstPort: m.DstPort, remote: m.Src, vni: m.ID}
+	if c := &f.lastClaim; c.valid && c.key == k && c.local == m.Dst {
+		return c.slot, true
+	}
 	if slot, ok = f.demux[k]; !ok {
 		k.vni = anyVNI
 		slot, ok = f.demux[k]
+		k.vni = m.ID
 	}
-	if ok {
-		if local := f.ports[slot].tunnel.Endpoint().Local; local != [4]byte{} && local != m.Dst {
-			return 0, false
-		}
+	if !ok {
+		return 0, false
 	}
-	return slot, ok
+	if local := f.ports[slot].tunnel.Endpoint().Local; local != [4]byte{} && local != m.Dst {
+		return 0, false
+	}
+	f.lastClaim = lastClaim{key: k, local: m.Dst, slot: slot, valid: true}
+	return slot, true
 }
 
 // forwardUnderlay forwards a batch received on underlay uslot: each
@@ -161,10 +170,11 @@ func (f *forwarder) claim(uslot uint16, m *port.TunnelMeta) (slot uint16, ok boo
 // from it, in the order they came.
 func (f *forwarder) forwardUnderlay(uslot uint16, frames []port.Frame) {
 	u := f.ports[uslot].underlay
-	pending := f.tunFrames[:0]
+	inner, metas, slots := f.tunFrames[:0], f.tunMetas[:0], f.tunSlots[:0]
 	var unknownRemote, wrongKey uint64
+	mixed := false
 	for i := range frames {
-		inner, meta, ok := u.Decapsulate(frames[i].Data)
+		data, meta, ok := u.Decapsulate(frames[i].Data)
 		if !ok {
 			continue
 		}
@@ -177,7 +187,9 @@ func (f *forwarder) forwardUnderlay(uslot uint16, frames []port.Frame) {
 			}
 			continue
 		}
-		pending = append(pending, tunnelFrame{slot: slot, frame: port.Frame{Data: inner, Handle: frames[i].Handle}, meta: meta})
+		mixed = mixed || len(slots) > 0 && slots[0] != slot
+		inner = append(inner, port.Frame{Data: data, Handle: frames[i].Handle})
+		metas, slots = append(metas, meta), append(slots, slot)
 	}
 	if unknownRemote > 0 {
 		u.Unclaimed(unknownRemote, true)
@@ -185,22 +197,27 @@ func (f *forwarder) forwardUnderlay(uslot uint16, frames []port.Frame) {
 	if wrongKey > 0 {
 		u.Unclaimed(wrongKey, false)
 	}
-	// Most batches are one tunnel's: take the first frame's tunnel's
-	// frames out, in order, and go on with what is left.
-	for len(pending) > 0 {
-		slot := pending[0].slot
-		batch, metas := f.tunBatch[:0], f.tunMetas[:0]
-		rest := pending[:0]
-		for _, tf := range pending {
-			if tf.slot == slot {
-				batch = append(batch, tf.frame)
-				metas = append(metas, tf.meta)
-			} else {
-				rest = append(rest, tf)
+	if !mixed {
+		if len(inner) > 0 {
+			f.forwardFrom(slots[0], inner, metas)
+		}
+		return
+	}
+	// Several tunnels' frames: each tunnel's, in order, in the order of
+	// their first frames.
+	for first := range slots {
+		slot := slots[first]
+		if slot == noSlot {
+			continue
+		}
+		batch, batchMetas := f.tunBatch[:0], f.tunBatchMetas[:0]
+		for i := first; i < len(slots); i++ {
+			if slots[i] == slot {
+				batch, batchMetas = append(batch, inner[i]), append(batchMetas, metas[i])
+				slots[i] = noSlot
 			}
 		}
-		f.forwardFrom(slot, batch, metas)
-		pending = rest
+		f.forwardFrom(slot, batch, batchMetas)
 	}
 }
 
