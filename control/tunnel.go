@@ -187,7 +187,7 @@ func (d *Daemon) refreshTunnels() {
 				continue
 			}
 			if err := d.attach(d.bridges[bc.Name], pc); err != nil {
-				if err.Error() != d.down[pc.Name].Error() {
+				if was := d.down[pc.Name]; was == nil || was.Error() != err.Error() {
 					d.log.Warn("tunnel port stays down", "bridge", bc.Name, "port", pc.Name, "err", err)
 				}
 				d.down[pc.Name] = err

@@ -515,3 +515,65 @@ func serializeLayers(t testing.TB, ls ...gopacket.SerializableLayer) []byte {
 	}
 	return bytes.Clone(buf.Bytes())
 }
+
+// A tunnel follows its underlay: restored without a route to its remote
+// it is down and says why, and comes up when the route does; when the
+// underlay interface goes away its tunnels go down, and come up again
+// with a new one.
+func TestTunnelFollowsItsUnderlay(t *testing.T) {
+	testenv.RequireRoot(t)
+	n := newTestNet()
+	hosts := newUnderlay(t, n, 2)
+	a, b := hosts[0], hosts[1]
+	br := n.name("br")
+	dA, nsA := xswitchHost(t, n, a, br, "a", n.ipv4(1))
+	dB, _ := xswitchHost(t, n, b, br, "b", n.ipv4(2))
+	dA.x(t, "add-port", br, "vx1", "--type", "vxlan", "--remote-ip", b.addr)
+	dB.x(t, "add-port", br, "vx1", "--type", "vxlan", "--remote-ip", a.addr)
+	waitPing(t, nsA, n.ipv4(2), 10*time.Second)
+	state := func(d *daemon) string {
+		for _, p := range parseShow(t, d.x(t, "show"))[0].ports {
+			if p.name == "vx1" {
+				return p.attrs["state"]
+			}
+		}
+		t.Fatal("show has no vx1")
+		return ""
+	}
+	waitState := func(d *daemon, prefix string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for !strings.HasPrefix(state(d), prefix) {
+			if time.Now().After(deadline) {
+				t.Fatalf("vx1's state %q, want %s...\n%s", state(d), prefix, d.x(t, "show"))
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+
+	// Restored with no route to the remote: down, saying so; up with it.
+	dA.stop(t, syscall.SIGTERM)
+	mustRun(t, "ip", "-n", a.ns, "addr", "flush", "dev", a.dev)
+	dA.start(t)
+	waitState(dA, "down (no route to "+b.addr)
+	mustRun(t, "ip", "-n", a.ns, "addr", "add", a.addr+"/24", "dev", a.dev)
+	waitState(dA, "up")
+	waitPing(t, nsA, n.ipv4(2), 10*time.Second)
+
+	// The underlay goes away, and another comes.
+	mustRun(t, "ip", "-n", a.ns, "link", "del", a.dev)
+	// Down because the underlay vanished, then because, without it, the
+	// remote has no route.
+	waitState(dA, "down (")
+	waitState(dB, "down (")
+	mtu := strconv.Itoa(underlayMTU)
+	mustRun(t, "ip", "link", "add", a.dev, "netns", a.ns, "mtu", mtu, "type", "veth", "peer", "name", b.dev, "netns", b.ns, "mtu", mtu)
+	for _, h := range hosts {
+		mustRun(t, "ip", "-n", h.ns, "addr", "add", h.addr+"/24", "dev", h.dev)
+		mustRun(t, "ip", "-n", h.ns, "link", "set", h.dev, "up")
+		mustRun(t, "ip", "netns", "exec", h.ns, "ethtool", "-K", h.dev, "tx", "off", "gro", "on")
+	}
+	waitState(dA, "up")
+	waitState(dB, "up")
+	waitPing(t, nsA, n.ipv4(2), 10*time.Second)
+}
