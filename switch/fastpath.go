@@ -83,8 +83,11 @@ type fastPath struct {
 	// not a look at every rule.
 	readers tableReaders
 	bumpMu  sync.Mutex
-	tables  *[flow.NumTables]tableCounters
-	drops   *dropCounters
+	// tunnelEpoch counts the changes of the tunnels' headers and
+	// reachability, after which offers are worked out again (fpOffer).
+	tunnelEpoch atomic.Uint64
+	tables      *[flow.NumTables]tableCounters
+	drops       *dropCounters
 
 	mu        sync.Mutex // guards what follows
 	installed map[flow.Headers]*fpInstalled
@@ -127,6 +130,10 @@ type fpOffer struct {
 	entry      bpf.FastpathFpFlow
 	generation uint64 // queued under it,
 	at         int64  // at that time
+	// tunnels is fastPath.tunnelEpoch when the state was worked out: a
+	// tunnel's headers (where its entries find them) or reachability
+	// changed since if it differs.
+	tunnels uint64
 }
 
 type fpPending struct {
@@ -385,6 +392,9 @@ func (f *forwarder) offerFastPath(d *decision, inSlot uint16, now int64) {
 		d.offer = new(fpOffer)
 	}
 	o := d.offer
+	if epoch := f.fp.tunnelEpoch.Load(); o.tunnels != epoch {
+		o.state, o.tunnels = 0, epoch
+	}
 	if o.state < 0 || o.generation == f.fpGen && now-o.at < int64(reofferAfter) {
 		return
 	}

@@ -298,7 +298,9 @@ func (fp *fastPath) tunnelHeaders(p *bridgePort) (index uint32, ok bool) {
 			t.half = half
 		}
 		if t.written {
-			// Entries made with the old headers, or with none, are misses.
+			// Entries made with the old headers, or with none, are
+			// misses, and the decisions work theirs out again.
+			fp.tunnelEpoch.Add(1)
 			fp.bump()
 		}
 		*t = fpTunnel{version: version, half: t.half, ok: ok, written: true}

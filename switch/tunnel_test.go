@@ -3,6 +3,7 @@ package vswitch
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -361,28 +362,8 @@ func TestTunnelForwardingAllocatesNothing(t *testing.T) {
 // IPv4 ID of its own and a checksum that holds), and the inner frame it
 // pops from an underlay's frame.
 func TestFastPathTunnelsDoWhatUserSpaceDoes(t *testing.T) {
-	testenv.RequireRoot(t)
-	tb := newTunnelBedOn(t, Options{FastPath: true}, porttest.New("access"), porttest.New("wire"), nil,
-		tunnel.Config{Key: 42}, tunnel.Config{KeyFlow: true})
-	b, f, fp := tb.b, tb.b.fwds[0], tb.b.fp
-	// In memory, the ports have no XDP program: say they take redirects,
-	// and send every slot's redirects to the loopback device, which
-	// BPF_PROG_RUN does not send to.
-	f.do(func() {
-		for _, p := range f.ports {
-			if p != nil {
-				p.takesRedirects.Store(true)
-				p.fastPathIn.Store(true)
-			}
-		}
-		f.forgetDecisions()
-	})
-	const loopback = 1
-	for slot := range uint32(8) {
-		if err := fp.shared.TxPorts.Put(slot, uint32(loopback)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	tb := newFastPathTunnelBed(t)
+	b, fp := tb.b, tb.b.fp
 	vm, far := mac(1), mac(2)
 	fromFar := udpFrame(t, vm, far, net.IPv4(10, 0, 0, 2), net.IPv4(10, 0, 0, 1), 4000, 53, []byte("from afar"))
 	toFar := udpFrame(t, far, vm, net.IPv4(10, 0, 0, 1), net.IPv4(10, 0, 0, 2), 53, 4000, []byte("to afar"))
@@ -463,6 +444,64 @@ func TestFastPathTunnelsDoWhatUserSpaceDoes(t *testing.T) {
 	if ret, out := run(underlay.Fastpath, toFar); ret != xdpPass || !bytes.Equal(out, toFar) {
 		t.Errorf("the host's own frame on the underlay: action %d, frame changed: %v", ret, !bytes.Equal(out, toFar))
 	}
+}
+
+// newFastPathTunnelBed is a tunnel bed with the fast path, a tunnel of
+// key 42 (ofport 2) and one of key flow (ofport 3). In memory, the ports
+// have no XDP program: they are said to take redirects, and every slot's
+// redirects go to the loopback device, which BPF_PROG_RUN does not send
+// to.
+func newFastPathTunnelBed(t *testing.T) *tunnelBed {
+	t.Helper()
+	testenv.RequireRoot(t)
+	tb := newTunnelBedOn(t, Options{FastPath: true}, porttest.New("access"), porttest.New("wire"), nil,
+		tunnel.Config{Key: 42}, tunnel.Config{KeyFlow: true})
+	f := tb.b.fwds[0]
+	f.do(func() {
+		for _, p := range f.ports {
+			if p != nil {
+				p.takesRedirects.Store(true)
+				p.fastPathIn.Store(true)
+			}
+		}
+		f.forgetDecisions()
+	})
+	const loopback = 1
+	for slot := range uint32(8) {
+		if err := tb.b.fp.shared.TxPorts.Put(slot, uint32(loopback)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return tb
+}
+
+// A flow that came while its tunnel could not reach the remote is
+// carried in the kernel once the tunnel can again: the refusal is not for
+// good.
+func TestFastPathTunnelComesBackAfterAnUnreachableRemote(t *testing.T) {
+	tb := newFastPathTunnelBed(t)
+	vm, far := mac(1), mac(2)
+	tb.wire.Inject(tb.fromRemote(t, 0, 42, frame(broadcast, far, "far is here")))
+	waitTransmitted(t, tb.access, 1)
+	route := tb.tunnels[0].Route()
+	tb.tunnels[0].Unreachable(errors.New("the test says so"))
+	tb.b.SyncFastPath()
+	toFar := frame(far, vm, "to far")
+	tb.access.Inject(toFar)
+	waitFor(t, "the frame dropped for want of a route", func() bool { return tb.tunnels[0].TunnelStats().TxNoRoute == 1 })
+	if entries := tb.b.FastPathEntries(); len(entries) != 0 {
+		t.Fatalf("an entry into an unreachable tunnel: %+v", entries)
+	}
+	if err := tb.tunnels[0].SetRoute(route); err != nil {
+		t.Fatal(err)
+	}
+	tb.b.SyncFastPath()
+	tb.access.Inject(toFar)
+	waitTransmitted(t, tb.wire, 1)
+	waitFor(t, "the entry into the tunnel", func() bool {
+		entries := tb.b.FastPathEntries()
+		return len(entries) == 1 && strings.Contains(entries[0].Actions, "tnl_push")
+	})
 }
 
 // xskTunnelListen is an underlay port's map of what its tunnels listen

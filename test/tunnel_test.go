@@ -293,6 +293,22 @@ func TestVXLANFastPath(t *testing.T) {
 	}
 	transferTCP(t, nsA, nsB, n.ipv4(2), n.ipv4(2), 32<<20)
 	transferTCP(t, nsB, nsA, n.ipv4(1), n.ipv4(1), 32<<20)
+
+	// The next hop forgotten and learned again: for a moment the remote
+	// cannot be reached (the frames sent then are dropped and counted as
+	// tx_no_route: the daemon does not queue them as the kernel's ARP
+	// does), then the kernel carries the flows again, with the headers as
+	// they are now.
+	mustRun(t, "ip", "-n", a.ns, "neigh", "flush", "dev", a.dev)
+	waitPing(t, nsA, n.ipv4(2), 10*time.Second)
+	carried = kernelCarried(t, d, br)
+	r := run(t, "ip", "netns", "exec", nsA, "ping", "-n", "-q", "-f", "-c", strconv.Itoa(flood), "-W", "1", n.ipv4(2))
+	if m := pingSummary.FindStringSubmatch(r.stdout); m == nil || atou(m[2]) < flood*9/10 {
+		t.Fatalf("ping -f after the next hop was learned again:\n%s%s", r.stdout, r.stderr)
+	}
+	if got := kernelCarried(t, d, br) - carried; got < flood {
+		t.Errorf("after the next hop was learned again, the kernel carried %d of %d frames", got, 2*flood)
+	}
 }
 
 // Two xswitch hosts joined by VXLAN: NORMAL learns each side's stations
