@@ -9,12 +9,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 
 	"github.com/xswitch/xswitch/internal/netns"
 )
@@ -54,20 +56,27 @@ const (
 // are, and never touches a system OVS or its files.
 func OVS(name string, flows []string) Case {
 	c := Case{Name: name}
-	for _, prog := range ovsPrograms {
-		if _, err := exec.LookPath(prog); err != nil {
-			c.Skip = fmt.Sprintf("Open vSwitch is not installed (no %s): skipped", prog)
-			return c
-		}
-	}
-	if _, err := os.Stat(ovsSchema); err != nil {
-		c.Skip = fmt.Sprintf("Open vSwitch's schema %s is missing: skipped", ovsSchema)
+	if c.Skip = ovsMissing(); c.Skip != "" {
 		return c
 	}
 	c.Setup = func(ctx context.Context, hosts Hosts) (func(), error) {
 		return setupOVS(ctx, hosts, flows, false)
 	}
 	return c
+}
+
+// ovsMissing says what of Open vSwitch is not installed and that the case
+// is skipped for it, or nothing when all is.
+func ovsMissing() string {
+	for _, prog := range ovsPrograms {
+		if _, err := exec.LookPath(prog); err != nil {
+			return fmt.Sprintf("Open vSwitch is not installed (no %s): skipped", prog)
+		}
+	}
+	if _, err := os.Stat(ovsSchema); err != nil {
+		return fmt.Sprintf("Open vSwitch's schema %s is missing: skipped", ovsSchema)
+	}
+	return ""
 }
 
 // OVSController is OVS's userspace datapath as OVS is, driven by the
@@ -87,19 +96,28 @@ func OVSController(name string) Case {
 	return c
 }
 
-// ovsInstance is one private Open vSwitch: its directory, its daemons and
-// its bridge.
+// ovsInstance is one private Open vSwitch: its directory, its daemons,
+// its bridges and their afxdp ports.
 type ovsInstance struct {
-	netns    string // where ovs-vswitchd and the veths' switch ends are
-	dir      string
-	env      []string
-	bridge   string
+	netns string // where ovs-vswitchd and its ports' interfaces are
+	// dir holds OVS's database, sockets and logs. start makes a temporary
+	// one when it is empty, which stop removes; a given one is left, with
+	// the logs, to its owner.
+	dir        string
+	dirIsOwned bool
+	env        []string
+	// pinned puts all of ovs-vswitchd on SwitchCPU, not only its PMD
+	// thread, as a switch that must share one CPU with another does.
+	pinned   bool
+	bridges  []string // those addBridge made or tried to, which stop removes
+	ports    []string // the afxdp ports addPort opened or tried to
 	dbServer *daemon
 	vswitchd *daemon
 }
 
 func setupOVS(ctx context.Context, hosts Hosts, flows []string, controller bool) (_ func(), err error) {
-	o := &ovsInstance{netns: hosts.GenPort + "-ovs", bridge: hosts.GenPort + "o"}
+	o := &ovsInstance{netns: hosts.GenPort + "-ovs"}
+	bridge := hosts.GenPort + "o"
 	var undo []func()
 	cleanup := func() {
 		for i := len(undo) - 1; i >= 0; i-- {
@@ -119,18 +137,21 @@ func setupOVS(ctx context.Context, hosts Hosts, flows []string, controller bool)
 	if err := netns.Do(o.netns, func() error { _, err := CreateVeths(hosts); return err }); err != nil {
 		return nil, err
 	}
-	undo = append(undo, func() { o.stop(hosts) })
+	undo = append(undo, func() {
+		if err := o.stop(); err != nil {
+			fmt.Fprintln(hosts.Log, err)
+		}
+	})
 	if err := o.start(ctx); err != nil {
 		return nil, err
 	}
 	// OpenFlow 1.3 for the pipeline's goto_table, 1.0 as OVS's default.
-	if _, err := o.vsctl(ctx, "add-br", o.bridge, "--", "set", "bridge", o.bridge, "datapath_type=netdev",
-		"protocols=OpenFlow10,OpenFlow13"); err != nil {
+	if err := o.addBridge(ctx, bridge, "protocols=OpenFlow10,OpenFlow13"); err != nil {
 		return nil, err
 	}
 	modes := map[string]string{}
 	for i, port := range []string{hosts.GenPort, hosts.RcvPort} {
-		mode, err := o.addPort(ctx, port, i+1)
+		mode, err := o.addPort(ctx, bridge, port, i+1)
 		if err != nil {
 			return nil, err
 		}
@@ -146,7 +167,7 @@ func setupOVS(ctx context.Context, hosts Hosts, flows []string, controller bool)
 	if err := o.waitPolled(ctx, hosts.GenPort, hosts.RcvPort); err != nil {
 		return nil, err
 	}
-	if err := o.installFlows(ctx, flows); err != nil {
+	if err := o.installFlows(ctx, bridge, flows); err != nil {
 		return nil, err
 	}
 	if err := o.xdpModesInUse(ctx, modes); err != nil {
@@ -158,12 +179,12 @@ func setupOVS(ctx context.Context, hosts Hosts, flows []string, controller bool)
 			return nil, err
 		}
 		undo = append(undo, ctl.Stop)
-		if err := o.useController(ctx, ctl); err != nil {
+		if err := o.useController(ctx, bridge, ctl); err != nil {
 			return nil, err
 		}
 	}
 	fmt.Fprintf(hosts.Log, "Open vSwitch bridge %s in namespace %s: afxdp ports %s in %s XDP mode, %s in %s (copying: veth has no zero-copy), PMD thread on CPU %d, %d flows\n",
-		o.bridge, o.netns, hosts.GenPort, modes[hosts.GenPort], hosts.RcvPort, modes[hosts.RcvPort], SwitchCPU, max(len(flows), 1))
+		bridge, o.netns, hosts.GenPort, modes[hosts.GenPort], hosts.RcvPort, modes[hosts.RcvPort], SwitchCPU, max(len(flows), 1))
 	return cleanup, nil
 }
 
@@ -186,7 +207,12 @@ func (o *ovsInstance) xdpModesInUse(ctx context.Context, modes map[string]string
 // start creates the database and runs ovsdb-server and ovs-vswitchd on it.
 func (o *ovsInstance) start(ctx context.Context) error {
 	var err error
-	if o.dir, err = os.MkdirTemp("", "xswitch-bench-ovs-"); err != nil {
+	if o.dir == "" {
+		if o.dir, err = os.MkdirTemp("", "xswitch-bench-ovs-"); err != nil {
+			return err
+		}
+		o.dirIsOwned = true
+	} else if err := os.MkdirAll(o.dir, 0o700); err != nil {
 		return err
 	}
 	// Everything OVS would look for under /etc, /var/run/openvswitch,
@@ -214,11 +240,34 @@ func (o *ovsInstance) start(ctx context.Context) error {
 	// Started from a thread in o.netns, ovs-vswitchd runs there. It asks
 	// the kernel for the openvswitch module's netlink family, which a
 	// kernel with loadable modules may answer by loading the module;
-	// netdev bridges do not use it.
+	// netdev bridges do not use it. Its threads start on the CPUs of the
+	// thread that starts it.
 	return netns.Do(o.netns, func() (err error) {
+		if o.pinned {
+			var affinity, pinned unix.CPUSet
+			if err := unix.SchedGetaffinity(0, &affinity); err != nil {
+				return fmt.Errorf("read the thread's CPU affinity: %w", err)
+			}
+			pinned.Set(SwitchCPU)
+			if err := unix.SchedSetaffinity(0, &pinned); err != nil {
+				return fmt.Errorf("pin ovs-vswitchd to CPU %d: %w", SwitchCPU, err)
+			}
+			// The thread goes back to the runtime's pool afterwards.
+			defer unix.SchedSetaffinity(0, &affinity)
+		}
 		o.vswitchd, err = o.startDaemon("ovs-vswitchd", "unix:"+o.path("db.sock"))
 		return err
 	})
+}
+
+// addBridge adds a bridge of OVS's userspace datapath, with settings,
+// further columns of its Bridge row (column=value). stop removes it, also
+// when ovs-vsctl fails, which it may do after OVS has made it.
+func (o *ovsInstance) addBridge(ctx context.Context, bridge string, settings ...string) error {
+	o.bridges = append(o.bridges, bridge)
+	args := append([]string{"add-br", bridge, "--", "set", "bridge", bridge, "datapath_type=netdev"}, settings...)
+	_, err := o.vsctl(ctx, args...)
+	return err
 }
 
 func (o *ovsInstance) path(name string) string { return filepath.Join(o.dir, name) }
@@ -241,25 +290,26 @@ func (o *ovsInstance) waitDatabase(ctx context.Context) error {
 	}
 }
 
-// addPort adds iface as an afxdp port with OpenFlow port number ofport,
-// in native XDP mode or, if OVS cannot open it so, generic. It returns the
-// mode.
-func (o *ovsInstance) addPort(ctx context.Context, iface string, ofport int) (string, error) {
-	nativeErr := o.tryPort(ctx, iface, ofport, xdpModeNative)
+// addPort adds iface to bridge as an afxdp port with OpenFlow port number
+// ofport, in native XDP mode or, if OVS cannot open it so, generic. It
+// returns the mode.
+func (o *ovsInstance) addPort(ctx context.Context, bridge, iface string, ofport int) (string, error) {
+	o.ports = append(o.ports, iface)
+	nativeErr := o.tryPort(ctx, bridge, iface, ofport, xdpModeNative)
 	if nativeErr == nil {
 		return xdpModeNative, nil
 	}
-	if _, err := o.vsctl(ctx, "--if-exists", "del-port", o.bridge, iface); err != nil {
+	if _, err := o.vsctl(ctx, "--if-exists", "del-port", bridge, iface); err != nil {
 		return "", errors.Join(nativeErr, err)
 	}
-	if err := o.tryPort(ctx, iface, ofport, xdpModeGeneric); err != nil {
+	if err := o.tryPort(ctx, bridge, iface, ofport, xdpModeGeneric); err != nil {
 		return "", fmt.Errorf("in %s XDP mode: %w; in %s XDP mode: %w", xdpModeNative, nativeErr, xdpModeGeneric, err)
 	}
 	return xdpModeGeneric, nil
 }
 
-func (o *ovsInstance) tryPort(ctx context.Context, iface string, ofport int, mode string) error {
-	if _, err := o.vsctl(ctx, "add-port", o.bridge, iface, "--", "set", "interface", iface,
+func (o *ovsInstance) tryPort(ctx context.Context, bridge, iface string, ofport int, mode string) error {
+	if _, err := o.vsctl(ctx, "add-port", bridge, iface, "--", "set", "interface", iface,
 		"type=afxdp", "options:xdp-mode="+mode, "options:n_rxq=1", fmt.Sprintf("ofport_request=%d", ofport)); err != nil {
 		return err
 	}
@@ -319,10 +369,10 @@ func (o *ovsInstance) waitPolled(ctx context.Context, ports ...string) error {
 
 var flowCount = regexp.MustCompile(`flow_count=(\d+)`)
 
-// installFlows replaces the bridge's flows with flows, if there are any,
-// and checks that the bridge holds as many as it should.
-func (o *ovsInstance) installFlows(ctx context.Context, flows []string) error {
-	mgmt := "unix:" + o.path(o.bridge+".mgmt")
+// installFlows replaces bridge's flows with flows, if there are any, and
+// checks that the bridge holds as many as it should.
+func (o *ovsInstance) installFlows(ctx context.Context, bridge string, flows []string) error {
+	mgmt := "unix:" + o.path(bridge+".mgmt")
 	want := 1 // OVS's own NORMAL flow
 	if len(flows) > 0 {
 		file := o.path("flows")
@@ -343,65 +393,73 @@ func (o *ovsInstance) installFlows(ctx context.Context, flows []string) error {
 	}
 	m := flowCount.FindStringSubmatch(out)
 	if m == nil {
-		return fmt.Errorf("ovs-ofctl dump-aggregate %s printed no flow_count: %s", o.bridge, out)
+		return fmt.Errorf("ovs-ofctl dump-aggregate %s printed no flow_count: %s", bridge, out)
 	}
 	if got, _ := strconv.Atoi(m[1]); got != want {
-		return fmt.Errorf("bridge %s holds %d flows, want %d", o.bridge, got, want)
+		return fmt.Errorf("bridge %s holds %d flows, want %d", bridge, got, want)
 	}
 	return nil
 }
 
-// useController points the bridge at ctl in fail mode secure, and waits
-// until ctl has installed its table-miss flow.
-func (o *ovsInstance) useController(ctx context.Context, ctl *Controller) error {
-	if _, err := o.vsctl(ctx, "set-fail-mode", o.bridge, "secure", "--", "set-controller", o.bridge,
+// useController points bridge at ctl in fail mode secure, and waits until
+// ctl has installed its table-miss flow.
+func (o *ovsInstance) useController(ctx context.Context, bridge string, ctl *Controller) error {
+	if _, err := o.vsctl(ctx, "set-fail-mode", bridge, "secure", "--", "set-controller", bridge,
 		fmt.Sprintf("tcp:127.0.0.1:%d", ctl.Port)); err != nil {
 		return err
 	}
-	mgmt := "unix:" + o.path(o.bridge+".mgmt")
+	mgmt := "unix:" + o.path(bridge+".mgmt")
 	return waitFor(ctx, "the controller's table-miss flow in OVS", func() (bool, error) {
 		out, err := o.run(ctx, "ovs-ofctl", "-O", "OpenFlow13", "dump-flows", mgmt)
 		return strings.Contains(out, "CONTROLLER") && !strings.Contains(out, "NORMAL"), err
 	})
 }
 
-// stop removes the bridge, stops both daemons and removes the directory,
-// doing what it can after failures: it runs when start failed halfway.
-func (o *ovsInstance) stop(hosts Hosts) {
+// stop removes the bridges, stops both daemons and removes the directory
+// it made, doing what it can after failures: it runs when start failed
+// halfway. It returns what it could not undo cleanly.
+func (o *ovsInstance) stop() error {
 	ctx, cancel := context.WithTimeout(context.Background(), ovsStopTimeout)
 	defer cancel()
+	var errs []error
 	if o.vswitchd != nil && !o.vswitchd.hasExited() {
-		// Removing the bridge makes ovs-vswitchd take its XDP programs off
-		// the veths and delete its taps.
-		if _, err := o.vsctl(ctx, "--if-exists", "del-br", o.bridge); err != nil {
-			fmt.Fprintf(hosts.Log, "%s: %v\n", o.bridge, err)
+		// Removing the bridges makes ovs-vswitchd take its XDP programs
+		// off the ports' interfaces and delete its taps.
+		for _, bridge := range o.bridges {
+			if _, err := o.vsctl(ctx, "--if-exists", "del-br", bridge); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	}
 	for _, d := range []*daemon{o.vswitchd, o.dbServer} {
 		if d != nil {
 			if err := d.stop(); err != nil {
-				fmt.Fprintf(hosts.Log, "%s: %v\n", o.bridge, err)
+				errs = append(errs, err)
 			}
 		}
 	}
 	netns.Do(o.netns, func() error {
 		// A killed ovs-vswitchd leaves its taps behind.
-		for _, tap := range []string{o.bridge, ovsDatapathPort} {
+		for _, tap := range append(slices.Clone(o.bridges), ovsDatapathPort) {
 			if l, err := netlink.LinkByName(tap); err == nil {
-				fmt.Fprintf(hosts.Log, "%s: ovs-vswitchd left tap %q behind; deleting it\n", o.bridge, tap)
+				errs = append(errs, fmt.Errorf("ovs-vswitchd left tap %q behind; deleting it", tap))
 				netlink.LinkDel(l)
 			}
 		}
-		for _, port := range []string{hosts.GenPort, hosts.RcvPort} {
+		for _, port := range o.ports {
 			if l, err := netlink.LinkByName(port); err == nil && l.Attrs().Xdp != nil && l.Attrs().Xdp.Attached {
-				fmt.Fprintf(hosts.Log, "%s: ovs-vswitchd left an XDP program on %q (removed with the veth)\n", o.bridge, port)
+				errs = append(errs, fmt.Errorf("ovs-vswitchd left an XDP program on %q", port))
 			}
 		}
 		return nil
 	})
-	if o.dir != "" {
+	if o.dirIsOwned {
 		os.RemoveAll(o.dir)
 	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("stopping Open vSwitch in namespace %s: %w", o.netns, err)
+	}
+	return nil
 }
 
 // vsctl runs ovs-vsctl on the private database.

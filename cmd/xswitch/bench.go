@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -36,7 +37,8 @@ const defaultBenchWorkloads = "udp64,udp1500,tcp,ping"
 const defaultBenchCases = "xswitch,xswitch-busy,xswitch-flows,linux-bridge,ovs,ovs-flows,xdp-redirect"
 
 // moreBenchCases are the cases bench runs only when asked to.
-const moreBenchCases = "xswitch-pipeline,ovs-pipeline,xswitch-userspace,xswitch-controller,ovs-controller"
+const moreBenchCases = "xswitch-pipeline,ovs-pipeline,xswitch-userspace,xswitch-controller,ovs-controller," +
+	"xswitch-vxlan,xswitch-xswitch-vxlan,kernel-vxlan,ovs-vxlan"
 
 // benchFlows is how many flows the -flows cases install.
 const benchFlows = 1000
@@ -87,6 +89,21 @@ The generator, iperf3's client and server and ping run on CPU 0. The cases:
                  ping workload, the round trip through the controller
                  (twice per echo); needs python3-os-ken
   xdp-redirect   an XDP program redirecting from veth to veth: the machine's limit
+  kernel-vxlan, ovs-vxlan, xswitch-vxlan, xswitch-xswitch-vxlan (only when asked for)
+                 across a VXLAN tunnel (VNI 42, port 4789) between two hosts:
+                 namespaces joined by an underlay veth pair (172.31.X.1 and .2,
+                 MTU 100 above the veths', GRO on and TX checksum offload off
+                 on both ends, as a NIC would be), the generator's veth into
+                 host A, the receiver's into host B. On each host:
+      kernel-vxlan           a Linux bridge with a vxlan device
+      ovs-vxlan              Open vSwitch's userspace tunnelling: br-int with
+                             the veth and a vxlan port, br-phy with the
+                             underlay and its address, afxdp ports; each
+                             ovs-vswitchd, PMD thread and all, on CPU 1
+      xswitch-vxlan          xswitch on host A (ip netns exec, taskset -c 1,
+                             xswitch daemon with its default flags; add-port
+                             --type vxlan), the kernel's (as kernel-vxlan) on B
+      xswitch-xswitch-vxlan  xswitch on both hosts, both daemons on CPU 1
 
 Each measurement builds its case in fresh namespaces, with 10.253.0.1/24 on
 the generator's side and 10.253.0.2/24 on the receiver's, and removes them
@@ -94,7 +111,8 @@ afterwards, also on failure or Ctrl-C. Rates are sampled once a second and
 the first second is discarded, as are the pings of the first second; the
 rounds of each workload alternate the cases. One table per workload gives
 medians, ranges over all samples and rounds, and the ratio of each median
-to linux-bridge's and to ovs's (for ping of p50, so above 1 is slower).
+to those of linux-bridge, ovs, kernel-vxlan and ovs-vxlan, of those the run
+has (for ping of p50, so above 1 is slower).
 A failed measurement is reported and the others go on; bench
 then exits with an error. Needs root and iperf3.
 
@@ -144,6 +162,14 @@ func benchCases(names []string) ([]bench.Case, error) {
 			cases = append(cases, xswitchBenchCase(name, xswitchBench{controller: true}))
 		case "ovs-controller":
 			cases = append(cases, bench.OVSController(name))
+		case "xswitch-vxlan":
+			cases = append(cases, bench.TunnelCase(name, xswitchTunnel, bench.KernelVXLAN))
+		case "xswitch-xswitch-vxlan":
+			cases = append(cases, bench.TunnelCase(name, xswitchTunnel, xswitchTunnel))
+		case "kernel-vxlan":
+			cases = append(cases, bench.KernelVXLANCase())
+		case "ovs-vxlan":
+			cases = append(cases, bench.OVSVXLANCase())
 		default:
 			return nil, fmt.Errorf("unknown bench case %q: want some of %s,%s", name, defaultBenchCases, moreBenchCases)
 		}
@@ -266,6 +292,53 @@ func useBenchController(ctx context.Context, undo *undoStack, client *cli, bridg
 	}
 }
 
+// xswitchTunnel is xswitch as a bench.TunnelSwitch: `xswitch daemon` in
+// the host's namespace with its default flags, as a host runs it, all of
+// it on bench.SwitchCPU, configured with the CLI as an operator would: a
+// bridge with the host's veth and a VXLAN port to the remote, over the
+// underlay the daemon finds by the routes of its namespace.
+func xswitchTunnel(ctx context.Context, host, remote bench.TunnelHost, log io.Writer) (_ func(), err error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("finding the xswitch binary to run on host %s: %w", host.Netns, err)
+	}
+	var undo undoStack
+	defer func() {
+		if err != nil {
+			undo.run()
+		}
+	}()
+	dir, err := os.MkdirTemp("", "xswitch-bench-")
+	if err != nil {
+		return nil, err
+	}
+	undo.push(func() { os.RemoveAll(dir) })
+	d, err := startNetnsDaemon(exe, host.Netns, dir, bench.SwitchCPU)
+	if err != nil {
+		return nil, err
+	}
+	undo.push(func() {
+		if err := d.stop(); err != nil {
+			fmt.Fprintln(log, err)
+		}
+	})
+	const bridge, tunnel = "br-int", "vxlan0"
+	for _, args := range [][]string{
+		{"wait-ready", "--timeout", netnsDaemonTimeout.String()},
+		{"add-br", bridge},
+		{"add-port", bridge, host.Port},
+		{"add-port", bridge, tunnel, "--type", "vxlan", "--remote-ip", remote.UnderlayAddr.Addr().String(),
+			"--key", strconv.Itoa(bench.TunnelVNI), "--dst-port", strconv.Itoa(bench.VXLANPort)},
+	} {
+		if err := d.run(ctx, args...); err != nil {
+			return nil, err
+		}
+	}
+	fmt.Fprintf(log, "xswitch daemon in %s, all of it on CPU %d: bridge %s of %s and %s (VNI %d to %s)\n",
+		host.Netns, bench.SwitchCPU, bridge, host.Port, tunnel, bench.TunnelVNI, remote.UnderlayAddr.Addr())
+	return undo.run, nil
+}
+
 func runBench(ctx context.Context, w io.Writer, opts benchOptions) error {
 	if os.Geteuid() != 0 {
 		return errors.New("bench needs root: it creates network namespaces and attaches XDP programs")
@@ -334,8 +407,10 @@ func benchWorkloads(names []string) ([]bench.Workload, error) {
 }
 
 // benchBaselines are the cases every other is compared with, in the
-// tables' column order.
-var benchBaselines = []string{"linux-bridge", "ovs"}
+// tables' column order: the Linux bridge and OVS between two namespaces,
+// then the kernel's and OVS's pairs across a tunnel. A table compares
+// with those it has a row for.
+var benchBaselines = []string{"linux-bridge", "ovs", "kernel-vxlan", "ovs-vxlan"}
 
 // printBenchTables prints one table per workload.
 func printBenchTables(w io.Writer, workloads []bench.Workload, results []bench.Result) {
@@ -367,13 +442,19 @@ func printBenchTable(w io.Writer, kind bench.WorkloadKind, rows []bench.Result) 
 			return r.P50Micros
 		}
 	}
-	baselines := make([]float64, len(benchBaselines))
-	for i, name := range benchBaselines {
-		for _, r := range rows {
-			if r.Case == name && r.Samples > 0 {
-				baselines[i] = headline(r)
-			}
+	var baselines []float64
+	var versus string // the baselines' headers
+	for _, name := range benchBaselines {
+		i := slices.IndexFunc(rows, func(r bench.Result) bool { return r.Case == name })
+		if i < 0 {
+			continue
 		}
+		base := 0.0 // no figure to compare with
+		if rows[i].Samples > 0 {
+			base = headline(rows[i])
+		}
+		baselines = append(baselines, base)
+		versus += "\tvs " + name
 	}
 	var header string
 	switch kind {
@@ -392,7 +473,7 @@ func printBenchTable(w io.Writer, kind bench.WorkloadKind, rows []bench.Result) 
 		cpus = "\tcpu0 softirq\tcpu1 busy"
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "%s\tvs %s%s\t\n", header, strings.Join(benchBaselines, "\tvs "), cpus)
+	fmt.Fprintf(tw, "%s%s%s\t\n", header, versus, cpus)
 	for _, r := range rows {
 		var figures []string
 		switch {

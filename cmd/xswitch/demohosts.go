@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"syscall"
@@ -86,11 +85,19 @@ func runTunnelDemo(ctx context.Context, w io.Writer) error {
 	for i, s := range sites {
 		other := sites[1-i]
 		fmt.Fprintf(w, "== on %s: ip netns exec %s xswitch daemon\n", s.host, s.host)
-		client, stopDaemon, err := startNetnsDaemon(ctx, exe, s.host, filepath.Join(dir, s.host))
+		d, err := startNetnsDaemon(exe, s.host, filepath.Join(dir, s.host), -1)
 		if err != nil {
 			return err
 		}
-		undo.push(stopDaemon)
+		undo.push(func() {
+			if err := d.stop(); err != nil {
+				fmt.Fprintln(w, err)
+			}
+		})
+		if err := d.run(ctx, "wait-ready", "--timeout", netnsDaemonTimeout.String()); err != nil {
+			return err
+		}
+		client := &cli{socket: d.sock}
 		s.client = client
 		steps := []struct {
 			words string
@@ -189,54 +196,6 @@ func demoUnderlay(sites []*demoSite) error {
 		}
 	}
 	return nil
-}
-
-// startNetnsDaemon runs `xswitch daemon` inside network namespace ns, as
-// a host of its own would, with its socket and configuration in dir, and
-// returns a client of it and what stops it.
-func startNetnsDaemon(ctx context.Context, exe, ns, dir string) (*cli, func(), error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, nil, err
-	}
-	sock := filepath.Join(dir, "xswitch.sock")
-	cmd := exec.Command("ip", "netns", "exec", ns, exe, "daemon", "--sock", sock, "--db", filepath.Join(dir, "conf.json"),
-		"--log-file", filepath.Join(dir, "daemon.log"))
-	// The daemon must not outlive the demo if the demo dies.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return nil, nil, fmt.Errorf("start the daemon in %s: %w", ns, err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	stop := func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			<-exited
-		}
-	}
-	client := &cli{socket: sock}
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		if _, err := client.call(control.Request{Verb: control.VerbStatus}); err == nil {
-			return client, stop, nil
-		}
-		select {
-		case err := <-exited:
-			log, _ := os.ReadFile(filepath.Join(dir, "daemon.log"))
-			return nil, nil, fmt.Errorf("the daemon in %s exited (%v):\n%s", ns, err, log)
-		case <-ctx.Done():
-			stop()
-			return nil, nil, ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			stop()
-			return nil, nil, fmt.Errorf("the daemon in %s did not serve within 15s", ns)
-		}
-	}
 }
 
 // demoPingUntil pings until the first replies come (ARP across the
