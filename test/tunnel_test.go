@@ -2,8 +2,10 @@ package test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net"
+	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
@@ -14,6 +16,7 @@ import (
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
 
+	"github.com/xswitch/xswitch/bench"
 	"github.com/xswitch/xswitch/internal/testenv"
 )
 
@@ -592,4 +595,66 @@ func TestTunnelFollowsItsUnderlay(t *testing.T) {
 	waitState(dA, "up")
 	waitState(dB, "up")
 	waitPing(t, nsA, n.ipv4(2), 10*time.Second)
+}
+
+// xswitch's Geneve port against Open vSwitch's userspace datapath on the
+// other host (this kernel has no geneve module, so OVS is the peer):
+// ping and TCP both ways, VNI 5000 in both datapaths, and OVS's own
+// datapath pushing and popping Geneve.
+func TestGeneveWithOVS(t *testing.T) {
+	testenv.RequireRoot(t)
+	if _, err := exec.LookPath("ovs-vswitchd"); err != nil {
+		t.Fatal("Open vSwitch is not installed (test/deps installs it): it is the Geneve peer")
+	}
+	n := newTestNet()
+	hosts := newUnderlay(t, n, 2)
+	a, b := hosts[0], hosts[1]
+	br := n.name("br")
+	d, nsA := xswitchHost(t, n, a, br, "a", n.ipv4(1))
+	d.x(t, "add-port", br, "gn1", "--type", "geneve", "--remote-ip", b.addr, "--key", "5000")
+
+	// Host B: a namespace behind OVS's br-int, by a veth whose switch end
+	// OVS opens as an afxdp port.
+	nsB := n.namespace(t, "b")
+	mustRun(t, "ip", "link", "add", "vmb", "netns", b.ns, "type", "veth", "peer", "name", "eth0", "netns", nsB)
+	mustRun(t, "ip", "-n", b.ns, "link", "set", "vmb", "up")
+	mustRun(t, "ip", "-n", nsB, "addr", "add", n.ipv4(2)+"/24", "dev", "eth0")
+	mustRun(t, "ip", "-n", nsB, "link", "set", "eth0", "up")
+	mustRun(t, "ip", "netns", "exec", nsB, "ethtool", "-K", "eth0", "tx", "off")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	ovs, err := bench.StartOVSTunnelHost(ctx, bench.OVSTunnelHostConfig{Netns: b.ns, Underlay: b.dev, UnderlayAddr: b.addr + "/24",
+		Type: bench.TunnelTypeGeneve, Remote: a.addr, Key: "5000", InnerPort: "vmb", Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := ovs.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	if err := ovs.ResolveRemote(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	waitPing(t, nsA, n.ipv4(2), 15*time.Second)
+	requirePing(t, nsB, n.ipv4(1), 1400)
+	transferTCP(t, nsA, nsB, n.ipv4(2), n.ipv4(2), 8<<20)
+	transferTCP(t, nsB, nsA, n.ipv4(1), n.ipv4(1), 8<<20)
+
+	d.x(t, "add-flow", br, "priority=100,in_port=gn1,tun_id=5000,actions=NORMAL")
+	requirePing(t, nsA, n.ipv4(2), 56)
+	if got := flowPackets(t, d, br, "tun_id=0x1388"); got < 3 {
+		t.Errorf("the tun_id=5000 rule counted %d packets from OVS, want the 3 echo replies at least", got)
+	}
+	flows, err := ovs.Appctl(ctx, "dpctl/dump-flows")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(flows, "geneve(vni=0x1388)") || !strings.Contains(flows, "tnl_pop(") {
+		t.Errorf("OVS's datapath flows lack a Geneve push of VNI 5000 or a pop:\n%s", flows)
+	}
+	if drops := underlayDrops(t, d, br); drops["bad_header"]+drops["critical_option"]+drops["wrong_key"] != 0 {
+		t.Errorf("xswitch refused some of what OVS sent: %v", drops)
+	}
 }
