@@ -100,7 +100,7 @@ func TestDemoTwoHosts(t *testing.T) {
 	if !strings.Contains(output, "arrived intact") {
 		t.Errorf("demo output does not report an intact TCP transfer")
 	}
-	if n := len(regexp.MustCompile(`type: vxlan \(remote_ip=192\.168\.250\.\d, key=42\)`).FindAllString(output, -1)); n != 2 {
+	if n := len(regexp.MustCompile(`type: vxlan \(remote_ip=192\.168\.250\.\d, local_ip=192\.168\.250\.\d, key=42, dst_port=4789\)`).FindAllString(output, -1)); n != 2 {
 		t.Errorf("demo output shows %d vxlan ports, want one per host", n)
 	}
 	if pids := runningXswitch(t, 5*time.Second); len(pids) > 0 {

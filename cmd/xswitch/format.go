@@ -7,6 +7,7 @@ import (
 
 	"github.com/xswitch/xswitch/control"
 	vswitch "github.com/xswitch/xswitch/switch"
+	"github.com/xswitch/xswitch/tunnel"
 )
 
 func printPortNames(w io.Writer, b control.BridgeStatus) {
@@ -43,6 +44,9 @@ func printShow(w io.Writer, bridges []control.BridgeStatus) {
 				fmt.Fprintf(w, "        mtu: %d\n", mtu)
 			}
 			if p.Info.Kind == "" { // not open
+				if p.Type == control.PortTypeVXLAN || p.Type == control.PortTypeGeneve {
+					printTunnel(w, p, nil)
+				}
 				fmt.Fprintf(w, "        state: down (%s)\n", p.Error)
 				continue
 			}
@@ -97,18 +101,26 @@ func printShow(w io.Writer, bridges []control.BridgeStatus) {
 // its options as OVS's show prints them, and how its remote is reached.
 func printTunnel(w io.Writer, p control.PortStatus, t *control.TunnelStatus) {
 	opts := []string{"remote_ip=" + p.RemoteIP}
-	if p.LocalIP != "" {
+	switch {
+	case p.LocalIP != "":
 		opts = append(opts, "local_ip="+p.LocalIP)
+	case t != nil && t.Local != "":
+		opts = append(opts, "local_ip="+t.Local) // the route's
 	}
 	key := p.Key
 	if key == "" {
 		key = "0"
 	}
 	opts = append(opts, "key="+key)
-	if p.DstPort != 0 {
-		opts = append(opts, fmt.Sprintf("dst_port=%d", p.DstPort))
+	dstPort := p.DstPort
+	if kind, err := tunnel.ParseKind(p.Type); err == nil && dstPort == 0 {
+		dstPort = kind.DefaultPort()
 	}
+	opts = append(opts, fmt.Sprintf("dst_port=%d", dstPort))
 	fmt.Fprintf(w, "        type: %s (%s)\n", p.Type, strings.Join(opts, ", "))
+	if t == nil { // down
+		return
+	}
 	u := t.UnderlayInfo
 	fmt.Fprintf(w, "        underlay: %s (xdp=%s, bind=%s, queues=%d)\n", t.Underlay, u.XDPMode, u.BindMode, u.Queues)
 	nextHop := t.NextHop
