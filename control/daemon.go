@@ -154,7 +154,7 @@ func (d *Daemon) restorePort(b *vswitch.Bridge, pc PortConfig) error {
 func (d *Daemon) attach(b *vswitch.Bridge, pc PortConfig) error {
 	var p port.Port
 	var err error
-	if pc.isTunnel() {
+	if pc.IsTunnel() {
 		p, err = d.openTunnel(b.Name(), pc)
 	} else {
 		p, err = d.openPort(pc)
@@ -472,7 +472,7 @@ func (d *Daemon) addPort(bridge string, pc PortConfig) (err error) {
 	if owner, _, ok := d.findPort(pc.device()); ok {
 		return fmt.Errorf("interface %q is already a port of bridge %s", pc.device(), owner)
 	}
-	if use, ok := d.underlays[pc.device()]; ok && !pc.isTunnel() {
+	if use, ok := d.underlays[pc.device()]; ok && !pc.IsTunnel() {
 		return fmt.Errorf("interface %q carries the tunnels of bridge %s (it is their underlay) and cannot also be a port", pc.device(), use.bridge)
 	}
 	if pc.ownsDevice() {

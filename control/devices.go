@@ -71,7 +71,7 @@ func (p renamedPort) Unwrap() port.Port { return p.Port }
 // fills in what add-port derives from them.
 func completePortType(pc *PortConfig) error {
 	pc.Device = ""
-	if pc.isTunnel() {
+	if pc.IsTunnel() {
 		return completeTunnel(pc)
 	}
 	if err := checkTunnelOptions(*pc); err != nil {

@@ -151,7 +151,7 @@ func (d *Daemon) followLink(dev string, link *netlink.LinkAttrs) {
 	// Only the interface the socket is on counts: an internal port's name
 	// here may be an unrelated interface, its own being in another
 	// namespace; and a tunnel has none.
-	if !ok || pc.device() != dev || pc.isTunnel() {
+	if !ok || pc.device() != dev || pc.IsTunnel() {
 		return
 	}
 	b := d.bridges[bridge]

@@ -101,7 +101,7 @@ func (bc *BridgeConfig) rstpBridgeConfig() (rstp.BridgeConfig, error) {
 // rstp-path-cost says otherwise.
 func (pc PortConfig) rstpPortConfig() *rstp.PortConfig {
 	oc := pc.OtherConfig
-	if oc["rstp-enable"] == "false" || pc.Type == PortTypeInternal || pc.isTunnel() {
+	if oc["rstp-enable"] == "false" || pc.Type == PortTypeInternal || pc.IsTunnel() {
 		return nil
 	}
 	cfg := rstp.DefaultPortConfig()

@@ -33,8 +33,8 @@ const KeyFlow = "flow"
 // neighbour the kernel failed to resolve is asked for again.
 const tunnelRetry = 5 * time.Second
 
-// isTunnel reports whether the port is a tunnel.
-func (pc PortConfig) isTunnel() bool {
+// IsTunnel reports whether the port is a tunnel.
+func (pc PortConfig) IsTunnel() bool {
 	return pc.Type == PortTypeVXLAN || pc.Type == PortTypeGeneve
 }
 
@@ -179,7 +179,7 @@ func (d *Daemon) refreshTunnels() {
 	defer d.mu.Unlock()
 	for _, bc := range d.cfg.Bridges {
 		for _, pc := range bc.Ports {
-			if !pc.isTunnel() {
+			if !pc.IsTunnel() {
 				continue
 			}
 			if p, ok := d.tunnels[pc.Name]; ok {
@@ -251,7 +251,7 @@ func (d *Daemon) tunnelsWaiting() bool {
 	defer d.mu.Unlock()
 	for _, bc := range d.cfg.Bridges {
 		for _, pc := range bc.Ports {
-			if !pc.isTunnel() {
+			if !pc.IsTunnel() {
 				continue
 			}
 			if p, ok := d.tunnels[pc.Name]; !ok || !p.Route().Resolved {

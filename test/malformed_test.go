@@ -261,14 +261,7 @@ func sendPaced(fd int, to *unix.SockaddrLinklayer, frames [][]byte, burst int) f
 		if i%burst == 0 && i > 0 {
 			time.Sleep(time.Millisecond)
 		}
-		var err error
-		for try := 0; try < 20; try++ {
-			if err = unix.Sendto(fd, f, 0, to); !errors.Is(err, unix.ENOBUFS) && !errors.Is(err, unix.EAGAIN) {
-				break
-			}
-			time.Sleep(time.Millisecond)
-		}
-		if err != nil {
+		if err := retryNoBuffers(func() error { return unix.Sendto(fd, f, 0, to) }); err != nil {
 			r.unsent++
 			continue
 		}
@@ -276,6 +269,18 @@ func sendPaced(fd int, to *unix.SockaddrLinklayer, frames [][]byte, burst int) f
 	}
 	r.elapsed = time.Since(begin)
 	return r
+}
+
+// retryNoBuffers calls send again, a few times a millisecond apart, while
+// the kernel refuses it for want of buffers: a burst filled the device's
+// queue faster than the switch takes it.
+func retryNoBuffers(send func() error) error {
+	err := send()
+	for try := 0; try < 20 && (errors.Is(err, unix.ENOBUFS) || errors.Is(err, unix.EAGAIN)); try++ {
+		time.Sleep(time.Millisecond)
+		err = send()
+	}
+	return err
 }
 
 var icmpSeq = regexp.MustCompile(`icmp_seq=(\d+)`)

@@ -2,7 +2,6 @@ package test
 
 import (
 	"encoding/binary"
-	"errors"
 	"net"
 	"testing"
 	"time"
@@ -37,17 +36,10 @@ func ethFrame(dst, src net.HardwareAddr, typeOrLength uint16, payload []byte) []
 	return f
 }
 
-// A write the kernel refuses for want of buffers (a burst filling the
-// device's queue faster than the switch takes it) is retried a few times.
 func (r rawPort) send(t testing.TB, frames ...[]byte) {
 	t.Helper()
 	for _, f := range frames {
-		_, err := unix.Write(r.fd, f)
-		for try := 0; try < 20 && (errors.Is(err, unix.ENOBUFS) || errors.Is(err, unix.EAGAIN)); try++ {
-			time.Sleep(time.Millisecond)
-			_, err = unix.Write(r.fd, f)
-		}
-		if err != nil {
+		if err := retryNoBuffers(func() error { _, err := unix.Write(r.fd, f); return err }); err != nil {
 			t.Fatalf("sending a raw frame: %v", err)
 		}
 	}

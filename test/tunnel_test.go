@@ -464,6 +464,9 @@ func TestTunnelBadInputIsCountedAndHarmless(t *testing.T) {
 	// sent last, from goodSrc shows that the capture would have seen them.
 	badSrc, goodSrc := net.HardwareAddr{2, 0, 0, 0, 0, 0x77}, net.HardwareAddr{2, 0, 0, 0, 0, 0x78}
 	inner := innerFrom(badSrc)
+	vxlan := func(flags byte, vni uint32, inner []byte) []byte {
+		return append([]byte{flags, 0, 0, 0, byte(vni >> 16), byte(vni >> 8), byte(vni), 0}, inner...)
+	}
 	datagram := func(from string, udpPayload []byte, edit func(ip *layers.IPv4)) []byte {
 		ip := &layers.IPv4{Version: 4, IHL: 5, TTL: 64, Protocol: layers.IPProtocolUDP, SrcIP: net.ParseIP(from).To4(), DstIP: net.ParseIP(a.addr).To4()}
 		udp := &layers.UDP{SrcPort: 40000, DstPort: 4789}
@@ -473,11 +476,8 @@ func TestTunnelBadInputIsCountedAndHarmless(t *testing.T) {
 		}
 		return serializeLayers(t, &layers.Ethernet{SrcMAC: src, DstMAC: dst, EthernetType: layers.EthernetTypeIPv4}, ip, udp, gopacket.Payload(udpPayload))
 	}
-	vxlan := func(flags byte, vni uint32) []byte {
-		return append([]byte{flags, 0, 0, 0, byte(vni >> 16), byte(vni >> 8), byte(vni), 0}, inner...)
-	}
 	patched := func(off int, v uint16) []byte {
-		f := datagram(b.addr, vxlan(0x08, 42), nil)
+		f := datagram(b.addr, vxlan(0x08, 42, inner), nil)
 		f[off], f[off+1] = byte(v>>8), byte(v)
 		return f
 	}
@@ -485,14 +485,14 @@ func TestTunnelBadInputIsCountedAndHarmless(t *testing.T) {
 		reason string
 		frame  []byte
 	}{
-		{"bad_header", datagram(b.addr, vxlan(0x00, 42), nil)},         // no I flag
-		{"bad_header", datagram(b.addr, []byte{0x08, 0, 0}, nil)},      // shorter than a VXLAN header
-		{"short_inner", datagram(b.addr, vxlan(0x08, 42)[:8+10], nil)}, // an inner frame of 10 bytes
-		{"bad_outer", patched(14+2, 1500)},                             // an IPv4 length past the frame
-		{"bad_outer", patched(14+20+4, 4)},                             // a UDP length below its header's
-		{"fragment", datagram(b.addr, vxlan(0x08, 42), func(ip *layers.IPv4) { ip.Flags = layers.IPv4MoreFragments })},
-		{"unknown_remote", datagram(fmt.Sprintf("192.168.%d.77", n.y), vxlan(0x08, 42), nil)},
-		{"wrong_key", datagram(b.addr, vxlan(0x08, 4242), nil)},
+		{"bad_header", datagram(b.addr, vxlan(0x00, 42, inner), nil)},         // no I flag
+		{"bad_header", datagram(b.addr, []byte{0x08, 0, 0}, nil)},             // shorter than a VXLAN header
+		{"short_inner", datagram(b.addr, vxlan(0x08, 42, inner)[:8+10], nil)}, // an inner frame of 10 bytes
+		{"bad_outer", patched(14+2, 1500)},                                    // an IPv4 length past the frame
+		{"bad_outer", patched(14+20+4, 4)},                                    // a UDP length below its header's
+		{"fragment", datagram(b.addr, vxlan(0x08, 42, inner), func(ip *layers.IPv4) { ip.Flags = layers.IPv4MoreFragments })},
+		{"unknown_remote", datagram(fmt.Sprintf("192.168.%d.77", n.y), vxlan(0x08, 42, inner), nil)},
+		{"wrong_key", datagram(b.addr, vxlan(0x08, 4242, inner), nil)},
 	}
 	before := underlayDrops(t, d, br)
 	capture := startCapture(t, nsA)
@@ -510,7 +510,7 @@ func TestTunnelBadInputIsCountedAndHarmless(t *testing.T) {
 		t.Fatalf("%d of %d bad frames could not be sent", r.unsent, len(frames))
 	}
 	requirePing(t, nsA, n.ipv4(2), 56)
-	good := datagram(b.addr, append([]byte{0x08, 0, 0, 0, 0, 0, 42, 0}, innerFrom(goodSrc)...), nil)
+	good := datagram(b.addr, vxlan(0x08, 42, innerFrom(goodSrc)), nil)
 	if r := sendPaced(fd, to, [][]byte{good}, 1); r.unsent > 0 {
 		t.Fatal("the good datagram could not be sent")
 	}

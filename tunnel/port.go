@@ -52,10 +52,7 @@ func (c Config) Validate() error {
 
 // dstPort is the UDP port the tunnel uses.
 func (c Config) dstPort() uint16 {
-	if c.DstPort == 0 {
-		return c.Kind.DefaultPort()
-	}
-	return c.DstPort
+	return c.Kind.Port(c.DstPort)
 }
 
 // Port is a tunnel port: frames sent to it leave encapsulated towards its

@@ -54,6 +54,15 @@ func (k Kind) DefaultPort() uint16 {
 	return 4789
 }
 
+// Port is the UDP port of a tunnel configured with port: the default
+// when it is 0.
+func (k Kind) Port(port uint16) uint16 {
+	if port == 0 {
+		return k.DefaultPort()
+	}
+	return port
+}
+
 const (
 	ethLen    = 14
 	ipv4Len   = 20

@@ -44,7 +44,7 @@ func printShow(w io.Writer, bridges []control.BridgeStatus) {
 				fmt.Fprintf(w, "        mtu: %d\n", mtu)
 			}
 			if p.Info.Kind == "" { // not open
-				if p.Type == control.PortTypeVXLAN || p.Type == control.PortTypeGeneve {
+				if p.IsTunnel() {
 					printTunnel(w, p, nil)
 				}
 				fmt.Fprintf(w, "        state: down (%s)\n", p.Error)
@@ -112,11 +112,9 @@ func printTunnel(w io.Writer, p control.PortStatus, t *control.TunnelStatus) {
 		key = "0"
 	}
 	opts = append(opts, "key="+key)
-	dstPort := p.DstPort
-	if kind, err := tunnel.ParseKind(p.Type); err == nil && dstPort == 0 {
-		dstPort = kind.DefaultPort()
+	if kind, err := tunnel.ParseKind(p.Type); err == nil {
+		opts = append(opts, fmt.Sprintf("dst_port=%d", kind.Port(p.DstPort)))
 	}
-	opts = append(opts, fmt.Sprintf("dst_port=%d", dstPort))
 	fmt.Fprintf(w, "        type: %s (%s)\n", p.Type, strings.Join(opts, ", "))
 	if t == nil { // down
 		return
