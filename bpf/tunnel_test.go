@@ -56,7 +56,7 @@ func loadPopParser(tb testing.TB) *popParser {
 			tb.Fatal(err)
 		}
 	}
-	objs, err := LoadFastpathProgram(FastpathConfig{MaxFrameLen: 1 << 16, RecordKey: true, TunnelListen: listen})
+	objs, err := LoadFastpathProgram(FastpathConfig{MaxFrameLen: 1 << 16, SocketQueues: 1, RecordKey: true, TunnelListen: listen})
 	if err != nil {
 		tb.Fatal(err)
 	}

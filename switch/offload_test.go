@@ -29,7 +29,7 @@ const (
 func fastPathProgram(tb testing.TB) *bpf.FastpathObjects {
 	tb.Helper()
 	testenv.RequireRoot(tb)
-	objs, err := bpf.LoadFastpathProgram(bpf.FastpathConfig{InPort: 1, MaxFrameLen: 1 << 16})
+	objs, err := bpf.LoadFastpathProgram(bpf.FastpathConfig{InPort: 1, MaxFrameLen: 1 << 16, SocketQueues: 1})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -160,7 +160,8 @@ func TestFastPathDoesWhatUserSpaceDoes(t *testing.T) {
 				binary.BigEndian.PutUint16(in[14+10:], ^onesSum(0, in[14:14+20]))
 			}
 			if rnd.IntN(2) == 0 {
-				in = tagged(uint16(rnd.IntN(8))<<13|[]uint16{0, 10, 20}[rnd.IntN(3)], in)
+				// PCP and DEI, which the key does not keep, and the VID.
+				in = tagged(uint16(rnd.IntN(16))<<12|[]uint16{0, 10, 20}[rnd.IntN(3)], in)
 			}
 			frames++
 			send(f, ports, 0, bytes.Clone(in))
@@ -190,8 +191,8 @@ func TestFastPathDoesWhatUserSpaceDoes(t *testing.T) {
 					break
 				}
 			}
-			entry.Generation = generation
 			key := bpf.KeyOf(&k.Headers)
+			key.Gen = generation
 			values := make([]bpf.FastpathFpFlow, cpus)
 			for i := range values {
 				values[i] = entry
@@ -260,9 +261,11 @@ func TestFastPathMissesGoToUserSpace(t *testing.T) {
 	}
 	stale := make([]bpf.FastpathFpFlow, cpus)
 	for i := range stale {
-		stale[i] = bpf.FastpathFpFlow{Generation: 1, Out: bpf.FPDrop}
+		stale[i] = bpf.FastpathFpFlow{Out: bpf.FPDrop}
 	}
-	if err := objs.Flows.Put(bpf.KeyOf(&k.Headers), stale); err != nil {
+	staleKey := bpf.KeyOf(&k.Headers)
+	staleKey.Gen = 1
+	if err := objs.Flows.Put(staleKey, stale); err != nil {
 		t.Fatal(err)
 	}
 	if ret := run(); ret != xdpPass {
@@ -304,9 +307,10 @@ func testMaskedLookup(t *testing.T, l2 bool) {
 	}
 	values := make([]bpf.FastpathFpFlow, cpus)
 	for i := range values {
-		values[i] = bpf.FastpathFpFlow{Generation: 1, Out: 1}
+		values[i] = bpf.FastpathFpFlow{Out: 1}
 	}
 	key := bpf.KeyOf(&masked)
+	key.Gen = 1
 	var err2 error
 	if l2 {
 		err2 = objs.FlowsL2.Put(key.L2(), values)
