@@ -260,3 +260,40 @@ func randomFrame(t *testing.T, rnd *rand.Rand, stations []station) (fr []byte) {
 	}
 	return fr
 }
+
+// An entry queued in an older generation, installed after a newer one of
+// the same flow (by another thread, say), leaves the newer one be: the
+// flow stays in the kernel.
+func TestOlderInstallLeavesTheNewerEntry(t *testing.T) {
+	bed := newFastPathBed(t, 64, trunk(), trunk())
+	a, b := mac(1), mac(2)
+	bed.userSpace(0, frame(broadcast, a, "a is here"))
+	bed.userSpace(1, frame(broadcast, b, "b is here"))
+	fr := frame(b, a, "a to b")
+	var older fpPending
+	for i := range 2 {
+		// The batch's end installs what it queued: keep a copy.
+		bed.ports[0].Inject(bytes.Clone(fr))
+		q := bed.f.queues[0]
+		n := q.q.Receive(bed.f.frames)
+		bed.f.forwardFrom(q.slot, bed.f.frames[:n], nil)
+		q.q.Release(bed.f.frames[:n])
+		if i == 0 {
+			if len(bed.f.fpPending) != 0 || len(bed.fp.installed) != 1 {
+				t.Fatalf("the first frame's entry: %d pending, %d installed", len(bed.f.fpPending), len(bed.fp.installed))
+			}
+			for _, r := range bed.fp.installed {
+				older = fpPending{key: r.key, flow: r.entry, meta: r}
+			}
+			bed.fp.bump()
+		}
+	}
+	if k := bed.kernel(t, 0, fr); !k.hit {
+		t.Fatal("the newer entry does not take the flow")
+	}
+	bed.f.fpPending = append(bed.f.fpPending, older)
+	bed.f.installPending(bed.f.now())
+	if k := bed.kernel(t, 0, fr); !k.hit || !k.redirected || k.slot != uint32(bed.bps[1].slot) {
+		t.Errorf("after an older entry's install, the flow's frame: %+v; want it sent to slot %d by the newer entry", k, bed.bps[1].slot)
+	}
+}
