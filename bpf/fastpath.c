@@ -52,6 +52,11 @@ struct fp_key {
 	__u16 vlan_tci; // with VLAN_CFI set when there is a tag
 	__u16 pad;      // zero: part of the hashed key
 	__u32 tun_id;   // host order: the VNI of a frame from a tunnel
+	// The low 32 bits of the generation the entry was made in (fp_state):
+	// a lookup asks for the current one, so an entry of an older
+	// generation is a miss, and a new entry never overwrites an old one,
+	// whose last counts the sweeper reads before it deletes it.
+	__u32 gen;
 	__u8 tun_src[4];
 	__u8 tun_dst[4];
 	__u8 nw_proto;
@@ -74,7 +79,10 @@ enum fp_op_type {
 	FP_OP_SET_DL_SRC,
 	FP_OP_SET_DL_DST,
 	FP_OP_POP_VLAN,
-	FP_OP_PUSH_VLAN, // a tag of tpid and tci in front of the outer one
+	// A tag of tpid in front of the outer one, its TCI tci's but for the
+	// bits of mask, which it copies from the outer tag (its DEI, which the
+	// key does not keep, among them).
+	FP_OP_PUSH_VLAN,
 	FP_OP_SET_TCI,   // the outer tag's TCI: the bits of mask become tci's
 	FP_OP_SET_L3,    // len bytes at off in the IP header become value's
 	FP_OP_SET_L4,    // the same in the TCP or UDP header
@@ -114,7 +122,6 @@ struct fp_op {
 };
 
 struct fp_flow {
-	__u64 generation;
 	__u32 out; // index into tx_ports, or FP_DROP
 	// max_len is the longest frame the entry carries (0: any): a longer
 	// one goes to user space before any operation, which counts it as too
@@ -147,8 +154,9 @@ struct fp_state {
 	struct fp_key mask; // FP_MASK_BITS
 };
 
-// The first fields of fp_key, in its order: NORMAL's, and the VNI (which
-// the VNI a frame leaves a tunnel with may be).
+// The first fields of fp_key, in its order: NORMAL's, the VNI (which
+// the VNI a frame leaves a tunnel with may be) and the generation. The
+// program looks flows_l2 up with a struct fp_key.
 struct fp_l2_key {
 	__u8 dl_dst[6];
 	__u8 dl_src[6];
@@ -157,7 +165,13 @@ struct fp_l2_key {
 	__u16 vlan_tci;
 	__u16 pad;
 	__u32 tun_id;
+	__u32 gen;
 };
+
+_Static_assert(sizeof(struct fp_l2_key) == __builtin_offsetof(struct fp_key, tun_src),
+	       "fp_l2_key is the start of fp_key");
+_Static_assert(__builtin_offsetof(struct fp_l2_key, gen) == __builtin_offsetof(struct fp_key, gen),
+	       "fp_l2_key is the start of fp_key");
 
 #define FP_KEY_WORDS (sizeof(struct fp_key) / sizeof(__u16))
 
@@ -233,8 +247,8 @@ struct {
 struct fp_tunnel_key {
 	__be32 remote;
 	__be16 port;
-	__u16 pad;
-	__u32 vni; // host order
+	__u16 underlay; // the underlay's slot: two may have tunnels to one remote
+	__u32 vni;      // host order
 };
 
 struct fp_tunnel_in {
@@ -253,6 +267,8 @@ struct {
 struct fp_parsed {
 	__u32 ok; // 1: the key is the frame's; 0: the parser gave up
 	struct fp_key key;
+	__u32 hit; // 1: an entry took the frame
+	__u32 out; // its out
 };
 
 struct {
@@ -263,13 +279,17 @@ struct {
 } parsed SEC(".maps");
 
 // in_port is the OpenFlow port number of the port the program is on;
-// max_frame_len the longest frame its sockets take. underlay says that
-// the port is a tunnel underlay (tunnel.h): only its tunnels' frames are
-// the bridge's, each from the tunnel tunnels_in names.
+// max_frame_len the longest frame its sockets take, and socket_queues how
+// many of its rx queues, from 0, have one. underlay says that the port is
+// a tunnel underlay (tunnel.h), whose slot is underlay_slot: only its
+// tunnels' frames are the bridge's, each from the tunnel tunnels_in names.
 volatile const __u16 in_port = 0;
 volatile const __u32 max_frame_len = 0;
+volatile const __u32 socket_queues = 0;
 volatile const __u8 underlay = 0;
-// record_key makes the program store each key in parsed (tests only).
+volatile const __u16 underlay_slot = 0;
+// record_key makes the program store each key, and what an entry did
+// with the frame, in parsed (tests only).
 volatile const __u8 record_key = 0;
 
 struct cursor {
@@ -661,7 +681,7 @@ static __always_inline __u32 tunnel_pop(struct xdp_md *ctx, struct tunnel_outer 
 	if (data + inner + ETH_HLEN > end)
 		return 0;
 	__u32 vni = (__u32)tun[4] << 16 | (__u32)tun[5] << 8 | tun[6];
-	struct fp_tunnel_key tk = { .remote = o->src, .port = udp->dest, .vni = vni };
+	struct fp_tunnel_key tk = { .remote = o->src, .port = udp->dest, .underlay = underlay_slot, .vni = vni };
 	struct fp_tunnel_in *in = bpf_map_lookup_elem(&tunnels_in, &tk);
 
 	if (!in) {
@@ -721,12 +741,24 @@ static __always_inline int run_op(struct xdp_md *ctx, struct fp_op *op, __u32 *l
 		if (bpf_xdp_adjust_head(ctx, -4))
 			return 0;
 		data = (void *)(long)ctx->data;
-		if (data + 16 > (void *)(long)ctx->data_end)
+		end = (void *)(long)ctx->data_end;
+		if (data + 16 > end)
 			return 0;
 		__builtin_memcpy(data, macs, 12);
 		struct vlan_tag *tag = data + 12;
+		__be16 outer = 0;
+
+		if (op->mask) {
+			// The tag pushed in front of: its TPID where tag's next
+			// ends, its TCI after.
+			struct vlan_tag *below = tag + 1;
+
+			if ((void *)(below + 1) > end)
+				return 0;
+			outer = below->next;
+		}
 		tag->tci = op->tpid; // the new outer TPID, where the EtherType was
-		tag->next = op->tci;
+		tag->next = (op->tci & ~op->mask) | (outer & op->mask);
 		*l3 += 4;
 		return 1;
 	}
@@ -768,6 +800,9 @@ int fastpath(struct xdp_md *ctx)
 	int whole = bpf_xdp_get_buff_len(ctx) == len;
 	__u16 port = in_port;
 
+	// A queue without a socket is the host's, fast path or not (xsk.h).
+	if (ctx->rx_queue_index >= socket_queues)
+		return XDP_PASS;
 	if (underlay) {
 		struct tunnel_outer o;
 
@@ -790,6 +825,7 @@ int fastpath(struct xdp_md *ctx)
 		if (out) {
 			out->ok = ok;
 			out->key = key;
+			out->hit = 0;
 		}
 	}
 	if (!ok || len > max_frame_len)
@@ -808,22 +844,34 @@ int fastpath(struct xdp_md *ctx)
 	// the one looked up.
 	struct fp_key flow = key;
 
-	if (st->masked == FP_MASK_L2) {
-		f = bpf_map_lookup_elem(&flows_l2, &key); // its first fields
-	} else {
-		if (st->masked == FP_MASK_BITS) {
-			__u16 *k = (__u16 *)&key;
-			__u16 *m = (__u16 *)&st->mask;
+	if (st->masked == FP_MASK_BITS) {
+		__u16 *k = (__u16 *)&key;
+		__u16 *m = (__u16 *)&st->mask;
 
 #pragma unroll
-			for (int i = 0; i < FP_KEY_WORDS; i++)
-				k[i] &= m[i];
-		}
-		f = bpf_map_lookup_elem(&flows, &key);
+		for (int i = 0; i < FP_KEY_WORDS; i++)
+			k[i] &= m[i];
 	}
-
-	if (!f || f->generation != st->generation || (f->max_len && len > f->max_len))
+	key.gen = st->generation;
+	if (st->masked == FP_MASK_L2)
+		f = bpf_map_lookup_elem(&flows_l2, &key); // its first fields
+	else
+		f = bpf_map_lookup_elem(&flows, &key);
+	if (!f || (f->max_len && len > f->max_len))
 		return to_user(ctx, popped);
+	// A slot emptied under the entry (its interface unregistered) would
+	// drop the frame without a trace: user space sends it, and counts
+	// what its port cannot take.
+	if (f->out != FP_DROP && !bpf_map_lookup_elem(&tx_ports, &f->out))
+		return to_user(ctx, popped);
+	if (record_key) {
+		struct fp_parsed *out = bpf_map_lookup_elem(&parsed, &zero);
+
+		if (out) {
+			out->hit = 1;
+			out->out = f->out;
+		}
+	}
 #pragma unroll
 	for (int i = 0; i < FP_MAX_OPS; i++) {
 		if (f->ops[i].type == FP_OP_END)
@@ -837,8 +885,8 @@ int fastpath(struct xdp_md *ctx)
 	f->bytes += len;
 	if (f->out == FP_DROP)
 		return XDP_DROP;
-	// An empty slot (a port that left since the entry was made) drops
-	// the frame: its bytes may already be rewritten.
+	// A slot emptied since the lookup above drops the frame: its bytes
+	// may already be rewritten.
 	return bpf_redirect_map(&tx_ports, f->out, XDP_DROP);
 }
 

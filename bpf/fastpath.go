@@ -57,13 +57,17 @@ func KeyOf(h *flow.Headers) FastpathFpKey {
 
 // L2 is k's first fields, the key of flows_l2.
 func (k *FastpathFpKey) L2() FastpathFpL2Key {
-	return FastpathFpL2Key{DlDst: k.DlDst, DlSrc: k.DlSrc, InPort: k.InPort, DlType: k.DlType, VlanTci: k.VlanTci, TunId: k.TunId}
+	return FastpathFpL2Key{DlDst: k.DlDst, DlSrc: k.DlSrc, InPort: k.InPort, DlType: k.DlType, VlanTci: k.VlanTci, TunId: k.TunId, Gen: k.Gen}
 }
 
 // Key is the fast path key with l's fields, zero elsewhere.
 func (l *FastpathFpL2Key) Key() FastpathFpKey {
-	return FastpathFpKey{DlDst: l.DlDst, DlSrc: l.DlSrc, InPort: l.InPort, DlType: l.DlType, VlanTci: l.VlanTci, TunId: l.TunId}
+	return FastpathFpKey{DlDst: l.DlDst, DlSrc: l.DlSrc, InPort: l.InPort, DlType: l.DlType, VlanTci: l.VlanTci, TunId: l.TunId, Gen: l.Gen}
 }
+
+// KeyGen is what an entry's key holds of generation g: the program
+// compares the low 32 bits.
+func KeyGen(g uint64) uint32 { return uint32(g) }
 
 // FPDrop is a fast path entry's Out for a flow that goes nowhere.
 const FPDrop = 0xffffffff
@@ -165,14 +169,20 @@ func (s *FastpathShared) Close() error {
 type FastpathConfig struct {
 	InPort      uint16 // the port's OpenFlow port number
 	MaxFrameLen uint32 // the longest frame its sockets take
-	RecordKey   bool   // store each key parsed in the parsed map (tests)
-	Shared      *FastpathShared
+	// SocketQueues is how many of the port's rx queues, from queue 0,
+	// have a socket: the frames of the others are the host's.
+	SocketQueues int
+	RecordKey    bool // store each key parsed, and what an entry did, in the parsed map (tests)
+	Shared       *FastpathShared
 	// Sockets and Oversize are the port's XSKMAP and oversize counter,
 	// which a miss goes to and counts in, as with the port's own program.
 	Sockets, Oversize *ebpf.Map
 	// TunnelListen is set for a tunnel underlay: its port's (address,
 	// UDP port) pairs, whose datagrams are the bridge's; the rest pass.
+	// UnderlaySlot is then the underlay's slot, which tunnels_in's keys
+	// name.
 	TunnelListen *ebpf.Map
+	UnderlaySlot uint16
 }
 
 // LoadFastpathProgram loads one port's copy of the fast path's program.
@@ -192,7 +202,8 @@ func LoadFastpathProgram(cfg FastpathConfig) (*FastpathObjects, error) {
 		underlay = 1
 	}
 	for name, value := range map[string]any{FastpathVarInPort: cfg.InPort, FastpathVarRecordKey: record,
-		FastpathVarMaxFrameLen: cfg.MaxFrameLen, FastpathVarUnderlay: underlay} {
+		FastpathVarMaxFrameLen: cfg.MaxFrameLen, FastpathVarSocketQueues: uint32(cfg.SocketQueues),
+		FastpathVarUnderlay: underlay, FastpathVarUnderlaySlot: cfg.UnderlaySlot} {
 		if err := spec.Variables[name].Set(value); err != nil {
 			return nil, fmt.Errorf("set %s: %w", name, err)
 		}

@@ -22,13 +22,12 @@ const (
 )
 
 type FastpathFpFlow struct {
-	_          structs.HostLayout
-	Generation uint64
-	Out        uint32
-	MaxLen     uint32
-	Ops        [6]FastpathFpOp
-	Packets    uint64
-	Bytes      uint64
+	_       structs.HostLayout
+	Out     uint32
+	MaxLen  uint32
+	Ops     [6]FastpathFpOp
+	Packets uint64
+	Bytes   uint64
 }
 
 type FastpathFpKey struct {
@@ -40,6 +39,7 @@ type FastpathFpKey struct {
 	VlanTci uint16
 	Pad     uint16
 	TunId   uint32
+	Gen     uint32
 	TunSrc  [4]uint8
 	TunDst  [4]uint8
 	NwProto uint8
@@ -63,6 +63,7 @@ type FastpathFpL2Key struct {
 	VlanTci uint16
 	Pad     uint16
 	TunId   uint32
+	Gen     uint32
 }
 
 type FastpathFpMaskKind uint32
@@ -106,6 +107,8 @@ type FastpathFpParsed struct {
 	_   structs.HostLayout
 	Ok  uint32
 	Key FastpathFpKey
+	Hit uint32
+	Out uint32
 }
 
 type FastpathFpState struct {
@@ -114,6 +117,7 @@ type FastpathFpState struct {
 	Masked     uint32
 	Pad        uint32
 	Mask       FastpathFpKey
+	_          [4]byte
 }
 
 type FastpathFpTunnel struct {
@@ -131,11 +135,11 @@ type FastpathFpTunnelIn struct {
 }
 
 type FastpathFpTunnelKey struct {
-	_      structs.HostLayout
-	Remote uint32
-	Port   uint16
-	Pad    uint16
-	Vni    uint32
+	_        structs.HostLayout
+	Remote   uint32
+	Port     uint16
+	Underlay uint16
+	Vni      uint32
 }
 
 type FastpathTunnelListenKey struct {
@@ -167,7 +171,9 @@ const (
 	FastpathVarInPort          = "in_port"
 	FastpathVarMaxFrameLen     = "max_frame_len"
 	FastpathVarRecordKey       = "record_key"
+	FastpathVarSocketQueues    = "socket_queues"
 	FastpathVarUnderlay        = "underlay"
+	FastpathVarUnderlaySlot    = "underlay_slot"
 )
 
 // LoadFastpath returns the embedded CollectionSpec for Fastpath.
@@ -242,7 +248,9 @@ type FastpathVariableSpecs struct {
 	InPort          *ebpf.VariableSpec `ebpf:"in_port"`
 	MaxFrameLen     *ebpf.VariableSpec `ebpf:"max_frame_len"`
 	RecordKey       *ebpf.VariableSpec `ebpf:"record_key"`
+	SocketQueues    *ebpf.VariableSpec `ebpf:"socket_queues"`
 	Underlay        *ebpf.VariableSpec `ebpf:"underlay"`
+	UnderlaySlot    *ebpf.VariableSpec `ebpf:"underlay_slot"`
 }
 
 // FastpathObjects contains all objects after they have been loaded into the kernel.
@@ -304,7 +312,9 @@ type FastpathVariables struct {
 	InPort          *ebpf.Variable `ebpf:"in_port"`
 	MaxFrameLen     *ebpf.Variable `ebpf:"max_frame_len"`
 	RecordKey       *ebpf.Variable `ebpf:"record_key"`
+	SocketQueues    *ebpf.Variable `ebpf:"socket_queues"`
 	Underlay        *ebpf.Variable `ebpf:"underlay"`
+	UnderlaySlot    *ebpf.Variable `ebpf:"underlay_slot"`
 }
 
 // FastpathPrograms contains all programs after they have been loaded into the kernel.

@@ -33,7 +33,7 @@ type parser struct {
 func loadParser(tb testing.TB) *parser {
 	tb.Helper()
 	testenv.RequireRoot(tb)
-	objs, err := LoadFastpathProgram(FastpathConfig{InPort: testInPort, MaxFrameLen: 1 << 16, RecordKey: true})
+	objs, err := LoadFastpathProgram(FastpathConfig{InPort: testInPort, MaxFrameLen: 1 << 16, SocketQueues: 1, RecordKey: true})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -56,7 +56,7 @@ func loadPopParser(tb testing.TB) *popParser {
 			tb.Fatal(err)
 		}
 	}
-	objs, err := LoadFastpathProgram(FastpathConfig{MaxFrameLen: 1 << 16, RecordKey: true, TunnelListen: listen})
+	objs, err := LoadFastpathProgram(FastpathConfig{MaxFrameLen: 1 << 16, SocketQueues: 1, RecordKey: true, TunnelListen: listen})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -179,4 +179,61 @@ func FuzzFastpathTunnelPop(f *testing.F) {
 	f.Fuzz(func(t *testing.T, frame []byte) {
 		p.check(t, e, frame)
 	})
+}
+
+// Two underlays may each have a tunnel to one remote, UDP port and VNI:
+// each underlay's program claims its frames for its own tunnel.
+func TestTunnelsAreClaimedPerUnderlay(t *testing.T) {
+	testenv.RequireRoot(t)
+	shared, err := NewFastpathShared()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer shared.Close()
+	spec, err := LoadXsk()
+	if err != nil {
+		t.Fatal(err)
+	}
+	listen, err := ebpf.NewMap(spec.Maps[XskMapTunnelListen])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer listen.Close()
+	local, remote := popLocal.As4(), popRemote.As4()
+	if err := listen.Put(&XskTunnelListenKey{Addr: binary.NativeEndian.Uint32(local[:]), Port: NetworkOrder(4789)}, uint32(tunnel.VXLAN)); err != nil {
+		t.Fatal(err)
+	}
+	e, err := tunnel.NewEncap(tunnel.VXLAN, tunnel.Endpoint{IP: popRemote, MAC: [6]byte{2, 9, 9, 9, 9, 1}},
+		tunnel.Endpoint{IP: popLocal, MAC: [6]byte{2, 9, 9, 9, 9, 2}}, 4789)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inner := commonFrames(t)["ipv4/udp"]
+	frame := make([]byte, tunnel.Overhead+len(inner))
+	frame = frame[:e.Encapsulate(frame, inner, 42, 7)]
+	// Underlay slot 3's tunnel is port 11, slot 4's port 12.
+	for slot, port := range map[uint16]uint16{3: 11, 4: 12} {
+		key := FastpathFpTunnelKey{Remote: binary.NativeEndian.Uint32(remote[:]), Port: NetworkOrder(4789), Underlay: slot, Vni: 42}
+		if err := shared.TunnelsIn.Put(&key, &FastpathFpTunnelIn{InPort: port}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for slot, want := range map[uint16]uint16{3: 11, 4: 12} {
+		objs, err := LoadFastpathProgram(FastpathConfig{MaxFrameLen: 1 << 16, SocketQueues: 1, RecordKey: true, Shared: shared,
+			TunnelListen: listen, UnderlaySlot: slot})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer objs.Close()
+		if _, err := objs.Fastpath.Run(&ebpf.RunOptions{Data: frame}); err != nil {
+			t.Fatal(err)
+		}
+		var parsed FastpathFpParsed
+		if err := objs.Parsed.Lookup(uint32(0), &parsed); err != nil {
+			t.Fatal(err)
+		}
+		if parsed.Ok != 1 || parsed.Key.InPort != want {
+			t.Errorf("underlay slot %d's program claimed the frame for port %d (parsed %d); want port %d", slot, parsed.Key.InPort, parsed.Ok, want)
+		}
+	}
 }

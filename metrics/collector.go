@@ -63,7 +63,7 @@ var portCounters = []portCounter{
 		func(s *control.PortStats) uint64 { return s.TxPackets }},
 	{portDesc("tx_bytes_total", "Bytes of the frames the switch transmitted on the port."),
 		func(s *control.PortStats) uint64 { return s.TxBytes }},
-	{portDesc("tx_dropped_total", "Frames dropped because the port's transmit ring was full."),
+	{portDesc("tx_dropped_total", "Frames dropped on their way out: the port's transmit ring was full, or its interface refused them."),
 		func(s *control.PortStats) uint64 { return s.TxDropped }},
 	{portDesc("xsk_rx_dropped_total", "Frames the kernel dropped on the port's AF_XDP sockets for other reasons than below (XDP_STATISTICS rx_dropped)."),
 		func(s *control.PortStats) uint64 { return s.Kernel.RxDropped }},
@@ -79,6 +79,8 @@ var portCounters = []portCounter{
 		func(s *control.PortStats) uint64 { return s.Kernel.TxRingEmpty }},
 	{portDesc("xsk_rx_oversize_total", "Frames longer than the port carries, dropped by its XDP program before they reached an AF_XDP socket."),
 		func(s *control.PortStats) uint64 { return s.Kernel.RxOversize }},
+	{portDesc("xsk_tx_refused_total", "Frames the port's interface refused after its AF_XDP socket took them (also in tx_dropped_total)."),
+		func(s *control.PortStats) uint64 { return s.Kernel.TxRefused }},
 }
 
 var (

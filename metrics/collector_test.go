@@ -31,7 +31,7 @@ func newFakeSource() *fakeSource {
 			RxPackets: 10, RxBytes: 1000, RxErrors: 1, RxVLANDropped: 9, RxReservedDropped: 11, RxStormDropped: 12, RxSTPDropped: 13,
 			TxPackets: 20, TxBytes: 2000, TxDropped: 2,
 			PipelineDropped: map[string]uint64{"table_miss": 3, "port_down": 2},
-			Kernel:          port.Stats{RxDropped: 3, RxInvalidDescs: 4, RxRingFull: 5, RxFillRingEmpty: 6, TxInvalidDescs: 7, TxRingEmpty: 8, RxOversize: 11},
+			Kernel:          port.Stats{RxDropped: 3, RxInvalidDescs: 4, RxRingFull: 5, RxFillRingEmpty: 6, TxInvalidDescs: 7, TxRingEmpty: 8, RxOversize: 11, TxRefused: 12},
 		},
 	}
 	down := control.PortStatus{PortConfig: control.PortConfig{Name: "p2"}, OFPort: 2, Error: `interface "p2" does not exist`}
@@ -74,7 +74,7 @@ xswitch_port_rx_stp_dropped_total{bridge="br0",port="p1"} 13
 # HELP xswitch_port_tx_packets_total Frames the switch transmitted on the port.
 # TYPE xswitch_port_tx_packets_total counter
 xswitch_port_tx_packets_total{bridge="br0",port="p1"} 20
-# HELP xswitch_port_tx_dropped_total Frames dropped because the port's transmit ring was full.
+# HELP xswitch_port_tx_dropped_total Frames dropped on their way out: the port's transmit ring was full, or its interface refused them.
 # TYPE xswitch_port_tx_dropped_total counter
 xswitch_port_tx_dropped_total{bridge="br0",port="p1"} 2
 # HELP xswitch_port_xsk_rx_ring_full_total Frames the kernel dropped because an AF_XDP receive ring was full: the switch did not keep up.
@@ -86,6 +86,9 @@ xswitch_port_xsk_tx_ring_empty_total{bridge="br0",port="p1"} 8
 # HELP xswitch_port_xsk_rx_oversize_total Frames longer than the port carries, dropped by its XDP program before they reached an AF_XDP socket.
 # TYPE xswitch_port_xsk_rx_oversize_total counter
 xswitch_port_xsk_rx_oversize_total{bridge="br0",port="p1"} 11
+# HELP xswitch_port_xsk_tx_refused_total Frames the port's interface refused after its AF_XDP socket took them (also in tx_dropped_total).
+# TYPE xswitch_port_xsk_tx_refused_total counter
+xswitch_port_xsk_tx_refused_total{bridge="br0",port="p1"} 12
 # HELP xswitch_port_info How the port was opened; always 1.
 # TYPE xswitch_port_info gauge
 xswitch_port_info{bind_mode="copy",bridge="br0",kind="afxdp",port="p1",xdp_mode="native"} 1
@@ -146,7 +149,7 @@ xswitch_table_matched_total{bridge="br0",table="3"} 7
 		"xswitch_port_rx_vlan_dropped_total", "xswitch_port_rx_reserved_dropped_total", "xswitch_port_rx_storm_dropped_total", "xswitch_port_rx_stp_dropped_total",
 		"xswitch_port_tx_packets_total", "xswitch_port_tx_dropped_total",
 		"xswitch_port_xsk_rx_ring_full_total", "xswitch_port_xsk_tx_ring_empty_total", "xswitch_port_xsk_rx_oversize_total",
-		"xswitch_port_info", "xswitch_port_up",
+		"xswitch_port_xsk_tx_refused_total", "xswitch_port_info", "xswitch_port_up",
 		"xswitch_bridge_flows", "xswitch_bridge_flow_cache_hits_total", "xswitch_bridge_flow_cache_misses_total",
 		"xswitch_bridge_mac_entries", "xswitch_bridge_forwarder_busy_seconds_total", "xswitch_bridge_forwarder_idle_seconds_total",
 		"xswitch_pipeline_dropped_total", "xswitch_port_rx_pipeline_dropped_total", "xswitch_table_lookups_total", "xswitch_table_matched_total",
@@ -154,10 +157,10 @@ xswitch_table_matched_total{bridge="br0",table="3"} 7
 	if err := testutil.CollectAndCompare(c, strings.NewReader(want), names...); err != nil {
 		t.Fatal(err)
 	}
-	// The down port has no counters and no info, only its up series: 17
+	// The down port has no counters and no info, only its up series: 18
 	// counters, 8 drop reasons and info and up for p1, up for p2, 7 bridge
 	// series, 8 drop reasons and 3 series for each of 2 tables.
-	if n := testutil.CollectAndCount(c); n != 17+8+2+1+7+8+6 {
+	if n := testutil.CollectAndCount(c); n != 18+8+2+1+7+8+6 {
 		t.Errorf("collected %d series; want %d", n, 17+8+2+1+7+8+6)
 	}
 }

@@ -89,21 +89,35 @@ type Stats struct {
 	// RxOversize counts frames longer than the port carries (Info.MaxFrame),
 	// dropped on arrival. It is the port's own count, not the kernel's.
 	RxOversize uint64 `json:"rx_oversize"`
+	// TxRefused counts the frames the port's Transmit queued that the
+	// interface then refused (a veth whose peer's MTU is smaller, say),
+	// and TxRefusedBytes their bytes: drops, not transmits.
+	TxRefused      uint64 `json:"tx_refused"`
+	TxRefusedBytes uint64 `json:"tx_refused_bytes"`
 }
 
 // XDPHost is a port whose frames pass an XDP program that the bridge may
 // replace with its fast path's (switch/fastpath.go), which must end as the
 // port's own program does: in the port's sockets.
 type XDPHost interface {
-	// XDPSockets returns the port's XSKMAP and its counter of frames too
-	// long for its sockets, and the longest frame they take.
-	XDPSockets() (sockets, oversize *ebpf.Map, maxFrame int)
+	// XDPSockets says where the port's program puts frames: the sockets
+	// that take them and their limits.
+	XDPSockets() XDPSockets
 	// SetXDPProgram attaches prog in place of the port's program without
 	// a moment between the two, or the port's own again when prog is nil.
 	SetXDPProgram(prog *ebpf.Program) error
 	// RedirectTarget reports whether frames that XDP redirects into the
 	// port's interface go out of it, and if not, why not, for `show`.
 	RedirectTarget() (ok bool, why string)
+}
+
+// XDPSockets are a port's AF_XDP sockets as its XDP program sees them:
+// its XSKMAP, its counter of frames too long for them, the longest frame
+// they take, and how many rx queues, from queue 0, have one.
+type XDPSockets struct {
+	Map, Oversize *ebpf.Map
+	MaxFrame      int
+	Queues        int
 }
 
 // Wrapper is a port that wraps another (one known by another name, say),

@@ -142,8 +142,10 @@ type portCounters struct {
 	txPackets, txBytes, txDropped atomic.Uint64
 	pipelineDropped               dropCounters // of the frames received on it
 	// fastPathTxDropped are the frames the fast path redirected to the
-	// port that its interface did not take (also in txDropped).
-	fastPathTxDropped atomic.Uint64
+	// port that its interface did not take (also in txDropped, and in
+	// txPackets, where their entries counted them), and
+	// fastPathTxDroppedBytes their bytes, as estimated (countRedirectDrops).
+	fastPathTxDropped, fastPathTxDroppedBytes atomic.Uint64
 }
 
 // rxDrops are one batch's frames that NORMAL dropped, by reason.
@@ -189,11 +191,11 @@ func New(name string, flows *flow.Table, opts Options) (*Bridge, error) {
 	place := firstOf(max(1, len(opts.CPUs)), opts)
 	b := &Bridge{name: name, flows: cls, tables: place.tables, drops: place.drops, pinReady: place.pinReady}
 	if opts.FastPath {
-		fp, err := newFastPath(place.tables, place.drops)
+		fp, err := newFastPath(place.tables, place.drops, len(place.fdb.slots))
 		if err != nil {
 			return nil, fmt.Errorf("bridge %s: fast path: %w", name, err)
 		}
-		fp.tableChanged(flows)
+		fp.publish(cls, flows)
 		b.fp, place.fp = fp, fp
 	}
 	for i := range place.count {
@@ -250,11 +252,11 @@ func (b *Bridge) Flows() *flow.Table { return b.flows.Load() }
 // SetFlows makes t the flow table. Forwarding uses it from the next batch
 // on, and drops what it had cached from the previous version.
 func (b *Bridge) SetFlows(t *flow.Table) {
-	b.flows.Publish(t)
-	if b.fp != nil {
-		// After the publication: see fastpath.go.
-		b.fp.tableChanged(t)
+	if b.fp == nil {
+		b.flows.Publish(t)
+		return
 	}
+	b.fp.publish(b.flows, t)
 }
 
 // CacheStats reports the exact-match cache of decisions: frames that
@@ -441,24 +443,39 @@ func (b *Bridge) Ports() []PortStatus {
 	out := make([]PortStatus, 0, len(b.ports))
 	for _, q := range b.ports {
 		c := &q.counters
+		ps := q.Stats()
+		// A frame is counted as sent when it is queued, or redirected;
+		// those the interface refused afterwards are drops.
+		refused := c.fastPathTxDropped.Load() + ps.TxRefused
+		refusedBytes := c.fastPathTxDroppedBytes.Load() + ps.TxRefusedBytes
 		out = append(out, PortStatus{
 			Name:   q.Name(),
 			OFPort: q.ofport,
 			Info:   q.Info(),
 			Stats: PortStats{
 				RxPackets: c.rxPackets.Load(), RxBytes: c.rxBytes.Load(), RxErrors: c.rxErrors.Load(),
-				TxPackets: c.txPackets.Load(), TxBytes: c.txBytes.Load(), TxDropped: c.txDropped.Load(),
+				TxPackets: minus(c.txPackets.Load(), refused), TxBytes: minus(c.txBytes.Load(), refusedBytes),
+				TxDropped:     c.txDropped.Load() + ps.TxRefused,
 				RxVLANDropped: c.rxVLANDropped.Load(), RxReservedDropped: c.rxReservedDropped.Load(),
 				RxStormDropped: c.rxStormDropped.Load(), RxSTPDropped: c.rxSTPDropped.Load(),
 				RxSplitHorizonDropped: c.rxSplitHorizonDropped.Load(),
 				PipelineDropped:       c.pipelineDropped.load(),
-				Port:                  q.Stats(),
+				Port:                  ps,
 				FastPathTxDropped:     c.fastPathTxDropped.Load(),
 			},
 			FastPath: q.fastPathStatus(),
 		})
 	}
 	return out
+}
+
+// minus is a - b, or 0: a refusal may be counted a moment before the
+// transmit it takes back.
+func minus(a, b uint64) uint64 {
+	if b > a {
+		return 0
+	}
+	return a - b
 }
 
 // LookupMAC returns the port on which mac was learned in vlan, as NORMAL

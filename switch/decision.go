@@ -423,7 +423,7 @@ func (tr *translator) normal() {
 		dep.source = true
 		srcDep = dep
 	} else {
-		srcDep = f.fdb.learn(macKey(k.DlSrc[:], vlan), inSlot, tr.now)
+		srcDep = f.learn(macKey(k.DlSrc[:], vlan), inSlot, tr.now)
 	}
 	tr.d.macDeps = append(tr.d.macDeps, srcDep)
 	flood := flow.Action{Type: actNormalFlood, Port: inSlot, Value: vlan}

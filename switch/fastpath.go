@@ -28,34 +28,49 @@ import (
 //     decision can be carried in the kernel, the forwarder queues the
 //     entry, and installs what it queued once per batch, with one batched
 //     map update: never a system call per frame.
-//   - Every entry carries the bridge's generation at the time its decision
-//     was worked out, and the program takes only entries of the current
-//     one. Anything a decision may depend on bumps the generation before
-//     anyone can act on the change: a new table version, a port added or
-//     removed, a spanning tree state, a port that can no longer receive
-//     redirects, a MAC address that moves, is evicted or flushed. Every
-//     entry is then a miss at once, and one computed against the old state
-//     but installed late is a miss too. A forwarder reads the generation
-//     before it loads the table version it decides by, and the generation
-//     is bumped after the version is published, so a decision never
-//     carries a generation newer than what it was worked out from.
+//   - Every entry's key holds the generation the bridge was in when its
+//     decision was worked out, and the program looks keys up with the
+//     current one only. A forwarder decides a batch under one view
+//     (fpView): a table version together with the generation and key mask
+//     the program applies with it, published as one after the program's
+//     state, so that no entry is made from one table under another's
+//     generation or mask. A change that may alter what any decision is, or
+//     the entry of any, starts a new generation: a new table version, a
+//     port added or removed, a spanning tree state, a port that can no
+//     longer take redirects, a tunnel's headers or reachability, a port's
+//     addresses flushed. Every entry is then a miss at once, and one
+//     computed against the old state but installed late is a miss too.
+//     The last four also change what an unchanged decision's entry is
+//     (offerEpoch): decisions work theirs out again.
+//   - A MAC-table entry that moves or is displaced (evicted for another
+//     station, or its slot taken after it aged) does not start a new
+//     generation: the forwarder that displaced it retires, after its
+//     batch, exactly the entries that relied on it (macDeps, indexed by
+//     slot), so that a MAC flood on one port leaves the other ports'
+//     flows in the kernel. An entry queued before such a change is checked
+//     again when it is installed.
 //   - The sweeper (every fastPathSweep, on the bridge's first forwarding
 //     thread) reads the per-CPU counters of every entry and credits what
 //     the kernel carried to the rules, tables and ports, as used at the
 //     sweep (the program reads no clock), so that idle timeouts, dump-flows
-//     and dump-ports see fast-path traffic; it adds the redirects that
-//     never left (bpf/redirect.c) to the ports' transmit drops; it refreshes the sources of NORMAL's entries
-//     as learning would, and deletes entries of an old generation, entries
-//     whose MAC-table dependencies no longer hold (a destination aged out),
-//     and entries idle for fastPathIdle. Readers of counters call
-//     Bridge.SyncFastPath first, so what they print is exact.
+//     and dump-ports see fast-path traffic; it counts the redirects that
+//     never left (bpf/redirect.c) as the ports' transmit drops, not
+//     transmits; it refreshes the sources of NORMAL's entries as learning
+//     would, and deletes, with one system call per map, the entries of an
+//     old generation (which the kernel no longer counts) and those idle
+//     for fastPathIdle, and one by one, with their last counts, those
+//     whose MAC-table dependencies no longer hold (a destination aged
+//     out: until then, at most fastPathSweep, the kernel sends to where it
+//     was). Readers of counters call Bridge.SyncFastPath first, so what
+//     they print is exact.
 const (
 	fastPathSweep = 100 * time.Millisecond
 	fastPathIdle  = 10 * time.Second
 	// reofferAfter is how long a forwarder waits before it queues an
 	// entry again for a flow whose frames still reach it: an install
 	// takes less than a batch, so a frame that comes later means the
-	// entry is gone (swept as idle, or refused for a full map).
+	// entry is gone (swept as idle, or refused for a full map), or the
+	// entry leaves such frames to user space (too long for a tunnel).
 	reofferAfter = 10 * time.Millisecond
 	// fastPathWatch is how often the bridge checks that its ports still
 	// take redirects (a veth peer whose GRO was turned off, say).
@@ -73,51 +88,80 @@ type fastPath struct {
 	redirectsWhy string
 	txPortsID    ebpf.MapID // the redirect counter's key for tx_ports
 	ncpu         int
-	gen          atomic.Uint64
-	// mask is what the program keeps of a key before the lookup, the
-	// bits some decision may depend on (keyMask); nil: all of them.
-	mask atomic.Pointer[flow.Headers]
+	// view is what forwarders decide under; viewMu serialises new ones.
+	view   atomic.Pointer[fpView]
+	viewMu sync.Mutex
 	// readers follows how many rules of the table version followed have
 	// an action that reads header fields (readsHeaders), so that a
 	// controller's stream of one-rule versions costs each its change,
 	// not a look at every rule.
 	readers tableReaders
-	bumpMu  sync.Mutex
-	// tunnelEpoch counts the changes of the tunnels' headers and
-	// reachability, after which offers are worked out again (fpOffer).
-	tunnelEpoch atomic.Uint64
-	tables      *[flow.NumTables]tableCounters
-	drops       *dropCounters
+	// offerEpoch counts the changes after which a decision's entry may
+	// differ though the decision does not: offers are worked out again
+	// (fpOffer).
+	offerEpoch atomic.Uint64
+	// reliedOn has a bit for each MAC-table slot that some installed
+	// entry relies on, so that a forwarder that displaced an entry looks
+	// for its dependents under mu only when there are some.
+	reliedOn []atomic.Uint64
+	tables   *[flow.NumTables]tableCounters
+	drops    *dropCounters
 
 	mu        sync.Mutex // guards what follows
-	installed map[flow.Headers]*fpInstalled
+	installed map[bpf.FastpathFpKey]*fpInstalled
+	// dependents are the installed entries that rely on each MAC-table
+	// slot (their macDeps).
+	dependents map[uint32]map[*fpInstalled]struct{}
 	// tunnels are the tunnel ports, with what their outer headers in the
 	// tunnels map are (fastPathTunnel).
 	tunnels map[*bridgePort]*fpTunnel
-	// ports are the ports with the fast path's program, and the redirect
-	// drops of each already credited.
-	ports map[*bridgePort]uint64
+	// ports are the ports with the fast path's program, and what of
+	// their redirect drops was counted.
+	ports map[*bridgePort]*fpPortDrops
 	// Scratch for batched map operations, reused under mu.
-	keys   []bpf.FastpathFpKey
-	l2Keys []bpf.FastpathFpL2Key
-	values []bpf.FastpathFpFlow
-	doomed []doomedEntry
+	keys       []bpf.FastpathFpKey
+	l2Keys     []bpf.FastpathFpL2Key
+	values     []bpf.FastpathFpFlow
+	perCPU     []bpf.FastpathFpFlow
+	installing []*fpPending
+	doomed     []doomedEntry
 
 	hits, installs, installFailures, evictions atomic.Uint64
+}
+
+// fpView is a table version and what the program looks keys up with
+// while it is the bridge's: the generation and the key mask (nil: exact
+// keys).
+type fpView struct {
+	table      *flow.Table
+	generation uint64
+	mask       *flow.Headers
+}
+
+// fpPortDrops follows the redirects a port's interface refused: how many
+// were counted, and what the fast path sent there since the last sweep,
+// whose mean length stands for theirs (the kernel reports none).
+type fpPortDrops struct {
+	counted        uint64
+	packets, bytes uint64
 }
 
 // fpInstalled is what the fast path knows of one installed entry: where
 // its counts go, and what it relies on.
 type fpInstalled struct {
-	generation uint64
-	rules      []*flow.Entry
-	lookups    []tableLookup
-	macDeps    []macDep
-	in, out    *bridgePort // out is nil for a drop
-	entry      bpf.FastpathFpFlow
-	mask       *flow.Headers // the key's, nil: exact
-	l2         bool          // in flows_l2 (isL2Mask(mask))
-	lenDelta   int           // a frame leaves this much longer than it came (tags)
+	key     bpf.FastpathFpKey
+	rules   []*flow.Entry
+	lookups []tableLookup
+	// macDeps are the MAC-table entries its NORMAL resolved by. Never an
+	// absence: a flood stays in user space.
+	macDeps []macDep
+	in, out *bridgePort // out is nil for a drop
+	via     *bridgePort // the port it redirects to: out, or a tunnel's underlay
+	entry   bpf.FastpathFpFlow
+	mask    *flow.Headers // the key's, nil: exact
+	l2      bool          // in flows_l2 (isL2Mask(mask))
+	// lenDelta is how much longer than it came a frame leaves (tags).
+	lenDelta int
 	// What the kernel counted so far, already credited; active is when
 	// it last carried a frame, on the forwarders' clock.
 	packets, bytes uint64
@@ -130,10 +174,8 @@ type fpOffer struct {
 	entry      bpf.FastpathFpFlow
 	generation uint64 // queued under it,
 	at         int64  // at that time
-	// tunnels is fastPath.tunnelEpoch when the state was worked out: a
-	// tunnel's headers (where its entries find them) or reachability
-	// changed since if it differs.
-	tunnels uint64
+	// epoch is fastPath.offerEpoch when the state was worked out.
+	epoch uint64
 }
 
 type fpPending struct {
@@ -142,7 +184,9 @@ type fpPending struct {
 	meta *fpInstalled
 }
 
-func newFastPath(tables *[flow.NumTables]tableCounters, drops *dropCounters) (*fastPath, error) {
+// newFastPath makes a bridge's fast path, for a MAC table of macSlots
+// slots.
+func newFastPath(tables *[flow.NumTables]tableCounters, drops *dropCounters, macSlots int) (*fastPath, error) {
 	ncpu, err := ebpf.PossibleCPU()
 	if err != nil {
 		return nil, err
@@ -151,12 +195,11 @@ func newFastPath(tables *[flow.NumTables]tableCounters, drops *dropCounters) (*f
 	if err != nil {
 		return nil, err
 	}
-	fp := &fastPath{shared: shared, ncpu: ncpu, tables: tables, drops: drops,
-		installed: map[flow.Headers]*fpInstalled{}, ports: map[*bridgePort]uint64{}, tunnels: map[*bridgePort]*fpTunnel{}}
-	if err := fp.bump(); err != nil {
-		shared.Close()
-		return nil, err
-	}
+	fp := &fastPath{shared: shared, ncpu: ncpu, tables: tables, drops: drops, reliedOn: make([]atomic.Uint64, (macSlots+63)/64),
+		installed: map[bpf.FastpathFpKey]*fpInstalled{}, dependents: map[uint32]map[*fpInstalled]struct{}{},
+		ports: map[*bridgePort]*fpPortDrops{}, tunnels: map[*bridgePort]*fpTunnel{}}
+	fp.view.Store(&fpView{})
+	fp.bump()
 	if fp.redirects, err = bpf.AttachRedirectCounter(); err != nil {
 		fp.redirectsWhy = err.Error()
 	}
@@ -167,34 +210,52 @@ func newFastPath(tables *[flow.NumTables]tableCounters, drops *dropCounters) (*f
 }
 
 // generation is the bridge's current generation.
-func (fp *fastPath) generation() uint64 { return fp.gen.Load() }
+func (fp *fastPath) generation() uint64 { return fp.view.Load().generation }
 
-// bump starts a new generation: every entry installed so far is a miss.
-// The program sees the new generation and mask together, and only once
-// they are in place does anyone decide under them.
-func (fp *fastPath) bump() error {
-	fp.bumpMu.Lock()
-	defer fp.bumpMu.Unlock()
-	g := fp.gen.Load() + 1
-	st := bpf.FastpathFpState{Generation: g}
-	switch m := fp.mask.Load(); {
-	case isL2Mask(m):
-		st.Masked = uint32(bpf.FastpathFpMaskKindFP_MASK_L2)
-	case m != nil:
-		st.Masked, st.Mask = uint32(bpf.FastpathFpMaskKindFP_MASK_BITS), bpf.KeyOf(m)
-	}
-	if err := fp.shared.SetState(&st); err != nil {
-		return fmt.Errorf("fast path: new generation: %w", err)
-	}
-	fp.gen.Store(g)
-	return nil
+// publish makes t the table of cls, with its key mask, in a new
+// generation: the program's state first, then the view and the table,
+// so that whoever decides by t installs under t's generation and mask.
+func (fp *fastPath) publish(cls *flow.Classifier, t *flow.Table) {
+	fp.viewMu.Lock()
+	defer fp.viewMu.Unlock()
+	fp.newView(t, keyMaskOf(t, fp.readers.follow(t) > 0))
+	cls.Publish(t)
 }
 
-// tableChanged takes the key mask of table version t and starts a new
-// generation. It runs after t is published: see the top of the file.
-func (fp *fastPath) tableChanged(t *flow.Table) error {
-	fp.mask.Store(keyMaskOf(t, fp.readers.follow(t) > 0))
-	return fp.bump()
+// bump starts a new generation of the current table: every entry
+// installed so far is a miss.
+func (fp *fastPath) bump() {
+	fp.viewMu.Lock()
+	defer fp.viewMu.Unlock()
+	v := fp.view.Load()
+	fp.newView(v.table, v.mask)
+}
+
+// entriesChanged starts a new generation after a change that alters what
+// decisions' entries are (a port's spanning tree state or redirects, a
+// tunnel's headers): offers are worked out again, after the change, and
+// before anyone decides in the new generation.
+func (fp *fastPath) entriesChanged() {
+	fp.offerEpoch.Add(1)
+	fp.bump()
+}
+
+// newView puts the program in the next generation with mask, then
+// publishes the view of t in it. It runs under viewMu.
+func (fp *fastPath) newView(t *flow.Table, mask *flow.Headers) {
+	v := &fpView{table: t, generation: fp.view.Load().generation + 1, mask: mask}
+	st := bpf.FastpathFpState{Generation: v.generation}
+	switch {
+	case isL2Mask(mask):
+		st.Masked = uint32(bpf.FastpathFpMaskKindFP_MASK_L2)
+	case mask != nil:
+		st.Masked, st.Mask = uint32(bpf.FastpathFpMaskKindFP_MASK_BITS), bpf.KeyOf(mask)
+	}
+	if err := fp.shared.SetState(&st); err != nil {
+		// Stores into the state map's two slots, which it has.
+		panic("vswitch: the fast path's state: " + err.Error())
+	}
+	fp.view.Store(v)
 }
 
 // tableReaders counts the rules of a table version whose actions read
@@ -284,15 +345,17 @@ func readsHeaders(a flow.Action) bool {
 	return true
 }
 
-// entryKey is the key of the fast path's entry for a flow with headers h:
-// h under the mask of the batch's generation.
-func (f *forwarder) entryKey(h *flow.Headers) flow.Headers {
-	if f.fpMask == nil {
-		return *h
+// entryKey is the key of the fast path's entry for a flow with headers h
+// in the batch's view: h under its mask, in its generation.
+func (f *forwarder) entryKey(h *flow.Headers) bpf.FastpathFpKey {
+	masked := *h
+	if m := f.fpView.mask; m != nil {
+		k, mask := flow.Key{Headers: *h}, flow.Key{Headers: *m}
+		masked = k.And(&mask).Headers
 	}
-	k := flow.Key{Headers: *h}
-	mask := flow.Key{Headers: *f.fpMask}
-	return k.And(&mask).Headers
+	key := bpf.KeyOf(&masked)
+	key.Gen = bpf.KeyGen(f.fpView.generation)
+	return key
 }
 
 // attach replaces p's XDP program with the fast path's, if p has one, and
@@ -303,14 +366,15 @@ func (fp *fastPath) attach(p *bridgePort) (why string) {
 	if !ok {
 		return "the port has no XDP program"
 	}
-	sockets, oversize, maxFrame := host.XDPSockets()
-	cfg := bpf.FastpathConfig{InPort: p.ofport, MaxFrameLen: uint32(maxFrame), Shared: fp.shared, Sockets: sockets, Oversize: oversize}
+	sockets := host.XDPSockets()
+	cfg := bpf.FastpathConfig{InPort: p.ofport, MaxFrameLen: uint32(sockets.MaxFrame), SocketQueues: sockets.Queues,
+		Shared: fp.shared, Sockets: sockets.Map, Oversize: sockets.Oversize}
 	if p.underlay != nil {
 		listener, ok := host.(interface{ TunnelListen() *ebpf.Map })
 		if !ok {
 			return "the underlay's XDP program does not say what it listens on"
 		}
-		cfg.TunnelListen = listener.TunnelListen()
+		cfg.TunnelListen, cfg.UnderlaySlot = listener.TunnelListen(), p.slot
 	}
 	objs, err := bpf.LoadFastpathProgram(cfg)
 	if err != nil {
@@ -328,7 +392,7 @@ func (fp *fastPath) attach(p *bridgePort) (why string) {
 	p.fastPath = objs
 	p.fastPathIn.Store(true)
 	fp.mu.Lock()
-	fp.ports[p] = fp.redirectDrops(p)
+	fp.ports[p] = &fpPortDrops{counted: fp.redirectDrops(p)}
 	fp.mu.Unlock()
 	return ""
 }
@@ -341,16 +405,24 @@ func (fp *fastPath) redirectDrops(p *bridgePort) uint64 {
 	return fp.redirects.Drops(fp.txPortsID, uint32(p.slot), p.Info().Ifindex)
 }
 
-// creditRedirectDrops counts the redirected frames that the ports'
-// interfaces did not take since the last sweep as their transmit drops.
-// It runs under fp.mu.
-func (fp *fastPath) creditRedirectDrops() {
-	for p, seen := range fp.ports {
-		if n := fp.redirectDrops(p); n > seen {
-			p.counters.txDropped.Add(n - seen)
-			p.counters.fastPathTxDropped.Add(n - seen)
-			fp.ports[p] = n
+// countRedirectDrops counts the redirected frames that the ports'
+// interfaces did not take since the last sweep as their transmit drops,
+// and takes them off their transmits, where the entries that sent them
+// counted them; their bytes are the mean of what the fast path sent
+// there since. It runs under fp.mu, after the sweep's credits.
+func (fp *fastPath) countRedirectDrops() {
+	for p, d := range fp.ports {
+		if n := fp.redirectDrops(p); n > d.counted {
+			refused := n - d.counted
+			d.counted = n
+			c := &p.counters
+			c.txDropped.Add(refused)
+			c.fastPathTxDropped.Add(refused)
+			if d.packets > 0 {
+				c.fastPathTxDroppedBytes.Add(refused * d.bytes / d.packets)
+			}
 		}
+		d.packets, d.bytes = 0, 0
 	}
 }
 
@@ -385,17 +457,18 @@ func (fp *fastPath) close() error {
 }
 
 // offerFastPath queues d's entry for installation if the kernel can carry
-// it and it was not queued lately under the current generation. It runs
-// for frames that reached user space, before d's actions run on them.
+// it and it was not queued lately in the batch's generation. It runs for
+// frames that reached user space, before d's actions run on them.
 func (f *forwarder) offerFastPath(d *decision, inSlot uint16, now int64) {
 	if d.offer == nil {
 		d.offer = new(fpOffer)
 	}
 	o := d.offer
-	if epoch := f.fp.tunnelEpoch.Load(); o.tunnels != epoch {
-		o.state, o.tunnels = 0, epoch
+	if epoch := f.fp.offerEpoch.Load(); o.epoch != epoch {
+		o.state, o.epoch = 0, epoch
 	}
-	if o.state < 0 || o.generation == f.fpGen && now-o.at < int64(reofferAfter) {
+	gen := f.fpView.generation
+	if o.state < 0 || o.generation == gen && now-o.at < int64(reofferAfter) {
 		return
 	}
 	if o.state == 0 {
@@ -407,13 +480,13 @@ func (f *forwarder) offerFastPath(d *decision, inSlot uint16, now int64) {
 			return
 		}
 	}
-	o.generation, o.at = f.fpGen, now
-	o.entry.Generation = f.fpGen
-	meta := &fpInstalled{generation: f.fpGen, rules: slices.Clone(d.rules), lookups: slices.Clone(d.lookups),
-		macDeps: slices.Clone(d.macDeps), in: f.ports[inSlot], entry: o.entry, mask: f.fpMask, l2: isL2Mask(f.fpMask),
+	o.generation, o.at = gen, now
+	key := f.entryKey(&f.key.Headers)
+	meta := &fpInstalled{key: key, rules: slices.Clone(d.rules), lookups: slices.Clone(d.lookups),
+		macDeps: slices.Clone(d.macDeps), in: f.ports[inSlot], entry: o.entry, mask: f.fpView.mask, l2: isL2Mask(f.fpView.mask),
 		active: now}
 	if o.entry.Out != bpf.FPDrop {
-		meta.out = f.ports[o.entry.Out]
+		meta.out, meta.via = f.ports[o.entry.Out], f.ports[o.entry.Out]
 	}
 	for _, op := range o.entry.Ops {
 		switch op.Type {
@@ -424,34 +497,39 @@ func (f *forwarder) offerFastPath(d *decision, inSlot uint16, now int64) {
 		case opTunnelPush:
 			// Counted as the tunnel's, which the frame leaves by through
 			// its underlay.
-			meta.out = f.ports[op.Tunnel/2]
+			meta.out = f.ports[tunnelSlotOf(op.Tunnel)]
 		}
 	}
-	masked := f.entryKey(&f.key.Headers)
-	f.fpPending = append(f.fpPending, fpPending{key: bpf.KeyOf(&masked), flow: o.entry, meta: meta})
+	f.fpPending = append(f.fpPending, fpPending{key: key, flow: o.entry, meta: meta})
 }
 
-// installPending installs what the batch queued, with one map update.
-func (f *forwarder) installPending() {
+// installPending installs what the batch queued, with one map update per
+// map, but for entries that would be misses now (a new generation came)
+// or rely on a MAC-table entry that changed since they were queued.
+func (f *forwarder) installPending(now int64) {
 	if len(f.fpPending) == 0 {
 		return
 	}
 	fp := f.fp
 	fp.mu.Lock()
 	defer fp.mu.Unlock()
+	current := bpf.KeyGen(fp.generation())
 	for _, l2 := range []bool{false, true} {
 		fp.keys, fp.l2Keys, fp.values = fp.keys[:0], fp.l2Keys[:0], fp.values[:0]
-		var batch []*fpPending
+		batch := fp.installing[:0]
 		for i := range f.fpPending {
 			p := &f.fpPending[i]
-			if p.meta.l2 != l2 {
+			if p.meta.l2 != l2 || p.key.Gen != current || !fp.depsHold(p.meta, f.fdb, now) {
 				continue
 			}
-			if old, ok := fp.installed[p.key.Headers()]; ok {
-				// Overwriting the entry would lose what it counted
-				// since the last sweep.
-				fp.retire(p.key, old)
+			if old, ok := fp.installed[p.key]; ok {
+				if old.entry == p.flow {
+					continue // there already: queued twice, or its frames are left to user space
+				}
+				fp.retire(old)
 			}
+			fp.installed[p.key] = p.meta
+			fp.index(p.meta)
 			batch = append(batch, p)
 			fp.keys = append(fp.keys, p.key)
 			fp.l2Keys = append(fp.l2Keys, p.key.L2())
@@ -469,33 +547,69 @@ func (f *forwarder) installPending() {
 		} else {
 			n, err = fp.shared.Flows.BatchUpdate(fp.keys, fp.values, nil)
 		}
-		for _, p := range batch[:n] {
-			fp.installed[p.key.Headers()] = p.meta
-		}
 		fp.installs.Add(uint64(n))
 		if err != nil {
 			fp.installFailures.Add(uint64(len(batch) - n))
+			for _, p := range batch[n:] {
+				fp.forget(p.meta)
+			}
 		}
+		clear(batch)
+		fp.installing = batch[:0]
 	}
 	clear(f.fpPending)
 	f.fpPending = f.fpPending[:0]
 }
 
-// retire deletes the entry of key from the map, crediting what it counted
-// since the last sweep, and forgets it. It runs under fp.mu.
-func (fp *fastPath) retire(key bpf.FastpathFpKey, r *fpInstalled) {
-	values := make([]bpf.FastpathFpFlow, fp.ncpu)
+// index and forget add an installed entry to what the fast path knows,
+// and take it away. They run under fp.mu.
+func (fp *fastPath) index(r *fpInstalled) {
+	for i := range r.macDeps {
+		slot := r.macDeps[i].slot
+		m := fp.dependents[slot]
+		if m == nil {
+			m = map[*fpInstalled]struct{}{}
+			fp.dependents[slot] = m
+			fp.reliedOn[slot/64].Or(1 << (slot % 64))
+		}
+		m[r] = struct{}{}
+	}
+}
+
+func (fp *fastPath) forget(r *fpInstalled) {
+	if fp.installed[r.key] == r {
+		delete(fp.installed, r.key)
+	}
+	for i := range r.macDeps {
+		slot := r.macDeps[i].slot
+		if m := fp.dependents[slot]; m != nil {
+			delete(m, r)
+			if len(m) == 0 {
+				delete(fp.dependents, slot)
+				fp.reliedOn[slot/64].And(^(uint64(1) << (slot % 64)))
+			}
+		}
+	}
+}
+
+// retire deletes r's entry from the map, crediting what it counted since
+// the last sweep, and forgets it: for an entry the kernel may still be
+// counting. It runs under fp.mu.
+func (fp *fastPath) retire(r *fpInstalled) {
+	if len(fp.perCPU) != fp.ncpu {
+		fp.perCPU = make([]bpf.FastpathFpFlow, fp.ncpu)
+	}
 	var err error
 	if r.l2 {
-		l2 := key.L2()
-		err = fp.shared.FlowsL2.LookupAndDelete(&l2, &values)
+		l2 := r.key.L2()
+		err = fp.shared.FlowsL2.LookupAndDelete(&l2, &fp.perCPU)
 	} else {
-		err = fp.shared.Flows.LookupAndDelete(&key, &values)
+		err = fp.shared.Flows.LookupAndDelete(&r.key, &fp.perCPU)
 	}
 	if err == nil {
-		fp.credit(r, values, time.Now(), 0, nil)
+		fp.credit(r, fp.perCPU, time.Now(), 0, nil)
 	}
-	delete(fp.installed, key.Headers())
+	fp.forget(r)
 }
 
 // credit adds what the kernel counted in r's entry (its per-CPU values)
@@ -528,8 +642,13 @@ func (fp *fastPath) credit(r *fpInstalled, values []bpf.FastpathFpFlow, wall tim
 	r.in.counters.rxPackets.Add(dp)
 	r.in.counters.rxBytes.Add(db)
 	if r.out != nil {
+		sent := uint64(int64(db) + int64(dp)*int64(r.lenDelta))
 		r.out.counters.txPackets.Add(dp)
-		r.out.counters.txBytes.Add(uint64(int64(db) + int64(dp)*int64(r.lenDelta)))
+		r.out.counters.txBytes.Add(sent)
+		if d := fp.ports[r.via]; d != nil {
+			d.packets += dp
+			d.bytes += sent
+		}
 	} else {
 		fp.drops[dropRule].Add(dp)
 		r.in.counters.pipelineDropped[dropRule].Add(dp)
@@ -554,7 +673,7 @@ func (fp *fastPath) sweep(fdb *macTable, now int64) error {
 	fp.mu.Lock()
 	defer fp.mu.Unlock()
 	wall := time.Now()
-	gen := fp.generation()
+	current := bpf.KeyGen(fp.generation())
 	if len(fp.keys) < sweepChunk {
 		fp.keys = make([]bpf.FastpathFpKey, sweepChunk)
 		fp.l2Keys = make([]bpf.FastpathFpL2Key, sweepChunk)
@@ -566,43 +685,81 @@ func (fp *fastPath) sweep(fdb *macTable, now int64) error {
 	fp.doomed = fp.doomed[:0]
 	// each looks at one entry the map gave, of key k.
 	each := func(k bpf.FastpathFpKey, l2 bool, perCPU []bpf.FastpathFpFlow) {
-		r, ok := fp.installed[k.Headers()]
+		r, ok := fp.installed[k]
 		if !ok || r.l2 != l2 {
 			fp.doomed = append(fp.doomed, doomedEntry{key: k, l2: l2})
 			return
 		}
 		fp.credit(r, perCPU, wall, now, fdb)
-		if r.generation != gen || now-r.active > int64(fastPathIdle) || !fp.depsHold(r, fdb, now) {
+		switch {
+		case k.Gen != current:
+			// A miss since its generation ended, so the kernel no
+			// longer counts it: what was read is all it carried.
 			fp.doomed = append(fp.doomed, doomedEntry{key: k, l2: l2, r: r})
+		case now-r.active > int64(fastPathIdle):
+			// Idle for long: only a frame in the moment between this
+			// read and the delete would go uncounted.
+			fp.doomed = append(fp.doomed, doomedEntry{key: k, l2: l2, r: r})
+		case !fp.depsHold(r, fdb, now):
+			fp.doomed = append(fp.doomed, doomedEntry{key: k, l2: l2, r: r, counting: true})
 		}
 	}
 	keys, l2Keys := fp.keys[:sweepChunk], fp.l2Keys[:sweepChunk]
 	err := batchEach(fp.shared.Flows, keys, values, func(i int) { each(keys[i], false, values[i*fp.ncpu:(i+1)*fp.ncpu]) })
 	err = errors.Join(err, batchEach(fp.shared.FlowsL2, l2Keys, values,
 		func(i int) { each(l2Keys[i].Key(), true, values[i*fp.ncpu:(i+1)*fp.ncpu]) }))
-	fp.creditRedirectDrops()
+	fp.countRedirectDrops()
 	fp.checkTunnels()
-	for _, d := range fp.doomed {
-		switch {
-		case d.r != nil:
-			fp.retire(d.key, d.r)
-			fp.evictions.Add(1)
-		case d.l2:
-			l2 := d.key.L2()
-			fp.shared.FlowsL2.Delete(&l2)
-		default:
-			fp.shared.Flows.Delete(&d.key)
-		}
-	}
+	fp.deleteDoomed()
 	return err
 }
 
 // doomedEntry is an entry the sweeper deletes: one it installed (r), or
-// one it does not know.
+// one it does not know; counting says the kernel may still count it.
 type doomedEntry struct {
-	key bpf.FastpathFpKey
-	l2  bool
-	r   *fpInstalled
+	key      bpf.FastpathFpKey
+	l2       bool
+	r        *fpInstalled
+	counting bool
+}
+
+// deleteDoomed deletes the sweep's doomed entries: those the kernel may
+// still count one by one with their last counts, the others with one
+// system call per map. It runs under fp.mu.
+func (fp *fastPath) deleteDoomed() {
+	keys, l2Keys := fp.keys[:0], fp.l2Keys[:0]
+	for _, d := range fp.doomed {
+		switch {
+		case d.counting:
+			fp.retire(d.r)
+			fp.evictions.Add(1)
+			continue
+		case d.l2:
+			l2Keys = append(l2Keys, d.key.L2())
+		default:
+			keys = append(keys, d.key)
+		}
+		if d.r != nil {
+			fp.forget(d.r)
+			fp.evictions.Add(1)
+		}
+	}
+	deleteKeys(fp.shared.Flows, keys)
+	deleteKeys(fp.shared.FlowsL2, l2Keys)
+	clear(fp.doomed)
+	fp.doomed = fp.doomed[:0]
+}
+
+// deleteKeys deletes keys from m, as many as it can with each system
+// call: a key found missing is skipped.
+func deleteKeys[K any](m *ebpf.Map, keys []K) {
+	for len(keys) > 0 {
+		n, err := m.BatchDelete(keys, nil)
+		if err == nil || n >= len(keys) {
+			return
+		}
+		keys = keys[n+1:]
+	}
 }
 
 // batchEach reads all of m, a chunk of len(keys) at a time into keys and
@@ -633,6 +790,12 @@ func (fp *fastPath) depsHold(r *fpInstalled, fdb *macTable, now int64) bool {
 	return true
 }
 
+// reliesOn reports whether some installed entry relies on MAC-table
+// slot. It takes no lock.
+func (fp *fastPath) reliesOn(slot uint32) bool {
+	return fp.reliedOn[slot/64].Load()&(1<<(slot%64)) != 0
+}
+
 // forgetDecisions drops every decision, and every fast path entry with
 // them: the ports they send to changed.
 func (f *forwarder) forgetDecisions() {
@@ -642,14 +805,42 @@ func (f *forwarder) forgetDecisions() {
 	}
 }
 
-// noteMACChanges starts a new generation if a MAC address moved, or was
-// evicted or flushed, since the thread last looked: entries that send to
-// it, or learned it, may be wrong now.
-func (f *forwarder) noteMACChanges() {
-	if c := f.fdb.changes.Load(); c != f.fdbChanges {
-		f.fdbChanges = c
+// noteDisplaced records that learning displaced the MAC-table entry in
+// slot, whose dependents the batch's end retires. Past what the batch can
+// record, the end starts a new generation instead.
+func (f *forwarder) noteDisplaced(slot uint32) {
+	if !f.fp.reliesOn(slot) {
+		return
+	}
+	if len(f.displaced) == cap(f.displaced) {
+		f.displacedLost = true
+		return
+	}
+	f.displaced = append(f.displaced, slot)
+}
+
+// retireDisplaced retires the entries that relied on the MAC-table
+// entries the batch displaced. It runs after the batch's frames went out.
+func (f *forwarder) retireDisplaced(now int64) {
+	if f.displacedLost {
+		f.displacedLost = false
 		f.fp.bump()
 	}
+	if len(f.displaced) == 0 {
+		return
+	}
+	fp := f.fp
+	fp.mu.Lock()
+	for _, slot := range f.displaced {
+		for r := range fp.dependents[slot] {
+			if !fp.depsHold(r, f.fdb, now) {
+				fp.retire(r)
+				fp.evictions.Add(1)
+			}
+		}
+	}
+	fp.mu.Unlock()
+	f.displaced = f.displaced[:0]
 }
 
 // fastPathChores runs the sweeper on the bridge's first thread when its
@@ -663,7 +854,6 @@ func (f *forwarder) fastPathChores() {
 		return
 	}
 	f.lastSweep = now
-	f.noteMACChanges()
 	if err := f.fp.sweep(f.fdb, now); err != nil {
 		f.log.Warn("fast path: reading the entries' counters failed", "err", err)
 	}
@@ -688,7 +878,7 @@ func (b *Bridge) attachFastPath(p *bridgePort) {
 	b.checkRedirects(p)
 	// Decisions made before the port could take redirects may have been
 	// refused the fast path.
-	b.onEachForwarder(func(f *forwarder) { f.forgetDecisions() })
+	b.fp.entriesChanged()
 }
 
 // checkRedirects finds out whether p takes redirects, and reports whether
@@ -735,7 +925,7 @@ func (b *Bridge) watchRedirects() {
 			}
 		}
 		if changed {
-			b.onEachForwarder(func(f *forwarder) { f.forgetDecisions() })
+			b.fp.entriesChanged()
 		}
 		b.mu.Unlock()
 	}
@@ -820,11 +1010,11 @@ func (b *Bridge) FastPathEntries() []FastPathEntry {
 	b.mu.Unlock()
 	fp.mu.Lock()
 	defer fp.mu.Unlock()
-	gen := fp.generation()
+	current := bpf.KeyGen(fp.generation())
 	out := make([]FastPathEntry, 0, len(fp.installed))
-	for h, r := range fp.installed {
-		out = append(out, FastPathEntry{Headers: h, Mask: r.mask, Actions: r.datapathActions(), Packets: r.packets, Bytes: r.bytes,
-			Idle: time.Duration(now - r.active), Stale: r.generation != gen})
+	for k, r := range fp.installed {
+		out = append(out, FastPathEntry{Headers: k.Headers(), Mask: r.mask, Actions: r.datapathActions(), Packets: r.packets, Bytes: r.bytes,
+			Idle: time.Duration(now - r.active), Stale: k.Gen != current})
 	}
 	slices.SortFunc(out, func(x, y FastPathEntry) int { return cmp.Compare(y.Packets, x.Packets) })
 	return out
@@ -844,7 +1034,12 @@ func (r *fpInstalled) datapathActions() string {
 		case uint8(bpf.FastpathFpOpTypeFP_OP_POP_VLAN):
 			parts = append(parts, "pop_vlan")
 		case uint8(bpf.FastpathFpOpTypeFP_OP_PUSH_VLAN):
-			parts = append(parts, fmt.Sprintf("push_vlan(tpid=0x%04x,tci=0x%04x)", be16(op.Tpid), be16(op.Tci)|flow.VLANCFI))
+			if op.Mask != 0 {
+				// The outer tag's TCI, DEI and all, from the frame.
+				parts = append(parts, fmt.Sprintf("push_vlan(tpid=0x%04x,tci=outer)", be16(op.Tpid)))
+			} else {
+				parts = append(parts, fmt.Sprintf("push_vlan(tpid=0x%04x,tci=0x%04x)", be16(op.Tpid), be16(op.Tci)|flow.VLANCFI))
+			}
 		case uint8(bpf.FastpathFpOpTypeFP_OP_SET_TCI):
 			parts = append(parts, fmt.Sprintf("set(vlan(tci=0x%04x/0x%04x))", be16(op.Tci), be16(op.Mask)))
 		case opSetL3, opSetL4:

@@ -119,16 +119,17 @@ type forwarder struct {
 	learnOnly bool
 	pending   []uint16 // slots whose group holds frames
 
-	// The fast path (fastpath.go), nil when there is none: the generation
-	// the current batch decides under, the entries it queued, and the
-	// MAC table's changes when this thread last looked. The bridge's
-	// first thread also sweeps, every fastPathSweep.
-	fp         *fastPath
-	fpGen      uint64
-	fpMask     *flow.Headers // nil: exact keys
-	fpPending  []fpPending
-	fdbChanges uint64
-	lastSweep  int64
+	// The fast path (fastpath.go), nil when there is none: the view the
+	// current batch decides under, the entries it queued, and the slots of
+	// the MAC-table entries it displaced that installed entries relied on
+	// (displacedLost: more than it could note). The bridge's first thread
+	// also sweeps, every fastPathSweep.
+	fp            *fastPath
+	fpView        *fpView
+	fpPending     []fpPending
+	displaced     []uint32
+	displacedLost bool
+	lastSweep     int64
 
 	// pins is this thread's queue of packet-ins, pinBucket the controller's
 	// rate limit for it, and pinQueued says that the batch queued some,
@@ -244,6 +245,9 @@ func newForwarder(opts Options, flows *flow.Classifier, place threadPlace) (*for
 		tunSlots:      make([]uint16, 0, batchSize),
 		tunBatch:      make([]port.Frame, 0, batchSize),
 		tunBatchMetas: make([]port.TunnelMeta, 0, batchSize),
+		// NORMAL learns a frame's source at most twice (in translation,
+		// and run per frame), and a translation at most maxMACDeps/2 times.
+		displaced: make([]uint32, 0, batchSize*(1+maxMACDeps/2)),
 	}
 	f.decisions.tr.f = f
 	f.rebuild()
@@ -390,11 +394,13 @@ func (f *forwarder) forwardBatch(rx rxQueue) bool {
 func (f *forwarder) forwardFrom(slot uint16, frames []port.Frame, tunnel []port.TunnelMeta) {
 	wall := time.Now()
 	now := int64(wall.Sub(f.epoch))
+	var table *flow.Table
 	if f.fp != nil {
-		f.fpGen = f.fp.generation() // before the table: see fastpath.go
-		f.fpMask = f.fp.mask.Load()
+		f.fpView = f.fp.view.Load() // its table: see fastpath.go
+		table = f.fpView.table
+	} else {
+		table = f.flows.Load()
 	}
-	table := f.flows.Load()
 	in := f.ports[slot]
 	state := f.stp[slot]
 	f.learnOnly = state == stpLearning
@@ -445,8 +451,8 @@ func (f *forwarder) forwardFrom(slot uint16, frames []port.Frame, tunnel []port.
 	if f.fp != nil {
 		// After the transmit, so that the frames that made the entries
 		// do not wait for their installation.
-		f.noteMACChanges()
-		f.installPending()
+		f.retireDisplaced(now)
+		f.installPending(now)
 	}
 	f.copies.reset()
 }
@@ -476,7 +482,7 @@ func (f *forwarder) normal(inSlot uint16, frame []byte, now int64) (sent bool) {
 	}
 	fr := vlanFrame{arrived: frame, vlan: vlan, tagged: tagged, vid: vid}
 	if fromPort {
-		f.fdb.learn(macKey(frame[6:12], vlan), inSlot, now)
+		f.learn(macKey(frame[6:12], vlan), inSlot, now)
 	}
 	if f.learnOnly {
 		return false
@@ -494,6 +500,16 @@ func (f *forwarder) normal(inSlot uint16, frame []byte, now int64) (sent bool) {
 		}
 	}
 	return f.normalFlood(inSlot, &fr, now)
+}
+
+// learn is NORMAL's learning of key on slot: it notes a MAC-table entry
+// it displaced for the fast path.
+func (f *forwarder) learn(key uint64, slot uint16, now int64) macDep {
+	dep, displaced := f.fdb.learn(key, slot, now)
+	if displaced && f.fp != nil {
+		f.noteDisplaced(dep.slot)
+	}
+	return dep
 }
 
 // normalFlood floods fr, which arrived on inSlot, to the ports that carry

@@ -36,10 +36,6 @@ type macTable struct {
 	aging   int64  // nanoseconds
 
 	evictions atomic.Uint64
-	// changes counts the writes that take an entry from a station, or a
-	// station to another port: moves, evictions, flushes. The fast path
-	// starts a new generation when it moves (fastpath.go).
-	changes atomic.Uint64
 }
 
 type macEntry struct {
@@ -95,32 +91,35 @@ func (t *macTable) fresh(e *macEntry, now int64) bool {
 // with the most entries, decided within one set so that learning stays O(1).
 //
 // It returns the dependency on the entry it wrote, for a decision that
-// relies on the source it learned (decision.go).
-func (t *macTable) learn(key uint64, port uint16, now int64) macDep {
+// relies on the source it learned (decision.go), and whether it displaced
+// what the slot held: the same station on another port, or another
+// station, evicted or aged out; a decision that relied on that no longer
+// holds.
+func (t *macTable) learn(key uint64, port uint16, now int64) (dep macDep, displaced bool) {
 	i := t.setOf(key)
 	if t.locks != nil {
 		t.locks[i].Lock()
 		defer t.locks[i].Unlock()
 	}
-	j := t.learnIn(t.set(i), key, port, now)
-	return macDep{slot: uint32(i*macWays) + uint32(j), key: key, port: port, source: true}
+	j, displaced := t.learnIn(t.set(i), key, port, now)
+	return macDep{slot: uint32(i*macWays) + uint32(j), key: key, port: port, source: true}, displaced
 }
 
-// learnIn writes the entry into set and returns where.
-func (t *macTable) learnIn(set []macEntry, key uint64, port uint16, now int64) int {
+// learnIn writes the entry into set and returns where, and whether it
+// displaced what was there.
+func (t *macTable) learnIn(set []macEntry, key uint64, port uint16, now int64) (int, bool) {
 	victim, ownVictim := 0, -1
 	for i := range set {
 		e := &set[i]
 		if e.key == key {
-			if e.port != port {
-				t.changes.Add(1)
-			}
+			moved := e.port != port
 			e.port, e.seen = port, now
-			return i
+			return i, moved
 		}
 		if !t.fresh(e, now) {
+			displaced := e.key != 0
 			set[i] = macEntry{key: key, port: port, seen: now}
-			return i
+			return i, displaced
 		}
 		if e.seen < set[victim].seen {
 			victim = i
@@ -133,9 +132,8 @@ func (t *macTable) learnIn(set []macEntry, key uint64, port uint16, now int64) i
 		victim = ownVictim
 	}
 	t.evictions.Add(1)
-	t.changes.Add(1)
 	set[victim] = macEntry{key: key, port: port, seen: now}
-	return victim
+	return victim, true
 }
 
 // macDep is one MAC-table entry a decision relies on (decision.go): the
@@ -261,13 +259,13 @@ func (t *macTable) eachSet(fn func(set []macEntry)) {
 }
 
 // flushPort forgets every address learned on port, as when it leaves the
-// bridge.
+// bridge. The caller starts a new generation of the fast path, whose
+// entries may rely on them.
 func (t *macTable) flushPort(port uint16) {
 	t.eachSet(func(set []macEntry) {
 		for i := range set {
 			if set[i].port == port && set[i].key != 0 {
 				set[i] = macEntry{}
-				t.changes.Add(1)
 			}
 		}
 	})

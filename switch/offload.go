@@ -141,9 +141,13 @@ func (f *forwarder) fastPathEntry(d *decision, h *flow.Headers) (e bpf.FastpathF
 			if !tagKnown {
 				return e, "a VLAN operation after a pop"
 			}
-			// The new tag copies the outer one's TCI, if there is one.
-			ok = op(bpf.FastpathFpOp{Type: uint8(bpf.FastpathFpOpTypeFP_OP_PUSH_VLAN), Tpid: be16(a.Value),
-				Tci: be16(k.VLANTCI &^ flow.VLANCFI)})
+			// The new tag copies the outer one's TCI, if there is one,
+			// from the frame: the key has no DEI.
+			push := bpf.FastpathFpOp{Type: uint8(bpf.FastpathFpOpTypeFP_OP_PUSH_VLAN), Tpid: be16(a.Value)}
+			if tagged() {
+				push.Mask = 0xffff
+			}
+			ok = op(push)
 			lenDelta += vlanTagLen
 		case flow.ActSetVLANVID:
 			ok = setTCI(a.Value, vlanVIDMask)

@@ -29,7 +29,7 @@ const (
 func fastPathProgram(tb testing.TB) *bpf.FastpathObjects {
 	tb.Helper()
 	testenv.RequireRoot(tb)
-	objs, err := bpf.LoadFastpathProgram(bpf.FastpathConfig{InPort: 1, MaxFrameLen: 1 << 16})
+	objs, err := bpf.LoadFastpathProgram(bpf.FastpathConfig{InPort: 1, MaxFrameLen: 1 << 16, SocketQueues: 1})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -160,7 +160,8 @@ func TestFastPathDoesWhatUserSpaceDoes(t *testing.T) {
 				binary.BigEndian.PutUint16(in[14+10:], ^onesSum(0, in[14:14+20]))
 			}
 			if rnd.IntN(2) == 0 {
-				in = tagged(uint16(rnd.IntN(8))<<13|[]uint16{0, 10, 20}[rnd.IntN(3)], in)
+				// PCP and DEI, which the key does not keep, and the VID.
+				in = tagged(uint16(rnd.IntN(16))<<12|[]uint16{0, 10, 20}[rnd.IntN(3)], in)
 			}
 			frames++
 			send(f, ports, 0, bytes.Clone(in))
@@ -190,8 +191,8 @@ func TestFastPathDoesWhatUserSpaceDoes(t *testing.T) {
 					break
 				}
 			}
-			entry.Generation = generation
 			key := bpf.KeyOf(&k.Headers)
+			key.Gen = generation
 			values := make([]bpf.FastpathFpFlow, cpus)
 			for i := range values {
 				values[i] = entry
@@ -235,7 +236,8 @@ func TestFastPathDoesWhatUserSpaceDoes(t *testing.T) {
 }
 
 // TestFastPathMissesGoToUserSpace: a frame without an entry, or with one
-// of another generation, is passed on to user space untouched.
+// of another generation, or to a port gone from tx_ports, is passed on to
+// user space untouched; on a queue without a socket, to the host.
 func TestFastPathMissesGoToUserSpace(t *testing.T) {
 	objs := fastPathProgram(t)
 	if err := objs.State.Put(uint32(0), bpf.FastpathFpState{Generation: 2}); err != nil {
@@ -260,13 +262,53 @@ func TestFastPathMissesGoToUserSpace(t *testing.T) {
 	}
 	stale := make([]bpf.FastpathFpFlow, cpus)
 	for i := range stale {
-		stale[i] = bpf.FastpathFpFlow{Generation: 1, Out: bpf.FPDrop}
+		stale[i] = bpf.FastpathFpFlow{Out: bpf.FPDrop}
 	}
-	if err := objs.Flows.Put(bpf.KeyOf(&k.Headers), stale); err != nil {
+	staleKey := bpf.KeyOf(&k.Headers)
+	staleKey.Gen = 1
+	if err := objs.Flows.Put(staleKey, stale); err != nil {
 		t.Fatal(err)
 	}
 	if ret := run(); ret != xdpPass {
 		t.Errorf("an entry of an older generation: action %d, want XDP_PASS", ret)
+	}
+
+	// An entry of the current generation to a slot of tx_ports that its
+	// interface left (unregistered): user space sends the frame, and
+	// counts what its port cannot take.
+	current := bpf.KeyOf(&k.Headers)
+	current.Gen = 2
+	gone := make([]bpf.FastpathFpFlow, cpus)
+	for i := range gone {
+		gone[i] = bpf.FastpathFpFlow{Out: 9} // fastPathProgram fills slots 0-7
+	}
+	if err := objs.Flows.Put(current, gone); err != nil {
+		t.Fatal(err)
+	}
+	if ret := run(); ret != xdpPass {
+		t.Errorf("an entry to an empty slot of tx_ports: action %d, want XDP_PASS", ret)
+	}
+	for i := range gone {
+		gone[i].Out = 1
+	}
+	if err := objs.Flows.Put(current, gone); err != nil {
+		t.Fatal(err)
+	}
+	if ret := run(); ret != xdpRedirect {
+		t.Fatalf("an entry to slot 1: action %d, want XDP_REDIRECT", ret)
+	}
+
+	// The same entry, on a port whose queue 0 has no socket: a queue
+	// without a socket is the host's, fast path or not.
+	hostOnly, err := bpf.LoadFastpathProgram(bpf.FastpathConfig{InPort: 1, MaxFrameLen: 1 << 16, SocketQueues: 0,
+		Shared: &bpf.FastpathShared{Flows: objs.Flows, FlowsL2: objs.FlowsL2, State: objs.State, StateSlot: objs.StateSlot,
+			TxPorts: objs.TxPorts, Tunnels: objs.Tunnels, TunnelsIn: objs.TunnelsIn}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hostOnly.Close()
+	if ret, err := hostOnly.Fastpath.Run(&ebpf.RunOptions{Data: in}); err != nil || ret != xdpPass {
+		t.Errorf("a frame on a queue without a socket: action %d (%v), want XDP_PASS", ret, err)
 	}
 }
 
@@ -304,9 +346,10 @@ func testMaskedLookup(t *testing.T, l2 bool) {
 	}
 	values := make([]bpf.FastpathFpFlow, cpus)
 	for i := range values {
-		values[i] = bpf.FastpathFpFlow{Generation: 1, Out: 1}
+		values[i] = bpf.FastpathFpFlow{Out: 1}
 	}
 	key := bpf.KeyOf(&masked)
+	key.Gen = 1
 	var err2 error
 	if l2 {
 		err2 = objs.FlowsL2.Put(key.L2(), values)

@@ -224,15 +224,32 @@ func (e *stpEnv) SetState(n uint16, s rstp.State) {
 
 func (e *stpEnv) Flush(n uint16) {
 	slot, f := e.ports[n].slot, e.fwds[0] // the threads share one MAC table
-	f.do(func() { f.fdb.flushPort(slot) })
+	f.do(func() { f.flushMACs(slot) })
+}
+
+// flushMACs forgets the addresses learned on slot's port, which the fast
+// path's entries may rely on. It runs on the forwarder.
+func (f *forwarder) flushMACs(slot uint16) {
+	f.fdb.flushPort(slot)
+	if f.fp != nil {
+		f.fp.bump()
+	}
 }
 
 // setSTPState sets the state of slot's port. It runs on the forwarder.
 func (f *forwarder) setSTPState(slot uint16, s stpState) {
 	f.stp[slot] = s
+	f.stpChanged()
+}
+
+// stpChanged follows a change of the ports' spanning tree states: floods
+// reach the ports that forward, and the fast path's entries send only to
+// those, and come back for those that forward again. It runs on the
+// forwarder.
+func (f *forwarder) stpChanged() {
 	f.rebuildFlood()
 	if f.fp != nil {
-		f.fp.bump() // entries send only to ports that forward
+		f.fp.entriesChanged()
 	}
 }
 
@@ -255,7 +272,7 @@ func (b *Bridge) SetRSTP(cfg *rstp.BridgeConfig) error {
 		b.onEachForwarder(func(f *forwarder) {
 			f.bpdus = nil
 			clear(f.stp)
-			f.rebuildFlood()
+			f.stpChanged()
 		})
 		return nil
 	case b.stp != nil:
@@ -274,7 +291,7 @@ func (b *Bridge) SetRSTP(cfg *rstp.BridgeConfig) error {
 				f.stp[p.slot] = stpDiscarding
 			}
 		}
-		f.rebuildFlood()
+		f.stpChanged()
 	})
 	b.stp = t
 	var errs []error

@@ -247,6 +247,11 @@ type fpTunnel struct {
 	written bool
 }
 
+// tunnelIndex is where in the tunnels map half of a tunnel port's two
+// places is, and tunnelSlotOf whose they are.
+func tunnelIndex(slot uint16, half uint32) uint32 { return 2*uint32(slot) + half }
+func tunnelSlotOf(index uint32) uint16            { return uint16(index / 2) }
+
 // addTunnel has the underlays' programs take tunnel p's frames.
 func (fp *fastPath) addTunnel(p *bridgePort) error {
 	key, in := tunnelsInEntry(p)
@@ -272,7 +277,8 @@ func (fp *fastPath) removeTunnel(p *bridgePort) {
 // tunnelsInEntry is what tunnels_in holds for tunnel p.
 func tunnelsInEntry(p *bridgePort) (bpf.FastpathFpTunnelKey, bpf.FastpathFpTunnelIn) {
 	ep := p.tunnel.Endpoint()
-	key := bpf.FastpathFpTunnelKey{Remote: binary.NativeEndian.Uint32(ep.Remote[:]), Port: be16(ep.DstPort), Vni: ep.Key}
+	key := bpf.FastpathFpTunnelKey{Remote: binary.NativeEndian.Uint32(ep.Remote[:]), Port: be16(ep.DstPort),
+		Underlay: p.underlaySlot, Vni: ep.Key}
 	if ep.KeyFlow {
 		key.Vni = anyVNI
 	}
@@ -292,7 +298,7 @@ func (fp *fastPath) tunnelHeaders(p *bridgePort) (index uint32, ok bool) {
 		if ok {
 			half := 1 - t.half
 			value := bpf.FastpathFpTunnel{Hdr: h.Bytes, IpSum: h.IPSum}
-			if err := fp.shared.Tunnels.Put(2*uint32(p.slot)+half, &value); err != nil {
+			if err := fp.shared.Tunnels.Put(tunnelIndex(p.slot, half), &value); err != nil {
 				return 0, false
 			}
 			t.half = half
@@ -300,12 +306,11 @@ func (fp *fastPath) tunnelHeaders(p *bridgePort) (index uint32, ok bool) {
 		if t.written {
 			// Entries made with the old headers, or with none, are
 			// misses, and the decisions work theirs out again.
-			fp.tunnelEpoch.Add(1)
-			fp.bump()
+			fp.entriesChanged()
 		}
 		*t = fpTunnel{version: version, half: t.half, ok: ok, written: true}
 	}
-	return 2*uint32(p.slot) + t.half, t.ok
+	return tunnelIndex(p.slot, t.half), t.ok
 }
 
 // checkTunnels follows the changes of every tunnel's headers, so that no

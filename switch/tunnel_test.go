@@ -401,7 +401,7 @@ func TestFastPathTunnelsDoWhatUserSpaceDoes(t *testing.T) {
 		}
 		return ret, opts.DataOut
 	}
-	access, err := bpf.LoadFastpathProgram(bpf.FastpathConfig{InPort: 1, MaxFrameLen: 1 << 16, Shared: fp.shared})
+	access, err := bpf.LoadFastpathProgram(bpf.FastpathConfig{InPort: 1, MaxFrameLen: 1 << 16, SocketQueues: 1, Shared: fp.shared})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -424,7 +424,7 @@ func TestFastPathTunnelsDoWhatUserSpaceDoes(t *testing.T) {
 
 	// The underlay's program takes the frame from the tunnel apart.
 	listen := xskTunnelListen(t, tbLocal, 4789, tunnel.VXLAN)
-	underlay, err := bpf.LoadFastpathProgram(bpf.FastpathConfig{MaxFrameLen: 1 << 16, Shared: fp.shared, TunnelListen: listen})
+	underlay, err := bpf.LoadFastpathProgram(bpf.FastpathConfig{MaxFrameLen: 1 << 16, SocketQueues: 1, Shared: fp.shared, TunnelListen: listen, UnderlaySlot: tb.b.underlays[0].slot})
 	if err != nil {
 		t.Fatal(err)
 	}

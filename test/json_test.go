@@ -105,6 +105,7 @@ type jsonDumpPorts struct {
 			TxInvalid     uint64 `json:"tx_invalid"`
 			TxRingEmpty   uint64 `json:"tx_ring_empty"`
 			RxOversize    uint64 `json:"rx_oversize"`
+			TxRefused     uint64 `json:"tx_refused"`
 		} `json:"xsk"`
 		// NORMAL's drops by reason (test/reserved_test.go).
 		Drops struct {

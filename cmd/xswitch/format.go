@@ -147,8 +147,8 @@ func printDumpPorts(w io.Writer, ports []control.PortStatus) {
 		fmt.Fprintf(w, "           tx pkts=%d, bytes=%d, drop=%d, errs=%d, coll=0\n",
 			c.TxPackets, c.TxBytes, c.TxDropped, c.TxErrors)
 		if p.Tunnel == nil { // a tunnel's sockets are its underlay's
-			fmt.Fprintf(w, "           xsk rx_dropped=%d, rx_ring_full=%d, fill_ring_empty=%d, rx_invalid=%d, tx_invalid=%d, tx_ring_empty=%d, rx_oversize=%d\n",
-				k.RxDropped, k.RxRingFull, k.RxFillRingEmpty, k.RxInvalidDescs, k.TxInvalidDescs, k.TxRingEmpty, k.RxOversize)
+			fmt.Fprintf(w, "           xsk rx_dropped=%d, rx_ring_full=%d, fill_ring_empty=%d, rx_invalid=%d, tx_invalid=%d, tx_ring_empty=%d, rx_oversize=%d, tx_refused=%d\n",
+				k.RxDropped, k.RxRingFull, k.RxFillRingEmpty, k.RxInvalidDescs, k.TxInvalidDescs, k.TxRingEmpty, k.RxOversize, k.TxRefused)
 		}
 		d := dropsOf(p)
 		fmt.Fprintf(w, "           drops vlan=%d, reserved=%d, storm=%d, stp=%d, split_horizon=%d\n", d.VLAN, d.Reserved, d.Storm, d.STP, d.SplitHorizon)

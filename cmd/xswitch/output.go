@@ -299,6 +299,9 @@ type xskJSON struct {
 	// RxOversize counts frames longer than the port carries, which the XDP
 	// program dropped: not the kernel's count, but where one looks for it.
 	RxOversize uint64 `json:"rx_oversize"`
+	// TxRefused counts the frames the interface refused after the socket
+	// took them (also in tx_dropped).
+	TxRefused uint64 `json:"tx_refused"`
 }
 
 func toDumpPortsJSON(bridge string, ports []control.PortStatus) dumpPortsJSON {
@@ -310,7 +313,7 @@ func toDumpPortsJSON(bridge string, ports []control.PortStatus) dumpPortsJSON {
 			XSK: xskJSON{
 				RxDropped: k.RxDropped, RxRingFull: k.RxRingFull, FillRingEmpty: k.RxFillRingEmpty,
 				RxInvalid: k.RxInvalidDescs, TxInvalid: k.TxInvalidDescs, TxRingEmpty: k.TxRingEmpty,
-				RxOversize: k.RxOversize,
+				RxOversize: k.RxOversize, TxRefused: k.TxRefused,
 			},
 			Drops:             dropsOf(p),
 			PipelineDrops:     pipelineDropsOf(p),

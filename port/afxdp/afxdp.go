@@ -24,6 +24,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -197,6 +198,9 @@ type Port struct {
 	// maxKicks bounds the sendto calls of one Transmit: enough to drain a
 	// full tx ring at the kernel's smallest per-call budget.
 	maxKicks int
+	// txRefused and txRefusedBytes count the frames the interface
+	// refused after the kernel took them from the tx ring (countRefused).
+	txRefused, txRefusedBytes atomic.Uint64
 
 	// mu guards the sockets against Close while Stats reads them.
 	mu     sync.RWMutex
@@ -487,10 +491,10 @@ func (p *Port) Name() string { return p.name }
 // RxQueues are the port's queues, one per socket, in queue order.
 func (p *Port) RxQueues() []port.RxQueue { return p.rxQueues }
 
-// XDPSockets returns the port's XSKMAP and oversize counter, and the
-// longest frame its sockets take, for a program that replaces its own.
-func (p *Port) XDPSockets() (sockets, oversize *ebpf.Map, maxFrame int) {
-	return p.objs.XsksMap, p.objs.Oversize, p.info.MaxFrame
+// XDPSockets describes the port's sockets to a program that replaces its
+// own.
+func (p *Port) XDPSockets() port.XDPSockets {
+	return port.XDPSockets{Map: p.objs.XsksMap, Oversize: p.objs.Oversize, MaxFrame: p.info.MaxFrame, Queues: len(p.sockets)}
 }
 
 // ListenTunnel has an underlay port's XDP program steer the IPv4/UDP
@@ -606,6 +610,7 @@ func (p *Port) Stats() port.Stats {
 	for _, q := range p.rxQueues {
 		sum.RxOversize += q.(*rxQueue).oversize.Load()
 	}
+	sum.TxRefused, sum.TxRefusedBytes = p.txRefused.Load(), p.txRefusedBytes.Load()
 	return sum
 }
 

@@ -68,17 +68,36 @@ func (p *Port) reclaimTx(s *socket) {
 
 // kickTx makes the kernel send what is on the tx ring. A copy-mode sendto
 // sends at most the tx budget and answers EAGAIN while more is queued, so
-// kick again, a bounded number of times, until the ring is drained. Other
-// errors leave the rest on the ring for the next Transmit: EBUSY and
-// ENOBUFS mean the device or socket buffer is full for now, ENETDOWN and
-// ENXIO that the interface is down or gone.
+// kick again, a bounded number of times, until the ring is drained. It
+// answers EBUSY when the interface refused the frame it took last (the
+// driver dropped it: a veth whose peer's MTU is smaller, say), and stops
+// there: count it, and go on. Other errors leave the rest on the ring for
+// the next Transmit: ENOBUFS means the socket buffer is full for now,
+// ENETDOWN and ENXIO that the interface is down or gone.
 func (p *Port) kickTx(s *socket) {
 	for range p.maxKicks {
 		if s.tx.pending() == 0 || !s.tx.needsWakeup() {
 			return
 		}
-		if errno := s.kickTx(); errno != unix.EAGAIN {
+		switch s.kickTx() {
+		case unix.EAGAIN:
+		case unix.EBUSY:
+			p.countRefused(s)
+		default:
 			return
 		}
 	}
+}
+
+// countRefused counts the frame that ends just before the tx ring's
+// consumer cursor as refused: its descriptors are still on the ring,
+// which nothing overwrites while txMu is held.
+func (p *Port) countRefused(s *socket) {
+	last := s.tx.consumer.Load() - 1
+	bytes := uint64(s.tx.at(last).Len)
+	for i := last - 1; i != last-uint32(s.tx.size) && s.tx.at(i).Options&unix.XDP_PKT_CONTD != 0; i-- {
+		bytes += uint64(s.tx.at(i).Len)
+	}
+	p.txRefused.Add(1)
+	p.txRefusedBytes.Add(bytes)
 }

@@ -1,0 +1,299 @@
+package vswitch
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cilium/ebpf"
+
+	"github.com/xswitch/xswitch/bpf"
+	"github.com/xswitch/xswitch/flow"
+	"github.com/xswitch/xswitch/internal/testenv"
+	"github.com/xswitch/xswitch/port/porttest"
+)
+
+// fastPathBed is a forwarder with the fast path, driven one frame at a
+// time, and each port's copy of the XDP program on the bridge's maps,
+// run with BPF_PROG_RUN: what the kernel would do with a frame, and then
+// what user space does with it, can be compared frame by frame while
+// the ports, the MAC table and the table change between frames.
+type fastPathBed struct {
+	f     *forwarder
+	fp    *fastPath
+	cls   *flow.Classifier
+	ports []*porttest.Port
+	bps   []*bridgePort
+	progs []*bpf.FastpathObjects
+}
+
+func newFastPathBed(t *testing.T, macTableSize int, configs ...VLANConfig) *fastPathBed {
+	t.Helper()
+	testenv.RequireRoot(t)
+	opts := Options{BatchSize: 64, MACTableSize: macTableSize, MACAging: time.Hour, CacheSize: 256}.withDefaults()
+	place := firstOf(1, opts)
+	fp, err := newFastPath(place.tables, place.drops, len(place.fdb.slots))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fp.close() })
+	place.fp = fp
+	bed := &fastPathBed{fp: fp, cls: flow.NewClassifier()}
+	fp.publish(bed.cls, normalTable())
+	if bed.f, err = newForwarder(opts, bed.cls, place); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { bed.f.stopped = true })
+	const loopback = 1 // BPF_PROG_RUN does not send: any device will do
+	for i, c := range configs {
+		p := porttest.New(fmt.Sprintf("p%d", i+1))
+		t.Cleanup(func() { p.Close() })
+		bp := &bridgePort{Port: p, ofport: uint16(i + 1), vlan: compileVLAN(c)}
+		bp.slot = bed.f.addPort(bp)
+		bp.takesRedirects.Store(true)
+		bp.fastPathIn.Store(true)
+		objs, err := bpf.LoadFastpathProgram(bpf.FastpathConfig{InPort: bp.ofport, MaxFrameLen: 1 << 16, SocketQueues: 1,
+			RecordKey: true, Shared: fp.shared})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { objs.Close() })
+		if err := fp.shared.TxPorts.Put(uint32(bp.slot), uint32(loopback)); err != nil {
+			t.Fatal(err)
+		}
+		bed.ports, bed.bps, bed.progs = append(bed.ports, p), append(bed.bps, bp), append(bed.progs, objs)
+	}
+	fp.entriesChanged()
+	return bed
+}
+
+// kernel is what port in's program does with frame: whether an entry
+// took it, and then whether it redirected it (to slot out, as out) or
+// dropped it.
+type kernelVerdict struct {
+	hit, redirected bool
+	slot            uint32
+	frame           []byte
+}
+
+func (bed *fastPathBed) kernel(t *testing.T, in int, frame []byte) kernelVerdict {
+	t.Helper()
+	prog := bed.progs[in]
+	out := make([]byte, len(frame)+64)
+	opts := &ebpf.RunOptions{Data: frame, DataOut: out}
+	ret, err := prog.Fastpath.Run(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec bpf.FastpathFpParsed
+	if err := prog.Parsed.Lookup(uint32(0), &rec); err != nil {
+		t.Fatal(err)
+	}
+	if rec.Hit == 0 {
+		if ret != xdpPass {
+			t.Fatalf("a frame no entry took: action %d, want XDP_PASS (to user space)", ret)
+		}
+		return kernelVerdict{}
+	}
+	switch ret {
+	case xdpRedirect:
+		return kernelVerdict{hit: true, redirected: true, slot: rec.Out, frame: opts.DataOut}
+	case xdpDrop:
+		return kernelVerdict{hit: true}
+	}
+	t.Fatalf("an entry's frame: action %d", ret)
+	return kernelVerdict{}
+}
+
+// userSpace forwards frame from port in and returns what left, and where.
+func (bed *fastPathBed) userSpace(in int, frame []byte) (sent [][]byte, on []int) {
+	bed.ports[in].Inject(frame)
+	forwardAll(bed.f)
+	for i, p := range bed.ports {
+		for _, fr := range p.Transmitted() {
+			sent, on = append(sent, fr), append(on, i)
+		}
+	}
+	return sent, on
+}
+
+// TestFastPathAndUserSpaceAgreeThroughEvents is the fast path's property
+// test: between frames, random events change what decisions are or what
+// they rely on (spanning tree states, ports that stop and start taking
+// redirects, stations that move, are evicted or flushed, new tables,
+// sweeps); for every frame the kernel would carry, it sends it to the
+// port user space sends it to, with the same bytes, or drops it where
+// user space sends nothing.
+func TestFastPathAndUserSpaceAgreeThroughEvents(t *testing.T) {
+	var frames, carried, redirected, dropped int
+	events := map[string]int{}
+	for seed := range uint64(12) {
+		rnd := rand.New(rand.NewPCG(seed, 26))
+		// 16 MAC-table slots for 14 stations, each behind a port: sets
+		// fill, and evict.
+		bed := newFastPathBed(t, 16, trunk(), trunk(), access(10), trunk())
+		stations := make([]station, 14)
+		for i := range stations {
+			stations[i] = station{mac: []byte{2, 0, 0, 0, byte(seed), byte(i + 1)}, port: i % len(bed.ports), vlan: -1}
+			if i%3 != 0 {
+				stations[i].vlan = []int{0, 10, 20}[i%3]
+			}
+		}
+		table := []string{"actions=NORMAL"}
+		// Traffic comes in flows: most frames are of one of the few
+		// flows the stations have going, which change now and then.
+		flows := make([][]byte, 10)
+		for step := range 2000 {
+			if rnd.IntN(50) == 0 {
+				events[bed.randomEvent(t, rnd, &table, stations)]++
+			}
+			i := rnd.IntN(len(flows))
+			if flows[i] == nil || rnd.IntN(8) == 0 {
+				flows[i] = randomFrame(t, rnd, stations)
+			}
+			fr := flows[i]
+			in := stations[fr[11]-1].port // where its source is now
+			k := bed.kernel(t, in, fr)
+
+			sent, on := bed.userSpace(in, bytes.Clone(fr)) // rewritten in place
+			frames++
+			if !k.hit {
+				continue
+			}
+			carried++
+			context := fmt.Sprintf("seed %d step %d, table:\n%s\nframe %x from port %d", seed, step, strings.Join(table, "\n"), fr, in+1)
+			switch {
+			case !k.redirected && len(sent) > 0:
+				t.Fatalf("the fast path dropped what user space sent %d times (to port %d)\n%s", len(sent), on[0]+1, context)
+			case !k.redirected:
+				dropped++
+			case len(sent) != 1:
+				t.Fatalf("the fast path sent to slot %d what user space sent %d times\n%s", k.slot, len(sent), context)
+			case bed.bps[on[0]].slot != uint16(k.slot) || !bytes.Equal(sent[0], k.frame):
+				t.Fatalf("user space sent %x to port %d; the fast path %x to slot %d\n%s", sent[0], on[0]+1, k.frame, k.slot, context)
+			default:
+				redirected++
+			}
+		}
+	}
+	t.Logf("%d frames, %d carried by an entry (%d sent, %d dropped); events %v", frames, carried, redirected, dropped, events)
+	if redirected < frames/20 || dropped < frames/50 {
+		t.Errorf("only %d of %d frames sent and %d dropped by the fast path: the test hardly tests it", redirected, frames, dropped)
+	}
+	for _, e := range []string{"stp", "redirects", "table", "flush", "sweep", "move"} {
+		if events[e] < 20 {
+			t.Errorf("only %d %s events: the test hardly tests them", events[e], e)
+		}
+	}
+}
+
+// station is a MAC address behind a port, in a VLAN whose tag its frames
+// carry (-1: untagged).
+type station struct {
+	mac  []byte
+	port int
+	vlan int
+}
+
+// randomEvent changes the bridge as the control plane, the spanning tree
+// or the port watcher would, or moves a station, and says what it
+// changed.
+func (bed *fastPathBed) randomEvent(t *testing.T, rnd *rand.Rand, table *[]string, stations []station) string {
+	f, slot := bed.f, bed.bps[rnd.IntN(len(bed.bps))].slot
+	switch rnd.IntN(6) {
+	case 5:
+		stations[rnd.IntN(len(stations))].port = rnd.IntN(len(bed.ports))
+		return "move"
+	case 0:
+		f.setSTPState(slot, []stpState{stpForwarding, stpForwarding, stpLearning, stpDiscarding}[rnd.IntN(4)])
+		return "stp"
+	case 1:
+		// As Bridge.watchRedirects finds it.
+		f.ports[slot].takesRedirects.Store(rnd.IntN(3) != 0)
+		bed.fp.entriesChanged()
+		return "redirects"
+	case 2:
+		*table = []string{"actions=NORMAL"}
+		if rnd.IntN(3) != 0 {
+			*table = append(randomOffloadPipeline(rnd), "priority=0,actions=NORMAL")
+		}
+		bed.fp.publish(bed.cls, rules(t, (*table)...))
+		return "table"
+	case 3:
+		f.flushMACs(slot)
+		return "flush"
+	}
+	if err := bed.fp.sweep(f.fdb, f.now()); err != nil {
+		t.Fatal(err)
+	}
+	return "sweep"
+}
+
+// randomFrame is a frame between two of the stations, or from one to
+// all: plain, or UDP over IPv4 of a few TTLs and ports; tagged in its
+// source's VLAN with a PCP and DEI, or untagged. The last byte of each
+// station's address is its number, from 1.
+func randomFrame(t *testing.T, rnd *rand.Rand, stations []station) (fr []byte) {
+	from, to := stations[rnd.IntN(len(stations))], stations[rnd.IntN(len(stations))]
+	for rnd.IntN(5) != 0 && to.vlan != from.vlan { // mostly within its VLAN
+		to = stations[rnd.IntN(len(stations))]
+	}
+	src, dst := from.mac, to.mac
+	if rnd.IntN(10) == 0 {
+		dst = broadcast
+	}
+	fr = frame(dst, src, "payload of the frame")
+	if rnd.IntN(3) != 0 {
+		fr = udpFrame(t, dst, src, net.IPv4(10, 0, 0, src[5]), net.IPv4(10, 0, 0, dst[5]),
+			uint16(1000+rnd.IntN(2)), 53, []byte("payload of the frame"))
+		fr[14+8] = []byte{1, 64}[rnd.IntN(2)] // the TTL
+		fr[14+10], fr[14+11] = 0, 0
+		sum := ^onesSum(0, fr[14:14+20])
+		fr[14+10], fr[14+11] = byte(sum>>8), byte(sum)
+	}
+	if from.vlan >= 0 {
+		fr = tagged([]uint16{0, 0xa000, 0xb000}[rnd.IntN(3)]|uint16(from.vlan), fr)
+	}
+	return fr
+}
+
+// An entry queued in an older generation, installed after a newer one of
+// the same flow (by another thread, say), leaves the newer one be: the
+// flow stays in the kernel.
+func TestOlderInstallLeavesTheNewerEntry(t *testing.T) {
+	bed := newFastPathBed(t, 64, trunk(), trunk())
+	a, b := mac(1), mac(2)
+	bed.userSpace(0, frame(broadcast, a, "a is here"))
+	bed.userSpace(1, frame(broadcast, b, "b is here"))
+	fr := frame(b, a, "a to b")
+	var older fpPending
+	for i := range 2 {
+		// The batch's end installs what it queued: keep a copy.
+		bed.ports[0].Inject(bytes.Clone(fr))
+		q := bed.f.queues[0]
+		n := q.q.Receive(bed.f.frames)
+		bed.f.forwardFrom(q.slot, bed.f.frames[:n], nil)
+		q.q.Release(bed.f.frames[:n])
+		if i == 0 {
+			if len(bed.f.fpPending) != 0 || len(bed.fp.installed) != 1 {
+				t.Fatalf("the first frame's entry: %d pending, %d installed", len(bed.f.fpPending), len(bed.fp.installed))
+			}
+			for _, r := range bed.fp.installed {
+				older = fpPending{key: r.key, flow: r.entry, meta: r}
+			}
+			bed.fp.bump()
+		}
+	}
+	if k := bed.kernel(t, 0, fr); !k.hit {
+		t.Fatal("the newer entry does not take the flow")
+	}
+	bed.f.fpPending = append(bed.f.fpPending, older)
+	bed.f.installPending(bed.f.now())
+	if k := bed.kernel(t, 0, fr); !k.hit || !k.redirected || k.slot != uint32(bed.bps[1].slot) {
+		t.Errorf("after an older entry's install, the flow's frame: %+v; want it sent to slot %d by the newer entry", k, bed.bps[1].slot)
+	}
+}
