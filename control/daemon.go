@@ -44,6 +44,10 @@ type Daemon struct {
 	down    map[string]error      // ports in cfg that could not be opened, by name
 	opened  map[string]openedPort // the others, by name
 	removed removals              // rules removed, for OnFlowsRemoved
+	// carried are what ports counted before their interface (or a
+	// tunnel's underlay) went away, by name: a port's counters go on from
+	// there, while it is down and once it is back (links.go).
+	carried map[string]vswitch.PortStats
 	// tunnels are the open tunnel ports, by name, and underlays the
 	// interfaces they leave by, by name (tunnel.go).
 	tunnels   map[string]*tunnel.Port
@@ -91,6 +95,7 @@ func NewDaemon(opts Options) (*Daemon, error) {
 		bridges:    map[string]*vswitch.Bridge{},
 		down:       map[string]error{},
 		opened:     map[string]openedPort{},
+		carried:    map[string]vswitch.PortStats{},
 		tunnels:    map[string]*tunnel.Port{},
 		underlays:  map[string]*underlayUse{},
 	}
@@ -436,6 +441,7 @@ func (d *Daemon) delBridge(name string) error {
 		delete(d.down, pc.Name)
 		delete(d.opened, pc.Name)
 		delete(d.tunnels, pc.Name)
+		delete(d.carried, pc.Name)
 	}
 	d.log.Info("bridge deleted", "bridge", name)
 	return nil
@@ -523,6 +529,7 @@ func (d *Daemon) delPort(bridge, name string) error {
 	}
 	delete(d.opened, name)
 	delete(d.tunnels, name)
+	delete(d.carried, name)
 	d.deleteOwnedDevice(pc)
 	d.log.Info("port deleted", "bridge", bridge, "port", name)
 	return nil
@@ -564,6 +571,7 @@ func (d *Daemon) show(only string) ([]BridgeStatus, error) {
 		stp := portStates(st)
 		for _, pc := range bc.Ports {
 			ps := PortStatus{PortConfig: pc, OFPort: pc.OFPort}
+			counted := d.carried[pc.Name]
 			if l, ok := live[pc.Name]; ok {
 				ps.Info, ps.FastPath, ps.Tunnel = l.Info, l.FastPath, d.tunnelStatus(pc.Name)
 				if ps.Tunnel == nil {
@@ -572,22 +580,14 @@ func (d *Daemon) show(only string) ([]BridgeStatus, error) {
 				if d.opened[pc.Name].AdminDown {
 					ps.Error = errAdminDown.Error()
 				}
-				ps.Stats = PortStats{
-					RxPackets: l.Stats.RxPackets, RxBytes: l.Stats.RxBytes, RxErrors: l.Stats.RxErrors,
-					TxPackets: l.Stats.TxPackets, TxBytes: l.Stats.TxBytes, TxDropped: l.Stats.TxDropped,
-					RxVLANDropped: l.Stats.RxVLANDropped, RxReservedDropped: l.Stats.RxReservedDropped,
-					RxStormDropped: l.Stats.RxStormDropped, RxSTPDropped: l.Stats.RxSTPDropped,
-					RxSplitHorizonDropped: l.Stats.RxSplitHorizonDropped,
-					PipelineDropped:       l.Stats.PipelineDropped.ByReason(),
-					Kernel:                l.Stats.Port,
-					FastPathTxDropped:     l.Stats.FastPathTxDropped,
-				}
+				counted = counted.Plus(l.Stats)
 				if p, ok := stp[pc.Name]; ok {
 					ps.RSTP = &p
 				}
 			} else if err := d.down[pc.Name]; err != nil {
 				ps.Error = err.Error()
 			}
+			ps.Stats = portStats(counted)
 			bs.Ports = append(bs.Ports, ps)
 		}
 		slices.SortFunc(bs.Ports, func(a, b PortStatus) int { return int(a.OFPort) - int(b.OFPort) })
@@ -595,6 +595,20 @@ func (d *Daemon) show(only string) ([]BridgeStatus, error) {
 	}
 	slices.SortFunc(out, func(a, b BridgeStatus) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
+}
+
+// portStats are a port's counters as the protocol gives them.
+func portStats(s vswitch.PortStats) PortStats {
+	return PortStats{
+		RxPackets: s.RxPackets, RxBytes: s.RxBytes, RxErrors: s.RxErrors,
+		TxPackets: s.TxPackets, TxBytes: s.TxBytes, TxDropped: s.TxDropped,
+		RxVLANDropped: s.RxVLANDropped, RxReservedDropped: s.RxReservedDropped,
+		RxStormDropped: s.RxStormDropped, RxSTPDropped: s.RxSTPDropped,
+		RxSplitHorizonDropped: s.RxSplitHorizonDropped,
+		PipelineDropped:       s.PipelineDropped.ByReason(),
+		Kernel:                s.Port,
+		FastPathTxDropped:     s.FastPathTxDropped,
+	}
 }
 
 func (d *Daemon) dumpTables(bridge string) ([]TableStatus, error) {

@@ -275,7 +275,7 @@ func (d *Daemon) closeUnderlayTunnels(iface string) {
 		if p.Underlay() != use.u {
 			continue
 		}
-		if err := b.RemovePort(name); err != nil {
+		if err := d.closeKeepingCounters(b, name); err != nil {
 			d.log.Error("closing a tunnel whose underlay vanished", "port", name, "err", err)
 		}
 		delete(d.tunnels, name)

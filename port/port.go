@@ -91,6 +91,16 @@ type Stats struct {
 	RxOversize uint64 `json:"rx_oversize"`
 }
 
+// Plus returns the sum of s and o.
+func (s Stats) Plus(o Stats) Stats {
+	return Stats{
+		RxDropped: s.RxDropped + o.RxDropped, RxInvalidDescs: s.RxInvalidDescs + o.RxInvalidDescs,
+		RxRingFull: s.RxRingFull + o.RxRingFull, RxFillRingEmpty: s.RxFillRingEmpty + o.RxFillRingEmpty,
+		TxInvalidDescs: s.TxInvalidDescs + o.TxInvalidDescs, TxRingEmpty: s.TxRingEmpty + o.TxRingEmpty,
+		RxOversize: s.RxOversize + o.RxOversize,
+	}
+}
+
 // XDPHost is a port whose frames pass an XDP program that the bridge may
 // replace with its fast path's (switch/fastpath.go), which must end as the
 // port's own program does: in the port's sockets.

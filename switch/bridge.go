@@ -434,6 +434,27 @@ type PortStats struct {
 	FastPathTxDropped uint64
 }
 
+// Plus returns the sum of s and o: what a port counted over two openings
+// of its interface, say.
+func (s PortStats) Plus(o PortStats) PortStats {
+	return PortStats{
+		RxPackets:             s.RxPackets + o.RxPackets,
+		RxBytes:               s.RxBytes + o.RxBytes,
+		RxErrors:              s.RxErrors + o.RxErrors,
+		RxVLANDropped:         s.RxVLANDropped + o.RxVLANDropped,
+		RxReservedDropped:     s.RxReservedDropped + o.RxReservedDropped,
+		RxStormDropped:        s.RxStormDropped + o.RxStormDropped,
+		RxSTPDropped:          s.RxSTPDropped + o.RxSTPDropped,
+		RxSplitHorizonDropped: s.RxSplitHorizonDropped + o.RxSplitHorizonDropped,
+		TxPackets:             s.TxPackets + o.TxPackets,
+		TxBytes:               s.TxBytes + o.TxBytes,
+		TxDropped:             s.TxDropped + o.TxDropped,
+		PipelineDropped:       s.PipelineDropped.Plus(o.PipelineDropped),
+		Port:                  s.Port.Plus(o.Port),
+		FastPathTxDropped:     s.FastPathTxDropped + o.FastPathTxDropped,
+	}
+}
+
 // Ports lists the bridge's ports in OpenFlow port order.
 func (b *Bridge) Ports() []PortStatus {
 	b.mu.Lock()
