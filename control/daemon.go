@@ -309,8 +309,12 @@ func (d *Daemon) handleLocked(req Request) (Response, error) {
 		err = d.setColumns(req.Table, req.Record, req.Columns)
 	case VerbGet:
 		resp.Values, err = d.getColumns(req.Table, req.Record, req.Columns)
+	case VerbAdd:
+		err = d.addValues(req.Table, req.Record, req.Columns)
 	case VerbRemove:
-		err = d.removeKeys(req.Table, req.Record, req.Columns)
+		err = d.removeValues(req.Table, req.Record, req.Columns)
+	case VerbClear:
+		err = d.clearColumns(req.Table, req.Record, req.Columns)
 	case VerbRSTPShow:
 		resp.RSTP, err = d.rstpShow(req.Bridge)
 	case VerbSetController:

@@ -231,6 +231,31 @@ func (b *Bridge) onEachForwarder(fn func(f *forwarder)) {
 	}
 }
 
+// whileForwardersHeld holds every forwarding thread between two of its
+// batches at once, runs change, then has each thread run after(f) before
+// it goes on. A change to what every thread reads as it forwards (a
+// port's VLAN configuration) is so never seen half made, nor by a thread
+// that still holds decisions made before it.
+func (b *Bridge) whileForwardersHeld(change func(), after func(f *forwarder)) {
+	held, release := make(chan struct{}), make(chan struct{})
+	var resumed sync.WaitGroup
+	for _, f := range b.fwds {
+		resumed.Go(func() {
+			f.do(func() {
+				held <- struct{}{}
+				<-release
+				after(f)
+			})
+		})
+	}
+	for range b.fwds {
+		<-held
+	}
+	change()
+	close(release)
+	resumed.Wait()
+}
+
 // stopForwarders stops the spanning tree, which uses the forwarding
 // threads, then every thread; the bridge is closed.
 func (b *Bridge) stopForwarders() {
