@@ -1,6 +1,7 @@
 package control
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -19,6 +20,7 @@ import (
 	"github.com/xswitch/xswitch/internal/ifname"
 	"github.com/xswitch/xswitch/port"
 	"github.com/xswitch/xswitch/port/afxdp"
+	"github.com/xswitch/xswitch/port/veth"
 	"github.com/xswitch/xswitch/tunnel"
 )
 
@@ -197,6 +199,7 @@ func (d *Daemon) openPort(pc PortConfig) (port.Port, error) {
 	if err != nil {
 		return nil, err
 	}
+	d.enablePeerGRO(p.Info().Ifindex, "port", pc.Name)
 	if info := p.Info(); mode == afxdp.ModeAuto {
 		if info.XDPMode != "native" {
 			d.log.Warn("driver-mode XDP unavailable, fell back", "port", pc.Name, "xdp", info.XDPMode)
@@ -212,6 +215,26 @@ func (d *Daemon) openPort(pc PortConfig) (port.Port, error) {
 		return renamedPort{Port: p, name: pc.Name}, nil
 	}
 	return p, nil
+}
+
+// enablePeerGRO turns GRO on at the peer of the veth with index ifindex,
+// one that xswitch did not create (a container runtime's, say), so that
+// the fast path can send to it (see veth.EnablePeerGRO), and logs it:
+// that changes a device of another namespace. It is done when the port
+// is attached, not after: an operator who turns GRO off again is obeyed,
+// and show says why the fast path no longer sends to the port. With the
+// fast path off, the peer is left alone. who names the port in the log.
+func (d *Daemon) enablePeerGRO(ifindex int, who ...any) {
+	if !d.bridgeOpts.FastPath {
+		return
+	}
+	changed, peer, where, err := veth.EnablePeerGRO(ifindex)
+	switch {
+	case err != nil:
+		d.log.Warn("GRO cannot be turned on at the veth peer: the fast path will not send to it", append(who, "err", err)...)
+	case changed:
+		d.log.Info("turned GRO on at the veth peer, so that the fast path can send to it", append(who, "peer", peer, "netns", cmp.Or(where, "the daemon's"))...)
+	}
 }
 
 // Close stops every bridge and closes its ports, leaving the configuration
