@@ -1,11 +1,14 @@
 package control
 
-// The set, get and remove verbs: ovs-vsctl's database commands, for the
-// columns of OVS's Bridge and Port tables that xswitch has. A record is a
-// bridge or a port by name; a column is a plain one or a key of a map
-// column (other_config:forward-bpdu). Unlike OVS, which keeps any
-// other_config key it is given, set refuses a key xswitch does not know:
-// a misspelt key would otherwise be kept and silently do nothing.
+// The set, get, add, remove and clear verbs: ovs-vsctl's database
+// commands, for the columns of OVS's Bridge and Port tables that xswitch
+// has. A record is a bridge or a port by name; a column is a plain one or
+// a key of a map column (other_config:forward-bpdu). As in OVSDB, a plain
+// column holds a set of values, between a least and a most: rstp_enable
+// exactly one, tag and vlan_mode at most one (none: []), trunks any
+// number. Unlike OVS, which keeps any other_config key it is given, set
+// refuses a key xswitch does not know: a misspelt key would otherwise be
+// kept and silently do nothing.
 //
 // A change is validated as the whole record it produces, saved, and only
 // then applied to the running bridge, so that what runs is always what a
@@ -34,6 +37,9 @@ const (
 const (
 	columnRSTPEnable  = "rstp_enable"
 	columnOtherConfig = "other_config"
+	columnTag         = "tag"
+	columnTrunks      = "trunks"
+	columnVLANMode    = "vlan_mode"
 )
 
 // otherConfigKeys are the other_config keys of each table, with what
@@ -68,7 +74,139 @@ var otherConfigKeys = map[string]map[string]func(string) error{
 // tableColumns are each table's columns.
 var tableColumns = map[string][]string{
 	TableBridge: {columnRSTPEnable, columnOtherConfig},
-	TablePort:   {columnOtherConfig},
+	TablePort:   {columnOtherConfig, columnTag, columnTrunks, columnVLANMode},
+}
+
+// valueColumn is a column that holds values, not a map: a set of between
+// min and max of them (max 0: no limit).
+type valueColumn struct {
+	min, max int
+	// parse checks one value as written and returns the values it stands
+	// for in their canonical form: itself, or a range's.
+	parse func(string) ([]string, error)
+	// toJSON is a canonical value as get gives it in JSON.
+	toJSON func(string) any
+	get    func(record) []string
+	put    func(record, []string) // values parse gave, as many as min and max allow
+}
+
+// valueColumns are the value columns of each table.
+var valueColumns = map[string]map[string]valueColumn{
+	TableBridge: {
+		columnRSTPEnable: {min: 1, max: 1,
+			parse:  func(v string) ([]string, error) { return []string{v}, checkBool(v) },
+			toJSON: func(v string) any { return v == "true" },
+			get:    func(r record) []string { return []string{strconv.FormatBool(r.bridge.RSTPEnable)} },
+			put:    func(r record, v []string) { r.bridge.RSTPEnable = v[0] == "true" },
+		},
+	},
+	TablePort: {
+		// OVS's columns of the port's VLANs (vswitch.VLANConfig).
+		columnTag: {max: 1, parse: parseTag, toJSON: vlanJSON,
+			get: func(r record) []string {
+				if r.port.Tag == 0 { // none
+					return nil
+				}
+				return formatVLANs([]uint16{r.port.Tag})
+			},
+			put: func(r record, v []string) {
+				r.port.Tag = 0
+				if len(v) > 0 {
+					r.port.Tag = vlanNumbers(v)[0]
+				}
+			},
+		},
+		columnTrunks: {parse: parseTrunks, toJSON: vlanJSON,
+			get: func(r record) []string { return formatVLANs(r.port.Trunks) },
+			put: func(r record, v []string) { r.port.Trunks = vlanNumbers(v) },
+		},
+		columnVLANMode: {max: 1, parse: parseVLANModeValue, toJSON: func(v string) any { return v },
+			get: func(r record) []string {
+				if r.port.VLANMode == "" {
+					return nil
+				}
+				return []string{r.port.VLANMode}
+			},
+			put: func(r record, v []string) {
+				r.port.VLANMode = ""
+				if len(v) > 0 {
+					r.port.VLANMode = v[0]
+				}
+			},
+		},
+	},
+}
+
+// parseTag reads a tag: a VLAN from 1 to 4095. OVS's tag 0, an access
+// port of untagged frames only, is vlan_mode access without a tag here,
+// where a tag of 0 is none.
+func parseTag(v string) ([]string, error) {
+	n, err := strconv.ParseUint(v, 10, 16)
+	switch {
+	case err != nil || n > vswitch.MaxVLAN:
+		return nil, fmt.Errorf("%q is not a VLAN from 1 to %d", v, vswitch.MaxVLAN)
+	case n == 0:
+		return nil, errors.New("0 is not supported: for a port of untagged frames only, clear tag and set vlan_mode=access")
+	}
+	return []string{strconv.FormatUint(n, 10)}, nil
+}
+
+// parseTrunks reads a trunk: a VLAN from 0 to 4095, or a range of them
+// (10-20), as ovs-vsctl takes it.
+func parseTrunks(v string) ([]string, error) {
+	lo, hi, isRange := strings.Cut(v, "-")
+	first, err := strconv.ParseUint(lo, 10, 16)
+	last := first
+	if err == nil && isRange {
+		last, err = strconv.ParseUint(hi, 10, 16)
+	}
+	if err != nil || last > vswitch.MaxVLAN || first > last {
+		return nil, fmt.Errorf("%q is not a VLAN from 0 to %d, nor a range of them (10-20)", v, vswitch.MaxVLAN)
+	}
+	out := make([]string, 0, last-first+1)
+	for n := first; n <= last; n++ {
+		out = append(out, strconv.FormatUint(n, 10))
+	}
+	return out, nil
+}
+
+// parseVLANModeValue reads a vlan_mode: one of the modes xswitch has,
+// which are OVS's but dot1q-tunnel.
+func parseVLANModeValue(v string) ([]string, error) {
+	if v == "dot1q-tunnel" {
+		return nil, errors.New("dot1q-tunnel (802.1ad QinQ) is not supported: xswitch has access, trunk, native-tagged and native-untagged")
+	}
+	if _, err := vswitch.ParseVLANMode(v); err != nil || v == "" {
+		return nil, fmt.Errorf("%q is not one of access, trunk, native-tagged, native-untagged", v)
+	}
+	return []string{v}, nil
+}
+
+// formatVLANs are VLANs as a column's values.
+func formatVLANs(vlans []uint16) []string {
+	out := make([]string, 0, len(vlans))
+	for _, v := range vlans {
+		out = append(out, strconv.Itoa(int(v)))
+	}
+	return out
+}
+
+// vlanNumbers are a column's values (parseTag's or parseTrunks') as VLANs,
+// in order; nil for none, as saving leaves an empty list out.
+func vlanNumbers(values []string) []uint16 {
+	var out []uint16
+	for _, v := range values {
+		n, _ := strconv.ParseUint(v, 10, 16) // parsed before
+		out = append(out, uint16(n))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// vlanJSON is a VLAN value as JSON: a number.
+func vlanJSON(v string) any {
+	n, _ := strconv.Atoi(v) // parsed before
+	return n
 }
 
 func checkBool(v string) error {
@@ -165,6 +303,21 @@ func (r record) otherConfig() *map[string]string {
 	return &r.bridge.OtherConfig
 }
 
+// setOtherConfig replaces r's other_config with a copy that edit changed:
+// a configuration's maps are shared with its clones.
+func (r record) setOtherConfig(edit func(map[string]string)) {
+	m := r.otherConfig()
+	next := maps.Clone(*m)
+	if next == nil {
+		next = map[string]string{}
+	}
+	edit(next)
+	if len(next) == 0 {
+		next = nil
+	}
+	*m = next
+}
+
 // set applies one "column=value" or "column:key=value" to r.
 func (r record) set(setting string) error {
 	lhs, value, ok := strings.Cut(setting, "=")
@@ -175,58 +328,136 @@ func (r record) set(setting string) error {
 	if err != nil {
 		return err
 	}
+	if column != columnOtherConfig {
+		values, err := parseValues(column, valueColumns[r.table][column], value)
+		if err != nil {
+			return err
+		}
+		return r.putValues(column, values)
+	}
+	if key == "" {
+		return fmt.Errorf("setting the whole %s column is not supported: set one key at a time, as %s:KEY=VALUE", column, column)
+	}
 	// A value may be quoted, as ovs-vsctl prints and accepts it.
 	if len(value) >= 2 && value[0] == '"' {
 		if value, err = strconv.Unquote(value); err != nil {
 			return fmt.Errorf("%s: bad quoted value: %v", lhs, err)
 		}
 	}
-	switch {
-	case column == columnRSTPEnable:
-		if err := checkBool(value); err != nil {
-			return fmt.Errorf("%s: %w", column, err)
-		}
-		r.bridge.RSTPEnable = value == "true"
-	case key == "":
-		return fmt.Errorf("setting the whole %s column is not supported: set one key at a time, as %s:KEY=VALUE", column, column)
-	default:
-		if err := otherConfigKeys[r.table][key](value); err != nil {
-			return fmt.Errorf("%s:%s: %w", column, key, err)
-		}
-		m := r.otherConfig()
-		next := maps.Clone(*m)
-		if next == nil {
-			next = map[string]string{}
-		}
-		next[key] = value
-		*m = next
+	if err := otherConfigKeys[r.table][key](value); err != nil {
+		return fmt.Errorf("%s:%s: %w", column, key, err)
 	}
+	r.setOtherConfig(func(m map[string]string) { m[key] = value })
 	return nil
 }
 
-// remove deletes keys from r's map column.
-func (r record) remove(column string, keys []string) error {
+// putValues makes values the value column's, if it holds so many.
+func (r record) putValues(column string, values []string) error {
+	vc := valueColumns[r.table][column]
+	if n := len(values); n < vc.min || vc.max > 0 && n > vc.max {
+		what := "at most one value"
+		switch {
+		case vc.min == vc.max:
+			what = "exactly one value"
+		case vc.max == 0:
+			what = "any number of values"
+		}
+		return fmt.Errorf("%s holds %s, not %d", column, what, n)
+	}
+	vc.put(r, values)
+	return nil
+}
+
+// add adds values to r's value column, or key=value pairs to its map
+// column where the key is not there yet, as ovs-vsctl add does.
+func (r record) add(column string, args []string) error {
 	c, _, err := r.column(column)
 	if err != nil {
 		return err
 	}
-	if c != columnOtherConfig {
-		return fmt.Errorf("remove works on a map column (%s), not %s", columnOtherConfig, c)
+	if c == columnOtherConfig {
+		for _, a := range args {
+			key, value, ok := strings.Cut(a, "=")
+			if !ok {
+				return fmt.Errorf("%q: add to %s takes KEY=VALUE", a, c)
+			}
+			if _, there := (*r.otherConfig())[key]; there {
+				continue
+			}
+			if err := r.set(c + ":" + key + "=" + value); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
-	m := r.otherConfig()
-	next := maps.Clone(*m)
-	for _, k := range keys {
-		delete(next, k)
+	vc := valueColumns[r.table][c]
+	values := vc.get(r)
+	for _, a := range args {
+		more, err := parseValues(c, vc, a)
+		if err != nil {
+			return err
+		}
+		for _, v := range more {
+			if !slices.Contains(values, v) {
+				values = append(values, v)
+			}
+		}
 	}
-	if len(next) == 0 {
-		next = nil
-	}
-	*m = next
-	return nil
+	return r.putValues(c, values)
 }
 
-// get returns the value of "column" or "column:key" as JSON: true or
-// false, a string, or an object of strings.
+// remove deletes values from r's value column, or keys (or KEY=VALUE
+// pairs, only where the key has that value) from its map column, as
+// ovs-vsctl remove does. What is not there is no error.
+func (r record) remove(column string, args []string) error {
+	c, _, err := r.column(column)
+	if err != nil {
+		return err
+	}
+	if c == columnOtherConfig {
+		r.setOtherConfig(func(m map[string]string) {
+			for _, a := range args {
+				key, value, pair := strings.Cut(a, "=")
+				if !pair || m[key] == value {
+					delete(m, key)
+				}
+			}
+		})
+		return nil
+	}
+	vc := valueColumns[r.table][c]
+	values := vc.get(r)
+	for _, a := range args {
+		gone, err := parseValues(c, vc, a)
+		if err != nil {
+			return err
+		}
+		values = slices.DeleteFunc(values, func(v string) bool { return slices.Contains(gone, v) })
+	}
+	return r.putValues(c, values)
+}
+
+// clear empties r's column, as ovs-vsctl clear does: a map column, or a
+// value column that may be empty.
+func (r record) clear(column string) error {
+	c, _, err := r.column(column)
+	if err != nil {
+		return err
+	}
+	if c == columnOtherConfig {
+		*r.otherConfig() = nil
+		return nil
+	}
+	if valueColumns[r.table][c].min > 0 {
+		return fmt.Errorf("%s cannot be cleared: it always holds a value", c)
+	}
+	return r.putValues(c, nil)
+}
+
+// get returns the value of "column" or "column:key" as JSON: a value
+// column's as a boolean, a number or a string, or a list of them for one
+// that may hold several, or none ([]); a map column's as an object of
+// strings, and one of its keys as a string.
 func (r record) get(text string) (json.RawMessage, error) {
 	column, key, err := r.column(text)
 	if err != nil {
@@ -234,8 +465,16 @@ func (r record) get(text string) (json.RawMessage, error) {
 	}
 	var v any
 	switch {
-	case column == columnRSTPEnable:
-		v = r.bridge.RSTPEnable
+	case column != columnOtherConfig:
+		vc := valueColumns[r.table][column]
+		values := []any{}
+		for _, s := range vc.get(r) {
+			values = append(values, vc.toJSON(s))
+		}
+		v = values
+		if vc.max == 1 && len(values) == 1 {
+			v = values[0]
+		}
 	case key == "":
 		m := *r.otherConfig()
 		if m == nil {
@@ -250,6 +489,61 @@ func (r record) get(text string) (json.RawMessage, error) {
 		v = s
 	}
 	return json.Marshal(v)
+}
+
+// parseValues reads a value column's values as ovs-vsctl takes them: one
+// value, or several separated by commas or spaces, in brackets or not;
+// [] for none. A string may be quoted, as in JSON.
+func parseValues(column string, vc valueColumn, text string) ([]string, error) {
+	text = strings.TrimSpace(text)
+	if strings.HasPrefix(text, "[") {
+		if !strings.HasSuffix(text, "]") {
+			return nil, fmt.Errorf("%s: %q opens a [ that it does not close", column, text)
+		}
+		text = text[1 : len(text)-1]
+	}
+	var values []string
+	for text = strings.TrimLeft(text, " ,"); text != ""; text = strings.TrimLeft(text, " ,") {
+		atom := text[:strings.IndexAny(text+" ", " ,")]
+		if text[0] == '"' {
+			end := quotedEnd(text)
+			if end < 0 {
+				return nil, fmt.Errorf("%s: %s has no closing quote", column, text)
+			}
+			var err error
+			if atom, err = strconv.Unquote(text[:end]); err != nil {
+				return nil, fmt.Errorf("%s: bad quoted value %s: %v", column, text[:end], err)
+			}
+			text = text[end:]
+		} else {
+			text = text[len(atom):]
+		}
+		each, err := vc.parse(atom)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", column, err)
+		}
+		for _, v := range each {
+			if slices.Contains(values, v) {
+				return nil, fmt.Errorf("%s: %s is given twice", column, v)
+			}
+			values = append(values, v)
+		}
+	}
+	return values, nil
+}
+
+// quotedEnd is the index after the closing quote of the JSON string text
+// starts with, or -1.
+func quotedEnd(text string) int {
+	for i := 1; i < len(text); i++ {
+		switch text[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return -1
 }
 
 // validate checks the whole record as it would run.
@@ -368,12 +662,35 @@ func (d *Daemon) setColumns(table, name string, settings []string) error {
 	})
 }
 
-// removeKeys is the remove verb.
-func (d *Daemon) removeKeys(table, name string, columnAndKeys []string) error {
-	if len(columnAndKeys) < 2 {
-		return errors.New("remove needs a column and at least one key")
+// addValues is the add verb.
+func (d *Daemon) addValues(table, name string, columnAndValues []string) error {
+	if len(columnAndValues) < 2 {
+		return errors.New("add needs a column and at least one value")
 	}
-	return d.changeRecord(table, name, func(r record) error { return r.remove(columnAndKeys[0], columnAndKeys[1:]) })
+	return d.changeRecord(table, name, func(r record) error { return r.add(columnAndValues[0], columnAndValues[1:]) })
+}
+
+// removeValues is the remove verb.
+func (d *Daemon) removeValues(table, name string, columnAndValues []string) error {
+	if len(columnAndValues) < 2 {
+		return errors.New("remove needs a column and at least one key or value")
+	}
+	return d.changeRecord(table, name, func(r record) error { return r.remove(columnAndValues[0], columnAndValues[1:]) })
+}
+
+// clearColumns is the clear verb.
+func (d *Daemon) clearColumns(table, name string, columns []string) error {
+	if len(columns) == 0 {
+		return errors.New("clear needs at least one column")
+	}
+	return d.changeRecord(table, name, func(r record) error {
+		for _, c := range columns {
+			if err := r.clear(c); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // changeRecord changes one record of a copy of the configuration, checks
@@ -383,6 +700,10 @@ func (d *Daemon) changeRecord(table, name string, change func(record) error) err
 	r, err := findRecord(next, table, name)
 	if err != nil {
 		return err
+	}
+	var was PortConfig // a change replaces a port's lists, never edits them
+	if r.port != nil {
+		was = *r.port
 	}
 	if err := change(r); err != nil {
 		return err
@@ -400,6 +721,9 @@ func (d *Daemon) changeRecord(table, name string, change func(record) error) err
 	} else if _, down := d.down[r.port.Name]; !down {
 		opts, _ := r.port.runningOptions() // validated above
 		err = errors.Join(b.SetStormLimit(r.port.Name, opts.StormLimit), b.SetPortRSTP(r.port.Name, opts.RSTP))
+		if !sameVLANs(was, *r.port) {
+			err = errors.Join(err, b.SetPortVLAN(r.port.Name, opts.VLAN))
+		}
 	}
 	if err != nil {
 		// Saved, and checked: only a defect gets here. A restart applies

@@ -158,3 +158,143 @@ func TestControllerRateLimitColumns(t *testing.T) {
 		t.Errorf("settings = %+v, %v; want rate 1000, burst 50", s, err)
 	}
 }
+
+// portRecord is port p1 of a configuration that has nothing else, as set
+// and its kin see it.
+func portRecord(t *testing.T, pc PortConfig) record {
+	t.Helper()
+	pc.Name = "p1"
+	r, err := findRecord(&Config{Bridges: []BridgeConfig{{Name: "br0", Ports: []PortConfig{pc}}}}, "port", "p1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// getAll is every VLAN column of r, as get gives them in JSON.
+func getAll(t *testing.T, r record) string {
+	t.Helper()
+	var out []string
+	for _, c := range []string{columnTag, columnTrunks, columnVLANMode} {
+		v, err := r.get(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, c+"="+string(v))
+	}
+	return strings.Join(out, " ")
+}
+
+// The Port table's VLAN columns, in ovs-vsctl's syntax: set takes one
+// value, a list with commas or spaces, in brackets or not, ranges of
+// trunks, [] for none; add, remove and clear change them; get gives an
+// optional column's value or [], and a set's list.
+func TestPortVLANColumns(t *testing.T) {
+	for _, c := range []struct {
+		verb string
+		args []string
+		from PortConfig
+		want string // getAll after
+	}{
+		{"set", []string{"tag=20"}, PortConfig{}, `tag=20 trunks=[] vlan_mode=[]`},
+		{"set", []string{"tag=[20]"}, PortConfig{Tag: 10}, `tag=20 trunks=[] vlan_mode=[]`},
+		{"set", []string{"tag=[]"}, PortConfig{Tag: 10}, `tag=[] trunks=[] vlan_mode=[]`},
+		{"set", []string{"trunks=10,20"}, PortConfig{}, `tag=[] trunks=[10,20] vlan_mode=[]`},
+		{"set", []string{"trunks=[20, 10]"}, PortConfig{}, `tag=[] trunks=[10,20] vlan_mode=[]`},
+		{"set", []string{"trunks=10 20 30"}, PortConfig{}, `tag=[] trunks=[10,20,30] vlan_mode=[]`},
+		{"set", []string{"trunks=0,100-102"}, PortConfig{}, `tag=[] trunks=[0,100,101,102] vlan_mode=[]`},
+		{"set", []string{"trunks=[]"}, PortConfig{Trunks: []uint16{10}}, `tag=[] trunks=[] vlan_mode=[]`},
+		{"set", []string{"tag=20", "trunks=[]"}, PortConfig{Trunks: []uint16{10}}, `tag=20 trunks=[] vlan_mode=[]`},
+		{"set", []string{"vlan_mode=native-untagged", "tag=10", "trunks=20,30"}, PortConfig{}, `tag=10 trunks=[20,30] vlan_mode="native-untagged"`},
+		{"set", []string{`vlan_mode="native-tagged"`, "tag=10"}, PortConfig{}, `tag=10 trunks=[] vlan_mode="native-tagged"`},
+		{"set", []string{"vlan_mode=access"}, PortConfig{}, `tag=[] trunks=[] vlan_mode="access"`},
+		{"set", []string{"vlan_mode=[]"}, PortConfig{VLANMode: "trunk"}, `tag=[] trunks=[] vlan_mode=[]`},
+		{"add", []string{"trunks", "30", "10"}, PortConfig{Trunks: []uint16{10, 20}}, `tag=[] trunks=[10,20,30] vlan_mode=[]`},
+		{"add", []string{"tag", "10"}, PortConfig{}, `tag=10 trunks=[] vlan_mode=[]`},
+		{"remove", []string{"trunks", "10", "40"}, PortConfig{Trunks: []uint16{10, 20}}, `tag=[] trunks=[20] vlan_mode=[]`},
+		{"remove", []string{"trunks", "10-20"}, PortConfig{Trunks: []uint16{5, 10, 20}}, `tag=[] trunks=[5] vlan_mode=[]`},
+		{"remove", []string{"tag", "10"}, PortConfig{Tag: 10}, `tag=[] trunks=[] vlan_mode=[]`},
+		{"remove", []string{"tag", "20"}, PortConfig{Tag: 10}, `tag=10 trunks=[] vlan_mode=[]`},
+		{"clear", []string{"tag"}, PortConfig{Tag: 10}, `tag=[] trunks=[] vlan_mode=[]`},
+		{"clear", []string{"trunks", "vlan_mode"}, PortConfig{VLANMode: "trunk", Trunks: []uint16{10}}, `tag=[] trunks=[] vlan_mode=[]`},
+	} {
+		r := portRecord(t, c.from)
+		var err error
+		switch c.verb {
+		case "set":
+			for _, s := range c.args {
+				if err = r.set(s); err != nil {
+					break
+				}
+			}
+		case "add":
+			err = r.add(c.args[0], c.args[1:])
+		case "remove":
+			err = r.remove(c.args[0], c.args[1:])
+		case "clear":
+			for _, col := range c.args {
+				if err = r.clear(col); err != nil {
+					break
+				}
+			}
+		}
+		if err == nil {
+			err = r.validate()
+		}
+		if err != nil {
+			t.Errorf("%s %q on %+v: %v", c.verb, c.args, c.from, err)
+			continue
+		}
+		if got := getAll(t, r); got != c.want {
+			t.Errorf("%s %q on %+v: %s; want %s", c.verb, c.args, c.from, got, c.want)
+		}
+	}
+}
+
+// What the VLAN columns refuse, and why.
+func TestPortVLANColumnsRefuse(t *testing.T) {
+	for _, c := range []struct {
+		set  []string
+		from PortConfig
+		want string
+	}{
+		{[]string{"tag=4096"}, PortConfig{}, `tag: "4096" is not a VLAN from 1 to 4095`},
+		{[]string{"tag=0"}, PortConfig{}, `tag: 0 is not supported: for a port of untagged frames only, clear tag and set vlan_mode=access`},
+		{[]string{"tag=ten"}, PortConfig{}, `tag: "ten" is not a VLAN`},
+		{[]string{"tag=10,20"}, PortConfig{}, `tag holds at most one value, not 2`},
+		{[]string{"trunks=10,4096"}, PortConfig{}, `trunks: "4096" is not a VLAN from 0 to 4095, nor a range of them (10-20)`},
+		{[]string{"trunks=20-10"}, PortConfig{}, `trunks: "20-10" is not a VLAN`},
+		{[]string{"trunks=10,10"}, PortConfig{}, `trunks: 10 is given twice`},
+		{[]string{"trunks=[10,20"}, PortConfig{}, `trunks: "[10,20" opens a [ that it does not close`},
+		{[]string{"vlan_mode=dot1q-tunnel"}, PortConfig{}, `vlan_mode: dot1q-tunnel (802.1ad QinQ) is not supported`},
+		{[]string{"vlan_mode=acess"}, PortConfig{}, `vlan_mode: "acess" is not one of access, trunk, native-tagged, native-untagged`},
+		{[]string{"tag:x=1"}, PortConfig{}, `cannot specify key to set for non-map column tag`},
+		{[]string{"cvlans=10"}, PortConfig{}, `Port does not contain a column whose name matches "cvlans" (xswitch has other_config, tag, trunks, vlan_mode)`},
+		// A whole record OVS would run only in part.
+		{[]string{"tag=20"}, PortConfig{Trunks: []uint16{10}}, `an access port carries only its tag: trunks 10 are not allowed`},
+		{[]string{"vlan_mode=native-untagged"}, PortConfig{}, `vlan mode native-untagged needs a tag: the native VLAN`},
+		{[]string{"vlan_mode=trunk"}, PortConfig{Tag: 10}, `a trunk port has no tag (10)`},
+	} {
+		r := portRecord(t, c.from)
+		var err error
+		for _, s := range c.set {
+			if err = r.set(s); err != nil {
+				break
+			}
+		}
+		if err == nil {
+			err = r.validate()
+		}
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("set %q on %+v: %v; want an error saying %q", c.set, c.from, err, c.want)
+		}
+	}
+	r := portRecord(t, PortConfig{})
+	if err := r.add("tag", []string{"10", "20"}); err == nil || !strings.Contains(err.Error(), "tag holds at most one value, not 2") {
+		t.Errorf("add tag 10 20: %v", err)
+	}
+	br, _ := findRecord(&Config{Bridges: []BridgeConfig{{Name: "br0"}}}, TableBridge, "br0")
+	if err := br.clear(columnRSTPEnable); err == nil || !strings.Contains(err.Error(), "rstp_enable cannot be cleared") {
+		t.Errorf("clear rstp_enable: %v", err)
+	}
+}

@@ -1,6 +1,7 @@
 package control
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -19,6 +20,7 @@ import (
 	"github.com/xswitch/xswitch/internal/ifname"
 	"github.com/xswitch/xswitch/port"
 	"github.com/xswitch/xswitch/port/afxdp"
+	"github.com/xswitch/xswitch/port/veth"
 	"github.com/xswitch/xswitch/tunnel"
 )
 
@@ -44,6 +46,10 @@ type Daemon struct {
 	down    map[string]error      // ports in cfg that could not be opened, by name
 	opened  map[string]openedPort // the others, by name
 	removed removals              // rules removed, for OnFlowsRemoved
+	// carried are what ports counted before their interface (or a
+	// tunnel's underlay) went away, by name: a port's counters go on from
+	// there, while it is down and once it is back (links.go).
+	carried map[string]vswitch.PortStats
 	// tunnels are the open tunnel ports, by name, and underlays the
 	// interfaces they leave by, by name (tunnel.go).
 	tunnels   map[string]*tunnel.Port
@@ -91,6 +97,7 @@ func NewDaemon(opts Options) (*Daemon, error) {
 		bridges:    map[string]*vswitch.Bridge{},
 		down:       map[string]error{},
 		opened:     map[string]openedPort{},
+		carried:    map[string]vswitch.PortStats{},
 		tunnels:    map[string]*tunnel.Port{},
 		underlays:  map[string]*underlayUse{},
 	}
@@ -192,6 +199,7 @@ func (d *Daemon) openPort(pc PortConfig) (port.Port, error) {
 	if err != nil {
 		return nil, err
 	}
+	d.enablePeerGRO(p.Info().Ifindex, "port", pc.Name)
 	if info := p.Info(); mode == afxdp.ModeAuto {
 		if info.XDPMode != "native" {
 			d.log.Warn("driver-mode XDP unavailable, fell back", "port", pc.Name, "xdp", info.XDPMode)
@@ -207,6 +215,26 @@ func (d *Daemon) openPort(pc PortConfig) (port.Port, error) {
 		return renamedPort{Port: p, name: pc.Name}, nil
 	}
 	return p, nil
+}
+
+// enablePeerGRO turns GRO on at the peer of the veth with index ifindex,
+// one that xswitch did not create (a container runtime's, say), so that
+// the fast path can send to it (see veth.EnablePeerGRO), and logs it:
+// that changes a device of another namespace. It is done when the port
+// is attached, not after: an operator who turns GRO off again is obeyed,
+// and show says why the fast path no longer sends to the port. With the
+// fast path off, the peer is left alone. who names the port in the log.
+func (d *Daemon) enablePeerGRO(ifindex int, who ...any) {
+	if !d.bridgeOpts.FastPath {
+		return
+	}
+	changed, peer, where, err := veth.EnablePeerGRO(ifindex)
+	switch {
+	case err != nil:
+		d.log.Warn("GRO cannot be turned on at the veth peer: the fast path will not send to it", append(who, "err", err)...)
+	case changed:
+		d.log.Info("turned GRO on at the veth peer, so that the fast path can send to it", append(who, "peer", peer, "netns", cmp.Or(where, "the daemon's"))...)
+	}
 }
 
 // Close stops every bridge and closes its ports, leaving the configuration
@@ -304,8 +332,12 @@ func (d *Daemon) handleLocked(req Request) (Response, error) {
 		err = d.setColumns(req.Table, req.Record, req.Columns)
 	case VerbGet:
 		resp.Values, err = d.getColumns(req.Table, req.Record, req.Columns)
+	case VerbAdd:
+		err = d.addValues(req.Table, req.Record, req.Columns)
 	case VerbRemove:
-		err = d.removeKeys(req.Table, req.Record, req.Columns)
+		err = d.removeValues(req.Table, req.Record, req.Columns)
+	case VerbClear:
+		err = d.clearColumns(req.Table, req.Record, req.Columns)
 	case VerbRSTPShow:
 		resp.RSTP, err = d.rstpShow(req.Bridge)
 	case VerbSetController:
@@ -436,6 +468,7 @@ func (d *Daemon) delBridge(name string) error {
 		delete(d.down, pc.Name)
 		delete(d.opened, pc.Name)
 		delete(d.tunnels, pc.Name)
+		delete(d.carried, pc.Name)
 	}
 	d.log.Info("bridge deleted", "bridge", name)
 	return nil
@@ -523,6 +556,7 @@ func (d *Daemon) delPort(bridge, name string) error {
 	}
 	delete(d.opened, name)
 	delete(d.tunnels, name)
+	delete(d.carried, name)
 	d.deleteOwnedDevice(pc)
 	d.log.Info("port deleted", "bridge", bridge, "port", name)
 	return nil
@@ -564,6 +598,7 @@ func (d *Daemon) show(only string) ([]BridgeStatus, error) {
 		stp := portStates(st)
 		for _, pc := range bc.Ports {
 			ps := PortStatus{PortConfig: pc, OFPort: pc.OFPort}
+			counted := d.carried[pc.Name]
 			if l, ok := live[pc.Name]; ok {
 				ps.Info, ps.FastPath, ps.Tunnel = l.Info, l.FastPath, d.tunnelStatus(pc.Name)
 				if ps.Tunnel == nil {
@@ -572,22 +607,14 @@ func (d *Daemon) show(only string) ([]BridgeStatus, error) {
 				if d.opened[pc.Name].AdminDown {
 					ps.Error = errAdminDown.Error()
 				}
-				ps.Stats = PortStats{
-					RxPackets: l.Stats.RxPackets, RxBytes: l.Stats.RxBytes, RxErrors: l.Stats.RxErrors,
-					TxPackets: l.Stats.TxPackets, TxBytes: l.Stats.TxBytes, TxDropped: l.Stats.TxDropped,
-					RxVLANDropped: l.Stats.RxVLANDropped, RxReservedDropped: l.Stats.RxReservedDropped,
-					RxStormDropped: l.Stats.RxStormDropped, RxSTPDropped: l.Stats.RxSTPDropped,
-					RxSplitHorizonDropped: l.Stats.RxSplitHorizonDropped,
-					PipelineDropped:       l.Stats.PipelineDropped.ByReason(),
-					Kernel:                l.Stats.Port,
-					FastPathTxDropped:     l.Stats.FastPathTxDropped,
-				}
+				counted = counted.Plus(l.Stats)
 				if p, ok := stp[pc.Name]; ok {
 					ps.RSTP = &p
 				}
 			} else if err := d.down[pc.Name]; err != nil {
 				ps.Error = err.Error()
 			}
+			ps.Stats = portStats(counted)
 			bs.Ports = append(bs.Ports, ps)
 		}
 		slices.SortFunc(bs.Ports, func(a, b PortStatus) int { return int(a.OFPort) - int(b.OFPort) })
@@ -595,6 +622,20 @@ func (d *Daemon) show(only string) ([]BridgeStatus, error) {
 	}
 	slices.SortFunc(out, func(a, b BridgeStatus) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
+}
+
+// portStats are a port's counters as the protocol gives them.
+func portStats(s vswitch.PortStats) PortStats {
+	return PortStats{
+		RxPackets: s.RxPackets, RxBytes: s.RxBytes, RxErrors: s.RxErrors,
+		TxPackets: s.TxPackets, TxBytes: s.TxBytes, TxDropped: s.TxDropped,
+		RxVLANDropped: s.RxVLANDropped, RxReservedDropped: s.RxReservedDropped,
+		RxStormDropped: s.RxStormDropped, RxSTPDropped: s.RxSTPDropped,
+		RxSplitHorizonDropped: s.RxSplitHorizonDropped,
+		PipelineDropped:       s.PipelineDropped.ByReason(),
+		Kernel:                s.Port,
+		FastPathTxDropped:     s.FastPathTxDropped,
+	}
 }
 
 func (d *Daemon) dumpTables(bridge string) ([]TableStatus, error) {

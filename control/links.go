@@ -181,12 +181,26 @@ func (d *Daemon) followLink(dev string, link *netlink.LinkAttrs) {
 
 // closeVanished closes a port whose interface is gone.
 func (d *Daemon) closeVanished(b *vswitch.Bridge, pc PortConfig) {
-	if err := b.RemovePort(pc.Name); err != nil {
+	if err := d.closeKeepingCounters(b, pc.Name); err != nil {
 		d.log.Error("closing a vanished port", "bridge", b.Name(), "port", pc.Name, "err", err)
 	}
 	delete(d.opened, pc.Name)
 	d.down[pc.Name] = errVanished
 	d.log.Warn("port down: its interface vanished", "bridge", b.Name(), "port", pc.Name)
+}
+
+// closeKeepingCounters closes the port name of b, whose interface (or
+// underlay) went away, and keeps what it counted: a port that is down
+// shows its counters, and they go on from there when it comes back, as
+// they do in Open vSwitch across a link that goes down.
+func (d *Daemon) closeKeepingCounters(b *vswitch.Bridge, name string) error {
+	b.SyncFastPath() // what the kernel carried for it counts too
+	for _, ps := range b.Ports() {
+		if ps.Name == name {
+			d.carried[name] = d.carried[name].Plus(ps.Stats)
+		}
+	}
+	return b.RemovePort(name)
 }
 
 // findPort returns the bridge and configuration of the port named name,

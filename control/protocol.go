@@ -34,9 +34,10 @@ type Request struct {
 	// describes the packet for trace.
 	Match  string `json:"match,omitempty"`
 	Strict bool   `json:"strict,omitempty"`
-	// Table and Record name a row for set, get and remove; Columns are
-	// what they set ("column[:key]=value"), read ("column[:key]") or
-	// remove from (a column, then its keys).
+	// Table and Record name a row for set, get, add, remove and clear;
+	// Columns are what they set ("column[:key]=value"), read
+	// ("column[:key]") or clear, or what add and remove change (a column,
+	// then its values, keys or key=value pairs).
 	Table   string   `json:"table,omitempty"`
 	Record  string   `json:"record,omitempty"`
 	Columns []string `json:"columns,omitempty"`
@@ -61,7 +62,9 @@ const (
 	VerbTrace      = "trace"
 	VerbSet        = "set"
 	VerbGet        = "get"
+	VerbAdd        = "add"
 	VerbRemove     = "remove"
+	VerbClear      = "clear"
 	VerbRSTPShow   = "rstp-show"
 	VerbDumpTables = "dump-tables"
 	VerbDumpFast   = "dump-fastpath"

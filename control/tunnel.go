@@ -150,6 +150,7 @@ func (d *Daemon) underlay(bridge string, route tunnel.Route) (*underlayUse, erro
 	if err != nil {
 		return nil, fmt.Errorf("tunnel underlay: %w", err)
 	}
+	d.enablePeerGRO(p.Info().Ifindex, "underlay", route.Ifname)
 	use := &underlayUse{u: tunnel.NewUnderlay(p, route.MTU), bridge: bridge}
 	d.underlays[route.Ifname] = use
 	d.log.Info("tunnel underlay opened", "interface", route.Ifname, "bridge", bridge, "xdp", p.Info().XDPMode, "bind", p.Info().BindMode)
@@ -275,7 +276,7 @@ func (d *Daemon) closeUnderlayTunnels(iface string) {
 		if p.Underlay() != use.u {
 			continue
 		}
-		if err := b.RemovePort(name); err != nil {
+		if err := d.closeKeepingCounters(b, name); err != nil {
 			d.log.Error("closing a tunnel whose underlay vanished", "port", name, "err", err)
 		}
 		delete(d.tunnels, name)

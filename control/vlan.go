@@ -2,6 +2,7 @@ package control
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/xswitch/xswitch/port"
 
@@ -26,6 +27,11 @@ func (pc PortConfig) portOptions() (vswitch.PortOptions, error) {
 		return vswitch.PortOptions{}, err
 	}
 	return opts, nil
+}
+
+// sameVLANs reports whether a and b configure the same VLANs.
+func sameVLANs(a, b PortConfig) bool {
+	return a.Tag == b.Tag && a.VLANMode == b.VLANMode && slices.Equal(a.Trunks, b.Trunks)
 }
 
 // addToBridge adds the opened port p to b as pc configures it.

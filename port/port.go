@@ -96,6 +96,17 @@ type Stats struct {
 	TxRefusedBytes uint64 `json:"tx_refused_bytes"`
 }
 
+// Plus returns the sum of s and o.
+func (s Stats) Plus(o Stats) Stats {
+	return Stats{
+		RxDropped: s.RxDropped + o.RxDropped, RxInvalidDescs: s.RxInvalidDescs + o.RxInvalidDescs,
+		RxRingFull: s.RxRingFull + o.RxRingFull, RxFillRingEmpty: s.RxFillRingEmpty + o.RxFillRingEmpty,
+		TxInvalidDescs: s.TxInvalidDescs + o.TxInvalidDescs, TxRingEmpty: s.TxRingEmpty + o.TxRingEmpty,
+		RxOversize: s.RxOversize + o.RxOversize,
+		TxRefused:  s.TxRefused + o.TxRefused, TxRefusedBytes: s.TxRefusedBytes + o.TxRefusedBytes,
+	}
+}
+
 // XDPHost is a port whose frames pass an XDP program that the bridge may
 // replace with its fast path's (switch/fastpath.go), which must end as the
 // port's own program does: in the port's sockets.

@@ -233,6 +233,31 @@ func (b *Bridge) onEachForwarder(fn func(f *forwarder)) {
 	}
 }
 
+// whileForwardersHeld holds every forwarding thread between two of its
+// batches at once, runs change, then has each thread run after(f) before
+// it goes on. A change to what every thread reads as it forwards (a
+// port's VLAN configuration) is so never seen half made, nor by a thread
+// that still holds decisions made before it.
+func (b *Bridge) whileForwardersHeld(change func(), after func(f *forwarder)) {
+	held, release := make(chan struct{}), make(chan struct{})
+	var resumed sync.WaitGroup
+	for _, f := range b.fwds {
+		resumed.Go(func() {
+			f.do(func() {
+				held <- struct{}{}
+				<-release
+				after(f)
+			})
+		})
+	}
+	for range b.fwds {
+		<-held
+	}
+	change()
+	close(release)
+	resumed.Wait()
+}
+
 // stopForwarders stops the spanning tree, which uses the forwarding
 // threads, then every thread; the bridge is closed.
 func (b *Bridge) stopForwarders() {
@@ -434,6 +459,27 @@ type PortStats struct {
 	// port that its interface did not take (a veth peer without NAPI, a
 	// full ring), also in TxDropped.
 	FastPathTxDropped uint64
+}
+
+// Plus returns the sum of s and o: what a port counted over two openings
+// of its interface, say.
+func (s PortStats) Plus(o PortStats) PortStats {
+	return PortStats{
+		RxPackets:             s.RxPackets + o.RxPackets,
+		RxBytes:               s.RxBytes + o.RxBytes,
+		RxErrors:              s.RxErrors + o.RxErrors,
+		RxVLANDropped:         s.RxVLANDropped + o.RxVLANDropped,
+		RxReservedDropped:     s.RxReservedDropped + o.RxReservedDropped,
+		RxStormDropped:        s.RxStormDropped + o.RxStormDropped,
+		RxSTPDropped:          s.RxSTPDropped + o.RxSTPDropped,
+		RxSplitHorizonDropped: s.RxSplitHorizonDropped + o.RxSplitHorizonDropped,
+		TxPackets:             s.TxPackets + o.TxPackets,
+		TxBytes:               s.TxBytes + o.TxBytes,
+		TxDropped:             s.TxDropped + o.TxDropped,
+		PipelineDropped:       s.PipelineDropped.Plus(o.PipelineDropped),
+		Port:                  s.Port.Plus(o.Port),
+		FastPathTxDropped:     s.FastPathTxDropped + o.FastPathTxDropped,
+	}
 }
 
 // Ports lists the bridge's ports in OpenFlow port order.

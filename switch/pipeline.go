@@ -45,6 +45,14 @@ func (d DropCounts) ByReason() map[string]uint64 {
 	return out
 }
 
+// Plus returns the sum of d and o.
+func (d DropCounts) Plus(o DropCounts) DropCounts {
+	for i := range d {
+		d[i] += o[i]
+	}
+	return d
+}
+
 // pipelineDrops is one batch's dropped frames by reason.
 type pipelineDrops [numDropReasons]uint64
 

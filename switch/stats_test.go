@@ -1,6 +1,7 @@
 package vswitch
 
 import (
+	"reflect"
 	"testing"
 	"time"
 
@@ -53,5 +54,39 @@ func waitForwarderTime(t *testing.T, b *Bridge, busy, idle time.Duration) (time.
 			t.Fatalf("ForwarderTime stuck at busy %v, idle %v; want more than busy %v, idle %v", nowBusy, nowIdle, busy, idle)
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// PortStats.Plus adds every counter: one it left out would start again
+// from zero when a port's interface vanishes and comes back, as the
+// control plane carries a port's counters over its openings.
+func TestPortStatsPlusAddsEveryCounter(t *testing.T) {
+	// numbered sets the i-th counter of a PortStats to i*k.
+	numbered := func(k uint64) PortStats {
+		var s PortStats
+		i := uint64(0)
+		var fill func(v reflect.Value)
+		fill = func(v reflect.Value) {
+			switch v.Kind() {
+			case reflect.Uint64:
+				i++
+				v.SetUint(i * k)
+			case reflect.Struct:
+				for f := range v.NumField() {
+					fill(v.Field(f))
+				}
+			case reflect.Array:
+				for e := range v.Len() {
+					fill(v.Index(e))
+				}
+			default:
+				t.Fatalf("PortStats holds a %v: this test knows only counters", v.Type())
+			}
+		}
+		fill(reflect.ValueOf(&s).Elem())
+		return s
+	}
+	if got, want := numbered(1).Plus(numbered(1)), numbered(2); got != want {
+		t.Errorf("Plus of a PortStats with itself = %+v; want every counter doubled: %+v", got, want)
 	}
 }

@@ -142,6 +142,32 @@ func (c VLANConfig) Carries(vlan uint16) bool {
 	return v.carries(vlan & vlanVIDMask)
 }
 
+// SetPortVLAN makes c the named port's VLAN configuration from the next
+// batch on. What NORMAL decided under the old one is forgotten, in every
+// thread's cache and in the fast path, and so are the addresses learned on
+// the port, which may be in VLANs it no longer carries: Open vSwitch
+// flushes them too when a port's VLAN configuration changes.
+func (b *Bridge) SetPortVLAN(name string, c VLANConfig) error {
+	if err := c.Validate(); err != nil {
+		return fmt.Errorf("port %q: %w", name, err)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	bp := b.port(name)
+	if bp == nil {
+		return fmt.Errorf("no port %q on bridge %s", name, b.name)
+	}
+	if b.fwds == nil {
+		return fmt.Errorf("bridge %s is closed", b.name)
+	}
+	vlan := compileVLAN(c)
+	b.whileForwardersHeld(func() {
+		bp.vlan = vlan
+		b.fwds[0].fdb.flushPort(bp.slot) // the threads share it
+	}, (*forwarder).forgetDecisions)
+	return nil
+}
+
 // FormatVLANs writes a VLAN list as "10,20,30".
 func FormatVLANs(vlans []uint16) string {
 	var b strings.Builder

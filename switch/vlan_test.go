@@ -297,3 +297,61 @@ func ExampleFormatVLANs() {
 	fmt.Println(FormatVLANs([]uint16{10, 20, 30}))
 	// Output: 10,20,30
 }
+
+// SetPortVLAN moves a running port to another VLAN at once, on every
+// forwarding thread: NORMAL's cached decisions and the addresses learned
+// on the port under the old configuration go.
+func TestSetPortVLANMovesARunningPort(t *testing.T) {
+	b, err := New("br0", normalTable(), Options{CPUs: []int{0, 0}}) // two threads
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	p1, p2, p3, p4 := porttest.New("p1"), porttest.New("p2"), porttest.New("p3"), porttest.New("p4")
+	for _, c := range []struct {
+		p    *porttest.Port
+		vlan VLANConfig
+	}{{p1, access(10)}, {p2, access(10)}, {p3, access(20)}, {p4, access(10)}} {
+		if _, err := b.AddPort(c.p, PortOptions{VLAN: c.vlan}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Until their decisions are cached: p2's broadcasts reach p1 (and p4),
+	// p1's frames to p2's station reach p2; p3 sees nothing of VLAN 10.
+	for i := range 3 {
+		p2.Inject(frame(broadcast, mac(2), "from 2"))
+		waitTransmitted(t, p1, uint64(i+1))
+		p1.Inject(frame(mac(2), mac(1), "to 2"))
+		waitTransmitted(t, p2, uint64(i+1))
+	}
+	waitTransmitted(t, p4, 3)
+	if n := p3.Counts().Transmitted; n != 0 {
+		t.Fatalf("p3, in VLAN 20, got %d frames of VLAN 10", n)
+	}
+
+	if err := b.SetPortVLAN("p1", access(20)); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range b.FDB() {
+		if e.Port == 1 {
+			t.Errorf("after the move, the FDB keeps %x on p1 in VLAN %d", e.MAC, e.VLAN)
+		}
+	}
+	// p2's broadcast stays in VLAN 10 (p4 has it), without p1 now.
+	p2.Inject(frame(broadcast, mac(2), "from 2, after p1 moved"))
+	waitTransmitted(t, p4, 4)
+	// p2's station is unknown in VLAN 20: the frame to it floods VLAN 20,
+	// and the broadcast after it shows that it went nowhere else.
+	p1.Inject(frame(mac(2), mac(1), "to 2, from VLAN 20"), frame(broadcast, mac(1), "from 1 in VLAN 20"))
+	waitTransmitted(t, p3, 2)
+	if n1, n2 := p1.Counts().Transmitted, p2.Counts().Transmitted; n1 != 3 || n2 != 3 {
+		t.Errorf("p1 and p2 transmitted %d and %d frames; want the 3 each from before p1 moved to VLAN 20", n1, n2)
+	}
+
+	if err := b.SetPortVLAN("p1", VLANConfig{Tag: 20, Trunks: []uint16{10}}); err == nil {
+		t.Error("SetPortVLAN took an access port with trunks")
+	}
+	if err := b.SetPortVLAN("p9", access(20)); err == nil {
+		t.Error("SetPortVLAN took a port the bridge does not have")
+	}
+}

@@ -315,8 +315,15 @@ func TestJSONOutput(t *testing.T) {
 	if want := []string{a.name, b.name}; ports.Bridge != br || !slices.Equal(ports.Ports, want) {
 		t.Errorf("list-ports: %+v, want bridge %s with %q", ports, br, want)
 	}
-	// Empty lists are [] rather than null, so that `jq '.ports | length'` works.
-	for _, verb := range [][]string{{"list-ports", empty}, {"dump-ports", empty}, {"fdb-show", empty}} {
+	// Empty lists are [] rather than null, so that `jq '.ports | length'`
+	// works: every verb's list, on a bridge with no ports, no rules, no
+	// controllers and nothing learned or carried.
+	d.x(t, "del-flows", empty)
+	d.x(t, "set", "Bridge", empty, "rstp_enable=true")
+	for _, verb := range [][]string{
+		{"list-ports", empty}, {"dump-ports", empty}, {"fdb-show", empty}, {"dump-flows", empty},
+		{"dump-fastpath", empty}, {"get-controller", empty}, {"rstp-show", empty}, {"top", empty, "--count", "1"},
+	} {
 		out := d.x(t, append(verb, "--format", "json")...)
 		if strings.Contains(out, "null") || !strings.Contains(out, "[]") {
 			t.Errorf("%s on an empty bridge: want an empty list [], got:\n%s", strings.Join(verb, " "), out)

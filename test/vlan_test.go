@@ -406,3 +406,81 @@ func TestVLANFlagsAreValidatedAndShown(t *testing.T) {
 		}
 	}
 }
+
+// TestSetPortVLANColumnsMoveTheRunningPort keeps a fix: `set Port P
+// tag=20` was refused, only other_config could be set. OVS's VLAN columns
+// of a port (tag, trunks, vlan_mode) now change with set, add, remove and
+// clear, move the running port at once, past the decisions that the
+// forwarder and the fast path cached for it, and stay across a restart.
+func TestSetPortVLANColumnsMoveTheRunningPort(t *testing.T) {
+	testenv.RequireRoot(t)
+	d := startDaemon(t)
+	n := newTestNet()
+	br := n.name("br")
+	d.x(t, "add-br", br)
+	// One subnet over both VLANs: only the VLANs keep m from h20.
+	m := addVLANPort(t, d, n, br, 1, n.ipv4(1)+"/24", "--tag", "10")
+	h10 := addVLANPort(t, d, n, br, 2, n.ipv4(2)+"/24", "--tag", "10")
+	h20 := addVLANPort(t, d, n, br, 3, n.ipv4(3)+"/24", "--tag", "20")
+	waitPing(t, m.ns, h10.addr, 5*time.Second)
+	noReply(t, m.ns, h20.addr)
+	// m and h10's flow is cached, and with the fast path in the kernel.
+	var carried uint64
+	if !fastPathOff() {
+		carried = kernelCarried(t, d, br)
+	}
+	pingFlood(t, m.ns, h10.addr, 1000)
+	if !fastPathOff() && kernelCarried(t, d, br)-carried < 1000 {
+		t.Fatalf("the fast path carried %d of the 2,000 frames between m and h10: the test would not try its entries\n%s",
+			kernelCarried(t, d, br)-carried, d.x(t, "dump-fastpath", br))
+	}
+
+	get := func(column string) string {
+		t.Helper()
+		return strings.TrimSpace(d.x(t, "get", "Port", m.name, column))
+	}
+	d.x(t, "set", "Port", m.name, "tag=20")
+	noReply(t, m.ns, h10.addr)
+	waitPing(t, m.ns, h20.addr, 5*time.Second)
+	requirePing(t, m.ns, h20.addr, 56)
+	if got := get("tag"); got != "20" {
+		t.Errorf("get Port %s tag: %q; want 20", m.name, got)
+	}
+	checkShownVLANs(t, d, br, map[string]string{m.name: "access 20"})
+
+	d.stop(t, syscall.SIGTERM)
+	d.start(t)
+	waitPortState(t, d, br, m.name, "up", 5*time.Second)
+	waitPing(t, m.ns, h20.addr, 5*time.Second)
+	noReply(t, m.ns, h10.addr)
+	if got := get("tag"); got != "20" {
+		t.Errorf("after a restart, get Port %s tag: %q; want 20", m.name, got)
+	}
+
+	// Back to VLAN 10, as a native-untagged port that also carries VLAN
+	// 30 and 40 tagged; then 40 goes, and the port is a plain trunk.
+	d.x(t, "set", "Port", m.name, "vlan_mode=native-untagged", "tag=10", "trunks=[30]")
+	d.x(t, "add", "Port", m.name, "trunks", "40")
+	waitPing(t, m.ns, h10.addr, 5*time.Second)
+	noReply(t, m.ns, h20.addr)
+	checkShownVLANs(t, d, br, map[string]string{m.name: "native-untagged 10, trunks 30,40"})
+	if got := get("trunks") + " " + get("vlan_mode"); got != "[30, 40] native-untagged" {
+		t.Errorf("get Port %s trunks vlan_mode: %q; want [30, 40] native-untagged", m.name, got)
+	}
+	d.x(t, "remove", "Port", m.name, "trunks", "40")
+	d.x(t, "clear", "Port", m.name, "tag", "vlan_mode")
+	if got := get("tag") + " " + get("trunks") + " " + get("vlan_mode"); got != "[] [30] []" {
+		t.Errorf("get Port %s tag trunks vlan_mode: %q; want [] [30] []", m.name, got)
+	}
+	checkShownVLANs(t, d, br, map[string]string{m.name: "trunk 30"})
+	noReply(t, m.ns, h10.addr) // untagged, VLAN 0: a trunk of 30 does not carry it
+
+	// A refused change changes nothing.
+	stderr, code := d.xErr(t, "set", "Port", m.name, "tag=20")
+	if code != 1 || !strings.Contains(stderr, "an access port carries only its tag: trunks 30 are not allowed") {
+		t.Errorf("set tag on a trunk of 30: exit %d, %q", code, stderr)
+	}
+	if got := get("tag"); got != "[]" {
+		t.Errorf("a refused set left tag %q", got)
+	}
+}

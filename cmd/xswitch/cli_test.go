@@ -127,6 +127,10 @@ func TestFormatDatumAsOVSDoes(t *testing.T) {
 		`{}`:                      `{}`,
 		`{"z":"1","a":"x y"}`:     `{a="x y", z="1"}`,
 		`{"forward-bpdu":"true"}`: `{forward-bpdu="true"}`,
+		`20`:                      `20`,
+		`[]`:                      `[]`,
+		`[10,20]`:                 `[10, 20]`,
+		`"native-untagged"`:       `native-untagged`,
 	} {
 		if got := formatDatum([]byte(raw)); got != want {
 			t.Errorf("formatDatum(%s) = %s; want %s", raw, got, want)

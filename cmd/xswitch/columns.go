@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,7 +15,8 @@ import (
 	"github.com/xswitch/xswitch/control"
 )
 
-// The database verbs, as ovs-vsctl spells them: set, get and remove.
+// The database verbs, as ovs-vsctl spells them: set, get, add, remove and
+// clear.
 
 func (c *cli) setCommand() *cobra.Command {
 	return &cobra.Command{
@@ -32,12 +34,19 @@ hex digits), forward-bpdu (true|false), rstp-priority (0-61440, steps of
 least 100; none by default) and controller-burst-limit (at least 25; a
 quarter of the rate by default), OVS's Controller columns
 controller_rate_limit and controller_burst_limit.
-Port columns: other_config: rstp-enable (true|false), rstp-port-priority
-(0-240, steps of 16), rstp-path-cost (1-200000000), rstp-port-admin-edge
-(true|false), rstp-port-auto-edge (true|false), storm-limit (frames/s that
-NORMAL floods from the port; 0: no limit).`,
+Port columns: tag (a VLAN, 1-4095), trunks (VLANs, 0-4095: 10,20 or
+[10,20], ranges as 100-199, [] for all), vlan_mode (access, trunk,
+native-tagged, native-untagged), as add-port's --tag, --trunks and
+--vlan-mode: the port moves at once; [] empties a column. other_config:
+rstp-enable (true|false), rstp-port-priority (0-240, steps of 16),
+rstp-path-cost (1-200000000), rstp-port-admin-edge (true|false),
+rstp-port-auto-edge (true|false), storm-limit (frames/s that NORMAL floods
+from the port; 0: no limit).`,
 		Example: `  xswitch set Bridge br0 rstp_enable=true other_config:rstp-priority=4096
   xswitch set Bridge br0 other_config:forward-bpdu=true
+  xswitch set Port p1 tag=20
+  xswitch set Port p2 trunks=10,20,30 tag=[]
+  xswitch set Port p3 vlan_mode=native-untagged tag=10 trunks=[20,30]
   xswitch set Port p1 other_config:rstp-port-admin-edge=true
   xswitch set Port p1 other_config:storm-limit=1000`,
 		Args:              cobra.MinimumNArgs(3),
@@ -49,15 +58,52 @@ NORMAL floods from the port; 0: no limit).`,
 	}
 }
 
+func (c *cli) addCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "add TABLE RECORD COLUMN [KEY=]VALUE...",
+		Short: "Add values to a column (trunks), or keys to other_config, as ovs-vsctl add does",
+		Long: `Add values to a column that holds several (trunks), or one to a column
+that holds none yet (tag, vlan_mode), or KEY=VALUE pairs to other_config
+where KEY is not there yet, as ovs-vsctl add does.`,
+		Example: `  xswitch add Port p2 trunks 30 40
+  xswitch add Port p1 other_config storm-limit=1000`,
+		Args:              cobra.MinimumNArgs(4),
+		ValidArgsFunction: c.completeTableThenRecord,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			_, err := c.call(control.Request{Verb: control.VerbAdd, Table: args[0], Record: args[1], Columns: args[2:]})
+			return err
+		},
+	}
+}
+
 func (c *cli) removeCommand() *cobra.Command {
 	return &cobra.Command{
-		Use:               "remove TABLE RECORD COLUMN KEY...",
-		Short:             "Remove keys from a map column (other_config), as ovs-vsctl remove does",
-		Example:           `  xswitch remove Bridge br0 other_config forward-bpdu`,
+		Use:   "remove TABLE RECORD COLUMN VALUE|KEY|KEY=VALUE...",
+		Short: "Remove values from a column, or keys from other_config, as ovs-vsctl remove does",
+		Long: `Remove values from a column (trunks, tag, vlan_mode), or keys from
+other_config (KEY=VALUE: only where KEY has that value), as ovs-vsctl
+remove does. A removed key's setting is back to its default; what is not
+there is no error.`,
+		Example: `  xswitch remove Bridge br0 other_config forward-bpdu
+  xswitch remove Port p2 trunks 10`,
 		Args:              cobra.MinimumNArgs(4),
 		ValidArgsFunction: c.completeTableThenRecord,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			_, err := c.call(control.Request{Verb: control.VerbRemove, Table: args[0], Record: args[1], Columns: args[2:]})
+			return err
+		},
+	}
+}
+
+func (c *cli) clearCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:               "clear TABLE RECORD COLUMN...",
+		Short:             "Empty columns (tag, trunks, vlan_mode, other_config), as ovs-vsctl clear does",
+		Example:           `  xswitch clear Port p1 tag`,
+		Args:              cobra.MinimumNArgs(3),
+		ValidArgsFunction: c.completeTableThenRecord,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			_, err := c.call(control.Request{Verb: control.VerbClear, Table: args[0], Record: args[1], Columns: args[2:]})
 			return err
 		},
 	}
@@ -69,7 +115,8 @@ func (c *cli) getCommand() *cobra.Command {
 		Short: "Print columns of a record, one a line, as ovs-vsctl get does",
 		Example: `  xswitch get Bridge br0 rstp_enable
   xswitch get Bridge br0 other_config:forward-bpdu
-  xswitch get Bridge br0 other_config`,
+  xswitch get Bridge br0 other_config
+  xswitch get Port p1 tag trunks vlan_mode`,
 		Args:              cobra.MinimumNArgs(3),
 		ValidArgsFunction: c.completeTableThenRecord,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -100,25 +147,36 @@ type getJSON struct {
 	Values map[string]json.RawMessage `json:"values"`
 }
 
-// formatDatum writes a value as ovs-vsctl does: true, "32768",
-// {forward-bpdu="true"}.
+// formatDatum writes a value as ovs-vsctl does: true, 20, "32768",
+// [10, 20], [], {forward-bpdu="true"}.
 func formatDatum(raw json.RawMessage) string {
 	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil {
 		return string(raw)
 	}
+	return formatValue(v)
+}
+
+func formatValue(v any) string {
 	switch v := v.(type) {
 	case string:
 		return formatAtom(v)
+	case []any:
+		parts := make([]string, 0, len(v))
+		for _, e := range v {
+			parts = append(parts, formatValue(e))
+		}
+		return "[" + strings.Join(parts, ", ") + "]"
 	case map[string]any:
 		var parts []string
 		for _, k := range slices.Sorted(maps.Keys(v)) {
-			s, _ := v[k].(string)
-			parts = append(parts, formatAtom(k)+"="+formatAtom(s))
+			parts = append(parts, formatAtom(k)+"="+formatValue(v[k]))
 		}
 		return "{" + strings.Join(parts, ", ") + "}"
 	default:
-		return string(raw)
+		return fmt.Sprint(v)
 	}
 }
 

@@ -98,7 +98,7 @@ Exit codes:
 		c.showCommand(), c.dumpPortsCommand(), c.dumpTablesCommand(), c.dumpFastPathCommand(), c.fdbShowCommand(),
 		c.addFlowCommand(), c.addFlowsCommand(), c.modFlowsCommand(), c.delFlowsCommand(),
 		c.dumpFlowsCommand(), c.traceCommand(), c.pmdStatsCommand(),
-		c.setCommand(), c.getCommand(), c.removeCommand(), c.rstpShowCommand(), c.setSTPCommand(),
+		c.setCommand(), c.getCommand(), c.addCommand(), c.removeCommand(), c.clearCommand(), c.rstpShowCommand(), c.setSTPCommand(),
 		c.setControllerCommand(), c.delControllerCommand(), c.getControllerCommand(),
 		c.setFailModeCommand(), c.delFailModeCommand(), c.getFailModeCommand(),
 		c.topCommand(), c.versionCommand(), c.waitReadyCommand(),

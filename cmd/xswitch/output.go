@@ -47,6 +47,17 @@ func (c *cli) emit(w io.Writer, v any, text func(io.Writer)) error {
 // breaking scripts. Fields are added, never renamed or removed; lists are
 // [] rather than null when empty.
 
+// orEmpty is s, or an empty list for none. The daemon's answers leave
+// empty lists out, so every list that --format json prints comes through
+// here or is made by its constructor, as the README promises [] and never
+// null.
+func orEmpty[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
 // bridgeListJSON is list-br's answer.
 type bridgeListJSON struct {
 	Bridges []string `json:"bridges"`
@@ -490,12 +501,13 @@ func portNames(b control.BridgeStatus) []string {
 	return names
 }
 
-// tablesJSON is dump-tables' answer: every table, 0 to 254.
+// fastPathJSON is dump-fastpath's answer.
 type fastPathJSON struct {
 	Bridge  string                  `json:"bridge"`
 	Entries []control.FastPathEntry `json:"entries"`
 }
 
+// tablesJSON is dump-tables' answer: every table, 0 to 254.
 type tablesJSON struct {
 	Bridge string                `json:"bridge"`
 	Tables []control.TableStatus `json:"tables"`

@@ -27,10 +27,7 @@ it is an edge port.`,
 			if err != nil {
 				return err
 			}
-			trees := resp.RSTP
-			if trees == nil {
-				trees = []control.RSTPStatus{}
-			}
+			trees := orEmpty(resp.RSTP)
 			return c.emit(cmd.OutOrStdout(), rstpShowJSON{Bridges: trees}, func(w io.Writer) { printRSTP(w, trees) })
 		},
 	}

@@ -242,7 +242,7 @@ func (c *cli) dumpTablesCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return c.emit(cmd.OutOrStdout(), tablesJSON{Bridge: args[0], Tables: resp.Tables},
+			return c.emit(cmd.OutOrStdout(), tablesJSON{Bridge: args[0], Tables: orEmpty(resp.Tables)},
 				func(w io.Writer) { printTables(w, resp.Tables) })
 		},
 	}
@@ -262,7 +262,7 @@ to its frames, the frames and bytes it carried and when it last did.`,
 			if err != nil {
 				return err
 			}
-			return c.emit(cmd.OutOrStdout(), fastPathJSON{Bridge: args[0], Entries: resp.FastPath},
+			return c.emit(cmd.OutOrStdout(), fastPathJSON{Bridge: args[0], Entries: orEmpty(resp.FastPath)},
 				func(w io.Writer) { printFastPath(w, resp.FastPath) })
 		},
 	}

@@ -1,5 +1,6 @@
 // Package netns manages named network namespaces, the ones `ip netns`
-// keeps as bind mounts under /run/netns, and runs code inside them.
+// keeps as bind mounts under /run/netns, and runs code inside them, or
+// inside the namespace of a veth's peer, named or not (DoByID).
 //
 // Namespaces are per thread in Linux, and Go moves goroutines between
 // threads, so anything that enters a namespace does it on a goroutine of its
@@ -13,7 +14,9 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/vishvananda/netlink"
 	vnetns "github.com/vishvananda/netns"
@@ -187,12 +190,102 @@ func Do(name string, fn func() error) error {
 		return fmt.Errorf("open network namespace %q: %w", name, err)
 	}
 	defer target.Close()
+	return doIn(target, name, fn)
+}
+
+// DoByID runs fn as Do does, in the network namespace that the caller's
+// knows by the id nsid (as a veth's link-netnsid names its peer's): a named
+// one, or else one that a process is in, as a container runtime's are. It
+// returns where that namespace was found, for messages: its name, or
+// "pid N".
+func DoByID(nsid int, fn func() error) (where string, err error) {
+	target, path, err := openByID(nsid)
+	if err != nil {
+		return "", err
+	}
+	defer target.Close()
+	where = strings.TrimPrefix(path, runDir+"/")
+	if pid, ok := strings.CutPrefix(path, "/proc/"); ok {
+		where = "pid " + strings.TrimSuffix(pid, "/ns/net")
+	}
+	return where, doIn(target, where, fn)
+}
+
+// doIn runs fn on a goroutine locked to a thread in namespace target,
+// called where in errors.
+func doIn(target vnetns.NsHandle, where string, fn func() error) error {
 	return onLockedThread(func() error {
 		if err := vnetns.Set(target); err != nil {
-			return fmt.Errorf("enter network namespace %q: %w", name, err)
+			return fmt.Errorf("enter network namespace %q: %w", where, err)
 		}
 		return fn()
 	})
+}
+
+// byID remembers where each namespace id was last found, so that finding
+// it again costs one open, not a look through every process. A namespace
+// is known only by path, never kept open: an open one would outlive its
+// processes, and with it its interfaces.
+var byID struct {
+	sync.Mutex
+	paths map[int]string
+}
+
+// openByID opens the namespace that the caller's knows as nsid, and
+// returns the path it opened.
+func openByID(nsid int) (vnetns.NsHandle, string, error) {
+	byID.Lock()
+	defer byID.Unlock()
+	if path, ok := byID.paths[nsid]; ok {
+		if ns, err := openIfID(path, nsid); err == nil {
+			return ns, path, nil
+		}
+	}
+	var paths []string
+	if named, err := os.ReadDir(runDir); err == nil {
+		for _, e := range named {
+			paths = append(paths, path(e.Name()))
+		}
+	}
+	procs, err := os.ReadDir("/proc")
+	if err != nil {
+		return -1, "", fmt.Errorf("finding the network namespace with id %d: %w", nsid, err)
+	}
+	for _, e := range procs {
+		if _, err := strconv.Atoi(e.Name()); err == nil {
+			paths = append(paths, filepath.Join("/proc", e.Name(), "ns/net"))
+		}
+	}
+	seen := map[uint64]bool{} // by inode: a namespace once, however many processes share it
+	for _, p := range paths {
+		var st unix.Stat_t
+		if unix.Stat(p, &st) != nil || seen[st.Ino] {
+			continue
+		}
+		seen[st.Ino] = true
+		if ns, err := openIfID(p, nsid); err == nil {
+			if byID.paths == nil {
+				byID.paths = map[int]string{}
+			}
+			byID.paths[nsid] = p
+			return ns, p, nil
+		}
+	}
+	return -1, "", fmt.Errorf("the network namespace with id %d has no name in %s and no process in it", nsid, runDir)
+}
+
+// openIfID opens the namespace at path if it is the one the caller's
+// knows as nsid.
+func openIfID(path string, nsid int) (vnetns.NsHandle, error) {
+	ns, err := vnetns.GetFromPath(path)
+	if err != nil {
+		return -1, err
+	}
+	if id, err := netlink.GetNetNsIdByFd(int(ns)); err != nil || id != nsid {
+		ns.Close()
+		return -1, fmt.Errorf("%s is not the network namespace with id %d", path, nsid)
+	}
+	return ns, nil
 }
 
 // onLockedThread runs fn on a fresh goroutine locked to its thread and then

@@ -5,10 +5,12 @@ import (
 	"io"
 	"io/fs"
 	"net"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/vishvananda/netlink"
 	vnetns "github.com/vishvananda/netns"
@@ -297,5 +299,57 @@ func setupVeth(t *testing.T, nsA, nsB, addrA, addrB string) {
 		if err := h.LinkSetUp(l); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// DoByID finds a veth peer's namespace by the id the veth names it by:
+// a named one, and one that only a process is in, as a container's.
+func TestDoByIDFindsAPeersNamespace(t *testing.T) {
+	testenv.RequireRoot(t)
+	named := newNamespace(t)
+	holder := exec.Command("unshare", "--net", "sleep", "60")
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		holder.Process.Kill()
+		holder.Wait()
+	})
+	pid := strconv.Itoa(holder.Process.Pid)
+	// Until unshare has entered its namespace, the process is in ours.
+	self, err := os.Readlink("/proc/self/ns/net")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if ns, err := os.Readlink("/proc/" + pid + "/ns/net"); err == nil && ns != self {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("unshare --net did not enter a namespace of its own")
+		}
+	}
+	for _, c := range []struct{ into, where string }{{named, named}, {pid, "pid " + pid}} {
+		end := testenv.UniqueName(t) // 12 characters, and the peer's 13
+		if out, err := exec.Command("ip", "link", "add", end, "type", "veth", "peer", "name", end+"p", "netns", c.into).CombinedOutput(); err != nil {
+			t.Fatalf("ip link add: %v: %s", err, out)
+		}
+		t.Cleanup(func() { exec.Command("ip", "link", "del", end).Run() })
+		link, err := netlink.LinkByName(end)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var found bool
+		where, err := DoByID(link.Attrs().NetNsID, func() error {
+			_, err := netlink.LinkByName(end + "p")
+			found = err == nil
+			return nil
+		})
+		if err != nil || where != c.where || !found {
+			t.Errorf("DoByID of the namespace of %s's peer: in %q (found the peer: %v), %v; want it in %q", end, where, found, err, c.where)
+		}
+	}
+	if _, err := DoByID(1<<30, func() error { return nil }); err == nil || !strings.Contains(err.Error(), "no process in it") {
+		t.Errorf("DoByID of an id no namespace has: %v", err)
 	}
 }
