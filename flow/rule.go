@@ -155,8 +155,8 @@ const (
 
 	// The pipeline's actions, which work on the frame's metadata, and on
 	// its header fields by their bits (syntax_pipeline.go).
-	ActLoad          // Field's bits under Mask become Imm (load:V->F[a..b])
-	ActSetField      // the same, written set_field:V/M->F
+	ActLoad          // Field's bits under Mask become Imm (load:V->F[a..b]; set_field:V/M->F is one per run of M's bits)
+	ActSetField      // the whole Field becomes Imm, written set_field:V->F
 	ActMove          // NBits bits of Src from SrcOfs go to Field from Ofs
 	ActWriteMetadata // the instruction write_metadata: metadata under Mask becomes Imm
 	ActResubmit      // look the frame up in Table (ThisTable: the same), as from Port if not 0, and run what it finds
