@@ -34,7 +34,22 @@ type Rule struct {
 	Flags       RuleFlags
 	Match       Match
 	Actions     []Action // empty: drop
+	// Wire is the rule as an OpenFlow controller sent it, when one did.
+	Wire WireForm
 }
+
+// WireForm is what an OpenFlow controller sent of a rule: its match's
+// OXM TLVs, in the order they came, and its instructions, as encoded in
+// the FLOW_MOD that added it (or, for the instructions, that modified
+// it). The rule keeps them so that the controller reads it back in flow
+// stats as it sent it, byte for byte: OpenFlow leaves the order of a
+// match's fields free, and an action has fields that xswitch does not
+// keep in Actions (the max_len of an output to a port other than the
+// controller, which changes nothing). Match and Actions hold what the
+// rule does. A part is nil when there is nothing to give back: for a
+// rule written in the flow syntax, and for the instructions of one whose
+// actions mod-flows replaced. Opaque to this package.
+type WireForm struct{ Match, Instructions []byte }
 
 // RuleFlags are the flags of OpenFlow's FLOW_MOD that a rule keeps, with
 // OpenFlow's values (OFPFF_*), so that the agent takes them as they come.
