@@ -27,7 +27,11 @@ type FlowMod struct {
 	Rule    flow.Rule     // FlowAdd
 	Filter  flow.Filter   // FlowModify, FlowDelete; OpenFlow's out_port (Filter.OutPort) selects for FlowDelete only
 	Actions []flow.Action // FlowModify
-	Strict  bool          // FlowModify, FlowDelete: the match and priority exactly
+	// Instructions (FlowModify) are Actions as an OpenFlow controller
+	// sent them, which the rules keep (flow.WireForm); nil from the flow
+	// syntax.
+	Instructions []byte
+	Strict       bool // FlowModify, FlowDelete: the match and priority exactly
 	// CheckOverlap (FlowAdd) refuses Rule with ErrOverlap if a rule of its
 	// priority in its table overlaps it (flow.Table.Overlapping), the one
 	// it would replace included: OpenFlow's OFPFF_CHECK_OVERLAP.
@@ -113,7 +117,7 @@ func (d *Daemon) applyFlowMods(bridge string, mods []FlowMod) ([]int, error) {
 			f := m.Filter
 			f.OutPort = 0 // OpenFlow ignores out_port in a modification
 			var modified []*flow.Entry
-			t, modified = t.Modify(f, m.Strict, m.Actions, m.ResetCounts)
+			t, modified = t.Modify(f, m.Strict, m.Actions, m.Instructions, m.ResetCounts)
 			changed[i] = len(modified)
 			if texts := formatEntries(modified); len(texts) > 0 {
 				edits = append(edits, tableEdit{Bridge: bridge, Modify: texts})

@@ -583,7 +583,7 @@ func TestClassifierMatchesLinearScanAcrossEdits(t *testing.T) {
 					actions := output(uint16(100 + step))
 					what = fmt.Sprintf("modify strict=%v %+v", strict, f)
 					var modified []*Entry
-					tab, modified = tab.Modify(f, strict, actions, false)
+					tab, modified = tab.Modify(f, strict, actions, nil, false)
 					got, want = len(modified), ref.modify(f, strict, actions)
 				default:
 					what = "expire"
@@ -660,7 +660,7 @@ func TestSingleRuleEditsAcrossFolds(t *testing.T) {
 			actions := output(uint16(100 + step))
 			what = fmt.Sprintf("modify %+v", f)
 			var modified []*Entry
-			tab, modified = tab.Modify(f, true, actions, false)
+			tab, modified = tab.Modify(f, true, actions, nil, false)
 			if got, want := len(modified), ref.modify(f, true, actions); got != want {
 				t.Fatalf("step %d, %s: modified %d entries, reference %d", step, what, got, want)
 			}

@@ -22,6 +22,7 @@ package flow
 
 import (
 	"fmt"
+	"iter"
 	"math"
 	"math/bits"
 	"strconv"
@@ -71,6 +72,27 @@ func Ones(n uint) Value {
 		return Value{Lo: math.MaxUint64 >> (64 - n)}
 	}
 	return Value{Hi: math.MaxUint64 >> (128 - n), Lo: math.MaxUint64}
+}
+
+// Runs yields each run of v's one bits, from the lowest: its offset and
+// its length.
+func (v Value) Runs() iter.Seq2[uint, uint] {
+	return func(yield func(ofs, n uint) bool) {
+		for ofs := uint(0); ofs < 128; {
+			if v.Shr(ofs).Lo&1 == 0 {
+				ofs++
+				continue
+			}
+			n := uint(1)
+			for ofs+n < 128 && v.Shr(ofs+n).Lo&1 != 0 {
+				n++
+			}
+			if !yield(ofs, n) {
+				return
+			}
+			ofs += n
+		}
+	}
 }
 
 // BitLen is the number of bits needed to hold v.

@@ -234,7 +234,7 @@ func TestModifyResetCounts(t *testing.T) {
 	other := v1.Lookup(&Key{Headers: Headers{InPort: 2}})
 	other.Hit(1, 100, t0.Add(time.Second))
 
-	v2, modified := v1.Modify(Filter{Match: inPort(1)}, false, output(9), true)
+	v2, modified := v1.Modify(Filter{Match: inPort(1)}, false, output(9), nil, true)
 	if len(modified) != 1 || !slices.Equal(modified[0].Actions, output(9)) {
 		t.Fatalf("modified %v, want the one entry with its new actions", modified)
 	}
@@ -299,7 +299,7 @@ func TestEphemeralEntries(t *testing.T) {
 	if tab.Find(&saved).Ephemeral() || !tab.Find(&controller).Ephemeral() {
 		t.Fatal("AddEphemeral's entry is not the one marked ephemeral")
 	}
-	tab, _ = tab.Modify(Filter{}, false, output(3), true)
+	tab, _ = tab.Modify(Filter{}, false, output(3), nil, true)
 	if tab.Find(&saved).Ephemeral() || !tab.Find(&controller).Ephemeral() {
 		t.Error("mod-flows changed which entry is ephemeral")
 	}

@@ -34,7 +34,22 @@ type Rule struct {
 	Flags       RuleFlags
 	Match       Match
 	Actions     []Action // empty: drop
+	// Wire is the rule as an OpenFlow controller sent it, when one did.
+	Wire WireForm
 }
+
+// WireForm is what an OpenFlow controller sent of a rule: its match's
+// OXM TLVs, in the order they came, and its instructions, as encoded in
+// the FLOW_MOD that added it (or, for the instructions, that modified
+// it). The rule keeps them so that the controller reads it back in flow
+// stats as it sent it, byte for byte: OpenFlow leaves the order of a
+// match's fields free, and an action has fields that xswitch does not
+// keep in Actions (the max_len of an output to a port other than the
+// controller, which changes nothing). Match and Actions hold what the
+// rule does. A part is nil when there is nothing to give back: for a
+// rule written in the flow syntax, and for the instructions of one whose
+// actions mod-flows replaced. Opaque to this package.
+type WireForm struct{ Match, Instructions []byte }
 
 // RuleFlags are the flags of OpenFlow's FLOW_MOD that a rule keeps, with
 // OpenFlow's values (OFPFF_*), so that the agent takes them as they come.
@@ -155,8 +170,8 @@ const (
 
 	// The pipeline's actions, which work on the frame's metadata, and on
 	// its header fields by their bits (syntax_pipeline.go).
-	ActLoad          // Field's bits under Mask become Imm (load:V->F[a..b])
-	ActSetField      // the same, written set_field:V/M->F
+	ActLoad          // Field's bits under Mask become Imm (load:V->F[a..b]; set_field:V/M->F is one per run of M's bits)
+	ActSetField      // the whole Field becomes Imm, written set_field:V->F
 	ActMove          // NBits bits of Src from SrcOfs go to Field from Ofs
 	ActWriteMetadata // the instruction write_metadata: metadata under Mask becomes Imm
 	ActResubmit      // look the frame up in Table (ThisTable: the same), as from Port if not 0, and run what it finds

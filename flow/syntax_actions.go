@@ -103,7 +103,7 @@ func parseActions(text string, m *Match, ports PortNames) ([]Action, error) {
 			}
 			return nil, nil
 		}
-		a, needs, err := parseAction(name, arg, hasArg, ports)
+		as, needs, err := parseAction(name, arg, hasArg, m, ports)
 		if err != nil {
 			return nil, err
 		}
@@ -115,7 +115,7 @@ func parseActions(text string, m *Match, ports PortNames) ([]Action, error) {
 			}
 			return nil, fmt.Errorf("%s requires %s", label, needs.what)
 		}
-		actions = append(actions, a)
+		actions = append(actions, as...)
 	}
 	return actions, nil
 }
@@ -133,6 +133,7 @@ func writeActions(text string, m *Match, ports PortNames) ([]Action, error) {
 // an ActWriteActions and them, each of a kind an action set holds, at
 // most one of each kind.
 func WriteActions(written []Action) ([]Action, error) {
+	written = mergeWrittenSets(written)
 	if len(written) > math.MaxUint8 {
 		return nil, fmt.Errorf("write_actions: %d actions, more than an action set holds", len(written))
 	}
@@ -153,6 +154,25 @@ func WriteActions(written []Action) ([]Action, error) {
 		seen[k] = true
 	}
 	return append([]Action{{Type: ActWriteActions, NBits: uint8(len(written))}}, written...), nil
+}
+
+// mergeWrittenSets makes the masked writes of one header field in an
+// action list one write, as an action set holds one of each kind: a
+// set_field of two runs of a field's bits is two loads (SetFieldActions),
+// which do together what the one write does.
+func mergeWrittenSets(written []Action) []Action {
+	var merged []Action
+	for _, a := range written {
+		i := slices.IndexFunc(merged, func(m Action) bool {
+			return !m.Mask.IsZero() && !a.Mask.IsZero() && m.Type == a.Type && m.Field == a.Field
+		})
+		if _, isSet := kindInSet(a.Type); isSet && i >= 0 {
+			merged[i] = mergeMaskedSets(merged[i], a)
+			continue
+		}
+		merged = append(merged, a)
+	}
+	return merged
 }
 
 // splitActionList splits at commas and whitespace outside parentheses.
@@ -191,97 +211,105 @@ var actionNames = map[string]bool{
 	"set_tunnel": true, "set_tunnel64": true,
 }
 
-// parseAction parses one action other than drop.
-func parseAction(name, arg string, hasArg bool, ports PortNames) (Action, *Prerequisite, error) {
+// parseAction parses one action other than drop, of a rule whose match is
+// m: one flow action, or for a set_field of part of a field, one for each
+// run of the mask's bits (SetFieldActions).
+func parseAction(name, arg string, hasArg bool, m *Match, ports PortNames) ([]Action, *Prerequisite, error) {
+	one := func(a Action, needs *Prerequisite, err error) ([]Action, *Prerequisite, error) {
+		if err != nil {
+			return nil, nil, err
+		}
+		return []Action{a}, needs, nil
+	}
 	if strings.EqualFold(name, "controller") {
 		a, err := controllerAction(arg)
-		return a, nil, err
+		return one(a, nil, err)
 	}
 	if typ, ok := reservedPorts[strings.ToUpper(name)]; ok {
 		if hasArg {
-			return Action{}, nil, fmt.Errorf("action %q takes no argument", name)
+			return one(Action{}, nil, fmt.Errorf("action %q takes no argument", name))
 		}
-		return Action{Type: typ}, nil, nil
+		return one(Action{Type: typ}, nil, nil)
 	}
 	if !actionNames[name] {
 		if hasArg {
-			return Action{}, nil, fmt.Errorf("unknown action %q", name)
+			return one(Action{}, nil, fmt.Errorf("unknown action %q", name))
 		}
-		return bareOutput(name, ports)
+		return one(bareOutput(name, ports))
 	}
 	switch name {
 	case "strip_vlan", "pop_vlan", "dec_ttl":
 		if hasArg {
-			return Action{}, nil, fmt.Errorf("action %q takes no argument", name)
+			return one(Action{}, nil, fmt.Errorf("action %q takes no argument", name))
 		}
 		if name == "dec_ttl" {
 			a, needs := DecTTLAction()
-			return a, needs, nil
+			return one(a, needs, nil)
 		}
-		return Action{Type: ActStripVLAN}, nil, nil
+		return one(Action{Type: ActStripVLAN}, nil, nil)
 	}
 	if !hasArg {
-		return Action{}, nil, fmt.Errorf("action %q needs an argument (%s:VALUE)", name, name)
+		return one(Action{}, nil, fmt.Errorf("action %q needs an argument (%s:VALUE)", name, name))
 	}
 	switch name {
 	case "output":
 		if strings.Contains(arg, "=") {
-			return outputWithMaxLen(arg, ports)
+			return one(outputWithMaxLen(arg, ports))
 		}
 		if typ, ok := reservedPorts[strings.ToUpper(arg)]; ok {
-			return Action{Type: typ}, nil, nil
+			return one(Action{Type: typ}, nil, nil)
 		}
-		return outputTo(arg, ports)
+		return one(outputTo(arg, ports))
 	case "set_tunnel", "set_tunnel64":
 		// OVS's older words for set_field to tun_id; ovs-ofctl reads
 		// either back as that.
 		return setFieldAction(arg + "->tun_id")
 	case "load":
-		return loadAction(arg)
+		return one(loadAction(arg, m))
 	case "move":
-		return moveAction(arg)
+		return one(moveAction(arg, m))
 	case "resubmit":
 		a, err := resubmitAction(arg, ports)
-		return a, nil, err
+		return one(a, nil, err)
 	case "mod_dl_src", "mod_dl_dst":
 		typ := ActSetDlSrc
 		if name == "mod_dl_dst" {
 			typ = ActSetDlDst
 		}
-		return macAction(typ, arg)
+		return one(macAction(typ, arg))
 	case "mod_vlan_vid":
 		vid, err := numberFromText(name, arg, vlanVIDMask)
-		return Action{Type: ActSetVLANVID, Value: uint16(vid)}, nil, err
+		return one(Action{Type: ActSetVLANVID, Value: uint16(vid)}, nil, err)
 	case "mod_vlan_pcp":
 		pcp, err := numberFromText(name, arg, 7)
-		return Action{Type: ActSetVLANPCP, Value: uint16(pcp)}, nil, err
+		return one(Action{Type: ActSetVLANPCP, Value: uint16(pcp)}, nil, err)
 	case "mod_nw_tos":
 		tos, err := numberFromText(name, arg, math.MaxUint8)
 		if err == nil && tos&^tosDSCPMask != 0 {
 			err = fmt.Errorf("mod_nw_tos %s: the DSCP bits only, a multiple of 4 (mod_nw_ecn sets the others)", arg)
 		}
-		return Action{Type: ActSetNwTOS, Value: uint16(tos)}, actionNeedsIP, err
+		return one(Action{Type: ActSetNwTOS, Value: uint16(tos)}, actionNeedsIP, err)
 	case "mod_nw_ecn":
 		ecn, err := numberFromText(name, arg, 3)
-		return Action{Type: ActSetNwECN, Value: uint16(ecn)}, actionNeedsIP, err
+		return one(Action{Type: ActSetNwECN, Value: uint16(ecn)}, actionNeedsIP, err)
 	case "mod_nw_ttl":
 		ttl, err := numberFromText(name, arg, math.MaxUint8)
-		return Action{Type: ActSetNwTTL, Value: uint16(ttl)}, actionNeedsIP, err
+		return one(Action{Type: ActSetNwTTL, Value: uint16(ttl)}, actionNeedsIP, err)
 	case "push_vlan":
-		return pushVLANAction(arg)
+		return one(pushVLANAction(arg))
 	case "mod_nw_src", "mod_nw_dst":
 		typ := ActSetNwSrc
 		if name == "mod_nw_dst" {
 			typ = ActSetNwDst
 		}
-		return ipv4Action(typ, arg)
+		return one(ipv4Action(typ, arg))
 	case "mod_tp_src", "mod_tp_dst":
 		typ := ActSetTpSrc
 		if name == "mod_tp_dst" {
 			typ = ActSetTpDst
 		}
 		port, err := numberFromText(name, arg, math.MaxUint16)
-		return Action{Type: typ, Value: uint16(port)}, actionNeedsTCPOrUDP, err
+		return one(Action{Type: typ, Value: uint16(port)}, actionNeedsTCPOrUDP, err)
 	default: // set_field
 		return setFieldAction(arg)
 	}
@@ -499,23 +527,26 @@ func PushVLANAction(tpid uint16) (Action, error) {
 const etherTypeQinQ = 0x88a8
 
 // setFieldAction parses set_field's "VALUE[/MASK]->FIELD".
-func setFieldAction(arg string) (Action, *Prerequisite, error) {
+func setFieldAction(arg string) ([]Action, *Prerequisite, error) {
 	value, name, ok := cutLast(arg, "->")
 	if !ok {
-		return Action{}, nil, fmt.Errorf("set_field %q: want VALUE->FIELD", arg)
+		return nil, nil, fmt.Errorf("set_field %q: want VALUE->FIELD", arg)
 	}
 	if isWireName(name) {
-		return Action{}, nil, fmt.Errorf("set_field: unknown field %q (NXM and OXM names are for load and move)", name)
+		return nil, nil, fmt.Errorf("set_field: unknown field %q (NXM and OXM names are for load and move)", name)
 	}
 	f, ok := fieldsByName[name]
+	if ok && (f.Name == "tp_src" || f.Name == "tp_dst") {
+		f = fieldsByName["tcp"+f.Name[2:]] // as OVS's set_field reads them
+	}
 	if !ok || !f.Writable {
-		return Action{}, nil, fmt.Errorf("set_field: unsupported field %q", name)
+		return nil, nil, fmt.Errorf("set_field: unsupported field %q", name)
 	}
 	v, mask, err := setFieldValue(f, name, value)
 	if err != nil {
-		return Action{}, nil, err
+		return nil, nil, err
 	}
-	return SetFieldAction(f, v, mask)
+	return SetFieldActions(f, v, mask)
 }
 
 // setFieldValue reads set_field's value (and mask) for field f, called
@@ -552,29 +583,60 @@ func setFieldValue(f *Field, name, text string) (v, mask Value, err error) {
 	return Value{Lo: n}, f.full(), err
 }
 
-// SetFieldAction is set_field of v under mask into field f (a mask of
-// all ones: the whole field), and what it needs of the match: the mod_
-// action that does the same where there is one, so that set_field and
-// mod_ are one action.
-func SetFieldAction(f *Field, v, mask Value) (Action, *Prerequisite, error) {
+// SetFieldActions is set_field of v under mask into field f, and what it
+// needs of the match. A mask of all ones writes the whole field
+// (SetFieldAction). Another changes the mask's bits alone, with a load of
+// each run of them from the lowest (LoadAction), none for a mask of 0:
+// what OpenFlow 1.3 carries such a set_field as (NXAST_REG_LOAD), and how
+// Open vSwitch prints it back. Printed as set_field, the write would not
+// read back the same: OpenFlow 1.0 and 1.1, which ovs-ofctl picks for
+// many flows, carry a set_field of a header as its whole-field action,
+// the mask dropped.
+func SetFieldActions(f *Field, v, mask Value) ([]Action, *Prerequisite, error) {
+	if mask == f.full() {
+		a, needs, err := SetFieldAction(f, v)
+		if err != nil {
+			return nil, nil, err
+		}
+		return []Action{a}, needs, nil
+	}
+	switch {
+	case !f.Writable:
+		return nil, nil, fmt.Errorf("set_field: unsupported field %q", f.Name)
+	case !f.isMaskedSettable():
+		return nil, nil, fmt.Errorf("set_field: %s takes no mask", f.Name)
+	case v.BitLen() > int(f.Bits) || mask.BitLen() > int(f.Bits):
+		return nil, nil, fmt.Errorf("set_field: %#x/%#x does not fit in %s's %d bits", v.Lo, mask.Lo, f.Name, f.Bits)
+	}
+	needs := f.Needs
+	if h, ok := maskedHeaders[f.Name]; ok {
+		needs = h.needs
+	}
+	var loads []Action
+	for ofs, nbits := range mask.Runs() {
+		a, _, err := LoadAction(f, ofs, nbits, v.Shr(ofs).And(Ones(nbits)))
+		if err != nil {
+			return nil, nil, err
+		}
+		loads = append(loads, a)
+	}
+	return loads, needs, nil
+}
+
+// SetFieldAction is set_field of v into the whole of field f, and what it
+// needs of the match: the mod_ action that does the same where there is
+// one, so that set_field and mod_ are one action.
+func SetFieldAction(f *Field, v Value) (Action, *Prerequisite, error) {
 	if !f.Writable {
 		return Action{}, nil, fmt.Errorf("set_field: unsupported field %q", f.Name)
 	}
-	if v.BitLen() > int(f.Bits) || mask.BitLen() > int(f.Bits) {
-		return Action{}, nil, fmt.Errorf("set_field: %#x/%#x does not fit in %s's %d bits", v.Lo, mask.Lo, f.Name, f.Bits)
+	if v.BitLen() > int(f.Bits) {
+		return Action{}, nil, fmt.Errorf("set_field: %#x does not fit in %s's %d bits", v.Lo, f.Name, f.Bits)
 	}
-	whole := mask == f.full()
-	if !whole && !f.isMaskedSettable() {
-		return Action{}, nil, fmt.Errorf("set_field: %s takes no mask", f.Name)
-	}
-	if f.Carried || f == fieldVLANTCI || !whole && (f == fieldIPv6Src || f == fieldIPv6Dst) {
-		// vlan_tci has no mod_ action, nor have masked IPv6 addresses: the
-		// pipeline works the write out (Field.AppendRewrites), as it
-		// does a load's.
-		return Action{Type: ActSetField, Field: f, Imm: v.And(mask), Mask: mask}, f.Needs, nil
-	}
-	if !whole {
-		return maskedHeaderSet(f, v, mask)
+	if f.Carried || f == fieldVLANTCI {
+		// vlan_tci has no mod_ action: the pipeline works the write out
+		// (Field.AppendRewrites), as it does a load's.
+		return Action{Type: ActSetField, Field: f, Imm: v, Mask: f.full()}, f.Needs, nil
 	}
 	switch f.Name {
 	case "dl_src":
@@ -601,17 +663,9 @@ func SetFieldAction(f *Field, v, mask Value) (Action, *Prerequisite, error) {
 		return Action{Type: ActSetNwECN, Value: uint16(v.Lo)}, actionNeedsIP, nil
 	case "nw_ttl":
 		return Action{Type: ActSetNwTTL, Value: uint16(v.Lo)}, actionNeedsIP, nil
-	case "tp_src", "tcp_src", "udp_src", "tp_dst", "tcp_dst", "udp_dst":
-		typ := ActSetTpSrc
-		if strings.HasSuffix(f.Name, "_dst") {
-			typ = ActSetTpDst
-		}
-		// OVS's set_field reads tp_src and tp_dst as tcp_src and tcp_dst.
-		needs := actionNeedsTCP
-		if f.Name[:3] == "udp" {
-			needs = actionNeedsUDP
-		}
-		return Action{Type: typ, Value: uint16(v.Lo)}, needs, nil
+	case "tcp_src", "udp_src", "tcp_dst", "udp_dst":
+		h := maskedHeaders[f.Name]
+		return Action{Type: h.typ, Value: uint16(v.Lo)}, h.needs, nil
 	}
 	return Action{}, nil, fmt.Errorf("set_field: unsupported field %q", f.Name)
 }
@@ -620,16 +674,16 @@ func SetFieldAction(f *Field, v, mask Value) (Action, *Prerequisite, error) {
 // table is in).
 var fieldVLANTCI, fieldIPv6Src, fieldIPv6Dst *Field
 
-// maskedHeaders are the header fields set_field writes with a mask, and
-// the action that writes each.
+// maskedHeaders are the header fields whose part a load or set_field
+// writes as the field's mod_ action under a mask, and that action.
 var maskedHeaders = map[string]struct {
 	typ   ActionType
 	needs *Prerequisite
 }{
 	"dl_src": {ActSetDlSrc, nil}, "dl_dst": {ActSetDlDst, nil},
 	"nw_src": {ActSetNwSrc, actionNeedsIPv4}, "nw_dst": {ActSetNwDst, actionNeedsIPv4},
-	"tcp_src": {ActSetTpSrc, actionNeedsTCP}, "tp_src": {ActSetTpSrc, actionNeedsTCP}, "udp_src": {ActSetTpSrc, actionNeedsUDP},
-	"tcp_dst": {ActSetTpDst, actionNeedsTCP}, "tp_dst": {ActSetTpDst, actionNeedsTCP}, "udp_dst": {ActSetTpDst, actionNeedsUDP},
+	"tcp_src": {ActSetTpSrc, actionNeedsTCP}, "udp_src": {ActSetTpSrc, actionNeedsUDP},
+	"tcp_dst": {ActSetTpDst, actionNeedsTCP}, "udp_dst": {ActSetTpDst, actionNeedsUDP},
 }
 
 // isMaskedSettable reports whether set_field may write the field under a
@@ -639,17 +693,11 @@ func (f *Field) isMaskedSettable() bool {
 	return header || f.Maskable && (f.Carried || f == fieldVLANTCI || f == fieldIPv6Src || f == fieldIPv6Dst)
 }
 
-// maskedHeaderSet is set_field of v under mask into header field f: only
-// the mask's bits of the field change. The action is the field's mod_
-// action with Mask set, and Field naming it for printing.
-func maskedHeaderSet(f *Field, v, mask Value) (Action, *Prerequisite, error) {
-	h, ok := maskedHeaders[f.Name]
-	if !ok {
-		return Action{}, nil, fmt.Errorf("set_field: %s takes no mask", f.Name)
-	}
-	if mask.IsZero() {
-		return Action{}, nil, errors.New("set_field: a mask of 0 changes nothing")
-	}
+// maskedHeaderSet is the write of v's bits under mask into f, a field of
+// maskedHeaders: the field's mod_ action with Mask set, and Field naming
+// it for printing.
+func maskedHeaderSet(f *Field, v, mask Value) (Action, *Prerequisite) {
+	h := maskedHeaders[f.Name]
 	a := Action{Type: h.typ, Field: f, Mask: mask}
 	switch h.typ {
 	case ActSetDlSrc, ActSetDlDst:
@@ -659,21 +707,36 @@ func maskedHeaderSet(f *Field, v, mask Value) (Action, *Prerequisite, error) {
 	default:
 		a.Value = uint16(v.And(mask).Lo)
 	}
-	return a, h.needs, nil
+	return a, h.needs
 }
 
-// maskedHeaderText prints a masked header set as set_field does.
-func maskedHeaderText(a Action) string {
-	var v Value
+// maskedValue is the value a masked header set writes under its Mask.
+func (a *Action) maskedValue() Value {
 	switch a.Type {
 	case ActSetDlSrc, ActSetDlDst:
-		v = ValueOfBytes(a.MAC[:])
+		return ValueOfBytes(a.MAC[:])
 	case ActSetNwSrc, ActSetNwDst:
-		v = ValueOfBytes(a.IPv4[:])
-	default:
-		v = Value{Lo: uint64(a.Value)}
+		return ValueOfBytes(a.IPv4[:])
 	}
-	return "set_field:" + a.Field.formatValue(v, a.Mask) + "->" + a.Field.Name
+	return Value{Lo: uint64(a.Value)}
+}
+
+// maskedHeaderText prints a masked header set as the loads it is, one
+// for each run of its Mask's bits (one, but in an action set).
+func maskedHeaderText(a Action) string {
+	v := a.maskedValue()
+	var loads []string
+	for ofs, nbits := range a.Mask.Runs() {
+		loads = append(loads, loadText(subfield{field: a.Field, ofs: ofs, nbits: nbits}, v.Shr(ofs).And(Ones(nbits))))
+	}
+	return strings.Join(loads, ",")
+}
+
+// mergeMaskedSets gives the masked header set that does what a, then b,
+// do to the same field: b's bits over a's.
+func mergeMaskedSets(a, b Action) Action {
+	merged, _ := maskedHeaderSet(a.Field, a.maskedValue().And(b.Mask.Not()).Or(b.maskedValue()), a.Mask.Or(b.Mask))
+	return merged
 }
 
 func cutLast(s, sep string) (before, after string, found bool) {

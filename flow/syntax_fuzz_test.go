@@ -27,6 +27,7 @@ var syntaxFuzzSeeds = []string{
 	"ip,actions=set_field:10.0.0.0/255.0.0.0->ip_dst,set_field:0x5/0xf->reg3,mod_nw_tos:184,mod_nw_ecn:1,mod_nw_ttl:9,mod_vlan_pcp:2",
 	"in_port=CONTROLLER,actions=controller(reason=invalid_ttl,max_len=5,id=3),CONTROLLER:64,TABLE,write_actions(CONTROLLER)",
 	"send_flow_rem no_byte_counts idle_timeout=5 no_packet_counts priority=5 ip actions=NORMAL",
+	"dl_vlan=5,actions=push_vlan:0x88a8,set_field:0x1201/0xefff->vlan_tci,move:dl_vlan_pcp[]->reg0[0..2],load:1->dl_vlan[3]",
 }
 
 // FuzzParseRule checks that ParseRule never panics and that every rule it

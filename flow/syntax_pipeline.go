@@ -28,7 +28,9 @@ type subfield struct {
 	wholeSyntax bool // written NAME or NAME[]
 }
 
-func parseSubfield(text string) (subfield, error) {
+// parseSubfield reads a subfield of a load or move in a rule whose match
+// is m, and names its bits as Open vSwitch does (inOVSTerms).
+func parseSubfield(text string, m *Match) (subfield, error) {
 	name, bitsText, hasBits := strings.Cut(text, "[")
 	f, ok := fieldsByName[name]
 	if !ok || f.Bits == 0 {
@@ -36,14 +38,14 @@ func parseSubfield(text string) (subfield, error) {
 	}
 	sf := subfield{field: f, nbits: f.Bits, wholeSyntax: true}
 	if !hasBits {
-		return sf, nil
+		return sf.inOVSTerms(m), nil
 	}
 	bitsText, closed := strings.CutSuffix(bitsText, "]")
 	if !closed {
 		return subfield{}, fmt.Errorf("%q: missing ]", text)
 	}
 	if bitsText == "" {
-		return sf, nil
+		return sf.inOVSTerms(m), nil
 	}
 	startText, endText, isRange := strings.Cut(bitsText, "..")
 	if !isRange {
@@ -59,8 +61,39 @@ func parseSubfield(text string) (subfield, error) {
 	case end >= uint64(f.Bits):
 		return subfield{}, fmt.Errorf("%q: %s has only %d bits", text, name, f.Bits)
 	}
-	return subfield{field: f, ofs: uint(start), nbits: uint(end - start + 1)}, nil
+	return subfield{field: f, ofs: uint(start), nbits: uint(end - start + 1)}.inOVSTerms(m), nil
 }
+
+// inOVSTerms gives sf's bits, in a rule whose match is m, by the field
+// that Open vSwitch names them by in load and move, so that what xswitch
+// prints reads back the same there. OVS takes tp_src and tp_dst for
+// tcp_src and tcp_dst (they are the UDP ports of a UDP match to xswitch);
+// it has dl_vlan and dl_vlan_pcp in matches alone, and its vlan_vid has
+// the VID's 12 bits, where xswitch's has OpenFlow's 13, the "present"
+// bit among them: those are the bits of vlan_tci.
+func (sf subfield) inOVSTerms(m *Match) subfield {
+	switch sf.field.Name {
+	case "tp_src", "tp_dst":
+		proto := "tcp"
+		if isUDPMatch(m) {
+			proto = "udp"
+		}
+		sf.field = fieldsByName[proto+sf.field.Name[2:]]
+	case "dl_vlan":
+		sf.field = fieldVLANTCI
+	case "dl_vlan_pcp":
+		sf.field, sf.ofs = fieldVLANTCI, sf.ofs+vlanPCPShift
+	case "vlan_vid":
+		if sf.ofs+sf.nbits > vidBits {
+			sf.field = fieldVLANTCI
+		}
+	}
+	return sf
+}
+
+// vidBits is the width of a VLAN tag's VID, below the bit that OpenFlow
+// calls "present" (VLANCFI).
+const vidBits = 12
 
 func (sf subfield) mask() Value { return Ones(sf.nbits).Shl(sf.ofs) }
 
@@ -82,13 +115,13 @@ func (sf subfield) writable(action string) error {
 	return nil
 }
 
-// loadAction parses load's "VALUE->DST[a..b]".
-func loadAction(arg string) (Action, *Prerequisite, error) {
+// loadAction parses load's "VALUE->DST[a..b]" in a rule whose match is m.
+func loadAction(arg string, m *Match) (Action, *Prerequisite, error) {
 	valueText, dstText, ok := cutLast(arg, "->")
 	if !ok {
 		return Action{}, nil, fmt.Errorf("load %q: want VALUE->FIELD[BITS]", arg)
 	}
-	dst, err := parseSubfield(dstText)
+	dst, err := parseSubfield(dstText, m)
 	if err != nil {
 		return Action{}, nil, fmt.Errorf("load: %w", err)
 	}
@@ -115,6 +148,12 @@ func LoadAction(f *Field, ofs, nbits uint, v Value) (Action, *Prerequisite, erro
 	if v.BitLen() > int(nbits) {
 		return Action{}, nil, fmt.Errorf("load: value %#x does not fit in %d bits", v.Lo, nbits)
 	}
+	if _, ok := maskedHeaders[f.Name]; ok && nbits < f.Bits {
+		// The field's mod_ action, changing the load's bits alone: what
+		// set_field of them is too, so that the two are one action.
+		a, needs := maskedHeaderSet(f, v.Shl(ofs), dst.mask())
+		return a, needs, nil
+	}
 	return Action{Type: ActLoad, Field: f, Imm: v.Shl(ofs), Mask: dst.mask(),
 		Ofs: uint8(ofs), NBits: uint8(nbits)}, f.Needs, nil
 }
@@ -127,18 +166,18 @@ func (sf subfield) check(action string) error {
 	return sf.writable(action)
 }
 
-// moveAction parses move's "SRC[a..b]->DST[c..d]"; both sides have the
-// same width.
-func moveAction(arg string) (Action, *Prerequisite, error) {
+// moveAction parses move's "SRC[a..b]->DST[c..d]" in a rule whose match
+// is m; both sides have the same width.
+func moveAction(arg string, m *Match) (Action, *Prerequisite, error) {
 	srcText, dstText, ok := cutLast(arg, "->")
 	if !ok {
 		return Action{}, nil, fmt.Errorf("move %q: want SRC[BITS]->DST[BITS]", arg)
 	}
-	src, err := parseSubfield(srcText)
+	src, err := parseSubfield(srcText, m)
 	if err != nil {
 		return Action{}, nil, fmt.Errorf("move: %w", err)
 	}
-	dst, err := parseSubfield(dstText)
+	dst, err := parseSubfield(dstText, m)
 	if err != nil {
 		return Action{}, nil, fmt.Errorf("move: %w", err)
 	}
@@ -247,13 +286,20 @@ func GotoTableAction(table, from uint8) (Action, error) {
 	return Action{Type: ActGotoTable, Table: table}, nil
 }
 
+// loadText prints a load of v into dst.
+func loadText(dst subfield, v Value) string {
+	if v.Hi != 0 {
+		return fmt.Sprintf("load:0x%x%016x->%s", v.Hi, v.Lo, dst)
+	}
+	return fmt.Sprintf("load:%#x->%s", v.Lo, dst)
+}
+
 // pipelineActionText prints the pipeline's actions; ok is false for any
 // other action.
 func pipelineActionText(a Action) (text string, ok bool) {
 	switch a.Type {
 	case ActLoad:
-		dst := subfield{field: a.Field, ofs: uint(a.Ofs), nbits: uint(a.NBits)}
-		return fmt.Sprintf("load:%#x->%s", a.Imm.Shr(uint(a.Ofs)).Lo, dst), true
+		return loadText(subfield{field: a.Field, ofs: uint(a.Ofs), nbits: uint(a.NBits)}, a.Imm.Shr(uint(a.Ofs))), true
 	case ActSetField:
 		return "set_field:" + a.Field.formatValue(a.Imm, a.Mask) + "->" + a.Field.Name, true
 	case ActMove:

@@ -1,6 +1,9 @@
 package flow
 
-import "testing"
+import (
+	"reflect"
+	"testing"
+)
 
 func TestParsePipelineActions(t *testing.T) {
 	checkCanonical(t, []struct{ in, canonical string }{
@@ -8,7 +11,7 @@ func TestParsePipelineActions(t *testing.T) {
 		{"actions=load:1->reg2[3]", "actions=load:0x1->reg2[3]"},
 		{"actions=load:0xdeadbeef->reg3", "actions=load:0xdeadbeef->reg3[]"},
 		{"actions=load:2->NXM_OF_IN_PORT[],resubmit(,1)", "actions=load:0x2->in_port[],resubmit(,1)"},
-		{"actions=set_field:0x5/0xff->reg0", "actions=set_field:0x5/0xff->reg0"},
+		{"actions=set_field:0x5/0xff->reg0", "actions=load:0x5->reg0[0..7]"},
 		{"actions=set_field:7->metadata", "actions=set_field:0x7->metadata"},
 		{"actions=move:NXM_NX_REG0[0..15]->NXM_NX_REG1[16..31]", "actions=move:reg0[0..15]->reg1[16..31]"},
 		{"ip,actions=move:nw_src[]->reg0[]", "ip actions=move:nw_src[]->reg0[]"},
@@ -41,7 +44,14 @@ func TestParsePipelineActions(t *testing.T) {
 		{"ipv6,actions=set_field:2001:db8::1->ipv6_src,set_field:2001:db8::2->ipv6_dst",
 			"ipv6 actions=set_field:2001:db8::1->ipv6_src,set_field:2001:db8::2->ipv6_dst"},
 		{"ipv6,actions=move:NXM_NX_IPV6_SRC[]->NXM_NX_IPV6_DST[]", "ipv6 actions=move:ipv6_src[]->ipv6_dst[]"},
-		{"ipv6,actions=set_field:2001:db8::1/ffff:ffff::->ipv6_dst", "ipv6 actions=set_field:2001:db8::/32->ipv6_dst"},
+		{"ipv6,actions=set_field:2001:db8::1/ffff:ffff::->ipv6_dst", "ipv6 actions=load:0x20010db8->ipv6_dst[96..127]"},
+		{"ipv6,actions=load:0x20010db8000000000000000000000001->ipv6_src[]", "ipv6 actions=load:0x20010db8000000000000000000000001->ipv6_src[]"},
+		// The bits named by the field Open vSwitch knows them by.
+		{"tcp,actions=move:tp_src[]->reg0[0..15],load:1->tp_dst[0..3]", "tcp actions=move:tcp_src[]->reg0[0..15],load:0x1->tcp_dst[0..3]"},
+		{"udp,actions=move:tp_src[]->reg0[0..15]", "udp actions=move:udp_src[]->reg0[0..15]"},
+		{"dl_vlan=5,actions=move:dl_vlan_pcp[]->reg0[0..2],load:3->dl_vlan[]", "dl_vlan=5 actions=move:vlan_tci[13..15]->reg0[0..2],load:0x3->vlan_tci[0..11]"},
+		{"dl_vlan=5,actions=load:7->OXM_OF_VLAN_VID[0..11]", "dl_vlan=5 actions=load:0x7->vlan_vid[0..11]"},
+		{"dl_vlan=5,actions=load:0x1005->vlan_vid[]", "dl_vlan=5 actions=load:0x1005->vlan_tci[0..12]"},
 	})
 }
 
@@ -106,14 +116,47 @@ func TestActionSetOrder(t *testing.T) {
 	set.Each(func(a Action) { t.Errorf("a cleared set runs %s", actionText(a)) })
 }
 
+// TestParseMaskedSetField: a set_field of part of a field is the loads of
+// the mask's runs of bits, as OpenFlow 1.3 carries it and ovs-ofctl
+// prints it, so that no protocol reads the printed flow as a write of the
+// whole field. A load and a set_field of the same bits are one action.
 func TestParseMaskedSetField(t *testing.T) {
 	checkCanonical(t, []struct{ in, canonical string }{
-		{"ip,actions=set_field:192.168.0.0/255.255.0.0->ip_dst", "ip actions=set_field:192.168.0.0/16->nw_dst"},
-		{"actions=set_field:00:00:00:00:00:77/00:00:00:00:00:ff->eth_src", "actions=set_field:00:00:00:00:00:77/00:00:00:00:00:ff->dl_src"},
-		{"udp,actions=set_field:0x2200/0xff00->udp_dst", "udp actions=set_field:0x2200/0xff00->udp_dst"},
+		{"ip,actions=set_field:192.168.0.0/255.255.0.0->ip_dst", "ip actions=load:0xc0a8->nw_dst[16..31]"},
+		{"actions=set_field:00:00:00:00:00:77/00:00:00:00:00:ff->eth_src", "actions=load:0x77->dl_src[0..7]"},
+		{"udp,actions=set_field:0x2200/0xff00->udp_dst", "udp actions=load:0x22->udp_dst[8..15]"},
 		{"ip,actions=set_field:10.0.0.9/32->ip_src", "ip actions=mod_nw_src:10.0.0.9"}, // the whole field
+		// OVS's ofproto-dpif.at, "Multi-VLAN actions": the PCP is kept.
+		{"in_port=1,vlan_tci=0x1101/0x1fff,actions=push_vlan:0x8100,set_field:0x1201/0x1fff->vlan_tci,output:2",
+			"in_port=1,dl_vlan=257 actions=push_vlan:0x8100,load:0x1201->vlan_tci[0..12],output:2"},
+		{"actions=set_field:0x1201/0xefff->vlan_tci", "actions=load:0x201->vlan_tci[0..11],load:0x0->vlan_tci[13..15]"},
+		{"actions=set_field:01:00:01:00:00:00/ff:00:ff:00:00:00->eth_dst", "actions=load:0x1->dl_dst[24..31],load:0x1->dl_dst[40..47]"},
+		{"actions=set_field:0x10/0xf0f0->reg3", "actions=load:0x1->reg3[4..7],load:0x0->reg3[12..15]"},
+		{"actions=set_field:0/0->reg4,output:1", "actions=output:1"}, // no bit: no load, as in OVS
+		{"udp,actions=load:1->tp_src[4..7]", "udp actions=load:0x1->udp_src[4..7]"},
+		// An action set holds one write of a header: the loads of two
+		// runs of its bits are that one.
+		{"actions=write_actions(set_field:01:00:01:00:00:00/ff:00:ff:00:00:00->eth_dst)", "actions=write_actions(load:0x1->dl_dst[24..31],load:0x1->dl_dst[40..47])"},
 	})
-	if _, err := ParseRule("ip,actions=set_field:5/0xf->nw_ttl", nil); err == nil || err.Error() != "set_field: nw_ttl takes no mask" {
-		t.Errorf("a masked set_field to nw_ttl: %v", err)
+	for _, tt := range []struct{ a, b string }{
+		{"ip,actions=set_field:192.168.0.0/255.255.0.0->ip_dst", "ip,actions=load:0xc0a8->NXM_OF_IP_DST[16..31]"},
+		{"tcp,actions=set_field:0x10/0xf0->tcp_src", "tcp,actions=load:1->NXM_OF_TCP_SRC[4..7]"},
+		{"actions=set_field:0x1201/0x1fff->vlan_tci", "actions=load:0x1201->NXM_OF_VLAN_TCI[0..12]"},
+	} {
+		a, errA := ParseRule(tt.a, nil)
+		b, errB := ParseRule(tt.b, nil)
+		if errA != nil || errB != nil || !reflect.DeepEqual(a, b) {
+			t.Errorf("%s and %s: %+v (%v) and %+v (%v), want the same rule", tt.a, tt.b, a, errA, b, errB)
+		}
+	}
+	for _, tt := range []struct{ flow, err string }{
+		{"ip,actions=set_field:5/0xf->nw_ttl", "set_field: nw_ttl takes no mask"},
+		{"udp,actions=set_field:0x10/0xf0->tp_src", "set_field to tp_src requires a tcp match"}, // as OVS reads tp_src there
+		{"actions=write_actions(set_field:01:00:00:00:00:00/ff:00:00:00:00:00->eth_dst,mod_dl_dst:02:00:00:00:00:01)",
+			"write_actions: an action set holds one action of each kind, and mod_dl_dst:02:00:00:00:00:01 is the second of its kind"},
+	} {
+		if _, err := ParseRule(tt.flow, nil); err == nil || err.Error() != tt.err {
+			t.Errorf("%s: %v, want %q", tt.flow, err, tt.err)
+		}
 	}
 }

@@ -295,7 +295,7 @@ func (t *Table) Apply(e Edit, now time.Time) (*Table, error) {
 			return nil, fmt.Errorf("no rule to modify: %s", FormatRule(r))
 		}
 		modified := *old
-		modified.Actions = r.Actions
+		modified.Actions, modified.Wire.Instructions = r.Actions, r.Wire.Instructions
 		b.replace(old, &modified)
 	}
 	for _, s := range e.Restore {
@@ -306,12 +306,13 @@ func (t *Table) Apply(e Edit, now time.Time) (*Table, error) {
 	return b.build(t.version + 1), nil
 }
 
-// Modify gives the selected entries (see Select) new actions, keeping their
-// timeouts, flags and installation time (hard_timeout counts from it), and
-// their counters unless resetCounts (OpenFlow's OFPFF_RESET_COUNTS) says
-// to start them from zero. It returns the new version and the entries as
-// modified; with none, t itself.
-func (t *Table) Modify(f Filter, strict bool, actions []Action, resetCounts bool) (*Table, []*Entry) {
+// Modify gives the selected entries (see Select) new actions, and
+// instructions as their Wire form's (nil: none to give back), keeping
+// their timeouts, flags and installation time (hard_timeout counts from
+// it), and their counters unless resetCounts (OpenFlow's
+// OFPFF_RESET_COUNTS) says to start them from zero. It returns the new
+// version and the entries as modified; with none, t itself.
+func (t *Table) Modify(f Filter, strict bool, actions []Action, instructions []byte, resetCounts bool) (*Table, []*Entry) {
 	selected := t.Select(f, strict)
 	if len(selected) == 0 {
 		return t, nil
@@ -320,7 +321,7 @@ func (t *Table) Modify(f Filter, strict bool, actions []Action, resetCounts bool
 	b := newBuilder(t)
 	for i, old := range selected {
 		modified := *old
-		modified.Actions = actions
+		modified.Actions, modified.Wire.Instructions = actions, instructions
 		if resetCounts {
 			// Packets and bytes, not the last use: the idle timeout
 			// runs on.

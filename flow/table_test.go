@@ -146,7 +146,7 @@ func TestLookupTieEarliestInstalledWins(t *testing.T) {
 	if e := tab.Lookup(&key); e.Actions[0].Port != 1 {
 		t.Fatalf("found output:%d, want the earlier rule's output:1", e.Actions[0].Port)
 	}
-	tab, _ = tab.Modify(Filter{Match: ipv4(), Priority: 10, HasPriority: true}, true, output(3), false)
+	tab, _ = tab.Modify(Filter{Match: ipv4(), Priority: 10, HasPriority: true}, true, output(3), nil, false)
 	if e := tab.Lookup(&key); e.Actions[0].Port != 3 {
 		t.Errorf("after mod-flows found output:%d, want the modified earlier rule's output:3", e.Actions[0].Port)
 	}
@@ -227,6 +227,23 @@ func TestEntriesOrder(t *testing.T) {
 	}
 }
 
+// TestModifyGivesNewInstructions: a modification replaces the
+// instructions of the entries' wire form, with the ones it came with or
+// none, and keeps their match's.
+func TestModifyGivesNewInstructions(t *testing.T) {
+	r := rule(DefaultPriority, inPort(1), output(2))
+	r.Wire = WireForm{Match: []byte{1, 2}, Instructions: []byte{3, 4}}
+	v1 := emptyTable().Add(r, t0)
+	v2, _ := v1.Modify(Filter{Match: inPort(1)}, false, output(9), []byte{5, 6}, false)
+	if w := v2.Entries()[0].Wire; !slices.Equal(w.Match, []byte{1, 2}) || !slices.Equal(w.Instructions, []byte{5, 6}) {
+		t.Errorf("after a modification with instructions %x, the wire form is %x", []byte{5, 6}, w)
+	}
+	v3, _ := v2.Modify(Filter{Match: inPort(1)}, false, output(3), nil, false)
+	if w := v3.Entries()[0].Wire; !slices.Equal(w.Match, []byte{1, 2}) || w.Instructions != nil {
+		t.Errorf("after a modification without instructions, the wire form is %x", w)
+	}
+}
+
 func TestModifyKeepsCountersAndTimeouts(t *testing.T) {
 	r := rule(DefaultPriority, inPort(1), output(2))
 	r.IdleTimeout, r.HardTimeout, r.Cookie = 10, 20, 0xabc
@@ -234,7 +251,7 @@ func TestModifyKeepsCountersAndTimeouts(t *testing.T) {
 	old := v1.Select(Filter{Match: inPort(1)}, true)[0]
 	old.Hit(4, 400, t0.Add(time.Second))
 
-	v2, modified := v1.Modify(Filter{Match: inPort(1)}, false, output(9), false)
+	v2, modified := v1.Modify(Filter{Match: inPort(1)}, false, output(9), nil, false)
 	if len(modified) != 1 || !slices.Equal(modified[0].Actions, output(9)) {
 		t.Fatalf("modified %v, want the one entry with its new actions", modified)
 	}
@@ -275,7 +292,7 @@ func TestModifyAndDeleteStrictness(t *testing.T) {
 		{"none", Filter{Match: inPort(9)}, false, 0},
 	}
 	for _, tt := range tests {
-		modified, changed := tab.Modify(tt.filter, tt.strict, output(99), false)
+		modified, changed := tab.Modify(tt.filter, tt.strict, output(99), nil, false)
 		if n := len(changed); n != tt.want {
 			t.Errorf("%s: modified %d, want %d", tt.name, len(changed), tt.want)
 		}
@@ -458,7 +475,7 @@ func TestGenerationsTellWhichTablesChanged(t *testing.T) {
 			if rnd.IntN(2) == 0 {
 				next, _ = tb.Delete(f, true)
 			} else {
-				next, _ = tb.Modify(f, true, []Action{{Type: ActOutput, Port: uint16(1 + rnd.IntN(3))}}, false)
+				next, _ = tb.Modify(f, true, []Action{{Type: ActOutput, Port: uint16(1 + rnd.IntN(3))}}, nil, false)
 			}
 		}
 		for other := range uint8(tables) {
@@ -495,7 +512,7 @@ func TestChangesListWhatAVersionChanged(t *testing.T) {
 	if ch := t2.Changes(); ch == nil || ch.From != t1.Version() || len(ch.Added) != 1 || len(ch.Removed) != 1 || ch.Removed[0] != old {
 		t.Fatalf("a replacement: %+v", ch)
 	}
-	t3, modified := t2.Modify(Filter{}, false, r1.Actions, false)
+	t3, modified := t2.Modify(Filter{}, false, r1.Actions, nil, false)
 	if ch := t3.Changes(); ch == nil || len(ch.Added) != 1 || ch.Added[0] != modified[0] || len(ch.Removed) != 1 {
 		t.Fatalf("a modification: %+v", ch)
 	}

@@ -191,11 +191,10 @@ func actionsFromOF(as []openflow.Action, m flow.Match) ([]flow.Action, error) {
 			i++
 			d.tag()
 		}
-		a, err := d.action(as[i])
-		if err != nil {
+		var err error
+		if out, err = d.appendAction(out, as[i]); err != nil {
 			return nil, err
 		}
-		out = append(out, a)
 	}
 	return out, nil
 }
@@ -219,6 +218,23 @@ func (d *actionDecoder) tag() {
 
 func (d *actionDecoder) untag() { d.cur.Key.VLANTCI, d.cur.Mask.VLANTCI = 0, 0 }
 
+// appendAction appends the flow actions of oa: one, or for a set_field
+// of part of a field, one for each run of its mask's bits
+// (flow.SetFieldActions).
+func (d *actionDecoder) appendAction(out []flow.Action, oa openflow.Action) ([]flow.Action, error) {
+	switch a := oa.(type) {
+	case openflow.ActionSetField:
+		return d.setField(out, a.Field, false)
+	case openflow.NXRegLoad2:
+		return d.setField(out, a.Field, true)
+	}
+	a, err := d.action(oa)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, a), nil
+}
+
 func (d *actionDecoder) action(oa openflow.Action) (flow.Action, error) {
 	switch a := oa.(type) {
 	case openflow.ActionOutput:
@@ -234,15 +250,11 @@ func (d *actionDecoder) action(oa openflow.Action) (flow.Action, error) {
 		d.untag()
 		return flow.Action{Type: flow.ActStripVLAN}, nil
 	case openflow.ActionSetNwTTL:
-		fa, needs, err := flow.SetFieldAction(fieldNwTTL, flow.Value{Lo: uint64(a.TTL)}, flow.Ones(fieldNwTTL.Bits))
+		fa, needs, err := flow.SetFieldAction(fieldNwTTL, flow.Value{Lo: uint64(a.TTL)})
 		return d.checked(fa, needs, err, "set_nw_ttl")
 	case openflow.ActionDecNwTTL:
 		fa, needs := flow.DecTTLAction()
 		return d.checked(fa, needs, nil, "dec_nw_ttl")
-	case openflow.ActionSetField:
-		return d.setField(a.Field, false)
-	case openflow.NXRegLoad2:
-		return d.setField(a.Field, true)
 	case openflow.NXRegLoad:
 		return d.load(a)
 	case openflow.NXRegMove:
@@ -264,16 +276,25 @@ func (d *actionDecoder) action(oa openflow.Action) (flow.Action, error) {
 	return flow.Action{}, actionError(openflow.BadActionBadType, "action type %d is not supported", oa.ActionType())
 }
 
-// checked returns the flow action a, or the OpenFlow error of err (a value
-// the field cannot take), or of a prerequisite the frame does not meet.
+// checked returns the flow action a, or the OpenFlow error of err or of
+// needs (check).
 func (d *actionDecoder) checked(a flow.Action, needs *flow.Prerequisite, err error, what string) (flow.Action, error) {
-	switch {
-	case err != nil:
-		return flow.Action{}, actionError(openflow.BadActionBadSetArgument, "%v", err)
-	case needs != nil && !needs.Holds(&d.cur):
-		return flow.Action{}, actionError(openflow.BadActionMatchInconsistent, "%s requires %s", what, needs)
+	if err := d.check(needs, err, what); err != nil {
+		return flow.Action{}, err
 	}
 	return a, nil
+}
+
+// check gives the OpenFlow error of err (a value the field cannot take),
+// or of a prerequisite the frame does not meet.
+func (d *actionDecoder) check(needs *flow.Prerequisite, err error, what string) error {
+	switch {
+	case err != nil:
+		return actionError(openflow.BadActionBadSetArgument, "%v", err)
+	case needs != nil && !needs.Holds(&d.cur):
+		return actionError(openflow.BadActionMatchInconsistent, "%s requires %s", what, needs)
+	}
+	return nil
 }
 
 func outputFromOF(a openflow.ActionOutput) (flow.Action, error) {
@@ -330,37 +351,38 @@ func experimenterFromOF(a openflow.ActionExperimenter) (flow.Action, error) {
 	return fa, nil
 }
 
-// setField reads a set_field (OFPAT_SET_FIELD) or, masked, is NXAST_REG_LOAD2.
-func (d *actionDecoder) setField(o openflow.OXM, masked bool) (flow.Action, error) {
+// setField appends the actions of a set_field (OFPAT_SET_FIELD) or, masked,
+// of NXAST_REG_LOAD2.
+func (d *actionDecoder) setField(out []flow.Action, o openflow.OXM, masked bool) ([]flow.Action, error) {
 	f, c, ok := flow.FieldByOXM(o.Class, o.Field)
 	if !ok || !f.Writable || o.Class == openflow.OXMClassExperimenter {
-		return flow.Action{}, actionError(openflow.BadActionBadSetType, "set_field: OXM %#x:%d cannot be written", o.Class, o.Field)
+		return nil, actionError(openflow.BadActionBadSetType, "set_field: OXM %#x:%d cannot be written", o.Class, o.Field)
 	}
 	if len(o.Value) != int(c.Bytes) || o.Mask != nil && len(o.Mask) != len(o.Value) {
-		return flow.Action{}, actionError(openflow.BadActionBadSetLen, "set_field %s: %d bytes, not %d", f.Name, len(o.Value), c.Bytes)
+		return nil, actionError(openflow.BadActionBadSetLen, "set_field %s: %d bytes, not %d", f.Name, len(o.Value), c.Bytes)
 	}
 	v, mask := flow.ValueOfBytes(o.Value), flow.Ones(f.Bits)
 	if o.Mask != nil {
 		if !masked {
-			return flow.Action{}, actionError(openflow.BadActionBadSetArgument, "set_field %s: OpenFlow 1.3's set_field takes no mask", f.Name)
+			return nil, actionError(openflow.BadActionBadSetArgument, "set_field %s: OpenFlow 1.3's set_field takes no mask", f.Name)
 		}
 		mask = flow.ValueOfBytes(o.Mask)
 	}
 	if isOXM(openflow.OXMClassOpenFlowBasic, openflow.OXMInPort, c) {
 		p, ok := portFromOF(uint32(v.Lo))
 		if !ok {
-			return flow.Action{}, actionError(openflow.BadActionBadSetArgument, "set_field in_port %d", v.Lo)
+			return nil, actionError(openflow.BadActionBadSetArgument, "set_field in_port %d", v.Lo)
 		}
 		v = flow.Value{Lo: uint64(p)}
 	}
-	a, needs, err := flow.SetFieldAction(f, v, mask)
-	if a, err = d.checked(a, needs, err, "set_field to "+f.Name); err != nil {
-		return flow.Action{}, err
+	as, needs, err := flow.SetFieldActions(f, v, mask)
+	if err := d.check(needs, err, "set_field to "+f.Name); err != nil {
+		return nil, err
 	}
 	if f == fieldVLANVID || f == fieldVLANPCP {
 		d.tag()
 	}
-	return a, nil
+	return append(out, as...), nil
 }
 
 // subfieldFromOF is the field an NXM/OXM header names in NXAST_REG_LOAD and
@@ -447,29 +469,29 @@ func appendActionOF(out []openflow.Action, a flow.Action, m *flow.Match, tagged 
 		}
 		return append(out, openflow.NXController{MaxLen: a.Value, ControllerID: a.Port, Reason: a.Table})
 	case flow.ActSetDlSrc:
-		return append(out, setHeaderOF(fieldDlSrc, flow.ValueOfBytes(a.MAC[:]), a.Mask))
+		return appendHeaderSetOF(out, &a, fieldDlSrc, flow.ValueOfBytes(a.MAC[:]))
 	case flow.ActSetDlDst:
-		return append(out, setHeaderOF(fieldDlDst, flow.ValueOfBytes(a.MAC[:]), a.Mask))
+		return appendHeaderSetOF(out, &a, fieldDlDst, flow.ValueOfBytes(a.MAC[:]))
 	case flow.ActSetVLANVID, flow.ActSetVLANPCP:
 		if !tagged {
 			out = append(out, openflow.ActionPushVLAN{EtherType: etherTypeVLAN})
 		}
 		if a.Type == flow.ActSetVLANPCP {
-			return append(out, setWholeOF(fieldVLANPCP, flow.Value{Lo: uint64(a.Value)}))
+			return append(out, setFieldOF(fieldVLANPCP, flow.Value{Lo: uint64(a.Value)}))
 		}
-		return append(out, setWholeOF(fieldVLANVID, flow.Value{Lo: uint64(a.Value | openflow.VLANPresent)}))
+		return append(out, setFieldOF(fieldVLANVID, flow.Value{Lo: uint64(a.Value | openflow.VLANPresent)}))
 	case flow.ActStripVLAN:
 		return append(out, openflow.ActionPopVLAN{})
 	case flow.ActPushVLAN:
 		return append(out, openflow.ActionPushVLAN{EtherType: a.Value})
 	case flow.ActSetNwSrc:
-		return append(out, setHeaderOF(fieldNwSrc, flow.ValueOfBytes(a.IPv4[:]), a.Mask))
+		return appendHeaderSetOF(out, &a, fieldNwSrc, flow.ValueOfBytes(a.IPv4[:]))
 	case flow.ActSetNwDst:
-		return append(out, setHeaderOF(fieldNwDst, flow.ValueOfBytes(a.IPv4[:]), a.Mask))
+		return appendHeaderSetOF(out, &a, fieldNwDst, flow.ValueOfBytes(a.IPv4[:]))
 	case flow.ActSetIPv6Src:
-		return append(out, setWholeOF(fieldIPv6Src, a.Imm))
+		return append(out, setFieldOF(fieldIPv6Src, a.Imm))
 	case flow.ActSetIPv6Dst:
-		return append(out, setWholeOF(fieldIPv6Dst, a.Imm))
+		return append(out, setFieldOF(fieldIPv6Dst, a.Imm))
 	case flow.ActSetTpSrc, flow.ActSetTpDst:
 		f := fieldTCPSrc
 		switch {
@@ -480,25 +502,22 @@ func appendActionOF(out []openflow.Action, a flow.Action, m *flow.Match, tagged 
 		case a.Type == flow.ActSetTpDst:
 			f = fieldUDPDst
 		}
-		return append(out, setHeaderOF(f, flow.Value{Lo: uint64(a.Value)}, a.Mask))
+		return appendHeaderSetOF(out, &a, f, flow.Value{Lo: uint64(a.Value)})
 	case flow.ActDecTTL:
 		return append(out, openflow.ActionDecNwTTL{})
 	case flow.ActSetNwTOS:
-		return append(out, setWholeOF(fieldIPDSCP, flow.Value{Lo: uint64(a.Value >> 2)}))
+		return append(out, setFieldOF(fieldIPDSCP, flow.Value{Lo: uint64(a.Value >> 2)}))
 	case flow.ActSetNwECN:
-		return append(out, setWholeOF(fieldNwECN, flow.Value{Lo: uint64(a.Value)}))
+		return append(out, setFieldOF(fieldNwECN, flow.Value{Lo: uint64(a.Value)}))
 	case flow.ActSetNwTTL:
 		return append(out, openflow.ActionSetNwTTL{TTL: uint8(a.Value)})
 	case flow.ActLoad:
-		f, ofs := subfieldToOF(a.Field, uint(a.Ofs), m)
-		return append(out, openflow.NXRegLoad{Ofs: uint8(ofs), NBits: a.NBits, Dst: f, Value: a.Imm.Shr(uint(a.Ofs)).Lo})
+		return append(out, loadOF(a.Field, uint(a.Ofs), uint(a.NBits), a.Imm.Shr(uint(a.Ofs))))
 	case flow.ActSetField:
-		return append(out, setFieldOF(a.Field, a.Imm, a.Mask))
+		return append(out, setFieldOF(a.Field, a.Imm))
 	case flow.ActMove:
-		src, srcOfs := subfieldToOF(a.Src, uint(a.SrcOfs), m)
-		dst, dstOfs := subfieldToOF(a.Field, uint(a.Ofs), m)
-		return append(out, openflow.NXRegMove{NBits: uint16(a.NBits), SrcOfs: uint16(srcOfs), DstOfs: uint16(dstOfs),
-			Src: src, Dst: dst})
+		return append(out, openflow.NXRegMove{NBits: uint16(a.NBits), SrcOfs: uint16(a.SrcOfs), DstOfs: uint16(a.Ofs),
+			Src: subfieldToOF(a.Src), Dst: subfieldToOF(a.Field)})
 	case flow.ActResubmit:
 		port := a.Port
 		if port == 0 {
@@ -509,66 +528,53 @@ func appendActionOF(out []openflow.Action, a flow.Action, m *flow.Match, tagged 
 	panic(fmt.Sprintf("ofagent: action %d has no OpenFlow form", a.Type))
 }
 
-// setFieldOF is set_field of v under mask into f: OFPAT_SET_FIELD, or
-// NXAST_REG_LOAD2 under a mask, which OpenFlow 1.3's set_field does not
-// take.
-func setFieldOF(f *flow.Field, v, mask flow.Value) openflow.Action {
+// setFieldOF is set_field of v into the whole of f: OFPAT_SET_FIELD.
+func setFieldOF(f *flow.Field, v flow.Value) openflow.Action {
 	c := &f.OXM[0]
 	if isOXM(openflow.OXMClassOpenFlowBasic, openflow.OXMInPort, c) {
 		v = flow.Value{Lo: uint64(portToOF(uint16(v.Lo)))}
 	}
-	o := openflow.OXM{Class: c.Class, Field: c.Num, Value: valueBytes(v, c.Bytes)}
-	if mask == flow.Ones(f.Bits) {
-		return openflow.ActionSetField{Field: o}
+	return openflow.ActionSetField{Field: openflow.OXM{Class: c.Class, Field: c.Num, Value: valueBytes(v, c.Bytes)}}
+}
+
+// appendHeaderSetOF appends a header rewrite of field f to v: a set_field
+// of the whole field, or, for one with a Mask, the loads of the bits it
+// writes (a's Field's, one run of them, or more in an action set), as
+// Open vSwitch sends a set_field of part of a field.
+func appendHeaderSetOF(out []openflow.Action, a *flow.Action, f *flow.Field, v flow.Value) []openflow.Action {
+	if a.Mask.IsZero() {
+		return append(out, setFieldOF(f, v))
 	}
-	o.Mask = valueBytes(mask, c.Bytes)
-	return openflow.NXRegLoad2{Field: o}
-}
-
-func setWholeOF(f *flow.Field, v flow.Value) openflow.Action {
-	return setFieldOF(f, v, flow.Ones(f.Bits))
-}
-
-// setHeaderOF is a header rewrite's set_field, whose Mask is zero when it
-// writes the whole field.
-func setHeaderOF(f *flow.Field, v, mask flow.Value) openflow.Action {
-	if mask.IsZero() {
-		return setWholeOF(f, v)
+	for ofs, nbits := range a.Mask.Runs() {
+		out = append(out, loadOF(a.Field, ofs, nbits, v.Shr(ofs).And(flow.Ones(nbits))))
 	}
-	return setFieldOF(f, v, mask)
+	return out
 }
 
-// subfieldToOF gives the NXM/OXM header that names bits from ofs of field
-// f in NXAST_REG_LOAD and NXAST_REG_MOVE, and where f's bits start in
-// it: f's encoding of its own width (in_port's 16-bit NXM_OF_IN_PORT),
-// or, for a field without one, a field over the same bits that has one
-// (tcp_src for tp_src), found in the field table.
-func subfieldToOF(f *flow.Field, ofs uint, m *flow.Match) (header uint32, at uint) {
+// loadOF is the load of v into bits [ofs, ofs+nbits) of field f:
+// NXAST_REG_LOAD, or NXAST_REG_LOAD2 (a set_field under a mask) for more
+// bits than its 64-bit value holds.
+func loadOF(f *flow.Field, ofs, nbits uint, v flow.Value) openflow.Action {
+	if nbits > 64 {
+		c := &f.OXM[0]
+		return openflow.NXRegLoad2{Field: openflow.OXM{Class: c.Class, Field: c.Num,
+			Value: valueBytes(v.Shl(ofs), c.Bytes), Mask: valueBytes(flow.Ones(nbits).Shl(ofs), c.Bytes)}}
+	}
+	return openflow.NXRegLoad{Ofs: uint8(ofs), NBits: uint8(nbits), Dst: subfieldToOF(f), Value: v.Lo}
+}
+
+// subfieldToOF gives the NXM/OXM header that names field f in
+// NXAST_REG_LOAD and NXAST_REG_MOVE: its encoding of its own width
+// (in_port's 16-bit NXM_OF_IN_PORT), or its first. Every field an action
+// names has one: the flow syntax names the others by the field Open
+// vSwitch knows their bits by (tp_src is tcp_src).
+func subfieldToOF(f *flow.Field) uint32 {
 	for i := range f.OXM {
 		if c := &f.OXM[i]; uint(c.Bytes) == (f.Bits+7)/8 {
-			return oxmHeader(c), ofs
+			return oxmHeader(c)
 		}
 	}
-	if len(f.OXM) > 0 {
-		return oxmHeader(&f.OXM[0]), ofs
-	}
-	var bits flow.Key
-	f.Set(&bits, flow.Ones(f.Bits))
-	for _, g := range flow.Fields() {
-		c, ok := g.OXMFor(m)
-		v := g.Get(&bits)
-		if !ok || v.IsZero() {
-			continue
-		}
-		shift := uint(0)
-		for v.Lo&1 == 0 && v.Hi == 0 {
-			v, shift = v.Shr(1), shift+1
-		}
-		if v == flow.Ones(f.Bits) {
-			return oxmHeader(c), ofs + shift
-		}
-	}
-	panic("ofagent: field " + f.Name + " has no OpenFlow encoding")
+	return oxmHeader(&f.OXM[0])
 }
 
 // oxmHeader is the 32-bit header of an unmasked TLV of type c.

@@ -158,7 +158,7 @@ func (ba *bridgeAgent) flowsRemoved(removed []control.RemovedFlow) {
 			Cookie: r.Entry.Cookie, Priority: r.Entry.Priority, Reason: uint8(r.Reason), TableID: r.Entry.Table(),
 			DurationSec: uint32(d / time.Second), DurationNsec: uint32(d % time.Second),
 			IdleTimeout: r.Entry.IdleTimeout, HardTimeout: r.Entry.HardTimeout,
-			PacketCount: packets, ByteCount: bytes, Match: matchToOF(r.Entry.Match),
+			PacketCount: packets, ByteCount: bytes, Match: ruleMatchToOF(&r.Entry.Rule),
 		}
 		ba.each(func(c *conn) {
 			if c.wants(func(a *openflow.SetAsync) [2]uint32 { return a.FlowRemovedMask }, msg.Reason) {

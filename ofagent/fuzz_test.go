@@ -30,7 +30,7 @@ func FuzzFlowModFromOF(f *testing.F) {
 		}
 		switch m := m.(type) {
 		case openflow.FlowMod:
-			mod, err := flowModFromOF(&m)
+			mod, err := flowModFromOF(b, &m)
 			if err != nil {
 				var de *openflow.DecodeError
 				if !errors.As(err, &de) {

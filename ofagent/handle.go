@@ -1,6 +1,7 @@
 package ofagent
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"time"
@@ -174,7 +175,7 @@ func (c *conn) queueFlowMod(raw []byte, fm *openflow.FlowMod) {
 		c.sendError(raw, slaveError())
 		return
 	}
-	mod, err := flowModFromOF(fm)
+	mod, err := flowModFromOF(raw, fm)
 	if err != nil {
 		c.applyFlowMods()
 		c.sendError(raw, err)
@@ -225,9 +226,10 @@ func flowModError(err error) error {
 	return &openflow.DecodeError{Type: openflow.ErrFlowModFailed, Code: code, Reason: err.Error()}
 }
 
-// flowModFromOF translates an OFPT_FLOW_MOD into the daemon's terms; nil
-// for one that can select no rule.
-func flowModFromOF(fm *openflow.FlowMod) (*control.FlowMod, error) {
+// flowModFromOF translates fm, the OFPT_FLOW_MOD msg, into the daemon's
+// terms; nil for one that can select no rule. The rule it adds or
+// modifies keeps msg's match and instructions as they came (flow.WireForm).
+func flowModFromOF(msg []byte, fm *openflow.FlowMod) (*control.FlowMod, error) {
 	if fm.BufferID != openflow.NoBuffer {
 		return nil, &openflow.DecodeError{Type: openflow.ErrBadRequest, Code: openflow.BadRequestBufferUnknown,
 			Reason: "xswitch buffers no packets (buffer_id must be OFP_NO_BUFFER)"}
@@ -241,6 +243,7 @@ func flowModFromOF(fm *openflow.FlowMod) (*control.FlowMod, error) {
 	if err != nil {
 		return nil, err
 	}
+	wireMatch, wireInstructions := openflow.FlowModEncoded(msg)
 	switch fm.Command {
 	case openflow.FlowAdd:
 		actions, err := instructionsFromOF(fm.Instructions, match)
@@ -252,6 +255,7 @@ func flowModFromOF(fm *openflow.FlowMod) (*control.FlowMod, error) {
 			Rule: flow.Rule{
 				Priority: fm.Priority, Cookie: fm.Cookie, IdleTimeout: fm.IdleTimeout, HardTimeout: fm.HardTimeout,
 				Match: match, Actions: actions, Flags: flow.RuleFlags(fm.Flags) & ruleFlags,
+				Wire: flow.WireForm{Match: bytes.Clone(wireMatch), Instructions: bytes.Clone(wireInstructions)},
 			},
 		}, nil
 	case openflow.FlowModify, openflow.FlowModifyStrict:
@@ -263,7 +267,7 @@ func flowModFromOF(fm *openflow.FlowMod) (*control.FlowMod, error) {
 			Command: control.FlowModify, Ephemeral: true, Strict: fm.Command == openflow.FlowModifyStrict,
 			Filter: flow.Filter{Match: match, Priority: fm.Priority, HasPriority: fm.Command == openflow.FlowModifyStrict,
 				Cookie: fm.Cookie, CookieMask: fm.CookieMask},
-			Actions: actions, ResetCounts: fm.Flags&openflow.FlowFlagResetCounts != 0,
+			Actions: actions, Instructions: bytes.Clone(wireInstructions), ResetCounts: fm.Flags&openflow.FlowFlagResetCounts != 0,
 		}, nil
 	case openflow.FlowDelete, openflow.FlowDeleteStrict:
 		if fm.OutGroup != openflow.GroupAny {

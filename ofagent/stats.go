@@ -106,14 +106,26 @@ func flowStats(entries []*flow.Entry, now time.Time) []openflow.FlowStats {
 	for _, e := range entries {
 		packets, bytes, _ := e.Stats()
 		d := now.Sub(e.Installed)
-		out = append(out, openflow.FlowStats{
+		fs := openflow.FlowStats{
 			TableID: e.Table(), DurationSec: uint32(d / time.Second), DurationNsec: uint32(d % time.Second),
 			Priority: e.Priority, IdleTimeout: e.IdleTimeout, HardTimeout: e.HardTimeout, Flags: uint16(e.Flags),
-			Cookie: e.Cookie, PacketCount: packets, ByteCount: bytes,
-			Match: matchToOF(e.Match), Instructions: instructionsToOF(e.Actions, e.Match),
-		})
+			Cookie: e.Cookie, PacketCount: packets, ByteCount: bytes, Match: ruleMatchToOF(&e.Rule),
+		}
+		if fs.EncodedInstructions = e.Wire.Instructions; fs.EncodedInstructions == nil {
+			fs.Instructions = instructionsToOF(e.Actions, e.Match)
+		}
+		out = append(out, fs)
 	}
 	return out
+}
+
+// ruleMatchToOF is r's match as its controller sent it, or as ovs-ofctl
+// sends it for a rule that came another way.
+func ruleMatchToOF(r *flow.Rule) openflow.Match {
+	if r.Wire.Match != nil {
+		return openflow.Match{Encoded: r.Wire.Match}
+	}
+	return matchToOF(r.Match)
 }
 
 func aggregate(entries []*flow.Entry) openflow.AggregateStats {

@@ -254,8 +254,15 @@ func TestActionsToOF(t *testing.T) {
 			[]openflow.Action{openflow.NXRegLoad{Ofs: 0, NBits: 16, Dst: 0x00010004, Value: 5},
 				openflow.NXRegMove{NBits: 16, SrcOfs: 0, DstOfs: 0, Src: 0x00000002, Dst: 0x00010204},
 				openflow.NXResubmit{InPort: 0xfff8, Table: 2}, openflow.NXResubmit{InPort: 3, Table: 0xff}}},
-		{"actions=set_field:0x5/0xff->reg0", []openflow.Action{openflow.NXRegLoad2{Field: openflow.OXM{Class: openflow.OXMClassNXM1,
-			Field: 0, Value: []byte{0, 0, 0, 5}, Mask: []byte{0, 0, 0, 0xff}}}}},
+		// A set_field of part of a field is loads, as ovs-ofctl sends it;
+		// more than 64 bits, which NXAST_REG_LOAD cannot hold, a masked
+		// NXAST_REG_LOAD2.
+		{"actions=set_field:0x5/0xff->reg0", []openflow.Action{openflow.NXRegLoad{Ofs: 0, NBits: 8, Dst: 0x00010004, Value: 5}}},
+		{"tcp,actions=set_field:0x10/0xf0->tcp_src", []openflow.Action{openflow.NXRegLoad{Ofs: 4, NBits: 4, Dst: 0x80001a02, Value: 1}}},
+		{"actions=set_field:0x1201/0xefff->vlan_tci", []openflow.Action{openflow.NXRegLoad{Ofs: 0, NBits: 12, Dst: 0x00000802, Value: 0x201},
+			openflow.NXRegLoad{Ofs: 13, NBits: 3, Dst: 0x00000802, Value: 0}}},
+		{"ipv6,actions=set_field:2001:db8::/96->ipv6_src", []openflow.Action{openflow.NXRegLoad2{Field: openflow.OXM{Class: openflow.OXMClassOpenFlowBasic,
+			Field: 26, Value: []byte{0x20, 0x01, 0x0d, 0xb8, 15: 0}, Mask: []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 15: 0}}}}},
 		{"actions=set_field:2->in_port", []openflow.Action{setField(basic(0, 0, 0, 0, 2))}},
 	} {
 		r := ruleOf(t, tc.flow)

@@ -5,6 +5,11 @@ import "encoding/binary"
 // Match is an ofp_match of type OFPMT_OXM: a list of OXM TLVs.
 type Match struct {
 	Fields []OXM
+	// Encoded, when not nil, is the TLVs already encoded, which an
+	// encoder writes as they are instead of Fields: a switch gives a
+	// controller back the match it sent (FlowModEncoded), byte for byte.
+	// Decoding leaves it nil.
+	Encoded []byte
 }
 
 // OXM is one OXM TLV. Which fields exist, their widths and their
@@ -149,8 +154,12 @@ const matchTypeOXM = 1
 func appendMatch(b []byte, m Match) []byte {
 	start := len(b)
 	b = append(b, 0, matchTypeOXM, 0, 0)
-	for _, o := range m.Fields {
-		b = AppendOXM(b, o)
+	if m.Encoded != nil {
+		b = append(b, m.Encoded...)
+	} else {
+		for _, o := range m.Fields {
+			b = AppendOXM(b, o)
+		}
 	}
 	binary.BigEndian.PutUint16(b[start+2:], uint16(len(b)-start))
 	return appendPad8(b, len(b)-start)

@@ -174,6 +174,22 @@ type FlowMod struct {
 	Instructions                []Instruction
 }
 
+// FlowModEncoded returns the match's OXM TLVs (without the ofp_match
+// header and its padding) and the instructions of msg, an OFPT_FLOW_MOD
+// that Decode accepted, as they are on the wire, aliasing msg: what a
+// switch keeps to give them back as they came (Match.Encoded,
+// FlowStats.EncodedInstructions), which their decoded values may not
+// (OpenFlow leaves the order of the TLVs free, and an action's encoding
+// has fields a switch need not keep).
+func FlowModEncoded(msg []byte) (match, instructions []byte) {
+	p := msg[HeaderLen+flowModLen:]
+	n := int(binary.BigEndian.Uint16(p[2:]))
+	return p[4:n], p[pad8(n):]
+}
+
+// flowModLen is the length of an OFPT_FLOW_MOD's fields before its match.
+const flowModLen = 40
+
 // The values of FlowMod.Command.
 const (
 	FlowAdd          uint8 = 0
@@ -563,7 +579,7 @@ func decodeBody(t Type, p []byte) (Message, error) {
 		m.Actions, m.Data = as, bytesOrNil(p[n:])
 		return m, nil
 	case TypeFlowMod:
-		if err := atLeast(t, p, 40); err != nil {
+		if err := atLeast(t, p, flowModLen); err != nil {
 			return nil, err
 		}
 		m := FlowMod{
@@ -579,11 +595,11 @@ func decodeBody(t Type, p []byte) (Message, error) {
 			OutGroup:    be.Uint32(p[32:]),
 			Flags:       be.Uint16(p[36:]),
 		}
-		match, n, err := decodeMatch(p[40:])
+		match, n, err := decodeMatch(p[flowModLen:])
 		if err != nil {
 			return nil, err
 		}
-		is, err := DecodeInstructions(p[40+n:])
+		is, err := DecodeInstructions(p[flowModLen+n:])
 		if err != nil {
 			return nil, err
 		}

@@ -346,3 +346,32 @@ func TestAppendForeign(t *testing.T) {
 		t.Errorf("%v", err)
 	}
 }
+
+// TestFlowModEncoded: a flow mod's match and instructions, as
+// FlowModEncoded gives them, go back into flow stats and a flow removed
+// message as they came.
+func TestFlowModEncoded(t *testing.T) {
+	fm := FlowMod{Command: FlowAdd, BufferID: NoBuffer, OutPort: PortAny, OutGroup: GroupAny, Match: testMatch,
+		Instructions: []Instruction{InstructionGotoTable{TableID: 3},
+			InstructionApplyActions{Actions: []Action{ActionOutput{Port: 1, MaxLen: 0xffe5}}}}}
+	match, instructions := FlowModEncoded(Append(nil, 1, fm))
+	var tlvs []byte
+	for _, o := range testMatch.Fields {
+		tlvs = AppendOXM(tlvs, o)
+	}
+	if !bytes.Equal(match, tlvs) || !bytes.Equal(instructions, AppendInstructions(nil, fm.Instructions)) {
+		t.Fatalf("FlowModEncoded: match %x, instructions %x", match, instructions)
+	}
+	encoded := FlowStats{Priority: 5, Match: Match{Encoded: match}, EncodedInstructions: instructions}
+	decoded := FlowStats{Priority: 5, Match: testMatch, Instructions: fm.Instructions}
+	if got, want := Append(nil, 1, MultipartReply{MType: MultipartFlow, Body: []FlowStats{encoded}}),
+		Append(nil, 1, MultipartReply{MType: MultipartFlow, Body: []FlowStats{decoded}}); !bytes.Equal(got, want) {
+		t.Errorf("flow stats of the encoded match and instructions:\n%x\nnot\n%x", got, want)
+	}
+	if got, want := Append(nil, 1, FlowRemoved{Match: Match{Encoded: match}}), Append(nil, 1, FlowRemoved{Match: testMatch}); !bytes.Equal(got, want) {
+		t.Errorf("flow removed with the encoded match:\n%x\nnot\n%x", got, want)
+	}
+	if match, instructions := FlowModEncoded(Append(nil, 1, FlowMod{Command: FlowDelete})); len(match) != 0 || len(instructions) != 0 {
+		t.Errorf("a flow mod without a match and instructions: %x, %x", match, instructions)
+	}
+}

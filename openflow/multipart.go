@@ -100,6 +100,10 @@ type FlowStats struct {
 	Cookie, PacketCount, ByteCount     uint64
 	Match                              Match
 	Instructions                       []Instruction
+	// EncodedInstructions, when not nil, is the instructions already
+	// encoded, written as they are instead of Instructions, as
+	// Match.Encoded is. Decoding leaves it nil.
+	EncodedInstructions []byte
 }
 
 // AggregateStats is the body of a MultipartAggregate reply.
@@ -343,7 +347,11 @@ func appendFlowStats(b []byte, f FlowStats) []byte {
 		b = be.AppendUint64(b, v)
 	}
 	b = appendMatch(b, f.Match)
-	b = AppendInstructions(b, f.Instructions)
+	if f.EncodedInstructions != nil {
+		b = append(b, f.EncodedInstructions...)
+	} else {
+		b = AppendInstructions(b, f.Instructions)
+	}
 	be.PutUint16(b[start:], uint16(len(b)-start))
 	return b
 }

@@ -323,7 +323,7 @@ func TestReadersFollowEditsByTheirChanges(t *testing.T) {
 			tab = tab.Add(rule(), now)
 		case op < 7 && tab.Len() > 0:
 			r := rule()
-			tab, _ = tab.Modify(flow.Filter{Match: r.Match}, false, r.Actions, false)
+			tab, _ = tab.Modify(flow.Filter{Match: r.Match}, false, r.Actions, nil, false)
 		case op < 9 && tab.Len() > 0:
 			e := tab.Entries()[rng.IntN(tab.Len())]
 			tab, _ = tab.Delete(flow.Filter{Match: e.Match, Priority: e.Priority, HasPriority: true}, true)

@@ -1,6 +1,8 @@
 package test
 
 import (
+	"bytes"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"net"
@@ -188,6 +190,133 @@ func TestOpenFlowOvsOfctl(t *testing.T) {
 	after := d.x(t, "dump-flows", br)
 	if !strings.Contains(after, "priority=30,arp actions=NORMAL") || strings.Contains(after, "in_port=") {
 		t.Errorf("after a restart the table should hold the CLI's rule and none of ovs-ofctl's:\n%s", after)
+	}
+}
+
+// TestOpenFlowFlowsReadBackAsSent: what ovs-ofctl adds, its dump-flows
+// reads back as it reads its own flows (masked set_fields among them);
+// a controller's FLOW_MODs come back byte for byte in flow stats (an
+// output to a port with max_len, a match whose vlan_vid comes before
+// eth_type, a mask of all ones written out), and do what they mean: the
+// max_len of an output to a port cuts no frame.
+func TestOpenFlowFlowsReadBackAsSent(t *testing.T) {
+	testenv.RequireRoot(t)
+	requireTool(t, "ovs-ofctl")
+	r := newRig(t, 2)
+	d, br, a, b := r.d, r.br, r.hosts[0], r.hosts[1]
+	target := listenForOfctl(t, d, br)
+	ports := ofports(t, d, br)
+	pa, pb := ports[a.name], ports[b.name]
+
+	ofctl(t, "del-flows", target)
+	for _, f := range []string{
+		// OVS's ofproto-dpif.at, "Multi-VLAN actions".
+		fmt.Sprintf("priority=5,in_port=%d,vlan_tci=0x1101/0x1fff,actions=push_vlan:0x8100,set_field:0x1201/0x1fff->vlan_tci,output:%d", pa, pb),
+		fmt.Sprintf("priority=6,in_port=%d,vlan_tci=0x1103/0x1fff,actions=set_field:0x1203/0x1fff->vlan_tci,output:%d", pa, pb),
+		"priority=7,ip,nw_src=10.0.0.0/8,actions=set_field:00:00:00:00:00:77/00:00:00:00:00:ff->eth_src,dec_ttl,load:0x5->NXM_NX_REG0[0..7],resubmit(,2)",
+		"priority=8,tcp,tp_dst=80,actions=mod_tp_dst:8080,write_metadata:0x1/0xff,goto_table:3",
+		fmt.Sprintf("priority=9,arp,actions=CONTROLLER:128,clear_actions,write_actions(output:%d)", pb),
+		fmt.Sprintf("priority=10,ipv6,actions=set_field:2001:db8::1->ipv6_dst,move:NXM_NX_IPV6_SRC[0..31]->NXM_NX_REG1[],output:%d", pb),
+	} {
+		ofctl(t, "add-flow", target, f)
+		theirs := run(t, "ovs-ofctl", "-O", "OpenFlow13", "parse-flow", f).stdout
+		_, want, ok := strings.Cut(strings.TrimSpace(theirs), "): ADD ")
+		if !ok {
+			t.Fatalf("ovs-ofctl parse-flow %s: %s", f, theirs)
+		}
+		if dump := ofctl(t, "dump-flows", target); !strings.Contains(dump, ", "+want+"\n") {
+			t.Errorf("ovs-ofctl dump-flows does not give back %s as ovs-ofctl reads it, %s:\n%s", f, want, dump)
+		}
+	}
+
+	// A controller's flows: each direction's output to the other port
+	// with a max_len of 64, and one that no ping meets, as a conformance
+	// suite writes it.
+	c := dialOF(t, target)
+	c.hello()
+	exchange := func(m openflow.Message) [][]byte {
+		t.Helper()
+		c.write(openflow.Append(openflow.Append(nil, 1, m), 2, openflow.BarrierRequest{}))
+		var got [][]byte
+		for {
+			c.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+			raw, err := c.rd.Next()
+			if err != nil {
+				t.Fatalf("reading from the switch: %v", err)
+			}
+			switch h, _ := openflow.ParseHeader(raw); h.Type {
+			case openflow.TypeBarrierReply:
+				return got
+			case openflow.TypeEchoRequest, openflow.TypePacketIn, openflow.TypeFlowRemoved, openflow.TypePortStatus:
+			default:
+				got = append(got, append([]byte(nil), raw...))
+			}
+		}
+	}
+	inPort := func(p int) openflow.OXM {
+		return openflow.OXM{Class: openflow.OXMClassOpenFlowBasic, Field: openflow.OXMInPort, Value: binary.BigEndian.AppendUint32(nil, uint32(p))}
+	}
+	add := func(priority uint16, fields []openflow.OXM, out int, maxLen uint16) openflow.FlowMod {
+		return openflow.FlowMod{Command: openflow.FlowAdd, Priority: priority, BufferID: openflow.NoBuffer,
+			OutPort: openflow.PortAny, OutGroup: openflow.GroupAny, Match: openflow.Match{Fields: fields},
+			Instructions: []openflow.Instruction{openflow.InstructionApplyActions{Actions: []openflow.Action{
+				openflow.ActionOutput{Port: uint32(out), MaxLen: maxLen}}}}}
+	}
+	sent := map[uint16]openflow.FlowMod{
+		100: add(100, []openflow.OXM{inPort(pa)}, pb, 64),
+		101: add(101, []openflow.OXM{inPort(pb)}, pa, 64),
+		102: add(102, []openflow.OXM{
+			{Class: openflow.OXMClassOpenFlowBasic, Field: openflow.OXMVLANVID, Value: []byte{0x10, 0x05}},
+			{Class: openflow.OXMClassOpenFlowBasic, Field: openflow.OXMEthType, Value: []byte{0x08, 0x00}},
+			{Class: openflow.OXMClassOpenFlowBasic, Field: openflow.OXMIPv4Dst, Value: []byte{10, 0, 0, 2}, Mask: []byte{0xff, 0xff, 0xff, 0xff}},
+		}, pb, 0xffe5),
+	}
+	if got := exchange(openflow.FlowMod{Command: openflow.FlowDelete, TableID: openflow.TableAll, BufferID: openflow.NoBuffer,
+		OutPort: openflow.PortAny, OutGroup: openflow.GroupAny}); len(got) != 0 {
+		t.Fatalf("deleting every flow: %d replies", len(got))
+	}
+	for _, fm := range sent {
+		if got := exchange(fm); len(got) != 0 {
+			_, m, _ := openflow.Decode(got[0])
+			t.Fatalf("the flow mod of priority %d: %#v", fm.Priority, m)
+		}
+	}
+	replies := exchange(openflow.MultipartRequest{MType: openflow.MultipartFlow, Body: openflow.FlowStatsRequest{
+		TableID: openflow.TableAll, OutPort: openflow.PortAny, OutGroup: openflow.GroupAny}})
+	seen := 0
+	for _, reply := range replies {
+		for body := reply[openflow.HeaderLen+8:]; len(body) > 0; {
+			n := int(binary.BigEndian.Uint16(body))
+			entry := body[:n]
+			body = body[n:]
+			fm, ok := sent[binary.BigEndian.Uint16(entry[12:])]
+			if !ok {
+				t.Errorf("flow stats give a flow of priority %d, which was not sent", binary.BigEndian.Uint16(entry[12:]))
+				continue
+			}
+			seen++
+			const flowStatsFixed = 48 // ofp_flow_stats before its match
+			l := int(binary.BigEndian.Uint16(entry[flowStatsFixed+2:]))
+			match, instructions := entry[flowStatsFixed+4:flowStatsFixed+l], entry[flowStatsFixed+(l+7)/8*8:]
+			wantMatch, wantInstructions := openflow.FlowModEncoded(openflow.Append(nil, 1, fm))
+			if !bytes.Equal(match, wantMatch) || !bytes.Equal(instructions, wantInstructions) {
+				t.Errorf("the flow of priority %d comes back as\n\t%x %x\nnot as sent\n\t%x %x", fm.Priority, match, instructions, wantMatch, wantInstructions)
+			}
+		}
+	}
+	if seen != len(sent) {
+		t.Errorf("flow stats give %d of the %d flows", seen, len(sent))
+	}
+
+	// max_len matters for an output to the controller alone: frames of
+	// 1,028 bytes cross whole.
+	requirePing(t, a.ns, b.addr, 1000)
+	want := fmt.Sprintf("priority=100,in_port=%d actions=output:%d", pa, pb)
+	if dump := d.x(t, "dump-flows", br); !strings.Contains(dump, want) {
+		t.Errorf("xswitch dump-flows lacks %q:\n%s", want, dump)
+	}
+	if dump := ofctl(t, "dump-flows", target); !strings.Contains(dump, want) {
+		t.Errorf("ovs-ofctl dump-flows lacks %q:\n%s", want, dump)
 	}
 }
 
