@@ -19,7 +19,6 @@ import (
 
 	"github.com/xswitch/xswitch/bench"
 	"github.com/xswitch/xswitch/control"
-	vswitch "github.com/xswitch/xswitch/switch"
 )
 
 // benchOptions are bench's flags.
@@ -61,26 +60,27 @@ forwarding path, under each of the workloads of --workloads in one run:
   ping           an ICMP echo request every 10 ms at idle: p50 and p99
                  round-trip time in µs
 
-The generator, iperf3's client and server and ping run on CPU 0. The cases:
+xswitch and OVS run all of themselves on CPU 1 (taskset -c 1); the
+generator, iperf3's client and server and ping run on CPU 0. The cases:
 
-  xswitch        a private in-process xswitch daemon, NORMAL forwarding, its
-                 forwarding thread pinned to CPU 1 (daemon --cpus 1), with
-                 its in-kernel fast path (the default): the flows the XDP
-                 program carries run in the sender's softirq, on CPU 0
-  xswitch-busy   the same in busy-poll mode (daemon --busy-poll): no sleep
-                 when idle, as OVS's PMD thread
+  xswitch        xswitch daemon with its default flags, as a process of its
+                 own under taskset -c 1, NORMAL forwarding, with its in-kernel
+                 fast path (the default): the flows the XDP program carries
+                 run in the sender's softirq, on CPU 0
+  xswitch-busy   the same with daemon --busy-poll: no sleep when idle, as
+                 OVS's PMD thread
   xswitch-flows  the same with 1,000 flows over 15 masks (bench.ManyFlows): the
                  bench traffic's rule ranks below rules of 13 other masks
   linux-bridge   the kernel's bridge
   ovs            Open vSwitch's userspace datapath: type=afxdp ports, one PMD
-                 thread on CPU 1, NORMAL; a private ovsdb-server and
-                 ovs-vswitchd (skipped when Open vSwitch is not installed)
+                 thread, NORMAL; a private ovsdb-server and ovs-vswitchd, all
+                 of it on CPU 1 (skipped when Open vSwitch is not installed)
   ovs-flows      the same with the 1,000 flows of xswitch-flows
   xswitch-pipeline, ovs-pipeline (only when asked for)
                  a pipeline of three tables (bench.PipelineFlows): classify by
                  input port into reg0, an ACL, NORMAL, joined by goto_table
   xswitch-userspace (only when asked for)
-                 xswitch with --fast-path off: every frame through the
+                 xswitch with daemon --fast-path off: every frame through the
                  forwarding thread
   xswitch-controller, ovs-controller (only when asked for)
                  the switch in fail mode secure, driven by an os-ken hub
@@ -180,19 +180,32 @@ func benchCases(names []string) ([]bench.Case, error) {
 	return cases, nil
 }
 
-// xswitchBench is how a case runs xswitch: a private daemon in this
-// process whose forwarding thread is pinned to bench.SwitchCPU.
+// xswitchBench is how a case runs xswitch: `xswitch daemon` as a
+// process of its own, all of it on bench.SwitchCPU (taskset -c), with its
+// default flags and only those the case is about, as a host runs it and
+// as an outside harness measures it.
 type xswitchBench struct {
 	flows     []string // installed after the ports; none: NORMAL
-	busyPoll  bool
-	userspace bool // --fast-path off
+	busyPoll  bool     // --busy-poll
+	userspace bool     // --fast-path off
 	// controller points the bridge at a bench.Controller in fail mode
 	// secure, which sends every frame through itself.
 	controller bool
 }
 
-// xswitchBenchCase bridges the two namespaces through a private daemon's
-// bridge.
+// daemonFlags are the flags the case gives xswitch daemon.
+func (xb xswitchBench) daemonFlags() []string {
+	var flags []string
+	if xb.busyPoll {
+		flags = append(flags, "--busy-poll")
+	}
+	if xb.userspace {
+		flags = append(flags, "--fast-path", "off")
+	}
+	return flags
+}
+
+// xswitchBenchCase bridges the two namespaces through a daemon's bridge.
 func xswitchBenchCase(name string, xb xswitchBench) bench.Case {
 	return bench.Case{Name: name, Setup: func(ctx context.Context, hosts bench.Hosts) (func(), error) {
 		var undo undoStack
@@ -205,16 +218,28 @@ func xswitchBenchCase(name string, xb xswitchBench) bench.Case {
 }
 
 func setupXswitchBench(ctx context.Context, undo *undoStack, hosts bench.Hosts, xb xswitchBench) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("finding the xswitch binary to run: %w", err)
+	}
 	dir, err := os.MkdirTemp("", "xswitch-bench-")
 	if err != nil {
 		return err
 	}
 	undo.push(func() { os.RemoveAll(dir) })
-	client, closeDaemon, err := startPrivateDaemon(dir, vswitch.Options{CPUs: []int{bench.SwitchCPU}, BusyPoll: xb.busyPoll, FastPath: !xb.userspace})
+	d, err := startDaemonProcess(exe, "", dir, bench.SwitchCPU, xb.daemonFlags()...)
 	if err != nil {
 		return err
 	}
-	undo.push(closeDaemon)
+	undo.push(func() {
+		if err := d.stop(); err != nil {
+			fmt.Fprintln(hosts.Log, err)
+		}
+	})
+	if err := d.run(ctx, "wait-ready", "--timeout", daemonProcessTimeout.String()); err != nil {
+		return err
+	}
+	client := &cli{socket: d.sock}
 	bridge := hosts.GenPort + "x"
 	if _, err := client.call(control.Request{Verb: control.VerbAddBridge, Bridge: bridge}); err != nil {
 		return err
@@ -313,7 +338,7 @@ func xswitchTunnel(ctx context.Context, host, remote bench.TunnelHost, log io.Wr
 		return nil, err
 	}
 	undo.push(func() { os.RemoveAll(dir) })
-	d, err := startNetnsDaemon(exe, host.Netns, dir, bench.SwitchCPU)
+	d, err := startDaemonProcess(exe, host.Netns, dir, bench.SwitchCPU)
 	if err != nil {
 		return nil, err
 	}
@@ -324,7 +349,7 @@ func xswitchTunnel(ctx context.Context, host, remote bench.TunnelHost, log io.Wr
 	})
 	const bridge, tunnel = "br-int", "vxlan0"
 	for _, args := range [][]string{
-		{"wait-ready", "--timeout", netnsDaemonTimeout.String()},
+		{"wait-ready", "--timeout", daemonProcessTimeout.String()},
 		{"add-br", bridge},
 		{"add-port", bridge, host.Port},
 		{"add-port", bridge, tunnel, "--type", "vxlan", "--remote-ip", remote.UnderlayAddr.Addr().String(),
