@@ -8,10 +8,12 @@ import (
 	"strings"
 )
 
-// cpuTimes are one CPU's jiffies from /proc/stat: all of them, those in
-// softirq, and those idle (idle and iowait).
+// cpuTimes are one CPU's ticks from /proc/stat: all of them but those
+// counted twice (guest time is user time too), those busy (user, nice,
+// system, irq, softirq) and those in softirq. Idle, iowait and steal (time
+// the hypervisor gave another guest) are not busy.
 type cpuTimes struct {
-	total, softirq, idle uint64
+	total, busy, softirq uint64
 }
 
 // readCPUTimes reads the generator's CPU and the switch's from /proc/stat.
@@ -34,17 +36,18 @@ func readCPUTimes() (gen, sw cpuTimes, err error) {
 		default:
 			continue
 		}
-		// user nice system idle iowait irq softirq steal ...
-		for i, s := range fields[1:] {
+		// user nice system idle iowait irq softirq steal guest guest_nice
+		for i, s := range fields[1:min(len(fields), 9)] {
 			v, err := strconv.ParseUint(s, 10, 64)
 			if err != nil {
 				return gen, sw, fmt.Errorf("/proc/stat: %q: %w", sc.Text(), err)
 			}
 			into.total += v
 			switch i {
-			case 3, 4:
-				into.idle += v
+			case 0, 1, 2, 5:
+				into.busy += v
 			case 6:
+				into.busy += v
 				into.softirq += v
 			}
 		}
@@ -57,11 +60,9 @@ func readCPUTimes() (gen, sw cpuTimes, err error) {
 }
 
 // softirqShare is the share of the time from a to b that the CPU spent in
-// softirq; busyShare the share it was not idle.
+// softirq; busyShare the share it was busy.
 func softirqShare(a, b cpuTimes) float64 { return share(b.softirq-a.softirq, b.total-a.total) }
-func busyShare(a, b cpuTimes) float64 {
-	return share((b.total-a.total)-(b.idle-a.idle), b.total-a.total)
-}
+func busyShare(a, b cpuTimes) float64    { return share(b.busy-a.busy, b.total-a.total) }
 
 func share(part, whole uint64) float64 {
 	if whole == 0 {

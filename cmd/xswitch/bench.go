@@ -28,6 +28,7 @@ type benchOptions struct {
 	workloads []string
 	cases     []string
 	mtu       int
+	generator string
 	json      bool
 }
 
@@ -50,18 +51,56 @@ func (c *cli) benchCommand() *cobra.Command {
 		Long: `Measure what crosses from one network namespace to another through each
 forwarding path, under each of the workloads of --workloads in one run:
 
-  udpN           N-byte UDP frames (without FCS; N from 60 to 1514), sent with
-                 BPF_PROG_RUN in live-frames mode out of the generator's veth
-                 and counted and dropped by an XDP program on the receiver's:
-                 frames/s and Gbit/s of frame bytes (no FCS, preamble or gap)
+  udpN           N-byte UDP frames (without FCS; N from 60 to the MTU + 14,
+                 1514 by default) from a generator out of the generator's
+                 veth, counted and dropped by an XDP program on the
+                 receiver's: frames/s and Gbit/s of frame bytes (no FCS,
+                 preamble or gap), what the generator sent, and the CPU the
+                 path cost per frame
   udpNxF         the same frames over F UDP flows (source ports from 20000),
                  one after the other: no two frames in a row of one flow
   tcp            one iperf3 stream (iperf3 -J -O 1): Gbit/s the receiver reads
   ping           an ICMP echo request every 10 ms at idle: p50 and p99
                  round-trip time in µs
 
-xswitch and OVS run all of themselves on CPU 1 (taskset -c 1); the
-generator, iperf3's client and server and ping run on CPU 0. The cases:
+The generators (--generator), each on CPU 0:
+
+  live           an XDP program run with BPF_PROG_RUN in live-frames mode,
+                 whose XDP_TX hands frames to the veth without an skb: far
+                 faster than any switch here; some kernels refuse it (EPERM),
+                 and it takes frames of up to a page only
+  xsk            an AF_XDP socket on the veth, transmit only, copy mode: the
+                 kernel builds an skb per frame, one sendto per 2,048 frames
+  packet         an AF_PACKET socket's TPACKET_V2 tx ring past the qdisc
+                 (PACKET_QDISC_BYPASS): an skb per frame too, one sendto per
+                 ring of 2,048; slower than xsk on the development machine
+  auto           live where the kernel allows it, else xsk (the default)
+
+A socket generator sends from CPU 0 and the kernel forwards what XDP or the
+kernel's bridge forward in its send, on CPU 0 too: such a path carries all
+that is sent, and the generator's speed, not the path's, sets its rate. A
+case that carried at least 97% of what the generator sent is generator-
+bound: its ratios print as "≥" (it might carry more), those against a
+generator-bound baseline as "≤", and as "(…)" when both were: then the CPU
+figure compares them. Every UDP workload's rounds start with gen-only, the
+generator's veth straight into the receiver's, which drops in XDP, nothing
+in between: its rate is what the generator reaches alone, and its CPU per
+frame sent is the generator's own cost. A case's CPU per frame (ns/frame)
+is, for each second,
+
+  (busy ns of CPU 0 and CPU 1 - own ns/frame x frames sent) / frames delivered
+
+where own is gen-only's busy ns of CPU 0 (where the generator and all it
+causes run) per frame sent; the median over the seconds. What remains is
+what the path between the two veths costs: its XDP programs and threads,
+and its second veth hop, with the frames it drops charged to those it
+delivered. Busy is user, system, irq and softirq time from /proc/stat,
+steal excluded. A switch that busy-polls (OVS's PMD, xswitch --busy-poll)
+costs its whole CPU: reported as measured. Whatever else runs on the
+machine counts too, so compare the medians of several rounds.
+
+xswitch and OVS run all of themselves on CPU 1 (taskset -c 1); iperf3's
+client and server and ping run on CPU 0. The cases:
 
   xswitch        xswitch daemon with its default flags, as a process of its
                  own under taskset -c 1, NORMAL forwarding, with its in-kernel
@@ -112,14 +151,17 @@ the first second is discarded, as are the pings of the first second; the
 rounds of each workload alternate the cases. One table per workload gives
 medians, ranges over all samples and rounds, and the ratio of each median
 to those of linux-bridge, ovs, kernel-vxlan and ovs-vxlan, of those the run
-has (for ping of p50, so above 1 is slower).
+has (for ping of p50, so above 1 is slower); UDP tables give the CPU per
+frame against xdp-redirect's too, and say which generator ran and what it
+reached alone.
 A failed measurement is reported and the others go on; bench
 then exits with an error. Needs root and iperf3.
 
 --mtu N gives both ends of every case's veth pairs the MTU N (xswitch's
 through add-port --mtu), to measure jumbo frames: tcp then sends segments
-as long as the MTU allows. The udpN generator's frames stay at most 1514
-bytes: live-frames mode refuses frames longer than a page.`,
+as long as the MTU allows, and udpN takes N up to N = MTU + 14 (the live
+generator only up to a page; xsk sends longer frames as chains of
+descriptors, which needs Linux 6.6).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runBench(cmd.Context(), os.Stdout, opts)
@@ -130,6 +172,7 @@ bytes: live-frames mode refuses frames longer than a page.`,
 	cmd.Flags().StringSliceVar(&opts.workloads, "workloads", strings.Split(defaultBenchWorkloads, ","), "the workloads to run, in order: udpN (N-byte frames), tcp, ping")
 	cmd.Flags().StringSliceVar(&opts.cases, "cases", strings.Split(defaultBenchCases, ","), "the cases to run, in order")
 	cmd.Flags().IntVar(&opts.mtu, "mtu", 0, "MTU of both ends of every case's veth pairs, as add-port --mtu (default 1500)")
+	cmd.Flags().StringVar(&opts.generator, "generator", string(bench.GeneratorAuto), "how the udpN workloads' frames are sent: live, xsk, packet or auto")
 	cmd.Flags().BoolVar(&opts.json, "json", false, "print the results as JSON")
 	return cmd
 }
@@ -376,6 +419,10 @@ func runBench(ctx context.Context, w io.Writer, opts benchOptions) error {
 	if err != nil {
 		return err
 	}
+	generator, err := bench.ParseGenerator(opts.generator)
+	if err != nil {
+		return err
+	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	progress := w
@@ -386,11 +433,11 @@ func runBench(ctx context.Context, w io.Writer, opts benchOptions) error {
 	if opts.mtu != 0 {
 		mtu = fmt.Sprintf("MTU %d", opts.mtu)
 	}
-	fmt.Fprintf(progress, "== workloads %s; %v per case, workload and round, %d rounds; %s; generator on CPU 0\n",
-		strings.Join(opts.workloads, ","), opts.duration, opts.rounds, mtu)
+	fmt.Fprintf(progress, "== workloads %s; %v per case, workload and round, %d rounds; %s; generator %s on CPU 0, switches on CPU 1\n",
+		strings.Join(opts.workloads, ","), opts.duration, opts.rounds, mtu, generator)
 	results, err := bench.Run(ctx, bench.Options{
 		Cases: cases, Workloads: workloads, Duration: opts.duration, Rounds: opts.rounds,
-		MTU: opts.mtu, Progress: progress, Tag: randomTag,
+		MTU: opts.mtu, Generator: generator, Progress: progress, Tag: randomTag,
 	})
 	if err != nil {
 		return err
@@ -437,6 +484,10 @@ func benchWorkloads(names []string) ([]bench.Workload, error) {
 // with those it has a row for.
 var benchBaselines = []string{"linux-bridge", "ovs", "kernel-vxlan", "ovs-vxlan"}
 
+// cpuBaseline is the case whose CPU per frame a UDP table compares every
+// case's with: the kernel's own redirect between the two veths.
+const cpuBaseline = "xdp-redirect"
+
 // printBenchTables prints one table per workload.
 func printBenchTables(w io.Writer, workloads []bench.Workload, results []bench.Result) {
 	for i, wl := range workloads {
@@ -449,54 +500,75 @@ func printBenchTables(w io.Writer, workloads []bench.Workload, results []bench.R
 				rows = append(rows, r)
 			}
 		}
-		fmt.Fprintf(w, "== %s\n", wl.Name)
+		fmt.Fprintf(w, "== %s%s\n", wl.Name, generatorNote(rows))
 		printBenchTable(w, wl.Kind, rows)
 	}
 }
 
+// generatorNote says, for a UDP table's heading, which generator sent
+// and what it reached alone.
+func generatorNote(rows []bench.Result) string {
+	i := slices.IndexFunc(rows, func(r bench.Result) bool { return r.Case == bench.GenOnly })
+	if i < 0 || rows[i].Generator == "" {
+		return ""
+	}
+	g := rows[i]
+	if g.Samples == 0 {
+		return fmt.Sprintf(": generator %s, which sent nothing", g.Generator)
+	}
+	return fmt.Sprintf(": generator %s, %.3f Mpps alone (%s), %.0f ns/frame of its own", g.Generator, g.MedianSentPPS/1e6, bench.GenOnly, g.CPUNsPerFrame)
+}
+
 // printBenchTable prints the results of one workload of the given kind.
 func printBenchTable(w io.Writer, kind bench.WorkloadKind, rows []bench.Result) {
-	// headline is the figure ratios compare.
-	headline := func(r bench.Result) float64 {
+	// ratio is how r compares with base in the figure each table
+	// compares, as a table cell.
+	ratio := func(r, base bench.Result) string {
 		switch kind {
 		case bench.KindUDP:
-			return r.MedianPPS
+			x, bound := bench.RateRatio(r, base)
+			format := [...]string{bench.RatioExact: "%.2fx", bench.RatioAtLeast: "≥%.2fx", bench.RatioAtMost: "≤%.2fx", bench.RatioOpen: "(%.2fx)"}[bound]
+			return fmt.Sprintf(format, x)
 		case bench.KindTCP:
-			return r.MedianGbps
+			return fmt.Sprintf("%.2fx", r.MedianGbps/base.MedianGbps)
 		default:
-			return r.P50Micros
+			return fmt.Sprintf("%.2fx", r.P50Micros/base.P50Micros)
 		}
 	}
-	var baselines []float64
+	compared := func(r bench.Result) bool { return r.Samples > 0 && r.Case != bench.GenOnly }
+	var baselines []bench.Result
 	var versus string // the baselines' headers
 	for _, name := range benchBaselines {
 		i := slices.IndexFunc(rows, func(r bench.Result) bool { return r.Case == name })
 		if i < 0 {
 			continue
 		}
-		base := 0.0 // no figure to compare with
-		if rows[i].Samples > 0 {
-			base = headline(rows[i])
-		}
-		baselines = append(baselines, base)
+		baselines = append(baselines, rows[i])
 		versus += "\tvs " + name
 	}
 	var header string
 	switch kind {
 	case bench.KindUDP:
-		header = "case\tMpps\trange\tGbit/s"
+		header = "case\tMpps\trange\tGbit/s\tof sent\tns/frame"
 	case bench.KindTCP:
 		header = "case\tGbit/s\trange"
 	default:
 		header = "case\tp50 µs\tp99 µs\trange µs\tlost"
 	}
-	// For UDP, where the CPUs went: the generator's softirq is where XDP
+	// For UDP, what the CPU per frame is next to the kernel's redirect's,
+	// and where the CPUs went: the generator's softirq is where XDP
 	// forwards (the fast path, the kernel's bridge and redirect), the
 	// switch's CPU is where user space does.
 	cpus := ""
+	var cpuBase bench.Result
 	if kind == bench.KindUDP {
-		cpus = "\tcpu0 softirq\tcpu1 busy"
+		if i := slices.IndexFunc(rows, func(r bench.Result) bool { return r.Case == cpuBaseline }); i >= 0 {
+			cpuBase = rows[i]
+			cpus = "\tcpu vs " + cpuBaseline
+		}
+		cpus += "\tcpu0 softirq\tcpu1 busy"
 	}
+	bounds := map[bench.RatioBound]bool{}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "%s%s%s\t\n", header, versus, cpus)
 	for _, r := range rows {
@@ -506,20 +578,32 @@ func printBenchTable(w io.Writer, kind bench.WorkloadKind, rows []bench.Result) 
 			n := strings.Count(header, "\t")
 			figures = slices.Repeat([]string{"-"}, n)
 		case kind == bench.KindUDP:
-			figures = []string{fmt.Sprintf("%.3f", r.MedianPPS/1e6), fmt.Sprintf("%.3f-%.3f", r.MinPPS/1e6, r.MaxPPS/1e6), fmt.Sprintf("%.2f", r.MedianGbps)}
+			figures = []string{fmt.Sprintf("%.3f", r.MedianPPS/1e6), fmt.Sprintf("%.3f-%.3f", r.MinPPS/1e6, r.MaxPPS/1e6), fmt.Sprintf("%.2f", r.MedianGbps),
+				fmt.Sprintf("%.1f%%", 100*r.CarriedShare), fmt.Sprintf("%.0f", r.CPUNsPerFrame)}
 		case kind == bench.KindTCP:
 			figures = []string{fmt.Sprintf("%.2f", r.MedianGbps), fmt.Sprintf("%.2f-%.2f", r.MinGbps, r.MaxGbps)}
 		default:
 			figures = []string{fmt.Sprintf("%.0f", r.P50Micros), fmt.Sprintf("%.0f", r.P99Micros), fmt.Sprintf("%.0f-%.0f", r.MinMicros, r.MaxMicros), fmt.Sprint(r.Lost)}
 		}
 		for _, base := range baselines {
-			ratio := "-"
-			if base > 0 && r.Samples > 0 {
-				ratio = fmt.Sprintf("%.2fx", headline(r)/base)
+			cell := "-"
+			if compared(r) && compared(base) {
+				cell = ratio(r, base)
+				if kind == bench.KindUDP {
+					_, bound := bench.RateRatio(r, base)
+					bounds[bound] = true
+				}
 			}
-			figures = append(figures, ratio)
+			figures = append(figures, cell)
 		}
-		if cpus != "" {
+		if kind == bench.KindUDP {
+			if cpuBase.Case != "" {
+				cell := "-"
+				if compared(r) && compared(cpuBase) && cpuBase.CPUNsPerFrame > 0 {
+					cell = fmt.Sprintf("%.2fx", r.CPUNsPerFrame/cpuBase.CPUNsPerFrame)
+				}
+				figures = append(figures, cell)
+			}
 			if r.Samples == 0 {
 				figures = append(figures, "-", "-")
 			} else {
@@ -529,4 +613,16 @@ func printBenchTable(w io.Writer, kind bench.WorkloadKind, rows []bench.Result) 
 		fmt.Fprintf(tw, "%s\t%s\t\n", r.Case, strings.Join(figures, "\t"))
 	}
 	tw.Flush()
+	for _, note := range []struct {
+		bound bench.RatioBound
+		text  string
+	}{
+		{bench.RatioAtLeast, fmt.Sprintf("≥: the case carried all the generator sent (of sent ≥ %.0f%%): it may carry more", 100*bench.GeneratorBoundShare)},
+		{bench.RatioAtMost, "≤: the baseline carried all the generator sent: it may carry more"},
+		{bench.RatioOpen, "(…): both carried all the generator sent: ns/frame compares them"},
+	} {
+		if bounds[note.bound] {
+			fmt.Fprintln(w, note.text)
+		}
+	}
 }
