@@ -129,15 +129,14 @@ type samples struct {
 // rate is one second's worth of traffic into the receiving namespace,
 // and (UDP) what the generator sent, the share of that second the
 // generator's CPU spent in softirq, where a redirect in XDP runs, and the
-// switch's CPU was busy, and the busy time in ns of both CPUs and of the
-// generator's.
+// switch's CPU was busy, and the busy time in ns of both CPUs that was
+// not other users' (see otherLoad).
 type rate struct {
 	pps, bytesPerSec float64
 	sentPPS          float64
 	genSoftirq       float64
 	switchBusy       float64
 	busyNs           float64
-	genBusyNs        float64
 }
 
 // GeneratorBoundShare is the share of the frames sent that a case must
@@ -156,8 +155,10 @@ const GeneratorBoundShare = 0.97
 // veths: the switch's XDP programs and threads, and its second veth hop.
 // The frames a path drops cost it too. A switch that busy-polls (OVS's
 // PMD, xswitch --busy-poll) costs its CPU whole, busy or idle: that is
-// reported as measured. Whatever else runs on the machine meanwhile
-// counts too: on a shared machine the figures are noisy.
+// reported as measured. Busy time is the CPUs' user, system, irq and
+// softirq time, less what other users' processes took (otherLoad): on a
+// shared machine their load would count otherwise; their softirq work
+// still does.
 func pathCost(r rate, own float64) float64 {
 	return (r.busyNs - own*r.sentPPS) / r.pps
 }
@@ -165,15 +166,12 @@ func pathCost(r rate, own float64) float64 {
 // genOnlyCost is the generator's own cost per frame sent, from the
 // seconds of the GenOnly case, where the generator's veth leads straight
 // into the receiver's, which drops in XDP, with nothing in between: the
-// median of its CPU's busy ns per frame sent. The generator's CPU is the
-// one that counts: the generator is pinned to it, and the receiver's veth
-// polls on the CPU that sent into it, so that all the generator's work
-// runs there, and what the other CPU did meanwhile was someone else's.
+// median of the busy ns of both CPUs per frame sent.
 func genOnlyCost(genOnly samples) float64 {
 	var perFrame []float64
 	for _, r := range genOnly.rates {
 		if r.sentPPS > 0 {
-			perFrame = append(perFrame, r.genBusyNs/r.sentPPS)
+			perFrame = append(perFrame, r.busyNs/r.sentPPS)
 		}
 	}
 	if len(perFrame) == 0 {

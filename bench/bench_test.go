@@ -281,16 +281,15 @@ func TestReadCPUTimes(t *testing.T) {
 	}
 }
 
-func TestGenOnlyCostCountsTheGeneratorsCPU(t *testing.T) {
-	// The generator's CPU busy 900 ns and 1,000 ns per frame sent, and
-	// once stalled; the other CPU's load is someone else's.
+func TestGenOnlyCost(t *testing.T) {
+	// Both CPUs busy 900 ns and 1,000 ns per frame sent, and once stalled.
 	genOnly := samples{rates: []rate{
-		{pps: 1e6, sentPPS: 1e6, genBusyNs: 0.9e9, busyNs: 1.8e9},
-		{pps: 1e6, sentPPS: 1e6, genBusyNs: 1.0e9, busyNs: 1.1e9},
-		{pps: 0, sentPPS: 0, genBusyNs: 1.0e9, busyNs: 1.0e9},
+		{pps: 1e6, sentPPS: 1e6, busyNs: 0.9e9},
+		{pps: 1e6, sentPPS: 1e6, busyNs: 1.0e9},
+		{pps: 0, sentPPS: 0, busyNs: 1.0e9},
 	}}
 	if got := genOnlyCost(genOnly); got != 950 {
-		t.Errorf("genOnlyCost = %v ns, want 950: the median per frame sent of the generator's CPU", got)
+		t.Errorf("genOnlyCost = %v ns, want 950: the median busy time per frame sent", got)
 	}
 	if got := genOnlyCost(samples{}); got != 0 {
 		t.Errorf("genOnlyCost(nothing) = %v", got)
@@ -312,9 +311,9 @@ func TestPathCost(t *testing.T) {
 func TestSummarizeUDPAgainstTheGenerator(t *testing.T) {
 	w := UDP(64)
 	bound := samples{rates: []rate{
-		{pps: 0.98e6, sentPPS: 1e6, busyNs: 1.4e9, genBusyNs: 1e9},
-		{pps: 1.0e6, sentPPS: 1e6, busyNs: 1.5e9, genBusyNs: 1e9},
-		{pps: 0.99e6, sentPPS: 1e6, busyNs: 1.6e9, genBusyNs: 1e9},
+		{pps: 0.98e6, sentPPS: 1e6, busyNs: 1.4e9},
+		{pps: 1.0e6, sentPPS: 1e6, busyNs: 1.5e9},
+		{pps: 0.99e6, sentPPS: 1e6, busyNs: 1.6e9},
 	}}
 	r := summarize("x", w, bound, 1000)
 	if r.MedianSentPPS != 1e6 || r.CarriedShare != 0.99 || !r.GeneratorBound {
@@ -331,8 +330,8 @@ func TestSummarizeUDPAgainstTheGenerator(t *testing.T) {
 			r.GeneratorBound, r.CarriedShare, r.CPUNsPerFrame)
 	}
 	g := summarize(GenOnly, w, bound, 0)
-	if g.CPUNsPerFrame != 1000 {
-		t.Errorf("gen-only's CPU per frame %v, want its own cost, 1000", g.CPUNsPerFrame)
+	if g.CPUNsPerFrame != 1500 {
+		t.Errorf("gen-only's CPU per frame %v, want its own cost, 1500", g.CPUNsPerFrame)
 	}
 }
 
@@ -366,5 +365,57 @@ func TestParseGenerator(t *testing.T) {
 		if _, err := ParseGenerator(s); err == nil {
 			t.Errorf("ParseGenerator(%q) accepted it", s)
 		}
+	}
+}
+
+func TestParseProcStat(t *testing.T) {
+	// A command with a space and a parenthesis of its own.
+	line := "4242 (go (test) x) S 17 4242 4242 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 9 0 253185 3133440 360 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0"
+	p, err := parseProcStat(line)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (procStat{ppid: 17, ticks: 300, cpu: 1}); p != want {
+		t.Errorf("parseProcStat = %+v, want %+v", p, want)
+	}
+	kthread := "15 (ksoftirqd/1) S 2 0 0 0 -1 69238848 0 0 0 0 0 386 0 0 20 0 1 0 7 0 0 18446744073709551615 0 0 0 0 0 0 0 2147483647 0 0 0 0 17 1 0 0 0 0 0"
+	if p, err := parseProcStat(kthread); err != nil || !p.kernelThread || p.ticks != 386 {
+		t.Errorf("parseProcStat(ksoftirqd) = %+v, %v; want a kernel thread of 386 ticks", p, err)
+	}
+	for _, bad := range []string{"", "4242 go S 17", "4242 (go) S 17 4242"} {
+		if _, err := parseProcStat(bad); err == nil {
+			t.Errorf("parseProcStat(%q) accepted it", bad)
+		}
+	}
+}
+
+func TestOtherLoadCountsOnlyOthers(t *testing.T) {
+	o := &otherLoad{ours: map[int]bool{1000: true, 1001: true}, last: map[int]uint64{}}
+	o.count(map[int]procStat{
+		1000: {ticks: 10, cpu: 0},                     // the bench
+		1001: {ticks: 10, cpu: 1},                     // its switch
+		2000: {ticks: 10, cpu: 0},                     // another user's
+		2001: {ticks: 10, cpu: 1},                     // and another's
+		2002: {ticks: 10, cpu: 5},                     // on another CPU
+		15:   {ticks: 10, cpu: 0, kernelThread: true}, // ksoftirqd
+	})
+	if o.total != 0 {
+		t.Fatalf("the first scan counted %d ticks: want every process counted from then on", o.total)
+	}
+	o.count(map[int]procStat{
+		1000: {ticks: 90, cpu: 0},
+		1001: {ticks: 90, cpu: 1},
+		2000: {ticks: 15, cpu: 0},
+		2001: {ticks: 30, cpu: 1},
+		2002: {ticks: 99, cpu: 5},
+		15:   {ticks: 99, cpu: 0, kernelThread: true},
+		2003: {ticks: 7, cpu: 0}, // new: counted from its next scan
+	})
+	if o.total != 25 {
+		t.Errorf("other users' ticks = %d, want 25: 5 and 20 of the two others on the bench's CPUs", o.total)
+	}
+	o.count(map[int]procStat{2000: {ticks: 3, cpu: 0}, 2003: {ticks: 8, cpu: 0}}) // 2000 is a new process under an old pid
+	if o.total != 26 {
+		t.Errorf("other users' ticks = %d, want 26: one more of the new one, none of a reused pid", o.total)
 	}
 }

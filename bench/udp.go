@@ -54,9 +54,13 @@ func measureUDP(ctx context.Context, hosts Hosts, w Workload, gen Generator, dur
 		return samples{}, errors.New("the generator stopped before it sent anything")
 	}
 
+	others, err := newOtherLoad()
+	if err != nil {
+		return samples{}, err
+	}
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
-	last, err := readUDPCounts(cnt, snd)
+	last, err := readUDPCounts(cnt, snd, others)
 	if err != nil {
 		return samples{}, err
 	}
@@ -67,7 +71,7 @@ func measureUDP(ctx context.Context, hosts Hosts, w Workload, gen Generator, dur
 		case <-genCtx.Done():
 			return samples{}, errors.New("the generator stopped early")
 		case <-tick.C:
-			now, err := readUDPCounts(cnt, snd)
+			now, err := readUDPCounts(cnt, snd, others)
 			if err != nil {
 				return samples{}, err
 			}
@@ -89,9 +93,10 @@ type udpCounts struct {
 	packets, bytes uint64 // into the receiver
 	sent           uint64 // by the generator
 	genCPU, swCPU  cpuTimes
+	others         uint64 // ticks of other users' processes on the two CPUs
 }
 
-func readUDPCounts(cnt *counter, snd sender) (c udpCounts, err error) {
+func readUDPCounts(cnt *counter, snd sender, others *otherLoad) (c udpCounts, err error) {
 	c.at = time.Now()
 	if c.packets, c.bytes, err = cnt.read(); err != nil {
 		return c, err
@@ -99,20 +104,25 @@ func readUDPCounts(cnt *counter, snd sender) (c udpCounts, err error) {
 	if c.sent, err = snd.sent(); err != nil {
 		return c, err
 	}
-	c.genCPU, c.swCPU, err = readCPUTimes()
+	if c.genCPU, c.swCPU, err = readCPUTimes(); err != nil {
+		return c, err
+	}
+	c.others, err = others.ticks()
 	return c, err
 }
 
-// since is the rate from last to c.
+// since is the rate from last to c. The busy time of both CPUs leaves out
+// what other users' processes took of it.
 func (c udpCounts) since(last udpCounts) rate {
 	elapsed := c.at.Sub(last.at).Seconds()
+	busy := 1e9 * (busyShare(last.genCPU, c.genCPU) + busyShare(last.swCPU, c.swCPU))
+	others := float64(c.others-last.others) * 1e9 / userHZ / elapsed
 	return rate{
 		pps:         float64(c.packets-last.packets) / elapsed,
 		bytesPerSec: float64(c.bytes-last.bytes) / elapsed,
 		sentPPS:     float64(c.sent-last.sent) / elapsed,
 		genSoftirq:  softirqShare(last.genCPU, c.genCPU),
 		switchBusy:  busyShare(last.swCPU, c.swCPU),
-		busyNs:      1e9 * (busyShare(last.genCPU, c.genCPU) + busyShare(last.swCPU, c.swCPU)),
-		genBusyNs:   1e9 * busyShare(last.genCPU, c.genCPU),
+		busyNs:      max(busy-others, 0),
 	}
 }

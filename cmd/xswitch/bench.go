@@ -90,14 +90,15 @@ is, for each second,
 
   (busy ns of CPU 0 and CPU 1 - own ns/frame x frames sent) / frames delivered
 
-where own is gen-only's busy ns of CPU 0 (where the generator and all it
-causes run) per frame sent; the median over the seconds. What remains is
-what the path between the two veths costs: its XDP programs and threads,
-and its second veth hop, with the frames it drops charged to those it
-delivered. Busy is user, system, irq and softirq time from /proc/stat,
-steal excluded. A switch that busy-polls (OVS's PMD, xswitch --busy-poll)
-costs its whole CPU: reported as measured. Whatever else runs on the
-machine counts too, so compare the medians of several rounds.
+where own is gen-only's busy ns of both CPUs per frame sent; the median
+over the seconds. What remains is what the path between the two veths
+costs: its XDP programs and threads, and its second veth hop, with the
+frames it drops charged to those it delivered. Busy is user, system, irq
+and softirq time from /proc/stat (steal excluded), less the time of the
+processes on the two CPUs that are neither the bench nor started by it
+(other users of a shared machine; their softirq work still counts). A
+switch that busy-polls (OVS's PMD, xswitch --busy-poll) costs its whole
+CPU: reported as measured. Compare the medians of several rounds.
 
 xswitch and OVS run all of themselves on CPU 1 (taskset -c 1); iperf3's
 client and server and ping run on CPU 0. The cases:
