@@ -3,11 +3,11 @@
 // the kernel's XDP redirect, which is the machine's limit.
 //
 // Each case is measured under several workloads (see Workload): UDP frames
-// of a given size from a generator that transmits one frame again and again
-// with BPF_PROG_RUN in live-frames mode, counted and dropped by an XDP
-// program on the receiver's veth; TCP throughput with iperf3; and ping
-// latency at idle. Only the path between the two veths differs from case to
-// case.
+// of a given size from a generator (see Generator) that transmits one
+// frame again and again, counted and dropped by an XDP program on the
+// receiver's veth, with what the generator sent and the CPU time the path
+// cost per frame; TCP throughput with iperf3; and ping latency at idle.
+// Only the path between the two veths differs from case to case.
 package bench
 
 import (
@@ -61,6 +61,7 @@ type Options struct {
 	Duration  time.Duration // per case, workload and round; the first second is discarded
 	Rounds    int
 	MTU       int           // of every case's veths (Hosts.MTU); 0 for the kernel's 1500
+	Generator Generator     // of the UDP workloads; "" is GeneratorAuto
 	Progress  io.Writer     // one line per case, workload and round
 	Tag       func() string // unique short names; four hex digits or so
 }
@@ -93,6 +94,20 @@ type Result struct {
 	MaxMicros float64 `json:"max_us,omitempty"`
 	Lost      int     `json:"lost,omitempty"`
 
+	// UDP: the generator that sent the frames, the median of what it
+	// sent per second, and the share of all it sent that the receiver
+	// counted. GeneratorBound says the case carried at least
+	// GeneratorBoundShare of it: the path might have carried more, had
+	// the generator sent more.
+	Generator      Generator `json:"generator,omitempty"`
+	MedianSentPPS  float64   `json:"median_sent_pps,omitempty"`
+	CarriedShare   float64   `json:"carried_share,omitempty"`
+	GeneratorBound bool      `json:"generator_bound,omitempty"`
+	// UDP: the median over the seconds of the CPU time the path cost per
+	// frame delivered, in ns (see pathCost). For GenOnly, the generator's
+	// own cost per frame sent, which the other cases' have subtracted.
+	CPUNsPerFrame float64 `json:"cpu_ns_per_frame,omitempty"`
+
 	// UDP: the median share of the generator's CPU spent in softirq
 	// (where frames that XDP forwards are forwarded, in the sender's
 	// softirq) and of the switch's CPU spent busy, in percent.
@@ -112,12 +127,57 @@ type samples struct {
 }
 
 // rate is one second's worth of traffic into the receiving namespace,
-// and (UDP) the share of that second the generator's CPU spent in softirq,
-// where a redirect in XDP runs, and the switch's CPU was busy.
+// and (UDP) what the generator sent, the share of that second the
+// generator's CPU spent in softirq, where a redirect in XDP runs, and the
+// switch's CPU was busy, and the busy time in ns of both CPUs that was
+// not other users' (see otherLoad).
 type rate struct {
 	pps, bytesPerSec float64
+	sentPPS          float64
 	genSoftirq       float64
 	switchBusy       float64
+	busyNs           float64
+}
+
+// GeneratorBoundShare is the share of the frames sent that a case must
+// carry to be generator-bound.
+const GeneratorBoundShare = 0.97
+
+// pathCost is the CPU time one second of a case cost per frame the
+// receiver counted, in ns: the busy time of both CPUs in that second less
+// what the generator itself costs for the frames it sent, over the frames
+// delivered,
+//
+//	(busy ns of CPU 0 and CPU 1 - own × frames sent) / frames delivered
+//
+// where own is the generator's cost per frame sent, measured by the
+// GenOnly case (genOnlyCost). What remains is the path between the two
+// veths: the switch's XDP programs and threads, and its second veth hop.
+// The frames a path drops cost it too. A switch that busy-polls (OVS's
+// PMD, xswitch --busy-poll) costs its CPU whole, busy or idle: that is
+// reported as measured. Busy time is the CPUs' user, system, irq and
+// softirq time, less what other users' processes took (otherLoad): on a
+// shared machine their load would count otherwise; their softirq work
+// still does.
+func pathCost(r rate, own float64) float64 {
+	return (r.busyNs - own*r.sentPPS) / r.pps
+}
+
+// genOnlyCost is the generator's own cost per frame sent, from the
+// seconds of the GenOnly case, where the generator's veth leads straight
+// into the receiver's, which drops in XDP, with nothing in between: the
+// median of the busy ns of both CPUs per frame sent.
+func genOnlyCost(genOnly samples) float64 {
+	var perFrame []float64
+	for _, r := range genOnly.rates {
+		if r.sentPPS > 0 {
+			perFrame = append(perFrame, r.busyNs/r.sentPPS)
+		}
+	}
+	if len(perFrame) == 0 {
+		return 0
+	}
+	return median(perFrame)
 }
 
 func (s *samples) add(more samples) {
@@ -128,9 +188,11 @@ func (s *samples) add(more samples) {
 
 // Run measures every case under every workload for opts.Rounds rounds. The
 // rounds of a workload alternate the cases so that drift in the machine
-// affects them all alike. Each measurement builds its path afresh in new
-// namespaces. A failed measurement is reported in its Result and the rest
-// go on; only cancellation stops Run early.
+// affects them all alike; a UDP workload's rounds start with GenOnly, the
+// generator's own cost, which the cases' CPU figures subtract. Each
+// measurement builds its path afresh in new namespaces. A failed
+// measurement is reported in its Result and the rest go on; only
+// cancellation stops Run early.
 func Run(ctx context.Context, opts Options) ([]Result, error) {
 	if opts.Duration < 2*time.Second {
 		return nil, fmt.Errorf("duration %v is too short: the first second is discarded, so at least 2s", opts.Duration)
@@ -144,8 +206,13 @@ func Run(ctx context.Context, opts Options) ([]Result, error) {
 	if opts.MTU != 0 && (opts.MTU < minMTU || opts.MTU > maxMTU) {
 		return nil, fmt.Errorf("MTU %d is outside %d..%d", opts.MTU, minMTU, maxMTU)
 	}
+	gen, err := ParseGenerator(string(opts.Generator))
+	if err != nil {
+		return nil, err
+	}
+	opts.Generator = gen
 	for _, w := range opts.Workloads {
-		if err := w.validate(); err != nil {
+		if err := w.validate(opts.MTU); err != nil {
 			return nil, err
 		}
 	}
@@ -156,14 +223,23 @@ func Run(ctx context.Context, opts Options) ([]Result, error) {
 	}
 	var results []Result
 	for _, w := range opts.Workloads {
-		got := make([]samples, len(opts.Cases))
-		failed := make([]error, len(opts.Cases))
-		for round := 1; round <= opts.Rounds; round++ {
-			for i, c := range opts.Cases {
+		cases, gen := opts.Cases, Generator("")
+		var chooseErr error
+		if w.Kind == KindUDP {
+			cases = append([]Case{genOnlyCase()}, cases...)
+			gen, chooseErr = chooseGenerator(ctx, w, opts)
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("workload %s: %w", w.Name, ctx.Err())
+			}
+		}
+		got := make([]samples, len(cases))
+		failed := make([]error, len(cases))
+		for round := 1; round <= opts.Rounds && chooseErr == nil; round++ {
+			for i, c := range cases {
 				if c.Skip != "" {
 					continue
 				}
-				s, err := measure(ctx, c, w, opts)
+				s, err := measure(ctx, c, w, gen, opts)
 				if ctx.Err() != nil {
 					return nil, fmt.Errorf("case %s, workload %s, round %d: %w", c.Name, w.Name, round, ctx.Err())
 				}
@@ -174,15 +250,19 @@ func Run(ctx context.Context, opts Options) ([]Result, error) {
 					continue
 				}
 				got[i].add(s)
-				fmt.Fprintf(opts.Progress, "%s %s\n", prefix, summarize(c.Name, w, s).brief(w))
+				fmt.Fprintf(opts.Progress, "%s %s\n", prefix, summarize(c.Name, w, s, ownCost(w, c, got[0])).brief(w))
 			}
 		}
-		for i, c := range opts.Cases {
+		for i, c := range cases {
 			r := Result{Case: c.Name, Workload: w.Name, Skipped: c.Skip}
 			if c.Skip == "" {
-				r = summarize(c.Name, w, got[i])
+				r = summarize(c.Name, w, got[i], ownCost(w, c, got[0]))
+				r.Generator = gen
 			}
 			r.MTU = opts.MTU
+			if chooseErr != nil {
+				failed[i] = chooseErr
+			}
 			if failed[i] != nil {
 				r.Error = failed[i].Error()
 			}
@@ -192,7 +272,20 @@ func Run(ctx context.Context, opts Options) ([]Result, error) {
 	return results, nil
 }
 
-func summarize(name string, w Workload, s samples) Result {
+// ownCost is the generator's cost per frame that c's CPU figures under w
+// subtract, from genOnly's samples: none for GenOnly itself, whose figure
+// is that cost, and none but under UDP.
+func ownCost(w Workload, c Case, genOnly samples) float64 {
+	if w.Kind != KindUDP || c.Name == GenOnly {
+		return 0
+	}
+	return genOnlyCost(genOnly)
+}
+
+// summarize sums up a case's samples under w, its CPU figures less own
+// per frame sent (see pathCost); GenOnly's CPU figure is own itself (see
+// genOnlyCost).
+func summarize(name string, w Workload, s samples, own float64) Result {
 	r := Result{Case: name, Workload: w.Name}
 	switch w.Kind {
 	case KindUDP, KindTCP:
@@ -207,11 +300,27 @@ func summarize(name string, w Workload, s samples) Result {
 		}
 		if w.Kind == KindUDP {
 			r.MedianPPS, r.MinPPS, r.MaxPPS = median(pps), slices.Min(pps), slices.Max(pps)
-			soft, busy := make([]float64, len(s.rates)), make([]float64, len(s.rates))
+			soft, busy, sent, cost := make([]float64, len(s.rates)), make([]float64, len(s.rates)), make([]float64, len(s.rates)), []float64{}
+			var carried, sentAll float64
 			for i, v := range s.rates {
-				soft[i], busy[i] = 100*v.genSoftirq, 100*v.switchBusy
+				soft[i], busy[i], sent[i] = 100*v.genSoftirq, 100*v.switchBusy, v.sentPPS
+				carried, sentAll = carried+v.pps, sentAll+v.sentPPS
+				if v.pps > 0 {
+					cost = append(cost, pathCost(v, own))
+				}
 			}
 			r.GenSoftirqPct, r.SwitchBusyPct = median(soft), median(busy)
+			r.MedianSentPPS = median(sent)
+			if sentAll > 0 {
+				r.CarriedShare = carried / sentAll
+				r.GeneratorBound = r.CarriedShare >= GeneratorBoundShare
+			}
+			switch {
+			case name == GenOnly:
+				r.CPUNsPerFrame = genOnlyCost(s)
+			case len(cost) > 0:
+				r.CPUNsPerFrame = median(cost)
+			}
 		}
 		r.MedianGbps, r.MinGbps, r.MaxGbps = median(gbps), slices.Min(gbps), slices.Max(gbps)
 	case KindPing:
@@ -234,7 +343,8 @@ func summarize(name string, w Workload, s samples) Result {
 func (r Result) brief(w Workload) string {
 	switch w.Kind {
 	case KindUDP:
-		return fmt.Sprintf("%7.3f Mpps (%.3f-%.3f) %6.2f Gbit/s", r.MedianPPS/1e6, r.MinPPS/1e6, r.MaxPPS/1e6, r.MedianGbps)
+		return fmt.Sprintf("%7.3f Mpps (%.3f-%.3f) %6.2f Gbit/s, %.0f%% of %.3f Mpps sent, %.0f ns/frame",
+			r.MedianPPS/1e6, r.MinPPS/1e6, r.MaxPPS/1e6, r.MedianGbps, 100*r.CarriedShare, r.MedianSentPPS/1e6, r.CPUNsPerFrame)
 	case KindTCP:
 		return fmt.Sprintf("%6.2f Gbit/s (%.2f-%.2f)", r.MedianGbps, r.MinGbps, r.MaxGbps)
 	default:
@@ -276,9 +386,26 @@ const (
 )
 
 // measure builds c's path in fresh namespaces, runs w over it for
-// opts.Duration and returns what it saw after the first second, and
-// removes everything again.
-func measure(ctx context.Context, c Case, w Workload, opts Options) (s samples, err error) {
+// opts.Duration (UDP: with gen) and returns what it saw after the first
+// second, and removes everything again.
+func measure(ctx context.Context, c Case, w Workload, gen Generator, opts Options) (s samples, err error) {
+	err = withPath(ctx, c, opts, func(hosts Hosts) (err error) {
+		switch w.Kind {
+		case KindUDP:
+			s, err = measureUDP(ctx, hosts, w, gen, opts.Duration)
+		case KindTCP:
+			s, err = measureTCP(ctx, hosts, opts.Duration)
+		default:
+			s, err = measurePing(ctx, hosts, opts.Duration)
+		}
+		return err
+	})
+	return s, err
+}
+
+// withPath builds c's path in fresh namespaces, with the generator's and
+// the receiver's addresses, runs fn on it, and removes everything again.
+func withPath(ctx context.Context, c Case, opts Options, fn func(Hosts) error) (err error) {
 	tag := opts.Tag()
 	hosts := Hosts{
 		GenNetns: "xsbench-" + tag + "-gen", RcvNetns: "xsbench-" + tag + "-rcv",
@@ -293,13 +420,13 @@ func measure(ctx context.Context, c Case, w Workload, opts Options) (s samples, 
 	}()
 	for _, ns := range []string{hosts.GenNetns, hosts.RcvNetns} {
 		if err := netns.Create(ns); err != nil {
-			return samples{}, err
+			return err
 		}
 		undo = append(undo, func() error { return netns.Delete(ns) })
 	}
 	cleanup, err := c.Setup(ctx, hosts)
 	if err != nil {
-		return samples{}, err
+		return err
 	}
 	undo = append(undo, func() error { cleanup(); return nil })
 	for _, h := range []struct {
@@ -307,17 +434,10 @@ func measure(ctx context.Context, c Case, w Workload, opts Options) (s samples, 
 		ip net.IP
 	}{{hosts.GenNetns, genIP}, {hosts.RcvNetns, rcvIP}} {
 		if err := addAddress(h.ns, h.ip); err != nil {
-			return samples{}, err
+			return err
 		}
 	}
-	switch w.Kind {
-	case KindUDP:
-		return measureUDP(ctx, hosts, w, opts.Duration)
-	case KindTCP:
-		return measureTCP(ctx, hosts, opts.Duration)
-	default:
-		return measurePing(ctx, hosts, opts.Duration)
-	}
+	return fn(hosts)
 }
 
 // addAddress gives the PeerName end in namespace ns the address ip.
@@ -358,4 +478,37 @@ func linkUp(name string) error {
 		return fmt.Errorf("set %q up: %w", name, err)
 	}
 	return nil
+}
+
+// RatioBound says how far a ratio of two UDP rates holds, given what the
+// generator left open.
+type RatioBound int
+
+const (
+	// RatioExact: neither case carried all the generator sent.
+	RatioExact RatioBound = iota
+	// RatioAtLeast: the case was generator-bound and might have carried
+	// more, the baseline was not.
+	RatioAtLeast
+	// RatioAtMost: the baseline was generator-bound, the case was not.
+	RatioAtMost
+	// RatioOpen: both were generator-bound, so the ratio compares what
+	// the generator sent through each, not what they could carry: the
+	// CPU each cost per frame compares them.
+	RatioOpen
+)
+
+// RateRatio is case c's UDP rate over baseline base's, and how far it
+// holds.
+func RateRatio(c, base Result) (float64, RatioBound) {
+	ratio := c.MedianPPS / base.MedianPPS
+	switch {
+	case c.GeneratorBound && base.GeneratorBound:
+		return ratio, RatioOpen
+	case c.GeneratorBound:
+		return ratio, RatioAtLeast
+	case base.GeneratorBound:
+		return ratio, RatioAtMost
+	}
+	return ratio, RatioExact
 }

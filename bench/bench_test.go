@@ -14,7 +14,7 @@ import (
 
 func TestSummarizeRates(t *testing.T) {
 	s := samples{rates: []rate{{pps: 3, bytesPerSec: 300, genSoftirq: 0.5}, {pps: 1, bytesPerSec: 100, genSoftirq: 0.1}, {pps: 2, bytesPerSec: 200, genSoftirq: 0.3}, {pps: 10, bytesPerSec: 1000, genSoftirq: 0.9}}}
-	r := summarize("x", UDP(64), s)
+	r := summarize("x", UDP(64), s, 0)
 	if r.Case != "x" || r.Workload != "udp64" {
 		t.Errorf("summarize names %q/%q, want x/udp64", r.Case, r.Workload)
 	}
@@ -27,11 +27,11 @@ func TestSummarizeRates(t *testing.T) {
 	if r.MedianGbps != 250*8/1e9 || r.MinGbps != 100*8/1e9 || r.MaxGbps != 1000*8/1e9 {
 		t.Errorf("Gbit/s median %v min %v max %v, want %v %v %v", r.MedianGbps, r.MinGbps, r.MaxGbps, 250*8/1e9, 100*8/1e9, 1000*8/1e9)
 	}
-	tcp := summarize("x", TCP(), samples{rates: []rate{{bytesPerSec: 1e9}, {bytesPerSec: 2e9}, {bytesPerSec: 3e9}}})
+	tcp := summarize("x", TCP(), samples{rates: []rate{{bytesPerSec: 1e9}, {bytesPerSec: 2e9}, {bytesPerSec: 3e9}}}, 0)
 	if tcp.MedianGbps != 16 || tcp.MinGbps != 8 || tcp.MaxGbps != 24 || tcp.MedianPPS != 0 {
 		t.Errorf("summarize TCP = %+v, want 16 Gbit/s (8-24) and no frame rate", tcp)
 	}
-	if r := summarize("empty", UDP(64), samples{}); r.Samples != 0 || r.MedianPPS != 0 {
+	if r := summarize("empty", UDP(64), samples{}, 0); r.Samples != 0 || r.MedianPPS != 0 {
 		t.Errorf("summarize(nothing) = %+v", r)
 	}
 }
@@ -42,7 +42,7 @@ func TestSummarizePing(t *testing.T) {
 		s.rtts = append(s.rtts, time.Duration(i)*time.Microsecond)
 	}
 	s.lost = 3
-	r := summarize("x", Ping(), s)
+	r := summarize("x", Ping(), s, 0)
 	if r.P50Micros != 50 || r.P99Micros != 99 || r.MinMicros != 1 || r.MaxMicros != 100 || r.Lost != 3 || r.Samples != 100 {
 		t.Errorf("summarize ping = %+v, want p50 50, p99 99, 1-100, 3 lost, 100 samples", r)
 	}
@@ -77,6 +77,7 @@ func TestParseWorkload(t *testing.T) {
 		"udp1500":    {Name: "udp1500", Kind: KindUDP, Size: 1500},
 		"udp60":      {Name: "udp60", Kind: KindUDP, Size: 60},
 		"udp64x1000": {Name: "udp64x1000", Kind: KindUDP, Size: 64, Flows: 1000},
+		"udp9014":    {Name: "udp9014", Kind: KindUDP, Size: 9014}, // Run checks it against the MTU
 		"tcp":        {Name: "tcp", Kind: KindTCP},
 		"ping":       {Name: "ping", Kind: KindPing},
 	} {
@@ -85,7 +86,7 @@ func TestParseWorkload(t *testing.T) {
 			t.Errorf("ParseWorkload(%q) = %+v, %v; want %+v", name, got, err, want)
 		}
 	}
-	for _, name := range []string{"", "udp", "udp59", "udp1515", "udpx", "UDP64", "tcp2", "icmp", "udp64x", "udp64x-1", "udp64x99999", "udp64x1000x2"} {
+	for _, name := range []string{"", "udp", "udp59", "udp65550", "udpx", "UDP64", "tcp2", "icmp", "udp64x", "udp64x-1", "udp64x99999", "udp64x1000x2"} {
 		if w, err := ParseWorkload(name); err == nil {
 			t.Errorf("ParseWorkload(%q) = %+v, want an error", name, w)
 		}
@@ -99,7 +100,9 @@ func TestRunRejectsOptions(t *testing.T) {
 		"no rounds":       func(o *Options) { o.Rounds = 0 },
 		"no workloads":    func(o *Options) { o.Workloads = nil },
 		"tiny frame":      func(o *Options) { o.Workloads = []Workload{UDP(MinFrameSize - 1)} },
-		"jumbo frame":     func(o *Options) { o.Workloads = []Workload{UDP(MaxFrameSize + 1)} },
+		"jumbo frame":     func(o *Options) { o.Workloads = []Workload{UDP(1515)} },
+		"beyond the MTU":  func(o *Options) { o.MTU, o.Workloads = 9000, []Workload{UDP(9015)} },
+		"no generator":    func(o *Options) { o.Generator = "pktgen" },
 		"zero workload":   func(o *Options) { o.Workloads = []Workload{{Name: "x"}} },
 		"nameless":        func(o *Options) { o.Workloads = []Workload{{Kind: KindTCP}} },
 		"one bad of many": func(o *Options) { o.Workloads = []Workload{TCP(), UDP(10)} },
@@ -273,7 +276,146 @@ func TestReadCPUTimes(t *testing.T) {
 	if got := softirqShare(cpuTimes{total: 100, softirq: 10}, cpuTimes{total: 200, softirq: 60}); got != 0.5 {
 		t.Errorf("softirqShare = %v, want 0.5", got)
 	}
-	if got := busyShare(cpuTimes{total: 100, idle: 50}, cpuTimes{total: 200, idle: 125}); got != 0.25 {
+	if got := busyShare(cpuTimes{total: 100, busy: 50}, cpuTimes{total: 200, busy: 75}); got != 0.25 {
 		t.Errorf("busyShare = %v, want 0.25", got)
+	}
+}
+
+func TestGenOnlyCost(t *testing.T) {
+	// Both CPUs busy 900 ns and 1,000 ns per frame sent, and once stalled.
+	genOnly := samples{rates: []rate{
+		{pps: 1e6, sentPPS: 1e6, busyNs: 0.9e9},
+		{pps: 1e6, sentPPS: 1e6, busyNs: 1.0e9},
+		{pps: 0, sentPPS: 0, busyNs: 1.0e9},
+	}}
+	if got := genOnlyCost(genOnly); got != 950 {
+		t.Errorf("genOnlyCost = %v ns, want 950: the median busy time per frame sent", got)
+	}
+	if got := genOnlyCost(samples{}); got != 0 {
+		t.Errorf("genOnlyCost(nothing) = %v", got)
+	}
+}
+
+func TestPathCost(t *testing.T) {
+	// Both CPUs busy 1.5 s a second; the generator sent 1 Mpps at 1,000 ns
+	// each, of which 0.5 Mpps arrived: 0.5 s of CPU for 0.5 M frames.
+	r := rate{pps: 0.5e6, sentPPS: 1e6, busyNs: 1.5e9}
+	if got := pathCost(r, 1000); got != 1000 {
+		t.Errorf("pathCost = %v ns/frame, want 1000", got)
+	}
+	if got := pathCost(r, 0); got != 3000 {
+		t.Errorf("pathCost without the generator's own = %v ns/frame, want 3000", got)
+	}
+}
+
+func TestSummarizeUDPAgainstTheGenerator(t *testing.T) {
+	w := UDP(64)
+	bound := samples{rates: []rate{
+		{pps: 0.98e6, sentPPS: 1e6, busyNs: 1.4e9},
+		{pps: 1.0e6, sentPPS: 1e6, busyNs: 1.5e9},
+		{pps: 0.99e6, sentPPS: 1e6, busyNs: 1.6e9},
+	}}
+	r := summarize("x", w, bound, 1000)
+	if r.MedianSentPPS != 1e6 || r.CarriedShare != 0.99 || !r.GeneratorBound {
+		t.Errorf("summarize = sent %v, carried %v, bound %v; want 1e6, 0.99, bound", r.MedianSentPPS, r.CarriedShare, r.GeneratorBound)
+	}
+	// (1.5e9 - 1000 × 1e6) / 1e6 is the median second's.
+	if want := 500.0; r.CPUNsPerFrame != want {
+		t.Errorf("CPU per frame %v ns, want %v", r.CPUNsPerFrame, want)
+	}
+	dropping := samples{rates: []rate{{pps: 0.5e6, sentPPS: 1e6, busyNs: 2e9}, {pps: 0, sentPPS: 1e6, busyNs: 2e9}}}
+	r = summarize("x", w, dropping, 1000)
+	if r.GeneratorBound || r.CarriedShare != 0.25 || r.CPUNsPerFrame != 2000 {
+		t.Errorf("a path that drops: bound %v, carried %v, %v ns/frame; want not bound, 0.25, and 2000 from the one second that delivered",
+			r.GeneratorBound, r.CarriedShare, r.CPUNsPerFrame)
+	}
+	g := summarize(GenOnly, w, bound, 0)
+	if g.CPUNsPerFrame != 1500 {
+		t.Errorf("gen-only's CPU per frame %v, want its own cost, 1500", g.CPUNsPerFrame)
+	}
+}
+
+func TestRateRatio(t *testing.T) {
+	fast, slow := Result{MedianPPS: 3e6}, Result{MedianPPS: 1e6}
+	boundFast, boundSlow := fast, slow
+	boundFast.GeneratorBound, boundSlow.GeneratorBound = true, true
+	for _, tc := range []struct {
+		c, base Result
+		ratio   float64
+		bound   RatioBound
+	}{
+		{fast, slow, 3, RatioExact},
+		{boundFast, slow, 3, RatioAtLeast},
+		{slow, boundFast, 1.0 / 3, RatioAtMost},
+		{boundSlow, boundFast, 1.0 / 3, RatioOpen},
+	} {
+		if ratio, bound := RateRatio(tc.c, tc.base); ratio != tc.ratio || bound != tc.bound {
+			t.Errorf("RateRatio(%+v, %+v) = %v, %v; want %v, %v", tc.c, tc.base, ratio, bound, tc.ratio, tc.bound)
+		}
+	}
+}
+
+func TestParseGenerator(t *testing.T) {
+	for s, want := range map[string]Generator{"": GeneratorAuto, "auto": GeneratorAuto, "live": GeneratorLive, "xsk": GeneratorXSK, "packet": GeneratorPacket} {
+		if got, err := ParseGenerator(s); err != nil || got != want {
+			t.Errorf("ParseGenerator(%q) = %q, %v; want %q", s, got, err, want)
+		}
+	}
+	for _, s := range []string{"pktgen", "XSK", "af_xdp"} {
+		if _, err := ParseGenerator(s); err == nil {
+			t.Errorf("ParseGenerator(%q) accepted it", s)
+		}
+	}
+}
+
+func TestParseProcStat(t *testing.T) {
+	// A command with a space and a parenthesis of its own.
+	line := "4242 (go (test) x) S 17 4242 4242 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 9 0 253185 3133440 360 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0"
+	p, err := parseProcStat(line)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (procStat{ppid: 17, ticks: 300, cpu: 1}); p != want {
+		t.Errorf("parseProcStat = %+v, want %+v", p, want)
+	}
+	kthread := "15 (ksoftirqd/1) S 2 0 0 0 -1 69238848 0 0 0 0 0 386 0 0 20 0 1 0 7 0 0 18446744073709551615 0 0 0 0 0 0 0 2147483647 0 0 0 0 17 1 0 0 0 0 0"
+	if p, err := parseProcStat(kthread); err != nil || !p.kernelThread || p.ticks != 386 {
+		t.Errorf("parseProcStat(ksoftirqd) = %+v, %v; want a kernel thread of 386 ticks", p, err)
+	}
+	for _, bad := range []string{"", "4242 go S 17", "4242 (go) S 17 4242"} {
+		if _, err := parseProcStat(bad); err == nil {
+			t.Errorf("parseProcStat(%q) accepted it", bad)
+		}
+	}
+}
+
+func TestOtherLoadCountsOnlyOthers(t *testing.T) {
+	o := &otherLoad{ours: map[int]bool{1000: true, 1001: true}, last: map[int]uint64{}}
+	o.count(map[int]procStat{
+		1000: {ticks: 10, cpu: 0},                     // the bench
+		1001: {ticks: 10, cpu: 1},                     // its switch
+		2000: {ticks: 10, cpu: 0},                     // another user's
+		2001: {ticks: 10, cpu: 1},                     // and another's
+		2002: {ticks: 10, cpu: 5},                     // on another CPU
+		15:   {ticks: 10, cpu: 0, kernelThread: true}, // ksoftirqd
+	})
+	if o.total != 0 {
+		t.Fatalf("the first scan counted %d ticks: want every process counted from then on", o.total)
+	}
+	o.count(map[int]procStat{
+		1000: {ticks: 90, cpu: 0},
+		1001: {ticks: 90, cpu: 1},
+		2000: {ticks: 15, cpu: 0},
+		2001: {ticks: 30, cpu: 1},
+		2002: {ticks: 99, cpu: 5},
+		15:   {ticks: 99, cpu: 0, kernelThread: true},
+		2003: {ticks: 7, cpu: 0}, // new: counted from its next scan
+	})
+	if o.total != 25 {
+		t.Errorf("other users' ticks = %d, want 25: 5 and 20 of the two others on the bench's CPUs", o.total)
+	}
+	o.count(map[int]procStat{2000: {ticks: 3, cpu: 0}, 2003: {ticks: 8, cpu: 0}}) // 2000 is a new process under an old pid
+	if o.total != 26 {
+		t.Errorf("other users' ticks = %d, want 26: one more of the new one, none of a reused pid", o.total)
 	}
 }

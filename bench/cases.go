@@ -7,6 +7,7 @@ import (
 	"os/exec"
 
 	"github.com/vishvananda/netlink"
+	vnetns "github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
 	"github.com/xswitch/xswitch/internal/netns"
@@ -23,6 +24,51 @@ func LinuxBridge() Case {
 // can cross from one veth to another on this machine.
 func XDPRedirect() Case {
 	return Case{Name: "xdp-redirect", Setup: setupXDPRedirect}
+}
+
+// GenOnly is the case that measures the generator alone, under each UDP
+// workload: the generator's veth straight into the receiver's, whose XDP
+// counter drops every frame, with nothing in between. Run measures it
+// first in every round of a UDP workload; what it costs per frame is the
+// generator's own cost, which the other cases' CPU figures subtract.
+const GenOnly = "gen-only"
+
+func genOnlyCase() Case {
+	return Case{Name: GenOnly, Setup: setupGenOnly}
+}
+
+// setupGenOnly makes one veth pair from the generator's namespace into the
+// receiver's, both ends PeerName.
+func setupGenOnly(ctx context.Context, hosts Hosts) (func(), error) {
+	gen, err := vnetns.GetFromName(hosts.GenNetns)
+	if err != nil {
+		return nil, fmt.Errorf("open network namespace %q: %w", hosts.GenNetns, err)
+	}
+	defer gen.Close()
+	rcv, err := vnetns.GetFromName(hosts.RcvNetns)
+	if err != nil {
+		return nil, fmt.Errorf("open network namespace %q: %w", hosts.RcvNetns, err)
+	}
+	defer rcv.Close()
+	mtu := hosts.MTU
+	if mtu == 0 {
+		mtu = veth.DefaultMTU
+	}
+	// The kernel makes each end in its namespace under its final name,
+	// and deletes the pair with either namespace.
+	pair := &netlink.Veth{
+		LinkAttrs: netlink.LinkAttrs{Name: PeerName, MTU: mtu, Namespace: netlink.NsFd(gen)},
+		PeerName:  PeerName, PeerMTU: uint32(mtu), PeerNamespace: netlink.NsFd(rcv),
+	}
+	if err := netlink.LinkAdd(pair); err != nil {
+		return nil, fmt.Errorf("create a veth pair from %s into %s: %w", hosts.GenNetns, hosts.RcvNetns, err)
+	}
+	for _, ns := range []string{hosts.GenNetns, hosts.RcvNetns} {
+		if err := netns.Do(ns, func() error { return linkUp(PeerName) }); err != nil {
+			return nil, fmt.Errorf("namespace %s: %w", ns, err)
+		}
+	}
+	return func() {}, nil
 }
 
 // CreateVeths makes the two veth pairs of hosts, with their switch ends in

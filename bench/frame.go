@@ -8,12 +8,20 @@ import (
 	"github.com/google/gopacket/layers"
 )
 
-// Frame sizes bench accepts: Ethernet's minimum and the largest frame a
-// 1500-byte MTU carries, both without the FCS, which XDP never sees.
-const (
-	MinFrameSize = 60
-	MaxFrameSize = 1514
-)
+// MinFrameSize is Ethernet's minimum frame, without the FCS, which XDP
+// never sees.
+const MinFrameSize = 60
+
+const ethHeaderLen = 14
+
+// MaxFrameSize is the largest frame veths of MTU mtu carry (0: 1500, so
+// 1514), without the FCS.
+func MaxFrameSize(mtu int) int {
+	if mtu == 0 {
+		mtu = 1500
+	}
+	return mtu + ethHeaderLen
+}
 
 // FrameConfig describes the one UDP datagram the generator sends again and
 // again.
@@ -31,8 +39,8 @@ const (
 // BuildFrame returns an Ethernet/IPv4/UDP frame of exactly cfg.Size bytes
 // with correct IPv4 and UDP checksums.
 func BuildFrame(cfg FrameConfig) ([]byte, error) {
-	if cfg.Size < MinFrameSize || cfg.Size > MaxFrameSize {
-		return nil, fmt.Errorf("frame size %d is outside %d..%d", cfg.Size, MinFrameSize, MaxFrameSize)
+	if limit := MaxFrameSize(maxMTU); cfg.Size < MinFrameSize || cfg.Size > limit {
+		return nil, fmt.Errorf("frame size %d is outside %d..%d", cfg.Size, MinFrameSize, limit)
 	}
 	if cfg.SrcIP.To4() == nil || cfg.DstIP.To4() == nil {
 		return nil, fmt.Errorf("bench frames are IPv4; got %v -> %v", cfg.SrcIP, cfg.DstIP)
@@ -57,4 +65,19 @@ func BuildFrame(cfg FrameConfig) ([]byte, error) {
 		return nil, fmt.Errorf("build the bench frame: %w", err)
 	}
 	return buf.Bytes(), nil
+}
+
+// Offsets in the bench frame of the UDP source port and checksum: after
+// Ethernet and a 20-byte IPv4 header.
+const (
+	udpSrcPortOffset  = 14 + 20
+	udpChecksumOffset = udpSrcPortOffset + 6
+)
+
+// setFlow gives a bench frame the UDP source port port and no checksum (0:
+// none, for IPv4), as xdp_gen does to spread frames over flows: a checksum
+// would have to be recomputed for each.
+func setFlow(frame []byte, port int) {
+	frame[udpSrcPortOffset], frame[udpSrcPortOffset+1] = byte(port>>8), byte(port)
+	frame[udpChecksumOffset], frame[udpChecksumOffset+1] = 0, 0
 }

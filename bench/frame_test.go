@@ -2,6 +2,7 @@ package bench
 
 import (
 	"net"
+	"slices"
 	"testing"
 
 	"github.com/google/gopacket"
@@ -9,7 +10,7 @@ import (
 )
 
 func TestBuildFrame(t *testing.T) {
-	for _, size := range []int{MinFrameSize, 64, 1500, MaxFrameSize} {
+	for _, size := range []int{MinFrameSize, 64, 1500, MaxFrameSize(0), 9014, MaxFrameSize(maxMTU)} {
 		frame, err := BuildFrame(FrameConfig{
 			SrcMAC: net.HardwareAddr{2, 0, 0, 0, 0, 1}, DstMAC: net.HardwareAddr{2, 0, 0, 0, 0, 2},
 			SrcIP: net.IPv4(10, 0, 0, 1), DstIP: net.IPv4(10, 0, 0, 2), Size: size,
@@ -41,7 +42,7 @@ func TestBuildFrame(t *testing.T) {
 }
 
 func TestBuildFrameRejectsSizes(t *testing.T) {
-	for _, size := range []int{0, MinFrameSize - 1, MaxFrameSize + 1} {
+	for _, size := range []int{0, MinFrameSize - 1, MaxFrameSize(maxMTU) + 1} {
 		if _, err := BuildFrame(FrameConfig{SrcIP: net.IPv4(10, 0, 0, 1), DstIP: net.IPv4(10, 0, 0, 2), Size: size}); err == nil {
 			t.Errorf("size %d accepted", size)
 		}
@@ -60,4 +61,54 @@ func onesComplementSum(b []byte) uint16 {
 		sum = sum&0xffff + sum>>16
 	}
 	return uint16(sum)
+}
+
+func TestMaxFrameSize(t *testing.T) {
+	for mtu, want := range map[int]int{0: 1514, 1500: 1514, 9000: 9014, 68: 82} {
+		if got := MaxFrameSize(mtu); got != want {
+			t.Errorf("MaxFrameSize(%d) = %d, want %d", mtu, got, want)
+		}
+	}
+}
+
+func TestFlowEditor(t *testing.T) {
+	frame, err := BuildFrame(FrameConfig{
+		SrcMAC: net.HardwareAddr{2, 0, 0, 0, 0, 1}, DstMAC: net.HardwareAddr{2, 0, 0, 0, 0, 2},
+		SrcIP: net.IPv4(10, 0, 0, 1), DstIP: net.IPv4(10, 0, 0, 2), Size: 64,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if flowEditor(1) != nil || flowEditor(0) != nil {
+		t.Error("flowEditor for one flow edits: want the frame sent as built, with its checksum")
+	}
+	if got := flowTemplate(frame, 1); &got[0] != &frame[0] {
+		t.Error("flowTemplate for one flow is not the frame itself")
+	}
+	template := flowTemplate(frame, 3)
+	if template[udpChecksumOffset] != 0 || template[udpChecksumOffset+1] != 0 {
+		t.Errorf("flowTemplate for 3 flows keeps a UDP checksum: % x", template[udpChecksumOffset:udpChecksumOffset+2])
+	}
+	if frame[udpChecksumOffset] == 0 && frame[udpChecksumOffset+1] == 0 {
+		t.Error("flowTemplate changed the frame it was given")
+	}
+	edit := flowEditor(3)
+	buf := append([]byte(nil), template...)
+	var ports []int
+	for range 7 {
+		edit(buf)
+		pkt := gopacket.NewPacket(buf, layers.LayerTypeEthernet, gopacket.Default)
+		udp, _ := pkt.Layer(layers.LayerTypeUDP).(*layers.UDP)
+		if udp == nil {
+			t.Fatalf("an edited frame is no UDP frame: %v", pkt)
+		}
+		if udp.Checksum != 0 || udp.DstPort != benchDstPort {
+			t.Errorf("edited frame: checksum %#x, destination port %d; want none and %d", udp.Checksum, udp.DstPort, benchDstPort)
+		}
+		ports = append(ports, int(udp.SrcPort))
+	}
+	want := []int{FirstFlowPort, FirstFlowPort + 1, FirstFlowPort + 2, FirstFlowPort, FirstFlowPort + 1, FirstFlowPort + 2, FirstFlowPort}
+	if !slices.Equal(ports, want) {
+		t.Errorf("source ports %v, want %v: each flow in turn, as xdp_gen", ports, want)
+	}
 }

@@ -49,8 +49,9 @@ const (
 )
 
 // OVS is Open vSwitch's userspace datapath between the two veths, as
-// type=afxdp ports polled by one PMD thread on CPU 1, with flows (in
-// ovs-ofctl syntax; none: OVS's own priority=0,actions=NORMAL). The bench
+// type=afxdp ports polled by one PMD thread, all of ovs-vswitchd on CPU 1,
+// with flows (in ovs-ofctl syntax; none: OVS's own
+// priority=0,actions=NORMAL). The bench
 // starts its own ovsdb-server and ovs-vswitchd in a private directory, the
 // latter in a network namespace of its own where the veths' switch ends
 // are, and never touches a system OVS or its files.
@@ -106,13 +107,10 @@ type ovsInstance struct {
 	dir        string
 	dirIsOwned bool
 	env        []string
-	// pinned puts all of ovs-vswitchd on SwitchCPU, not only its PMD
-	// thread, as a switch that must share one CPU with another does.
-	pinned   bool
-	bridges  []string // those addBridge made or tried to, which stop removes
-	ports    []string // the afxdp ports addPort opened or tried to
-	dbServer *daemon
-	vswitchd *daemon
+	bridges    []string // those addBridge made or tried to, which stop removes
+	ports      []string // the afxdp ports addPort opened or tried to
+	dbServer   *daemon
+	vswitchd   *daemon
 }
 
 func setupOVS(ctx context.Context, hosts Hosts, flows []string, controller bool) (_ func(), err error) {
@@ -183,7 +181,7 @@ func setupOVS(ctx context.Context, hosts Hosts, flows []string, controller bool)
 			return nil, err
 		}
 	}
-	fmt.Fprintf(hosts.Log, "Open vSwitch bridge %s in namespace %s: afxdp ports %s in %s XDP mode, %s in %s (copying: veth has no zero-copy), PMD thread on CPU %d, %d flows\n",
+	fmt.Fprintf(hosts.Log, "Open vSwitch bridge %s in namespace %s: afxdp ports %s in %s XDP mode, %s in %s (copying: veth has no zero-copy), all of ovs-vswitchd and its PMD thread on CPU %d, %d flows\n",
 		bridge, o.netns, hosts.GenPort, modes[hosts.GenPort], hosts.RcvPort, modes[hosts.RcvPort], SwitchCPU, max(len(flows), 1))
 	return cleanup, nil
 }
@@ -241,20 +239,20 @@ func (o *ovsInstance) start(ctx context.Context) error {
 	// the kernel for the openvswitch module's netlink family, which a
 	// kernel with loadable modules may answer by loading the module;
 	// netdev bridges do not use it. Its threads start on the CPUs of the
-	// thread that starts it.
+	// thread that starts it: all of them on SwitchCPU, not only the PMD
+	// thread, as an outside harness runs a switch (taskset -c 1) and as
+	// the bench runs xswitch's daemon.
 	return netns.Do(o.netns, func() (err error) {
-		if o.pinned {
-			var affinity, pinned unix.CPUSet
-			if err := unix.SchedGetaffinity(0, &affinity); err != nil {
-				return fmt.Errorf("read the thread's CPU affinity: %w", err)
-			}
-			pinned.Set(SwitchCPU)
-			if err := unix.SchedSetaffinity(0, &pinned); err != nil {
-				return fmt.Errorf("pin ovs-vswitchd to CPU %d: %w", SwitchCPU, err)
-			}
-			// The thread goes back to the runtime's pool afterwards.
-			defer unix.SchedSetaffinity(0, &affinity)
+		var affinity, pinned unix.CPUSet
+		if err := unix.SchedGetaffinity(0, &affinity); err != nil {
+			return fmt.Errorf("read the thread's CPU affinity: %w", err)
 		}
+		pinned.Set(SwitchCPU)
+		if err := unix.SchedSetaffinity(0, &pinned); err != nil {
+			return fmt.Errorf("pin ovs-vswitchd to CPU %d: %w", SwitchCPU, err)
+		}
+		// The thread goes back to the runtime's pool afterwards.
+		defer unix.SchedSetaffinity(0, &affinity)
 		o.vswitchd, err = o.startDaemon("ovs-vswitchd", "unix:"+o.path("db.sock"))
 		return err
 	})

@@ -118,7 +118,7 @@ func StartOVSTunnelHost(ctx context.Context, cfg OVSTunnelHostConfig) (_ *OVSTun
 		cfg:          cfg,
 		underlayAddr: underlayAddr,
 		remote:       remote,
-		ovs:          &ovsInstance{netns: cfg.Netns, dir: cfg.Dir, pinned: true},
+		ovs:          &ovsInstance{netns: cfg.Netns, dir: cfg.Dir},
 		xdpModes:     map[string]string{},
 	}
 	defer func() {

@@ -7,9 +7,10 @@ import (
 	"time"
 )
 
-// measureUDP sends w's frames from hosts' generator for duration and
-// returns the receiver's per-second rates after the first.
-func measureUDP(ctx context.Context, hosts Hosts, w Workload, duration time.Duration) (s samples, err error) {
+// measureUDP sends w's frames from hosts' generator with gen for duration
+// and returns, for each second after the first, what the receiver
+// counted, what the generator sent and how busy the CPUs were.
+func measureUDP(ctx context.Context, hosts Hosts, w Workload, gen Generator, duration time.Duration) (s samples, err error) {
 	genMAC, err := peerMAC(hosts.GenNetns)
 	if err != nil {
 		return samples{}, err
@@ -34,56 +35,94 @@ func measureUDP(ctx context.Context, hosts Hosts, w Workload, duration time.Dura
 	defer func() { err = errors.Join(err, cnt.close()) }()
 
 	genCtx, stopGen := context.WithCancel(ctx)
+	started := make(chan sender, 1)
 	var wg sync.WaitGroup
 	var genErr error
 	wg.Go(func() {
 		defer stopGen()
-		genErr = generate(genCtx, hosts.GenNetns, PeerName, frame, w.Flows)
+		genErr = generate(genCtx, gen, hosts.GenNetns, PeerName, frame, w.Flows, started)
 	})
 	defer func() {
 		stopGen()
 		wg.Wait()
 		err = errors.Join(err, genErr)
 	}()
+	var snd sender
+	select {
+	case snd = <-started:
+	case <-genCtx.Done():
+		return samples{}, errors.New("the generator stopped before it sent anything")
+	}
 
+	others, err := newOtherLoad()
+	if err != nil {
+		return samples{}, err
+	}
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
-	lastPackets, lastBytes, err := cnt.read()
+	last, err := readUDPCounts(cnt, snd, others)
 	if err != nil {
 		return samples{}, err
 	}
-	lastGen, lastSwitch, err := readCPUTimes()
-	if err != nil {
-		return samples{}, err
-	}
-	last := time.Now()
 	for second := 0; second < int(duration/time.Second); second++ {
 		select {
 		case <-ctx.Done():
 			return samples{}, ctx.Err()
 		case <-genCtx.Done():
 			return samples{}, errors.New("the generator stopped early")
-		case now := <-tick.C:
-			packets, bytes, err := cnt.read()
+		case <-tick.C:
+			now, err := readUDPCounts(cnt, snd, others)
 			if err != nil {
 				return samples{}, err
 			}
-			gen, sw, err := readCPUTimes()
-			if err != nil {
-				return samples{}, err
-			}
-			elapsed := now.Sub(last).Seconds()
 			if second > 0 { // the first second includes the ramp-up
-				s.rates = append(s.rates, rate{
-					pps:         float64(packets-lastPackets) / elapsed,
-					bytesPerSec: float64(bytes-lastBytes) / elapsed,
-					genSoftirq:  softirqShare(lastGen, gen),
-					switchBusy:  busyShare(lastSwitch, sw),
-				})
+				s.rates = append(s.rates, now.since(last))
 			}
-			lastPackets, lastBytes, last = packets, bytes, now
-			lastGen, lastSwitch = gen, sw
+			last = now
 		}
 	}
+	if last.sent == 0 {
+		return samples{}, errors.New("the generator sent nothing")
+	}
 	return s, nil
+}
+
+// udpCounts are the running counts a UDP measurement samples.
+type udpCounts struct {
+	at             time.Time
+	packets, bytes uint64 // into the receiver
+	sent           uint64 // by the generator
+	genCPU, swCPU  cpuTimes
+	others         uint64 // ticks of other users' processes on the two CPUs
+}
+
+func readUDPCounts(cnt *counter, snd sender, others *otherLoad) (c udpCounts, err error) {
+	c.at = time.Now()
+	if c.packets, c.bytes, err = cnt.read(); err != nil {
+		return c, err
+	}
+	if c.sent, err = snd.sent(); err != nil {
+		return c, err
+	}
+	if c.genCPU, c.swCPU, err = readCPUTimes(); err != nil {
+		return c, err
+	}
+	c.others, err = others.ticks()
+	return c, err
+}
+
+// since is the rate from last to c. The busy time of both CPUs leaves out
+// what other users' processes took of it.
+func (c udpCounts) since(last udpCounts) rate {
+	elapsed := c.at.Sub(last.at).Seconds()
+	busy := 1e9 * (busyShare(last.genCPU, c.genCPU) + busyShare(last.swCPU, c.swCPU))
+	others := float64(c.others-last.others) * 1e9 / userHZ / elapsed
+	return rate{
+		pps:         float64(c.packets-last.packets) / elapsed,
+		bytesPerSec: float64(c.bytes-last.bytes) / elapsed,
+		sentPPS:     float64(c.sent-last.sent) / elapsed,
+		genSoftirq:  softirqShare(last.genCPU, c.genCPU),
+		switchBusy:  busyShare(last.swCPU, c.swCPU),
+		busyNs:      max(busy-others, 0),
+	}
 }

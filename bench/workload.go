@@ -61,7 +61,7 @@ func UDPFlows(size, flows int) Workload {
 
 // ParseWorkload reads a workload's name: "udp" and a frame size (udp64,
 // udp1500), optionally "x" and a number of flows (udp64x1000), "tcp" or
-// "ping".
+// "ping". Whether a frame size fits the veths' MTU Run checks.
 func ParseWorkload(name string) (Workload, error) {
 	switch name {
 	case "tcp":
@@ -86,20 +86,22 @@ func ParseWorkload(name string) (Workload, error) {
 		}
 		w = UDPFlows(size, flows)
 	}
-	if err := w.validate(); err != nil {
+	if err := w.validate(maxMTU); err != nil {
 		return Workload{}, err
 	}
 	return w, nil
 }
 
-func (w Workload) validate() error {
+// validate checks w for veths of MTU mtu (0: 1500): a UDP frame must fit
+// it (see MaxFrameSize).
+func (w Workload) validate(mtu int) error {
 	if w.Name == "" {
 		return errors.New("a workload needs a name")
 	}
 	switch w.Kind {
 	case KindUDP:
-		if w.Size < MinFrameSize || w.Size > MaxFrameSize {
-			return fmt.Errorf("workload %q: frame size %d is outside %d..%d", w.Name, w.Size, MinFrameSize, MaxFrameSize)
+		if limit := MaxFrameSize(mtu); w.Size < MinFrameSize || w.Size > limit {
+			return fmt.Errorf("workload %q: frame size %d is outside %d..%d (MTU %d)", w.Name, w.Size, MinFrameSize, limit, limit-ethHeaderLen)
 		}
 		if w.Flows < 0 || w.Flows > MaxFlows {
 			return fmt.Errorf("workload %q: %d flows is outside 1..%d", w.Name, w.Flows, MaxFlows)

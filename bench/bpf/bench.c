@@ -20,12 +20,19 @@ volatile const __u16 gen_first_port = 0;
 // The UDP header of the bench frame: Ethernet and a 20-byte IPv4 header.
 #define GEN_UDP_OFFSET (14 + 20)
 
+// What xdp_gen keeps per CPU: the next flow's index, and how many frames
+// it has sent, which the bench reads once a second.
+struct gen_state {
+	__u32 next;
+	__u64 sent;
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, __u32);
-} gen_next SEC(".maps");
+	__type(value, struct gen_state);
+} gen_states SEC(".maps");
 
 // xdp_gen bounces every frame it is given: in live-frames mode XDP_TX
 // transmits the frame out of the device named by the context's
@@ -36,17 +43,21 @@ struct {
 SEC("xdp")
 int xdp_gen(struct xdp_md *ctx)
 {
+	__u32 key = 0;
+	struct gen_state *st = bpf_map_lookup_elem(&gen_states, &key);
+
+	if (!st)
+		return XDP_TX;
+	st->sent++;
 	if (gen_flows <= 1)
 		return XDP_TX;
 	void *data = (void *)(long)ctx->data;
 	__u8 *udp = data + GEN_UDP_OFFSET;
-	__u32 key = 0;
-	__u32 *next = bpf_map_lookup_elem(&gen_next, &key);
 
-	if ((void *)(udp + 8) > (void *)(long)ctx->data_end || !next)
+	if ((void *)(udp + 8) > (void *)(long)ctx->data_end)
 		return XDP_TX;
-	__u16 port = gen_first_port + *next;
-	*next = *next + 1 >= gen_flows ? 0 : *next + 1;
+	__u16 port = gen_first_port + st->next;
+	st->next = st->next + 1 >= gen_flows ? 0 : st->next + 1;
 	udp[0] = port >> 8;
 	udp[1] = port;
 	udp[6] = udp[7] = 0;

@@ -19,11 +19,18 @@ type BenchCounters struct {
 	Bytes   uint64
 }
 
+type BenchGenState struct {
+	_    structs.HostLayout
+	Next uint32
+	_    [4]byte
+	Sent uint64
+}
+
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	BenchMapGenNext         = "gen_next"
+	BenchMapGenStates       = "gen_states"
 	BenchMapRxCounters      = "rx_counters"
 	BenchProgXdpCount       = "xdp_count"
 	BenchProgXdpGen         = "xdp_gen"
@@ -84,7 +91,7 @@ type BenchProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type BenchMapSpecs struct {
-	GenNext    *ebpf.MapSpec `ebpf:"gen_next"`
+	GenStates  *ebpf.MapSpec `ebpf:"gen_states"`
 	RxCounters *ebpf.MapSpec `ebpf:"rx_counters"`
 }
 
@@ -117,13 +124,13 @@ func (o *BenchObjects) Close() error {
 //
 // It can be passed to LoadBenchObjects or ebpf.CollectionSpec.LoadAndAssign.
 type BenchMaps struct {
-	GenNext    *ebpf.Map `ebpf:"gen_next"`
+	GenStates  *ebpf.Map `ebpf:"gen_states"`
 	RxCounters *ebpf.Map `ebpf:"rx_counters"`
 }
 
 func (m *BenchMaps) Close() error {
 	return _BenchClose(
-		m.GenNext,
+		m.GenStates,
 		m.RxCounters,
 	)
 }

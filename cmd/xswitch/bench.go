@@ -19,7 +19,6 @@ import (
 
 	"github.com/xswitch/xswitch/bench"
 	"github.com/xswitch/xswitch/control"
-	vswitch "github.com/xswitch/xswitch/switch"
 )
 
 // benchOptions are bench's flags.
@@ -29,6 +28,7 @@ type benchOptions struct {
 	workloads []string
 	cases     []string
 	mtu       int
+	generator string
 	json      bool
 }
 
@@ -51,36 +51,76 @@ func (c *cli) benchCommand() *cobra.Command {
 		Long: `Measure what crosses from one network namespace to another through each
 forwarding path, under each of the workloads of --workloads in one run:
 
-  udpN           N-byte UDP frames (without FCS; N from 60 to 1514), sent with
-                 BPF_PROG_RUN in live-frames mode out of the generator's veth
-                 and counted and dropped by an XDP program on the receiver's:
-                 frames/s and Gbit/s of frame bytes (no FCS, preamble or gap)
+  udpN           N-byte UDP frames (without FCS; N from 60 to the MTU + 14,
+                 1514 by default) from a generator out of the generator's
+                 veth, counted and dropped by an XDP program on the
+                 receiver's: frames/s and Gbit/s of frame bytes (no FCS,
+                 preamble or gap), what the generator sent, and the CPU the
+                 path cost per frame
   udpNxF         the same frames over F UDP flows (source ports from 20000),
                  one after the other: no two frames in a row of one flow
   tcp            one iperf3 stream (iperf3 -J -O 1): Gbit/s the receiver reads
   ping           an ICMP echo request every 10 ms at idle: p50 and p99
                  round-trip time in µs
 
-The generator, iperf3's client and server and ping run on CPU 0. The cases:
+The generators (--generator), each on CPU 0:
 
-  xswitch        a private in-process xswitch daemon, NORMAL forwarding, its
-                 forwarding thread pinned to CPU 1 (daemon --cpus 1), with
-                 its in-kernel fast path (the default): the flows the XDP
-                 program carries run in the sender's softirq, on CPU 0
-  xswitch-busy   the same in busy-poll mode (daemon --busy-poll): no sleep
-                 when idle, as OVS's PMD thread
+  live           an XDP program run with BPF_PROG_RUN in live-frames mode,
+                 whose XDP_TX hands frames to the veth without an skb: far
+                 faster than any switch here; some kernels refuse it (EPERM),
+                 and it takes frames of up to a page only
+  xsk            an AF_XDP socket on the veth, transmit only, copy mode: the
+                 kernel builds an skb per frame, one sendto per 2,048 frames
+  packet         an AF_PACKET socket's TPACKET_V2 tx ring past the qdisc
+                 (PACKET_QDISC_BYPASS): an skb per frame too, one sendto per
+                 ring of 2,048; slower than xsk on the development machine
+  auto           live where the kernel allows it, else xsk (the default)
+
+A socket generator sends from CPU 0 and the kernel forwards what XDP or the
+kernel's bridge forward in its send, on CPU 0 too: such a path carries all
+that is sent, and the generator's speed, not the path's, sets its rate. A
+case that carried at least 97% of what the generator sent is generator-
+bound: its ratios print as "≥" (it might carry more), those against a
+generator-bound baseline as "≤", and as "(…)" when both were: then the CPU
+figure compares them. Every UDP workload's rounds start with gen-only, the
+generator's veth straight into the receiver's, which drops in XDP, nothing
+in between: its rate is what the generator reaches alone, and its CPU per
+frame sent is the generator's own cost. A case's CPU per frame (ns/frame)
+is, for each second,
+
+  (busy ns of CPU 0 and CPU 1 - own ns/frame x frames sent) / frames delivered
+
+where own is gen-only's busy ns of both CPUs per frame sent; the median
+over the seconds. What remains is what the path between the two veths
+costs: its XDP programs and threads, and its second veth hop, with the
+frames it drops charged to those it delivered. Busy is user, system, irq
+and softirq time from /proc/stat (steal excluded), less the time of the
+processes on the two CPUs that are neither the bench nor started by it
+(other users of a shared machine; their softirq work still counts). A
+switch that busy-polls (OVS's PMD, xswitch --busy-poll) costs its whole
+CPU: reported as measured. Compare the medians of several rounds.
+
+xswitch and OVS run all of themselves on CPU 1 (taskset -c 1); iperf3's
+client and server and ping run on CPU 0. The cases:
+
+  xswitch        xswitch daemon with its default flags, as a process of its
+                 own under taskset -c 1, NORMAL forwarding, with its in-kernel
+                 fast path (the default): the flows the XDP program carries
+                 run in the sender's softirq, on CPU 0
+  xswitch-busy   the same with daemon --busy-poll: no sleep when idle, as
+                 OVS's PMD thread
   xswitch-flows  the same with 1,000 flows over 15 masks (bench.ManyFlows): the
                  bench traffic's rule ranks below rules of 13 other masks
   linux-bridge   the kernel's bridge
   ovs            Open vSwitch's userspace datapath: type=afxdp ports, one PMD
-                 thread on CPU 1, NORMAL; a private ovsdb-server and
-                 ovs-vswitchd (skipped when Open vSwitch is not installed)
+                 thread, NORMAL; a private ovsdb-server and ovs-vswitchd, all
+                 of it on CPU 1 (skipped when Open vSwitch is not installed)
   ovs-flows      the same with the 1,000 flows of xswitch-flows
   xswitch-pipeline, ovs-pipeline (only when asked for)
                  a pipeline of three tables (bench.PipelineFlows): classify by
                  input port into reg0, an ACL, NORMAL, joined by goto_table
   xswitch-userspace (only when asked for)
-                 xswitch with --fast-path off: every frame through the
+                 xswitch with daemon --fast-path off: every frame through the
                  forwarding thread
   xswitch-controller, ovs-controller (only when asked for)
                  the switch in fail mode secure, driven by an os-ken hub
@@ -112,14 +152,17 @@ the first second is discarded, as are the pings of the first second; the
 rounds of each workload alternate the cases. One table per workload gives
 medians, ranges over all samples and rounds, and the ratio of each median
 to those of linux-bridge, ovs, kernel-vxlan and ovs-vxlan, of those the run
-has (for ping of p50, so above 1 is slower).
+has (for ping of p50, so above 1 is slower); UDP tables give the CPU per
+frame against xdp-redirect's too, and say which generator ran and what it
+reached alone.
 A failed measurement is reported and the others go on; bench
 then exits with an error. Needs root and iperf3.
 
 --mtu N gives both ends of every case's veth pairs the MTU N (xswitch's
 through add-port --mtu), to measure jumbo frames: tcp then sends segments
-as long as the MTU allows. The udpN generator's frames stay at most 1514
-bytes: live-frames mode refuses frames longer than a page.`,
+as long as the MTU allows, and udpN takes N up to N = MTU + 14 (the live
+generator only up to a page; xsk sends longer frames as chains of
+descriptors, which needs Linux 6.6).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runBench(cmd.Context(), os.Stdout, opts)
@@ -130,6 +173,7 @@ bytes: live-frames mode refuses frames longer than a page.`,
 	cmd.Flags().StringSliceVar(&opts.workloads, "workloads", strings.Split(defaultBenchWorkloads, ","), "the workloads to run, in order: udpN (N-byte frames), tcp, ping")
 	cmd.Flags().StringSliceVar(&opts.cases, "cases", strings.Split(defaultBenchCases, ","), "the cases to run, in order")
 	cmd.Flags().IntVar(&opts.mtu, "mtu", 0, "MTU of both ends of every case's veth pairs, as add-port --mtu (default 1500)")
+	cmd.Flags().StringVar(&opts.generator, "generator", string(bench.GeneratorAuto), "how the udpN workloads' frames are sent: live, xsk, packet or auto")
 	cmd.Flags().BoolVar(&opts.json, "json", false, "print the results as JSON")
 	return cmd
 }
@@ -180,19 +224,32 @@ func benchCases(names []string) ([]bench.Case, error) {
 	return cases, nil
 }
 
-// xswitchBench is how a case runs xswitch: a private daemon in this
-// process whose forwarding thread is pinned to bench.SwitchCPU.
+// xswitchBench is how a case runs xswitch: `xswitch daemon` as a
+// process of its own, all of it on bench.SwitchCPU (taskset -c), with its
+// default flags and only those the case is about, as a host runs it and
+// as an outside harness measures it.
 type xswitchBench struct {
 	flows     []string // installed after the ports; none: NORMAL
-	busyPoll  bool
-	userspace bool // --fast-path off
+	busyPoll  bool     // --busy-poll
+	userspace bool     // --fast-path off
 	// controller points the bridge at a bench.Controller in fail mode
 	// secure, which sends every frame through itself.
 	controller bool
 }
 
-// xswitchBenchCase bridges the two namespaces through a private daemon's
-// bridge.
+// daemonFlags are the flags the case gives xswitch daemon.
+func (xb xswitchBench) daemonFlags() []string {
+	var flags []string
+	if xb.busyPoll {
+		flags = append(flags, "--busy-poll")
+	}
+	if xb.userspace {
+		flags = append(flags, "--fast-path", "off")
+	}
+	return flags
+}
+
+// xswitchBenchCase bridges the two namespaces through a daemon's bridge.
 func xswitchBenchCase(name string, xb xswitchBench) bench.Case {
 	return bench.Case{Name: name, Setup: func(ctx context.Context, hosts bench.Hosts) (func(), error) {
 		var undo undoStack
@@ -205,16 +262,28 @@ func xswitchBenchCase(name string, xb xswitchBench) bench.Case {
 }
 
 func setupXswitchBench(ctx context.Context, undo *undoStack, hosts bench.Hosts, xb xswitchBench) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("finding the xswitch binary to run: %w", err)
+	}
 	dir, err := os.MkdirTemp("", "xswitch-bench-")
 	if err != nil {
 		return err
 	}
 	undo.push(func() { os.RemoveAll(dir) })
-	client, closeDaemon, err := startPrivateDaemon(dir, vswitch.Options{CPUs: []int{bench.SwitchCPU}, BusyPoll: xb.busyPoll, FastPath: !xb.userspace})
+	d, err := startDaemonProcess(exe, "", dir, bench.SwitchCPU, xb.daemonFlags()...)
 	if err != nil {
 		return err
 	}
-	undo.push(closeDaemon)
+	undo.push(func() {
+		if err := d.stop(); err != nil {
+			fmt.Fprintln(hosts.Log, err)
+		}
+	})
+	if err := d.run(ctx, "wait-ready", "--timeout", daemonProcessTimeout.String()); err != nil {
+		return err
+	}
+	client := &cli{socket: d.sock}
 	bridge := hosts.GenPort + "x"
 	if _, err := client.call(control.Request{Verb: control.VerbAddBridge, Bridge: bridge}); err != nil {
 		return err
@@ -313,7 +382,7 @@ func xswitchTunnel(ctx context.Context, host, remote bench.TunnelHost, log io.Wr
 		return nil, err
 	}
 	undo.push(func() { os.RemoveAll(dir) })
-	d, err := startNetnsDaemon(exe, host.Netns, dir, bench.SwitchCPU)
+	d, err := startDaemonProcess(exe, host.Netns, dir, bench.SwitchCPU)
 	if err != nil {
 		return nil, err
 	}
@@ -324,7 +393,7 @@ func xswitchTunnel(ctx context.Context, host, remote bench.TunnelHost, log io.Wr
 	})
 	const bridge, tunnel = "br-int", "vxlan0"
 	for _, args := range [][]string{
-		{"wait-ready", "--timeout", netnsDaemonTimeout.String()},
+		{"wait-ready", "--timeout", daemonProcessTimeout.String()},
 		{"add-br", bridge},
 		{"add-port", bridge, host.Port},
 		{"add-port", bridge, tunnel, "--type", "vxlan", "--remote-ip", remote.UnderlayAddr.Addr().String(),
@@ -351,6 +420,10 @@ func runBench(ctx context.Context, w io.Writer, opts benchOptions) error {
 	if err != nil {
 		return err
 	}
+	generator, err := bench.ParseGenerator(opts.generator)
+	if err != nil {
+		return err
+	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	progress := w
@@ -361,11 +434,11 @@ func runBench(ctx context.Context, w io.Writer, opts benchOptions) error {
 	if opts.mtu != 0 {
 		mtu = fmt.Sprintf("MTU %d", opts.mtu)
 	}
-	fmt.Fprintf(progress, "== workloads %s; %v per case, workload and round, %d rounds; %s; generator on CPU 0\n",
-		strings.Join(opts.workloads, ","), opts.duration, opts.rounds, mtu)
+	fmt.Fprintf(progress, "== workloads %s; %v per case, workload and round, %d rounds; %s; generator %s on CPU 0, switches on CPU 1\n",
+		strings.Join(opts.workloads, ","), opts.duration, opts.rounds, mtu, generator)
 	results, err := bench.Run(ctx, bench.Options{
 		Cases: cases, Workloads: workloads, Duration: opts.duration, Rounds: opts.rounds,
-		MTU: opts.mtu, Progress: progress, Tag: randomTag,
+		MTU: opts.mtu, Generator: generator, Progress: progress, Tag: randomTag,
 	})
 	if err != nil {
 		return err
@@ -412,6 +485,10 @@ func benchWorkloads(names []string) ([]bench.Workload, error) {
 // with those it has a row for.
 var benchBaselines = []string{"linux-bridge", "ovs", "kernel-vxlan", "ovs-vxlan"}
 
+// cpuBaseline is the case whose CPU per frame a UDP table compares every
+// case's with: the kernel's own redirect between the two veths.
+const cpuBaseline = "xdp-redirect"
+
 // printBenchTables prints one table per workload.
 func printBenchTables(w io.Writer, workloads []bench.Workload, results []bench.Result) {
 	for i, wl := range workloads {
@@ -424,54 +501,75 @@ func printBenchTables(w io.Writer, workloads []bench.Workload, results []bench.R
 				rows = append(rows, r)
 			}
 		}
-		fmt.Fprintf(w, "== %s\n", wl.Name)
+		fmt.Fprintf(w, "== %s%s\n", wl.Name, generatorNote(rows))
 		printBenchTable(w, wl.Kind, rows)
 	}
 }
 
+// generatorNote says, for a UDP table's heading, which generator sent
+// and what it reached alone.
+func generatorNote(rows []bench.Result) string {
+	i := slices.IndexFunc(rows, func(r bench.Result) bool { return r.Case == bench.GenOnly })
+	if i < 0 || rows[i].Generator == "" {
+		return ""
+	}
+	g := rows[i]
+	if g.Samples == 0 {
+		return fmt.Sprintf(": generator %s, which sent nothing", g.Generator)
+	}
+	return fmt.Sprintf(": generator %s, %.3f Mpps alone (%s), %.0f ns/frame of its own", g.Generator, g.MedianSentPPS/1e6, bench.GenOnly, g.CPUNsPerFrame)
+}
+
 // printBenchTable prints the results of one workload of the given kind.
 func printBenchTable(w io.Writer, kind bench.WorkloadKind, rows []bench.Result) {
-	// headline is the figure ratios compare.
-	headline := func(r bench.Result) float64 {
+	// ratio is how r compares with base in the figure each table
+	// compares, as a table cell.
+	ratio := func(r, base bench.Result) string {
 		switch kind {
 		case bench.KindUDP:
-			return r.MedianPPS
+			x, bound := bench.RateRatio(r, base)
+			format := [...]string{bench.RatioExact: "%.2fx", bench.RatioAtLeast: "≥%.2fx", bench.RatioAtMost: "≤%.2fx", bench.RatioOpen: "(%.2fx)"}[bound]
+			return fmt.Sprintf(format, x)
 		case bench.KindTCP:
-			return r.MedianGbps
+			return fmt.Sprintf("%.2fx", r.MedianGbps/base.MedianGbps)
 		default:
-			return r.P50Micros
+			return fmt.Sprintf("%.2fx", r.P50Micros/base.P50Micros)
 		}
 	}
-	var baselines []float64
+	compared := func(r bench.Result) bool { return r.Samples > 0 && r.Case != bench.GenOnly }
+	var baselines []bench.Result
 	var versus string // the baselines' headers
 	for _, name := range benchBaselines {
 		i := slices.IndexFunc(rows, func(r bench.Result) bool { return r.Case == name })
 		if i < 0 {
 			continue
 		}
-		base := 0.0 // no figure to compare with
-		if rows[i].Samples > 0 {
-			base = headline(rows[i])
-		}
-		baselines = append(baselines, base)
+		baselines = append(baselines, rows[i])
 		versus += "\tvs " + name
 	}
 	var header string
 	switch kind {
 	case bench.KindUDP:
-		header = "case\tMpps\trange\tGbit/s"
+		header = "case\tMpps\trange\tGbit/s\tof sent\tns/frame"
 	case bench.KindTCP:
 		header = "case\tGbit/s\trange"
 	default:
 		header = "case\tp50 µs\tp99 µs\trange µs\tlost"
 	}
-	// For UDP, where the CPUs went: the generator's softirq is where XDP
+	// For UDP, what the CPU per frame is next to the kernel's redirect's,
+	// and where the CPUs went: the generator's softirq is where XDP
 	// forwards (the fast path, the kernel's bridge and redirect), the
 	// switch's CPU is where user space does.
 	cpus := ""
+	var cpuBase bench.Result
 	if kind == bench.KindUDP {
-		cpus = "\tcpu0 softirq\tcpu1 busy"
+		if i := slices.IndexFunc(rows, func(r bench.Result) bool { return r.Case == cpuBaseline }); i >= 0 {
+			cpuBase = rows[i]
+			cpus = "\tcpu vs " + cpuBaseline
+		}
+		cpus += "\tcpu0 softirq\tcpu1 busy"
 	}
+	bounds := map[bench.RatioBound]bool{}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "%s%s%s\t\n", header, versus, cpus)
 	for _, r := range rows {
@@ -481,20 +579,32 @@ func printBenchTable(w io.Writer, kind bench.WorkloadKind, rows []bench.Result) 
 			n := strings.Count(header, "\t")
 			figures = slices.Repeat([]string{"-"}, n)
 		case kind == bench.KindUDP:
-			figures = []string{fmt.Sprintf("%.3f", r.MedianPPS/1e6), fmt.Sprintf("%.3f-%.3f", r.MinPPS/1e6, r.MaxPPS/1e6), fmt.Sprintf("%.2f", r.MedianGbps)}
+			figures = []string{fmt.Sprintf("%.3f", r.MedianPPS/1e6), fmt.Sprintf("%.3f-%.3f", r.MinPPS/1e6, r.MaxPPS/1e6), fmt.Sprintf("%.2f", r.MedianGbps),
+				fmt.Sprintf("%.1f%%", 100*r.CarriedShare), fmt.Sprintf("%.0f", r.CPUNsPerFrame)}
 		case kind == bench.KindTCP:
 			figures = []string{fmt.Sprintf("%.2f", r.MedianGbps), fmt.Sprintf("%.2f-%.2f", r.MinGbps, r.MaxGbps)}
 		default:
 			figures = []string{fmt.Sprintf("%.0f", r.P50Micros), fmt.Sprintf("%.0f", r.P99Micros), fmt.Sprintf("%.0f-%.0f", r.MinMicros, r.MaxMicros), fmt.Sprint(r.Lost)}
 		}
 		for _, base := range baselines {
-			ratio := "-"
-			if base > 0 && r.Samples > 0 {
-				ratio = fmt.Sprintf("%.2fx", headline(r)/base)
+			cell := "-"
+			if compared(r) && compared(base) {
+				cell = ratio(r, base)
+				if kind == bench.KindUDP {
+					_, bound := bench.RateRatio(r, base)
+					bounds[bound] = true
+				}
 			}
-			figures = append(figures, ratio)
+			figures = append(figures, cell)
 		}
-		if cpus != "" {
+		if kind == bench.KindUDP {
+			if cpuBase.Case != "" {
+				cell := "-"
+				if compared(r) && compared(cpuBase) && cpuBase.CPUNsPerFrame > 0 {
+					cell = fmt.Sprintf("%.2fx", r.CPUNsPerFrame/cpuBase.CPUNsPerFrame)
+				}
+				figures = append(figures, cell)
+			}
 			if r.Samples == 0 {
 				figures = append(figures, "-", "-")
 			} else {
@@ -504,4 +614,16 @@ func printBenchTable(w io.Writer, kind bench.WorkloadKind, rows []bench.Result) 
 		fmt.Fprintf(tw, "%s\t%s\t\n", r.Case, strings.Join(figures, "\t"))
 	}
 	tw.Flush()
+	for _, note := range []struct {
+		bound bench.RatioBound
+		text  string
+	}{
+		{bench.RatioAtLeast, fmt.Sprintf("≥: the case carried all the generator sent (of sent ≥ %.0f%%): it may carry more", 100*bench.GeneratorBoundShare)},
+		{bench.RatioAtMost, "≤: the baseline carried all the generator sent: it may carry more"},
+		{bench.RatioOpen, "(…): both carried all the generator sent: ns/frame compares them"},
+	} {
+		if bounds[note.bound] {
+			fmt.Fprintln(w, note.text)
+		}
+	}
 }

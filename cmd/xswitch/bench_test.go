@@ -19,7 +19,7 @@ func TestBenchWorkloads(t *testing.T) {
 	if strings.Join(names, ",") != "udp64,tcp,ping,udp1500" {
 		t.Errorf("benchWorkloads = %v, want them in the order given", names)
 	}
-	for _, bad := range [][]string{nil, {"udp"}, {"tcp", "udp9000"}, {"iperf"}} {
+	for _, bad := range [][]string{nil, {"udp"}, {"tcp", "udp70000"}, {"iperf"}} {
 		if _, err := benchWorkloads(bad); err == nil {
 			t.Errorf("benchWorkloads(%q) accepted it", bad)
 		}
@@ -41,9 +41,17 @@ func tableRows(table string) map[string][]string {
 func TestPrintBenchTables(t *testing.T) {
 	udp, tcp, ping := bench.UDP(64), bench.TCP(), bench.Ping()
 	results := []bench.Result{
-		{Case: "xswitch", Workload: "udp64", MedianPPS: 3e6, MinPPS: 2e6, MaxPPS: 4e6, MedianGbps: 1.5, GenSoftirqPct: 40, SwitchBusyPct: 5, Samples: 4},
-		{Case: "linux-bridge", Workload: "udp64", MedianPPS: 2e6, MinPPS: 2e6, MaxPPS: 2e6, MedianGbps: 1, Samples: 4},
-		{Case: "ovs", Workload: "udp64", Skipped: "Open vSwitch not installed: skipped"},
+		{Case: bench.GenOnly, Workload: "udp64", Generator: bench.GeneratorXSK, MedianPPS: 1e6, MinPPS: 1e6, MaxPPS: 1e6, MedianGbps: 0.51,
+			MedianSentPPS: 1e6, CarriedShare: 1, GeneratorBound: true, CPUNsPerFrame: 1000, GenSoftirqPct: 50, SwitchBusyPct: 1, Samples: 4},
+		{Case: "xswitch", Workload: "udp64", Generator: bench.GeneratorXSK, MedianPPS: 0.9e6, MinPPS: 0.8e6, MaxPPS: 1e6, MedianGbps: 0.46,
+			MedianSentPPS: 0.91e6, CarriedShare: 0.99, GeneratorBound: true, CPUNsPerFrame: 300, GenSoftirqPct: 40, SwitchBusyPct: 5, Samples: 4},
+		{Case: "linux-bridge", Workload: "udp64", Generator: bench.GeneratorXSK, MedianPPS: 0.6e6, MinPPS: 0.6e6, MaxPPS: 0.6e6, MedianGbps: 0.31,
+			MedianSentPPS: 0.7e6, CarriedShare: 0.85, CPUNsPerFrame: 900, Samples: 4},
+		{Case: "ovs", Workload: "udp64", Generator: bench.GeneratorXSK, MedianPPS: 0.5e6, MinPPS: 0.5e6, MaxPPS: 0.5e6, MedianGbps: 0.26,
+			MedianSentPPS: 0.5e6, CarriedShare: 0.98, GeneratorBound: true, CPUNsPerFrame: 2000, Samples: 4},
+		{Case: "xdp-redirect", Workload: "udp64", Generator: bench.GeneratorXSK, MedianPPS: 0.95e6, MinPPS: 0.95e6, MaxPPS: 0.95e6, MedianGbps: 0.49,
+			MedianSentPPS: 0.95e6, CarriedShare: 1, GeneratorBound: true, CPUNsPerFrame: 200, Samples: 4},
+		{Case: "xswitch-busy", Workload: "udp64", Error: "round 1: boom"},
 		{Case: "xswitch", Workload: "tcp", MedianGbps: 6, MinGbps: 5, MaxGbps: 7, Samples: 4},
 		{Case: "linux-bridge", Workload: "tcp", Error: "round 1: iperf3: boom"},
 		{Case: "ovs", Workload: "tcp", MedianGbps: 4, MinGbps: 4, MaxGbps: 4, Samples: 4},
@@ -61,11 +69,17 @@ func TestPrintBenchTables(t *testing.T) {
 		heading string
 		rows    map[string]string
 	}{
-		{"== udp64", map[string]string{
-			"case":         "Mpps range Gbit/s vs linux-bridge vs ovs cpu0 softirq cpu1 busy",
-			"xswitch":      "3.000 2.000-4.000 1.50 1.50x - 40% 5%",
-			"linux-bridge": "2.000 2.000-2.000 1.00 1.00x - 0% 0%",
-			"ovs":          "- - - - - - -",
+		{"== udp64: generator xsk, 1.000 Mpps alone (gen-only), 1000 ns/frame of its own", map[string]string{
+			"case":         "Mpps range Gbit/s of sent ns/frame vs linux-bridge vs ovs cpu vs xdp-redirect cpu0 softirq cpu1 busy",
+			"gen-only":     "1.000 1.000-1.000 0.51 100.0% 1000 - - - 50% 1%",
+			"xswitch":      "0.900 0.800-1.000 0.46 99.0% 300 ≥1.50x (1.80x) 1.50x 40% 5%",
+			"linux-bridge": "0.600 0.600-0.600 0.31 85.0% 900 1.00x ≤1.20x 4.50x 0% 0%",
+			"ovs":          "0.500 0.500-0.500 0.26 98.0% 2000 ≥0.83x (1.00x) 10.00x 0% 0%",
+			"xdp-redirect": "0.950 0.950-0.950 0.49 100.0% 200 ≥1.58x (1.90x) 1.00x 0% 0%",
+			"xswitch-busy": "- - - - - - - - - -",
+			"≥:":           "the case carried all the generator sent (of sent ≥ 97%): it may carry more",
+			"≤:":           "the baseline carried all the generator sent: it may carry more",
+			"(…):":         "both carried all the generator sent: ns/frame compares them",
 		}},
 		{"== tcp", map[string]string{
 			"case":         "Gbit/s range vs linux-bridge vs ovs",

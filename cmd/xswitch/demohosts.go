@@ -85,7 +85,7 @@ func runTunnelDemo(ctx context.Context, w io.Writer) error {
 	for i, s := range sites {
 		other := sites[1-i]
 		fmt.Fprintf(w, "== on %s: ip netns exec %s xswitch daemon\n", s.host, s.host)
-		d, err := startNetnsDaemon(exe, s.host, filepath.Join(dir, s.host), -1)
+		d, err := startDaemonProcess(exe, s.host, filepath.Join(dir, s.host), -1)
 		if err != nil {
 			return err
 		}
@@ -94,7 +94,7 @@ func runTunnelDemo(ctx context.Context, w io.Writer) error {
 				fmt.Fprintln(w, err)
 			}
 		})
-		if err := d.run(ctx, "wait-ready", "--timeout", netnsDaemonTimeout.String()); err != nil {
+		if err := d.run(ctx, "wait-ready", "--timeout", daemonProcessTimeout.String()); err != nil {
 			return err
 		}
 		client := &cli{socket: d.sock}
