@@ -20,19 +20,6 @@ import (
 // space would not (issue 26), each reproduced as it was found. The suite
 // runs these with the fast path off too, where they hold as well.
 
-// jsonFastPath is dump-fastpath's JSON.
-type jsonFastPath struct {
-	Bridge  string `json:"bridge"`
-	Entries []struct {
-		Flow    string  `json:"flow"`
-		Actions string  `json:"actions"`
-		Packets uint64  `json:"packets"`
-		Bytes   uint64  `json:"bytes"`
-		Used    float64 `json:"used"`
-		Stale   bool    `json:"stale"`
-	} `json:"entries"`
-}
-
 // sendEvery writes frame to the packet socket fd every interval, count
 // times, and returns how many it sent.
 func sendEvery(fd int, to *unix.SockaddrLinklayer, frame []byte, interval time.Duration, count int) int {
@@ -323,18 +310,7 @@ func TestMACFloodLeavesOtherFlowsInTheKernel(t *testing.T) {
 	r := newRig(t, 3)
 	a, b, flooder := r.hosts[0], r.hosts[1], r.hosts[2]
 	macA, macB := nsMAC(t, a.ns, "eth0"), nsMAC(t, b.ns, "eth0")
-	rng := rand.New(rand.NewPCG(uint64(r.n.x), uint64(r.n.y)))
-	frames := make([][]byte, 300000)
-	for i := range frames {
-		f := make([]byte, 60)
-		for j := range 12 {
-			f[j] = byte(rng.Uint32())
-		}
-		f[0] &^= 1         // unicast destination nobody has: flooded
-		f[6] = f[6]&^1 | 2 // unicast, locally administered source
-		f[12], f[13] = 0x88, 0xb5
-		frames[i] = f
-	}
+	frames := randomSourceFrames(rand.New(rand.NewPCG(uint64(r.n.x), uint64(r.n.y))), 300000)
 	fd, to := packetSocket(t, flooder.ns, "eth0")
 	pinger := startBackground(t, "ip", "netns", "exec", a.ns, "ping", "-n", "-q", "-i", "0.002", "-w", "60", b.addr)
 	t.Cleanup(func() { pinger.wait(t, 70*time.Second) })

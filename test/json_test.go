@@ -213,6 +213,19 @@ type jsonPMDStats struct {
 	} `json:"bridges"`
 }
 
+// jsonFastPath is dump-fastpath's JSON.
+type jsonFastPath struct {
+	Bridge  string `json:"bridge"`
+	Entries []struct {
+		Flow    string  `json:"flow"`
+		Actions string  `json:"actions"`
+		Packets uint64  `json:"packets"`
+		Bytes   uint64  `json:"bytes"`
+		Used    float64 `json:"used"`
+		Stale   bool    `json:"stale"`
+	} `json:"entries"`
+}
+
 type jsonTop struct {
 	Time     time.Time `json:"time"`
 	Interval float64   `json:"interval"`

@@ -11,6 +11,23 @@ import (
 	"github.com/xswitch/xswitch/internal/testenv"
 )
 
+// randomSourceFrames are n frames from random source addresses to random
+// unicast destinations nobody has, which NORMAL learns and floods.
+func randomSourceFrames(rng *rand.Rand, n int) [][]byte {
+	frames := make([][]byte, n)
+	for i := range frames {
+		f := make([]byte, 60)
+		for j := range 12 {
+			f[j] = byte(rng.Uint32())
+		}
+		f[0] &^= 1         // unicast
+		f[6] = f[6]&^1 | 2 // unicast, locally administered
+		f[12], f[13] = 0x88, 0xb5
+		frames[i] = f
+	}
+	return frames
+}
+
 // TestMACFloodCannotEvictOtherPortsStations floods a small MAC table with
 // random source addresses from one namespace while two others ping each
 // other slowly, and samples the table during the flood: the two stations
@@ -39,18 +56,7 @@ func TestMACFloodCannotEvictOtherPortsStations(t *testing.T) {
 	// nothing.
 	const warmUp, measured = 200000, 100000
 	const floodFrames = warmUp + measured
-	rng := rand.New(rand.NewPCG(uint64(n.x), uint64(n.y)))
-	frames := make([][]byte, floodFrames)
-	for i := range frames {
-		f := make([]byte, 60)
-		for j := range 12 {
-			f[j] = byte(rng.Uint32())
-		}
-		f[0] &^= 1         // unicast destination nobody has: flooded
-		f[6] = f[6]&^1 | 2 // unicast, locally administered source
-		f[12], f[13] = 0x88, 0xb5
-		frames[i] = f
-	}
+	frames := randomSourceFrames(rand.New(rand.NewPCG(uint64(n.x), uint64(n.y))), floodFrames)
 	fd, to := packetSocket(t, flooder.ns, "eth0")
 	stream := startBackground(t, "ip", "netns", "exec", a.ns, "ping", "-n", "-q", "-c", "20", "-i", "0.25", "-W", "1", b.addr)
 	floodDone := make(chan floodResult, 1)

@@ -2,7 +2,6 @@ package test
 
 import (
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -66,20 +65,7 @@ func TestAttachedVethGetsTheFastPath(t *testing.T) {
 	br := n.name("br")
 	d.x(t, "add-br", br)
 	named := n.namespace(t, "n1")
-	holder := startBackground(t, "unshare", "--net", "sleep", "600")
-	pid := fmt.Sprint(holder.cmd.Process.Pid)
-	self, err := os.Readlink("/proc/self/ns/net")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if ns, err := os.Readlink("/proc/" + pid + "/ns/net"); err == nil && ns != self {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("unshare --net did not enter a namespace of its own")
-		}
-	}
+	pid, _ := testenv.UnnamedNetns(t)
 	a := newContainerVeth(t, n, 1, named, "ip", "netns", "exec", named)
 	b := newContainerVeth(t, n, 2, pid, "nsenter", "-t", pid, "-n")
 	d.x(t, "add-port", br, a.name)
@@ -119,17 +105,7 @@ func TestAttachedVethGetsTheFastPath(t *testing.T) {
 	}
 	waitPing(t, named, b.addr, 5*time.Second)
 	pingFlood(t, named, b.addr, 1000)
-	var entries struct {
-		Bridge  string `json:"bridge"`
-		Entries []struct {
-			Flow    string  `json:"flow"`
-			Actions string  `json:"actions"`
-			Packets uint64  `json:"packets"`
-			Bytes   uint64  `json:"bytes"`
-			Used    float64 `json:"used"`
-			Stale   bool    `json:"stale"`
-		} `json:"entries"`
-	}
+	var entries jsonFastPath
 	d.xJSON(t, &entries, "dump-fastpath", br)
 	carried := map[string]uint64{}
 	for _, e := range entries.Entries {

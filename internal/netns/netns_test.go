@@ -5,12 +5,10 @@ import (
 	"io"
 	"io/fs"
 	"net"
-	"os"
 	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/vishvananda/netlink"
 	vnetns "github.com/vishvananda/netns"
@@ -307,28 +305,7 @@ func setupVeth(t *testing.T, nsA, nsB, addrA, addrB string) {
 func TestDoByIDFindsAPeersNamespace(t *testing.T) {
 	testenv.RequireRoot(t)
 	named := newNamespace(t)
-	holder := exec.Command("unshare", "--net", "sleep", "60")
-	if err := holder.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		holder.Process.Kill()
-		holder.Wait()
-	})
-	pid := strconv.Itoa(holder.Process.Pid)
-	// Until unshare has entered its namespace, the process is in ours.
-	self, err := os.Readlink("/proc/self/ns/net")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if ns, err := os.Readlink("/proc/" + pid + "/ns/net"); err == nil && ns != self {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("unshare --net did not enter a namespace of its own")
-		}
-	}
+	pid, _ := testenv.UnnamedNetns(t)
 	for _, c := range []struct{ into, where string }{{named, named}, {pid, "pid " + pid}} {
 		end := testenv.UniqueName(t) // 12 characters, and the peer's 13
 		if out, err := exec.Command("ip", "link", "add", end, "type", "veth", "peer", "name", end+"p", "netns", c.into).CombinedOutput(); err != nil {

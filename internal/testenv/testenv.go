@@ -7,7 +7,11 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"os"
+	"os/exec"
+	"strconv"
+	"sync"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -52,4 +56,35 @@ func AllowedCPUs(t testing.TB) []int {
 		}
 	}
 	return cpus
+}
+
+// UnnamedNetns starts a process alone in a network namespace of its own
+// with no name in /run/netns, as a container runtime's is, and returns
+// its pid once it is in there, and end, which ends it (at the test's end
+// at the latest).
+func UnnamedNetns(t testing.TB) (pid string, end func()) {
+	t.Helper()
+	holder := exec.Command("unshare", "--net", "sleep", "600")
+	if err := holder.Start(); err != nil {
+		t.Fatalf("unshare --net: %v", err)
+	}
+	end = sync.OnceFunc(func() {
+		holder.Process.Kill()
+		holder.Wait()
+	})
+	t.Cleanup(end)
+	pid = strconv.Itoa(holder.Process.Pid)
+	// Until unshare has entered its namespace, the process is in ours.
+	self, err := os.Readlink("/proc/self/ns/net")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if ns, err := os.Readlink("/proc/" + pid + "/ns/net"); err == nil && ns != self {
+			return pid, end
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("unshare --net did not enter a namespace of its own")
+		}
+	}
 }

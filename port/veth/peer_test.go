@@ -2,12 +2,9 @@ package veth
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -65,27 +62,7 @@ func TestEnablePeerGRO(t *testing.T) {
 // EnablePeerGRO fails saying so.
 func TestPeerOutOfReachIsSaid(t *testing.T) {
 	testenv.RequireRoot(t)
-	holder := exec.Command("unshare", "--net", "sleep", "60")
-	if err := holder.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		holder.Process.Kill()
-		holder.Wait()
-	})
-	pid := strconv.Itoa(holder.Process.Pid)
-	self, err := os.Readlink("/proc/self/ns/net")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if ns, err := os.Readlink("/proc/" + pid + "/ns/net"); err == nil && ns != self {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("unshare --net did not enter a namespace of its own")
-		}
-	}
+	pid, end := testenv.UnnamedNetns(t)
 	pin := filepath.Join(t.TempDir(), "ns")
 	if err := os.WriteFile(pin, nil, 0o600); err != nil {
 		t.Fatal(err)
@@ -95,8 +72,7 @@ func TestPeerOutOfReachIsSaid(t *testing.T) {
 	}
 	t.Cleanup(func() { unix.Unmount(pin, unix.MNT_DETACH) }) // the namespace goes, and the veth with it
 	index := vethInto(t, testenv.UniqueName(t), pid)
-	holder.Process.Kill()
-	holder.Wait()
+	end()
 
 	const want = "its veth peer cannot be reached: the network namespace with id "
 	if ok, why := PeerTakesRedirects(index); ok || !strings.HasPrefix(why, want) || !strings.HasSuffix(why, "has no name in /run/netns and no process in it") {
