@@ -130,56 +130,6 @@ type bridgePort struct {
 	tunnels      int
 }
 
-// portCounters are written by the forwarder once per batch and read by
-// anyone.
-type portCounters struct {
-	rxPackets, rxBytes, rxErrors  atomic.Uint64
-	rxVLANDropped                 atomic.Uint64
-	rxReservedDropped             atomic.Uint64
-	rxStormDropped                atomic.Uint64
-	rxSTPDropped                  atomic.Uint64
-	rxSplitHorizonDropped         atomic.Uint64
-	txPackets, txBytes, txDropped atomic.Uint64
-	pipelineDropped               dropCounters // of the frames received on it
-	// fastPathTxDropped are the frames the fast path redirected to the
-	// port that its interface did not take (also in txDropped, and in
-	// txPackets, where their entries counted them), and
-	// fastPathTxDroppedBytes their bytes, as estimated (countRedirectDrops).
-	fastPathTxDropped, fastPathTxDroppedBytes atomic.Uint64
-}
-
-// rxDrops are one batch's frames that NORMAL dropped, by reason.
-type rxDrops struct {
-	vlan     uint64 // in a VLAN the input port does not carry
-	reserved uint64 // to a reserved group address (reserved.go)
-	storm    uint64 // flooded beyond the port's storm limit (storm.go)
-	stp      uint64 // received on a port the spanning tree does not let forward
-	// splitHorizon: from a tunnel to a station learned on another tunnel
-	// (tunnel.go)
-	splitHorizon uint64
-}
-
-// flush adds the batch's drops to the input port's counters and starts
-// the next batch at zero.
-func (d *rxDrops) flush(c *portCounters) {
-	if d.vlan > 0 {
-		c.rxVLANDropped.Add(d.vlan)
-	}
-	if d.reserved > 0 {
-		c.rxReservedDropped.Add(d.reserved)
-	}
-	if d.storm > 0 {
-		c.rxStormDropped.Add(d.storm)
-	}
-	if d.stp > 0 {
-		c.rxSTPDropped.Add(d.stp)
-	}
-	if d.splitHorizon > 0 {
-		c.rxSplitHorizonDropped.Add(d.splitHorizon)
-	}
-	*d = rxDrops{}
-}
-
 // New starts a bridge with no ports and the given flow table (nil: an
 // empty one, which drops everything).
 func New(name string, flows *flow.Table, opts Options) (*Bridge, error) {
@@ -587,4 +537,32 @@ func (b *Bridge) Close() error {
 		errs = append(errs, b.fp.close())
 	}
 	return errors.Join(errs...)
+}
+
+// ForwarderTime reports how long the bridge's forwarding goroutines have
+// spent working and asleep since the bridge was created, summed over them.
+// The two keep counting until the bridge is closed, then read zero.
+func (b *Bridge) ForwarderTime() (busy, idle time.Duration) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, f := range b.fwds {
+		busy += time.Duration(f.clock.busy.Load())
+		idle += time.Duration(f.clock.idle.Load())
+	}
+	return busy, idle
+}
+
+// FDBSize is how many learned addresses the bridge's MAC table holds that
+// have not aged out. It asks the forwarder, between two batches, so it
+// costs the forwarder one scan of the table.
+func (b *Bridge) FDBSize() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.fwds == nil {
+		return 0
+	}
+	f := b.fwds[0]
+	var n int
+	f.do(func() { n = f.fdb.liveEntries(f.now()) })
+	return n
 }

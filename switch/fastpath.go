@@ -129,6 +129,20 @@ type fastPath struct {
 	hits, installs, installFailures, evictions atomic.Uint64
 }
 
+// fastPathThread is a thread's part in the fast path, none when fp is
+// nil: the view the current batch decides under, the entries it queued,
+// and the slots of the MAC-table entries it displaced that installed
+// entries relied on (displacedLost: more than it could note). The
+// bridge's first thread also sweeps, every fastPathSweep.
+type fastPathThread struct {
+	fp            *fastPath
+	fpView        *fpView
+	fpPending     []fpPending
+	displaced     []uint32
+	displacedLost bool
+	lastSweep     int64
+}
+
 // fpView is a table version and what the program looks keys up with
 // while it is the bridge's: the generation and the key mask (nil: exact
 // keys).
@@ -796,15 +810,6 @@ func (fp *fastPath) reliesOn(slot uint32) bool {
 	return fp.reliedOn[slot/64].Load()&(1<<(slot%64)) != 0
 }
 
-// forgetDecisions drops every decision, and every fast path entry with
-// them: the ports they send to changed.
-func (f *forwarder) forgetDecisions() {
-	f.decisions.forget()
-	if f.fp != nil {
-		f.fp.bump()
-	}
-}
-
 // noteDisplaced records that learning displaced the MAC-table entry in
 // slot, whose dependents the batch's end retires. Past what the batch can
 // record, the end starts a new generation instead.
@@ -1090,7 +1095,7 @@ func (b *Bridge) FastPathVerdict(h flow.Headers) string {
 			verdict = fmt.Sprintf("no (port %d runs without the fast path: %s)", h.InPort, f.ports[slot].fastPathOff)
 			return
 		}
-		tr := translator{f: f, readOnly: true}
+		tr := translator{in: xlateIn{view: &f.view}}
 		var d decision
 		tr.translate(f.flows.Load(), &h, &d, f.now())
 		if _, why := f.fastPathEntry(&d, &h); why != "" {

@@ -242,7 +242,7 @@ func TestMaskedFramesGetTheSameDecision(t *testing.T) {
 // decide works the decision for h out afresh, without learning, and
 // returns its fast path entry.
 func decide(f *forwarder, h flow.Headers) (bpf.FastpathFpFlow, string) {
-	tr := translator{f: f, readOnly: true}
+	tr := translator{in: xlateIn{view: &f.view}}
 	var d decision
 	tr.translate(f.flows.Load(), &h, &d, 0)
 	return f.fastPathEntry(&d, &h)

@@ -313,3 +313,16 @@ func (t *macTable) snapshot(now int64, ofport func(slot uint16) uint16) []FDBEnt
 	})
 	return out
 }
+
+// liveEntries counts the entries that have not aged out.
+func (t *macTable) liveEntries(now int64) int {
+	n := 0
+	t.eachSet(func(set []macEntry) {
+		for i := range set {
+			if t.fresh(&set[i], now) {
+				n++
+			}
+		}
+	})
+	return n
+}

@@ -19,6 +19,16 @@ import (
 // The bridge's queues hold packetInSlots packet-ins and packetInBytes
 // bytes of frames in all, shared out among its threads.
 
+// packetInThread is a thread's part in packet-ins: its queue, the
+// controller's rate limit for it, and whether the batch queued some,
+// which pinReady tells the agent.
+type packetInThread struct {
+	pins      *packetInQueue
+	pinBucket tokenBucket
+	pinQueued bool
+	pinReady  chan struct{}
+}
+
 const (
 	packetInSlots = 1024
 	packetInBytes = 2 << 20 // 1024 packet-ins of whole 1500-byte frames, and more

@@ -1,23 +1,16 @@
 package vswitch
 
 import (
-	"time"
-
 	"github.com/xswitch/xswitch/flow"
 	"github.com/xswitch/xswitch/port"
 )
 
-// The pipeline's limits. A frame's way through the tables is worked out
-// once per flow (decision.go); this runs what was worked out.
-
-const (
-	// MaxPipelineDepth and MaxResubmits are OVS's limits on one frame's
-	// way through the tables (MAX_DEPTH, MAX_RESUBMITS): a rule that
-	// resubmits to itself, or two that resubmit to each other, are cut
-	// there and the frame dropped, never a hang.
-	MaxPipelineDepth = 64
-	MaxResubmits     = 4096
-)
+// executor is a thread's state for running decisions: the frame under
+// way, and the copies of frames the batch made.
+type executor struct {
+	run    frameRun
+	copies copyPool
+}
 
 // frameRun is one frame's run of its decision.
 type frameRun struct {
@@ -38,74 +31,6 @@ type frameRun struct {
 	// tunnel is how the frame leaves by a tunnel port, as far as the
 	// actions run so far say.
 	tunnel port.TunnelTx
-}
-
-// forwardFrame forwards one frame by its decision under table; f.key
-// holds its key and f.extractor its layout.
-func (f *forwarder) forwardFrame(table *flow.Table, inSlot uint16, frame []byte, now int64) {
-	d, ok := f.decisions.get(table, &f.key.Headers)
-	switch {
-	case !ok:
-		// The new decision may take the place of one whose counts are
-		// pending.
-		f.flushCounts(time.Now())
-		var cut string
-		if d, cut = f.decisions.add(&f.key.Headers, now); cut != "" {
-			f.logLoop(cut)
-		}
-	case !f.decisions.upToDate(d) || !f.stillHolds(d, now):
-		f.flushCounts(time.Now())
-		if cut := f.decisions.retranslate(&f.key.Headers, d, now); cut != "" {
-			f.logLoop(cut)
-		}
-	}
-	if d.packets == 0 {
-		f.counted = append(f.counted, d) // capacity batchSize: never grows
-	}
-	d.packets++
-	d.bytes += uint64(len(frame))
-	if f.fp != nil && !f.learnOnly && f.ports[inSlot].fastPathIn.Load() {
-		f.offerFastPath(d, inSlot, now)
-	}
-	r := &f.run
-	*r = frameRun{inSlot: inSlot, frame: frame, layout: f.extractor.Layout(), now: now, dropped: d.dropped,
-		controllers: d.controllers, tunnel: port.TunnelTx{ID: uint32(f.key.TunID), Hash: d.flowHash}}
-	f.execute(r, d.actions)
-	if !r.sent && !f.learnOnly {
-		f.pipelineDrops.count(r.dropped)
-	}
-	r.frame, r.controllers = nil, nil
-}
-
-// stillHolds checks the MAC-table entries d relies on (decision.go),
-// refreshing the frame's source as learning would.
-func (f *forwarder) stillHolds(d *decision, now int64) bool {
-	for i := range d.macDeps {
-		if !f.fdb.holds(&d.macDeps[i], now) {
-			return false
-		}
-	}
-	return true
-}
-
-// flushCounts adds the frames counted under each decision since the last
-// flush to its rules' counters (last used now) and its tables'.
-func (f *forwarder) flushCounts(now time.Time) {
-	for _, d := range f.counted {
-		for _, e := range d.rules {
-			e.Hit(d.packets, d.bytes, now)
-		}
-		for _, l := range d.lookups {
-			c := &f.tableCounters[l.table]
-			c.lookups.Add(d.packets)
-			if l.matched {
-				c.matched.Add(d.packets)
-			}
-		}
-		d.packets, d.bytes = 0, 0
-	}
-	clear(f.counted)
-	f.counted = f.counted[:0]
 }
 
 // execute runs a decision's actions on the frame.
@@ -325,14 +250,6 @@ func maskedPort(a *flow.Action, frame []byte, l *flow.Layout, off int) (uint16, 
 	}
 	port, ok := currentL4Port(frame, l, off)
 	return a.MaskedPort(port), ok
-}
-
-// slot returns the slot of OpenFlow port ofport, if the bridge has it.
-func (f *forwarder) slot(ofport uint16) (uint16, bool) {
-	if int(ofport) >= len(f.slotOf) || f.slotOf[ofport] < 0 {
-		return 0, false
-	}
-	return uint16(f.slotOf[ofport]), true
 }
 
 // copyPool holds the copies of frames made within one batch, carved one

@@ -2,15 +2,12 @@ package vswitch
 
 import (
 	"fmt"
-	"sync/atomic"
-
-	"github.com/hashicorp/golang-lru/v2/simplelru"
 
 	"github.com/xswitch/xswitch/bpf"
 	"github.com/xswitch/xswitch/flow"
 )
 
-// Decisions: the pipeline translated once per flow.
+// Translation: the pipeline worked out once per flow.
 //
 // What the tables do to a frame depends only on its headers and input
 // port (its flow.Headers) and on the table version: registers and
@@ -24,32 +21,15 @@ import (
 // and each output's "not back out of the input port" already settled. A
 // frame whose headers hit runs that list and touches no classifier,
 // whatever the number of tables.
-//
-// A decision records the generation of each table it looked in
-// (flow.Table.Generation). When a new table version is published, a
-// decision is checked on its next hit: if none of the tables it visited
-// changed, it stands for the new version as it is; if one did, it is
-// translated again, in place. An edit to an ACL table thus sends only the
-// flows that went through that table back to translation, and a burst of
-// edits costs each flow one translation when it next comes, not a purge
-// that every flow pays for at once.
-//
-// NORMAL reads the MAC table, so a decision that resolves it records what
-// it read (macDep). A unicast frame to a station learned on another port
-// is sent to that port, relying on the destination's entry and on the
-// source's, which translation learns on the input port. A frame to a
-// group address, or to a station not learned, is flooded in its VLAN,
-// relying on the source's entry and, for a station, on its having none.
-// A hit checks that each entry is still in its slot as it was, and fresh
-// (or still absent), refreshing the source as learning would; a failed
-// check translates afresh, learning on the way. A move, an eviction, a
-// flush, aging, or a destination learned at last thus sends exactly the
-// flows that relied on the entry back to the slow path, and no others.
-// What a flood reaches is read when it runs: the ports that forward, each
-// in the form its VLAN configuration wants, and the input port's storm
-// limit, which is a rate. What NORMAL refuses (a VLAN the input port does
-// not carry, a reserved address) stays NORMAL, run per frame, so that
-// its drops are counted where NORMAL counts them.
+
+const (
+	// MaxPipelineDepth and MaxResubmits are OVS's limits on one frame's
+	// way through the tables (MAX_DEPTH, MAX_RESUBMITS): a rule that
+	// resubmits to itself, or two that resubmit to each other, are cut
+	// there and the frame dropped, never a hang.
+	MaxPipelineDepth = 64
+	MaxResubmits     = 4096
+)
 
 // decision is what the pipeline decided for one flow key.
 type decision struct {
@@ -108,10 +88,10 @@ type tableLookup struct {
 	generation uint64 // of the table's rules when the lookup was made
 }
 
-// translator works out decisions for one forwarder. Its key is the
+// translator works out decisions by what in gives it. Its key is the
 // working key of the translation under way.
 type translator struct {
-	f       *forwarder // whose ports and MAC table NORMAL reads
+	in      xlateIn
 	now     int64
 	table   *flow.Table
 	key     flow.Key
@@ -129,12 +109,20 @@ type translator struct {
 	set        flow.ActionSet
 	inResubmit int
 	missed     bool
+}
+
+// xlateIn is what a translation reads, and may do, besides the key and
+// the table: a forwarding thread's view of the bridge (nil: none, and
+// NORMAL is left unresolved), and its modes.
+type xlateIn struct {
+	view *view
+	// learn learns a source as NORMAL does (forwarder.learn); nil
+	// translates without learning, resolving NORMAL only for a source
+	// learned on the input port already (Bridge.FastPathVerdict).
+	learn func(key uint64, slot uint16, now int64) macDep
 	// obs, when set, is told every step (Bridge.Trace); NORMAL is then
 	// left to it, and nothing is learned.
 	obs Observer
-	// readOnly resolves NORMAL without learning: the source must be
-	// learned on the input port already (Bridge.FastPathVerdict).
-	readOnly bool
 }
 
 // Observer sees a translation as it happens: trace runs the forwarders'
@@ -160,7 +148,7 @@ type Observer interface {
 // nothing. It returns the key as the pipeline left it, and whether the
 // frame was dropped on the way (a loop, or dec_ttl).
 func (b *Bridge) Trace(headers flow.Headers, obs Observer) (final flow.Key, dropped bool) {
-	tr := translator{obs: obs}
+	tr := translator{in: xlateIn{obs: obs}}
 	var d decision
 	tr.translate(b.Flows(), &headers, &d, 0)
 	return tr.key, d.dropped == dropLoop || d.dropped == dropTTL
@@ -170,7 +158,7 @@ func (b *Bridge) Trace(headers flow.Headers, obs Observer) (final flow.Key, drop
 // that fails open (SetFailOpen) looks in no table: NORMAL it is.
 func (tr *translator) translate(t *flow.Table, headers *flow.Headers, d *decision, now int64) {
 	tr.start(t, headers, d, now)
-	if tr.f != nil && tr.f.failOpen {
+	if v := tr.in.view; v != nil && v.failOpen {
 		tr.normal()
 		tr.end(false)
 		return
@@ -186,7 +174,7 @@ func (tr *translator) translateActions(t *flow.Table, headers *flow.Headers, act
 }
 
 func (tr *translator) start(t *flow.Table, headers *flow.Headers, d *decision, now int64) {
-	*tr = translator{f: tr.f, obs: tr.obs, readOnly: tr.readOnly, now: now, table: t, key: flow.Key{Headers: *headers}, arrival: headers.InPort, d: d,
+	*tr = translator{in: tr.in, now: now, table: t, key: flow.Key{Headers: *headers}, arrival: headers.InPort, d: d,
 		tunnelID: headers.TunID}
 	d.table = t
 	key := bpf.KeyOf(headers)
@@ -220,8 +208,8 @@ func (tr *translator) lookup(depth int) bool {
 	e := tr.table.Lookup(&tr.key)
 	tr.d.lookups = append(tr.d.lookups, tableLookup{table: tr.key.Table, matched: e != nil,
 		generation: tr.table.Generation(tr.key.Table)})
-	if tr.obs != nil {
-		tr.obs.Lookup(&tr.key, e, tr.inResubmit)
+	if tr.in.obs != nil {
+		tr.in.obs.Lookup(&tr.key, e, tr.inResubmit)
 	}
 	if e == nil {
 		tr.d.dropped = dropTableMiss
@@ -250,8 +238,8 @@ func (tr *translator) actions(actions []flow.Action, depth int) bool {
 			}
 			continue
 		}
-		if tr.obs != nil {
-			tr.obs.Step(a, written, &tr.key, tr.inResubmit, false, false)
+		if tr.in.obs != nil {
+			tr.in.obs.Step(a, written, &tr.key, tr.inResubmit, false, false)
 		}
 		switch a.Type {
 		case flow.ActGotoTable:
@@ -301,8 +289,8 @@ func (tr *translator) action(a flow.Action, fromSet bool, depth int) bool {
 		if a.Port == flow.TablePort {
 			// Through the tables again from table 0, as OVS runs
 			// output:TABLE.
-			if tr.obs != nil {
-				tr.obs.Step(a, nil, &tr.key, tr.inResubmit, fromSet, false)
+			if tr.in.obs != nil {
+				tr.in.obs.Step(a, nil, &tr.key, tr.inResubmit, fromSet, false)
 			}
 			return tr.resubmit(0, 0, depth)
 		}
@@ -317,7 +305,7 @@ func (tr *translator) action(a flow.Action, fromSet bool, depth int) bool {
 		a.Port = tr.key.InPort
 		tr.emit(a)
 	case flow.ActNormal:
-		if tr.obs != nil {
+		if tr.in.obs != nil {
 			tr.emit(a) // the observer says what NORMAL does; a trace learns nothing
 		} else {
 			tr.normal()
@@ -333,8 +321,8 @@ func (tr *translator) action(a flow.Action, fromSet bool, depth int) bool {
 		tr.emit(a)
 		keep = a.ApplyToKey(&tr.key)
 	}
-	if tr.obs != nil {
-		tr.obs.Step(a, nil, &tr.key, tr.inResubmit, fromSet, !keep)
+	if tr.in.obs != nil {
+		tr.in.obs.Step(a, nil, &tr.key, tr.inResubmit, fromSet, !keep)
 	}
 	if !keep {
 		tr.d.dropped = dropTTL
@@ -393,169 +381,11 @@ func (tr *translator) writeHeader(a flow.Action) {
 	}
 }
 
-// normal resolves NORMAL for the key as it stands (see the top of the
-// file), or leaves it NORMAL where it refuses the frame. Like NORMAL, it
-// learns the source on the port the frame arrived on, before it looks
-// the destination up.
-func (tr *translator) normal() {
-	f, k := tr.f, &tr.key
-	inSlot, ok := f.slot(tr.arrival)
-	var vid uint16
-	if k.VLANTCI&flow.VLANCFI != 0 {
-		vid = k.VLANTCI & vlanVIDMask
-	}
-	var vlan uint16
-	if ok {
-		vlan, ok = f.ports[inSlot].vlan.ingress(vid)
-	}
-	dst := k.DlDst[:]
-	if !ok || !f.forwardBPDU && isReserved(dst) || len(tr.d.macDeps)+2 > maxMACDeps {
-		tr.emit(flow.Action{Type: flow.ActNormal})
-		return
-	}
-	srcDep := macDep{}
-	if tr.readOnly {
-		dep, learned := f.fdb.lookupDep(macKey(k.DlSrc[:], vlan), tr.now)
-		if !learned || dep.port != inSlot {
-			tr.emit(flow.Action{Type: flow.ActNormal})
-			return
-		}
-		dep.source = true
-		srcDep = dep
-	} else {
-		srcDep = f.learn(macKey(k.DlSrc[:], vlan), inSlot, tr.now)
-	}
-	tr.d.macDeps = append(tr.d.macDeps, srcDep)
-	flood := flow.Action{Type: actNormalFlood, Port: inSlot, Value: vlan}
-	if isMulticast(dst) {
-		tr.emit(flood)
-		return
-	}
-	station := macKey(dst, vlan)
-	dstDep, known := f.fdb.lookupDep(station, tr.now)
-	if !known {
-		tr.d.macDeps = append(tr.d.macDeps, f.fdb.dependAbsent(station))
-		tr.emit(flood)
-		return
-	}
-	tr.d.macDeps = append(tr.d.macDeps, dstDep)
-	switch {
-	case f.splitHorizon(inSlot, dstDep.port):
-		// NORMAL run per frame counts what split horizon drops.
-		tr.emit(flow.Action{Type: flow.ActNormal})
-	case dstDep.port != inSlot:
-		tr.emit(flow.Action{Type: actNormalTo, Port: dstDep.port, Value: vlan})
-	}
-}
-
 func (tr *translator) cutLoop(limit string) bool {
 	tr.d.dropped = dropLoop
 	tr.cut = limit
-	if tr.obs != nil {
-		tr.obs.Cut(limit)
+	if tr.in.obs != nil {
+		tr.in.obs.Cut(limit)
 	}
 	return false
 }
-
-// decisionCache is a forwarder's exact-match cache of decisions by
-// Headers. It does not lock: only its forwarder uses it. Decisions
-// evicted are kept for reuse, so that a miss in a steady state allocates
-// no decision, only the LRU's entry.
-type decisionCache struct {
-	lru   *simplelru.LRU[flow.Headers, *decision]
-	table *flow.Table // the current version, that of the last get
-	spare []*decision
-	tr    translator
-
-	// last is the most recently used decision: frames come in trains of
-	// one flow, and comparing headers costs a fraction of hashing them.
-	last      flow.Headers
-	lastD     *decision
-	lastValid bool
-
-	// hits counts decisions found, misses translations for want of one,
-	// and stale the decisions found but translated again because a table
-	// they looked in, or a MAC-table entry they relied on, changed.
-	hits, misses, stale counter
-}
-
-func newDecisionCache(size int) *decisionCache {
-	c := &decisionCache{}
-	lru, err := simplelru.NewLRU(size, func(_ flow.Headers, d *decision) { c.spare = append(c.spare, d) })
-	if err != nil {
-		panic(err) // unreachable: the size is positive (Options.withDefaults)
-	}
-	c.lru = lru
-	return c
-}
-
-// upToDate reports whether d, found by the last get, holds for the current
-// table version: none of the tables it looked in changed since it was
-// worked out.
-func (c *decisionCache) upToDate(d *decision) bool {
-	if d.table == c.table {
-		return true
-	}
-	for i := range d.lookups {
-		if l := &d.lookups[i]; c.table.Generation(l.table) != l.generation {
-			return false
-		}
-	}
-	d.table = c.table
-	return true
-}
-
-// retranslate works d out again for headers, in place: a table it looked
-// in, or an entry it relied on, changed. The caller flushes d's counts
-// first.
-func (c *decisionCache) retranslate(headers *flow.Headers, d *decision, now int64) (cut string) {
-	c.stale.inc()
-	c.tr.translate(c.table, headers, d, now)
-	return c.tr.cut
-}
-
-// forget drops every decision: the ports they send to changed.
-func (c *decisionCache) forget() {
-	c.lru.Purge()
-	c.lastValid = false
-}
-
-// get returns the decision for headers, if there is one, and makes t
-// the current table version; the caller checks that the decision holds
-// for it.
-func (c *decisionCache) get(t *flow.Table, headers *flow.Headers) (*decision, bool) {
-	c.table = t
-	if c.lastValid && *headers == c.last {
-		c.hits.inc()
-		return c.lastD, true
-	}
-	d, ok := c.lru.Get(*headers)
-	if ok {
-		c.hits.inc()
-		c.last, c.lastD, c.lastValid = *headers, d, true
-	}
-	return d, ok
-}
-
-// add translates headers under the table of the last get and keeps the
-// decision, which may evict another: the caller flushes the counts of
-// the decisions it holds first. A translation cut short says why in cut.
-func (c *decisionCache) add(headers *flow.Headers, now int64) (d *decision, cut string) {
-	c.misses.inc()
-	if n := len(c.spare); n > 0 {
-		d, c.spare = c.spare[n-1], c.spare[:n-1]
-	} else {
-		d = new(decision)
-	}
-	c.tr.translate(c.table, headers, d, now)
-	c.lru.Add(*headers, d)
-	c.last, c.lastD, c.lastValid = *headers, d, true
-	return d, c.tr.cut
-}
-
-// counter is written by one goroutine (a plain load and store, no locked
-// add) and read by any.
-type counter struct{ n atomic.Uint64 }
-
-func (c *counter) inc()          { c.n.Store(c.n.Load() + 1) }
-func (c *counter) value() uint64 { return c.n.Load() }
