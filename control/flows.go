@@ -3,7 +3,6 @@ package control
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/xswitch/xswitch/flow"
@@ -345,22 +344,4 @@ func (d *Daemon) expireLoop(stop <-chan struct{}) {
 			d.expireFlows(now)
 		}
 	}
-}
-
-// portList lists a bridge's ports as "N (name)" for trace output.
-func portLabel(bc *BridgeConfig, ofport uint16) string {
-	for _, pc := range bc.Ports {
-		if pc.OFPort == ofport {
-			return fmt.Sprintf("%d (%s)", ofport, pc.Name)
-		}
-	}
-	return fmt.Sprint(ofport)
-}
-
-func joinPorts(ports []uint16) string {
-	var s []string
-	for _, p := range ports {
-		s = append(s, fmt.Sprint(p))
-	}
-	return strings.Join(s, ",")
 }

@@ -42,27 +42,3 @@ func addToBridge(b *vswitch.Bridge, p port.Port, pc PortConfig) (uint16, error) 
 	}
 	return b.AddPort(p, opts)
 }
-
-// vlanOf is the VLAN configuration of bc's port ofport; a port it does not
-// know is a trunk of every VLAN.
-func vlanOf(bc *BridgeConfig, ofport uint16) vswitch.VLANConfig {
-	for _, pc := range bc.Ports {
-		if pc.OFPort == ofport {
-			if opts, err := pc.portOptions(); err == nil {
-				return opts.VLAN
-			}
-		}
-	}
-	return vswitch.VLANConfig{}
-}
-
-// carrying keeps the ports of bc that carry vlan.
-func carrying(bc *BridgeConfig, vlan uint16, ports []uint16) []uint16 {
-	var out []uint16
-	for _, p := range ports {
-		if vlanOf(bc, p).Carries(vlan) {
-			out = append(out, p)
-		}
-	}
-	return out
-}

@@ -65,6 +65,8 @@ func (f *forwarder) execute(r *frameRun, actions []flow.Action) {
 				r.sent = true
 			}
 			r.shared = true
+		case actNormalDrop:
+			f.normalDropped(normalDrop(a.Value))
 		case actNormalTo, actNormalFlood:
 			// NORMAL as the decision resolved it: learning was done, and
 			// is kept fresh by the hit's check.

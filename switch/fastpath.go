@@ -1069,40 +1069,29 @@ func (r *fpInstalled) datapathActions() string {
 	return strings.Join(parts, ",")
 }
 
-// FastPathVerdict says whether the fast path would carry the flow with
+// fastPathVerdict says whether the fast path would carry the flow with
 // headers h in the kernel ("yes"), or why not ("no (why)"), working its
-// decision out as a forwarder would but learning nothing.
-func (b *Bridge) FastPathVerdict(h flow.Headers) string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
+// decision out as the forwarder would but learning nothing. It runs on
+// the forwarder, under Bridge.mu.
+func (f *forwarder) fastPathVerdict(h flow.Headers) string {
 	switch {
-	case b.fp == nil:
+	case f.fp == nil:
 		return "no (the daemon runs with --fast-path off)"
-	case len(b.fwds) == 0:
-		return "no (the bridge is closed)"
 	case h.DlType < 0x600 || h.DlSrc[0]&1 != 0:
 		return "no (the program leaves 802.3 frames and multicast sources to user space)"
 	}
-	f := b.fwds[0]
-	var verdict string
-	f.do(func() {
-		slot, ok := f.slot(h.InPort)
-		if !ok {
-			verdict = fmt.Sprintf("no (port %d is not up on the bridge)", h.InPort)
-			return
-		}
-		if !f.ports[slot].fastPathIn.Load() {
-			verdict = fmt.Sprintf("no (port %d runs without the fast path: %s)", h.InPort, f.ports[slot].fastPathOff)
-			return
-		}
-		tr := translator{in: xlateIn{view: &f.view}}
-		var d decision
-		tr.translate(f.flows.Load(), &h, &d, f.now())
-		if _, why := f.fastPathEntry(&d, &h); why != "" {
-			verdict = "no (" + why + ")"
-			return
-		}
-		verdict = "yes"
-	})
-	return verdict
+	slot, ok := f.slot(h.InPort)
+	if !ok {
+		return fmt.Sprintf("no (port %d is not up on the bridge)", h.InPort)
+	}
+	if !f.ports[slot].fastPathIn.Load() {
+		return fmt.Sprintf("no (port %d runs without the fast path: %s)", h.InPort, f.ports[slot].fastPathOff)
+	}
+	tr := translator{in: xlateIn{view: &f.view}}
+	var d decision
+	tr.translate(f.flows.Load(), &h, &d, f.now())
+	if _, why := f.fastPathEntry(&d, &h); why != "" {
+		return "no (" + why + ")"
+	}
+	return "yes"
 }

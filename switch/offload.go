@@ -257,8 +257,10 @@ func unoffloaded(t flow.ActionType) string {
 	switch t {
 	case actNormalFlood, flow.ActFlood, flow.ActAll:
 		return "a flood"
+	case actNormalDrop:
+		return "NORMAL drops it, which user space counts"
 	case flow.ActNormal:
-		return "NORMAL refuses the frame, or its source is not learned"
+		return "NORMAL runs per frame: its source is not learned, or the decision relies on too many MAC-table entries"
 	}
 	return "an action the program does not run"
 }

@@ -68,6 +68,10 @@ const (
 	actNormalFlood flow.ActionType = 254
 )
 
+// actNormalDrop is NORMAL resolved to send the frame nowhere, counted by
+// the reason in Value (a normalDrop). It appears only in decisions.
+const actNormalDrop flow.ActionType = 251
+
 // actToController is a CONTROLLER action in a decision: it sends the
 // packet-in of the decision's controllers[Port]. It appears only in
 // decisions.
@@ -118,40 +122,29 @@ type xlateIn struct {
 	view *view
 	// learn learns a source as NORMAL does (forwarder.learn); nil
 	// translates without learning, resolving NORMAL only for a source
-	// learned on the input port already (Bridge.FastPathVerdict).
+	// learned on the input port already (fastPathVerdict).
 	learn func(key uint64, slot uint16, now int64) macDep
-	// obs, when set, is told every step (Bridge.Trace); NORMAL is then
-	// left to it, and nothing is learned.
-	obs Observer
+	// obs, when set, is told every step (trace.go); learn is then nil.
+	obs observer
 }
 
-// Observer sees a translation as it happens: trace runs the forwarders'
+// observer sees a translation as it happens: trace runs the forwarders'
 // own translation with one, so that it cannot tell another story. key is
 // the working key at that point; nest counts the resubmits under way.
-type Observer interface {
-	// Lookup reports a lookup in the table key names and the rule it
+type observer interface {
+	// lookup reports a lookup in the table key names and the rule it
 	// met, nil for a miss.
-	Lookup(key *flow.Key, e *flow.Entry, nest int)
-	// Step reports an action of the rule met last, or of the action set
+	lookup(key *flow.Key, e *flow.Entry, nest int)
+	// step reports an action of the rule met last, or of the action set
 	// as the pipeline ends (fromSet): goto_table, resubmit and the
 	// instructions before they act, with write_actions' actions in
 	// written; the others after they changed the key, dropped saying
-	// whether the frame goes no further (dec_ttl).
-	Step(a flow.Action, written []flow.Action, key *flow.Key, nest int, fromSet, dropped bool)
-	// Cut reports that the translation was cut at one of the pipeline's
+	// whether the frame goes no further (dec_ttl); normal is NORMAL's
+	// choice, for a NORMAL.
+	step(a flow.Action, written []flow.Action, key *flow.Key, nest int, fromSet, dropped bool, normal *normalChoice)
+	// cut reports that the translation was cut at one of the pipeline's
 	// limits: the rules loop.
-	Cut(limit string)
-}
-
-// Trace runs headers through the bridge's current tables as the
-// forwarders translate them, telling obs each step. It learns and counts
-// nothing. It returns the key as the pipeline left it, and whether the
-// frame was dropped on the way (a loop, or dec_ttl).
-func (b *Bridge) Trace(headers flow.Headers, obs Observer) (final flow.Key, dropped bool) {
-	tr := translator{in: xlateIn{obs: obs}}
-	var d decision
-	tr.translate(b.Flows(), &headers, &d, 0)
-	return tr.key, d.dropped == dropLoop || d.dropped == dropTTL
+	cut(limit string)
 }
 
 // translate runs headers through the tables of t and fills d. A bridge
@@ -209,7 +202,7 @@ func (tr *translator) lookup(depth int) bool {
 	tr.d.lookups = append(tr.d.lookups, tableLookup{table: tr.key.Table, matched: e != nil,
 		generation: tr.table.Generation(tr.key.Table)})
 	if tr.in.obs != nil {
-		tr.in.obs.Lookup(&tr.key, e, tr.inResubmit)
+		tr.in.obs.lookup(&tr.key, e, tr.inResubmit)
 	}
 	if e == nil {
 		tr.d.dropped = dropTableMiss
@@ -239,7 +232,7 @@ func (tr *translator) actions(actions []flow.Action, depth int) bool {
 			continue
 		}
 		if tr.in.obs != nil {
-			tr.in.obs.Step(a, written, &tr.key, tr.inResubmit, false, false)
+			tr.in.obs.step(a, written, &tr.key, tr.inResubmit, false, false, nil)
 		}
 		switch a.Type {
 		case flow.ActGotoTable:
@@ -284,13 +277,14 @@ func (tr *translator) resubmit(table uint8, inPort uint16, depth int) bool {
 // false when the frame is dropped.
 func (tr *translator) action(a flow.Action, fromSet bool, depth int) bool {
 	keep := true
+	var normal *normalChoice
 	switch a.Type {
 	case flow.ActOutput:
 		if a.Port == flow.TablePort {
 			// Through the tables again from table 0, as OVS runs
 			// output:TABLE.
 			if tr.in.obs != nil {
-				tr.in.obs.Step(a, nil, &tr.key, tr.inResubmit, fromSet, false)
+				tr.in.obs.step(a, nil, &tr.key, tr.inResubmit, fromSet, false, nil)
 			}
 			return tr.resubmit(0, 0, depth)
 		}
@@ -305,11 +299,8 @@ func (tr *translator) action(a flow.Action, fromSet bool, depth int) bool {
 		a.Port = tr.key.InPort
 		tr.emit(a)
 	case flow.ActNormal:
-		if tr.in.obs != nil {
-			tr.emit(a) // the observer says what NORMAL does; a trace learns nothing
-		} else {
-			tr.normal()
-		}
+		c := tr.normal()
+		normal = &c
 	case flow.ActLoad, flow.ActSetField, flow.ActMove, flow.ActWriteMetadata:
 		if a.Field.Carried {
 			a.ApplyToKey(&tr.key)
@@ -322,7 +313,7 @@ func (tr *translator) action(a flow.Action, fromSet bool, depth int) bool {
 		keep = a.ApplyToKey(&tr.key)
 	}
 	if tr.in.obs != nil {
-		tr.in.obs.Step(a, nil, &tr.key, tr.inResubmit, fromSet, !keep)
+		tr.in.obs.step(a, nil, &tr.key, tr.inResubmit, fromSet, !keep, normal)
 	}
 	if !keep {
 		tr.d.dropped = dropTTL
@@ -385,7 +376,7 @@ func (tr *translator) cutLoop(limit string) bool {
 	tr.d.dropped = dropLoop
 	tr.cut = limit
 	if tr.in.obs != nil {
-		tr.in.obs.Cut(limit)
+		tr.in.obs.cut(limit)
 	}
 	return false
 }
