@@ -7,27 +7,28 @@ import (
 	"github.com/xswitch/xswitch/flow"
 )
 
-// The pipeline's counters: lookups and matches per table (dump-tables),
-// and the frames it dropped, by why, per bridge (pmd-stats-show) and per
-// input port (dump-ports). A forwarder counts them per batch and adds
-// them to its bridge's and the batch's input port's once per batch.
+// The counters a frame's way adds to: its rules', its tables' lookups and
+// matches (dump-flows, dump-tables), its ports' (dump-ports), and the
+// frames it was dropped on, by why (the bridge's pipeline drops in
+// pmd-stats-show, the input port's in dump-ports). A forwarder counts them
+// per batch and adds them up once per batch; the fast path's sweeper adds
+// what the kernel carried the same way (credit, countDrops).
 
 // batchCounts are what a batch counts before it adds them up once: the
 // decisions its frames went by, whose counts go to their rules and tables,
-// its frames dropped by reason, by the pipeline and by NORMAL; and the
-// bridge's counters they are added to.
+// and its frames dropped, by reason; and the bridge's counters they are
+// added to.
 type batchCounts struct {
 	counted       []*decision
-	pipelineDrops pipelineDrops
-	// drops are the frames NORMAL dropped, by reason, added to the
-	// input port's counters.
-	drops         rxDrops
+	drops         batchDrops
 	tableCounters *[flow.NumTables]tableCounters
 	bridgeDrops   *dropCounters
 	loopLogged    *atomic.Bool // per bridge: a loop is logged once
 }
 
-// dropReason says why the pipeline sent a frame nowhere.
+// dropReason says why a frame went nowhere. The pipeline's reasons come
+// first; the rest are the input port's own: NORMAL's refusals and the
+// spanning tree's.
 type dropReason uint8
 
 const (
@@ -41,16 +42,25 @@ const (
 	// (packetin.go): the frame's other outputs happen.
 	dropControllerQueue
 	dropControllerRate
+	dropVLAN         // NORMAL: in a VLAN the input port does not carry
+	dropReserved     // NORMAL: to a reserved group address (reserved.go)
+	dropStorm        // NORMAL: flooded beyond the port's storm limit (storm.go)
+	dropSTP          // received on a port the spanning tree does not let forward
+	dropSplitHorizon // NORMAL: from a tunnel to a station learned on another tunnel
 	numDropReasons
 )
 
-// DropReasons names the reasons, as PipelineDrops and the metrics give them.
-var DropReasons = [numDropReasons]string{"rule", "table_miss", "loop", "ttl", "no_copy", "port_down",
+// numPipelineDrops are the pipeline's reasons, the first ones.
+const numPipelineDrops = dropVLAN
+
+// DropReasons names the pipeline's reasons, as PipelineDrops and the
+// metrics give them.
+var DropReasons = [numPipelineDrops]string{"rule", "table_miss", "loop", "ttl", "no_copy", "port_down",
 	"controller_queue", "controller_rate"}
 
 // DropCounts are frames dropped by the pipeline, by reason, in the order
 // of DropReasons.
-type DropCounts [numDropReasons]uint64
+type DropCounts [numPipelineDrops]uint64
 
 // ByReason returns the counts by the names of DropReasons.
 func (d DropCounts) ByReason() map[string]uint64 {
@@ -69,34 +79,39 @@ func (d DropCounts) Plus(o DropCounts) DropCounts {
 	return d
 }
 
-// pipelineDrops is one batch's dropped frames by reason.
-type pipelineDrops [numDropReasons]uint64
+// batchDrops are one batch's dropped frames, by reason.
+type batchDrops [numDropReasons]uint64
 
-func (d *pipelineDrops) count(r dropReason) { d[r]++ }
+func (d *batchDrops) count(r dropReason) { d[r]++ }
+
+// flush adds the batch's drops to the bridge's (the pipeline's reasons)
+// and the input port's, if there is one (a packet-out's frame may come
+// from none), and starts the next batch at zero.
+func (d *batchDrops) flush(bridge, port *dropCounters) {
+	for r, n := range d {
+		if n == 0 {
+			continue
+		}
+		if r < int(numPipelineDrops) {
+			bridge[r].Add(n)
+		}
+		if port != nil {
+			port[r].Add(n)
+		}
+		d[r] = 0
+	}
+}
 
 // dropCounters are a bridge's, or a port's, dropped frames by reason.
 type dropCounters [numDropReasons]atomic.Uint64
 
-func (d *dropCounters) load() DropCounts {
+// pipeline reads the pipeline's reasons.
+func (d *dropCounters) pipeline() DropCounts {
 	var out DropCounts
 	for i := range out {
 		out[i] = d[i].Load()
 	}
 	return out
-}
-
-// flush adds the batch's drops to the bridge's and the input port's, if
-// there is one (a packet-out's frame may come from none).
-func (d *pipelineDrops) flush(bridge, port *dropCounters) {
-	for r, n := range d {
-		if n > 0 {
-			bridge[r].Add(n)
-			if port != nil {
-				port[r].Add(n)
-			}
-			d[r] = 0
-		}
-	}
 }
 
 // tableCounters are one table's lookups and the ones that met a rule.
@@ -126,22 +141,30 @@ func (b *Bridge) TableStats() []TableStats {
 }
 
 // PipelineDrops returns how many frames the pipeline dropped, by reason.
-func (b *Bridge) PipelineDrops() DropCounts { return b.drops.load() }
+func (b *Bridge) PipelineDrops() DropCounts { return b.drops.pipeline() }
 
-// flushCounts adds the frames counted under each decision since the last
-// flush to its rules' counters (last used now) and its tables'.
+// credit adds packets frames of bytes bytes to the rules a decision met,
+// as last used at when, and to the lookups and matches of the tables it
+// looked in: the one way user space and the fast path count a decision's
+// frames.
+func credit(tables *[flow.NumTables]tableCounters, rules []*flow.Entry, lookups []tableLookup, packets, bytes uint64, when time.Time) {
+	for _, e := range rules {
+		e.Hit(packets, bytes, when)
+	}
+	for _, l := range lookups {
+		c := &tables[l.table]
+		c.lookups.Add(packets)
+		if l.matched {
+			c.matched.Add(packets)
+		}
+	}
+}
+
+// flushCounts credits the frames counted under each decision since the
+// last flush, as last used now.
 func (f *forwarder) flushCounts(now time.Time) {
 	for _, d := range f.counted {
-		for _, e := range d.rules {
-			e.Hit(d.packets, d.bytes, now)
-		}
-		for _, l := range d.lookups {
-			c := &f.tableCounters[l.table]
-			c.lookups.Add(d.packets)
-			if l.matched {
-				c.matched.Add(d.packets)
-			}
-		}
+		credit(f.tableCounters, d.rules, d.lookups, d.packets, d.bytes, now)
 		d.packets, d.bytes = 0, 0
 	}
 	clear(f.counted)
@@ -152,48 +175,13 @@ func (f *forwarder) flushCounts(now time.Time) {
 // anyone.
 type portCounters struct {
 	rxPackets, rxBytes, rxErrors  atomic.Uint64
-	rxVLANDropped                 atomic.Uint64
-	rxReservedDropped             atomic.Uint64
-	rxStormDropped                atomic.Uint64
-	rxSTPDropped                  atomic.Uint64
-	rxSplitHorizonDropped         atomic.Uint64
 	txPackets, txBytes, txDropped atomic.Uint64
-	pipelineDropped               dropCounters // of the frames received on it
+	// dropped are the frames received on the port that went nowhere, by
+	// reason.
+	dropped dropCounters
 	// fastPathTxDropped are the frames the fast path redirected to the
 	// port that its interface did not take (also in txDropped, and in
 	// txPackets, where their entries counted them), and
 	// fastPathTxDroppedBytes their bytes, as estimated (countRedirectDrops).
 	fastPathTxDropped, fastPathTxDroppedBytes atomic.Uint64
-}
-
-// rxDrops are one batch's frames that NORMAL dropped, by reason.
-type rxDrops struct {
-	vlan     uint64 // in a VLAN the input port does not carry
-	reserved uint64 // to a reserved group address (reserved.go)
-	storm    uint64 // flooded beyond the port's storm limit (storm.go)
-	stp      uint64 // received on a port the spanning tree does not let forward
-	// splitHorizon: from a tunnel to a station learned on another tunnel
-	// (tunnel.go)
-	splitHorizon uint64
-}
-
-// flush adds the batch's drops to the input port's counters and starts
-// the next batch at zero.
-func (d *rxDrops) flush(c *portCounters) {
-	if d.vlan > 0 {
-		c.rxVLANDropped.Add(d.vlan)
-	}
-	if d.reserved > 0 {
-		c.rxReservedDropped.Add(d.reserved)
-	}
-	if d.storm > 0 {
-		c.rxStormDropped.Add(d.storm)
-	}
-	if d.stp > 0 {
-		c.rxSTPDropped.Add(d.stp)
-	}
-	if d.splitHorizon > 0 {
-		c.rxSplitHorizonDropped.Add(d.splitHorizon)
-	}
-	*d = rxDrops{}
 }

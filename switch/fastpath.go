@@ -643,16 +643,7 @@ func (fp *fastPath) credit(r *fpInstalled, values []bpf.FastpathFpFlow, wall tim
 		return false
 	}
 	r.packets, r.bytes = packets, bytes
-	for _, e := range r.rules {
-		e.Hit(dp, db, wall)
-	}
-	for _, l := range r.lookups {
-		c := &fp.tables[l.table]
-		c.lookups.Add(dp)
-		if l.matched {
-			c.matched.Add(dp)
-		}
-	}
+	credit(fp.tables, r.rules, r.lookups, dp, db, wall)
 	r.in.counters.rxPackets.Add(dp)
 	r.in.counters.rxBytes.Add(db)
 	if r.out != nil {
@@ -665,7 +656,7 @@ func (fp *fastPath) credit(r *fpInstalled, values []bpf.FastpathFpFlow, wall tim
 		}
 	} else {
 		fp.drops[dropRule].Add(dp)
-		r.in.counters.pipelineDropped[dropRule].Add(dp)
+		r.in.counters.dropped[dropRule].Add(dp)
 	}
 	fp.hits.Add(dp)
 	if fdb != nil {

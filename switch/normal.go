@@ -185,12 +185,12 @@ func (f *forwarder) normal(inSlot uint16, frame []byte, now int64) (sent bool) {
 func (f *forwarder) normalDropped(why normalDrop) {
 	switch why {
 	case normalDropVLAN:
-		f.drops.vlan++
+		f.drops.count(dropVLAN)
 	case normalDropReserved:
-		f.drops.reserved++
+		f.drops.count(dropReserved)
 	case normalDropSplitHorizon:
 		if !f.learnOnly {
-			f.drops.splitHorizon++
+			f.drops.count(dropSplitHorizon)
 		}
 	}
 }
@@ -210,7 +210,7 @@ func (f *forwarder) learn(key uint64, slot uint16, now int64) macDep {
 // sent it anywhere.
 func (f *forwarder) normalFlood(inSlot uint16, fr *vlanFrame, now int64) (sent bool) {
 	if inSlot != noSlot && !f.storm[inSlot].take(now) {
-		f.drops.storm++
+		f.drops.count(dropStorm)
 		return false
 	}
 	for _, out := range f.flood {

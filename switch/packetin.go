@@ -191,9 +191,9 @@ type controllerSpec struct {
 func (f *forwarder) toController(c *controllerSpec, frame []byte, now int64) {
 	switch {
 	case !f.pinBucket.take(now):
-		f.pipelineDrops.count(dropControllerRate)
+		f.drops.count(dropControllerRate)
 	case !f.pins.push(&c.in, frame, c.maxLen):
-		f.pipelineDrops.count(dropControllerQueue)
+		f.drops.count(dropControllerQueue)
 	default:
 		f.pinQueued = true
 	}

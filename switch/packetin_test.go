@@ -63,7 +63,7 @@ func TestControllerCopiesAndTruncates(t *testing.T) {
 	if in := got[2]; !bytes.Equal(in.Data, third[:14]) || in.Reason != flow.ReasonInvalidTTL {
 		t.Errorf("packet-in from port 3: %x, reason %d; want the first 14 bytes, invalid_ttl (2)", in.Data, in.Reason)
 	}
-	if drops := f.bridgeDrops.load(); drops != (DropCounts{}) {
+	if drops := f.bridgeDrops.pipeline(); drops != (DropCounts{}) {
 		t.Errorf("drops %v; want none: a frame sent to the controller is sent", drops.ByReason())
 	}
 }
@@ -79,7 +79,7 @@ func TestControllerDropsAreCounted(t *testing.T) {
 		ports[0].Inject(frame(broadcast, mac(1), strings.Repeat("x", i%50)))
 	}
 	forwardAll(f)
-	drops := f.bridgeDrops.load()
+	drops := f.bridgeDrops.pipeline()
 	if drops[dropControllerQueue] != extra || drops[dropControllerRate] != 0 {
 		t.Errorf("drops %v; want %d controller_queue", drops.ByReason(), extra)
 	}
@@ -96,10 +96,10 @@ func TestControllerDropsAreCounted(t *testing.T) {
 	if n := len(packetIns(f)); n != 10 {
 		t.Errorf("%d packet-ins under the rate limit; want 10", n)
 	}
-	if drops := f.bridgeDrops.load(); drops[dropControllerRate] != 40 || drops[dropControllerQueue] != extra {
+	if drops := f.bridgeDrops.pipeline(); drops[dropControllerRate] != 40 || drops[dropControllerQueue] != extra {
 		t.Errorf("drops %v; want 40 controller_rate and still %d controller_queue", drops.ByReason(), extra)
 	}
-	if got := f.ports[0].counters.pipelineDropped.load(); got[dropControllerRate] != 40 {
+	if got := f.ports[0].counters.dropped.pipeline(); got[dropControllerRate] != 40 {
 		t.Errorf("port 1's drops %v; want its 40 controller_rate", got.ByReason())
 	}
 }
@@ -118,8 +118,8 @@ func TestControllerByteRingFills(t *testing.T) {
 	}
 	forwardAll(f)
 	got := packetIns(f)
-	if len(got) != fit || f.bridgeDrops.load()[dropControllerQueue] != 5 {
-		t.Fatalf("%d packet-ins, %d queue drops; want %d, 5", len(got), f.bridgeDrops.load()[dropControllerQueue], fit)
+	if len(got) != fit || f.bridgeDrops.pipeline()[dropControllerQueue] != 5 {
+		t.Fatalf("%d packet-ins, %d queue drops; want %d, 5", len(got), f.bridgeDrops.pipeline()[dropControllerQueue], fit)
 	}
 	for i, in := range got {
 		if !bytes.Equal(in.Data, long) {

@@ -106,16 +106,15 @@ func (f *forwarder) packetOut(inPort uint16, actions []flow.Action, frame []byte
 		dropped: d.dropped, copied: true, controllers: d.controllers, tunnel: port.TunnelTx{ID: uint32(f.key.TunID), Hash: d.flowHash}}
 	f.execute(r, d.actions)
 	if !r.sent {
-		f.pipelineDrops.count(r.dropped)
+		f.drops.count(r.dropped)
 	}
 	r.frame, r.controllers = nil, nil
 	d.packets, d.bytes = 1, uint64(len(frame))
 	f.counted = append(f.counted, d)
 	f.flushCounts(wall)
 	// The bridge's drops, not a port's: the frame was received on none.
-	// NORMAL counts its own per input port only, so they go uncounted.
-	f.pipelineDrops.flush(f.bridgeDrops, nil)
-	f.drops = rxDrops{}
+	// NORMAL's, counted per input port only, go uncounted.
+	f.drops.flush(f.bridgeDrops, nil)
 	f.transmitGroups()
 	f.copies.reset()
 	f.notifyPacketIns()

@@ -267,16 +267,16 @@ func TestDropsAreCountedPerInputPort(t *testing.T) {
 
 	var want1, want2 DropCounts
 	want1[dropTableMiss], want2[dropPortDown] = 3, 2
-	if got := f.ports[0].counters.pipelineDropped.load(); got != want1 {
+	if got := f.ports[0].counters.dropped.pipeline(); got != want1 {
 		t.Errorf("port 1's pipeline drops %v; want %v", got, want1)
 	}
-	if got := f.ports[1].counters.pipelineDropped.load(); got != want2 {
+	if got := f.ports[1].counters.dropped.pipeline(); got != want2 {
 		t.Errorf("port 2's pipeline drops %v; want %v", got, want2)
 	}
-	if got := f.ports[2].counters.pipelineDropped.load(); got != (DropCounts{}) {
+	if got := f.ports[2].counters.dropped.pipeline(); got != (DropCounts{}) {
 		t.Errorf("port 3's pipeline drops %v; want none: its frame went out on port 1", got)
 	}
-	if got := f.bridgeDrops.load(); got[dropTableMiss] != 3 || got[dropPortDown] != 2 {
+	if got := f.bridgeDrops.pipeline(); got[dropTableMiss] != 3 || got[dropPortDown] != 2 {
 		t.Errorf("bridge's pipeline drops %v; want 3 table misses and 2 to a port that is down", got)
 	}
 }

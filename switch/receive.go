@@ -92,7 +92,7 @@ func (f *forwarder) forwardFrom(slot uint16, frames []port.Frame, tunnel []port.
 			continue
 		}
 		if state != stpForwarding {
-			f.drops.stp++
+			f.drops.count(dropSTP)
 			if state == stpDiscarding {
 				continue
 			}
@@ -109,13 +109,12 @@ func (f *forwarder) forwardFrom(slot uint16, frames []port.Frame, tunnel []port.
 		f.forwardFrame(table, slot, data, now)
 	}
 	f.flushCounts(wall)
-	f.pipelineDrops.flush(f.bridgeDrops, &in.counters.pipelineDropped)
+	f.drops.flush(f.bridgeDrops, &in.counters.dropped)
 	in.counters.rxPackets.Add(uint64(len(frames)))
 	in.counters.rxBytes.Add(rxBytes)
 	if malformed > 0 {
 		in.counters.rxErrors.Add(malformed)
 	}
-	f.drops.flush(&in.counters)
 	f.transmitGroups()
 	f.notifyPacketIns()
 	if f.fp != nil {
@@ -159,7 +158,7 @@ func (f *forwarder) forwardFrame(table *flow.Table, inSlot uint16, frame []byte,
 		controllers: d.controllers, tunnel: port.TunnelTx{ID: uint32(f.key.TunID), Hash: d.flowHash}}
 	f.execute(r, d.actions)
 	if !r.sent && !f.learnOnly {
-		f.pipelineDrops.count(r.dropped)
+		f.drops.count(r.dropped)
 	}
 	r.frame, r.controllers = nil, nil
 }

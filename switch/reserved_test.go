@@ -79,10 +79,10 @@ func TestNormalDropsReservedFramesAndCountsThem(t *testing.T) {
 	send(f, ports, 0, append(reserved, notReserved)...)
 	wantFrames(t, ports[1], notReserved)
 	wantFrames(t, ports[2], notReserved)
-	if got := f.ports[0].counters.rxReservedDropped.Load(); got != uint64(len(reserved)) {
+	if got := f.ports[0].counters.dropped[dropReserved].Load(); got != uint64(len(reserved)) {
 		t.Errorf("rx reserved drops = %d; want %d", got, len(reserved))
 	}
-	if got := f.ports[0].counters.rxVLANDropped.Load(); got != 0 {
+	if got := f.ports[0].counters.dropped[dropVLAN].Load(); got != 0 {
 		t.Errorf("rx VLAN drops = %d; want 0", got)
 	}
 }
@@ -95,7 +95,7 @@ func TestForwardBPDUFloodsReservedFrames(t *testing.T) {
 	send(f, ports, 0, lldp)
 	wantFrames(t, ports[1], lldp)
 	wantFrames(t, ports[2], lldp)
-	if got := f.ports[0].counters.rxReservedDropped.Load(); got != 0 {
+	if got := f.ports[0].counters.dropped[dropReserved].Load(); got != 0 {
 		t.Errorf("rx reserved drops = %d with forward-bpdu; want 0", got)
 	}
 }
@@ -112,7 +112,7 @@ func TestForwardBPDUOffStopsCachedFloods(t *testing.T) {
 	f.setForwardBPDU(false)
 	send(f, ports, 0, lldp)
 	wantFrames(t, ports[1])
-	if got := f.ports[0].counters.rxReservedDropped.Load(); got != 1 {
+	if got := f.ports[0].counters.dropped[dropReserved].Load(); got != 1 {
 		t.Errorf("rx reserved drops = %d after forward-bpdu went off; want 1", got)
 	}
 }

@@ -88,7 +88,7 @@ func TestStormLimitCapsWhatNormalFloods(t *testing.T) {
 	send(f, ports, 0, bursts...)
 	wantFrames(t, ports[1], bursts[:5]...)
 	wantFrames(t, ports[2], bursts[:5]...)
-	if got := f.ports[0].counters.rxStormDropped.Load(); got != 15 {
+	if got := f.ports[0].counters.dropped[dropStorm].Load(); got != 15 {
 		t.Errorf("storm drops = %d; want 15", got)
 	}
 
@@ -104,7 +104,7 @@ func TestStormLimitCapsWhatNormalFloods(t *testing.T) {
 	f.setStormLimit(0, 0)
 	send(f, ports, 0, bursts...)
 	wantFrames(t, ports[2], bursts...)
-	if got := f.ports[0].counters.rxStormDropped.Load(); got != 15 {
+	if got := f.ports[0].counters.dropped[dropStorm].Load(); got != 15 {
 		t.Errorf("storm drops = %d after the limit was lifted; want still 15", got)
 	}
 }
@@ -123,7 +123,7 @@ func TestStormLimitedForwardingAllocatesNothing(t *testing.T) {
 	if allocs := testing.AllocsPerRun(100, func() { f.forwardBatch(f.queues[0]) }); allocs != 0 {
 		t.Fatalf("forwarding a storm-limited batch allocates %.1f times; want 0", allocs)
 	}
-	if f.ports[0].counters.rxStormDropped.Load() == 0 {
+	if f.ports[0].counters.dropped[dropStorm].Load() == 0 {
 		t.Fatal("the limit dropped nothing: the test proves nothing")
 	}
 }

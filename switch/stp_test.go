@@ -35,7 +35,7 @@ func TestSTPStatesGateForwarding(t *testing.T) {
 	if _, learned := f.fdb.lookup(macKey(mac(3), 0), f.now()); learned {
 		t.Error("a discarding port's source was learned")
 	}
-	if got := f.ports[2].counters.rxSTPDropped.Load(); got != 1 {
+	if got := f.ports[2].counters.dropped[dropSTP].Load(); got != 1 {
 		t.Errorf("the discarding port counts %d stp drops; want 1", got)
 	}
 
@@ -77,7 +77,7 @@ func TestBPDUsGoToTheSpanningTreeOnly(t *testing.T) {
 	bpdu := testBPDU(mac(1))
 	send(f, ports, 0, bpdu)
 	wantFrames(t, ports[1])
-	if got := f.ports[0].counters.rxReservedDropped.Load(); got != 1 {
+	if got := f.ports[0].counters.dropped[dropReserved].Load(); got != 1 {
 		t.Errorf("without a spanning tree, a BPDU is a reserved frame: %d reserved drops; want 1", got)
 	}
 
@@ -97,7 +97,7 @@ func TestBPDUsGoToTheSpanningTreeOnly(t *testing.T) {
 	if b.port != f.ports[0] || string(b.data[:b.n]) != string(bpdu) {
 		t.Errorf("queued %d bytes from %v; want the BPDU from port 1", b.n, b.port)
 	}
-	if got := f.ports[0].counters.rxSTPDropped.Load(); got != 0 {
+	if got := f.ports[0].counters.dropped[dropSTP].Load(); got != 0 {
 		t.Errorf("BPDUs on a discarding port count %d stp drops; want none, they are the tree's", got)
 	}
 }

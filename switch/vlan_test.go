@@ -94,10 +94,10 @@ func TestVLANFramesOutsideThePortsVLANsAreDroppedAndCounted(t *testing.T) {
 	for _, p := range ports {
 		wantFrames(t, p)
 	}
-	if got := f.ports[1].counters.rxVLANDropped.Load(); got != 2 {
+	if got := f.ports[1].counters.dropped[dropVLAN].Load(); got != 2 {
 		t.Fatalf("trunk rx VLAN drops = %d; want 2", got)
 	}
-	if got := f.ports[0].counters.rxVLANDropped.Load(); got != 1 {
+	if got := f.ports[0].counters.dropped[dropVLAN].Load(); got != 1 {
 		t.Fatalf("access rx VLAN drops = %d; want 1", got)
 	}
 	if got := f.ports[1].counters.rxErrors.Load(); got != 0 {
@@ -194,7 +194,7 @@ func TestVLANConfigDoesNotApplyToOpenFlowRules(t *testing.T) {
 	in := tagged(10, frame(broadcast, mac(1), "tagged on access"))
 	send(f, ports, 0, in)
 	wantFrames(t, ports[1], in)
-	if got := f.ports[0].counters.rxVLANDropped.Load(); got != 0 {
+	if got := f.ports[0].counters.dropped[dropVLAN].Load(); got != 0 {
 		t.Fatalf("rx VLAN drops = %d; want 0", got)
 	}
 }
