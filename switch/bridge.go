@@ -1,7 +1,3 @@
-// Package vswitch is the switch itself: bridges, their ports and the
-// goroutine that forwards frames between them. It knows ports only through
-// the port package's interfaces; opening devices and persisting the
-// configuration belong to the control plane.
 package vswitch
 
 import (
@@ -86,7 +82,7 @@ type Bridge struct {
 	fwds      []*forwarder  // one per thread; none once closed
 	stp       *spanningTree // nil: no spanning tree (stp.go)
 
-	// What the threads count together (pipeline.go).
+	// What the threads count together (counters.go).
 	tables *[flow.NumTables]tableCounters
 	drops  *dropCounters
 

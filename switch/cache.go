@@ -2,6 +2,7 @@ package vswitch
 
 import (
 	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 	"github.com/xswitch/xswitch/flow"
@@ -35,7 +36,29 @@ import (
 // not carry, a reserved address) stays NORMAL, run per frame, so that
 // its drops are counted where NORMAL counts them.
 
-// stillHolds checks the MAC-table entries d relies on (decision.go),
+// decisionFor returns the decision for the frame whose key f.key holds,
+// under table: the cache's, checked against what it relied on, or one
+// worked out afresh, which may take the place of one whose counts are
+// pending: those go to their rules first.
+func (f *forwarder) decisionFor(table *flow.Table, now int64) *decision {
+	d, ok := f.decisions.get(table, &f.key.Headers)
+	switch {
+	case !ok:
+		f.flushCounts(time.Now())
+		var cut string
+		if d, cut = f.decisions.add(&f.key.Headers, now); cut != "" {
+			f.logLoop(cut)
+		}
+	case !f.decisions.upToDate(d) || !f.stillHolds(d, now):
+		f.flushCounts(time.Now())
+		if cut := f.decisions.retranslate(&f.key.Headers, d, now); cut != "" {
+			f.logLoop(cut)
+		}
+	}
+	return d
+}
+
+// stillHolds checks the MAC-table entries d relies on (see the top),
 // refreshing the frame's source as learning would.
 func (f *forwarder) stillHolds(d *decision, now int64) bool {
 	for i := range d.macDeps {

@@ -160,6 +160,18 @@ func credit(tables *[flow.NumTables]tableCounters, rules []*flow.Entry, lookups 
 	}
 }
 
+// countBatch adds up a batch of frames received on port in: its
+// decisions' counts, its drops, and the port's rx counters.
+func (f *forwarder) countBatch(in *bridgePort, wall time.Time, frames, bytes, malformed uint64) {
+	f.flushCounts(wall)
+	f.drops.flush(f.bridgeDrops, &in.counters.dropped)
+	in.counters.rxPackets.Add(frames)
+	in.counters.rxBytes.Add(bytes)
+	if malformed > 0 {
+		in.counters.rxErrors.Add(malformed)
+	}
+}
+
 // flushCounts credits the frames counted under each decision since the
 // last flush, as last used now.
 func (f *forwarder) flushCounts(now time.Time) {

@@ -18,7 +18,7 @@ import (
 	"github.com/xswitch/xswitch/port"
 )
 
-// The in-kernel fast path (issue 13): decisions that the XDP program can
+// The in-kernel fast path: decisions that the XDP program can
 // carry (offload.go) are installed in a map every port's program reads
 // (bpf/fastpath.c), so that their frames go from port to port inside the
 // kernel, in the sender's softirq, and never reach a socket. User space
@@ -515,6 +515,14 @@ func (f *forwarder) offerFastPath(d *decision, inSlot uint16, now int64) {
 		}
 	}
 	f.fpPending = append(f.fpPending, fpPending{key: key, flow: o.entry, meta: meta})
+}
+
+// fastPathBatch ends a batch for the fast path: the entries that relied
+// on what the batch displaced in the MAC table go, and the ones it queued
+// come in.
+func (f *forwarder) fastPathBatch(now int64) {
+	f.retireDisplaced(now)
+	f.installPending(now)
 }
 
 // installPending installs what the batch queued, with one map update per

@@ -1,49 +1,5 @@
 package vswitch
 
-// The forwarding pipeline.
-//
-// A bridge has one forwarding goroutine per thread it is given (one per
-// CPU of Options.CPUs), each locked to its OS thread. The bridge's receive
-// queues are dealt out among them, and each owns its queues, its flow cache,
-// its per-port transmit groups and its scratch arrays, all sized when a port
-// is added, so that forwarding a frame allocates nothing and makes no system
-// call of its own. The threads share the flow table (immutable versions),
-// the counters (atomic), the MAC table (a lock per set, only when there are
-// several threads) and the ports' transmit side, which each port serializes.
-// System calls happen once per batch: one receive, one transmit (with its
-// kick) per output port, one release.
-//
-// One iteration, for each receive queue in turn:
-//
-//	receive up to BatchSize frames
-//	load the flow table's current version (once per batch)
-//	for each frame:
-//	    extract its key (flow.Extractor) and find the decision for its
-//	    headers in the exact-match cache or, on a miss, work it out by
-//	    running the key through the tables (decision.go); run the
-//	    decision's actions (actions.go): rewrites change the frame in
-//	    place; outputs, NORMAL (learn the source, look up the destination,
-//	    else flood, all within the frame's VLAN) and FLOOD append the
-//	    frame to each output port's group
-//	add the frames under each decision to its rules' and tables'
-//	counters, and the drops by reason, once for the batch
-//	transmit each non-empty group with one call, count what the ring refused
-//	release the batch back to its queue
-//
-// Frames are transmitted before their batch is released because the groups
-// point into the receiving port's memory: transmission copies them out. For
-// the same reason a rewrite that follows an output in one action list works
-// on a private copy, so that the earlier output sends the frame as it was.
-// Copies come from a pool sized for ordinary frames; when jumbo frames fill
-// it, the groups are transmitted early and the pool starts over.
-//
-// When none of its queues had anything to do, a goroutine sleeps in poll(2)
-// on their descriptors and on an eventfd that the control plane writes when
-// it has a request; in busy-poll mode it goes round again instead.
-// Control-plane requests (add or remove a port, read the MAC table) run on
-// each forwarding goroutine between its batches, which is why a
-// forwarder's own state needs no locks.
-
 import (
 	"cmp"
 	"errors"

@@ -91,7 +91,7 @@ func (t *macTable) fresh(e *macEntry, now int64) bool {
 // with the most entries, decided within one set so that learning stays O(1).
 //
 // It returns the dependency on the entry it wrote, for a decision that
-// relies on the source it learned (decision.go), and whether it displaced
+// relies on the source it learned (cache.go), and whether it displaced
 // what the slot held: the same station on another port, or another
 // station, evicted or aged out; a decision that relied on that no longer
 // holds.
@@ -136,7 +136,7 @@ func (t *macTable) learnIn(set []macEntry, key uint64, port uint16, now int64) (
 	return victim, true
 }
 
-// macDep is one MAC-table entry a decision relies on (decision.go): the
+// macDep is one MAC-table entry a decision relies on (cache.go): the
 // slot it is in, and what the decision found there. A write that changes
 // the entry, or puts another in its slot, or its aging, makes the check
 // fail, so a decision never outlives what it read. An absent dependency

@@ -108,51 +108,29 @@ func (f *forwarder) forwardFrom(slot uint16, frames []port.Frame, tunnel []port.
 		}
 		f.forwardFrame(table, slot, data, now)
 	}
-	f.flushCounts(wall)
-	f.drops.flush(f.bridgeDrops, &in.counters.dropped)
-	in.counters.rxPackets.Add(uint64(len(frames)))
-	in.counters.rxBytes.Add(rxBytes)
-	if malformed > 0 {
-		in.counters.rxErrors.Add(malformed)
-	}
+	// The batch's end, in the order its frames move on: they leave, their
+	// packet-ins go, their counts go up, and the fast path takes in the
+	// decisions it was offered, after the transmit, so that the frames
+	// that made the entries do not wait for their installation.
 	f.transmitGroups()
 	f.notifyPacketIns()
+	f.countBatch(in, wall, uint64(len(frames)), rxBytes, malformed)
 	if f.fp != nil {
-		// After the transmit, so that the frames that made the entries
-		// do not wait for their installation.
-		f.retireDisplaced(now)
-		f.installPending(now)
+		f.fastPathBatch(now)
 	}
 	f.copies.reset()
 }
 
 // forwardFrame forwards one frame by its decision under table; f.key
-// holds its key and f.extractor its layout.
+// holds its key and f.extractor its layout. Its batch's counts go up at
+// the batch's end, and the fast path is offered its decision last.
 func (f *forwarder) forwardFrame(table *flow.Table, inSlot uint16, frame []byte, now int64) {
-	d, ok := f.decisions.get(table, &f.key.Headers)
-	switch {
-	case !ok:
-		// The new decision may take the place of one whose counts are
-		// pending.
-		f.flushCounts(time.Now())
-		var cut string
-		if d, cut = f.decisions.add(&f.key.Headers, now); cut != "" {
-			f.logLoop(cut)
-		}
-	case !f.decisions.upToDate(d) || !f.stillHolds(d, now):
-		f.flushCounts(time.Now())
-		if cut := f.decisions.retranslate(&f.key.Headers, d, now); cut != "" {
-			f.logLoop(cut)
-		}
-	}
+	d := f.decisionFor(table, now)
 	if d.packets == 0 {
 		f.counted = append(f.counted, d) // capacity batchSize: never grows
 	}
 	d.packets++
 	d.bytes += uint64(len(frame))
-	if f.fp != nil && !f.learnOnly && f.ports[inSlot].fastPathIn.Load() {
-		f.offerFastPath(d, inSlot, now)
-	}
 	r := &f.run
 	*r = frameRun{inSlot: inSlot, frame: frame, layout: f.extractor.Layout(), now: now, dropped: d.dropped,
 		controllers: d.controllers, tunnel: port.TunnelTx{ID: uint32(f.key.TunID), Hash: d.flowHash}}
@@ -161,6 +139,9 @@ func (f *forwarder) forwardFrame(table *flow.Table, inSlot uint16, frame []byte,
 		f.drops.count(r.dropped)
 	}
 	r.frame, r.controllers = nil, nil
+	if f.fp != nil && !f.learnOnly && f.ports[inSlot].fastPathIn.Load() {
+		f.offerFastPath(d, inSlot, now)
+	}
 }
 
 // demuxKey finds the tunnel a decapsulated frame belongs to: its
