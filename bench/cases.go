@@ -10,6 +10,7 @@ import (
 	vnetns "github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
+	"github.com/xswitch/xswitch/header"
 	"github.com/xswitch/xswitch/internal/netns"
 	"github.com/xswitch/xswitch/port/veth"
 )
@@ -180,9 +181,10 @@ const announceEtherType = 0x88b5
 // know its address before the generator starts.
 func announce(ns string, from, to net.HardwareAddr) error {
 	frame := make([]byte, MinFrameSize)
-	copy(frame[0:6], to)
-	copy(frame[6:12], from)
-	frame[12], frame[13] = announceEtherType>>8, announceEtherType&0xff
+	eth := header.Ethernet(frame)
+	eth.SetDst([header.MACLen]byte(to))
+	eth.SetSrc([header.MACLen]byte(from))
+	eth.SetType(announceEtherType)
 	return netns.Do(ns, func() error {
 		dev, err := net.InterfaceByName(PeerName)
 		if err != nil {

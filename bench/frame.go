@@ -6,13 +6,13 @@ import (
 
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
+
+	"github.com/xswitch/xswitch/header"
 )
 
 // MinFrameSize is Ethernet's minimum frame, without the FCS, which XDP
 // never sees.
 const MinFrameSize = 60
-
-const ethHeaderLen = 14
 
 // MaxFrameSize is the largest frame veths of MTU mtu carry (0: 1500, so
 // 1514), without the FCS.
@@ -20,7 +20,7 @@ func MaxFrameSize(mtu int) int {
 	if mtu == 0 {
 		mtu = 1500
 	}
-	return mtu + ethHeaderLen
+	return mtu + header.EthernetLen
 }
 
 // FrameConfig describes the one UDP datagram the generator sends again and
@@ -54,8 +54,7 @@ func BuildFrame(cfg FrameConfig) ([]byte, error) {
 	if err := udp.SetNetworkLayerForChecksum(ip); err != nil {
 		return nil, err
 	}
-	const headers = 14 + 20 + 8
-	payload := make(gopacket.Payload, cfg.Size-headers)
+	payload := make(gopacket.Payload, cfg.Size-udpPayloadOffset)
 	for i := range payload {
 		payload[i] = byte(i)
 	}
@@ -67,17 +66,19 @@ func BuildFrame(cfg FrameConfig) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// Offsets in the bench frame of the UDP source port and checksum: after
-// Ethernet and a 20-byte IPv4 header.
+// Offsets in the bench frame: its UDP header follows Ethernet and an IPv4
+// header without options.
 const (
-	udpSrcPortOffset  = 14 + 20
-	udpChecksumOffset = udpSrcPortOffset + 6
+	udpOffset         = header.EthernetLen + header.IPv4MinLen
+	udpChecksumOffset = udpOffset + header.UDPChecksumOffset
+	udpPayloadOffset  = udpOffset + header.UDPLen
 )
 
 // setFlow gives a bench frame the UDP source port port and no checksum (0:
 // none, for IPv4), as xdp_gen does to spread frames over flows: a checksum
 // would have to be recomputed for each.
 func setFlow(frame []byte, port int) {
-	frame[udpSrcPortOffset], frame[udpSrcPortOffset+1] = byte(port>>8), byte(port)
-	frame[udpChecksumOffset], frame[udpChecksumOffset+1] = 0, 0
+	udp := header.UDP(frame[udpOffset:])
+	udp.SetSrcPort(uint16(port))
+	udp.SetChecksum(0)
 }

@@ -7,6 +7,8 @@ import (
 
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
+
+	"github.com/xswitch/xswitch/header"
 )
 
 func TestBuildFrame(t *testing.T) {
@@ -27,15 +29,15 @@ func TestBuildFrame(t *testing.T) {
 		if ip == nil || udp == nil {
 			t.Fatalf("size %d: not an IPv4/UDP frame: %v", size, pkt)
 		}
-		if got, want := int(ip.Length), size-14; got != want {
+		if got, want := int(ip.Length), size-header.EthernetLen; got != want {
 			t.Errorf("size %d: IPv4 length %d, want %d", size, got, want)
 		}
-		// A header's ones' complement sum including its checksum is 0xffff.
-		if sum := onesComplementSum(frame[14:34]); sum != 0xffff {
-			t.Errorf("size %d: IPv4 header checksum is wrong (sum %#x)", size, sum)
+		if !header.IPv4(frame[header.EthernetLen:]).ChecksumValid() {
+			t.Errorf("size %d: IPv4 header checksum is wrong: %x", size, frame[header.EthernetLen:udpOffset])
 		}
-		pseudo := append(append([]byte{}, frame[26:34]...), 0, 17, byte((size-34)>>8), byte(size-34))
-		if sum := onesComplementSum(append(pseudo, frame[34:]...)); sum != 0xffff {
+		// A sum over what a checksum covers, itself included, is 0xffff.
+		pseudo := header.Sum(0, frame[header.EthernetLen+header.IPv4SrcOffset:udpOffset]) + header.ProtoUDP + uint32(size-udpOffset)
+		if sum := header.Fold(header.Sum(pseudo, frame[udpOffset:])); sum != 0xffff {
 			t.Errorf("size %d: UDP checksum is wrong (sum %#x)", size, sum)
 		}
 	}
@@ -47,20 +49,6 @@ func TestBuildFrameRejectsSizes(t *testing.T) {
 			t.Errorf("size %d accepted", size)
 		}
 	}
-}
-
-func onesComplementSum(b []byte) uint16 {
-	var sum uint32
-	for i := 0; i+1 < len(b); i += 2 {
-		sum += uint32(b[i])<<8 | uint32(b[i+1])
-	}
-	if len(b)%2 == 1 {
-		sum += uint32(b[len(b)-1]) << 8
-	}
-	for sum > 0xffff {
-		sum = sum&0xffff + sum>>16
-	}
-	return uint16(sum)
 }
 
 func TestMaxFrameSize(t *testing.T) {
@@ -86,10 +74,10 @@ func TestFlowEditor(t *testing.T) {
 		t.Error("flowTemplate for one flow is not the frame itself")
 	}
 	template := flowTemplate(frame, 3)
-	if template[udpChecksumOffset] != 0 || template[udpChecksumOffset+1] != 0 {
-		t.Errorf("flowTemplate for 3 flows keeps a UDP checksum: % x", template[udpChecksumOffset:udpChecksumOffset+2])
+	if c := header.UDP(template[udpOffset:]).Checksum(); c != 0 {
+		t.Errorf("flowTemplate for 3 flows keeps a UDP checksum: %#04x", c)
 	}
-	if frame[udpChecksumOffset] == 0 && frame[udpChecksumOffset+1] == 0 {
+	if header.UDP(frame[udpOffset:]).Checksum() == 0 {
 		t.Error("flowTemplate changed the frame it was given")
 	}
 	edit := flowEditor(3)

@@ -3,7 +3,6 @@ package bench
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -14,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/xswitch/xswitch/header"
 	"github.com/xswitch/xswitch/internal/netns"
 	"github.com/xswitch/xswitch/internal/testenv"
 )
@@ -103,7 +103,7 @@ func checkGenerated(t *testing.T, hosts Hosts, gen Generator, w Workload) error 
 	}
 	ports := map[int]bool{}
 	for _, f := range got {
-		port := int(binary.BigEndian.Uint16(f[udpSrcPortOffset:]))
+		port := int(header.UDP(f[udpOffset:]).SrcPort())
 		ports[port] = true
 		want := frame
 		if w.Flows > 1 {
@@ -167,8 +167,8 @@ func captureBenchFrames(t *testing.T, capture, n int) [][]byte {
 			t.Fatalf("capture: %v", err)
 		}
 		f := buf[:m]
-		if m > udpChecksumOffset && binary.BigEndian.Uint16(f[12:]) == unix.ETH_P_IP && f[23] == unix.IPPROTO_UDP &&
-			binary.BigEndian.Uint16(f[udpSrcPortOffset+2:]) == benchDstPort {
+		if m > udpChecksumOffset && header.Ethernet(f).Type() == header.EtherTypeIPv4 &&
+			header.IPv4(f[header.EthernetLen:]).Protocol() == header.ProtoUDP && header.UDP(f[udpOffset:]).DstPort() == benchDstPort {
 			frames = append(frames, append([]byte(nil), f...))
 		}
 	}

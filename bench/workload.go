@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/xswitch/xswitch/header"
 )
 
 // Workload is the traffic a measurement sends through a case. UDP, TCP,
@@ -101,7 +103,7 @@ func (w Workload) validate(mtu int) error {
 	switch w.Kind {
 	case KindUDP:
 		if limit := MaxFrameSize(mtu); w.Size < MinFrameSize || w.Size > limit {
-			return fmt.Errorf("workload %q: frame size %d is outside %d..%d (MTU %d)", w.Name, w.Size, MinFrameSize, limit, limit-ethHeaderLen)
+			return fmt.Errorf("workload %q: frame size %d is outside %d..%d (MTU %d)", w.Name, w.Size, MinFrameSize, limit, limit-header.EthernetLen)
 		}
 		if w.Flows < 0 || w.Flows > MaxFlows {
 			return fmt.Errorf("workload %q: %d flows is outside 1..%d", w.Name, w.Flows, MaxFlows)

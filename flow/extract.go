@@ -6,6 +6,8 @@ import (
 
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
+
+	"github.com/xswitch/xswitch/header"
 )
 
 // Extractor turns frames into Keys. It owns one gopacket DecodingLayerParser
@@ -255,8 +257,7 @@ const dlTypeNone = 0x05ff
 // followed by payload, and what follows the LLC/SNAP header of a SNAP frame
 // (payload itself otherwise).
 func dlType(typ uint16, payload []byte) (uint16, []byte) {
-	const minEtherType = 0x0600
-	if typ >= minEtherType {
+	if typ >= header.MinEtherType {
 		return typ, payload
 	}
 	// 802.2 LLC with DSAP = SSAP = SNAP, unnumbered information, and the
@@ -265,7 +266,7 @@ func dlType(typ uint16, payload []byte) (uint16, []byte) {
 		payload[3] != 0 || payload[4] != 0 || payload[5] != 0 {
 		return dlTypeNone, payload
 	}
-	if snapType := binary.BigEndian.Uint16(payload[6:8]); snapType >= minEtherType {
+	if snapType := binary.BigEndian.Uint16(payload[6:8]); snapType >= header.MinEtherType {
 		return snapType, payload[8:]
 	}
 	return dlTypeNone, payload
@@ -273,7 +274,7 @@ func dlType(typ uint16, payload []byte) (uint16, []byte) {
 
 func etherTypeNextLayer(dlType uint16) gopacket.LayerType {
 	switch dlType {
-	case EtherTypeVLAN, uint16(layers.EthernetTypeQinQ):
+	case header.EtherTypeVLAN, header.EtherTypeQinQ:
 		return layers.LayerTypeDot1Q
 	case EtherTypeARP:
 		return layers.LayerTypeARP
@@ -295,7 +296,7 @@ func (eth *ethernetLayer) DecodeFromBytes(data []byte, df gopacket.DecodeFeedbac
 		return err
 	}
 	// gopacket replaces an 802.3 length with EthernetTypeLLC: read the field.
-	eth.dlType, eth.Payload = dlType(binary.BigEndian.Uint16(data[12:14]), eth.Payload)
+	eth.dlType, eth.Payload = dlType(header.Ethernet(data).Type(), eth.Payload)
 	return nil
 }
 
@@ -405,14 +406,13 @@ func (ip *ipv6Layer) DecodeFromBytes(data []byte, df gopacket.DecodeFeedback) er
 	// gopacket 1.1.19 counts the payload length from after the hop-by-hop
 	// header, so that it calls every such packet truncated, and lets its
 	// payload run hop-by-hop-length bytes into the Ethernet padding.
-	const headerSize = 40
-	end := headerSize + int(ip.Length)
+	end := header.IPv6Len + int(ip.Length)
 	ip.truncated = end > len(data)
 	if ip.truncated {
 		df.SetTruncated()
 		end = len(data)
 	}
-	start := headerSize + ip.HopByHop.ActualLength
+	start := header.IPv6Len + ip.HopByHop.ActualLength
 	if start > end {
 		return errIPv6HopByHopPastPayload
 	}
@@ -463,8 +463,7 @@ type ipv6ExtHeader struct {
 }
 
 func (h *ipv6ExtHeader) DecodeFromBytes(data []byte, df gopacket.DecodeFeedback) error {
-	// Every extension header is at least 8 bytes long.
-	if len(data) < 8 {
+	if len(data) < header.IPv6ExtHeaderMinLen {
 		df.SetTruncated()
 		return errIPv6ExtTruncated
 	}
@@ -494,8 +493,7 @@ type ipv6FragmentHeader struct {
 }
 
 func (f *ipv6FragmentHeader) DecodeFromBytes(data []byte, df gopacket.DecodeFeedback) error {
-	const size = 8
-	if len(data) < size {
+	if len(data) < header.IPv6FragmentLen {
 		df.SetTruncated()
 		return errIPv6ExtTruncated
 	}
@@ -503,7 +501,7 @@ func (f *ipv6FragmentHeader) DecodeFromBytes(data []byte, df gopacket.DecodeFeed
 	offsetAndFlags := binary.BigEndian.Uint16(data[2:4])
 	f.offset = offsetAndFlags >> 3
 	f.more = offsetAndFlags&1 != 0
-	f.BaseLayer = layers.BaseLayer{Contents: data[:size], Payload: data[size:]}
+	f.BaseLayer = layers.BaseLayer{Contents: data[:header.IPv6FragmentLen], Payload: data[header.IPv6FragmentLen:]}
 	return nil
 }
 
@@ -535,21 +533,21 @@ func (*icmpv6Layer) NextLayerType() gopacket.LayerType { return stopDecoding }
 // segment whatever its options say, where gopacket's decoder calls one
 // whose options it cannot walk malformed.
 func (t *tcpLayer) DecodeFromBytes(data []byte, df gopacket.DecodeFeedback) error {
-	const fixedLen = 20
-	if len(data) < fixedLen {
+	if len(data) < header.TCPMinLen {
 		df.SetTruncated()
 		return errTCPTruncated
 	}
-	headerLen := int(data[12]>>4) * 4
-	if headerLen < fixedLen {
+	tcp := header.TCP(data)
+	headerLen := tcp.HeaderLen()
+	if headerLen < header.TCPMinLen {
 		return errTCPDataOffset
 	}
 	if headerLen > len(data) {
 		df.SetTruncated()
 		return errTCPDataOffset
 	}
-	t.SrcPort = layers.TCPPort(binary.BigEndian.Uint16(data[0:2]))
-	t.DstPort = layers.TCPPort(binary.BigEndian.Uint16(data[2:4]))
+	t.SrcPort = layers.TCPPort(tcp.SrcPort())
+	t.DstPort = layers.TCPPort(tcp.DstPort())
 	t.BaseLayer = layers.BaseLayer{Contents: data[:headerLen], Payload: data[headerLen:]}
 	return nil
 }

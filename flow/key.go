@@ -1,6 +1,10 @@
 package flow
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+
+	"github.com/xswitch/xswitch/header"
+)
 
 // Key is what the flow tables match on: the header fields of one frame and
 // the port it arrived on (Headers), and what the pipeline carries along
@@ -77,15 +81,15 @@ const (
 
 // EtherTypes and IP protocols the table knows by name.
 const (
-	EtherTypeIPv4 = 0x0800
-	EtherTypeARP  = 0x0806
-	EtherTypeVLAN = 0x8100
-	EtherTypeIPv6 = 0x86dd
+	EtherTypeIPv4 = header.EtherTypeIPv4
+	EtherTypeARP  = header.EtherTypeARP
+	EtherTypeVLAN = header.EtherTypeVLAN
+	EtherTypeIPv6 = header.EtherTypeIPv6
 
-	ProtoICMP   = 1
-	ProtoTCP    = 6
-	ProtoUDP    = 17
-	ProtoICMPv6 = 58
+	ProtoICMP   = header.ProtoICMP
+	ProtoTCP    = header.ProtoTCP
+	ProtoUDP    = header.ProtoUDP
+	ProtoICMPv6 = header.ProtoICMPv6
 )
 
 // Widen sets every bit of h that is set in m: the union of two masks.

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/xswitch/xswitch/header"
 )
 
 // What actions that rewrite headers need the match to guarantee, as OVS
@@ -357,7 +359,7 @@ func OutputAction(port, maxLen uint16) (Action, error) {
 	switch {
 	case port == maxPortNumber:
 		return Action{}, fmt.Errorf("output to port %d: OpenFlow's OFPP_MAX is not a port frames can leave by", port)
-	case maxLen != 0 && maxLen < ethHeaderLen:
+	case maxLen != 0 && maxLen < header.EthernetLen:
 		return Action{}, fmt.Errorf("max_len %d is shorter than an Ethernet header", maxLen)
 	}
 	if err := CheckPort(port); err != nil {
@@ -473,9 +475,6 @@ func outputWithMaxLen(arg string, ports PortNames) (Action, *Prerequisite, error
 	return a, nil, err
 }
 
-// ethHeaderLen is the shortest frame output may cut a frame to.
-const ethHeaderLen = 14
-
 // bareOutput parses an action that is only a port number or name.
 func bareOutput(text string, ports PortNames) (Action, *Prerequisite, error) {
 	a, needs, err := outputTo(text, ports)
@@ -517,14 +516,11 @@ func pushVLANAction(text string) (Action, *Prerequisite, error) {
 
 // PushVLANAction is push_vlan of a tag of EtherType tpid.
 func PushVLANAction(tpid uint16) (Action, error) {
-	if tpid != EtherTypeVLAN && tpid != etherTypeQinQ {
+	if !header.IsTPID(tpid) {
 		return Action{}, fmt.Errorf("push_vlan 0x%04x: want 0x8100 or 0x88a8", tpid)
 	}
 	return Action{Type: ActPushVLAN, Value: tpid}, nil
 }
-
-// etherTypeQinQ is 802.1ad's service tag.
-const etherTypeQinQ = 0x88a8
 
 // setFieldAction parses set_field's "VALUE[/MASK]->FIELD".
 func setFieldAction(arg string) ([]Action, *Prerequisite, error) {

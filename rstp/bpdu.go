@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+
+	"github.com/xswitch/xswitch/header"
 )
 
 // BPDU encoding, IEEE 802.1D-2004 clause 9. A BPDU travels in an 802.3
@@ -105,11 +107,11 @@ var ErrNotBPDU = errors.New("not a valid BPDU")
 // Address: the LLC header after an 802.3 length, then the BPDU, whose
 // padding the length excludes.
 func DecodeFrame(frame []byte) (BPDU, error) {
-	const llcStart = 14
+	const llcStart = header.EthernetLen
 	if len(frame) < llcStart+3 {
 		return BPDU{}, fmt.Errorf("%w: %d bytes is too short", ErrNotBPDU, len(frame))
 	}
-	length := int(binary.BigEndian.Uint16(frame[12:]))
+	length := int(binary.BigEndian.Uint16(frame[header.EthernetTypeOffset:]))
 	if length > 1500 {
 		return BPDU{}, fmt.Errorf("%w: EtherType %#04x, not an 802.3 length", ErrNotBPDU, length)
 	}

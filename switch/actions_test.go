@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/xswitch/xswitch/flow"
+	"github.com/xswitch/xswitch/header"
 )
 
 // rules parses flows in ovs-ofctl syntax into a table.
@@ -67,24 +68,10 @@ func TestRewriteThenOutputKeepsChecksums(t *testing.T) {
 	ports[0].Inject(udpFrame(t, mac(2), mac(1), net.IPv4(10, 0, 0, 1), net.IPv4(10, 0, 0, 2), 1000, 5000, []byte("query")))
 	forwardAll(f)
 	want := udpFrame(t, mac(2), mac(1), net.IPv4(10, 0, 0, 1), net.IPv4(10, 0, 0, 9), 1000, 53, []byte("query"))
-	want[14+8] = 63 // TTL
-	want[14+10], want[14+11] = 0, 0
-	sum := ^checksum(want[14 : 14+20])
-	want[14+10], want[14+11] = byte(sum>>8), byte(sum)
+	ip := header.IPv4(want[header.EthernetLen:])
+	ip.SetTTL(63)
+	ip.SetChecksum(ip.ComputeChecksum())
 	wantFrames(t, ports[1], want)
-}
-
-// checksum is the Internet checksum's ones' complement sum, for building
-// expected frames.
-func checksum(b []byte) uint16 {
-	var s uint32
-	for i := 0; i+1 < len(b); i += 2 {
-		s += uint32(b[i])<<8 | uint32(b[i+1])
-	}
-	for s > 0xffff {
-		s = s&0xffff + s>>16
-	}
-	return uint16(s)
 }
 
 func TestRuleCountersAddOncePerBatch(t *testing.T) {

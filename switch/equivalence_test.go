@@ -13,6 +13,7 @@ import (
 
 	"github.com/xswitch/xswitch/bpf"
 	"github.com/xswitch/xswitch/flow"
+	"github.com/xswitch/xswitch/header"
 	"github.com/xswitch/xswitch/internal/testenv"
 	"github.com/xswitch/xswitch/port/porttest"
 )
@@ -250,10 +251,9 @@ func randomFrame(t *testing.T, rnd *rand.Rand, stations []station) (fr []byte) {
 	if rnd.IntN(3) != 0 {
 		fr = udpFrame(t, dst, src, net.IPv4(10, 0, 0, src[5]), net.IPv4(10, 0, 0, dst[5]),
 			uint16(1000+rnd.IntN(2)), 53, []byte("payload of the frame"))
-		fr[14+8] = []byte{1, 64}[rnd.IntN(2)] // the TTL
-		fr[14+10], fr[14+11] = 0, 0
-		sum := ^onesSum(0, fr[14:14+20])
-		fr[14+10], fr[14+11] = byte(sum>>8), byte(sum)
+		ip := header.IPv4(fr[header.EthernetLen:])
+		ip.SetTTL([]byte{1, 64}[rnd.IntN(2)])
+		ip.SetChecksum(ip.ComputeChecksum())
 	}
 	if from.vlan >= 0 {
 		fr = tagged([]uint16{0, 0xa000, 0xb000}[rnd.IntN(3)]|uint16(from.vlan), fr)

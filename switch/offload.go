@@ -6,6 +6,7 @@ import (
 
 	"github.com/xswitch/xswitch/bpf"
 	"github.com/xswitch/xswitch/flow"
+	"github.com/xswitch/xswitch/header"
 )
 
 // What a decision becomes in the in-kernel fast path's flows map
@@ -57,8 +58,8 @@ func (f *forwarder) fastPathEntry(d *decision, h *flow.Headers) (e bpf.FastpathF
 		case tagged():
 			return op(bpf.FastpathFpOp{Type: uint8(bpf.FastpathFpOpTypeFP_OP_SET_TCI), Tci: be16(tci), Mask: be16(mask)})
 		}
-		lenDelta += vlanTagLen
-		return op(bpf.FastpathFpOp{Type: uint8(bpf.FastpathFpOpTypeFP_OP_PUSH_VLAN), Tpid: be16(tpidDot1Q), Tci: be16(tci & mask)})
+		lenDelta += header.VLANTagLen
+		return op(bpf.FastpathFpOp{Type: uint8(bpf.FastpathFpOpTypeFP_OP_PUSH_VLAN), Tpid: be16(header.EtherTypeVLAN), Tci: be16(tci & mask)})
 	}
 	// setTTL and setTOS write the TTL (hop limit) and the TOS byte; the
 	// IPv4 header's words they share are known: the protocol, and the
@@ -66,19 +67,19 @@ func (f *forwarder) fastPathEntry(d *decision, h *flow.Headers) (e bpf.FastpathF
 	setTTL := func(ttl uint8) bool {
 		switch k.DlType {
 		case flow.EtherTypeIPv4:
-			return op(bpf.FastpathFpOp{Type: opSetL3, Off: ipv4TTLOff, Len: 1, Csums: csumL3, Value: [4]byte{ttl},
-				Delta: wordsDelta16(uint16(k.NwTTL)<<8|uint16(k.NwProto), uint16(ttl)<<8|uint16(k.NwProto))})
+			return op(bpf.FastpathFpOp{Type: opSetL3, Off: header.IPv4TTLOffset, Len: 1, Csums: csumL3, Value: [4]byte{ttl},
+				Delta: header.Delta16(uint16(k.NwTTL)<<8|uint16(k.NwProto), uint16(ttl)<<8|uint16(k.NwProto))})
 		case flow.EtherTypeIPv6:
-			return op(bpf.FastpathFpOp{Type: opSetL3, Off: ipv6HopLimitOff, Len: 1, Value: [4]byte{ttl}})
+			return op(bpf.FastpathFpOp{Type: opSetL3, Off: header.IPv6HopLimitOffset, Len: 1, Value: [4]byte{ttl}})
 		}
 		return true
 	}
 	setTOS := func(tos uint8) bool {
 		switch k.DlType {
 		case flow.EtherTypeIPv4:
-			const versionAndLength = 0x45
-			return op(bpf.FastpathFpOp{Type: opSetL3, Off: 1, Len: 1, Csums: csumL3, Value: [4]byte{tos},
-				Delta: wordsDelta16(versionAndLength<<8|uint16(k.NwTOS), versionAndLength<<8|uint16(tos))})
+			const versionIHL = header.IPv4VersionIHL << 8
+			return op(bpf.FastpathFpOp{Type: opSetL3, Off: header.IPv4TOSOffset, Len: 1, Csums: csumL3, Value: [4]byte{tos},
+				Delta: header.Delta16(versionIHL|uint16(k.NwTOS), versionIHL|uint16(tos))})
 		case flow.EtherTypeIPv6:
 			// The traffic class shares its bytes with the flow label,
 			// which the key has not.
@@ -135,7 +136,7 @@ func (f *forwarder) fastPathEntry(d *decision, h *flow.Headers) (e bpf.FastpathF
 			if tagged() {
 				ok = op(bpf.FastpathFpOp{Type: uint8(bpf.FastpathFpOpTypeFP_OP_POP_VLAN)})
 				tagKnown = false
-				lenDelta -= vlanTagLen
+				lenDelta -= header.VLANTagLen
 			}
 		case flow.ActPushVLAN:
 			if !tagKnown {
@@ -148,24 +149,24 @@ func (f *forwarder) fastPathEntry(d *decision, h *flow.Headers) (e bpf.FastpathF
 				push.Mask = 0xffff
 			}
 			ok = op(push)
-			lenDelta += vlanTagLen
+			lenDelta += header.VLANTagLen
 		case flow.ActSetVLANVID:
-			ok = setTCI(a.Value, vlanVIDMask)
+			ok = setTCI(a.Value, header.VLANVIDMask)
 		case flow.ActSetVLANPCP:
-			ok = setTCI(a.Value<<vlanPCPShift, vlanPCPMask)
+			ok = setTCI(a.Value<<header.VLANPCPShift, header.VLANPCPMask)
 		case flow.ActSetNwSrc, flow.ActSetNwDst:
 			if k.DlType != flow.EtherTypeIPv4 {
 				break // not IPv4: the rewrite leaves the frame alone
 			}
-			addr, off := k.NwSrc, uint8(ipv4SrcOff)
+			addr, off := k.NwSrc, uint8(header.IPv4SrcOffset)
 			if a.Type == flow.ActSetNwDst {
-				addr, off = k.NwDst, ipv4DstOff
+				addr, off = k.NwDst, header.IPv4DstOffset
 			}
 			old := binary.BigEndian.Uint32(addr[:])
 			a.SetAddress(addr[:])
 			csums := csumL3 | l4Csum(&k)
 			ok = op(bpf.FastpathFpOp{Type: opSetL3, Off: off, Len: 4, Csums: csums, Value: addr,
-				Delta: wordsDelta32(old, binary.BigEndian.Uint32(addr[:]))})
+				Delta: header.Delta32(old, binary.BigEndian.Uint32(addr[:]))})
 		case flow.ActSetTpSrc, flow.ActSetTpDst:
 			if !k.HasPorts() {
 				break
@@ -173,15 +174,15 @@ func (f *forwarder) fastPathEntry(d *decision, h *flow.Headers) (e bpf.FastpathF
 			if k.DlType != flow.EtherTypeIPv4 {
 				return e, "a port rewrite over IPv6"
 			}
-			port, off := k.TpSrc, uint8(l4SrcPortOff)
+			port, off := k.TpSrc, uint8(header.SrcPortOffset)
 			if a.Type == flow.ActSetTpDst {
-				port, off = k.TpDst, l4DstPortOff
+				port, off = k.TpDst, header.DstPortOffset
 			}
 			updated := a.MaskedPort(port)
 			var value [4]byte
 			binary.BigEndian.PutUint16(value[:], updated)
 			ok = op(bpf.FastpathFpOp{Type: opSetL4, Off: off, Len: 2, Csums: l4Csum(&k), Value: value,
-				Delta: wordsDelta16(port, updated)})
+				Delta: header.Delta16(port, updated)})
 		case flow.ActSetNwTTL, flow.ActDecTTL:
 			ttl := uint8(a.Value)
 			if a.Type == flow.ActDecTTL {
@@ -192,9 +193,9 @@ func (f *forwarder) fastPathEntry(d *decision, h *flow.Headers) (e bpf.FastpathF
 			}
 			ok = setTTL(ttl)
 		case flow.ActSetNwTOS, flow.ActSetNwECN:
-			mask := uint8(tosDSCPMask)
+			mask := uint8(header.DSCPMask)
 			if a.Type == flow.ActSetNwECN {
-				mask = tosECNMask
+				mask = header.ECNMask
 			}
 			ok = setTOS(k.NwTOS&^mask | uint8(a.Value)&mask)
 		case flow.ActOutput, flow.ActInPort:
@@ -220,12 +221,12 @@ func (f *forwarder) fastPathEntry(d *decision, h *flow.Headers) (e bpf.FastpathF
 			case !tagKnown:
 				return e, "a VLAN operation after a pop"
 			}
-			switch formOut(&f.ports[a.Port].vlan, a.Value, tagged(), k.VLANTCI&vlanVIDMask) {
+			switch formOut(&f.ports[a.Port].vlan, a.Value, tagged(), k.VLANTCI&header.VLANVIDMask) {
 			case formUntagged:
 				ok = op(bpf.FastpathFpOp{Type: uint8(bpf.FastpathFpOpTypeFP_OP_POP_VLAN)})
-				lenDelta -= vlanTagLen
+				lenDelta -= header.VLANTagLen
 			case formRetagged:
-				ok = setTCI(a.Value, vlanVIDMask)
+				ok = setTCI(a.Value, header.VLANVIDMask)
 			}
 			out, outputs = uint32(a.Port), outputs+1
 			if ok && f.ports[a.Port].tunnel != nil {

@@ -2,7 +2,6 @@ package vswitch
 
 import (
 	"bytes"
-	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/xswitch/xswitch/bpf"
 	"github.com/xswitch/xswitch/flow"
+	"github.com/xswitch/xswitch/header"
 	"github.com/xswitch/xswitch/internal/testenv"
 )
 
@@ -155,9 +155,9 @@ func TestFastPathDoesWhatUserSpaceDoes(t *testing.T) {
 				ttl := []uint8{0, 1, 2, 64, 64, 255}[rnd.IntN(6)]
 				in = udpFrame(t, mac(byte(1+rnd.IntN(3))), mac(1), net.IPv4(10, 0, 0, 1), net.IPv4(10, 0, 0, 2),
 					uint16(rnd.IntN(65536)), uint16(rnd.IntN(65536)), []byte("payload of the frame"))
-				in[14+8] = ttl // and the header checksum with it
-				binary.BigEndian.PutUint16(in[14+10:], 0)
-				binary.BigEndian.PutUint16(in[14+10:], ^onesSum(0, in[14:14+20]))
+				ip := header.IPv4(in[header.EthernetLen:])
+				ip.SetTTL(ttl) // and the header checksum with it
+				ip.SetChecksum(ip.ComputeChecksum())
 			}
 			if rnd.IntN(2) == 0 {
 				// PCP and DEI, which the key does not keep, and the VID.

@@ -3,19 +3,13 @@ package vswitch
 // Header rewrites: the primitives behind the set-field, VLAN and dec_ttl
 // actions. Each works in place on one frame's bytes and allocates nothing.
 //
-// Checksums are updated incrementally (RFC 1624). When a 16-bit word m of
-// the data that a one's-complement checksum HC covers becomes m', the new
-// checksum is
-//
-//	HC' = ~(~HC + ~m + m')    (one's-complement addition)
-//
-// so rewriting an address or a port costs a few additions whatever the
-// payload's size, where recomputing a TCP or UDP checksum would read every
-// byte of the segment, up to a jumbo frame, pulling into the cache payload
-// that forwarding otherwise never touches. This form (equation 3 of the
-// RFC, not RFC 1141's HC - ~m - m') gives the very bits that a full
-// recomputation gives, zero results included; the tests check that against
-// frames serialized from scratch.
+// Checksums are updated incrementally (RFC 1624, header.Update): rewriting
+// an address or a port costs a few additions whatever the payload's size,
+// where recomputing a TCP or UDP checksum would read every byte of the
+// segment, up to a jumbo frame, pulling into the cache payload that
+// forwarding otherwise never touches. The update gives the very bits that
+// a full recomputation gives, zero results included; the tests check that
+// against frames serialized from scratch.
 //
 // A rewrite applies only to a frame that has the header it needs, as in
 // OVS, whose rules rewrite only fields their flow key has; any other frame
@@ -36,38 +30,30 @@ import (
 	"encoding/binary"
 
 	"github.com/xswitch/xswitch/flow"
+	"github.com/xswitch/xswitch/header"
 )
 
+// The header package's constants under the names the package's other
+// files know them by.
 const (
-	vlanTagLen   = 4
-	tpidDot1Q    = 0x8100
-	tpidDot1AD   = 0x88a8
-	vlanVIDMask  = 0x0fff
-	vlanPCPMask  = 0xe000
-	vlanPCPShift = 13
-	tosDSCPMask  = 0xfc
-	tosECNMask   = 0x03
-
-	// Field offsets within their header.
-	ipv4TTLOff        = 8
-	ipv4ChecksumOff   = 10
-	ipv4SrcOff        = 12
-	ipv4DstOff        = 16
-	ipv6HopLimitOff   = 7
-	ipv6SrcOff        = 8
-	ipv6DstOff        = 24
-	l4SrcPortOff      = 0
-	l4DstPortOff      = 2
-	udpChecksumOff    = 6
-	tcpChecksumOff    = 16
-	icmpv6ChecksumOff = 2
+	vlanTagLen   = header.VLANTagLen
+	vlanVIDMask  = header.VLANVIDMask
+	tpidDot1Q    = header.EtherTypeVLAN
+	tosDSCPMask  = header.DSCPMask
+	tosECNMask   = header.ECNMask
+	ipv4SrcOff   = header.IPv4SrcOffset
+	ipv4DstOff   = header.IPv4DstOffset
+	l4SrcPortOff = header.SrcPortOffset
+	l4DstPortOff = header.DstPortOffset
 )
+
+func isTPID(etherType uint16) bool { return header.IsTPID(etherType) }
 
 // currentMAC, currentIPv4Addr and currentL4Port read the field a rewrite
 // would change, for set_field with a mask, which keeps some of its bits.
 // ok is false when the frame has no such field to rewrite.
 func currentMAC(frame []byte, off int) (mac [6]byte, ok bool) {
-	if len(frame) < ethHeaderLen {
+	if len(frame) < header.EthernetLen {
 		return mac, false
 	}
 	return [6]byte(frame[off : off+6]), true
@@ -88,28 +74,36 @@ func currentL4Port(frame []byte, l *flow.Layout, fieldOff int) (uint16, bool) {
 }
 
 func setDlDst(frame []byte, mac [6]byte) {
-	if len(frame) >= ethHeaderLen {
-		copy(frame[0:6], mac[:])
+	if len(frame) >= header.EthernetLen {
+		header.Ethernet(frame).SetDst(mac)
 	}
 }
 
 func setDlSrc(frame []byte, mac [6]byte) {
-	if len(frame) >= ethHeaderLen {
-		copy(frame[6:12], mac[:])
+	if len(frame) >= header.EthernetLen {
+		header.Ethernet(frame).SetSrc(mac)
 	}
 }
 
 // setNwSrc rewrites the IPv4 source address.
-func setNwSrc(frame []byte, l *flow.Layout, ip [4]byte) { setIPv4Addr(frame, l, ipv4SrcOff, ip) }
+func setNwSrc(frame []byte, l *flow.Layout, ip [4]byte) {
+	setIPv4Addr(frame, l, header.IPv4SrcOffset, ip)
+}
 
 // setNwDst rewrites the IPv4 destination address.
-func setNwDst(frame []byte, l *flow.Layout, ip [4]byte) { setIPv4Addr(frame, l, ipv4DstOff, ip) }
+func setNwDst(frame []byte, l *flow.Layout, ip [4]byte) {
+	setIPv4Addr(frame, l, header.IPv4DstOffset, ip)
+}
 
 // setTpSrc rewrites the TCP or UDP source port, over IPv4 or IPv6.
-func setTpSrc(frame []byte, l *flow.Layout, port uint16) { setL4Port(frame, l, l4SrcPortOff, port) }
+func setTpSrc(frame []byte, l *flow.Layout, port uint16) {
+	setL4Port(frame, l, header.SrcPortOffset, port)
+}
 
 // setTpDst rewrites the TCP or UDP destination port, over IPv4 or IPv6.
-func setTpDst(frame []byte, l *flow.Layout, port uint16) { setL4Port(frame, l, l4DstPortOff, port) }
+func setTpDst(frame []byte, l *flow.Layout, port uint16) {
+	setL4Port(frame, l, header.DstPortOffset, port)
+}
 
 func setIPv4Addr(frame []byte, l *flow.Layout, fieldOff int, addr [4]byte) {
 	if l.IPVersion != 4 {
@@ -122,8 +116,8 @@ func setIPv4Addr(frame []byte, l *flow.Layout, fieldOff int, addr [4]byte) {
 		return
 	}
 	// The address is in the IPv4 header and in the TCP/UDP pseudo-header.
-	delta := wordsDelta32(old, updated)
-	updateChecksum(frame[l.L3+ipv4ChecksumOff:], delta)
+	delta := header.Delta32(old, updated)
+	header.IPv4(frame[l.L3:]).UpdateChecksum(delta)
 	if l.L4Proto != 0 {
 		updateL4Checksum(frame, l, delta)
 	}
@@ -132,10 +126,10 @@ func setIPv4Addr(frame []byte, l *flow.Layout, fieldOff int, addr [4]byte) {
 
 // setIPv6Src and setIPv6Dst rewrite an IPv6 address.
 func setIPv6Src(frame []byte, l *flow.Layout, addr flow.Value) {
-	setIPv6Addr(frame, l, ipv6SrcOff, addr)
+	setIPv6Addr(frame, l, header.IPv6SrcOffset, addr)
 }
 func setIPv6Dst(frame []byte, l *flow.Layout, addr flow.Value) {
-	setIPv6Addr(frame, l, ipv6DstOff, addr)
+	setIPv6Addr(frame, l, header.IPv6DstOffset, addr)
 }
 
 func setIPv6Addr(frame []byte, l *flow.Layout, fieldOff int, addr flow.Value) {
@@ -144,11 +138,11 @@ func setIPv6Addr(frame []byte, l *flow.Layout, fieldOff int, addr flow.Value) {
 	}
 	// IPv6 has no header checksum; the address is in the TCP, UDP and
 	// ICMPv6 pseudo-header, which covers it word by word.
-	field := frame[l.L3+fieldOff : l.L3+fieldOff+16]
+	field := frame[l.L3+fieldOff : l.L3+fieldOff+header.IPv6AddrLen]
 	var delta uint32
 	for i, half := range [2]uint64{addr.Hi, addr.Lo} {
 		old := binary.BigEndian.Uint64(field[8*i:])
-		delta += wordsDelta32(uint32(old>>32), uint32(half>>32)) + wordsDelta32(uint32(old), uint32(half))
+		delta += header.Delta32(uint32(old>>32), uint32(half>>32)) + header.Delta32(uint32(old), uint32(half))
 		binary.BigEndian.PutUint64(field[8*i:], half)
 	}
 	if l.L4Proto != 0 {
@@ -165,7 +159,7 @@ func setL4Port(frame []byte, l *flow.Layout, fieldOff int, port uint16) {
 	if old == port {
 		return
 	}
-	updateL4Checksum(frame, l, wordsDelta16(old, port))
+	updateL4Checksum(frame, l, header.Delta16(old, port))
 	binary.BigEndian.PutUint16(field, port)
 }
 
@@ -177,9 +171,9 @@ func decTTL(frame []byte, l *flow.Layout) (keep bool) {
 	if l.IPVersion == 0 {
 		return true
 	}
-	ttl := frame[l.L3+ipv4TTLOff]
+	ttl := header.IPv4(frame[l.L3:]).TTL()
 	if l.IPVersion == 6 {
-		ttl = frame[l.L3+ipv6HopLimitOff]
+		ttl = header.IPv6(frame[l.L3:]).HopLimit()
 	}
 	if ttl <= 1 {
 		return false
@@ -198,12 +192,11 @@ func setTOS(frame []byte, l *flow.Layout, mask, value uint8) {
 	word := binary.BigEndian.Uint16(frame[l.L3:])
 	if l.IPVersion == 4 {
 		// TOS shares its checksummed word with the version and length.
-		putIPv4Word(frame, l.L3, 0, word&^uint16(mask)|uint16(value&mask))
+		putIPv4Word(header.IPv4(frame[l.L3:]), 0, word&^uint16(mask)|uint16(value&mask))
 		return
 	}
-	// The traffic class is bits 4-11 of the first word.
-	m := uint16(mask) << 4
-	binary.BigEndian.PutUint16(frame[l.L3:], word&^m|uint16(value)<<4&m)
+	m := uint16(mask) << header.IPv6TrafficClassShift
+	binary.BigEndian.PutUint16(frame[l.L3:], word&^m|uint16(value)<<header.IPv6TrafficClassShift&m)
 }
 
 // setTTL sets the IPv4 TTL or the IPv6 hop limit.
@@ -216,20 +209,19 @@ func setTTL(frame []byte, l *flow.Layout, ttl uint8) {
 // putTTL writes the TTL (hop limit) of the frame's IP header.
 func putTTL(frame []byte, l *flow.Layout, ttl uint8) {
 	if l.IPVersion == 6 {
-		frame[l.L3+ipv6HopLimitOff] = ttl
+		header.IPv6(frame[l.L3:]).SetHopLimit(ttl)
 		return
 	}
 	// TTL shares its checksummed word with the protocol byte.
-	word := binary.BigEndian.Uint16(frame[l.L3+ipv4TTLOff:])
-	putIPv4Word(frame, l.L3, ipv4TTLOff, word&0x00ff|uint16(ttl)<<8)
+	ip := header.IPv4(frame[l.L3:])
+	putIPv4Word(ip, header.IPv4TTLOffset, uint16(ttl)<<8|uint16(ip.Protocol()))
 }
 
-// putIPv4Word writes the 16-bit word at off in the IPv4 header at l3 and
-// updates the header checksum for it.
-func putIPv4Word(frame []byte, l3, off int, updated uint16) {
-	word := binary.BigEndian.Uint16(frame[l3+off:])
-	updateChecksum(frame[l3+ipv4ChecksumOff:], wordsDelta16(word, updated))
-	binary.BigEndian.PutUint16(frame[l3+off:], updated)
+// putIPv4Word writes the 16-bit word at off in IPv4 header ip and updates
+// the header checksum for it.
+func putIPv4Word(ip header.IPv4, off int, updated uint16) {
+	ip.UpdateChecksum(header.Delta16(binary.BigEndian.Uint16(ip[off:]), updated))
+	binary.BigEndian.PutUint16(ip[off:], updated)
 }
 
 // pushVLAN inserts a tag of EtherType tpid after the MAC addresses. As
@@ -242,18 +234,19 @@ func pushVLAN(frame []byte, tpid uint16) ([]byte, bool) {
 	if !ok {
 		return frame, true
 	}
-	if cap(frame)-len(frame) < vlanTagLen {
+	if cap(frame)-len(frame) < header.VLANTagLen {
 		return frame, false
 	}
 	var tci uint16
 	if tagged {
-		tci = binary.BigEndian.Uint16(frame[14:])
+		tci = header.Ethernet(frame).OuterTag().TCI()
 	}
 	n := len(frame)
-	frame = frame[:n+vlanTagLen]
-	copy(frame[12+vlanTagLen:], frame[12:n])
-	binary.BigEndian.PutUint16(frame[12:], tpid)
-	binary.BigEndian.PutUint16(frame[14:], tci)
+	frame = frame[:n+header.VLANTagLen]
+	copy(frame[header.EthernetTypeOffset+header.VLANTagLen:], frame[header.EthernetTypeOffset:n])
+	tag := header.Ethernet(frame).OuterTag()
+	tag.SetTPID(tpid)
+	tag.SetTCI(tci)
 	return frame, true
 }
 
@@ -263,27 +256,27 @@ func stripVLAN(frame []byte) []byte {
 	if tagged, ok := outerTag(frame); !ok || !tagged {
 		return frame
 	}
-	copy(frame[12:], frame[12+vlanTagLen:])
-	return frame[:len(frame)-vlanTagLen]
+	copy(frame[header.EthernetTypeOffset:], frame[header.EthernetTypeOffset+header.VLANTagLen:])
+	return frame[:len(frame)-header.VLANTagLen]
 }
 
 // setVLANVID sets the VID of the outermost tag, keeping its PCP and DEI.
 // An untagged frame gets an 802.1Q tag with that VID and PCP 0, as OVS's
 // mod_vlan_vid does; the result is then pushVLAN's.
 func setVLANVID(frame []byte, vid uint16) ([]byte, bool) {
-	vid &= vlanVIDMask
+	vid &= header.VLANVIDMask
 	tagged, ok := outerTag(frame)
 	if !ok {
 		return frame, true
 	}
 	if tagged {
-		tci := binary.BigEndian.Uint16(frame[14:])
-		binary.BigEndian.PutUint16(frame[14:], tci&^vlanVIDMask|vid)
+		tag := header.Ethernet(frame).OuterTag()
+		tag.SetTCI(tag.TCI()&^header.VLANVIDMask | vid)
 		return frame, true
 	}
-	frame, ok = pushVLAN(frame, tpidDot1Q)
+	frame, ok = pushVLAN(frame, header.EtherTypeVLAN)
 	if ok {
-		binary.BigEndian.PutUint16(frame[14:], vid)
+		header.Ethernet(frame).OuterTag().SetTCI(vid)
 	}
 	return frame, ok
 }
@@ -297,62 +290,35 @@ func setVLANPCP(frame []byte, pcp uint8) ([]byte, bool) {
 		return frame, true
 	}
 	if !tagged {
-		if frame, ok = pushVLAN(frame, tpidDot1Q); !ok {
+		if frame, ok = pushVLAN(frame, header.EtherTypeVLAN); !ok {
 			return frame, false
 		}
 	}
-	tci := binary.BigEndian.Uint16(frame[14:])
-	binary.BigEndian.PutUint16(frame[14:], tci&^vlanPCPMask|uint16(pcp&7)<<vlanPCPShift)
+	tag := header.Ethernet(frame).OuterTag()
+	tag.SetTCI(tag.TCI()&^header.VLANPCPMask | uint16(pcp&7)<<header.VLANPCPShift)
 	return frame, true
 }
 
 // outerTag reports whether frame starts with a VLAN tag; ok is false when
 // frame is not Ethernet, or says it is tagged but is too short for the tag.
 func outerTag(frame []byte) (tagged, ok bool) {
-	if len(frame) < ethHeaderLen {
+	if len(frame) < header.EthernetLen {
 		return false, false
 	}
-	if !isTPID(binary.BigEndian.Uint16(frame[12:])) {
+	if !header.IsTPID(header.Ethernet(frame).Type()) {
 		return false, true
 	}
-	return true, len(frame) >= ethHeaderLen+vlanTagLen
+	return true, len(frame) >= header.EthernetLen+header.VLANTagLen
 }
-
-func isTPID(etherType uint16) bool { return etherType == tpidDot1Q || etherType == tpidDot1AD }
 
 // updateL4Checksum applies delta to the TCP, UDP or ICMPv6 checksum.
 func updateL4Checksum(frame []byte, l *flow.Layout, delta uint32) {
 	switch l.L4Proto {
 	case flow.ProtoTCP:
-		updateChecksum(frame[l.L4+tcpChecksumOff:], delta)
-		return
+		header.TCP(frame[l.L4:]).UpdateChecksum(delta)
 	case flow.ProtoICMPv6:
-		updateChecksum(frame[l.L4+icmpv6ChecksumOff:], delta)
-		return
+		header.ICMP(frame[l.L4:]).UpdateChecksum(delta)
+	default:
+		header.UDP(frame[l.L4:]).UpdateChecksum(delta)
 	}
-	field := frame[l.L4+udpChecksumOff:]
-	if binary.BigEndian.Uint16(field) == 0 {
-		return
-	}
-	updateChecksum(field, delta)
-	if binary.BigEndian.Uint16(field) == 0 {
-		binary.BigEndian.PutUint16(field, 0xffff)
-	}
-}
-
-// wordsDelta16 is ~m + m' for a 16-bit word changing from old to updated.
-func wordsDelta16(old, updated uint16) uint32 { return uint32(^old) + uint32(updated) }
-
-// wordsDelta32 is the delta for two adjacent words.
-func wordsDelta32(old, updated uint32) uint32 {
-	return wordsDelta16(uint16(old>>16), uint16(updated>>16)) + wordsDelta16(uint16(old), uint16(updated))
-}
-
-// updateChecksum applies delta to the checksum at field[0:2]:
-// HC' = ~(~HC + delta), folded to 16 bits.
-func updateChecksum(field []byte, delta uint32) {
-	sum := uint32(^binary.BigEndian.Uint16(field)) + delta
-	sum = sum&0xffff + sum>>16
-	sum = sum&0xffff + sum>>16
-	binary.BigEndian.PutUint16(field, ^uint16(sum))
 }

@@ -13,20 +13,8 @@ import (
 	"github.com/google/gopacket/layers"
 
 	"github.com/xswitch/xswitch/flow"
+	"github.com/xswitch/xswitch/header"
 	"github.com/xswitch/xswitch/internal/race"
-)
-
-// Header sizes and fields the frames the tests build have.
-const (
-	etherTypeIPv4     = 0x0800
-	etherTypeIPv6     = 0x86dd
-	ipv4MinHeaderLen  = 20
-	ipv6HeaderLen     = 40
-	ipv6NextHeaderOff = 6
-	ipv6Fragment      = 44
-	ipv6FragmentLen   = 8
-	tcpMinHeaderLen   = 20
-	udpHeaderLen      = 8
 )
 
 // The rewrite tests describe a frame as a frameSpec and serialize it with
@@ -77,17 +65,17 @@ func (s frameSpec) String() string {
 		len(s.payload), s.frag, s.fragLen, s.padding)
 }
 
-func (s frameSpec) l3() int { return ethHeaderLen + vlanTagLen*len(s.tags) }
+func (s frameSpec) l3() int { return header.EthernetLen + header.VLANTagLen*len(s.tags) }
 
 // ipHeaderLen includes the IPv6 hop-by-hop header.
 func (s frameSpec) ipHeaderLen() int {
 	switch {
 	case !s.v6:
-		return ipv4MinHeaderLen + 4*s.ipOptionWords
+		return header.IPv4MinLen + 4*s.ipOptionWords
 	case s.hopByHop:
-		return ipv6HeaderLen + 16
+		return header.IPv6Len + 16
 	}
-	return ipv6HeaderLen
+	return header.IPv6Len
 }
 
 func (s frameSpec) l3Visible() bool { return len(s.tags) <= flow.MaxVLANTags }
@@ -107,14 +95,14 @@ func (s frameSpec) build(t testing.TB) []byte {
 	opts := gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true}
 	var network gopacket.NetworkLayer
 	var ipLayer gopacket.SerializableLayer
-	etherType := uint16(etherTypeIPv4)
+	etherType := uint16(header.EtherTypeIPv4)
 	if s.v6 {
 		ip := &layers.IPv6{Version: 6, NextHeader: s.proto, HopLimit: s.ttl, TrafficClass: s.tos,
 			SrcIP: net.IP(slices.Clone(s.ip6Src[:])), DstIP: net.IP(slices.Clone(s.ip6Dst[:]))}
 		if s.hopByHop {
 			ip.NextHeader = layers.IPProtocolIPv6HopByHop
 		}
-		network, ipLayer, etherType = ip, ip, etherTypeIPv6
+		network, ipLayer, etherType = ip, ip, header.EtherTypeIPv6
 	} else {
 		ip := &layers.IPv4{Version: 4, TTL: s.ttl, TOS: s.tos, Protocol: s.proto,
 			SrcIP: net.IP(slices.Clone(s.ip4Src[:])), DstIP: net.IP(slices.Clone(s.ip4Dst[:]))}
@@ -158,10 +146,10 @@ func (s frameSpec) build(t testing.TB) []byte {
 	if s.proto == layers.IPProtocolUDP {
 		switch {
 		case s.udpNoChecksum:
-			binary.BigEndian.PutUint16(ipPayload[udpChecksumOff:], 0)
-		case binary.BigEndian.Uint16(ipPayload[udpChecksumOff:]) == 0:
+			binary.BigEndian.PutUint16(ipPayload[header.UDPChecksumOffset:], 0)
+		case binary.BigEndian.Uint16(ipPayload[header.UDPChecksumOffset:]) == 0:
 			// gopacket sends a computed 0 as is; RFC 768 says 0xffff.
-			binary.BigEndian.PutUint16(ipPayload[udpChecksumOff:], 0xffff)
+			binary.BigEndian.PutUint16(ipPayload[header.UDPChecksumOffset:], 0xffff)
 		}
 	}
 	if s.hopByHop {
@@ -177,7 +165,7 @@ func (s frameSpec) build(t testing.TB) []byte {
 	checkChecksums(t, s, packet)
 	packet = s.fragment(packet)
 
-	frame := make([]byte, 0, s.l3()+len(packet)+s.padding+vlanTagLen)
+	frame := make([]byte, 0, s.l3()+len(packet)+s.padding+header.VLANTagLen)
 	frame = append(frame, s.dlDst[:]...)
 	frame = append(frame, s.dlSrc[:]...)
 	for _, tag := range s.tags {
@@ -195,7 +183,7 @@ func (s frameSpec) fragment(packet []byte) []byte {
 		return packet
 	}
 	hl := s.ipHeaderLen()
-	header, upper := slices.Clone(packet[:hl]), packet[hl:]
+	ipHeader, upper := slices.Clone(packet[:hl]), packet[hl:]
 	data := upper[:s.fragLen]
 	if s.frag == laterFragment {
 		data = upper[s.fragLen:]
@@ -205,23 +193,23 @@ func (s frameSpec) fragment(packet []byte) []byte {
 		if s.frag == laterFragment {
 			flags = uint16(s.fragLen / 8)
 		}
-		binary.BigEndian.PutUint16(header[6:], flags)
-		binary.BigEndian.PutUint16(header[2:], uint16(hl+len(data)))
-		binary.BigEndian.PutUint16(header[ipv4ChecksumOff:], 0)
-		binary.BigEndian.PutUint16(header[ipv4ChecksumOff:], ^onesSum(0, header))
-		return append(header, data...)
+		ip := header.IPv4(ipHeader)
+		binary.BigEndian.PutUint16(ip[header.IPv4FlagsOffset:], flags)
+		ip.SetTotalLen(uint16(hl + len(data)))
+		ip.SetChecksum(ip.ComputeChecksum())
+		return append(ipHeader, data...)
 	}
-	nextHeaderField := ipv6NextHeaderOff
+	nextHeaderField := header.IPv6NextHeaderOffset
 	if s.hopByHop {
-		nextHeaderField = ipv6HeaderLen
+		nextHeaderField = header.IPv6Len
 	}
-	fragHeader := []byte{header[nextHeaderField], 0, 0, 1, 0, 0, 0, 42} // offset 0, more fragments
+	fragHeader := []byte{ipHeader[nextHeaderField], 0, 0, 1, 0, 0, 0, 42} // offset 0, more fragments
 	if s.frag == laterFragment {
 		binary.BigEndian.PutUint16(fragHeader[2:], uint16(s.fragLen))
 	}
-	header[nextHeaderField] = ipv6Fragment
-	binary.BigEndian.PutUint16(header[4:], uint16(hl-ipv6HeaderLen+ipv6FragmentLen+len(data)))
-	return append(append(header, fragHeader...), data...)
+	ipHeader[nextHeaderField] = header.ProtoIPv6Fragment
+	header.IPv6(ipHeader).SetPayloadLen(uint16(hl - header.IPv6Len + header.IPv6FragmentLen + len(data)))
+	return append(append(ipHeader, fragHeader...), data...)
 }
 
 // checkChecksums recomputes the checksums of an unfragmented packet from
@@ -230,24 +218,24 @@ func checkChecksums(t testing.TB, s frameSpec, packet []byte) {
 	t.Helper()
 	hl := s.ipHeaderLen()
 	if !s.v6 {
-		if got, want := binary.BigEndian.Uint16(packet[ipv4ChecksumOff:]), referenceChecksum(0, packet[:hl], ipv4ChecksumOff); got != want {
+		if got, want := binary.BigEndian.Uint16(packet[header.IPv4ChecksumOffset:]), referenceChecksum(0, packet[:hl], header.IPv4ChecksumOffset); got != want {
 			t.Fatalf("%v: IPv4 header checksum %#04x, recomputed %#04x", s, got, want)
 		}
 	}
 	upper := packet[hl:]
 	var pseudo uint32
 	if s.v6 {
-		pseudo = uint32(onesSum(0, packet[8:40]))
+		pseudo = header.Sum(0, packet[header.IPv6SrcOffset:header.IPv6Len])
 	} else {
-		pseudo = uint32(onesSum(0, packet[12:20]))
+		pseudo = header.Sum(0, packet[header.IPv4SrcOffset:header.IPv4MinLen])
 	}
 	pseudo += uint32(s.proto) + uint32(len(upper))
-	csumOff := 2
+	csumOff := header.ICMPChecksumOffset
 	switch s.proto {
 	case layers.IPProtocolTCP:
-		csumOff = tcpChecksumOff
+		csumOff = header.TCPChecksumOffset
 	case layers.IPProtocolUDP:
-		csumOff = udpChecksumOff
+		csumOff = header.UDPChecksumOffset
 	case layers.IPProtocolICMPv4:
 		pseudo = 0
 	}
@@ -270,20 +258,7 @@ func checkChecksums(t testing.TB, s frameSpec, packet []byte) {
 func referenceChecksum(pseudo uint32, data []byte, csumOff int) uint16 {
 	data = slices.Clone(data)
 	data[csumOff], data[csumOff+1] = 0, 0
-	return ^onesSum(pseudo, data)
-}
-
-func onesSum(sum uint32, data []byte) uint16 {
-	for i := 0; i+1 < len(data); i += 2 {
-		sum += uint32(binary.BigEndian.Uint16(data[i:]))
-	}
-	if len(data)%2 == 1 {
-		sum += uint32(data[len(data)-1]) << 8
-	}
-	for sum > 0xffff {
-		sum = sum>>16 + sum&0xffff
-	}
-	return uint16(sum)
+	return header.Checksum(pseudo, data)
 }
 
 // rewriteAction is one rewrite with its arguments, and what it must do to
@@ -447,10 +422,10 @@ func setVLANVIDAction(vid uint16) rewriteAction {
 		apply: func(f []byte, _ *flow.Layout) ([]byte, bool) { return setVLANVID(f, vid) },
 		expect: func(s frameSpec) (frameSpec, bool) {
 			if len(s.tags) == 0 {
-				return s.withTags([]vlanTag{{tpidDot1Q, vid & vlanVIDMask}}), true
+				return s.withTags([]vlanTag{{header.EtherTypeVLAN, vid & header.VLANVIDMask}}), true
 			}
 			tags := slices.Clone(s.tags)
-			tags[0].tci = tags[0].tci&^vlanVIDMask | vid&vlanVIDMask
+			tags[0].tci = tags[0].tci&^header.VLANVIDMask | vid&header.VLANVIDMask
 			return s.withTags(tags), true
 		},
 	}
@@ -491,9 +466,9 @@ func setVLANPCPAction(pcp uint8) rewriteAction {
 		expect: func(s frameSpec) (frameSpec, bool) {
 			tags := slices.Clone(s.tags)
 			if len(tags) == 0 {
-				tags = []vlanTag{{tpidDot1Q, 0}}
+				tags = []vlanTag{{header.EtherTypeVLAN, 0}}
 			}
-			tags[0].tci = tags[0].tci&^vlanPCPMask | uint16(pcp&7)<<vlanPCPShift
+			tags[0].tci = tags[0].tci&^header.VLANPCPMask | uint16(pcp&7)<<header.VLANPCPShift
 			return s.withTags(tags), true
 		},
 	}
@@ -519,18 +494,18 @@ func fixedActions() []rewriteAction {
 		tpDstAction(80),
 		tpDstAction(0x8000),
 		decTTLAction,
-		pushVLANAction(tpidDot1Q),
-		pushVLANAction(tpidDot1AD),
+		pushVLANAction(header.EtherTypeVLAN),
+		pushVLANAction(header.EtherTypeQinQ),
 		stripVLANAction,
 		setVLANVIDAction(0),
 		setVLANVIDAction(100),
 		setVLANVIDAction(0xffff),
 		setVLANPCPAction(0),
 		setVLANPCPAction(5),
-		setTOSAction("setDSCP", tosDSCPMask, 0xb8),
-		setTOSAction("setDSCP", tosDSCPMask, 0),
-		setTOSAction("setECN", tosECNMask, 3),
-		setTOSAction("setECN", tosECNMask, 0),
+		setTOSAction("setDSCP", header.DSCPMask, 0xb8),
+		setTOSAction("setDSCP", header.DSCPMask, 0),
+		setTOSAction("setECN", header.ECNMask, 3),
+		setTOSAction("setECN", header.ECNMask, 0),
 		setTTLAction(1),
 		setTTLAction(255),
 	}
@@ -587,18 +562,18 @@ func namedSpecs() map[string]frameSpec {
 	add("ipv6 hop-by-hop first fragment/tcp", func(s *frameSpec) {
 		s.v6, s.hopByHop, s.frag, s.fragLen = true, true, firstFragment, 24
 	})
-	add("802.1q/ipv4/tcp", func(s *frameSpec) { s.tags = []vlanTag{{tpidDot1Q, 0xa00a}} })
+	add("802.1q/ipv4/tcp", func(s *frameSpec) { s.tags = []vlanTag{{header.EtherTypeVLAN, 0xa00a}} })
 	add("802.1q with DEI/ipv4/udp", func(s *frameSpec) {
-		s.tags, s.proto = []vlanTag{{tpidDot1Q, 0x7fff}}, layers.IPProtocolUDP
+		s.tags, s.proto = []vlanTag{{header.EtherTypeVLAN, 0x7fff}}, layers.IPProtocolUDP
 	})
 	add("802.1ad+802.1q/ipv6/udp", func(s *frameSpec) {
-		s.tags, s.v6, s.proto = []vlanTag{{tpidDot1AD, 0x2064}, {tpidDot1Q, 0x000a}}, true, layers.IPProtocolUDP
+		s.tags, s.v6, s.proto = []vlanTag{{header.EtherTypeQinQ, 0x2064}, {header.EtherTypeVLAN, 0x000a}}, true, layers.IPProtocolUDP
 	})
 	add("802.1q+802.1q/ipv4 later fragment", func(s *frameSpec) {
-		s.tags, s.frag, s.fragLen = []vlanTag{{tpidDot1Q, 1}, {tpidDot1Q, 2}}, laterFragment, 24
+		s.tags, s.frag, s.fragLen = []vlanTag{{header.EtherTypeVLAN, 1}, {header.EtherTypeVLAN, 2}}, laterFragment, 24
 	})
 	add("three tags/ipv4/tcp (beyond maxVLANTags)", func(s *frameSpec) {
-		s.tags = []vlanTag{{tpidDot1AD, 1}, {tpidDot1Q, 2}, {tpidDot1Q, 3}}
+		s.tags = []vlanTag{{header.EtherTypeQinQ, 1}, {header.EtherTypeVLAN, 2}, {header.EtherTypeVLAN, 3}}
 	})
 	return specs
 }
@@ -640,16 +615,16 @@ func randomSpec(r *rand.Rand) frameSpec {
 	}
 	fillRandom(r, s.dlDst[:], s.dlSrc[:], s.ip4Src[:], s.ip4Dst[:], s.ip6Src[:], s.ip6Dst[:], s.payload)
 	for range r.IntN(flow.MaxVLANTags + 2) {
-		tpid := uint16(tpidDot1Q)
+		tpid := uint16(header.EtherTypeVLAN)
 		if r.IntN(2) == 0 {
-			tpid = tpidDot1AD
+			tpid = header.EtherTypeQinQ
 		}
 		s.tags = append(s.tags, vlanTag{tpid, uint16(r.Uint32())})
 	}
-	headerLen := udpHeaderLen
+	headerLen := header.UDPLen
 	switch r.IntN(3) {
 	case 0:
-		s.proto, headerLen = layers.IPProtocolTCP, tcpMinHeaderLen
+		s.proto, headerLen = layers.IPProtocolTCP, header.TCPMinLen
 	case 1:
 		s.proto = layers.IPProtocolUDP
 		s.udpNoChecksum = r.IntN(4) == 0
@@ -704,15 +679,15 @@ func randomAction(r *rand.Rand, s frameSpec) rewriteAction {
 	case 6:
 		return decTTLAction
 	case 7:
-		return pushVLANAction(tpidDot1Q)
+		return pushVLANAction(header.EtherTypeVLAN)
 	case 8:
-		return pushVLANAction(tpidDot1AD)
+		return pushVLANAction(header.EtherTypeQinQ)
 	case 9:
 		return stripVLANAction
 	case 10:
-		return setTOSAction("setDSCP", tosDSCPMask, uint8(r.Uint32()))
+		return setTOSAction("setDSCP", header.DSCPMask, uint8(r.Uint32()))
 	case 11:
-		return setTOSAction("setECN", tosECNMask, uint8(r.Uint32()))
+		return setTOSAction("setECN", header.ECNMask, uint8(r.Uint32()))
 	case 12:
 		return setTTLAction(uint8(r.Uint32()))
 	case 13:
@@ -723,7 +698,7 @@ func randomAction(r *rand.Rand, s frameSpec) rewriteAction {
 
 // withRoom copies frame into a buffer with room for a pushed tag.
 func withRoom(frame []byte) []byte {
-	room := make([]byte, len(frame), len(frame)+vlanTagLen)
+	room := make([]byte, len(frame), len(frame)+header.VLANTagLen)
 	copy(room, frame)
 	return room
 }
@@ -762,9 +737,9 @@ func TestChecksumZeroResults(t *testing.T) {
 		s.proto = proto
 		frame := s.build(t)
 		l4 := s.l3() + s.ipHeaderLen()
-		csumOff := l4 + tcpChecksumOff
+		csumOff := l4 + header.TCPChecksumOffset
 		if proto == layers.IPProtocolUDP {
-			csumOff = l4 + udpChecksumOff
+			csumOff = l4 + header.UDPChecksumOffset
 		}
 		zeroField := uint16(0)
 		if proto == layers.IPProtocolUDP {
@@ -799,11 +774,11 @@ func TestRewritesTruncatedFrames(t *testing.T) {
 		for _, a := range fixedActions() {
 			fullResult, fullKeep := a.apply(withRoom(full), layoutOf(full))
 			for n := range len(full) + 1 {
-				buf := bytes.Repeat([]byte{sentinel}, n+vlanTagLen+guard)
+				buf := bytes.Repeat([]byte{sentinel}, n+header.VLANTagLen+guard)
 				copy(buf, full[:n])
-				got, keep := a.apply(buf[:n:n+vlanTagLen], layoutOf(full[:n]))
+				got, keep := a.apply(buf[:n:n+header.VLANTagLen], layoutOf(full[:n]))
 				grown := len(got) - n
-				if grown != 0 && grown != vlanTagLen && grown != -vlanTagLen {
+				if grown != 0 && grown != header.VLANTagLen && grown != -header.VLANTagLen {
 					t.Fatalf("%s, %s cut to %d bytes: length %d", a.name, name, n, len(got))
 				}
 				for i := max(n, len(got)); i < len(buf); i++ {
@@ -817,7 +792,7 @@ func TestRewritesTruncatedFrames(t *testing.T) {
 						t.Errorf("%s, %s cut to %d bytes (padding only): got %x (keep %v), want %x (keep %v)",
 							a.name, name, n, got, keep, fullResult[:len(got)], fullKeep)
 					}
-				case n < ethHeaderLen:
+				case n < header.EthernetLen:
 					if !bytes.Equal(got, full[:n]) || !keep {
 						t.Errorf("%s, %s cut to %d bytes: changed a runt frame", a.name, name, n)
 					}
@@ -892,7 +867,7 @@ func TestRewritesLeaveMalformedIPAlone(t *testing.T) {
 		setTpSrc(frame, l, 1)
 		setTpDst(frame, l, 1)
 		setTTL(frame, l, 9)
-		setTOS(frame, l, tosDSCPMask, 0xb8)
+		setTOS(frame, l, header.DSCPMask, 0xb8)
 		if !decTTL(frame, l) {
 			t.Errorf("%s: decTTL dropped a frame that is not IP to the key", tt.name)
 		}
@@ -917,7 +892,7 @@ func TestRewritesLeaveCutL4HeaderAlone(t *testing.T) {
 				binary.BigEndian.PutUint16(ip[4:], upperLen)
 			} else {
 				binary.BigEndian.PutUint16(ip[2:], uint16(s.ipHeaderLen()+upperLen))
-				binary.BigEndian.PutUint16(ip[ipv4ChecksumOff:], referenceChecksum(0, ip[:s.ipHeaderLen()], ipv4ChecksumOff))
+				binary.BigEndian.PutUint16(ip[header.IPv4ChecksumOffset:], referenceChecksum(0, ip[:s.ipHeaderLen()], header.IPv4ChecksumOffset))
 			}
 			l := layoutOf(frame)
 			original := slices.Clone(frame)
@@ -931,7 +906,7 @@ func TestRewritesLeaveCutL4HeaderAlone(t *testing.T) {
 			}
 			setNwSrc(frame, l, [4]byte{192, 0, 2, 1})
 			l4 := s.l3() + s.ipHeaderLen()
-			if got, want := binary.BigEndian.Uint16(ip[ipv4ChecksumOff:]), referenceChecksum(0, ip[:s.ipHeaderLen()], ipv4ChecksumOff); got != want {
+			if got, want := binary.BigEndian.Uint16(ip[header.IPv4ChecksumOffset:]), referenceChecksum(0, ip[:s.ipHeaderLen()], header.IPv4ChecksumOffset); got != want {
 				t.Errorf("%v: IPv4 checksum %#04x after setNwSrc, want %#04x", proto, got, want)
 			}
 			if !bytes.Equal(frame[l4:], original[l4:]) {
@@ -989,8 +964,8 @@ func TestDecTTL(t *testing.T) {
 
 func TestPushVLANCopiesOuterTCI(t *testing.T) {
 	s := baseSpec()
-	s.tags = []vlanTag{{tpidDot1Q, 0xb005}} // PCP 5, DEI, VID 5
-	frame, ok := pushVLAN(s.build(t), tpidDot1AD)
+	s.tags = []vlanTag{{header.EtherTypeVLAN, 0xb005}} // PCP 5, DEI, VID 5
+	frame, ok := pushVLAN(s.build(t), header.EtherTypeQinQ)
 	if !ok {
 		t.Fatal("pushVLAN had no room")
 	}
@@ -1003,7 +978,7 @@ func TestPushVLANCopiesOuterTCI(t *testing.T) {
 func TestPushVLANWithoutRoom(t *testing.T) {
 	s := baseSpec()
 	for _, push := range []func([]byte) ([]byte, bool){
-		func(f []byte) ([]byte, bool) { return pushVLAN(f, tpidDot1Q) },
+		func(f []byte) ([]byte, bool) { return pushVLAN(f, header.EtherTypeVLAN) },
 		func(f []byte) ([]byte, bool) { return setVLANVID(f, 10) },
 	} {
 		built := s.build(t)
@@ -1018,7 +993,7 @@ func TestPushVLANWithoutRoom(t *testing.T) {
 
 func TestPushStripRoundTrip(t *testing.T) {
 	for name, s := range namedSpecs() {
-		for _, tpid := range []uint16{tpidDot1Q, tpidDot1AD} {
+		for _, tpid := range []uint16{header.EtherTypeVLAN, header.EtherTypeQinQ} {
 			original := s.build(t)
 			pushed, ok := pushVLAN(withRoom(original), tpid)
 			if !ok {
@@ -1059,10 +1034,10 @@ func TestRewritesAllocateNothing(t *testing.T) {
 		t.Skip("the race detector allocates")
 	}
 	s := baseSpec()
-	s.tags = []vlanTag{{tpidDot1Q, 10}}
+	s.tags = []vlanTag{{header.EtherTypeVLAN, 10}}
 	built := s.build(t)
 	n := len(built)
-	frame := built[: n : n+vlanTagLen]
+	frame := built[: n : n+header.VLANTagLen]
 	l := layoutOf(frame)
 	allocs := testing.AllocsPerRun(100, func() {
 		setDlSrc(frame, [6]byte{2, 0, 0, 0, 0, 9})
@@ -1072,10 +1047,10 @@ func TestRewritesAllocateNothing(t *testing.T) {
 		setNwSrc(frame, l, [4]byte{10, 0, 0, 1})
 		setTpSrc(frame, l, 1)
 		setTpDst(frame, l, 2)
-		setTOS(frame, l, tosECNMask, 1)
+		setTOS(frame, l, header.ECNMask, 1)
 		setTTL(frame, l, 64)
 		decTTL(frame, l)
-		f, _ := pushVLAN(frame, tpidDot1AD)
+		f, _ := pushVLAN(frame, header.EtherTypeQinQ)
 		f = stripVLAN(f)
 		f, _ = setVLANVID(f, 20)
 		_, _ = setVLANPCP(f, 3)
@@ -1105,28 +1080,28 @@ func FuzzRewrites(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		l := layoutOf(data)
 		for _, a := range fixedActions() {
-			buf := make([]byte, len(data)+vlanTagLen+guard)
+			buf := make([]byte, len(data)+header.VLANTagLen+guard)
 			copy(buf, data)
-			got, _ := a.apply(buf[:len(data):len(data)+vlanTagLen], l)
-			if len(got) > len(data)+vlanTagLen || !bytes.Equal(buf[len(data)+vlanTagLen:], make([]byte, guard)) {
+			got, _ := a.apply(buf[:len(data):len(data)+header.VLANTagLen], l)
+			if len(got) > len(data)+header.VLANTagLen || !bytes.Equal(buf[len(data)+header.VLANTagLen:], make([]byte, guard)) {
 				t.Fatalf("%s wrote past the frame's room", a.name)
 			}
 		}
 		// Whatever the options, a valid IPv4 header checksum stays valid.
 		frame := withRoom(data)
 		if l.IPVersion == 4 {
-			header := frame[l.L3 : l.L3+int(frame[l.L3]&0x0f)*4]
-			if onesSum(0, header) == 0xffff {
+			ip := header.IPv4(frame[l.L3:])
+			if ip.ChecksumValid() {
 				setNwSrc(frame, l, [4]byte{192, 0, 2, 1})
 				decTTL(frame, l)
-				setTOS(frame, l, tosDSCPMask, 0x28)
-				if onesSum(0, header) != 0xffff {
-					t.Fatalf("IPv4 header checksum broken: %x", header)
+				setTOS(frame, l, header.DSCPMask, 0x28)
+				if !ip.ChecksumValid() {
+					t.Fatalf("IPv4 header checksum broken: %x", ip[:ip.HeaderLen()])
 				}
 			}
 		}
-		if len(data) >= ethHeaderLen {
-			pushed, ok := pushVLAN(withRoom(data), tpidDot1Q)
+		if len(data) >= header.EthernetLen {
+			pushed, ok := pushVLAN(withRoom(data), header.EtherTypeVLAN)
 			if got := stripVLAN(pushed); !ok || !bytes.Equal(got, data) {
 				t.Fatalf("push then strip: %x, want %x", got, data)
 			}
@@ -1138,9 +1113,9 @@ func FuzzRewrites(f *testing.F) {
 func BenchmarkRewrites(b *testing.B) {
 	for _, size := range []int{64, 1500, 9000} {
 		s := baseSpec()
-		s.payload = make([]byte, size-ethHeaderLen-ipv4MinHeaderLen-tcpMinHeaderLen)
+		s.payload = make([]byte, size-header.EthernetLen-header.IPv4MinLen-header.TCPMinLen)
 		built := s.build(b)
-		frame := built[: len(built) : len(built)+vlanTagLen]
+		frame := built[: len(built) : len(built)+header.VLANTagLen]
 		l := layoutOf(frame)
 		b.Run(fmt.Sprintf("setNwSrc/%dB", size), func(b *testing.B) {
 			ips := [2][4]byte{{10, 0, 0, 1}, {10, 9, 9, 9}}
@@ -1155,13 +1130,13 @@ func BenchmarkRewrites(b *testing.B) {
 		})
 		b.Run(fmt.Sprintf("decTTL/%dB", size), func(b *testing.B) {
 			for b.Loop() {
-				frame[s.l3()+ipv4TTLOff] = 64
+				frame[s.l3()+header.IPv4TTLOffset] = 64
 				decTTL(frame, l)
 			}
 		})
 		b.Run(fmt.Sprintf("pushVLAN+stripVLAN/%dB", size), func(b *testing.B) {
 			for b.Loop() {
-				f, _ := pushVLAN(frame, tpidDot1Q)
+				f, _ := pushVLAN(frame, header.EtherTypeVLAN)
 				stripVLAN(f)
 			}
 		})

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xswitch/xswitch/flow"
+	"github.com/xswitch/xswitch/header"
 	"github.com/xswitch/xswitch/internal/netns"
 	"github.com/xswitch/xswitch/internal/testenv"
 )
@@ -62,26 +63,21 @@ func (b *badFrames) l4() (proto byte, header []byte) {
 // ipv6Proto is the IPv6 next header for an l4 protocol: ICMP becomes
 // ICMPv6.
 func ipv6Proto(proto byte) byte {
-	if proto == 1 {
-		return 58
+	if proto == header.ProtoICMP {
+		return header.ProtoICMPv6
 	}
 	return proto
 }
 
 func (b *badFrames) ipv4(proto byte, payload []byte) []byte {
-	h := make([]byte, 20, 20+len(payload))
-	h[0], h[8], h[9] = 0x45, 64, proto
-	binary.BigEndian.PutUint16(h[2:4], uint16(20+len(payload)))
-	copy(h[12:16], b.srcIP[:])
-	copy(h[16:20], b.dstIP[:])
-	var sum uint32
-	for i := 0; i < 20; i += 2 {
-		sum += uint32(binary.BigEndian.Uint16(h[i:]))
-	}
-	for sum > 0xffff {
-		sum = sum>>16 + sum&0xffff
-	}
-	binary.BigEndian.PutUint16(h[10:12], ^uint16(sum))
+	h := header.IPv4(make([]byte, header.IPv4MinLen, header.IPv4MinLen+len(payload)))
+	h.SetHeaderLen(header.IPv4MinLen)
+	h.SetTTL(64)
+	h.SetProtocol(proto)
+	h.SetTotalLen(uint16(header.IPv4MinLen + len(payload)))
+	h.SetSrc(b.srcIP)
+	h.SetDst(b.dstIP)
+	h.SetChecksum(h.ComputeChecksum())
 	return append(h, payload...)
 }
 
@@ -200,8 +196,8 @@ var badFrameKinds = []struct {
 		var typ uint16
 		for {
 			typ = uint16(b.rng.Uint32())
-			if typ != flow.EtherTypeIPv4 && typ != flow.EtherTypeIPv6 && typ != flow.EtherTypeARP &&
-				typ != flow.EtherTypeVLAN && typ != 0x88a8 && typ >= 0x0600 {
+			if typ != header.EtherTypeIPv4 && typ != header.EtherTypeIPv6 && typ != header.EtherTypeARP &&
+				!header.IsTPID(typ) && typ >= header.MinEtherType {
 				break
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/xswitch/xswitch/header"
 	"github.com/xswitch/xswitch/port"
 )
 
@@ -222,7 +223,7 @@ func (p *Port) TransmitTunneled(frames [][]byte, tx []port.TunnelTx) int {
 
 // MaxInnerFrame is the longest frame the port encapsulates within the
 // underlay's MTU: that less the outer IPv4, UDP and tunnel headers.
-func (p *Port) MaxInnerFrame() int { return p.u.mtu + ethLen - Overhead }
+func (p *Port) MaxInnerFrame() int { return p.u.mtu + header.EthernetLen - Overhead }
 
 // Info describes the port: its kind, and the MTU its frames may have:
 // the underlay's less the encapsulation's overhead, as the kernel's vxlan

@@ -14,6 +14,7 @@ import (
 	"net/netip"
 	"sync/atomic"
 
+	"github.com/xswitch/xswitch/header"
 	"github.com/xswitch/xswitch/port"
 )
 
@@ -64,9 +65,6 @@ func (k Kind) Port(port uint16) uint16 {
 }
 
 const (
-	ethLen    = 14
-	ipv4Len   = 20
-	udpLen    = 8
 	vxlanLen  = 8
 	geneveLen = 8 // without options
 
@@ -74,18 +72,9 @@ const (
 	// on an IPv4 underlay: outer Ethernet, IPv4, UDP and its own header.
 	// The inner frame's MTU must be this much less than the underlay's
 	// (1450 on a 1500-byte underlay).
-	Overhead = ethLen + ipv4Len + udpLen + vxlanLen
-
-	etherTypeIPv4 = 0x0800
-	etherTypeVLAN = 0x8100
-	etherTypeQinQ = 0x88a8
-	// transEtherBridging is Geneve's protocol type for an Ethernet
-	// payload.
-	transEtherBridging = 0x6558
+	Overhead = header.EthernetLen + header.IPv4MinLen + header.UDPLen + vxlanLen
 
 	vxlanFlagVNI = 0x08 // the I flag: the VNI is valid
-
-	protoUDP = 17
 
 	// The UDP source ports the kernel's vxlan device picks from by
 	// default (its ephemeral range), so that underlay ECMP spreads inner
@@ -127,26 +116,25 @@ func NewEncap(kind Kind, local, remote Endpoint, dstPort uint16) (*Encap, error)
 		return nil, fmt.Errorf("tunnel endpoints %v and %v: only IPv4 underlays are supported", local.IP, remote.IP)
 	}
 	e := &Encap{kind: kind}
-	h := e.hdr[:]
-	copy(h[0:6], remote.MAC[:])
-	copy(h[6:12], local.MAC[:])
-	binary.BigEndian.PutUint16(h[12:], etherTypeIPv4)
-	ip := h[ethLen:]
-	ip[0] = 0x45
-	ip[8] = 64 // TTL
-	ip[9] = protoUDP
-	l, r := local.IP.As4(), remote.IP.As4()
-	copy(ip[12:16], l[:])
-	copy(ip[16:20], r[:])
-	e.ipSum = onesSum(ip[:ipv4Len])
-	udp := ip[ipv4Len:]
-	binary.BigEndian.PutUint16(udp[2:], dstPort)
-	t := udp[udpLen:]
+	eth := header.Ethernet(e.hdr[:])
+	eth.SetDst(remote.MAC)
+	eth.SetSrc(local.MAC)
+	eth.SetType(header.EtherTypeIPv4)
+	ip := header.IPv4(eth[header.EthernetLen:])
+	ip.SetHeaderLen(header.IPv4MinLen)
+	ip.SetTTL(64)
+	ip.SetProtocol(header.ProtoUDP)
+	ip.SetSrc(local.IP.As4())
+	ip.SetDst(remote.IP.As4())
+	e.ipSum = header.Sum(0, ip[:header.IPv4MinLen])
+	udp := header.UDP(ip[header.IPv4MinLen:])
+	udp.SetDstPort(dstPort)
+	t := udp[header.UDPLen:]
 	switch kind {
 	case VXLAN:
 		t[0] = vxlanFlagVNI
 	case Geneve:
-		binary.BigEndian.PutUint16(t[2:], transEtherBridging)
+		binary.BigEndian.PutUint16(t[2:], header.EtherTypeTEB)
 	}
 	return e, nil
 }
@@ -166,22 +154,22 @@ var _ [Overhead - port.TunnelHeaderLen]struct{}
 // or inner is too long for an IPv4 datagram.
 func (e *Encap) Encapsulate(dst, inner []byte, vni uint32, flowHash uint32) int {
 	n := Overhead + len(inner)
-	if n > len(dst) || n-ethLen > 0xffff {
+	if n > len(dst) || n-header.EthernetLen > 0xffff {
 		return 0
 	}
 	copy(dst[:Overhead], e.hdr[:])
 	copy(dst[Overhead:], inner)
-	ip := dst[ethLen:]
-	ipLen := uint32(n - ethLen)
+	ip := header.IPv4(dst[header.EthernetLen:])
+	ipLen := uint16(n - header.EthernetLen)
 	id := uint16(e.ipID.Add(1))
-	binary.BigEndian.PutUint16(ip[2:], uint16(ipLen))
-	binary.BigEndian.PutUint16(ip[4:], id)
-	binary.BigEndian.PutUint16(ip[10:], ^fold(e.ipSum+ipLen+uint32(id)))
-	udp := ip[ipv4Len:]
-	binary.BigEndian.PutUint16(udp[0:], srcPortMin+uint16(flowHash%(srcPortMax-srcPortMin+1)))
-	binary.BigEndian.PutUint16(udp[4:], uint16(ipLen-ipv4Len))
+	ip.SetTotalLen(ipLen)
+	ip.SetID(id)
+	ip.SetChecksum(^header.Fold(e.ipSum + uint32(ipLen) + uint32(id)))
+	udp := header.UDP(ip[header.IPv4MinLen:])
+	udp.SetSrcPort(srcPortMin + uint16(flowHash%(srcPortMax-srcPortMin+1)))
+	udp.SetLength(ipLen - header.IPv4MinLen)
 	vni <<= 8
-	binary.BigEndian.PutUint32(udp[udpLen+4:], vni)
+	binary.BigEndian.PutUint32(udp[header.UDPLen+4:], vni)
 	return n
 }
 
@@ -259,51 +247,51 @@ func Decapsulate(kind Kind, dstPort uint16, frame []byte) ([]byte, Outer, Result
 // caller makes); the UDP checksum is not either, as RFC 7348 permits.
 func DecapsulateFor(ls Listeners, frame []byte) ([]byte, Outer, Result) {
 	var o Outer
-	if len(frame) < ethLen {
+	if len(frame) < header.EthernetLen {
 		return nil, o, NotTunnel
 	}
-	off := 12
-	et := binary.BigEndian.Uint16(frame[off:])
-	if et == etherTypeVLAN || et == etherTypeQinQ {
-		if len(frame) < ethLen+4 {
+	off := header.EthernetTypeOffset
+	et := header.Ethernet(frame).Type()
+	if header.IsTPID(et) {
+		if len(frame) < header.EthernetLen+header.VLANTagLen {
 			return nil, o, NotTunnel
 		}
-		off += 4
+		off += header.VLANTagLen
 		et = binary.BigEndian.Uint16(frame[off:])
 	}
 	off += 2
-	if et != etherTypeIPv4 || len(frame) < off+ipv4Len {
+	if et != header.EtherTypeIPv4 || len(frame) < off+header.IPv4MinLen {
 		return nil, o, NotTunnel
 	}
-	ip := frame[off:]
-	ihl := int(ip[0]&0x0f) * 4
-	if ip[0]>>4 != 4 || ip[9] != protoUDP {
+	ip := header.IPv4(frame[off:])
+	ihl := ip.HeaderLen()
+	if ip.Version() != 4 || ip.Protocol() != header.ProtoUDP {
 		return nil, o, NotTunnel
 	}
-	if ihl < ipv4Len || len(ip) < ihl+udpLen {
+	if ihl < header.IPv4MinLen || len(ip) < ihl+header.UDPLen {
 		return nil, o, BadOuter
 	}
-	udp := ip[ihl:]
-	copy(o.Dst[:], ip[16:20])
-	o.DstPort = binary.BigEndian.Uint16(udp[2:])
+	udp := header.UDP(ip[ihl:])
+	o.Dst = ip.Dst()
+	o.DstPort = udp.DstPort()
 	kind := ls.kind(o.Dst, o.DstPort)
 	if kind == 0 {
 		return nil, o, NotTunnel
 	}
-	totalLen := int(binary.BigEndian.Uint16(ip[2:]))
-	if totalLen < ihl+udpLen || totalLen > len(ip) {
+	totalLen := int(ip.TotalLen())
+	if totalLen < ihl+header.UDPLen || totalLen > len(ip) {
 		return nil, o, BadOuter
 	}
-	if binary.BigEndian.Uint16(ip[6:])&0x3fff != 0 { // MF or an offset
+	if ip.IsFragment() {
 		return nil, o, Fragment
 	}
-	udpLen16 := int(binary.BigEndian.Uint16(udp[4:]))
-	if udpLen16 < udpLen || udpLen16 > totalLen-ihl {
+	udpLen := int(udp.Length())
+	if udpLen < header.UDPLen || udpLen > totalLen-ihl {
 		return nil, o, BadOuter
 	}
-	payload := udp[udpLen:udpLen16]
-	copy(o.Src[:], ip[12:16])
-	o.SrcPort = binary.BigEndian.Uint16(udp[0:])
+	payload := udp[header.UDPLen:udpLen]
+	o.Src = ip.Src()
+	o.SrcPort = udp.SrcPort()
 	var inner []byte
 	switch kind {
 	case VXLAN:
@@ -317,7 +305,7 @@ func DecapsulateFor(ls Listeners, frame []byte) ([]byte, Outer, Result) {
 			return nil, o, BadHeader
 		}
 		optLen := int(payload[0]&0x3f) * 4
-		if payload[0]>>6 != 0 || binary.BigEndian.Uint16(payload[2:]) != transEtherBridging || len(payload) < geneveLen+optLen {
+		if payload[0]>>6 != 0 || binary.BigEndian.Uint16(payload[2:]) != header.EtherTypeTEB || len(payload) < geneveLen+optLen {
 			return nil, o, BadHeader
 		}
 		if payload[1]&0x40 != 0 { // C: a critical option is present
@@ -328,24 +316,8 @@ func DecapsulateFor(ls Listeners, frame []byte) ([]byte, Outer, Result) {
 	default:
 		return nil, o, NotTunnel
 	}
-	if len(inner) < ethLen {
+	if len(inner) < header.EthernetLen {
 		return nil, o, ShortInner
 	}
 	return inner, o, Decapsulated
-}
-
-// onesSum is the one's-complement sum of b's 16-bit words, unfolded.
-func onesSum(b []byte) uint32 {
-	var s uint32
-	for i := 0; i+1 < len(b); i += 2 {
-		s += uint32(binary.BigEndian.Uint16(b[i:]))
-	}
-	return s
-}
-
-func fold(s uint32) uint16 {
-	for s > 0xffff {
-		s = s>>16 + s&0xffff
-	}
-	return uint16(s)
 }

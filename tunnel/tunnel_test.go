@@ -9,6 +9,8 @@ import (
 
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
+
+	"github.com/xswitch/xswitch/header"
 )
 
 var (
@@ -63,18 +65,18 @@ func TestEncapsulateReadsInGopacket(t *testing.T) {
 				t.Errorf("%v: outer MACs %v -> %v", kind, eth.SrcMAC, eth.DstMAC)
 			}
 			if !ip.SrcIP.Equal(net.IP{192, 0, 2, 1}) || !ip.DstIP.Equal(net.IP{192, 0, 2, 2}) || ip.TTL != 64 ||
-				ip.Flags != 0 || int(ip.Length) != m-ethLen || ip.IHL != 5 {
+				ip.Flags != 0 || int(ip.Length) != m-header.EthernetLen || ip.IHL != 5 {
 				t.Errorf("%v: outer IPv4 %+v", kind, ip)
 			}
 			e2.Encapsulate(second, inner, 1, 1)
-			if binary.BigEndian.Uint16(second[ethLen+4:]) == ip.Id {
+			if binary.BigEndian.Uint16(second[header.EthernetLen+4:]) == ip.Id {
 				t.Errorf("%v: two datagrams with IPv4 ID %d", kind, ip.Id)
 			}
-			if fold(onesSum(out[ethLen:ethLen+ipv4Len])) != 0xffff {
+			if !header.IPv4(out[header.EthernetLen:]).ChecksumValid() {
 				t.Errorf("%v: outer IPv4 checksum %#x is wrong", kind, ip.Checksum)
 			}
 			if udp.DstPort != layers.UDPPort(kind.DefaultPort()) || udp.SrcPort < srcPortMin || udp.SrcPort > srcPortMax ||
-				int(udp.Length) != m-ethLen-ipv4Len || udp.Checksum != 0 {
+				int(udp.Length) != m-header.EthernetLen-header.IPv4MinLen || udp.Checksum != 0 {
 				t.Errorf("%v: outer UDP %+v", kind, udp)
 			}
 			var payload []byte
@@ -107,7 +109,7 @@ func TestSourcePortFollowsTheFlow(t *testing.T) {
 	out := make([]byte, 256)
 	port := func(h uint32) uint16 {
 		e.Encapsulate(out, inner, 1, h)
-		return binary.BigEndian.Uint16(out[ethLen+ipv4Len:])
+		return binary.BigEndian.Uint16(out[header.EthernetLen+header.IPv4MinLen:])
 	}
 	if first, again := port(7), port(7); first != again {
 		t.Fatalf("one flow hash gave source ports %d and %d", first, again)
@@ -181,7 +183,7 @@ func TestDecapsulate(t *testing.T) {
 	}
 	vx := encapsulated(t, VXLAN, inner)
 	gn := encapsulated(t, Geneve, inner)
-	ipOff, udpOff, tunOff := ethLen, ethLen+ipv4Len, ethLen+ipv4Len+udpLen
+	ipOff, udpOff, tunOff := header.EthernetLen, header.EthernetLen+header.IPv4MinLen, header.EthernetLen+header.IPv4MinLen+header.UDPLen
 	cases := []struct {
 		name  string
 		kind  Kind
@@ -271,9 +273,9 @@ func shortened(frame []byte, n int) []byte {
 
 // fixLengths adds n to the outer IPv4 and UDP lengths of frame.
 func fixLengths(frame []byte, n int) {
-	ip := frame[ethLen:]
+	ip := frame[header.EthernetLen:]
 	binary.BigEndian.PutUint16(ip[2:], uint16(int(binary.BigEndian.Uint16(ip[2:]))+n))
-	udp := ip[ipv4Len:]
+	udp := ip[header.IPv4MinLen:]
 	binary.BigEndian.PutUint16(udp[4:], uint16(int(binary.BigEndian.Uint16(udp[4:]))+n))
 }
 
@@ -331,7 +333,7 @@ func FuzzDecapsulate(f *testing.F) {
 			}
 			return
 		}
-		if len(got) < ethLen || !within(got, frame) {
+		if len(got) < header.EthernetLen || !within(got, frame) {
 			t.Fatalf("inner frame of %d bytes not inside the frame of %d", len(got), len(frame))
 		}
 		e := newEncap(t, kind)

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/xswitch/xswitch/header"
 	"github.com/xswitch/xswitch/port"
 )
 
@@ -166,7 +167,7 @@ func (u *Underlay) transmit(e *Encap, frames [][]byte, tx []port.TunnelTx, vni u
 	u.txMu.Lock()
 	defer u.txMu.Unlock()
 	for len(u.bufs) < len(frames) {
-		u.bufs = append(u.bufs, make([]byte, u.mtu+ethLen))
+		u.bufs = append(u.bufs, make([]byte, u.mtu+header.EthernetLen))
 		u.out = append(u.out, nil)
 	}
 	n := 0

@@ -33,6 +33,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xswitch/xswitch/bpf"
+	"github.com/xswitch/xswitch/header"
 	"github.com/xswitch/xswitch/port"
 	"github.com/xswitch/xswitch/port/veth"
 )
@@ -99,7 +100,7 @@ type Config struct {
 
 // DefaultMaxFrameSize carries an MTU of 9216, the largest jumbo MTU that
 // switches commonly offer, with one VLAN tag.
-const DefaultMaxFrameSize = 9216 + ethHeaderLen + vlanTagLen
+const DefaultMaxFrameSize = 9216 + header.EthernetLen + header.VLANTagLen
 
 const (
 	defaultFrameSize  = 4096
@@ -110,8 +111,6 @@ const (
 	// option is unavailable and the smallest it accepts.
 	minTxBudget = 32
 
-	ethHeaderLen = 14
-	vlanTagLen   = 4
 	// rxHeadroom is what the kernel leaves free at the start of every
 	// receive buffer (XDP_PACKET_HEADROOM): a UMEM frame receives
 	// FrameSize - rxHeadroom bytes.
@@ -292,7 +291,7 @@ func Open(cfg Config) (p *Port, err error) {
 // returns "" when it can. Open refuses such a port in every mode but
 // ModeAuto, which opens it and leaves it to the caller to warn.
 func MTUProblem(info port.Info) string {
-	need := info.MTU + ethHeaderLen + vlanTagLen
+	need := info.MTU + header.EthernetLen + header.VLANTagLen
 	if info.MTU == 0 || info.MaxFrame == 0 || need <= info.MaxFrame {
 		return ""
 	}
@@ -301,7 +300,7 @@ func MTUProblem(info port.Info) string {
 		why = "a frame must fit one buffer without AF_XDP multi-buffer (XDP_USE_SG), which needs Linux 6.6 or later and, for zero-copy, a driver that supports it"
 	}
 	return fmt.Sprintf("MTU %d needs frames of up to %d bytes, but the port carries at most %d (MTU %d): %s; longer frames are dropped and counted as rx_oversize",
-		info.MTU, need, info.MaxFrame, info.MaxFrame-ethHeaderLen-vlanTagLen, why)
+		info.MTU, need, info.MaxFrame, info.MaxFrame-header.EthernetLen-header.VLANTagLen, why)
 }
 
 // attach installs the XDP program as a bpf_link, so that it disappears
@@ -409,7 +408,7 @@ func (c bindChoice) String() string {
 func (p *Port) bindFirst(s *socket, cfg Config, ifindex int) error {
 	oneBuffer := cfg.FrameSize - rxHeadroom
 	choices := bindChoices(cfg.Mode, p.info.XDPMode == "native", cfg.MaxFrameSize > oneBuffer,
-		p.info.MTU+ethHeaderLen+vlanTagLen <= oneBuffer)
+		p.info.MTU+header.EthernetLen+header.VLANTagLen <= oneBuffer)
 	var refused []string
 	for _, c := range choices {
 		err := s.bind(ifindex, 0, c.flags())

@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/xswitch/xswitch/header"
 	"github.com/xswitch/xswitch/port"
 )
 
@@ -150,7 +151,7 @@ func TestReceiveReassemblesChains(t *testing.T) {
 			t.Errorf("frame %d (%d bytes): chained = %v, want %v", i, len(want[i]), chained, wantChained)
 		}
 		// A rewrite that pushes a VLAN tag needs room past the frame.
-		if cap(f.Data)-len(f.Data) < vlanTagLen && len(f.Data) <= 3836 {
+		if cap(f.Data)-len(f.Data) < header.VLANTagLen && len(f.Data) <= 3836 {
 			t.Errorf("frame %d (%d bytes) has %d bytes of room to grow", i, len(f.Data), cap(f.Data)-len(f.Data))
 		}
 	}

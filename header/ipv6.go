@@ -1,0 +1,38 @@
+package header
+
+import "encoding/binary"
+
+// IPv6 (RFC 8200):
+//
+//	 0       4               12                                      31
+//	|Version| Traffic Class |              Flow Label               |
+//	|        Payload Length         |  Next Header  |   Hop Limit   |
+//	|                   Source Address (16 bytes)                   |
+//	|                Destination Address (16 bytes)                 |
+//
+// IPv6 has no header checksum: its addresses are in the pseudo-header of
+// the TCP, UDP and ICMPv6 checksums.
+const (
+	IPv6PayloadLenOffset = 4
+	IPv6NextHeaderOffset = 6
+	IPv6HopLimitOffset   = 7
+	IPv6SrcOffset        = 8
+	IPv6DstOffset        = 24
+	IPv6Len              = 40
+	IPv6AddrLen          = 16
+
+	// IPv6TrafficClassShift places the traffic class in the first 16-bit
+	// word, after the version.
+	IPv6TrafficClassShift = 4
+
+	// IPv6ExtHeaderMinLen is the least length of an extension header.
+	IPv6ExtHeaderMinLen = 8
+	IPv6FragmentLen     = 8 // a fragment header
+)
+
+// IPv6 is an IPv6 header.
+type IPv6 []byte
+
+func (b IPv6) SetPayloadLen(n uint16) { binary.BigEndian.PutUint16(b[IPv6PayloadLenOffset:], n) }
+func (b IPv6) HopLimit() uint8        { return b[IPv6HopLimitOffset] }
+func (b IPv6) SetHopLimit(h uint8)    { b[IPv6HopLimitOffset] = h }

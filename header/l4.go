@@ -1,0 +1,84 @@
+package header
+
+import "encoding/binary"
+
+// TCP and UDP start with the ports:
+//
+//	0        2        4
+//	|src port|dst port|
+const (
+	SrcPortOffset = 0
+	DstPortOffset = 2
+)
+
+// UDP (RFC 768):
+//
+//	0        2        4        6        8
+//	|src port|dst port| length |checksum|
+const (
+	UDPLengthOffset   = 4
+	UDPChecksumOffset = 6
+	UDPLen            = 8
+)
+
+// TCP (RFC 9293): the checksum, and the data offset, the header's length
+// in 32-bit words, in the high nibble of byte 12.
+const (
+	TCPDataOffsetOffset = 12
+	TCPChecksumOffset   = 16
+	TCPMinLen           = 20 // without options
+)
+
+// ICMPChecksumOffset is where ICMP and ICMPv6 keep their checksum, after
+// the type and the code. ICMPv6's covers the IPv6 pseudo-header; ICMP's
+// covers the ICMP message alone.
+const ICMPChecksumOffset = 2
+
+// TCP is a TCP header.
+type TCP []byte
+
+func (b TCP) SrcPort() uint16 { return binary.BigEndian.Uint16(b[SrcPortOffset:]) }
+func (b TCP) DstPort() uint16 { return binary.BigEndian.Uint16(b[DstPortOffset:]) }
+
+// HeaderLen is the header's length in bytes, options included, as the data
+// offset says; a valid header has at least TCPMinLen.
+func (b TCP) HeaderLen() int { return int(b[TCPDataOffsetOffset]>>4) * 4 }
+
+// UpdateChecksum updates the checksum for covered words (the header's, or
+// the pseudo-header's) that changed by delta.
+func (b TCP) UpdateChecksum(delta uint32) { updateAt(b[TCPChecksumOffset:], delta) }
+
+// UDP is a UDP header.
+type UDP []byte
+
+func (b UDP) SrcPort() uint16      { return binary.BigEndian.Uint16(b[SrcPortOffset:]) }
+func (b UDP) DstPort() uint16      { return binary.BigEndian.Uint16(b[DstPortOffset:]) }
+func (b UDP) SetSrcPort(p uint16)  { binary.BigEndian.PutUint16(b[SrcPortOffset:], p) }
+func (b UDP) SetDstPort(p uint16)  { binary.BigEndian.PutUint16(b[DstPortOffset:], p) }
+func (b UDP) Length() uint16       { return binary.BigEndian.Uint16(b[UDPLengthOffset:]) }
+func (b UDP) SetLength(n uint16)   { binary.BigEndian.PutUint16(b[UDPLengthOffset:], n) }
+func (b UDP) Checksum() uint16     { return binary.BigEndian.Uint16(b[UDPChecksumOffset:]) }
+func (b UDP) SetChecksum(c uint16) { binary.BigEndian.PutUint16(b[UDPChecksumOffset:], c) }
+
+// UpdateChecksum updates the checksum for covered words that changed by
+// delta, as RFC 768 has it: a checksum of 0 means the sender computed
+// none, and stays 0; one that comes out 0 is sent as 0xffff, its other
+// form in one's-complement arithmetic.
+func (b UDP) UpdateChecksum(delta uint32) {
+	c := b.Checksum()
+	if c == 0 {
+		return
+	}
+	c = Update(c, delta)
+	if c == 0 {
+		c = 0xffff
+	}
+	b.SetChecksum(c)
+}
+
+// ICMP is an ICMP or ICMPv6 header.
+type ICMP []byte
+
+// UpdateChecksum updates the checksum for covered words that changed by
+// delta.
+func (b ICMP) UpdateChecksum(delta uint32) { updateAt(b[ICMPChecksumOffset:], delta) }
