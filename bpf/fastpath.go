@@ -69,7 +69,7 @@ func (l *FastpathFpL2Key) Key() FastpathFpKey {
 // compares the low 32 bits.
 func KeyGen(g uint64) uint32 { return uint32(g) }
 
-// FPDrop is a fast path entry's Out for a flow that goes nowhere.
+// FPDrop is a fast path entry's Out for a flow that goes nowhere (FP_OUT_DROP).
 const FPDrop = 0xffffffff
 
 // NetworkOrder turns a 16-bit value the kernel keeps in the frame's byte
@@ -234,7 +234,7 @@ func LoadFastpathProgram(cfg FastpathConfig) (*FastpathObjects, error) {
 
 // FlowHash is the hash of a frame's flow, by the key the fast path's
 // parser reads from it, that picks the outer UDP source port of the
-// tunnel it leaves by: user space and the program (fastpath.c's
+// tunnel it leaves by: user space and the program (lib/hash.h's
 // flow_hash) compute it alike, so that a flow keeps its port, and its
 // path through the underlay's ECMP, when the kernel takes it over. It is
 // MurmurHash3's 32-bit mix over the key's addresses, ports, protocol,

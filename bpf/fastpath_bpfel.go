@@ -142,6 +142,13 @@ type FastpathFpTunnelKey struct {
 	Vni      uint32
 }
 
+type FastpathTunnelKind uint32
+
+const (
+	FastpathTunnelKindTUNNEL_VXLAN  FastpathTunnelKind = 1
+	FastpathTunnelKindTUNNEL_GENEVE FastpathTunnelKind = 2
+)
+
 type FastpathTunnelListenKey struct {
 	_    structs.HostLayout
 	Addr uint32
@@ -153,27 +160,25 @@ type FastpathTunnelListenKey struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	FastpathMapFlows           = "flows"
-	FastpathMapFlowsL2         = "flows_l2"
-	FastpathMapOversize        = "oversize"
-	FastpathMapParsed          = "parsed"
-	FastpathMapState           = "state"
-	FastpathMapStateSlot       = "state_slot"
-	FastpathMapTunnelListen    = "tunnel_listen"
-	FastpathMapTunnels         = "tunnels"
-	FastpathMapTunnelsIn       = "tunnels_in"
-	FastpathMapTxPorts         = "tx_ports"
-	FastpathMapXsksMap         = "xsks_map"
-	FastpathProgFastpath       = "fastpath"
-	FastpathVarFpCsumForGo     = "fp_csum_for_go"
-	FastpathVarFpMaskKindForGo = "fp_mask_kind_for_go"
-	FastpathVarFpOpTypeForGo   = "fp_op_type_for_go"
-	FastpathVarInPort          = "in_port"
-	FastpathVarMaxFrameLen     = "max_frame_len"
-	FastpathVarRecordKey       = "record_key"
-	FastpathVarSocketQueues    = "socket_queues"
-	FastpathVarUnderlay        = "underlay"
-	FastpathVarUnderlaySlot    = "underlay_slot"
+	FastpathMapFlows        = "flows"
+	FastpathMapFlowsL2      = "flows_l2"
+	FastpathMapOversize     = "oversize"
+	FastpathMapParsed       = "parsed"
+	FastpathMapState        = "state"
+	FastpathMapStateSlot    = "state_slot"
+	FastpathMapTunnelListen = "tunnel_listen"
+	FastpathMapTunnels      = "tunnels"
+	FastpathMapTunnelsIn    = "tunnels_in"
+	FastpathMapTxPorts      = "tx_ports"
+	FastpathMapXsksMap      = "xsks_map"
+	FastpathProgFastpath    = "fastpath"
+	FastpathVarFpEnumsForGo = "fp_enums_for_go"
+	FastpathVarInPort       = "in_port"
+	FastpathVarMaxFrameLen  = "max_frame_len"
+	FastpathVarRecordKey    = "record_key"
+	FastpathVarSocketQueues = "socket_queues"
+	FastpathVarUnderlay     = "underlay"
+	FastpathVarUnderlaySlot = "underlay_slot"
 )
 
 // LoadFastpath returns the embedded CollectionSpec for Fastpath.
@@ -242,15 +247,13 @@ type FastpathMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type FastpathVariableSpecs struct {
-	FpCsumForGo     *ebpf.VariableSpec `ebpf:"fp_csum_for_go"`
-	FpMaskKindForGo *ebpf.VariableSpec `ebpf:"fp_mask_kind_for_go"`
-	FpOpTypeForGo   *ebpf.VariableSpec `ebpf:"fp_op_type_for_go"`
-	InPort          *ebpf.VariableSpec `ebpf:"in_port"`
-	MaxFrameLen     *ebpf.VariableSpec `ebpf:"max_frame_len"`
-	RecordKey       *ebpf.VariableSpec `ebpf:"record_key"`
-	SocketQueues    *ebpf.VariableSpec `ebpf:"socket_queues"`
-	Underlay        *ebpf.VariableSpec `ebpf:"underlay"`
-	UnderlaySlot    *ebpf.VariableSpec `ebpf:"underlay_slot"`
+	FpEnumsForGo *ebpf.VariableSpec `ebpf:"fp_enums_for_go"`
+	InPort       *ebpf.VariableSpec `ebpf:"in_port"`
+	MaxFrameLen  *ebpf.VariableSpec `ebpf:"max_frame_len"`
+	RecordKey    *ebpf.VariableSpec `ebpf:"record_key"`
+	SocketQueues *ebpf.VariableSpec `ebpf:"socket_queues"`
+	Underlay     *ebpf.VariableSpec `ebpf:"underlay"`
+	UnderlaySlot *ebpf.VariableSpec `ebpf:"underlay_slot"`
 }
 
 // FastpathObjects contains all objects after they have been loaded into the kernel.
@@ -306,15 +309,13 @@ func (m *FastpathMaps) Close() error {
 //
 // It can be passed to LoadFastpathObjects or ebpf.CollectionSpec.LoadAndAssign.
 type FastpathVariables struct {
-	FpCsumForGo     *ebpf.Variable `ebpf:"fp_csum_for_go"`
-	FpMaskKindForGo *ebpf.Variable `ebpf:"fp_mask_kind_for_go"`
-	FpOpTypeForGo   *ebpf.Variable `ebpf:"fp_op_type_for_go"`
-	InPort          *ebpf.Variable `ebpf:"in_port"`
-	MaxFrameLen     *ebpf.Variable `ebpf:"max_frame_len"`
-	RecordKey       *ebpf.Variable `ebpf:"record_key"`
-	SocketQueues    *ebpf.Variable `ebpf:"socket_queues"`
-	Underlay        *ebpf.Variable `ebpf:"underlay"`
-	UnderlaySlot    *ebpf.Variable `ebpf:"underlay_slot"`
+	FpEnumsForGo *ebpf.Variable `ebpf:"fp_enums_for_go"`
+	InPort       *ebpf.Variable `ebpf:"in_port"`
+	MaxFrameLen  *ebpf.Variable `ebpf:"max_frame_len"`
+	RecordKey    *ebpf.Variable `ebpf:"record_key"`
+	SocketQueues *ebpf.Variable `ebpf:"socket_queues"`
+	Underlay     *ebpf.Variable `ebpf:"underlay"`
+	UnderlaySlot *ebpf.Variable `ebpf:"underlay_slot"`
 }
 
 // FastpathPrograms contains all programs after they have been loaded into the kernel.
