@@ -151,16 +151,8 @@ int fastpath(struct xdp_md *ctx)
 		rec->hit = 1;
 		rec->out = f->out;
 	}
-#pragma unroll
-	for (int i = 0; i < FP_MAX_OPS; i++) {
-		if (f->ops[i].type == FP_OP_END)
-			break;
-		// The operations user space installs always fit the frame of
-		// the key; one that does not means the entry is not this
-		// frame's, whose bytes may be half rewritten.
-		if (!run_op(ctx, &f->ops[i], &l3, &flow))
-			return XDP_DROP;
-	}
+	if (!run_ops(ctx, f, l3, &flow))
+		return XDP_DROP;
 	f->packets++;
 	f->bytes += len;
 	if (f->out == FP_OUT_DROP)
