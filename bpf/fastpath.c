@@ -9,7 +9,7 @@
 // a port of tx_ports, or drops it. Anything else (a frame it cannot read,
 // a frame in several buffers, no entry, an entry of an older generation)
 // is user space's: it goes to the port's AF_XDP socket (lib/xsk.h), as
-// with xsk.c.
+// with xsk.c. Every frame it drops it counts by reason in drops.
 //
 // Every port of a bridge runs its own copy of the program, loaded with its
 // OpenFlow port number and its own xsks_map, and all share the bridge's
@@ -33,6 +33,7 @@ struct fp_enums {
 	enum fp_op_type op;
 	enum fp_csum csum;
 	enum fp_mask_kind mask;
+	enum fp_drop_reason drop;
 	enum tunnel_kind tunnel;
 };
 
@@ -57,7 +58,7 @@ volatile const __u8 record_key = 0;
 static __always_inline int to_user(struct xdp_md *ctx, __u32 popped)
 {
 	if (popped && bpf_xdp_adjust_head(ctx, -(int)popped))
-		return XDP_DROP; // unreachable: the headers are where they were
+		return drop(FP_DROP_RESTORE); // unreachable: the headers are where they were
 	return to_socket(ctx, max_frame_len);
 }
 
@@ -152,14 +153,18 @@ int fastpath(struct xdp_md *ctx)
 		rec->out = f->out;
 	}
 	if (!run_ops(ctx, f, l3, &flow))
-		return XDP_DROP;
+		return drop(FP_DROP_OP_FAILED);
 	f->packets++;
 	f->bytes += len;
 	if (f->out == FP_OUT_DROP)
-		return XDP_DROP;
+		return drop(FP_DROP_RULE);
 	// A slot emptied since the lookup above drops the frame: its bytes
 	// may already be rewritten.
-	return bpf_redirect_map(&tx_ports, f->out, XDP_DROP);
+	int action = bpf_redirect_map(&tx_ports, f->out, XDP_DROP);
+
+	if (action == XDP_DROP)
+		return drop(FP_DROP_PORT_GONE);
+	return action;
 }
 
 char __license[] SEC("license") = "Dual BSD/GPL";

@@ -21,6 +21,16 @@ const (
 	FastpathFpCsumFP_CSUM_UDP FastpathFpCsum = 4
 )
 
+type FastpathFpDropReason uint32
+
+const (
+	FastpathFpDropReasonFP_DROP_RULE      FastpathFpDropReason = 0
+	FastpathFpDropReasonFP_DROP_OP_FAILED FastpathFpDropReason = 1
+	FastpathFpDropReasonFP_DROP_PORT_GONE FastpathFpDropReason = 2
+	FastpathFpDropReasonFP_DROP_RESTORE   FastpathFpDropReason = 3
+	FastpathFpDropReasonFP_DROP_REASONS   FastpathFpDropReason = 4
+)
+
 type FastpathFpFlow struct {
 	_       structs.HostLayout
 	Out     uint32
@@ -160,6 +170,7 @@ type FastpathTunnelListenKey struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	FastpathMapDrops        = "drops"
 	FastpathMapFlows        = "flows"
 	FastpathMapFlowsL2      = "flows_l2"
 	FastpathMapOversize     = "oversize"
@@ -230,6 +241,7 @@ type FastpathProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type FastpathMapSpecs struct {
+	Drops        *ebpf.MapSpec `ebpf:"drops"`
 	Flows        *ebpf.MapSpec `ebpf:"flows"`
 	FlowsL2      *ebpf.MapSpec `ebpf:"flows_l2"`
 	Oversize     *ebpf.MapSpec `ebpf:"oversize"`
@@ -276,6 +288,7 @@ func (o *FastpathObjects) Close() error {
 //
 // It can be passed to LoadFastpathObjects or ebpf.CollectionSpec.LoadAndAssign.
 type FastpathMaps struct {
+	Drops        *ebpf.Map `ebpf:"drops"`
 	Flows        *ebpf.Map `ebpf:"flows"`
 	FlowsL2      *ebpf.Map `ebpf:"flows_l2"`
 	Oversize     *ebpf.Map `ebpf:"oversize"`
@@ -291,6 +304,7 @@ type FastpathMaps struct {
 
 func (m *FastpathMaps) Close() error {
 	return _FastpathClose(
+		m.Drops,
 		m.Flows,
 		m.FlowsL2,
 		m.Oversize,

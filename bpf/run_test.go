@@ -1,6 +1,7 @@
 package bpf
 
 import (
+	"maps"
 	"testing"
 	"time"
 
@@ -77,7 +78,53 @@ func (r *runBridge) tunnel(tb testing.TB, index uint32) {
 	}
 }
 
-const xdpDrop = 1
+const (
+	xdpDrop     = 1
+	xdpRedirect = 4
+)
+
+// Every frame the program drops it counts, by reason, in the bridge's
+// drops, and no other: a rule's drop, an operation that cannot run (a
+// push to a tunnel slot past the map's end); not a miss, nor a frame it
+// sends.
+func TestFastpathCountsDrops(t *testing.T) {
+	r := loadRunBridge(t)
+	frames := commonFrames(t)
+	dropped, failing, missed, sent := frames["ipv4/udp"], frames["ipv4/tcp"], frames["arp"], frames["ipv6/udp"]
+	r.install(t, dropped, FastpathFpFlow{Out: FPDrop})
+	badTunnel := FastpathFpOp{Type: uint8(FastpathFpOpTypeFP_OP_TUNNEL_PUSH), Tunnel: r.shared.Tunnels.MaxEntries()}
+	r.install(t, failing, *withOps(FastpathFpFlow{Out: 1}, badTunnel))
+	r.install(t, sent, FastpathFpFlow{Out: 1})
+	if err := r.shared.TxPorts.Put(uint32(1), uint32(1)); err != nil { // lo
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		frame []byte
+		times int
+		want  uint32
+	}{{dropped, 3, xdpDrop}, {failing, 2, xdpDrop}, {missed, 1, xdpPass}, {sent, 1, xdpRedirect}} {
+		for range c.times {
+			if ret, err := r.objs.Fastpath.Run(&ebpf.RunOptions{Data: c.frame}); err != nil || ret != c.want {
+				t.Fatalf("action %d (%v), want %d", ret, err, c.want)
+			}
+		}
+	}
+	want := map[string]uint64{"rule": 3, "op_failed": 2, "port_gone": 0, "restore_failed": 0}
+	if got := r.shared.DropCounts(); !maps.Equal(got, want) {
+		t.Errorf("drops %v, want %v", got, want)
+	}
+}
+
+// Each drop reason has a name, its own.
+func TestDropReasonsAreNamed(t *testing.T) {
+	seen := map[string]bool{}
+	for reason, name := range DropReasons {
+		if name == "" || seen[name] {
+			t.Errorf("drop reason %d is named %q", reason, name)
+		}
+		seen[name] = true
+	}
+}
 
 // BenchmarkFastpathRun is the program's cost per frame under
 // BPF_PROG_RUN, as the kernel times it (ns/frame): a frame without an

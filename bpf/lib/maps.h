@@ -1,7 +1,7 @@
 // The fast path's maps. Every port of a bridge runs its own copy of the
 // program, and all share the bridge's flows, flows_l2, state, state_slot,
-// tx_ports, tunnels and tunnels_in (bpf.FastpathShared); xsks_map and
-// oversize are the port's own (xsk.h), tunnel_listen its underlay's
+// tx_ports, tunnels, tunnels_in and drops (bpf.FastpathShared); xsks_map
+// and oversize are the port's own (xsk.h), tunnel_listen its underlay's
 // (tunnel.h), parsed the tests'.
 
 #ifndef XSWITCH_MAPS_H
@@ -77,11 +77,34 @@ struct {
 	__type(value, struct fp_tunnel_in);
 } tunnels_in SEC(".maps");
 
+// The frames the program dropped, by fp_drop_reason: the kernel's own
+// count, which pmd-stats-show prints apart from the pipeline's drops.
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, FP_DROP_REASONS);
+	__type(key, __u32);
+	__type(value, __u64);
+} drops SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct fp_parsed);
 } parsed SEC(".maps");
+
+// drop counts a frame the program drops, and returns the action that
+// drops it: every XDP_DROP of the fast path goes through here but
+// to_socket's of a miss too long for the port's sockets, which the port
+// counts in its oversize as its own program does (xsk.h).
+static __always_inline int drop(enum fp_drop_reason reason)
+{
+	__u32 key = reason;
+	__u64 *count = bpf_map_lookup_elem(&drops, &key);
+
+	if (count)
+		(*count)++;
+	return XDP_DROP;
+}
 
 #endif

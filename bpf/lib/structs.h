@@ -1,8 +1,9 @@
 // The fast path's types that user space shares: the key the parser reads,
 // the entries user space installs, the bridge's state, the tunnels' outer
-// headers and what claims a frame for a tunnel. bpf2go generates their Go
-// mirrors (fastpath_bpfel.go); the asserts below hold the layouts the
-// program and user space rely on beyond that.
+// headers and what claims a frame for a tunnel, the reasons it drops a
+// frame. bpf2go generates their Go mirrors (fastpath_bpfel.go); the
+// asserts below hold the layouts the program and user space rely on
+// beyond that.
 
 #ifndef XSWITCH_STRUCTS_H
 #define XSWITCH_STRUCTS_H
@@ -204,6 +205,15 @@ struct fp_parsed {
 	struct fp_key key;
 	__u32 hit; // 1: an entry took the frame
 	__u32 out; // its out
+};
+
+// Why the program dropped a frame: the index of its count in drops.
+enum fp_drop_reason {
+	FP_DROP_RULE = 0,  // the entry's: the rules send the flow nowhere
+	FP_DROP_OP_FAILED, // an operation did not fit the frame (run_ops)
+	FP_DROP_PORT_GONE, // the output's tx_ports slot emptied since the lookup
+	FP_DROP_RESTORE,   // a tunnel frame's popped headers could not be put back
+	FP_DROP_REASONS,   // how many there are
 };
 
 #endif
