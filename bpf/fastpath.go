@@ -69,7 +69,7 @@ func (l *FastpathFpL2Key) Key() FastpathFpKey {
 // compares the low 32 bits.
 func KeyGen(g uint64) uint32 { return uint32(g) }
 
-// FPDrop is a fast path entry's Out for a flow that goes nowhere.
+// FPDrop is a fast path entry's Out for a flow that goes nowhere (FP_OUT_DROP).
 const FPDrop = 0xffffffff
 
 // NetworkOrder turns a 16-bit value the kernel keeps in the frame's byte
@@ -83,11 +83,11 @@ func NetworkOrder(v uint16) uint16 {
 // FastpathShared are the maps every port of a bridge shares: the
 // decisions (flows, and flows_l2 for keys of the Ethernet header alone),
 // the bridge's generation and key mask (state, two of them, and
-// state_slot, which is current), where each slot sends (tx_ports), and
-// the tunnels' outer headers (tunnels) and what claims a frame for a
-// tunnel (tunnels_in).
+// state_slot, which is current), where each slot sends (tx_ports), the
+// tunnels' outer headers (tunnels) and what claims a frame for a tunnel
+// (tunnels_in), and the frames the programs dropped (drops).
 type FastpathShared struct {
-	Flows, FlowsL2, State, StateSlot, TxPorts, Tunnels, TunnelsIn *ebpf.Map
+	Flows, FlowsL2, State, StateSlot, TxPorts, Tunnels, TunnelsIn, Drops *ebpf.Map
 
 	// The state maps' memory (they are BPF_F_MMAPABLE), and which of
 	// state's two slots is current: see SetState.
@@ -109,7 +109,7 @@ func NewFastpathShared() (*FastpathShared, error) {
 		name string
 		to   **ebpf.Map
 	}{{FastpathMapFlows, &s.Flows}, {FastpathMapFlowsL2, &s.FlowsL2}, {FastpathMapState, &s.State}, {FastpathMapStateSlot, &s.StateSlot},
-		{FastpathMapTxPorts, &s.TxPorts}, {FastpathMapTunnels, &s.Tunnels}, {FastpathMapTunnelsIn, &s.TunnelsIn}} {
+		{FastpathMapTxPorts, &s.TxPorts}, {FastpathMapTunnels, &s.Tunnels}, {FastpathMapTunnelsIn, &s.TunnelsIn}, {FastpathMapDrops, &s.Drops}} {
 		if *m.to, err = ebpf.NewMap(spec.Maps[m.name]); err != nil {
 			s.Close()
 			return nil, fmt.Errorf("create the fast path's %s map: %w", m.name, err)
@@ -153,10 +153,32 @@ func (s *FastpathShared) SetState(st *FastpathFpState) error {
 	return nil
 }
 
+// DropReasons name the reasons the fast path's programs drop a frame
+// (fp_drop_reason), as pmd-stats-show prints them: the entry's decision
+// (the rules send the flow nowhere), an operation that no longer fit the
+// frame, an output whose port left since the lookup, and a tunnel frame
+// whose popped headers could not be put back.
+var DropReasons = [FastpathFpDropReasonFP_DROP_REASONS]string{
+	FastpathFpDropReasonFP_DROP_RULE:      "rule",
+	FastpathFpDropReasonFP_DROP_OP_FAILED: "op_failed",
+	FastpathFpDropReasonFP_DROP_PORT_GONE: "port_gone",
+	FastpathFpDropReasonFP_DROP_RESTORE:   "restore_failed",
+}
+
+// DropCounts returns how many frames every port's program dropped, by
+// reason (DropReasons), since the maps were made.
+func (s *FastpathShared) DropCounts() map[string]uint64 {
+	counts := make(map[string]uint64, len(DropReasons))
+	for reason, name := range DropReasons {
+		counts[name] = sum(s.Drops, uint32(reason))
+	}
+	return counts
+}
+
 // Close closes the maps; programs that use them keep their own references.
 func (s *FastpathShared) Close() error {
 	var errs []error
-	for _, m := range []*ebpf.Map{s.Flows, s.FlowsL2, s.State, s.StateSlot, s.TxPorts, s.Tunnels, s.TunnelsIn} {
+	for _, m := range []*ebpf.Map{s.Flows, s.FlowsL2, s.State, s.StateSlot, s.TxPorts, s.Tunnels, s.TunnelsIn, s.Drops} {
 		if m != nil {
 			errs = append(errs, m.Close())
 		}
@@ -212,8 +234,10 @@ func LoadFastpathProgram(cfg FastpathConfig) (*FastpathObjects, error) {
 	if cfg.Shared != nil {
 		for name, m := range map[string]*ebpf.Map{FastpathMapFlows: cfg.Shared.Flows, FastpathMapFlowsL2: cfg.Shared.FlowsL2,
 			FastpathMapState: cfg.Shared.State, FastpathMapStateSlot: cfg.Shared.StateSlot, FastpathMapTxPorts: cfg.Shared.TxPorts,
-			FastpathMapTunnels: cfg.Shared.Tunnels, FastpathMapTunnelsIn: cfg.Shared.TunnelsIn} {
-			replace[name] = m
+			FastpathMapTunnels: cfg.Shared.Tunnels, FastpathMapTunnelsIn: cfg.Shared.TunnelsIn, FastpathMapDrops: cfg.Shared.Drops} {
+			if m != nil {
+				replace[name] = m
+			}
 		}
 	}
 	if cfg.TunnelListen != nil {
@@ -234,7 +258,7 @@ func LoadFastpathProgram(cfg FastpathConfig) (*FastpathObjects, error) {
 
 // FlowHash is the hash of a frame's flow, by the key the fast path's
 // parser reads from it, that picks the outer UDP source port of the
-// tunnel it leaves by: user space and the program (fastpath.c's
+// tunnel it leaves by: user space and the program (lib/hash.h's
 // flow_hash) compute it alike, so that a flow keeps its port, and its
 // path through the underlay's ECMP, when the kernel takes it over. It is
 // MurmurHash3's 32-bit mix over the key's addresses, ports, protocol,

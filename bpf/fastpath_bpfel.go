@@ -21,6 +21,16 @@ const (
 	FastpathFpCsumFP_CSUM_UDP FastpathFpCsum = 4
 )
 
+type FastpathFpDropReason uint32
+
+const (
+	FastpathFpDropReasonFP_DROP_RULE      FastpathFpDropReason = 0
+	FastpathFpDropReasonFP_DROP_OP_FAILED FastpathFpDropReason = 1
+	FastpathFpDropReasonFP_DROP_PORT_GONE FastpathFpDropReason = 2
+	FastpathFpDropReasonFP_DROP_RESTORE   FastpathFpDropReason = 3
+	FastpathFpDropReasonFP_DROP_REASONS   FastpathFpDropReason = 4
+)
+
 type FastpathFpFlow struct {
 	_       structs.HostLayout
 	Out     uint32
@@ -142,6 +152,13 @@ type FastpathFpTunnelKey struct {
 	Vni      uint32
 }
 
+type FastpathTunnelKind uint32
+
+const (
+	FastpathTunnelKindTUNNEL_VXLAN  FastpathTunnelKind = 1
+	FastpathTunnelKindTUNNEL_GENEVE FastpathTunnelKind = 2
+)
+
 type FastpathTunnelListenKey struct {
 	_    structs.HostLayout
 	Addr uint32
@@ -153,27 +170,26 @@ type FastpathTunnelListenKey struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	FastpathMapFlows           = "flows"
-	FastpathMapFlowsL2         = "flows_l2"
-	FastpathMapOversize        = "oversize"
-	FastpathMapParsed          = "parsed"
-	FastpathMapState           = "state"
-	FastpathMapStateSlot       = "state_slot"
-	FastpathMapTunnelListen    = "tunnel_listen"
-	FastpathMapTunnels         = "tunnels"
-	FastpathMapTunnelsIn       = "tunnels_in"
-	FastpathMapTxPorts         = "tx_ports"
-	FastpathMapXsksMap         = "xsks_map"
-	FastpathProgFastpath       = "fastpath"
-	FastpathVarFpCsumForGo     = "fp_csum_for_go"
-	FastpathVarFpMaskKindForGo = "fp_mask_kind_for_go"
-	FastpathVarFpOpTypeForGo   = "fp_op_type_for_go"
-	FastpathVarInPort          = "in_port"
-	FastpathVarMaxFrameLen     = "max_frame_len"
-	FastpathVarRecordKey       = "record_key"
-	FastpathVarSocketQueues    = "socket_queues"
-	FastpathVarUnderlay        = "underlay"
-	FastpathVarUnderlaySlot    = "underlay_slot"
+	FastpathMapDrops        = "drops"
+	FastpathMapFlows        = "flows"
+	FastpathMapFlowsL2      = "flows_l2"
+	FastpathMapOversize     = "oversize"
+	FastpathMapParsed       = "parsed"
+	FastpathMapState        = "state"
+	FastpathMapStateSlot    = "state_slot"
+	FastpathMapTunnelListen = "tunnel_listen"
+	FastpathMapTunnels      = "tunnels"
+	FastpathMapTunnelsIn    = "tunnels_in"
+	FastpathMapTxPorts      = "tx_ports"
+	FastpathMapXsksMap      = "xsks_map"
+	FastpathProgFastpath    = "fastpath"
+	FastpathVarFpEnumsForGo = "fp_enums_for_go"
+	FastpathVarInPort       = "in_port"
+	FastpathVarMaxFrameLen  = "max_frame_len"
+	FastpathVarRecordKey    = "record_key"
+	FastpathVarSocketQueues = "socket_queues"
+	FastpathVarUnderlay     = "underlay"
+	FastpathVarUnderlaySlot = "underlay_slot"
 )
 
 // LoadFastpath returns the embedded CollectionSpec for Fastpath.
@@ -225,6 +241,7 @@ type FastpathProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type FastpathMapSpecs struct {
+	Drops        *ebpf.MapSpec `ebpf:"drops"`
 	Flows        *ebpf.MapSpec `ebpf:"flows"`
 	FlowsL2      *ebpf.MapSpec `ebpf:"flows_l2"`
 	Oversize     *ebpf.MapSpec `ebpf:"oversize"`
@@ -242,15 +259,13 @@ type FastpathMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type FastpathVariableSpecs struct {
-	FpCsumForGo     *ebpf.VariableSpec `ebpf:"fp_csum_for_go"`
-	FpMaskKindForGo *ebpf.VariableSpec `ebpf:"fp_mask_kind_for_go"`
-	FpOpTypeForGo   *ebpf.VariableSpec `ebpf:"fp_op_type_for_go"`
-	InPort          *ebpf.VariableSpec `ebpf:"in_port"`
-	MaxFrameLen     *ebpf.VariableSpec `ebpf:"max_frame_len"`
-	RecordKey       *ebpf.VariableSpec `ebpf:"record_key"`
-	SocketQueues    *ebpf.VariableSpec `ebpf:"socket_queues"`
-	Underlay        *ebpf.VariableSpec `ebpf:"underlay"`
-	UnderlaySlot    *ebpf.VariableSpec `ebpf:"underlay_slot"`
+	FpEnumsForGo *ebpf.VariableSpec `ebpf:"fp_enums_for_go"`
+	InPort       *ebpf.VariableSpec `ebpf:"in_port"`
+	MaxFrameLen  *ebpf.VariableSpec `ebpf:"max_frame_len"`
+	RecordKey    *ebpf.VariableSpec `ebpf:"record_key"`
+	SocketQueues *ebpf.VariableSpec `ebpf:"socket_queues"`
+	Underlay     *ebpf.VariableSpec `ebpf:"underlay"`
+	UnderlaySlot *ebpf.VariableSpec `ebpf:"underlay_slot"`
 }
 
 // FastpathObjects contains all objects after they have been loaded into the kernel.
@@ -273,6 +288,7 @@ func (o *FastpathObjects) Close() error {
 //
 // It can be passed to LoadFastpathObjects or ebpf.CollectionSpec.LoadAndAssign.
 type FastpathMaps struct {
+	Drops        *ebpf.Map `ebpf:"drops"`
 	Flows        *ebpf.Map `ebpf:"flows"`
 	FlowsL2      *ebpf.Map `ebpf:"flows_l2"`
 	Oversize     *ebpf.Map `ebpf:"oversize"`
@@ -288,6 +304,7 @@ type FastpathMaps struct {
 
 func (m *FastpathMaps) Close() error {
 	return _FastpathClose(
+		m.Drops,
 		m.Flows,
 		m.FlowsL2,
 		m.Oversize,
@@ -306,15 +323,13 @@ func (m *FastpathMaps) Close() error {
 //
 // It can be passed to LoadFastpathObjects or ebpf.CollectionSpec.LoadAndAssign.
 type FastpathVariables struct {
-	FpCsumForGo     *ebpf.Variable `ebpf:"fp_csum_for_go"`
-	FpMaskKindForGo *ebpf.Variable `ebpf:"fp_mask_kind_for_go"`
-	FpOpTypeForGo   *ebpf.Variable `ebpf:"fp_op_type_for_go"`
-	InPort          *ebpf.Variable `ebpf:"in_port"`
-	MaxFrameLen     *ebpf.Variable `ebpf:"max_frame_len"`
-	RecordKey       *ebpf.Variable `ebpf:"record_key"`
-	SocketQueues    *ebpf.Variable `ebpf:"socket_queues"`
-	Underlay        *ebpf.Variable `ebpf:"underlay"`
-	UnderlaySlot    *ebpf.Variable `ebpf:"underlay_slot"`
+	FpEnumsForGo *ebpf.Variable `ebpf:"fp_enums_for_go"`
+	InPort       *ebpf.Variable `ebpf:"in_port"`
+	MaxFrameLen  *ebpf.Variable `ebpf:"max_frame_len"`
+	RecordKey    *ebpf.Variable `ebpf:"record_key"`
+	SocketQueues *ebpf.Variable `ebpf:"socket_queues"`
+	Underlay     *ebpf.Variable `ebpf:"underlay"`
+	UnderlaySlot *ebpf.Variable `ebpf:"underlay_slot"`
 }
 
 // FastpathPrograms contains all programs after they have been loaded into the kernel.

@@ -237,3 +237,13 @@ func TestTunnelsAreClaimedPerUnderlay(t *testing.T) {
 		}
 	}
 }
+
+// The program tells VXLAN from Geneve by the kind user space writes in
+// tunnel_listen: tunnel.Kind's values.
+func TestTunnelKindsAgree(t *testing.T) {
+	for c, g := range map[FastpathTunnelKind]tunnel.Kind{FastpathTunnelKindTUNNEL_VXLAN: tunnel.VXLAN, FastpathTunnelKindTUNNEL_GENEVE: tunnel.Geneve} {
+		if uint32(c) != uint32(g) {
+			t.Errorf("the program's %v is %d, tunnel.%v %d", c, c, g, g)
+		}
+	}
+}

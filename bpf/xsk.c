@@ -1,17 +1,17 @@
 //go:build ignore
 
-// The XDP half of an AF_XDP port without the fast path (xsk.h): every
+// The XDP half of an AF_XDP port without the fast path (lib/xsk.h): every
 // frame goes to the port's socket for its queue (xsk_redirect); or, on a
 // tunnel underlay, only the tunnels' frames do and the rest continue up
-// the stack (xsk_tunnels, tunnel.h).
+// the stack (xsk_tunnels, lib/tunnel.h).
 //
 // The program is frags-aware (xdp.frags): a driver may hand it a frame in
 // several buffers, and the socket receives it as chained descriptors when
 // it was bound with XDP_USE_SG. That is also what lets veth attach it
 // natively when its peer's MTU exceeds one page.
 
-#include "xsk.h"
-#include "tunnel.h"
+#include "lib/xsk.h"
+#include "lib/tunnel.h"
 
 // max_frame_len is the longest frame the port's sockets take, set from
 // user space before the first socket enters xsks_map.

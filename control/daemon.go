@@ -579,7 +579,7 @@ func (d *Daemon) show(only string) ([]BridgeStatus, error) {
 		bs := BridgeStatus{Name: bc.Name, Ports: []PortStatus{}, Flows: b.Flows().Len()}
 		if st, ok := b.FastPathStats(); ok {
 			bs.FastPath = &FastPathStatus{Hits: st.Hits, Installs: st.Installs, InstallFailures: st.InstallFailures,
-				Evictions: st.Evictions, Entries: st.Entries}
+				Evictions: st.Evictions, Entries: st.Entries, Drops: st.Drops}
 		}
 		settings, _ := bc.controllerSettings() // validated
 		bs.DatapathID, bs.Controllers, bs.FailMode = formatDatapathID(settings.DatapathID), d.controllerStatusOf(&bc), bc.FailMode

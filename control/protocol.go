@@ -119,6 +119,10 @@ type FastPathStatus struct {
 	InstallFailures uint64 `json:"install_failures"`
 	Evictions       uint64 `json:"evictions"`
 	Entries         int    `json:"entries"`
+	// Drops are the frames the XDP programs dropped, by reason
+	// (bpf.DropReasons): the kernel's own count, apart from the
+	// pipeline's drops, to which the rule drops are also credited.
+	Drops map[string]uint64 `json:"drops"`
 }
 
 // TableStatus is one table as dump-tables shows it: its rules, the frames

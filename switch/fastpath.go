@@ -968,11 +968,14 @@ func (p *bridgePort) fastPathStatus() string {
 
 // FastPathStats are a bridge's fast path counters: frames carried in the
 // kernel (Hits, as of the last sweep or SyncFastPath), entries installed,
-// refused by the kernel (a full map), and deleted by the sweeper; and the
-// entries installed now.
+// refused by the kernel (a full map), and deleted by the sweeper; the
+// entries installed now; and the frames the programs dropped, by
+// bpf.DropReasons, as of now (a rule's drops among them, which the
+// sweeper also credits to the pipeline's).
 type FastPathStats struct {
 	Hits, Installs, InstallFailures, Evictions uint64
 	Entries                                    int
+	Drops                                      map[string]uint64
 }
 
 // FastPathStats reports the fast path's counters, and whether the bridge
@@ -985,7 +988,7 @@ func (b *Bridge) FastPathStats() (FastPathStats, bool) {
 	fp.mu.Lock()
 	defer fp.mu.Unlock()
 	return FastPathStats{Hits: fp.hits.Load(), Installs: fp.installs.Load(), InstallFailures: fp.installFailures.Load(),
-		Evictions: fp.evictions.Load(), Entries: len(fp.installed)}, true
+		Evictions: fp.evictions.Load(), Entries: len(fp.installed), Drops: fp.shared.DropCounts()}, true
 }
 
 // FastPathEntry is one entry of the fast path, as dump-fastpath shows it.

@@ -1,6 +1,7 @@
 package test
 
 import (
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -130,6 +131,50 @@ func TestFastPathDropRuleStopsAFlood(t *testing.T) {
 		t.Errorf("the drop rule counted %d frames, want the flood's (ping -f goes on at 100/s without replies)", dropped)
 	}
 	pinger.wait(t, 10*time.Second)
+}
+
+// A flow the rules drop is dropped in the kernel once its entry is in, and
+// pmd-stats-show counts those drops as the fast path's own, by reason, in
+// text and JSON; the pipeline's rule drops count every echo request, the
+// kernel's among them.
+func TestFastPathCountsItsDrops(t *testing.T) {
+	requireFastPath(t)
+	r := newRig(t, 2)
+	r.d.x(t, "add-flow", r.br, "priority=100,icmp,actions=drop")
+	kernel0, pipeline0 := bridgeDrops(t, r.d, r.br)
+	const n = 10
+	if _, received, out := ping(t, r.hosts[0].ns, r.hosts[1].addr, 56, n); received != 0 {
+		t.Fatalf("pings crossed a drop rule:\n%s", out)
+	}
+	kernel, pipeline := bridgeDrops(t, r.d, r.br)
+	// The first request is user space's, which installs the entry.
+	if got := kernel["rule"] - kernel0["rule"]; got < n/2 || got > n {
+		t.Errorf("the fast path counts %d rule drops of %d echo requests, want most of them: %v", got, n, kernel)
+	}
+	if got := pipeline["rule"] - pipeline0["rule"]; got < n {
+		t.Errorf("the pipeline counts %d rule drops of %d echo requests, want every one: %v", got, n, pipeline)
+	}
+	for _, reason := range []string{"op_failed", "port_gone", "restore_failed"} {
+		if got, ok := kernel[reason]; !ok || got != 0 {
+			t.Errorf("fast path drops %q: %d (present %v), want 0", reason, got, ok)
+		}
+	}
+	want := fmt.Sprintf("fast path drops: %d (rule=%d, op_failed=0, port_gone=0, restore_failed=0)", kernel["rule"], kernel["rule"])
+	if out := r.d.x(t, "pmd-stats-show", r.br); !strings.Contains(out, want) {
+		t.Errorf("pmd-stats-show has no %q:\n%s", want, out)
+	}
+}
+
+// bridgeDrops are the fast path's and the pipeline's drops by reason, as
+// pmd-stats-show's JSON gives them.
+func bridgeDrops(t testing.TB, d *daemon, br string) (kernel, pipeline map[string]uint64) {
+	t.Helper()
+	var stats jsonPMDStats
+	d.xJSON(t, &stats, "pmd-stats-show", br)
+	if len(stats.Bridges) != 1 || stats.Bridges[0].FastPath == nil {
+		t.Fatalf("pmd-stats-show %s: %+v, want the bridge with its fast path", br, stats)
+	}
+	return stats.Bridges[0].FastPath.Drops, stats.Bridges[0].PipelineDrops
 }
 
 // A rule's idle timeout sees the frames the fast path carries: traffic

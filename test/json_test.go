@@ -204,11 +204,12 @@ type jsonPMDStats struct {
 			IdleSec  float64 `json:"idle_seconds"`
 		} `json:"forwarder"`
 		FastPath *struct {
-			Hits            uint64 `json:"hits"`
-			Installs        uint64 `json:"installs"`
-			InstallFailures uint64 `json:"install_failures"`
-			Evictions       uint64 `json:"evictions"`
-			Entries         int    `json:"entries"`
+			Hits            uint64            `json:"hits"`
+			Installs        uint64            `json:"installs"`
+			InstallFailures uint64            `json:"install_failures"`
+			Evictions       uint64            `json:"evictions"`
+			Entries         int               `json:"entries"`
+			Drops           map[string]uint64 `json:"drops"`
 		} `json:"fastpath"`
 	} `json:"bridges"`
 }

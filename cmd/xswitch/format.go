@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/xswitch/xswitch/bpf"
 	"github.com/xswitch/xswitch/control"
 	vswitch "github.com/xswitch/xswitch/switch"
 	"github.com/xswitch/xswitch/tunnel"
@@ -152,7 +153,7 @@ func printDumpPorts(w io.Writer, ports []control.PortStatus) {
 		}
 		d := dropsOf(p)
 		fmt.Fprintf(w, "           drops vlan=%d, reserved=%d, storm=%d, stp=%d, split_horizon=%d\n", d.VLAN, d.Reserved, d.Storm, d.STP, d.SplitHorizon)
-		_, reasons := dropReasons(p.Stats.PipelineDropped)
+		_, reasons := dropReasons(vswitch.DropReasons[:], p.Stats.PipelineDropped)
 		fmt.Fprintf(w, "           pipeline drops %s\n", reasons)
 		if t := p.Tunnel; t != nil {
 			u := t.UnderlayDrops
@@ -190,6 +191,10 @@ func printPMDStats(w io.Writer, bridges []control.BridgeStatus) {
 		if fp := b.FastPath; fp != nil {
 			fmt.Fprintf(w, "  fast path: %d frames carried in the kernel, %d entries (%d installed, %d refused, %d swept)\n",
 				fp.Hits, fp.Entries, fp.Installs, fp.InstallFailures, fp.Evictions)
+			// The kernel's own count: its rule drops are among the
+			// pipeline's too.
+			total, reasons := dropReasons(bpf.DropReasons[:], fp.Drops)
+			fmt.Fprintf(w, "  fast path drops: %d (%s)\n", total, reasons)
 		} else {
 			fmt.Fprintln(w, "  fast path: off")
 		}
@@ -235,15 +240,15 @@ func printForwarder(w io.Writer, f control.ForwarderStatus) {
 // printPipelineDrops says how many frames the pipeline sent nowhere, and
 // why.
 func printPipelineDrops(w io.Writer, drops map[string]uint64) {
-	total, reasons := dropReasons(drops)
+	total, reasons := dropReasons(vswitch.DropReasons[:], drops)
 	fmt.Fprintf(w, "  pipeline drops: %d (%s)\n", total, reasons)
 }
 
-// dropReasons lists pipeline drops by reason, in a fixed order, and their
+// dropReasons lists drops by reason, in the order of reasons, and their
 // total.
-func dropReasons(drops map[string]uint64) (total uint64, list string) {
-	parts := make([]string, 0, len(vswitch.DropReasons))
-	for _, reason := range vswitch.DropReasons {
+func dropReasons(reasons []string, drops map[string]uint64) (total uint64, list string) {
+	parts := make([]string, 0, len(reasons))
+	for _, reason := range reasons {
 		parts = append(parts, fmt.Sprintf("%s=%d", reason, drops[reason]))
 		total += drops[reason]
 	}

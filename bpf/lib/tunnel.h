@@ -21,9 +21,16 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
 
+#include "proto.h"
+
+// The encapsulation a listened pair receives: tunnel.Kind's values.
+enum tunnel_kind {
+	TUNNEL_VXLAN = 1,
+	TUNNEL_GENEVE = 2,
+};
+
 // tunnel_listen_key is a (local IPv4 address, UDP port) pair, both in the
-// frame's byte order; its value is the encapsulation (tunnel.Kind: 1
-// VXLAN, 2 Geneve).
+// frame's byte order; its value is the pair's tunnel_kind.
 struct tunnel_listen_key {
 	__be32 addr;
 	__be16 port;
@@ -37,18 +44,12 @@ struct {
 	__type(value, __u32);
 } tunnel_listen SEC(".maps");
 
-// tunnel_outer is where a tunnel frame's headers are, and what its outer
-// headers say, in the frame's byte order.
+// tunnel_outer is where a tunnel frame's IPv4 header is, and what its
+// outer headers say, in the frame's byte order.
 struct tunnel_outer {
-	__u32 kind;
-	__u32 l3;      // offset of the IPv4 header
-	__u32 payload; // offset of the tunnel's own header, past UDP
+	__u32 kind; // tunnel_kind
+	__u32 l3;
 	__be32 src, dst;
-};
-
-struct tunnel_vlan_tag {
-	__be16 tci;
-	__be16 next;
 };
 
 // tunnel_frame reports whether the frame between data and end is a
@@ -62,11 +63,11 @@ static __always_inline int tunnel_frame(void *data, void *end, struct tunnel_out
 		return 0;
 	__be16 type = eth->h_proto;
 	if (type == bpf_htons(ETH_P_8021Q) || type == bpf_htons(ETH_P_8021AD)) {
-		struct tunnel_vlan_tag *tag = data + off;
+		struct vlan_hdr *tag = data + off;
 
 		if ((void *)(tag + 1) > end)
 			return 0;
-		type = tag->next;
+		type = tag->h_vlan_encapsulated_proto;
 		off += sizeof(*tag);
 	}
 	if (type != bpf_htons(ETH_P_IP))
@@ -86,7 +87,6 @@ static __always_inline int tunnel_frame(void *data, void *end, struct tunnel_out
 		return 0;
 	o->kind = *kind;
 	o->l3 = off;
-	o->payload = off + ip->ihl * 4 + sizeof(*udp);
 	o->src = ip->saddr;
 	o->dst = ip->daddr;
 	return 1;

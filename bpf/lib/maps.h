@@ -1,0 +1,110 @@
+// The fast path's maps. Every port of a bridge runs its own copy of the
+// program, and all share the bridge's flows, flows_l2, state, state_slot,
+// tx_ports, tunnels, tunnels_in and drops (bpf.FastpathShared); xsks_map
+// and oversize are the port's own (xsk.h), tunnel_listen its underlay's
+// (tunnel.h), parsed the tests'.
+
+#ifndef XSWITCH_MAPS_H
+#define XSWITCH_MAPS_H
+
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+
+#include "structs.h"
+
+// The decisions user space installed, by the exact key, or the masked one
+// (fp_mask_kind), of the generation they were made in.
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct fp_key);
+	__type(value, struct fp_flow);
+} flows SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct fp_l2_key);
+	__type(value, struct fp_flow);
+} flows_l2 SEC(".maps");
+
+// Two states, of which state_slot names the current one: user space
+// writes the other whole, then switches, so that no frame reads a
+// generation with half a mask (a copy into the map is not atomic). Both
+// are memory-mapped into user space, which writes them with plain stores:
+// a new generation at every table edit costs no system call (see
+// switch/fastpath.go's bump).
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, struct fp_state);
+} state SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} state_slot SEC(".maps");
+
+// The bridge's ports by slot: an entry's out.
+#define FP_MAX_PORTS 256
+
+struct {
+	__uint(type, BPF_MAP_TYPE_DEVMAP);
+	__uint(max_entries, FP_MAX_PORTS);
+	__type(key, __u32);
+	__type(value, __u32);
+} tx_ports SEC(".maps");
+
+// Two for each slot a tunnel port may have (2*slot and 2*slot+1): a
+// tunnel's new headers go in the one its entries do not use, and the
+// generation changes, so that no frame reads headers half written.
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 2 * FP_MAX_PORTS);
+	__type(key, __u32);
+	__type(value, struct fp_tunnel);
+} tunnels SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, struct fp_tunnel_key);
+	__type(value, struct fp_tunnel_in);
+} tunnels_in SEC(".maps");
+
+// The frames the program dropped, by fp_drop_reason: the kernel's own
+// count, which pmd-stats-show prints apart from the pipeline's drops.
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, FP_DROP_REASONS);
+	__type(key, __u32);
+	__type(value, __u64);
+} drops SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct fp_parsed);
+} parsed SEC(".maps");
+
+// drop counts a frame the program drops, and returns the action that
+// drops it: every XDP_DROP of the fast path goes through here but
+// to_socket's of a miss too long for the port's sockets, which the port
+// counts in its oversize as its own program does (xsk.h).
+static __always_inline int drop(enum fp_drop_reason reason)
+{
+	__u32 key = reason;
+	__u64 *count = bpf_map_lookup_elem(&drops, &key);
+
+	if (count)
+		(*count)++;
+	return XDP_DROP;
+}
+
+#endif
