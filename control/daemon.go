@@ -51,9 +51,9 @@ type Daemon struct {
 	// there, while it is down and once it is back (links.go).
 	carried map[string]vswitch.PortStats
 	// tunnels are the open tunnel ports, by name, and underlays the
-	// interfaces they leave by, by name (tunnel.go).
+	// underlays they hold, by interface (tunnel.go).
 	tunnels   map[string]*tunnel.Port
-	underlays map[string]*underlayUse
+	underlays tunnel.Underlays
 
 	watchers []*controllerWatcher // OnControllers' functions, owed calls under mu
 	// controllerStatus is what the OpenFlow agent said of each configured
@@ -99,8 +99,8 @@ func NewDaemon(opts Options) (*Daemon, error) {
 		opened:     map[string]openedPort{},
 		carried:    map[string]vswitch.PortStats{},
 		tunnels:    map[string]*tunnel.Port{},
-		underlays:  map[string]*underlayUse{},
 	}
+	d.underlays.Closed = func(iface string) { log.Info("tunnel underlay closed", "interface", iface) }
 	for _, bc := range d.cfg.Bridges {
 		b, err := vswitch.New(bc.Name, loaded.tables[bc.Name], d.bridgeOpts)
 		if err != nil {
@@ -505,8 +505,8 @@ func (d *Daemon) addPort(bridge string, pc PortConfig) (err error) {
 	if owner, _, ok := d.findPort(pc.device()); ok {
 		return fmt.Errorf("interface %q is already a port of bridge %s", pc.device(), owner)
 	}
-	if use, ok := d.underlays[pc.device()]; ok && !pc.IsTunnel() {
-		return fmt.Errorf("interface %q carries the tunnels of bridge %s (it is their underlay) and cannot also be a port", pc.device(), use.bridge)
+	if owner, ok := d.underlayBridge(pc.device()); ok && !pc.IsTunnel() {
+		return fmt.Errorf("interface %q carries the tunnels of bridge %s (it is their underlay) and cannot also be a port", pc.device(), owner)
 	}
 	if pc.ownsDevice() {
 		if err := createOwnedDevice(pc); err != nil {

@@ -133,7 +133,7 @@ func (d *Daemon) resyncLinks() {
 			d.followLink(pc.device(), byName[pc.device()])
 		}
 	}
-	for dev := range d.underlays {
+	for _, dev := range d.underlays.Interfaces() {
 		d.followLink(dev, byName[dev])
 	}
 	d.log.Info("ports resynced with the kernel's links", "links", len(links))
@@ -143,7 +143,7 @@ func (d *Daemon) resyncLinks() {
 // there is one, in line with that interface as the kernel has it now:
 // gone (link nil), or link. It runs under the verb lock.
 func (d *Daemon) followLink(dev string, link *netlink.LinkAttrs) {
-	if use, ok := d.underlays[dev]; ok && (link == nil || link.Index != use.u.Info().Ifindex) {
+	if u := d.underlays.On(dev); u != nil && (link == nil || link.Index != u.Info().Ifindex) {
 		// Tunnels come back by refreshTunnels, once a route does.
 		d.closeUnderlayTunnels(dev)
 	}

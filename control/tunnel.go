@@ -96,14 +96,6 @@ func (pc PortConfig) tunnelConfig() (tunnel.Config, error) {
 	return c, c.Validate()
 }
 
-// underlayUse is an open underlay, the bridge its tunnels belong to, and
-// how many there are.
-type underlayUse struct {
-	u       *tunnel.Underlay
-	bridge  string
-	tunnels int
-}
-
 // openTunnel opens a tunnel port of bridge: resolves the way to its
 // remote, and opens that way's underlay or takes the one open already.
 func (d *Daemon) openTunnel(bridge string, pc PortConfig) (port.Port, error) {
@@ -115,14 +107,23 @@ func (d *Daemon) openTunnel(bridge string, pc PortConfig) (port.Port, error) {
 	if err != nil {
 		return nil, err
 	}
-	use, err := d.underlay(bridge, route)
-	if err != nil {
-		return nil, err
+	if owner, ok := d.underlayBridge(route.Ifname); ok && owner != bridge {
+		return nil, fmt.Errorf("the route to the remote leaves by %s, whose tunnels belong to bridge %s: the tunnels over one interface belong to one bridge",
+			route.Ifname, owner)
 	}
-	use.tunnels++
-	p, err := tunnel.NewPort(cfg, use.u, func() error { return d.releaseUnderlay(route.Ifname) })
+	p, err := d.underlays.NewPort(cfg, route.Ifname, func() (*tunnel.Underlay, error) {
+		if owner, _, ok := d.findPort(route.Ifname); ok {
+			return nil, fmt.Errorf("the route to the remote leaves by %s, a port of bridge %s: a port's interface cannot also carry tunnels", route.Ifname, owner)
+		}
+		p, err := afxdp.Open(afxdp.Config{Interface: route.Ifname, Underlay: true})
+		if err != nil {
+			return nil, fmt.Errorf("tunnel underlay: %w", err)
+		}
+		d.enablePeerGRO(p.Info().Ifindex, "underlay", route.Ifname)
+		d.log.Info("tunnel underlay opened", "interface", route.Ifname, "bridge", bridge, "xdp", p.Info().XDPMode, "bind", p.Info().BindMode)
+		return tunnel.NewUnderlay(p, route.MTU), nil
+	})
 	if err != nil {
-		d.releaseUnderlay(route.Ifname)
 		return nil, err
 	}
 	if err := p.SetRoute(route); err != nil {
@@ -133,43 +134,16 @@ func (d *Daemon) openTunnel(bridge string, pc PortConfig) (port.Port, error) {
 	return p, nil
 }
 
-// underlay returns the underlay on the interface route leaves by, opening
-// it if no tunnel has it open.
-func (d *Daemon) underlay(bridge string, route tunnel.Route) (*underlayUse, error) {
-	if use, ok := d.underlays[route.Ifname]; ok {
-		if use.bridge != bridge {
-			return nil, fmt.Errorf("the route to the remote leaves by %s, whose tunnels belong to bridge %s: the tunnels over one interface belong to one bridge",
-				route.Ifname, use.bridge)
+// underlayBridge is the bridge whose tunnels are over the underlay on
+// iface, if one is open there.
+func (d *Daemon) underlayBridge(iface string) (string, bool) {
+	for name, p := range d.tunnels {
+		if p.Underlay().Name() == iface {
+			bridge, _, _ := d.findPort(name)
+			return bridge, true
 		}
-		return use, nil
 	}
-	if owner, _, ok := d.findPort(route.Ifname); ok {
-		return nil, fmt.Errorf("the route to the remote leaves by %s, a port of bridge %s: a port's interface cannot also carry tunnels", route.Ifname, owner)
-	}
-	p, err := afxdp.Open(afxdp.Config{Interface: route.Ifname, Underlay: true})
-	if err != nil {
-		return nil, fmt.Errorf("tunnel underlay: %w", err)
-	}
-	d.enablePeerGRO(p.Info().Ifindex, "underlay", route.Ifname)
-	use := &underlayUse{u: tunnel.NewUnderlay(p, route.MTU), bridge: bridge}
-	d.underlays[route.Ifname] = use
-	d.log.Info("tunnel underlay opened", "interface", route.Ifname, "bridge", bridge, "xdp", p.Info().XDPMode, "bind", p.Info().BindMode)
-	return use, nil
-}
-
-// releaseUnderlay is a tunnel letting go of the underlay on iface, which
-// closes when the last one does.
-func (d *Daemon) releaseUnderlay(iface string) error {
-	use, ok := d.underlays[iface]
-	if !ok {
-		return nil
-	}
-	if use.tunnels--; use.tunnels > 0 {
-		return nil
-	}
-	delete(d.underlays, iface)
-	d.log.Info("tunnel underlay closed", "interface", iface)
-	return use.u.Close()
+	return "", false
 }
 
 // refreshTunnels resolves every tunnel's way to its remote again after
@@ -265,24 +239,21 @@ func (d *Daemon) tunnelsWaiting() bool {
 
 // closeUnderlayTunnels takes down every tunnel over the underlay on iface,
 // which vanished: they come up again when a route to their remote does.
-// It runs under the verb lock.
+// The last to close closes the underlay. It runs under the verb lock.
 func (d *Daemon) closeUnderlayTunnels(iface string) {
-	use, ok := d.underlays[iface]
-	if !ok {
-		return
-	}
-	b := d.bridges[use.bridge]
+	u := d.underlays.On(iface)
 	for name, p := range d.tunnels {
-		if p.Underlay() != use.u {
+		if p.Underlay() != u {
 			continue
 		}
-		if err := d.closeKeepingCounters(b, name); err != nil {
+		bridge, _, _ := d.findPort(name)
+		if err := d.closeKeepingCounters(d.bridges[bridge], name); err != nil {
 			d.log.Error("closing a tunnel whose underlay vanished", "port", name, "err", err)
 		}
 		delete(d.tunnels, name)
 		delete(d.opened, name)
 		d.down[name] = fmt.Errorf("its underlay %s vanished", iface)
-		d.log.Warn("tunnel port down: its underlay vanished", "bridge", use.bridge, "port", name, "underlay", iface)
+		d.log.Warn("tunnel port down: its underlay vanished", "bridge", bridge, "port", name, "underlay", iface)
 	}
 }
 

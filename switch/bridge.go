@@ -123,11 +123,10 @@ type bridgePort struct {
 
 	// tunnel is the port as a tunnel, nil for any other; underlaySlot is
 	// where its underlay is. underlay is set instead on the hidden port of
-	// an underlay, and tunnels counts the tunnels over it (tunnel.go).
+	// an underlay (tunnel.go).
 	tunnel       port.Tunnel
 	underlaySlot uint16
 	underlay     port.Underlay
-	tunnels      int
 }
 
 // portCounters are written by the forwarder once per batch and read by
