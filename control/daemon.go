@@ -590,38 +590,68 @@ func (d *Daemon) show(only string) ([]BridgeStatus, error) {
 			CPUs: d.bridgeOpts.CPUs, BusyPoll: d.bridgeOpts.BusyPoll,
 			BusySec: busy.Seconds(), IdleSec: idle.Seconds(),
 		}
-		live := map[string]vswitch.PortStatus{}
-		for _, ps := range b.Ports() {
-			live[ps.Name] = ps
-		}
 		st, _ := d.rstpStatus(bc.Name)
 		stp := portStates(st)
-		for _, pc := range bc.Ports {
-			ps := PortStatus{PortConfig: pc, OFPort: pc.OFPort}
-			counted := d.carried[pc.Name]
-			if l, ok := live[pc.Name]; ok {
-				ps.Info, ps.FastPath, ps.Tunnel = l.Info, l.FastPath, d.tunnelStatus(pc.Name)
+		for _, cp := range d.configuredPorts(b, &bc) {
+			ps := PortStatus{PortConfig: cp.PortConfig, OFPort: cp.OFPort, Stats: portStats(cp.counts)}
+			if cp.open {
+				ps.Info, ps.FastPath, ps.Tunnel = cp.status.Info, cp.status.FastPath, d.tunnelStatus(cp.Name)
 				if ps.Tunnel == nil {
-					ps.Warning = afxdp.MTUProblem(l.Info)
+					ps.Warning = afxdp.MTUProblem(cp.status.Info)
 				}
-				if d.opened[pc.Name].AdminDown {
-					ps.Error = errAdminDown.Error()
-				}
-				counted = counted.Plus(l.Stats)
-				if p, ok := stp[pc.Name]; ok {
+				if p, ok := stp[cp.Name]; ok {
 					ps.RSTP = &p
 				}
-			} else if err := d.down[pc.Name]; err != nil {
-				ps.Error = err.Error()
 			}
-			ps.Stats = portStats(counted)
+			if cp.down != nil {
+				ps.Error = cp.down.Error()
+			}
 			bs.Ports = append(bs.Ports, ps)
 		}
-		slices.SortFunc(bs.Ports, func(a, b PortStatus) int { return int(a.OFPort) - int(b.OFPort) })
 		out = append(out, bs)
 	}
 	slices.SortFunc(out, func(a, b BridgeStatus) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
+}
+
+// configuredPort is one of a bridge's configured ports with what the
+// daemon knows of it now.
+type configuredPort struct {
+	PortConfig
+	open   bool               // the bridge has it
+	status vswitch.PortStatus // what the bridge says of it, when open
+	// down says why the port carries nothing: it is not open, or its
+	// interface is administratively down; nil when it forwards.
+	down error
+	// counts are what the port counted, while it is open and before its
+	// interface (or underlay) last went away.
+	counts vswitch.PortStats
+}
+
+// configuredPorts are bc's ports, the ports of the bridge b, in OpenFlow
+// port order.
+func (d *Daemon) configuredPorts(b *vswitch.Bridge, bc *BridgeConfig) []configuredPort {
+	live := map[string]vswitch.PortStatus{}
+	for _, ps := range b.Ports() {
+		live[ps.Name] = ps
+	}
+	out := make([]configuredPort, 0, len(bc.Ports))
+	for _, pc := range bc.Ports {
+		cp := configuredPort{PortConfig: pc, counts: d.carried[pc.Name]}
+		cp.status, cp.open = live[pc.Name]
+		switch {
+		case !cp.open:
+			cp.down = d.down[pc.Name]
+		case d.opened[pc.Name].AdminDown:
+			cp.down = errAdminDown
+		}
+		if cp.open {
+			cp.counts = cp.counts.Plus(cp.status.Stats)
+		}
+		out = append(out, cp)
+	}
+	slices.SortFunc(out, func(a, b configuredPort) int { return int(a.OFPort) - int(b.OFPort) })
+	return out
 }
 
 // portStats are a port's counters as the protocol gives them.

@@ -342,3 +342,42 @@ func TestFlowsRemovedNotifications(t *testing.T) {
 	}
 	d.Close()
 }
+
+// PortStats, which the agent's PORT_STATS reads, and Metrics give every
+// configured port in OpenFlow port order, the ports that are down
+// included, with the counters show gives.
+func TestPortStatsAndMetricsListEveryConfiguredPort(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "conf.json")
+	conf := `{"bridges":[{"name":"br0","ports":[{"name":"xsnone-b","ofport":3},{"name":"xsnone-a","ofport":1}],"flows":[]}]}`
+	if err := os.WriteFile(db, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d := newTestDaemon(t, db)
+	shown := mustHandle(t, d, Request{Verb: VerbShow, Bridge: "br0"}).Bridges[0].Ports
+	stats, err := d.PortStats("br0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics := d.Metrics()[0].Ports
+	if len(shown) != 2 || len(stats) != 2 || len(metrics) != 2 {
+		t.Fatalf("show lists %d ports, PortStats %d, Metrics %d; want the 2 configured", len(shown), len(stats), len(metrics))
+	}
+	for i, want := range []struct {
+		name   string
+		ofport uint16
+	}{{"xsnone-a", 1}, {"xsnone-b", 3}} {
+		s, m, p := stats[i], metrics[i], shown[i]
+		if s.Name != want.name || s.OFPort != want.ofport || m.Name != want.name || p.Name != want.name {
+			t.Errorf("port %d: PortStats %s (%d), Metrics %s, show %s; want %s (%d)", i, s.Name, s.OFPort, m.Name, p.Name, want.name, want.ofport)
+		}
+		if p.Error == "" || m.Up {
+			t.Errorf("port %s: show's error %q, Metrics' up %v; want it down", want.name, p.Error, m.Up)
+		}
+		if portStats(s.Stats).RxPackets != p.Stats.RxPackets || s.Stats != m.Stats {
+			t.Errorf("port %s: counters differ between PortStats, Metrics and show", want.name)
+		}
+	}
+	if _, err := d.PortStats("nobr"); err == nil || !strings.Contains(err.Error(), `no bridge "nobr"`) {
+		t.Errorf("PortStats of a bridge that does not exist: %v", err)
+	}
+}
