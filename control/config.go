@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/xswitch/xswitch/control/api"
 	"github.com/xswitch/xswitch/flow"
 	"github.com/xswitch/xswitch/internal/ifname"
 	"github.com/xswitch/xswitch/port/afxdp"
@@ -31,8 +32,8 @@ type Config struct {
 
 // BridgeConfig is one bridge, its ports and its flow table.
 type BridgeConfig struct {
-	Name  string       `json:"name"`
-	Ports []PortConfig `json:"ports"`
+	Name  string           `json:"name"`
+	Ports []api.PortConfig `json:"ports"`
 	// Flows are the bridge's rules in ovs-ofctl syntax, highest priority
 	// first; a bridge without rules has an empty list. A configuration
 	// written before flow tables has none at all: the bridge then gets the
@@ -73,58 +74,8 @@ type InstallTime struct {
 	Count int       `json:"count"`
 }
 
-// PortConfig is one port as the user asked for it.
-type PortConfig struct {
-	Name   string `json:"name"`
-	OFPort uint16 `json:"ofport,omitempty"`
-	Mode   string `json:"mode,omitempty"`
-	Queues int    `json:"queues,omitempty"`
-	// Netns, Peer and Address describe a veth pair that xswitch created and
-	// so owns: it recreates the pair after a reboot and deletes it with the
-	// port. A port without Netns is an existing interface it only attaches.
-	Netns   string `json:"netns,omitempty"`
-	Peer    string `json:"peer,omitempty"`
-	Address string `json:"address,omitempty"`
-	// Tag, Trunks and VLANMode are the port's VLAN configuration, as OVS's
-	// columns of the same names (see vswitch.VLANConfig); none of them is a
-	// trunk of every VLAN.
-	Tag      uint16   `json:"tag,omitempty"`
-	Trunks   []uint16 `json:"trunks,omitempty"`
-	VLANMode string   `json:"vlan_mode,omitempty"`
-	// Type is a device xswitch creates and owns besides a --netns veth
-	// pair: PortTypeTap or PortTypeInternal; or a tunnel, which has no
-	// device: PortTypeVXLAN or PortTypeGeneve; "" for the other ports.
-	Type string `json:"type,omitempty"`
-	// Owner is the user ID that may open a tap without CAP_NET_ADMIN; 0
-	// sets none, since root needs none.
-	Owner int `json:"owner,omitempty"`
-	// Device is the interface the AF_XDP socket opens when it is not Name:
-	// the switch end of an internal port's veth pair, whose peer is Name.
-	Device string `json:"device,omitempty"`
-	// OtherConfig is OVS's Port column of that name, as the set verb
-	// writes it (columns.go); like a bridge's, it is only ever replaced.
-	OtherConfig map[string]string `json:"other_config,omitempty"`
-	// MTU is the MTU of the interfaces add-port creates (both ends of a
-	// veth pair, a tap); 0 leaves the kernel's default (see mtu.go).
-	MTU int `json:"mtu,omitempty"`
-	// RemoteIP, LocalIP, Key and DstPort describe a tunnel port
-	// (PortTypeVXLAN, PortTypeGeneve), as OVS's options of those names:
-	// the remote endpoint; the local one ("": the route's source
-	// address); the VNI, or KeyFlow ("": 0); the UDP port (0: the type's).
-	RemoteIP string `json:"remote_ip,omitempty"`
-	LocalIP  string `json:"local_ip,omitempty"`
-	Key      string `json:"key,omitempty"`
-	DstPort  uint16 `json:"dst_port,omitempty"`
-}
-
-// Port types that xswitch creates the device of.
-const (
-	PortTypeTap      = "tap"      // a persistent tap device, for a VM monitor to open
-	PortTypeInternal = "internal" // the host's (or --netns's) own interface on the bridge
-)
-
-// device is the interface the port's AF_XDP socket is bound to.
-func (pc PortConfig) device() string {
+// deviceOf is the interface the port's AF_XDP socket is bound to.
+func deviceOf(pc api.PortConfig) string {
 	if pc.Device != "" {
 		return pc.Device
 	}
@@ -147,7 +98,7 @@ func (c *Config) clone() *Config {
 	for i, b := range c.Bridges {
 		out.Bridges[i] = BridgeConfig{
 			Name:        b.Name,
-			Ports:       append([]PortConfig(nil), b.Ports...),
+			Ports:       append([]api.PortConfig(nil), b.Ports...),
 			Flows:       b.Flows,     // never modified in place, only replaced
 			Installed:   b.Installed, // likewise
 			Released:    append([]ReleasedPort(nil), b.Released...),
@@ -184,12 +135,12 @@ func (c *Config) validate() error {
 		}
 		ofports := map[uint16]string{}
 		for _, pc := range bc.Ports {
-			if err := pc.validate(bc.Name); err != nil {
+			if err := validatePort(pc, bc.Name); err != nil {
 				return fmt.Errorf("bridge %s: %w", bc.Name, err)
 			}
 			names := []string{pc.Name}
-			if pc.device() != pc.Name {
-				names = append(names, pc.device())
+			if deviceOf(pc) != pc.Name {
+				names = append(names, deviceOf(pc))
 			}
 			for _, name := range names {
 				if owner, ok := owners[name]; ok {
@@ -223,7 +174,7 @@ func (c *Config) validate() error {
 
 // validate checks one saved port of bridge as add-port checks its
 // arguments.
-func (pc PortConfig) validate(bridge string) error {
+func validatePort(pc api.PortConfig, bridge string) error {
 	if err := ifname.Validate("port", pc.Name); err != nil {
 		return err
 	}
@@ -239,7 +190,7 @@ func (pc PortConfig) validate(bridge string) error {
 	if _, err := afxdp.ParseMode(pc.Mode); err != nil {
 		return fmt.Errorf("port %q: %w", pc.Name, err)
 	}
-	if _, err := pc.portOptions(); err != nil {
+	if _, err := portOptions(pc); err != nil {
 		return err
 	}
 	completed := pc

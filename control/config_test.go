@@ -8,13 +8,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/xswitch/xswitch/control/api"
 )
 
 func TestConfigRoundTrip(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "sub", "conf.json")
 	want := &Config{Bridges: []BridgeConfig{{
 		Name: "br0",
-		Ports: []PortConfig{
+		Ports: []api.PortConfig{
 			{Name: "p1", OFPort: 1, Netns: "ns1", Peer: "eth0", Address: "10.0.0.1/24", MTU: 9000},
 			{Name: "eth9", OFPort: 7, Mode: "generic", Queues: 2, VLANMode: "native-untagged", Tag: 10, Trunks: []uint16{20, 30}},
 		},
@@ -70,10 +72,10 @@ func TestCorruptConfigIsRefusedAndKept(t *testing.T) {
 }
 
 func TestCloneIsDeep(t *testing.T) {
-	c := &Config{Bridges: []BridgeConfig{{Name: "br0", Ports: []PortConfig{{Name: "p1"}}}}}
+	c := &Config{Bridges: []BridgeConfig{{Name: "br0", Ports: []api.PortConfig{{Name: "p1"}}}}}
 	d := c.clone()
 	d.Bridges[0].Ports[0].Name = "changed"
-	d.Bridges[0].Ports = append(d.Bridges[0].Ports, PortConfig{Name: "p2"})
+	d.Bridges[0].Ports = append(d.Bridges[0].Ports, api.PortConfig{Name: "p2"})
 	if c.Bridges[0].Ports[0].Name != "p1" || len(c.Bridges[0].Ports) != 1 {
 		t.Fatal("changing a clone changed the original")
 	}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 
+	"github.com/xswitch/xswitch/control/api"
 	"github.com/xswitch/xswitch/flow"
 )
 
@@ -291,14 +292,6 @@ func (c *Config) assignDatapathIDs() bool {
 	return assigned
 }
 
-// ControllerStatus is one of a bridge's targets with what the OpenFlow
-// agent last said of it.
-type ControllerStatus struct {
-	Target    string `json:"target"`
-	Connected bool   `json:"is_connected"`
-	Role      string `json:"role,omitempty"` // the controller's role, as the agent names it
-}
-
 // controllerEvent is one call an OnControllers function is owed.
 type controllerEvent struct {
 	bridge   string
@@ -412,13 +405,13 @@ func (d *Daemon) controllersChanged(before *Config) {
 func (d *Daemon) syncControllerStatus() {
 	d.statusMu.Lock()
 	defer d.statusMu.Unlock()
-	next := make(map[string]map[string]ControllerStatus, len(d.cfg.Bridges))
+	next := make(map[string]map[string]api.ControllerStatus, len(d.cfg.Bridges))
 	for _, bc := range d.cfg.Bridges {
-		m := make(map[string]ControllerStatus, len(bc.Controllers))
+		m := make(map[string]api.ControllerStatus, len(bc.Controllers))
 		for _, t := range bc.Controllers {
 			st, ok := d.controllerStatus[bc.Name][t]
 			if !ok {
-				st = ControllerStatus{Target: t}
+				st = api.ControllerStatus{Target: t}
 			}
 			m[t] = st
 		}
@@ -438,15 +431,15 @@ func (d *Daemon) SetControllerStatus(bridge, target string, connected bool, role
 	d.statusMu.Lock()
 	defer d.statusMu.Unlock()
 	if _, ok := d.controllerStatus[bridge][target]; ok {
-		d.controllerStatus[bridge][target] = ControllerStatus{Target: target, Connected: connected, Role: role}
+		d.controllerStatus[bridge][target] = api.ControllerStatus{Target: target, Connected: connected, Role: role}
 	}
 }
 
 // controllerStatusOf is bc's targets with their status, in bc's order.
-func (d *Daemon) controllerStatusOf(bc *BridgeConfig) []ControllerStatus {
+func (d *Daemon) controllerStatusOf(bc *BridgeConfig) []api.ControllerStatus {
 	d.statusMu.Lock()
 	defer d.statusMu.Unlock()
-	out := make([]ControllerStatus, 0, len(bc.Controllers))
+	out := make([]api.ControllerStatus, 0, len(bc.Controllers))
 	for _, t := range bc.Controllers {
 		out = append(out, d.controllerStatus[bc.Name][t])
 	}

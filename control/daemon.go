@@ -1,3 +1,10 @@
+// Package control is xswitch's daemon: it owns the bridges, opens their
+// ports and tunnels, follows the kernel's links and routes, and applies
+// the configuration the verbs change, each verb saved before it returns.
+// It implements the protocol of package api (Daemon.Handle) and offers
+// typed calls to what runs in its process: the OpenFlow agent (flow
+// edits, ports and their counters, controller settings) and the metrics
+// endpoint. Clients never import it: they speak package api.
 package control
 
 import (
@@ -16,6 +23,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 
+	"github.com/xswitch/xswitch/control/api"
 	"github.com/xswitch/xswitch/flow"
 	"github.com/xswitch/xswitch/internal/ifname"
 	"github.com/xswitch/xswitch/port"
@@ -23,6 +31,10 @@ import (
 	"github.com/xswitch/xswitch/port/veth"
 	"github.com/xswitch/xswitch/tunnel"
 )
+
+// DefaultDB is where the daemon keeps its configuration unless told
+// otherwise.
+const DefaultDB = "/var/lib/xswitch/conf.json"
 
 // Options configure a daemon.
 type Options struct {
@@ -60,7 +72,7 @@ type Daemon struct {
 	// target, by bridge and target; its own lock, so that the agent never
 	// waits for a verb.
 	statusMu         sync.Mutex
-	controllerStatus map[string]map[string]ControllerStatus
+	controllerStatus map[string]map[string]api.ControllerStatus
 
 	stop         chan struct{} // closed by Close: ends the goroutines below
 	expiryDone   chan struct{}
@@ -148,7 +160,7 @@ func NewDaemon(opts Options) (*Daemon, error) {
 
 // restorePort re-attaches a configured port, recreating its veth pair or
 // tap if xswitch made it and it is gone (after a reboot, say).
-func (d *Daemon) restorePort(b *vswitch.Bridge, pc PortConfig) error {
+func (d *Daemon) restorePort(b *vswitch.Bridge, pc api.PortConfig) error {
 	if missingOwnedDevice(pc) {
 		if err := createOwnedDevice(pc); err != nil {
 			return err
@@ -158,7 +170,7 @@ func (d *Daemon) restorePort(b *vswitch.Bridge, pc PortConfig) error {
 }
 
 // attach opens a configured port and adds it to b.
-func (d *Daemon) attach(b *vswitch.Bridge, pc PortConfig) error {
+func (d *Daemon) attach(b *vswitch.Bridge, pc api.PortConfig) error {
 	var p port.Port
 	var err error
 	if pc.IsTunnel() {
@@ -190,12 +202,12 @@ type openedPort struct {
 
 // openPort opens a configured port and logs where "auto" had to fall back:
 // an operator who expected zero-copy on a NIC wants to know.
-func (d *Daemon) openPort(pc PortConfig) (port.Port, error) {
+func (d *Daemon) openPort(pc api.PortConfig) (port.Port, error) {
 	mode, err := afxdp.ParseMode(pc.Mode)
 	if err != nil {
 		return nil, err
 	}
-	p, err := afxdp.Open(afxdp.Config{Interface: pc.device(), Queues: pc.Queues, Mode: mode})
+	p, err := afxdp.Open(afxdp.Config{Interface: deviceOf(pc), Queues: pc.Queues, Mode: mode})
 	if err != nil {
 		return nil, err
 	}
@@ -211,7 +223,7 @@ func (d *Daemon) openPort(pc PortConfig) (port.Port, error) {
 			d.log.Warn("port cannot carry its interface's MTU", "port", pc.Name, "why", warning)
 		}
 	}
-	if pc.device() != pc.Name {
+	if deviceOf(pc) != pc.Name {
 		return renamedPort{Port: p, name: pc.Name}, nil
 	}
 	return p, nil
@@ -271,90 +283,90 @@ func (d *Daemon) Close() error {
 }
 
 // Handle runs one request.
-func (d *Daemon) Handle(req Request) Response {
+func (d *Daemon) Handle(req api.Request) api.Response {
 	var err error
-	var resp Response
+	var resp api.Response
 	switch req.Verb {
-	case VerbDumpFlows:
+	case api.VerbDumpFlows:
 		// A big table takes long to format: do it outside the verb lock,
 		// from the immutable version current when the request came.
 		resp.Flows, err = d.dumpFlows(req.Bridge, req.Match)
-	case VerbStatus:
+	case api.VerbStatus:
 		// A daemon serves only once restored: answering is the news, and
 		// must not wait for other verbs.
-		resp.Status = &DaemonStatus{PID: os.Getpid(), DB: d.dbPath}
+		resp.Status = &api.DaemonStatus{PID: os.Getpid(), DB: d.dbPath}
 	default:
 		d.mu.Lock()
 		resp, err = d.handleLocked(req)
 		d.unlock()
 	}
 	if err != nil {
-		return Response{Error: err.Error()}
+		return api.Response{Error: err.Error()}
 	}
 	return resp
 }
 
 // handleLocked runs a verb under the verb lock.
-func (d *Daemon) handleLocked(req Request) (Response, error) {
+func (d *Daemon) handleLocked(req api.Request) (api.Response, error) {
 	var err error
-	var resp Response
+	var resp api.Response
 	before := d.cfg
 	switch req.Verb {
-	case VerbAddBridge:
+	case api.VerbAddBridge:
 		err = d.addBridge(req.Bridge)
-	case VerbDelBridge:
+	case api.VerbDelBridge:
 		err = d.delBridge(req.Bridge)
-	case VerbAddPort:
+	case api.VerbAddPort:
 		if req.AddPort == nil {
 			err = errors.New("add-port without a port")
 			break
 		}
 		err = d.addPort(req.Bridge, *req.AddPort)
-	case VerbDelPort:
+	case api.VerbDelPort:
 		err = d.delPort(req.Bridge, req.Port)
-	case VerbShow:
+	case api.VerbShow:
 		resp.Bridges, err = d.show(req.Bridge)
-	case VerbFDB:
+	case api.VerbFDB:
 		resp.FDB, err = d.fdb(req.Bridge)
-	case VerbDumpTables:
+	case api.VerbDumpTables:
 		resp.Tables, err = d.dumpTables(req.Bridge)
-	case VerbDumpFast:
+	case api.VerbDumpFast:
 		resp.FastPath, err = d.dumpFastPath(req.Bridge)
-	case VerbAddFlows:
+	case api.VerbAddFlows:
 		err = d.addFlows(req.Bridge, req.Flows, req.FlowLines)
-	case VerbModFlows:
+	case api.VerbModFlows:
 		resp.Changed, err = d.modFlows(req.Bridge, req.Flows, req.Strict)
-	case VerbDelFlows:
+	case api.VerbDelFlows:
 		resp.Changed, err = d.delFlows(req.Bridge, req.Match, req.Strict)
-	case VerbTrace:
+	case api.VerbTrace:
 		resp.Trace, err = d.trace(req.Bridge, req.Match)
-	case VerbSet:
+	case api.VerbSet:
 		err = d.setColumns(req.Table, req.Record, req.Columns)
-	case VerbGet:
+	case api.VerbGet:
 		resp.Values, err = d.getColumns(req.Table, req.Record, req.Columns)
-	case VerbAdd:
+	case api.VerbAdd:
 		err = d.addValues(req.Table, req.Record, req.Columns)
-	case VerbRemove:
+	case api.VerbRemove:
 		err = d.removeValues(req.Table, req.Record, req.Columns)
-	case VerbClear:
+	case api.VerbClear:
 		err = d.clearColumns(req.Table, req.Record, req.Columns)
-	case VerbRSTPShow:
+	case api.VerbRSTPShow:
 		resp.RSTP, err = d.rstpShow(req.Bridge)
-	case VerbSetController:
+	case api.VerbSetController:
 		if len(req.Targets) == 0 {
 			err = errors.New("set-controller needs at least one target (del-controller removes them)")
 			break
 		}
 		err = d.setControllers(req.Bridge, req.Targets)
-	case VerbDelController:
+	case api.VerbDelController:
 		err = d.setControllers(req.Bridge, nil)
-	case VerbSetFailMode:
+	case api.VerbSetFailMode:
 		if req.FailMode == "" {
 			err = errors.New("set-fail-mode needs a fail mode (del-fail-mode removes it)")
 			break
 		}
 		err = d.setFailMode(req.Bridge, req.FailMode)
-	case VerbDelFailMode:
+	case api.VerbDelFailMode:
 		err = d.setFailMode(req.Bridge, "")
 	default:
 		err = fmt.Errorf("unknown verb %q", req.Verb)
@@ -422,7 +434,7 @@ func (d *Daemon) addBridge(name string) error {
 	if _, ok := d.bridges[name]; ok {
 		return fmt.Errorf("bridge %q already exists", name)
 	}
-	bc := BridgeConfig{Name: name, Ports: []PortConfig{}}
+	bc := BridgeConfig{Name: name, Ports: []api.PortConfig{}}
 	bc.DatapathID = formatDatapathID(newDatapathID(&bc))
 	now := time.Now()
 	rules, err := parseRules(&bc, defaultFlows)
@@ -474,7 +486,7 @@ func (d *Daemon) delBridge(name string) error {
 	return nil
 }
 
-func (d *Daemon) addPort(bridge string, pc PortConfig) (err error) {
+func (d *Daemon) addPort(bridge string, pc api.PortConfig) (err error) {
 	b, err := d.bridge(bridge)
 	if err != nil {
 		return err
@@ -493,7 +505,7 @@ func (d *Daemon) addPort(bridge string, pc PortConfig) (err error) {
 	if _, err := afxdp.ParseMode(pc.Mode); err != nil {
 		return err
 	}
-	if _, err := pc.portOptions(); err != nil {
+	if _, err := portOptions(pc); err != nil {
 		return err
 	}
 	if err := completePortType(&pc); err != nil {
@@ -502,13 +514,13 @@ func (d *Daemon) addPort(bridge string, pc PortConfig) (err error) {
 	if err := checkMTURequest(pc); err != nil {
 		return err
 	}
-	if owner, _, ok := d.findPort(pc.device()); ok {
-		return fmt.Errorf("interface %q is already a port of bridge %s", pc.device(), owner)
+	if owner, _, ok := d.findPort(deviceOf(pc)); ok {
+		return fmt.Errorf("interface %q is already a port of bridge %s", deviceOf(pc), owner)
 	}
-	if owner, ok := d.underlayBridge(pc.device()); ok && !pc.IsTunnel() {
-		return fmt.Errorf("interface %q carries the tunnels of bridge %s (it is their underlay) and cannot also be a port", pc.device(), owner)
+	if owner, ok := d.underlayBridge(deviceOf(pc)); ok && !pc.IsTunnel() {
+		return fmt.Errorf("interface %q carries the tunnels of bridge %s (it is their underlay) and cannot also be a port", deviceOf(pc), owner)
 	}
-	if pc.ownsDevice() {
+	if ownsDevice(pc) {
 		if err := createOwnedDevice(pc); err != nil {
 			return err
 		}
@@ -539,7 +551,7 @@ func (d *Daemon) delPort(bridge, name string) error {
 	}
 	next := d.cfg.clone()
 	bc := next.bridge(bridge)
-	i := slices.IndexFunc(bc.Ports, func(pc PortConfig) bool { return pc.Name == name })
+	i := slices.IndexFunc(bc.Ports, func(pc api.PortConfig) bool { return pc.Name == name })
 	if i < 0 {
 		return fmt.Errorf("no port %q on bridge %s", name, bridge)
 	}
@@ -563,22 +575,22 @@ func (d *Daemon) delPort(bridge, name string) error {
 }
 
 // show describes every bridge, or only the named one.
-func (d *Daemon) show(only string) ([]BridgeStatus, error) {
+func (d *Daemon) show(only string) ([]api.BridgeStatus, error) {
 	if only != "" {
 		if _, err := d.bridge(only); err != nil {
 			return nil, err
 		}
 	}
-	out := []BridgeStatus{}
+	out := []api.BridgeStatus{}
 	for _, bc := range d.cfg.Bridges {
 		if only != "" && bc.Name != only {
 			continue
 		}
 		b := d.bridges[bc.Name]
 		b.SyncFastPath() // so that the counters include what the kernel carried
-		bs := BridgeStatus{Name: bc.Name, Ports: []PortStatus{}, Flows: b.Flows().Len()}
+		bs := api.BridgeStatus{Name: bc.Name, Ports: []api.PortStatus{}, Flows: b.Flows().Len()}
 		if st, ok := b.FastPathStats(); ok {
-			bs.FastPath = &FastPathStatus{Hits: st.Hits, Installs: st.Installs, InstallFailures: st.InstallFailures,
+			bs.FastPath = &api.FastPathStatus{Hits: st.Hits, Installs: st.Installs, InstallFailures: st.InstallFailures,
 				Evictions: st.Evictions, Entries: st.Entries}
 		}
 		settings, _ := bc.controllerSettings() // validated
@@ -586,16 +598,16 @@ func (d *Daemon) show(only string) ([]BridgeStatus, error) {
 		bs.CacheHits, bs.CacheMisses, bs.CacheStale = b.CacheStats()
 		bs.Drops = b.PipelineDrops().ByReason()
 		busy, idle := b.ForwarderTime()
-		bs.Forwarder = ForwarderStatus{
+		bs.Forwarder = api.ForwarderStatus{
 			CPUs: d.bridgeOpts.CPUs, BusyPoll: d.bridgeOpts.BusyPoll,
 			BusySec: busy.Seconds(), IdleSec: idle.Seconds(),
 		}
 		st, _ := d.rstpStatus(bc.Name)
 		stp := portStates(st)
 		for _, cp := range d.configuredPorts(b, &bc) {
-			ps := PortStatus{PortConfig: cp.PortConfig, OFPort: cp.OFPort, Stats: portStats(cp.counts)}
+			ps := api.PortStatus{PortConfig: cp.PortConfig, OFPort: cp.OFPort, Stats: portStats(cp.counts)}
 			if cp.open {
-				ps.Info, ps.FastPath, ps.Tunnel = cp.status.Info, cp.status.FastPath, d.tunnelStatus(cp.Name)
+				ps.Info, ps.FastPath, ps.Tunnel = portInfo(cp.status.Info), cp.status.FastPath, d.tunnelStatus(cp.Name)
 				if ps.Tunnel == nil {
 					ps.Warning = afxdp.MTUProblem(cp.status.Info)
 				}
@@ -610,14 +622,14 @@ func (d *Daemon) show(only string) ([]BridgeStatus, error) {
 		}
 		out = append(out, bs)
 	}
-	slices.SortFunc(out, func(a, b BridgeStatus) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b api.BridgeStatus) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
 }
 
 // configuredPort is one of a bridge's configured ports with what the
 // daemon knows of it now.
 type configuredPort struct {
-	PortConfig
+	api.PortConfig
 	open   bool               // the bridge has it
 	status vswitch.PortStatus // what the bridge says of it, when open
 	// down says why the port carries nothing: it is not open, or its
@@ -655,40 +667,57 @@ func (d *Daemon) configuredPorts(b *vswitch.Bridge, bc *BridgeConfig) []configur
 }
 
 // portStats are a port's counters as the protocol gives them.
-func portStats(s vswitch.PortStats) PortStats {
-	return PortStats{
+func portStats(s vswitch.PortStats) api.PortStats {
+	return api.PortStats{
 		RxPackets: s.RxPackets, RxBytes: s.RxBytes, RxErrors: s.RxErrors,
 		TxPackets: s.TxPackets, TxBytes: s.TxBytes, TxDropped: s.TxDropped,
 		RxVLANDropped: s.RxVLANDropped, RxReservedDropped: s.RxReservedDropped,
 		RxStormDropped: s.RxStormDropped, RxSTPDropped: s.RxSTPDropped,
 		RxSplitHorizonDropped: s.RxSplitHorizonDropped,
 		PipelineDropped:       s.PipelineDropped.ByReason(),
-		Kernel:                s.Port,
+		Kernel:                kernelStats(s.Port),
 		FastPathTxDropped:     s.FastPathTxDropped,
 	}
 }
 
-func (d *Daemon) dumpTables(bridge string) ([]TableStatus, error) {
+// kernelStats are a port's own counters as the protocol gives them.
+func kernelStats(s port.Stats) api.KernelStats {
+	return api.KernelStats{
+		RxDropped: s.RxDropped, RxInvalidDescs: s.RxInvalidDescs, RxRingFull: s.RxRingFull, RxFillRingEmpty: s.RxFillRingEmpty,
+		TxInvalidDescs: s.TxInvalidDescs, TxRingEmpty: s.TxRingEmpty, RxOversize: s.RxOversize,
+		TxRefused: s.TxRefused, TxRefusedBytes: s.TxRefusedBytes,
+	}
+}
+
+// portInfo is how a port was opened, as the protocol gives it.
+func portInfo(i port.Info) api.PortInfo {
+	return api.PortInfo{
+		Kind: i.Kind, XDPMode: i.XDPMode, BindMode: i.BindMode, Queues: i.Queues, Ifindex: i.Ifindex,
+		MultiBuffer: i.MultiBuffer, MaxFrame: i.MaxFrame, MTU: i.MTU,
+	}
+}
+
+func (d *Daemon) dumpTables(bridge string) ([]api.TableStatus, error) {
 	b, err := d.bridge(bridge)
 	if err != nil {
 		return nil, err
 	}
 	b.SyncFastPath()
-	var out []TableStatus
+	var out []api.TableStatus
 	for _, t := range b.TableStats() {
-		out = append(out, TableStatus{Table: t.Table, Active: t.Active, Lookups: t.Lookups, Matched: t.Matched})
+		out = append(out, api.TableStatus{Table: t.Table, Active: t.Active, Lookups: t.Lookups, Matched: t.Matched})
 	}
 	return out, nil
 }
 
-func (d *Daemon) fdb(bridge string) ([]FDBEntry, error) {
+func (d *Daemon) fdb(bridge string) ([]api.FDBEntry, error) {
 	b, err := d.bridge(bridge)
 	if err != nil {
 		return nil, err
 	}
-	out := []FDBEntry{}
+	out := []api.FDBEntry{}
 	for _, e := range b.FDB() {
-		out = append(out, FDBEntry{
+		out = append(out, api.FDBEntry{
 			Port:   e.Port,
 			VLAN:   e.VLAN,
 			MAC:    formatMAC(e.MAC),

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xswitch/xswitch/control/api"
 	"github.com/xswitch/xswitch/flow"
 )
 
@@ -19,7 +20,7 @@ func TestFlowModsAreOneChange(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "conf.json")
 	d := quietDaemon(t, path)
 	defer func() { d.Close() }()
-	d.Handle(Request{Verb: VerbAddBridge, Bridge: "br0"})
+	d.Handle(api.Request{Verb: api.VerbAddBridge, Bridge: "br0"})
 	rule := func(text string) flow.Rule {
 		r, err := flow.ParseRule(text, nil)
 		if err != nil {
@@ -88,12 +89,12 @@ func dumpTexts(t *testing.T, d *Daemon) string {
 func TestLocalNeedsTheBridgesOwnPort(t *testing.T) {
 	d := quietDaemon(t, filepath.Join(t.TempDir(), "conf.json"))
 	defer d.Close()
-	d.Handle(Request{Verb: VerbAddBridge, Bridge: "br0"})
-	resp := d.Handle(Request{Verb: VerbAddFlows, Bridge: "br0", Flows: []string{"in_port=1,actions=LOCAL"}})
+	d.Handle(api.Request{Verb: api.VerbAddBridge, Bridge: "br0"})
+	resp := d.Handle(api.Request{Verb: api.VerbAddFlows, Bridge: "br0", Flows: []string{"in_port=1,actions=LOCAL"}})
 	if want := "reserved port LOCAL is bridge br0's own port, and it has none: add it with add-port br0 br0 --type internal"; resp.Error != want {
 		t.Errorf("LOCAL without the bridge's port: %q, want %q", resp.Error, want)
 	}
-	resp = d.Handle(Request{Verb: VerbModFlows, Bridge: "br0", Flows: []string{"actions=output:LOCAL"}})
+	resp = d.Handle(api.Request{Verb: api.VerbModFlows, Bridge: "br0", Flows: []string{"actions=output:LOCAL"}})
 	if resp.Error == "" {
 		t.Error("mod-flows to LOCAL without the bridge's port was accepted")
 	}
@@ -104,7 +105,7 @@ func TestLocalNeedsTheBridgesOwnPort(t *testing.T) {
 	if _, err := allocOFPort(bc, "br0", 7, time.Now()); err == nil {
 		t.Error("the port named like the bridge took ofport 7")
 	}
-	if err := (PortConfig{Name: "p1", OFPort: flow.LocalPort, Mode: "auto"}).validate("br0"); err == nil {
+	if err := validatePort(api.PortConfig{Name: "p1", OFPort: flow.LocalPort, Mode: "auto"}, "br0"); err == nil {
 		t.Error("a saved port other than the bridge's own with ofport LOCAL passed validation")
 	}
 }
@@ -115,7 +116,7 @@ func TestLocalNeedsTheBridgesOwnPort(t *testing.T) {
 // time.
 func BenchmarkApplyFlowModsOneAdd(b *testing.B) {
 	d := newTestDaemon(b, filepath.Join(b.TempDir(), "conf.json"))
-	if resp := d.Handle(Request{Verb: VerbAddBridge, Bridge: "br0"}); resp.Error != "" {
+	if resp := d.Handle(api.Request{Verb: api.VerbAddBridge, Bridge: "br0"}); resp.Error != "" {
 		b.Fatal(resp.Error)
 	}
 	var rules []flow.Rule

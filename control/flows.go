@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/xswitch/xswitch/control/api"
 	"github.com/xswitch/xswitch/flow"
 	vswitch "github.com/xswitch/xswitch/switch"
 )
@@ -255,7 +256,7 @@ func (d *Daemon) delFlows(bridge, match string, strict bool) (int, error) {
 
 // dumpFlows takes the verb lock only to find the table: the
 // configuration and the table it finds are immutable versions.
-func (d *Daemon) dumpFlows(bridge, match string) ([]FlowStatus, error) {
+func (d *Daemon) dumpFlows(bridge, match string) ([]api.FlowStatus, error) {
 	d.mu.Lock()
 	b, err := d.bridge(bridge)
 	bc := d.cfg.bridge(bridge)
@@ -270,14 +271,14 @@ func (d *Daemon) dumpFlows(bridge, match string) ([]FlowStatus, error) {
 		return nil, err
 	}
 	now := time.Now()
-	out := []FlowStatus{}
+	out := []api.FlowStatus{}
 	for _, e := range table.Select(filter, false) {
 		out = append(out, flowStatus(e, now))
 	}
 	return out, nil
 }
 
-func flowStatus(e *flow.Entry, now time.Time) FlowStatus {
+func flowStatus(e *flow.Entry, now time.Time) api.FlowStatus {
 	packets, bytes, lastUsed := e.Stats()
 	stats := flow.DumpStats{
 		Duration: now.Sub(e.Installed),
@@ -286,7 +287,7 @@ func flowStatus(e *flow.Entry, now time.Time) FlowStatus {
 		IdleAge:  now.Sub(lastUsed),
 		HardAge:  now.Sub(e.Installed),
 	}
-	return FlowStatus{
+	return api.FlowStatus{
 		Text:        flow.FormatDumpLine(e.Rule, stats),
 		Cookie:      e.Cookie,
 		DurationSec: stats.Duration.Seconds(),

@@ -8,6 +8,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	"github.com/xswitch/xswitch/control/api"
 	vswitch "github.com/xswitch/xswitch/switch"
 )
 
@@ -130,7 +131,7 @@ func (d *Daemon) resyncLinks() {
 	defer d.mu.Unlock()
 	for _, bc := range d.cfg.Bridges {
 		for _, pc := range bc.Ports {
-			d.followLink(pc.device(), byName[pc.device()])
+			d.followLink(deviceOf(pc), byName[deviceOf(pc)])
 		}
 	}
 	for _, dev := range d.underlays.Interfaces() {
@@ -151,7 +152,7 @@ func (d *Daemon) followLink(dev string, link *netlink.LinkAttrs) {
 	// Only the interface the socket is on counts: an internal port's name
 	// here may be an unrelated interface, its own being in another
 	// namespace; and a tunnel has none.
-	if !ok || pc.device() != dev || pc.IsTunnel() {
+	if !ok || deviceOf(pc) != dev || pc.IsTunnel() {
 		return
 	}
 	b := d.bridges[bridge]
@@ -180,7 +181,7 @@ func (d *Daemon) followLink(dev string, link *netlink.LinkAttrs) {
 }
 
 // closeVanished closes a port whose interface is gone.
-func (d *Daemon) closeVanished(b *vswitch.Bridge, pc PortConfig) {
+func (d *Daemon) closeVanished(b *vswitch.Bridge, pc api.PortConfig) {
 	if err := d.closeKeepingCounters(b, pc.Name); err != nil {
 		d.log.Error("closing a vanished port", "bridge", b.Name(), "port", pc.Name, "err", err)
 	}
@@ -205,13 +206,13 @@ func (d *Daemon) closeKeepingCounters(b *vswitch.Bridge, name string) error {
 
 // findPort returns the bridge and configuration of the port named name,
 // or whose AF_XDP socket is on the interface name.
-func (d *Daemon) findPort(name string) (string, PortConfig, bool) {
+func (d *Daemon) findPort(name string) (string, api.PortConfig, bool) {
 	for _, bc := range d.cfg.Bridges {
 		for _, pc := range bc.Ports {
-			if pc.Name == name || pc.device() == name {
+			if pc.Name == name || deviceOf(pc) == name {
 				return bc.Name, pc, true
 			}
 		}
 	}
-	return "", PortConfig{}, false
+	return "", api.PortConfig{}, false
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/xswitch/xswitch/control/api"
 	"github.com/xswitch/xswitch/flow"
 	vswitch "github.com/xswitch/xswitch/switch"
 )
@@ -85,7 +86,7 @@ func allocOFPort(bc *BridgeConfig, name string, requested uint16, now time.Time)
 
 // release records that pc's number is free from now, and forgets numbers
 // whose quarantine is over.
-func (bc *BridgeConfig) release(pc PortConfig, now time.Time) {
+func (bc *BridgeConfig) release(pc api.PortConfig, now time.Time) {
 	bc.Released = slices.DeleteFunc(bc.Released, func(r ReleasedPort) bool {
 		return now.Sub(r.Time) >= ofportQuarantine || r.Name == pc.Name || r.OFPort == pc.OFPort
 	})

@@ -3,6 +3,8 @@ package control
 import (
 	"testing"
 	"time"
+
+	"github.com/xswitch/xswitch/control/api"
 )
 
 func TestAllocOFPort(t *testing.T) {
@@ -10,7 +12,7 @@ func TestAllocOFPort(t *testing.T) {
 	recently, anHourAgo := now.Add(-time.Minute), now.Add(-ofportQuarantine)
 	bc := &BridgeConfig{
 		Name:  "br0",
-		Ports: []PortConfig{{Name: "p1", OFPort: 1}, {Name: "down", OFPort: 2}, {Name: "p5", OFPort: 5}},
+		Ports: []api.PortConfig{{Name: "p1", OFPort: 1}, {Name: "down", OFPort: 2}, {Name: "p5", OFPort: 5}},
 		Released: []ReleasedPort{
 			{Name: "gone", OFPort: 3, Time: recently},
 			{Name: "long-gone", OFPort: 4, Time: anHourAgo},
@@ -42,7 +44,7 @@ func TestAllocOFPortWhenAllAreTaken(t *testing.T) {
 	bc := &BridgeConfig{Name: "br0"}
 	for n := uint16(1); n <= 0xff00; n++ {
 		if n%2 == 0 {
-			bc.Ports = append(bc.Ports, PortConfig{Name: "p", OFPort: n})
+			bc.Ports = append(bc.Ports, api.PortConfig{Name: "p", OFPort: n})
 		} else {
 			bc.Released = append(bc.Released, ReleasedPort{Name: "r", OFPort: n, Time: now.Add(-time.Duration(n) * time.Millisecond)})
 		}
@@ -52,7 +54,7 @@ func TestAllocOFPortWhenAllAreTaken(t *testing.T) {
 		t.Errorf("with every number taken or quarantined: %d, %v; want 65279, the oldest released", got, err)
 	}
 	for _, r := range bc.Released {
-		bc.Ports = append(bc.Ports, PortConfig{Name: "q", OFPort: r.OFPort})
+		bc.Ports = append(bc.Ports, api.PortConfig{Name: "q", OFPort: r.OFPort})
 	}
 	if got, err := allocOFPort(bc, "new", 0, now); err == nil {
 		t.Errorf("with every number held: %d, %v; want an error", got, err)
@@ -66,8 +68,8 @@ func TestReleaseKeepsOneEntryPerNameAndNumber(t *testing.T) {
 		{Name: "b", OFPort: 2, Time: now.Add(-time.Minute)},
 		{Name: "c", OFPort: 3, Time: now.Add(-time.Minute)},
 	}}
-	bc.release(PortConfig{Name: "b", OFPort: 7}, now)
-	bc.release(PortConfig{Name: "d", OFPort: 3}, now)
+	bc.release(api.PortConfig{Name: "b", OFPort: 7}, now)
+	bc.release(api.PortConfig{Name: "d", OFPort: 3}, now)
 	want := []ReleasedPort{{Name: "b", OFPort: 7, Time: now}, {Name: "d", OFPort: 3, Time: now}}
 	if len(bc.Released) != 2 || bc.Released[0] != want[0] || bc.Released[1] != want[1] {
 		t.Errorf("released %+v, want %+v", bc.Released, want)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xswitch/xswitch/control/api"
 	"github.com/xswitch/xswitch/flow"
 )
 
@@ -40,11 +41,11 @@ func mustFilter(t *testing.T, text string) flow.Filter {
 func TestCheckOverlap(t *testing.T) {
 	d := quietDaemon(t, filepath.Join(t.TempDir(), "conf.json"))
 	defer d.Close()
-	d.Handle(Request{Verb: VerbAddBridge, Bridge: "br0"})
-	if resp := d.Handle(Request{Verb: VerbAddFlows, Bridge: "br0", Flows: []string{"priority=5,ip,nw_dst=10.0.0.0/8,actions=drop"}}); resp.Error != "" {
+	d.Handle(api.Request{Verb: api.VerbAddBridge, Bridge: "br0"})
+	if resp := d.Handle(api.Request{Verb: api.VerbAddFlows, Bridge: "br0", Flows: []string{"priority=5,ip,nw_dst=10.0.0.0/8,actions=drop"}}); resp.Error != "" {
 		t.Fatal(resp.Error)
 	}
-	resp := d.Handle(Request{Verb: VerbAddFlows, Bridge: "br0", Flows: []string{"check_overlap,priority=5,tcp,nw_dst=10.1.0.0/16,actions=drop"}})
+	resp := d.Handle(api.Request{Verb: api.VerbAddFlows, Bridge: "br0", Flows: []string{"check_overlap,priority=5,tcp,nw_dst=10.1.0.0/16,actions=drop"}})
 	if want := "a rule of the same priority in its table overlaps it"; !strings.Contains(resp.Error, want) {
 		t.Errorf("add-flow check_overlap of an overlapping rule: error %q, want one saying %q", resp.Error, want)
 	}
@@ -54,7 +55,7 @@ func TestCheckOverlap(t *testing.T) {
 		"check_overlap,table=1,priority=5,ip,nw_dst=10.0.0.0/8,actions=drop", // another table
 		"priority=5,ip,nw_dst=10.1.0.0/16,actions=drop",                      // no check
 	} {
-		if resp := d.Handle(Request{Verb: VerbAddFlows, Bridge: "br0", Flows: []string{ok}}); resp.Error != "" {
+		if resp := d.Handle(api.Request{Verb: api.VerbAddFlows, Bridge: "br0", Flows: []string{ok}}); resp.Error != "" {
 			t.Errorf("add-flow %s: %s", ok, resp.Error)
 		}
 	}
@@ -80,8 +81,8 @@ func TestCheckOverlap(t *testing.T) {
 func TestResetCounts(t *testing.T) {
 	d := quietDaemon(t, filepath.Join(t.TempDir(), "conf.json"))
 	defer d.Close()
-	d.Handle(Request{Verb: VerbAddBridge, Bridge: "br0"})
-	d.Handle(Request{Verb: VerbAddFlows, Bridge: "br0", Flows: []string{"priority=5,arp,actions=drop", "priority=5,ip,actions=drop"}})
+	d.Handle(api.Request{Verb: api.VerbAddBridge, Bridge: "br0"})
+	d.Handle(api.Request{Verb: api.VerbAddFlows, Bridge: "br0", Flows: []string{"priority=5,arp,actions=drop", "priority=5,ip,actions=drop"}})
 	hit := func() {
 		for _, e := range d.bridges["br0"].Flows().Entries() {
 			e.Hit(3, 300, time.Now())
@@ -95,11 +96,11 @@ func TestResetCounts(t *testing.T) {
 		return flows[0].Packets
 	}
 	hit()
-	d.Handle(Request{Verb: VerbModFlows, Bridge: "br0", Flows: []string{"arp,actions=NORMAL"}})
+	d.Handle(api.Request{Verb: api.VerbModFlows, Bridge: "br0", Flows: []string{"arp,actions=NORMAL"}})
 	if p := packets("arp"); p != 3 {
 		t.Errorf("mod-flows without reset_counts: %d packets, want 3", p)
 	}
-	if resp := d.Handle(Request{Verb: VerbModFlows, Bridge: "br0", Flows: []string{"reset_counts,arp,actions=drop"}}); resp.Error != "" || resp.Changed != 1 {
+	if resp := d.Handle(api.Request{Verb: api.VerbModFlows, Bridge: "br0", Flows: []string{"reset_counts,arp,actions=drop"}}); resp.Error != "" || resp.Changed != 1 {
 		t.Fatalf("mod-flows reset_counts: %+v", resp)
 	}
 	if p, other := packets("arp"), packets("ip"); p != 0 || other != 3 {
@@ -117,8 +118,8 @@ func TestResetCounts(t *testing.T) {
 func TestOutPortFilter(t *testing.T) {
 	d := quietDaemon(t, filepath.Join(t.TempDir(), "conf.json"))
 	defer d.Close()
-	d.Handle(Request{Verb: VerbAddBridge, Bridge: "br0"}) // priority=0 actions=NORMAL
-	d.Handle(Request{Verb: VerbAddFlows, Bridge: "br0", Flows: []string{
+	d.Handle(api.Request{Verb: api.VerbAddBridge, Bridge: "br0"}) // priority=0 actions=NORMAL
+	d.Handle(api.Request{Verb: api.VerbAddFlows, Bridge: "br0", Flows: []string{
 		"priority=5,arp,actions=output:2",
 		"priority=5,ip,actions=write_actions(output:2)",
 		"priority=5,ipv6,actions=output:3",
@@ -140,7 +141,7 @@ func TestOutPortFilter(t *testing.T) {
 	if changed, err := d.ApplyFlowMods("br0", []FlowMod{{Command: FlowModify, Filter: f, Strict: true, Actions: mustRule(t, "actions=output:4").Actions}}); err != nil || changed[0] != 1 {
 		t.Errorf("FlowModify with out_port: changed %v, %v; want the ipv6 rule", changed, err)
 	}
-	if resp := d.Handle(Request{Verb: VerbDelFlows, Bridge: "br0", Match: "out_port=2"}); resp.Error != "" || resp.Changed != 2 {
+	if resp := d.Handle(api.Request{Verb: api.VerbDelFlows, Bridge: "br0", Match: "out_port=2"}); resp.Error != "" || resp.Changed != 2 {
 		t.Errorf("del-flows out_port=2: %+v, want 2 removed", resp)
 	}
 	if got := count(""); got != 2 {
@@ -176,14 +177,14 @@ func TestEphemeralRulesAreNotSaved(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "conf.json")
 	d := quietDaemon(t, path)
 	defer func() { d.Close() }()
-	d.Handle(Request{Verb: VerbAddBridge, Bridge: "br0"})
+	d.Handle(api.Request{Verb: api.VerbAddBridge, Bridge: "br0"})
 	rnd := rand.New(rand.NewPCG(5, 6))
 	ephemeral := 0
 	for step := range 600 {
 		var what string
 		if rnd.IntN(2) == 0 {
 			req := randomVerb(rnd)
-			if req.Verb == VerbDelBridge {
+			if req.Verb == api.VerbDelBridge {
 				continue
 			}
 			d.Handle(req)
@@ -223,8 +224,8 @@ func TestEphemeralRulesAfterARestart(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "conf.json")
 	d := quietDaemon(t, path)
 	defer func() { d.Close() }()
-	d.Handle(Request{Verb: VerbAddBridge, Bridge: "br0"})
-	d.Handle(Request{Verb: VerbAddFlows, Bridge: "br0", Flows: []string{"priority=7,arp,actions=drop", "priority=8,ip,actions=drop"}})
+	d.Handle(api.Request{Verb: api.VerbAddBridge, Bridge: "br0"})
+	d.Handle(api.Request{Verb: api.VerbAddFlows, Bridge: "br0", Flows: []string{"priority=7,arp,actions=drop", "priority=8,ip,actions=drop"}})
 	journal, _ := os.ReadFile(journalPath(path))
 	if _, err := d.ApplyFlowMods("br0", []FlowMod{
 		{Command: FlowAdd, Ephemeral: true, Rule: mustRule(t, "priority=9,tcp,actions=drop")},
@@ -284,10 +285,10 @@ func TestFlowsRemovedNotifications(t *testing.T) {
 	// Closed at the end, not deferred: a deadlocked daemon would hang the
 	// failure that says so.
 	d := quietDaemon(t, filepath.Join(t.TempDir(), "conf.json"))
-	d.Handle(Request{Verb: VerbAddBridge, Bridge: "br0"})
+	d.Handle(api.Request{Verb: api.VerbAddBridge, Bridge: "br0"})
 	var log removedLog
 	d.OnFlowsRemoved(log.add)
-	d.Handle(Request{Verb: VerbAddFlows, Bridge: "br0", Flows: []string{
+	d.Handle(api.Request{Verb: api.VerbAddFlows, Bridge: "br0", Flows: []string{
 		"send_flow_rem,idle_timeout=100,hard_timeout=200,priority=5,arp,actions=drop",
 		"send_flow_rem,hard_timeout=50,priority=5,ip,actions=drop",
 		"hard_timeout=50,priority=5,ipv6,actions=drop", // not to be told
@@ -306,7 +307,7 @@ func TestFlowsRemovedNotifications(t *testing.T) {
 	if got, want := log.take(), []string{"br0 0 arp n_packets=2"}; !slices.Equal(got, want) {
 		t.Errorf("after the idle timeout: told %q, want %q", got, want)
 	}
-	d.Handle(Request{Verb: VerbDelFlows, Bridge: "br0", Match: "tcp"})
+	d.Handle(api.Request{Verb: api.VerbDelFlows, Bridge: "br0", Match: "tcp"})
 	if got, want := log.take(), []string{"br0 2 tcp n_packets=2"}; !slices.Equal(got, want) {
 		t.Errorf("after del-flows: told %q, want %q", got, want)
 	}
@@ -353,7 +354,7 @@ func TestPortStatsAndMetricsListEveryConfiguredPort(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := newTestDaemon(t, db)
-	shown := mustHandle(t, d, Request{Verb: VerbShow, Bridge: "br0"}).Bridges[0].Ports
+	shown := mustHandle(t, d, api.Request{Verb: api.VerbShow, Bridge: "br0"}).Bridges[0].Ports
 	stats, err := d.PortStats("br0")
 	if err != nil {
 		t.Fatal(err)

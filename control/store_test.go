@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xswitch/xswitch/control/api"
 	"github.com/xswitch/xswitch/flow"
 )
 
@@ -51,7 +52,7 @@ func tablesOf(d *Daemon) map[string]*flow.Table {
 
 // randomVerb is a flow or bridge verb drawn from a small space, so that
 // rules replace, overlap and select each other.
-func randomVerb(rnd *rand.Rand) Request {
+func randomVerb(rnd *rand.Rand) api.Request {
 	bridge := fmt.Sprintf("br%d", rnd.IntN(2))
 	match := func() string {
 		fields := []string{
@@ -77,21 +78,21 @@ func randomVerb(rnd *rand.Rand) Request {
 	}
 	switch op := rnd.IntN(20); {
 	case op == 0:
-		return Request{Verb: VerbAddBridge, Bridge: bridge}
+		return api.Request{Verb: api.VerbAddBridge, Bridge: bridge}
 	case op == 1:
-		return Request{Verb: VerbDelBridge, Bridge: bridge}
+		return api.Request{Verb: api.VerbDelBridge, Bridge: bridge}
 	case op < 10:
 		var flows []string
 		for range 1 + rnd.IntN(5) {
 			flows = append(flows, rule())
 		}
-		return Request{Verb: VerbAddFlows, Bridge: bridge, Flows: flows}
+		return api.Request{Verb: api.VerbAddFlows, Bridge: bridge, Flows: flows}
 	case op < 14:
-		return Request{Verb: VerbModFlows, Bridge: bridge, Flows: []string{rule()}, Strict: rnd.IntN(2) == 0}
+		return api.Request{Verb: api.VerbModFlows, Bridge: bridge, Flows: []string{rule()}, Strict: rnd.IntN(2) == 0}
 	case op < 19:
-		return Request{Verb: VerbDelFlows, Bridge: bridge, Match: match(), Strict: rnd.IntN(2) == 0}
+		return api.Request{Verb: api.VerbDelFlows, Bridge: bridge, Match: match(), Strict: rnd.IntN(2) == 0}
 	default:
-		return Request{Verb: VerbDelFlows, Bridge: bridge}
+		return api.Request{Verb: api.VerbDelFlows, Bridge: bridge}
 	}
 }
 
@@ -160,12 +161,12 @@ func TestOneEditAppendsOneLine(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "conf.json")
 	d := quietDaemon(t, path)
 	defer func() { d.Close() }()
-	d.Handle(Request{Verb: VerbAddBridge, Bridge: "br0"})
+	d.Handle(api.Request{Verb: api.VerbAddBridge, Bridge: "br0"})
 	var rules []string
 	for i := range 20000 {
 		rules = append(rules, fmt.Sprintf("priority=100,ip,nw_dst=10.1.%d.%d,actions=drop", i>>8, i&0xff))
 	}
-	if resp := d.Handle(Request{Verb: VerbAddFlows, Bridge: "br0", Flows: rules}); resp.Error != "" {
+	if resp := d.Handle(api.Request{Verb: api.VerbAddFlows, Bridge: "br0", Flows: rules}); resp.Error != "" {
 		t.Fatal(resp.Error)
 	}
 	d.Close()
@@ -175,7 +176,7 @@ func TestOneEditAppendsOneLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	journal, _ := os.ReadFile(journalPath(path))
-	if resp := d.Handle(Request{Verb: VerbAddFlows, Bridge: "br0", Flows: []string{"priority=5,arp,actions=drop"}}); resp.Error != "" {
+	if resp := d.Handle(api.Request{Verb: api.VerbAddFlows, Bridge: "br0", Flows: []string{"priority=5,arp,actions=drop"}}); resp.Error != "" {
 		t.Fatal(resp.Error)
 	}
 	after, _ := os.Stat(path)
@@ -202,8 +203,8 @@ func TestTornLastChangeIsDropped(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "conf.json")
 			d := quietDaemon(t, path)
-			d.Handle(Request{Verb: VerbAddBridge, Bridge: "br0"})
-			d.Handle(Request{Verb: VerbAddFlows, Bridge: "br0", Flows: []string{"priority=7,arp,actions=drop"}})
+			d.Handle(api.Request{Verb: api.VerbAddBridge, Bridge: "br0"})
+			d.Handle(api.Request{Verb: api.VerbAddFlows, Bridge: "br0", Flows: []string{"priority=7,arp,actions=drop"}})
 			want := running(d)
 			crash(d)
 			f, err := os.OpenFile(journalPath(path), os.O_APPEND|os.O_WRONLY, 0)
@@ -225,7 +226,7 @@ func TestTornLastChangeIsDropped(t *testing.T) {
 			if restored := running(d); !reflect.DeepEqual(restored.Bridges, want.Bridges) {
 				t.Fatalf("restarted with\n%+v\nwant\n%+v", restored.Bridges, want.Bridges)
 			}
-			if resp := d.Handle(Request{Verb: VerbAddFlows, Bridge: "br0", Flows: []string{"priority=8,arp,actions=drop"}}); resp.Error != "" {
+			if resp := d.Handle(api.Request{Verb: api.VerbAddFlows, Bridge: "br0", Flows: []string{"priority=8,arp,actions=drop"}}); resp.Error != "" {
 				t.Fatal(resp.Error)
 			}
 			if got, err := LoadConfig(path); err != nil || len(got.Bridges[0].Flows) != 3 {
@@ -240,9 +241,9 @@ func TestTornLastChangeIsDropped(t *testing.T) {
 func TestCorruptJournalIsRefused(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "conf.json")
 	d := quietDaemon(t, path)
-	d.Handle(Request{Verb: VerbAddBridge, Bridge: "br0"})
-	d.Handle(Request{Verb: VerbAddFlows, Bridge: "br0", Flows: []string{"priority=7,arp,actions=drop"}})
-	d.Handle(Request{Verb: VerbAddFlows, Bridge: "br0", Flows: []string{"priority=8,arp,actions=drop"}})
+	d.Handle(api.Request{Verb: api.VerbAddBridge, Bridge: "br0"})
+	d.Handle(api.Request{Verb: api.VerbAddFlows, Bridge: "br0", Flows: []string{"priority=7,arp,actions=drop"}})
+	d.Handle(api.Request{Verb: api.VerbAddFlows, Bridge: "br0", Flows: []string{"priority=8,arp,actions=drop"}})
 	crash(d)
 	data, _ := os.ReadFile(journalPath(path))
 	damaged := bytes.Replace(data, []byte("priority=7"), []byte("priority=6"), 1)
@@ -266,10 +267,10 @@ func TestCorruptJournalIsRefused(t *testing.T) {
 func TestCompactionCutShortKeepsEveryChange(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "conf.json")
 	d := quietDaemon(t, path)
-	d.Handle(Request{Verb: VerbAddBridge, Bridge: "br0"})
-	d.Handle(Request{Verb: VerbAddFlows, Bridge: "br0", Flows: []string{"priority=7,arp,actions=drop"}})
-	d.Handle(Request{Verb: VerbDelFlows, Bridge: "br0", Match: "arp"})
-	d.Handle(Request{Verb: VerbAddFlows, Bridge: "br0", Flows: []string{"priority=8,arp,actions=drop"}})
+	d.Handle(api.Request{Verb: api.VerbAddBridge, Bridge: "br0"})
+	d.Handle(api.Request{Verb: api.VerbAddFlows, Bridge: "br0", Flows: []string{"priority=7,arp,actions=drop"}})
+	d.Handle(api.Request{Verb: api.VerbDelFlows, Bridge: "br0", Match: "arp"})
+	d.Handle(api.Request{Verb: api.VerbAddFlows, Bridge: "br0", Flows: []string{"priority=8,arp,actions=drop"}})
 	want := running(d)
 	oldJournal, _ := os.ReadFile(journalPath(path))
 	d.mu.Lock()
@@ -295,7 +296,7 @@ func TestCompactionCutShortKeepsEveryChange(t *testing.T) {
 func TestSecondDaemonOnOneConfigurationIsRefused(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "conf.json")
 	first := quietDaemon(t, path)
-	first.Handle(Request{Verb: VerbAddBridge, Bridge: "br0"})
+	first.Handle(api.Request{Verb: api.VerbAddBridge, Bridge: "br0"})
 	_, err := NewDaemon(Options{DBPath: path, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	want := fmt.Sprintf("in use by another xswitch daemon (pid %d)", os.Getpid())
 	if err == nil || !strings.Contains(err.Error(), want) {
@@ -317,7 +318,7 @@ func TestHardTimeoutRunsOnAcrossRestarts(t *testing.T) {
 	long := time.Now().Add(-time.Hour).UTC()
 	cfg := &Config{Bridges: []BridgeConfig{{
 		Name:  "br0",
-		Ports: []PortConfig{},
+		Ports: []api.PortConfig{},
 		Flows: []string{
 			"hard_timeout=60, priority=7,arp actions=drop",
 			"idle_timeout=60, priority=6,arp actions=drop",
@@ -354,8 +355,8 @@ func TestHardTimeoutRunsOnAcrossRestarts(t *testing.T) {
 func TestCleanStopWritesTheSnapshot(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "conf.json")
 	d := quietDaemon(t, path)
-	d.Handle(Request{Verb: VerbAddBridge, Bridge: "br0"})
-	d.Handle(Request{Verb: VerbAddFlows, Bridge: "br0", Flows: []string{"priority=7,arp,actions=drop"}})
+	d.Handle(api.Request{Verb: api.VerbAddBridge, Bridge: "br0"})
+	d.Handle(api.Request{Verb: api.VerbAddFlows, Bridge: "br0", Flows: []string{"priority=7,arp,actions=drop"}})
 	want := running(d)
 	d.Close()
 	snap, err := readSnapshot(path)

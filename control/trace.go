@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/xswitch/xswitch/control/api"
 	"github.com/xswitch/xswitch/flow"
 	"github.com/xswitch/xswitch/rstp"
 	vswitch "github.com/xswitch/xswitch/switch"
@@ -13,7 +14,7 @@ import (
 // tables by the forwarders' own translation: every table it visits, the
 // rule it meets there and what each action does, NORMAL's decision
 // included. It changes nothing, not even the MAC table.
-func (d *Daemon) trace(bridge, packet string) (*Trace, error) {
+func (d *Daemon) trace(bridge, packet string) (*api.Trace, error) {
 	b, err := d.bridge(bridge)
 	if err != nil {
 		return nil, err
@@ -24,7 +25,7 @@ func (d *Daemon) trace(bridge, packet string) (*Trace, error) {
 		return nil, err
 	}
 	key := f.Match.Key
-	tr := &Trace{Flow: flow.FormatMatch(f.Match), Steps: []TraceStep{}, Outputs: []uint16{}}
+	tr := &api.Trace{Flow: flow.FormatMatch(f.Match), Steps: []api.TraceStep{}, Outputs: []uint16{}}
 	if key.DlSrc[0]&1 != 0 {
 		// As the forwarder: no station has one, and learning it would
 		// poison the MAC table.
@@ -76,13 +77,13 @@ type tracer struct {
 	bc       *BridgeConfig
 	stp      traceSTP
 	settings bridgeSettings
-	tr       *Trace
+	tr       *api.Trace
 	in       uint16          // where the packet arrived: NORMAL learns it there
 	live     map[uint16]bool // the ports the bridge has open
 }
 
 func (tc *tracer) Lookup(key *flow.Key, e *flow.Entry, nest int) {
-	lookup := TraceStep{Lookup: true, Table: key.Table, Depth: nest}
+	lookup := api.TraceStep{Lookup: true, Table: key.Table, Depth: nest}
 	if e == nil {
 		lookup.Notes = []string{fmt.Sprintf("no rule in table %d matches: the packet goes no further from here", key.Table)}
 	} else {
@@ -98,7 +99,7 @@ func (tc *tracer) Cut(limit string) {
 }
 
 func (tc *tracer) Step(a flow.Action, written []flow.Action, key *flow.Key, nest int, fromSet, dropped bool) {
-	step := TraceStep{Action: flow.FormatActions([]flow.Action{a}), Table: key.Table, Depth: nest}
+	step := api.TraceStep{Action: flow.FormatActions([]flow.Action{a}), Table: key.Table, Depth: nest}
 	if fromSet {
 		step.Notes = append(step.Notes, "from the action set, as the pipeline ends")
 	}
@@ -141,7 +142,7 @@ func (tc *tracer) Step(a flow.Action, written []flow.Action, key *flow.Key, nest
 
 // output sends the packet to ports, leaving out those the forwarder
 // leaves out.
-func (tc *tracer) output(step *TraceStep, key *flow.Key, ports ...uint16) {
+func (tc *tracer) output(step *api.TraceStep, key *flow.Key, ports ...uint16) {
 	for _, p := range ports {
 		if p == key.InPort && step.Action != "IN_PORT" {
 			step.Notes = append(step.Notes, fmt.Sprintf("port %s is the input port: not sent back", portLabel(tc.bc, p)))
@@ -171,7 +172,7 @@ func (tc *tracer) allBut(skip uint16) []uint16 {
 
 // normal says what NORMAL decides for the packet, from the MAC table as
 // it stands, without learning.
-func (tc *tracer) normal(step *TraceStep, key *flow.Key) {
+func (tc *tracer) normal(step *api.TraceStep, key *flow.Key) {
 	bc, in := tc.bc, tc.in
 	var vid uint16
 	if key.VLANTCI&flow.VLANCFI != 0 {
@@ -211,7 +212,7 @@ func (tc *tracer) normal(step *TraceStep, key *flow.Key) {
 // traceSTP is what trace knows of a bridge's spanning tree.
 type traceSTP struct {
 	bc    *BridgeConfig
-	ports map[string]RSTPPort // the ports that take part, by name
+	ports map[string]api.RSTPPort // the ports that take part, by name
 }
 
 // state is port ofport's spanning tree state; "" when it takes no part.
@@ -245,7 +246,7 @@ func (s traceSTP) forwarding(ports []uint16) []uint16 {
 // before it, which trace does not know.
 func stormNotes(bc *BridgeConfig, in uint16) []string {
 	for _, pc := range bc.Ports {
-		if opts, err := pc.portOptions(); err == nil && pc.OFPort == in && opts.StormLimit > 0 {
+		if opts, err := portOptions(pc); err == nil && pc.OFPort == in && opts.StormLimit > 0 {
 			return []string{fmt.Sprintf("port %s floods at most %d frames/s (other_config:storm-limit): beyond that, dropped",
 				portLabel(bc, in), opts.StormLimit)}
 		}
@@ -294,14 +295,14 @@ func formatMAC(m [6]byte) string {
 }
 
 // dumpFastPath lists the bridge's fast path entries.
-func (d *Daemon) dumpFastPath(bridge string) ([]FastPathEntry, error) {
+func (d *Daemon) dumpFastPath(bridge string) ([]api.FastPathEntry, error) {
 	b, err := d.bridge(bridge)
 	if err != nil {
 		return nil, err
 	}
-	out := []FastPathEntry{}
+	out := []api.FastPathEntry{}
 	for _, e := range b.FastPathEntries() {
-		out = append(out, FastPathEntry{Flow: flow.FormatMatch(headersMatch(e.Headers, e.Mask)), Actions: e.Actions,
+		out = append(out, api.FastPathEntry{Flow: flow.FormatMatch(headersMatch(e.Headers, e.Mask)), Actions: e.Actions,
 			Packets: e.Packets, Bytes: e.Bytes, UsedSec: e.Idle.Seconds(), Stale: e.Stale})
 	}
 	return out, nil

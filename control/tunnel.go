@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/xswitch/xswitch/control/api"
 	"github.com/xswitch/xswitch/port"
 	"github.com/xswitch/xswitch/port/afxdp"
 	"github.com/xswitch/xswitch/tunnel"
@@ -19,28 +20,14 @@ import (
 // changes: a new next hop, a neighbour resolved at last, a route that
 // went away. The tunnels over an underlay belong to one bridge.
 
-// Tunnel port types.
-const (
-	PortTypeVXLAN  = "vxlan"
-	PortTypeGeneve = "geneve"
-)
-
-// KeyFlow is the --key that makes a tunnel's VNI the frame's tun_id.
-const KeyFlow = "flow"
-
 // tunnelRetry is how often the daemon looks again at tunnels whose remote
 // it cannot reach, besides whenever the kernel's tables change: a
 // neighbour the kernel failed to resolve is asked for again.
 const tunnelRetry = 5 * time.Second
 
-// IsTunnel reports whether the port is a tunnel.
-func (pc PortConfig) IsTunnel() bool {
-	return pc.Type == PortTypeVXLAN || pc.Type == PortTypeGeneve
-}
-
 // completeTunnel checks a tunnel port's options, as completePortType does
 // the others'.
-func completeTunnel(pc *PortConfig) error {
+func completeTunnel(pc *api.PortConfig) error {
 	switch {
 	case pc.Netns != "" || pc.Peer != "" || pc.Address != "" || pc.Owner != 0:
 		return fmt.Errorf("--netns, --peer, --address and --owner do not apply to a %s port: it has no interface", pc.Type)
@@ -49,12 +36,12 @@ func completeTunnel(pc *PortConfig) error {
 	case pc.MTU != 0:
 		return fmt.Errorf("--mtu does not apply to a %s port: its MTU is the underlay interface's less %d bytes of encapsulation", pc.Type, tunnel.Overhead-14)
 	}
-	_, err := pc.tunnelConfig()
+	_, err := tunnelConfig(*pc)
 	return err
 }
 
 // checkTunnelOptions refuses the tunnel options on a port of another type.
-func checkTunnelOptions(pc PortConfig) error {
+func checkTunnelOptions(pc api.PortConfig) error {
 	if pc.RemoteIP != "" || pc.LocalIP != "" || pc.Key != "" || pc.DstPort != 0 {
 		return errors.New("--remote-ip, --local-ip, --key and --dst-port need --type vxlan or geneve")
 	}
@@ -62,7 +49,7 @@ func checkTunnelOptions(pc PortConfig) error {
 }
 
 // tunnelConfig is the tunnel package's description of a tunnel port.
-func (pc PortConfig) tunnelConfig() (tunnel.Config, error) {
+func tunnelConfig(pc api.PortConfig) (tunnel.Config, error) {
 	kind, err := tunnel.ParseKind(pc.Type)
 	if err != nil {
 		return tunnel.Config{}, err
@@ -71,7 +58,7 @@ func (pc PortConfig) tunnelConfig() (tunnel.Config, error) {
 	if pc.RemoteIP == "" {
 		return c, fmt.Errorf("a %s port needs --remote-ip: the address of the tunnel's other end", pc.Type)
 	}
-	if pc.RemoteIP == KeyFlow {
+	if pc.RemoteIP == api.KeyFlow {
 		return c, errors.New("--remote-ip flow is not supported yet: give the remote's address")
 	}
 	if c.Remote, err = netip.ParseAddr(pc.RemoteIP); err != nil {
@@ -84,7 +71,7 @@ func (pc PortConfig) tunnelConfig() (tunnel.Config, error) {
 	}
 	switch pc.Key {
 	case "":
-	case KeyFlow:
+	case api.KeyFlow:
 		c.KeyFlow = true
 	default:
 		key, err := strconv.ParseUint(pc.Key, 0, 32)
@@ -98,8 +85,8 @@ func (pc PortConfig) tunnelConfig() (tunnel.Config, error) {
 
 // openTunnel opens a tunnel port of bridge: resolves the way to its
 // remote, and opens that way's underlay or takes the one open already.
-func (d *Daemon) openTunnel(bridge string, pc PortConfig) (port.Port, error) {
-	cfg, err := pc.tunnelConfig()
+func (d *Daemon) openTunnel(bridge string, pc api.PortConfig) (port.Port, error) {
+	cfg, err := tunnelConfig(pc)
 	if err != nil {
 		return nil, err
 	}
@@ -257,30 +244,23 @@ func (d *Daemon) closeUnderlayTunnels(iface string) {
 	}
 }
 
-// TunnelStatus is what show says of a tunnel port: how its remote is
-// reached now, and what it and its underlay dropped.
-type TunnelStatus struct {
-	Underlay string `json:"underlay"` // the interface its frames leave by
-	// UnderlayInfo is how the underlay's AF_XDP port was opened.
-	UnderlayInfo port.Info `json:"underlay_info"`
-	Local        string    `json:"local_ip"` // the address it sends from
-	NextHop      string    `json:"next_hop"`
-	NextHopMAC   string    `json:"next_hop_mac,omitempty"` // empty: not resolved yet
-	// Unreachable says why frames to it are dropped now, if they are.
-	Unreachable   string               `json:"unreachable,omitempty"`
-	Drops         tunnel.TunnelStats   `json:"drops"`
-	UnderlayDrops tunnel.UnderlayStats `json:"underlay_drops"`
-}
-
 // tunnelStatus describes the open tunnel port name, if it is one.
-func (d *Daemon) tunnelStatus(name string) *TunnelStatus {
+func (d *Daemon) tunnelStatus(name string) *api.TunnelStatus {
 	p, ok := d.tunnels[name]
 	if !ok {
 		return nil
 	}
 	u := p.Underlay().(*tunnel.Underlay)
 	r := p.Route()
-	ts := &TunnelStatus{Underlay: u.Name(), UnderlayInfo: u.Info(), Drops: p.TunnelStats(), UnderlayDrops: u.DropStats()}
+	drops, ud := p.TunnelStats(), u.DropStats()
+	ts := &api.TunnelStatus{
+		Underlay: u.Name(), UnderlayInfo: portInfo(u.Info()),
+		Drops: api.TunnelDrops{TxOversize: drops.TxOversize, TxNoRoute: drops.TxNoRoute},
+		UnderlayDrops: api.UnderlayDrops{
+			NotTunnel: ud.NotTunnel, BadOuter: ud.BadOuter, Fragment: ud.Fragment, BadHeader: ud.BadHeader,
+			CriticalOpt: ud.CriticalOpt, ShortInner: ud.ShortInner, UnknownRemote: ud.UnknownRemote, WrongKey: ud.WrongKey,
+		},
+	}
 	if r.Local.IsValid() {
 		ts.Local = r.Local.String()
 	}

@@ -245,8 +245,8 @@ func (p *Port) Stats() port.Stats { return port.Stats{} }
 // its remote was unreachable (no route by its underlay, or its next hop
 // not resolved yet).
 type TunnelStats struct {
-	TxOversize uint64 `json:"tx_oversize"`
-	TxNoRoute  uint64 `json:"tx_no_route"`
+	TxOversize uint64
+	TxNoRoute  uint64
 }
 
 // TunnelStats reports the port's drops.

@@ -227,14 +227,14 @@ func (u *Underlay) Unclaimed(n uint64, unknownRemote bool) {
 // UnderlayStats are the frames an underlay received for its tunnels and
 // dropped, by why: none of them reaches a bridge.
 type UnderlayStats struct {
-	NotTunnel     uint64 `json:"not_tunnel"` // for an (address, port) no longer listened on
-	BadOuter      uint64 `json:"bad_outer"`
-	Fragment      uint64 `json:"fragment"`
-	BadHeader     uint64 `json:"bad_header"`
-	CriticalOpt   uint64 `json:"critical_option"`
-	ShortInner    uint64 `json:"short_inner"`
-	UnknownRemote uint64 `json:"unknown_remote"`
-	WrongKey      uint64 `json:"wrong_key"`
+	NotTunnel     uint64 // for an (address, port) no longer listened on
+	BadOuter      uint64
+	Fragment      uint64
+	BadHeader     uint64
+	CriticalOpt   uint64
+	ShortInner    uint64
+	UnknownRemote uint64
+	WrongKey      uint64
 }
 
 // Total is every frame the underlay dropped.
