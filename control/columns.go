@@ -24,6 +24,7 @@ import (
 	"strings"
 
 	"github.com/xswitch/xswitch/control/api"
+	"github.com/xswitch/xswitch/control/store"
 	"github.com/xswitch/xswitch/rstp"
 	vswitch "github.com/xswitch/xswitch/switch"
 )
@@ -231,13 +232,13 @@ func parseStormLimit(v string) (uint32, error) {
 // record is one row of a configuration: a bridge, or one of its ports.
 type record struct {
 	table  string
-	bridge *BridgeConfig
+	bridge *store.BridgeConfig
 	port   *api.PortConfig // nil for a bridge
 	name   string
 }
 
 // findRecord finds the named row of table in c, for reading or changing.
-func findRecord(c *Config, table, name string) (record, error) {
+func findRecord(c *store.Config, table, name string) (record, error) {
 	t, err := lookupTable(table)
 	if err != nil {
 		return record{}, err
@@ -547,7 +548,7 @@ func (r record) validate() error {
 		_, err := portOptions(*r.port)
 		return err
 	}
-	_, err := r.bridge.settings()
+	_, err := bridgeSettingsOf(r.bridge)
 	return err
 }
 
@@ -564,10 +565,10 @@ type bridgeSettings struct {
 	controllerRate, controllerBurst uint32
 }
 
-// settings parses bc's columns, or says what is wrong with them. The
+// bridgeSettingsOf parses bc's columns, or says what is wrong with them. The
 // spanning tree's configuration is checked even while it is off, so that
 // turning it on cannot fail.
-func (bc *BridgeConfig) settings() (bridgeSettings, error) {
+func bridgeSettingsOf(bc *store.BridgeConfig) (bridgeSettings, error) {
 	var s bridgeSettings
 	if err := checkOtherConfig(api.TableBridge, bc.OtherConfig); err != nil {
 		return s, fmt.Errorf("bridge %s: %w", bc.Name, err)
@@ -579,7 +580,7 @@ func (bc *BridgeConfig) settings() (bridgeSettings, error) {
 			*to = uint32(n)
 		}
 	}
-	cfg, err := bc.rstpBridgeConfig()
+	cfg, err := rstpBridgeConfig(bc)
 	if err != nil {
 		return s, fmt.Errorf("bridge %s: %w", bc.Name, err)
 	}
@@ -620,26 +621,6 @@ func checkOtherConfig(table string, m map[string]string) error {
 		}
 	}
 	return nil
-}
-
-// dropEmpty makes an empty other_config, or an empty list of
-// controllers, none, as saving leaves them out, so that a configuration
-// reads back as it was written.
-func (c *Config) dropEmpty() {
-	for i := range c.Bridges {
-		bc := &c.Bridges[i]
-		if len(bc.OtherConfig) == 0 {
-			bc.OtherConfig = nil
-		}
-		if len(bc.Controllers) == 0 {
-			bc.Controllers = nil
-		}
-		for j := range bc.Ports {
-			if pc := &bc.Ports[j]; len(pc.OtherConfig) == 0 {
-				pc.OtherConfig = nil
-			}
-		}
-	}
 }
 
 // setColumns is the set verb.
@@ -691,7 +672,7 @@ func (d *Daemon) clearColumns(table, name string, columns []string) error {
 // changeRecord changes one record of a copy of the configuration, checks
 // it, saves it and applies it.
 func (d *Daemon) changeRecord(table, name string, change func(record) error) error {
-	next := d.cfg.clone()
+	next := d.cfg.Clone()
 	r, err := findRecord(next, table, name)
 	if err != nil {
 		return err
@@ -711,7 +692,7 @@ func (d *Daemon) changeRecord(table, name string, change func(record) error) err
 	}
 	b := d.bridges[r.bridge.Name]
 	if r.port == nil {
-		s, _ := r.bridge.settings() // validated above
+		s, _ := bridgeSettingsOf(r.bridge) // validated above
 		err = s.apply(b)
 	} else if _, down := d.down[r.port.Name]; !down {
 		opts, _ := runningOptions(*r.port) // validated above

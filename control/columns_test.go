@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/xswitch/xswitch/control/api"
+	"github.com/xswitch/xswitch/control/store"
 )
 
 func newTestDaemon(t testing.TB, db string) *Daemon {
@@ -155,8 +156,8 @@ func TestControllerRateLimitColumns(t *testing.T) {
 	}
 	mustHandle(t, d, api.Request{Verb: api.VerbSet, Table: api.TableBridge, Record: "br0",
 		Columns: []string{`other_config:controller-rate-limit="1000"`, `other_config:controller-burst-limit="50"`}})
-	bc := BridgeConfig{Name: "br0", OtherConfig: map[string]string{"controller-rate-limit": "1000", "controller-burst-limit": "50"}}
-	if s, err := bc.settings(); err != nil || s.controllerRate != 1000 || s.controllerBurst != 50 {
+	bc := store.BridgeConfig{Name: "br0", OtherConfig: map[string]string{"controller-rate-limit": "1000", "controller-burst-limit": "50"}}
+	if s, err := bridgeSettingsOf(&bc); err != nil || s.controllerRate != 1000 || s.controllerBurst != 50 {
 		t.Errorf("settings = %+v, %v; want rate 1000, burst 50", s, err)
 	}
 }
@@ -166,7 +167,7 @@ func TestControllerRateLimitColumns(t *testing.T) {
 func portRecord(t *testing.T, pc api.PortConfig) record {
 	t.Helper()
 	pc.Name = "p1"
-	r, err := findRecord(&Config{Bridges: []BridgeConfig{{Name: "br0", Ports: []api.PortConfig{pc}}}}, "port", "p1")
+	r, err := findRecord(&store.Config{Bridges: []store.BridgeConfig{{Name: "br0", Ports: []api.PortConfig{pc}}}}, "port", "p1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,7 +296,7 @@ func TestPortVLANColumnsRefuse(t *testing.T) {
 	if err := r.add("tag", []string{"10", "20"}); err == nil || !strings.Contains(err.Error(), "tag holds at most one value, not 2") {
 		t.Errorf("add tag 10 20: %v", err)
 	}
-	br, _ := findRecord(&Config{Bridges: []BridgeConfig{{Name: "br0"}}}, api.TableBridge, "br0")
+	br, _ := findRecord(&store.Config{Bridges: []store.BridgeConfig{{Name: "br0"}}}, api.TableBridge, "br0")
 	if err := br.clear(columnRSTPEnable); err == nil || !strings.Contains(err.Error(), "rstp_enable cannot be cleared") {
 		t.Errorf("clear rstp_enable: %v", err)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/xswitch/xswitch/control/api"
+	"github.com/xswitch/xswitch/control/store"
 	"github.com/xswitch/xswitch/flow"
 )
 
@@ -207,10 +208,10 @@ func (s ControllerSettings) equal(o ControllerSettings) bool {
 	return s.FailMode == o.FailMode && s.DatapathID == o.DatapathID && slices.Equal(s.Targets, o.Targets)
 }
 
-// controllerSettings parses bc's controller columns, or says what is
+// controllerSettingsOf parses bc's controller columns, or says what is
 // wrong with them. other_config:datapath-id, when set, is the datapath id,
 // as in OVS; removing it brings back the one chosen with the bridge.
-func (bc *BridgeConfig) controllerSettings() (ControllerSettings, error) {
+func controllerSettingsOf(bc *store.BridgeConfig) (ControllerSettings, error) {
 	var s ControllerSettings
 	var err error
 	if s.Targets, err = parseControllerTargets(bc.Controllers); err != nil {
@@ -256,7 +257,7 @@ func formatDatapathID(id uint64) string { return fmt.Sprintf("%016x", id) }
 // namespace, else a random locally administered unicast address; either
 // way 48 bits, the top 16 of the id zero. It is chosen once and kept, so
 // that a controller recognises the switch after a restart.
-func newDatapathID(bc *BridgeConfig) uint64 {
+func newDatapathID(bc *store.BridgeConfig) uint64 {
 	for _, pc := range bc.Ports {
 		if pc.OFPort != flow.LocalPort || pc.Netns != "" {
 			continue
@@ -281,7 +282,7 @@ func newDatapathID(bc *BridgeConfig) uint64 {
 
 // assignDatapathIDs gives every bridge without a datapath id (saved before
 // they were kept) one, and reports whether it gave any.
-func (c *Config) assignDatapathIDs() bool {
+func assignDatapathIDs(c *store.Config) bool {
 	assigned := false
 	for i := range c.Bridges {
 		if bc := &c.Bridges[i]; bc.DatapathID == "" {
@@ -347,7 +348,7 @@ func (w *controllerWatcher) run(stop <-chan struct{}) {
 func (d *Daemon) OnControllers(fn func(bridge string, s ControllerSettings)) {
 	w := &controllerWatcher{fn: fn, wake: make(chan struct{}, 1)}
 	d.mu.Lock()
-	initial := controllerChanges(&Config{}, d.cfg)
+	initial := controllerChanges(&store.Config{}, d.cfg)
 	d.watchers = append(d.watchers, w)
 	d.mu.Unlock()
 	for _, e := range initial {
@@ -364,18 +365,18 @@ func (d *Daemon) OnControllers(fn func(bridge string, s ControllerSettings)) {
 // controllerChanges are the calls owed for the change from before to
 // after: bridges deleted first, then those whose settings differ, in the
 // configuration's order.
-func controllerChanges(before, after *Config) []controllerEvent {
+func controllerChanges(before, after *store.Config) []controllerEvent {
 	var events []controllerEvent
 	for _, bc := range before.Bridges {
-		if after.bridge(bc.Name) == nil {
+		if after.Bridge(bc.Name) == nil {
 			events = append(events, controllerEvent{bridge: bc.Name})
 		}
 	}
 	for i := range after.Bridges {
 		bc := &after.Bridges[i]
-		s, _ := bc.controllerSettings() // validated
-		if old := before.bridge(bc.Name); old != nil {
-			if was, _ := old.controllerSettings(); was.equal(s) {
+		s, _ := controllerSettingsOf(bc) // validated
+		if old := before.Bridge(bc.Name); old != nil {
+			if was, _ := controllerSettingsOf(old); was.equal(s) {
 				continue
 			}
 		}
@@ -388,7 +389,7 @@ func controllerChanges(before, after *Config) []controllerEvent {
 // it forgets the status of targets no longer configured and owes the
 // watchers the calls for it. The caller holds d.mu, which orders the
 // calls as the changes.
-func (d *Daemon) controllersChanged(before *Config) {
+func (d *Daemon) controllersChanged(before *store.Config) {
 	events := controllerChanges(before, d.cfg)
 	if len(events) == 0 {
 		return
@@ -436,7 +437,7 @@ func (d *Daemon) SetControllerStatus(bridge, target string, connected bool, role
 }
 
 // controllerStatusOf is bc's targets with their status, in bc's order.
-func (d *Daemon) controllerStatusOf(bc *BridgeConfig) []api.ControllerStatus {
+func (d *Daemon) controllerStatusOf(bc *store.BridgeConfig) []api.ControllerStatus {
 	d.statusMu.Lock()
 	defer d.statusMu.Unlock()
 	out := make([]api.ControllerStatus, 0, len(bc.Controllers))
@@ -460,8 +461,8 @@ func (d *Daemon) setControllers(bridge string, targets []string) error {
 	for _, t := range parsed {
 		canonical = append(canonical, t.String())
 	}
-	next := d.cfg.clone()
-	next.bridge(bridge).Controllers = canonical
+	next := d.cfg.Clone()
+	next.Bridge(bridge).Controllers = canonical
 	if err := d.commit(next); err != nil {
 		return err
 	}
@@ -481,8 +482,8 @@ func (d *Daemon) setFailMode(bridge, mode string) error {
 		}
 		mode = m.String()
 	}
-	next := d.cfg.clone()
-	next.bridge(bridge).FailMode = mode
+	next := d.cfg.Clone()
+	next.Bridge(bridge).FailMode = mode
 	if err := d.commit(next); err != nil {
 		return err
 	}

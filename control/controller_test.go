@@ -2,6 +2,7 @@ package control
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -17,6 +18,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/xswitch/xswitch/control/api"
+	"github.com/xswitch/xswitch/control/store"
 	"github.com/xswitch/xswitch/flow"
 )
 
@@ -238,7 +240,7 @@ func TestControllerVerbsRefuseBadInput(t *testing.T) {
 // crash; other_config:datapath-id overrides it until removed.
 func TestDatapathIDIsChosenOnceAndKept(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "conf.json")
-	if err := SaveConfig(path, &Config{Bridges: []BridgeConfig{{Name: "br0", Ports: []api.PortConfig{}, Flows: []string{}}}}); err != nil {
+	if err := store.Save(path, &store.Config{Bridges: []store.BridgeConfig{{Name: "br0", Ports: []api.PortConfig{}, Flows: []string{}}}}); err != nil {
 		t.Fatal(err)
 	}
 	d := quietDaemon(t, path)
@@ -288,7 +290,7 @@ func TestDatapathIDFromTheLocalPortsAddress(t *testing.T) {
 			netlink.LinkDel(link)
 		}
 	})
-	bc := &BridgeConfig{Name: name, Ports: []api.PortConfig{{Name: name, OFPort: flow.LocalPort}}}
+	bc := &store.BridgeConfig{Name: name, Ports: []api.PortConfig{{Name: name, OFPort: flow.LocalPort}}}
 	if got := newDatapathID(bc); got != 0x02aabbccddee {
 		t.Errorf("datapath id of a bridge whose LOCAL port has MAC %s: %016x", mac, got)
 	}
@@ -438,16 +440,17 @@ func TestOnControllersFollowsConcurrentVerbs(t *testing.T) {
 	wg.Wait()
 
 	var committed []string
-	journal, err := os.ReadFile(journalPath(path))
+	journal, err := os.ReadFile(store.JournalPath(path))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, line := range bytes.Split(bytes.TrimSpace(journal), []byte("\n"))[1:] {
-		var rec journalRecord
-		if err := decodeJournalLine(line, &rec); err != nil {
+		_, data, _ := bytes.Cut(line, []byte(" ")) // after the line's checksum
+		var rec store.Record
+		if err := json.Unmarshal(data, &rec); err != nil {
 			t.Fatal(err)
 		}
-		if bc := rec.Config.bridge("br0"); bc != nil && len(bc.Controllers) > 0 {
+		if bc := rec.Config.Bridge("br0"); bc != nil && len(bc.Controllers) > 0 {
 			committed = append(committed, bc.Controllers[0])
 		}
 	}

@@ -1,10 +1,15 @@
 // Package control is xswitch's daemon: it owns the bridges, opens their
-// ports and tunnels, follows the kernel's links and routes, and applies
-// the configuration the verbs change, each verb saved before it returns.
-// It implements the protocol of package api (Daemon.Handle) and offers
-// typed calls to what runs in its process: the OpenFlow agent (flow
-// edits, ports and their counters, controller settings) and the metrics
-// endpoint. Clients never import it: they speak package api.
+// ports, tunnels and underlays, follows the kernel's links and routes,
+// and applies the configuration the verbs change, each change saved
+// before the verb returns. It implements the protocol of package api
+// (Daemon.Handle) and gives typed calls to what runs beside it in the
+// process: the OpenFlow agent (flow edits, ports and their counters,
+// controller settings) and the metrics endpoint.
+//
+// It decides what a configuration may hold (the verbs' rules, which the
+// store holds a loaded configuration to), but keeps it only through
+// package store, never in files of its own; and it answers with data,
+// leaving what people read to the clients.
 package control
 
 import (
@@ -24,6 +29,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/xswitch/xswitch/control/api"
+	"github.com/xswitch/xswitch/control/store"
 	"github.com/xswitch/xswitch/flow"
 	"github.com/xswitch/xswitch/internal/ifname"
 	"github.com/xswitch/xswitch/port"
@@ -51,9 +57,9 @@ type Daemon struct {
 	log        *slog.Logger
 	bridgeOpts vswitch.Options
 
-	mu      sync.Mutex // serializes verbs
-	store   *store     // the configuration on disk, locked for this daemon
-	cfg     *Config    // bridges and ports as saved: the truth a restart restores
+	mu      sync.Mutex    // serializes verbs
+	db      *store.Store  // the configuration on disk, locked for this daemon
+	cfg     *store.Config // bridges and ports as saved: the truth a restart restores
 	bridges map[string]*vswitch.Bridge
 	down    map[string]error      // ports in cfg that could not be opened, by name
 	opened  map[string]openedPort // the others, by name
@@ -93,19 +99,19 @@ func NewDaemon(opts Options) (*Daemon, error) {
 	if opts.Bridge.Logger == nil {
 		opts.Bridge.Logger = log // what a forwarder says once goes to the daemon's log
 	}
-	st, loaded, err := openStore(dbPath, time.Now())
+	db, loaded, err := store.Open(dbPath, time.Now(), configRules)
 	if err != nil {
 		return nil, err
 	}
-	if loaded.torn {
-		log.Warn("the configuration's last change was cut short by a crash before it was acknowledged; it is dropped", "path", journalPath(dbPath))
+	if loaded.Torn {
+		log.Warn("the configuration's last change was cut short by a crash before it was acknowledged; it is dropped", "path", store.JournalPath(dbPath))
 	}
 	d := &Daemon{
 		dbPath:     dbPath,
 		log:        log,
 		bridgeOpts: opts.Bridge,
-		store:      st,
-		cfg:        loaded.cfg,
+		db:         db,
+		cfg:        loaded.Config,
 		bridges:    map[string]*vswitch.Bridge{},
 		down:       map[string]error{},
 		opened:     map[string]openedPort{},
@@ -114,14 +120,14 @@ func NewDaemon(opts Options) (*Daemon, error) {
 	}
 	d.underlays.Closed = func(iface string) { log.Info("tunnel underlay closed", "interface", iface) }
 	for _, bc := range d.cfg.Bridges {
-		b, err := vswitch.New(bc.Name, loaded.tables[bc.Name], d.bridgeOpts)
+		b, err := vswitch.New(bc.Name, loaded.Tables[bc.Name], d.bridgeOpts)
 		if err != nil {
 			d.Close()
 			return nil, fmt.Errorf("restoring bridge %s: %w", bc.Name, err)
 		}
 		d.bridges[bc.Name] = b
 		// Before the ports, so that none forwards a moment unprotected.
-		settings, _ := bc.settings() // LoadConfig validated them
+		settings, _ := bridgeSettingsOf(&bc) // LoadConfig validated them
 		if err := settings.apply(b); err != nil {
 			d.Close()
 			return nil, fmt.Errorf("restoring bridge %s: %w", bc.Name, err)
@@ -136,7 +142,7 @@ func NewDaemon(opts Options) (*Daemon, error) {
 		}
 	}
 	d.syncControllerStatus()
-	log.Info("configuration loaded", "path", dbPath, "bridges", len(d.cfg.Bridges), "changes_replayed", loaded.records)
+	log.Info("configuration loaded", "path", dbPath, "bridges", len(d.cfg.Bridges), "changes_replayed", loaded.Records)
 	d.stop, d.expiryDone, d.linksDone, d.tunnelsDone = make(chan struct{}), make(chan struct{}), make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(d.expiryDone)
@@ -265,7 +271,7 @@ func (d *Daemon) Close() error {
 	defer d.mu.Unlock()
 	// A clean stop leaves the snapshot alone as the configuration. A
 	// daemon that failed to start has not every bridge's table to write.
-	if d.store != nil && d.store.changes > 0 && len(d.bridges) == len(d.cfg.Bridges) {
+	if d.db != nil && d.db.Changes() > 0 && len(d.bridges) == len(d.cfg.Bridges) {
 		d.compact()
 	}
 	var errs []error
@@ -275,9 +281,9 @@ func (d *Daemon) Close() error {
 		}
 		delete(d.bridges, name)
 	}
-	if d.store != nil {
-		d.store.close()
-		d.store = nil
+	if d.db != nil {
+		d.db.Close()
+		d.db = nil
 	}
 	return errors.Join(errs...)
 }
@@ -382,8 +388,8 @@ func (d *Daemon) handleLocked(req api.Request) (api.Response, error) {
 
 // save writes rec to the journal and adopts its configuration, if it has
 // one. The caller installs the flow tables rec edits once it succeeds.
-func (d *Daemon) save(rec journalRecord) error {
-	if err := d.store.append(rec); err != nil {
+func (d *Daemon) save(rec store.Record) error {
+	if err := d.db.Append(rec); err != nil {
 		return fmt.Errorf("saving the configuration: %w", err)
 	}
 	if rec.Config != nil {
@@ -394,14 +400,14 @@ func (d *Daemon) save(rec journalRecord) error {
 
 // commit saves next as the configuration of bridges and ports, and adopts
 // it.
-func (d *Daemon) commit(next *Config) error {
-	return d.save(journalRecord{Time: time.Now(), Config: next})
+func (d *Daemon) commit(next *store.Config) error {
+	return d.save(store.Record{Time: time.Now(), Config: next})
 }
 
 // compactIfDue writes a new snapshot when the journal has outgrown the
 // last one.
 func (d *Daemon) compactIfDue() {
-	if d.store.dueForCompaction() {
+	if d.db.DueForCompaction() {
 		d.compact()
 	}
 }
@@ -409,15 +415,15 @@ func (d *Daemon) compactIfDue() {
 // compact writes the configuration in use as a new snapshot. A failure
 // costs only disk space: the journal still holds every change.
 func (d *Daemon) compact() {
-	st := &state{cfg: d.cfg, tables: make(map[string]*flow.Table, len(d.bridges))}
+	tables := make(map[string]*flow.Table, len(d.bridges))
 	for name, b := range d.bridges {
-		st.tables[name] = b.Flows()
+		tables[name] = b.Flows()
 	}
-	if err := d.store.compact(st); err != nil {
+	if err := d.db.Compact(d.cfg, tables); err != nil {
 		d.log.Error("compacting the configuration's journal", "path", d.dbPath, "err", err)
 		return
 	}
-	d.log.Info("configuration compacted", "path", d.dbPath, "generation", d.store.generation)
+	d.log.Info("configuration compacted", "path", d.dbPath, "generation", d.db.Generation())
 }
 
 func (d *Daemon) bridge(name string) (*vswitch.Bridge, error) {
@@ -434,10 +440,10 @@ func (d *Daemon) addBridge(name string) error {
 	if _, ok := d.bridges[name]; ok {
 		return fmt.Errorf("bridge %q already exists", name)
 	}
-	bc := BridgeConfig{Name: name, Ports: []api.PortConfig{}}
+	bc := store.BridgeConfig{Name: name, Ports: []api.PortConfig{}}
 	bc.DatapathID = formatDatapathID(newDatapathID(&bc))
 	now := time.Now()
-	rules, err := parseRules(&bc, defaultFlows)
+	rules, err := bc.ParseRules(store.DefaultFlows)
 	if err != nil {
 		return err
 	}
@@ -445,9 +451,9 @@ func (d *Daemon) addBridge(name string) error {
 	if err != nil {
 		return err
 	}
-	next := d.cfg.clone()
+	next := d.cfg.Clone()
 	next.Bridges = append(next.Bridges, bc)
-	rec := journalRecord{Time: now, Config: next, Flows: []tableEdit{{Bridge: name, Reset: true, Add: defaultFlows}}}
+	rec := store.Record{Time: now, Config: next, Flows: []store.TableEdit{{Bridge: name, Reset: true, Add: store.DefaultFlows}}}
 	if err := d.save(rec); err != nil {
 		b.Close()
 		return err
@@ -462,9 +468,9 @@ func (d *Daemon) delBridge(name string) error {
 	if err != nil {
 		return err
 	}
-	next := d.cfg.clone()
-	ports := next.bridge(name).Ports
-	next.Bridges = slices.DeleteFunc(next.Bridges, func(bc BridgeConfig) bool { return bc.Name == name })
+	next := d.cfg.Clone()
+	ports := next.Bridge(name).Ports
+	next.Bridges = slices.DeleteFunc(next.Bridges, func(bc store.BridgeConfig) bool { return bc.Name == name })
 	// Forget first, then tear down: a crash in between leaves at worst a
 	// veth pair that nothing refers to, never a configuration that points
 	// at ports that are gone.
@@ -497,8 +503,8 @@ func (d *Daemon) addPort(bridge string, pc api.PortConfig) (err error) {
 	if owner, _, ok := d.findPort(pc.Name); ok {
 		return fmt.Errorf("interface %q is already a port of bridge %s", pc.Name, owner)
 	}
-	next := d.cfg.clone()
-	bc := next.bridge(bridge)
+	next := d.cfg.Clone()
+	bc := next.Bridge(bridge)
 	if pc.OFPort, err = allocOFPort(bc, pc.Name, pc.OFPort, time.Now()); err != nil {
 		return err
 	}
@@ -549,15 +555,15 @@ func (d *Daemon) delPort(bridge, name string) error {
 	if err != nil {
 		return err
 	}
-	next := d.cfg.clone()
-	bc := next.bridge(bridge)
+	next := d.cfg.Clone()
+	bc := next.Bridge(bridge)
 	i := slices.IndexFunc(bc.Ports, func(pc api.PortConfig) bool { return pc.Name == name })
 	if i < 0 {
 		return fmt.Errorf("no port %q on bridge %s", name, bridge)
 	}
 	pc := bc.Ports[i]
 	bc.Ports = slices.Delete(bc.Ports, i, i+1)
-	bc.release(pc, time.Now())
+	releaseOFPort(bc, pc, time.Now())
 	if err := d.commit(next); err != nil {
 		return err
 	}
@@ -593,7 +599,7 @@ func (d *Daemon) show(only string) ([]api.BridgeStatus, error) {
 			bs.FastPath = &api.FastPathStatus{Hits: st.Hits, Installs: st.Installs, InstallFailures: st.InstallFailures,
 				Evictions: st.Evictions, Entries: st.Entries}
 		}
-		settings, _ := bc.controllerSettings() // validated
+		settings, _ := controllerSettingsOf(&bc) // validated
 		bs.DatapathID, bs.Controllers, bs.FailMode = formatDatapathID(settings.DatapathID), d.controllerStatusOf(&bc), bc.FailMode
 		bs.CacheHits, bs.CacheMisses, bs.CacheStale = b.CacheStats()
 		bs.Drops = b.PipelineDrops().ByReason()
@@ -642,7 +648,7 @@ type configuredPort struct {
 
 // configuredPorts are bc's ports, the ports of the bridge b, in OpenFlow
 // port order.
-func (d *Daemon) configuredPorts(b *vswitch.Bridge, bc *BridgeConfig) []configuredPort {
+func (d *Daemon) configuredPorts(b *vswitch.Bridge, bc *store.BridgeConfig) []configuredPort {
 	live := map[string]vswitch.PortStatus{}
 	for _, ps := range b.Ports() {
 		live[ps.Name] = ps

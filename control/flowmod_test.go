@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/xswitch/xswitch/control/api"
+	"github.com/xswitch/xswitch/control/store"
 	"github.com/xswitch/xswitch/flow"
 )
 
@@ -36,7 +37,7 @@ func TestFlowModsAreOneChange(t *testing.T) {
 		return f
 	}
 	before := d.bridges["br0"].Flows().Version()
-	journal, _ := os.ReadFile(journalPath(path))
+	journal, _ := os.ReadFile(store.JournalPath(path))
 	changed, err := d.ApplyFlowMods("br0", []FlowMod{
 		{Command: FlowAdd, Rule: rule("table=1,priority=5,arp,actions=drop")},
 		{Command: FlowAdd, Rule: rule("table=2,priority=5,arp,actions=drop")},
@@ -54,7 +55,7 @@ func TestFlowModsAreOneChange(t *testing.T) {
 	if v := d.bridges["br0"].Flows().Version(); v <= before {
 		t.Errorf("the burst left table version %d from %d", v, before)
 	}
-	grown, _ := os.ReadFile(journalPath(path))
+	grown, _ := os.ReadFile(store.JournalPath(path))
 	if added := grown[len(journal):]; !bytes.HasPrefix(grown, journal) || bytes.Count(added, []byte("\n")) != 1 {
 		t.Errorf("the burst appended %q to the journal, want one line", added)
 	}
@@ -98,7 +99,7 @@ func TestLocalNeedsTheBridgesOwnPort(t *testing.T) {
 	if resp.Error == "" {
 		t.Error("mod-flows to LOCAL without the bridge's port was accepted")
 	}
-	bc := d.cfg.bridge("br0")
+	bc := d.cfg.Bridge("br0")
 	if n, err := allocOFPort(bc, "br0", 0, time.Now()); err != nil || n != flow.LocalPort {
 		t.Errorf("the port named like the bridge gets ofport %d, %v; want LOCAL (%d)", n, err, flow.LocalPort)
 	}

@@ -7,12 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/xswitch/xswitch/control/api"
+	"github.com/xswitch/xswitch/control/store"
 )
 
 var configSeeds = []string{
@@ -62,7 +61,7 @@ func FuzzLoadConfig(f *testing.F) {
 			return
 		}
 		resaved := filepath.Join(dir, "resaved.json")
-		if err := SaveConfig(resaved, loaded); err != nil {
+		if err := store.Save(resaved, loaded); err != nil {
 			t.Fatalf("SaveConfig of %+v loaded from %q: %v", loaded, data, err)
 		}
 		reloaded, err := LoadConfig(resaved)
@@ -73,56 +72,6 @@ func FuzzLoadConfig(f *testing.F) {
 			t.Fatalf("configuration %q: loaded %+v, after save and load %+v", data, loaded, reloaded)
 		}
 	})
-}
-
-// TestTrailingDataIsCorrupt keeps a fix: a file with a second value after
-// the configuration once loaded as if the rest were not there.
-func TestTrailingDataIsCorrupt(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "conf.json")
-	for _, text := range []string{`{"bridges":[]} {"bridges":[{"name":"br1"}]}`, `{"bridges":[]}]`, `{"bridges":[]}x`} {
-		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := LoadConfig(path); err == nil || !strings.Contains(err.Error(), "corrupt") {
-			t.Errorf("LoadConfig(%q) = %v; want a corrupt-configuration error", text, err)
-		}
-	}
-	if err := os.WriteFile(path, []byte("{\"bridges\":[]}\n\n  \t\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := LoadConfig(path); err != nil {
-		t.Errorf("trailing white space: %v; want it accepted", err)
-	}
-}
-
-// TestOnlyOwnTemporariesAreRemoved: a daemon killed during a save leaves
-// its temporary file, which the next daemon clears at start-up; files that
-// only look like one, a user's among them, stay.
-func TestOnlyOwnTemporariesAreRemoved(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "conf.json")
-	ours := ".conf.json.xswitch-save-123456"
-	theirs := []string{"conf.json.tmp123", "conf.json.tmp", ".conf.json.xswitch-save-mine", "other.json.tmp9"}
-	for _, name := range append([]string{ours}, theirs...) {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte("{"), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	s, _, err := openStore(path, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.close()
-	entries, _ := os.ReadDir(dir)
-	var names []string
-	for _, e := range entries {
-		names = append(names, e.Name())
-	}
-	want := append([]string{"conf.json.journal", "conf.json.lock"}, theirs...)
-	slices.Sort(want)
-	if !slices.Equal(names, want) {
-		t.Errorf("after start-up the directory holds %v, want %v", names, want)
-	}
 }
 
 var journalSeeds = []string{
@@ -150,28 +99,28 @@ func FuzzLoadJournal(f *testing.F) {
 	d.Handle(api.Request{Verb: api.VerbModFlows, Bridge: "br0", Flows: []string{"arp,actions=NORMAL"}})
 	d.Handle(api.Request{Verb: api.VerbDelFlows, Bridge: "br0", Match: "ip", Strict: false})
 	crash(d)
-	written, _ := os.ReadFile(journalPath(seed))
+	written, _ := os.ReadFile(store.JournalPath(seed))
 	f.Add(written)
 	for _, s := range journalSeeds {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		path := filepath.Join(t.TempDir(), "conf.json")
-		if err := os.WriteFile(journalPath(path), data, 0o600); err != nil {
+		if err := os.WriteFile(store.JournalPath(path), data, 0o600); err != nil {
 			t.Fatal(err)
 		}
 		loaded, err := LoadConfig(path)
 		if err != nil {
-			if !strings.Contains(err.Error(), "corrupt") || !strings.Contains(err.Error(), journalPath(path)) {
+			if !strings.Contains(err.Error(), "corrupt") || !strings.Contains(err.Error(), store.JournalPath(path)) {
 				t.Fatalf("journal %q: error %q does not say the journal is corrupt", data, err)
 			}
-			if kept, _ := os.ReadFile(journalPath(path)); !bytes.Equal(kept, data) {
+			if kept, _ := os.ReadFile(store.JournalPath(path)); !bytes.Equal(kept, data) {
 				t.Fatalf("journal %q was changed to %q", data, kept)
 			}
 			return
 		}
 		resaved := filepath.Join(t.TempDir(), "resaved.json")
-		if err := SaveConfig(resaved, loaded); err != nil {
+		if err := store.Save(resaved, loaded); err != nil {
 			t.Fatalf("SaveConfig of %+v loaded with journal %q: %v", loaded, data, err)
 		}
 		reloaded, err := LoadConfig(resaved)

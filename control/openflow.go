@@ -86,7 +86,7 @@ func (d *Daemon) PortStats(bridge string) ([]PortCounters, error) {
 	}
 	b.SyncFastPath() // so that the counters include what the kernel carried
 	var out []PortCounters
-	for _, cp := range d.configuredPorts(b, d.cfg.bridge(bridge)) {
+	for _, cp := range d.configuredPorts(b, d.cfg.Bridge(bridge)) {
 		out = append(out, PortCounters{Name: cp.Name, OFPort: cp.OFPort, Stats: cp.counts})
 	}
 	return out, nil

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/xswitch/xswitch/control/api"
+	"github.com/xswitch/xswitch/control/store"
 	"github.com/xswitch/xswitch/flow"
 )
 
@@ -172,8 +173,8 @@ func agentMod(rnd *rand.Rand, t *testing.T) FlowMod {
 // configuration on disk, as a restart loads it, is the daemon's rules but
 // the controller's; now and then the daemon restarts, with those alone.
 func TestEphemeralRulesAreNotSaved(t *testing.T) {
-	defer func(old int64) { minCompaction = old }(minCompaction)
-	minCompaction = 4 << 10
+	defer func(old int64) { store.MinCompaction = old }(store.MinCompaction)
+	store.MinCompaction = 4 << 10
 	path := filepath.Join(t.TempDir(), "conf.json")
 	d := quietDaemon(t, path)
 	defer func() { d.Close() }()
@@ -226,14 +227,14 @@ func TestEphemeralRulesAfterARestart(t *testing.T) {
 	defer func() { d.Close() }()
 	d.Handle(api.Request{Verb: api.VerbAddBridge, Bridge: "br0"})
 	d.Handle(api.Request{Verb: api.VerbAddFlows, Bridge: "br0", Flows: []string{"priority=7,arp,actions=drop", "priority=8,ip,actions=drop"}})
-	journal, _ := os.ReadFile(journalPath(path))
+	journal, _ := os.ReadFile(store.JournalPath(path))
 	if _, err := d.ApplyFlowMods("br0", []FlowMod{
 		{Command: FlowAdd, Ephemeral: true, Rule: mustRule(t, "priority=9,tcp,actions=drop")},
 		{Command: FlowModify, Filter: mustFilter(t, "tcp"), Actions: mustRule(t, "actions=NORMAL").Actions},
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if after, _ := os.ReadFile(journalPath(path)); len(after) != len(journal) {
+	if after, _ := os.ReadFile(store.JournalPath(path)); len(after) != len(journal) {
 		t.Errorf("adding and modifying a controller's rule wrote %q to the journal", after[len(journal):])
 	}
 	if _, err := d.ApplyFlowMods("br0", []FlowMod{{Command: FlowAdd, Ephemeral: true, Rule: mustRule(t, "priority=8,ip,actions=NORMAL")}}); err != nil {

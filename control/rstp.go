@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/xswitch/xswitch/control/api"
+	"github.com/xswitch/xswitch/control/store"
 	"github.com/xswitch/xswitch/rstp"
 	vswitch "github.com/xswitch/xswitch/switch"
 )
@@ -70,7 +71,7 @@ func bridgeAddress(name string) [6]byte {
 
 // rstpBridgeConfig is the spanning tree configuration bc's columns give,
 // whether or not rstp_enable turns it on.
-func (bc *BridgeConfig) rstpBridgeConfig() (rstp.BridgeConfig, error) {
+func rstpBridgeConfig(bc *store.BridgeConfig) (rstp.BridgeConfig, error) {
 	oc := bc.OtherConfig
 	cfg := rstp.DefaultBridgeConfig(bridgeAddress(bc.Name))
 	if v, ok := oc["rstp-address"]; ok {
@@ -166,7 +167,7 @@ func (d *Daemon) rstpStatus(name string) (api.RSTPStatus, bool) {
 	if !ok {
 		return api.RSTPStatus{}, false
 	}
-	bc := d.cfg.bridge(name)
+	bc := d.cfg.Bridge(name)
 	own := rstp.Times{HelloTime: rstp.HelloTime, MaxAge: st.Config.MaxAge, ForwardDelay: st.Config.ForwardDelay}
 	out := api.RSTPStatus{
 		Bridge: name, BridgeID: rstpID(st.BridgeID, own), RootID: rstpID(st.Root, st.RootTimes),

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/xswitch/xswitch/control/api"
+	"github.com/xswitch/xswitch/control/store"
 	"github.com/xswitch/xswitch/flow"
 	"github.com/xswitch/xswitch/rstp"
 	vswitch "github.com/xswitch/xswitch/switch"
@@ -19,7 +20,7 @@ func (d *Daemon) trace(bridge, packet string) (*api.Trace, error) {
 	if err != nil {
 		return nil, err
 	}
-	bc := d.cfg.bridge(bridge)
+	bc := d.cfg.Bridge(bridge)
 	f, err := parseFilter(bc, packet)
 	if err != nil {
 		return nil, err
@@ -50,7 +51,7 @@ func (d *Daemon) trace(bridge, packet string) (*api.Trace, error) {
 	for _, p := range b.Ports() {
 		tc.live[p.OFPort] = true
 	}
-	tc.settings, _ = bc.settings() // validated when saved
+	tc.settings, _ = bridgeSettingsOf(bc) // validated when saved
 	final, dropped := b.Trace(key.Headers, tc)
 	tr.FastPath = b.FastPathVerdict(key.Headers)
 	if dropped {
@@ -74,7 +75,7 @@ func (d *Daemon) trace(bridge, packet string) (*api.Trace, error) {
 // leave out.
 type tracer struct {
 	b        *vswitch.Bridge
-	bc       *BridgeConfig
+	bc       *store.BridgeConfig
 	stp      traceSTP
 	settings bridgeSettings
 	tr       *api.Trace
@@ -211,7 +212,7 @@ func (tc *tracer) normal(step *api.TraceStep, key *flow.Key) {
 
 // traceSTP is what trace knows of a bridge's spanning tree.
 type traceSTP struct {
-	bc    *BridgeConfig
+	bc    *store.BridgeConfig
 	ports map[string]api.RSTPPort // the ports that take part, by name
 }
 
@@ -244,7 +245,7 @@ func (s traceSTP) forwarding(ports []uint16) []uint16 {
 // stormNotes says, when NORMAL floods from port in, that its storm limit
 // applies: whether this packet is dropped depends on the rate of those
 // before it, which trace does not know.
-func stormNotes(bc *BridgeConfig, in uint16) []string {
+func stormNotes(bc *store.BridgeConfig, in uint16) []string {
 	for _, pc := range bc.Ports {
 		if opts, err := portOptions(pc); err == nil && pc.OFPort == in && opts.StormLimit > 0 {
 			return []string{fmt.Sprintf("port %s floods at most %d frames/s (other_config:storm-limit): beyond that, dropped",

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/xswitch/xswitch/control/api"
+	"github.com/xswitch/xswitch/control/store"
 	"github.com/xswitch/xswitch/port"
 
 	vswitch "github.com/xswitch/xswitch/switch"
@@ -46,7 +47,7 @@ func addToBridge(b *vswitch.Bridge, p port.Port, pc api.PortConfig) (uint16, err
 
 // vlanOf is the VLAN configuration of bc's port ofport; a port it does not
 // know is a trunk of every VLAN.
-func vlanOf(bc *BridgeConfig, ofport uint16) vswitch.VLANConfig {
+func vlanOf(bc *store.BridgeConfig, ofport uint16) vswitch.VLANConfig {
 	for _, pc := range bc.Ports {
 		if pc.OFPort == ofport {
 			if opts, err := portOptions(pc); err == nil {
@@ -58,7 +59,7 @@ func vlanOf(bc *BridgeConfig, ofport uint16) vswitch.VLANConfig {
 }
 
 // carrying keeps the ports of bc that carry vlan.
-func carrying(bc *BridgeConfig, vlan uint16, ports []uint16) []uint16 {
+func carrying(bc *store.BridgeConfig, vlan uint16, ports []uint16) []uint16 {
 	var out []uint16
 	for _, p := range ports {
 		if vlanOf(bc, p).Carries(vlan) {
