@@ -337,6 +337,20 @@ func (w *controllerWatcher) run(stop <-chan struct{}) {
 	}
 }
 
+// controllerHub is the daemon's side of the OpenFlow agent's hooks: the
+// functions OnControllers added, each owed the calls for the changes in
+// order, and what the agent last said of each configured target, for
+// show. The watchers are added and told under the daemon's lock, which
+// orders the calls as the changes; the status has a lock of its own, so
+// that the agent never waits for a verb.
+type controllerHub struct {
+	watchers []*controllerWatcher
+	running  sync.WaitGroup // the watchers' goroutines
+
+	mu     sync.Mutex
+	status map[string]map[string]api.ControllerStatus // by bridge and target
+}
+
 // OnControllers has fn called with every bridge's settings now, before it
 // returns, then whenever a bridge's targets, fail mode or datapath id
 // change (a new bridge included), and with zero settings when a bridge is
@@ -349,15 +363,15 @@ func (d *Daemon) OnControllers(fn func(bridge string, s ControllerSettings)) {
 	w := &controllerWatcher{fn: fn, wake: make(chan struct{}, 1)}
 	d.mu.Lock()
 	initial := controllerChanges(&store.Config{}, d.cfg)
-	d.watchers = append(d.watchers, w)
+	d.controllers.watchers = append(d.controllers.watchers, w)
 	d.mu.Unlock()
 	for _, e := range initial {
 		fn(e.bridge, e.settings)
 	}
-	d.watchersDone.Add(1)
+	d.controllers.running.Add(1)
 	stop := d.stop
 	go func() {
-		defer d.watchersDone.Done()
+		defer d.controllers.running.Done()
 		w.run(stop)
 	}()
 }
@@ -385,32 +399,31 @@ func controllerChanges(before, after *store.Config) []controllerEvent {
 	return events
 }
 
-// controllersChanged follows a change of the configuration from before:
+// changed follows a change of the configuration from before to after:
 // it forgets the status of targets no longer configured and owes the
-// watchers the calls for it. The caller holds d.mu, which orders the
-// calls as the changes.
-func (d *Daemon) controllersChanged(before *store.Config) {
-	events := controllerChanges(before, d.cfg)
+// watchers the calls for it. The caller holds the daemon's lock, which
+// orders the calls as the changes.
+func (h *controllerHub) changed(before, after *store.Config) {
+	events := controllerChanges(before, after)
 	if len(events) == 0 {
 		return
 	}
-	d.syncControllerStatus()
-	for _, w := range d.watchers {
+	h.syncStatus(after)
+	for _, w := range h.watchers {
 		w.push(events)
 	}
 }
 
-// syncControllerStatus makes the status kept one entry per configured
-// target: new ones not connected, gone ones forgotten. The caller holds
-// d.mu.
-func (d *Daemon) syncControllerStatus() {
-	d.statusMu.Lock()
-	defer d.statusMu.Unlock()
-	next := make(map[string]map[string]api.ControllerStatus, len(d.cfg.Bridges))
-	for _, bc := range d.cfg.Bridges {
+// syncStatus makes the status kept one entry per target of cfg: new ones
+// not connected, gone ones forgotten.
+func (h *controllerHub) syncStatus(cfg *store.Config) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	next := make(map[string]map[string]api.ControllerStatus, len(cfg.Bridges))
+	for _, bc := range cfg.Bridges {
 		m := make(map[string]api.ControllerStatus, len(bc.Controllers))
 		for _, t := range bc.Controllers {
-			st, ok := d.controllerStatus[bc.Name][t]
+			st, ok := h.status[bc.Name][t]
 			if !ok {
 				st = api.ControllerStatus{Target: t}
 			}
@@ -418,7 +431,7 @@ func (d *Daemon) syncControllerStatus() {
 		}
 		next[bc.Name] = m
 	}
-	d.controllerStatus = next
+	h.status = next
 }
 
 // SetControllerStatus records what the OpenFlow agent knows of one of a
@@ -429,20 +442,21 @@ func (d *Daemon) SetControllerStatus(bridge, target string, connected bool, role
 	if t, err := ParseControllerTarget(target); err == nil {
 		target = t.String() // as the configuration spells it
 	}
-	d.statusMu.Lock()
-	defer d.statusMu.Unlock()
-	if _, ok := d.controllerStatus[bridge][target]; ok {
-		d.controllerStatus[bridge][target] = api.ControllerStatus{Target: target, Connected: connected, Role: role}
+	h := &d.controllers
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, ok := h.status[bridge][target]; ok {
+		h.status[bridge][target] = api.ControllerStatus{Target: target, Connected: connected, Role: role}
 	}
 }
 
-// controllerStatusOf is bc's targets with their status, in bc's order.
-func (d *Daemon) controllerStatusOf(bc *store.BridgeConfig) []api.ControllerStatus {
-	d.statusMu.Lock()
-	defer d.statusMu.Unlock()
+// statusOf is bc's targets with their status, in bc's order.
+func (h *controllerHub) statusOf(bc *store.BridgeConfig) []api.ControllerStatus {
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	out := make([]api.ControllerStatus, 0, len(bc.Controllers))
 	for _, t := range bc.Controllers {
-		out = append(out, d.controllerStatus[bc.Name][t])
+		out = append(out, h.status[bc.Name][t])
 	}
 	return out
 }

@@ -145,6 +145,6 @@ func (d *Daemon) applyFlowMods(bridge string, mods []FlowMod) ([]int, error) {
 	for i, e := range deleted {
 		gone[i] = RemovedFlow{Entry: e, Reason: RemovedDelete, At: now}
 	}
-	d.flowsRemoved(b, gone)
+	d.removed.add(b, gone)
 	return changed, nil
 }

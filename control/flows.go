@@ -202,7 +202,7 @@ func (d *Daemon) expireFlows(now time.Time) {
 			}
 			gone[i] = RemovedFlow{Entry: e, Reason: reason, At: now}
 		}
-		d.flowsRemoved(b, gone)
+		d.removed.add(b, gone)
 	}
 	d.compactIfDue()
 }
