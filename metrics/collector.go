@@ -2,9 +2,11 @@
 //
 // Nothing on the forwarding path knows about Prometheus: the forwarders
 // keep their counters in atomics as they always do, and each scrape reads
-// one snapshot of them from the daemon (control.Daemon.Metrics) and turns
-// it into constant metrics. A scrape costs the datapath nothing but one
-// request per bridge between two batches, for the MAC table's size.
+// one snapshot of them from the daemon (a Source: control.Daemon.Metrics),
+// the switch's counters as values, and turns it into constant metrics. A
+// scrape costs the datapath nothing but one request per bridge between
+// two batches, for the MAC table's size. The package only reads: it
+// changes nothing in the daemon or the switch.
 package metrics
 
 import (

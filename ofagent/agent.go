@@ -1,7 +1,9 @@
 // Package ofagent is xswitch's OpenFlow 1.3 agent: the connections to the
 // controllers each bridge is given (set-controller), and what crosses them
-// — flow table edits and statistics through the daemon's typed API,
-// packet-ins and packet-outs through the bridge. It follows Open vSwitch's
+// — flow table edits, ports and their counters through the daemon's typed
+// calls (Switch, all it may ask of the daemon; never the protocol of
+// package api), packet-ins, packet-outs and the tables' counters through
+// the bridge. It follows Open vSwitch's
 // connection manager: active targets (tcp:) are dialled again with backoff
 // when they fail, passive ones (ptcp:) take any number of connections (as
 // ovs-ofctl makes them), an idle connection is probed with an echo and
