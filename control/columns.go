@@ -565,9 +565,9 @@ type bridgeSettings struct {
 	controllerRate, controllerBurst uint32
 }
 
-// bridgeSettingsOf parses bc's columns, or says what is wrong with them. The
-// spanning tree's configuration is checked even while it is off, so that
-// turning it on cannot fail.
+// bridgeSettingsOf parses bc's columns, or says what is wrong with them.
+// The spanning tree's configuration is checked even while it is off, so
+// that turning it on cannot fail.
 func bridgeSettingsOf(bc *store.BridgeConfig) (bridgeSettings, error) {
 	var s bridgeSettings
 	if err := checkOtherConfig(api.TableBridge, bc.OtherConfig); err != nil {

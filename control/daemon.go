@@ -283,7 +283,8 @@ func (d *Daemon) Close() error {
 	return errors.Join(errs...)
 }
 
-// Handle runs one request.
+// Handle runs one request: the daemon is the api.Handler that api.Serve
+// takes its clients' requests to.
 func (d *Daemon) Handle(req api.Request) api.Response {
 	var err error
 	var resp api.Response

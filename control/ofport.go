@@ -78,8 +78,8 @@ func allocOFPort(bc *store.BridgeConfig, name string, requested uint16, now time
 	return oldest.OFPort, nil
 }
 
-// releaseOFPort records that pc's number is free from now, and forgets numbers
-// whose quarantine is over.
+// releaseOFPort records that pc's number is free from now, and forgets
+// the numbers whose quarantine is over.
 func releaseOFPort(bc *store.BridgeConfig, pc api.PortConfig, now time.Time) {
 	bc.Released = slices.DeleteFunc(bc.Released, func(r store.ReleasedPort) bool {
 		return now.Sub(r.Time) >= ofportQuarantine || r.Name == pc.Name || r.OFPort == pc.OFPort

@@ -8,9 +8,9 @@
 // Responses carry structured data; formatting for people is the client's
 // business, so that scripts can ask for the same data as JSON.
 //
-// The package imports nothing of the switch: a client needs only it, and
-// the daemon converts what its bridges, ports and tunnels report into
-// these types. It may not hold any state of the daemon's.
+// The package imports nothing of the switch and keeps nothing of the
+// daemon's: a client needs only it, and the daemon converts what its
+// bridges, ports and tunnels report into these types.
 package api
 
 import (

@@ -26,8 +26,8 @@
 // generation it follows, so that the journal a crash in the middle of a
 // compaction leaves beside the new snapshot is recognised as already in it.
 //
-// The daemon also holds an exclusive flock on a lock file beside the
-// configuration (".lock" added), holding its pid, for as long as it runs:
+// An open store also holds an exclusive flock on a lock file beside the
+// configuration (".lock" added), holding the daemon's pid, while it runs:
 // two daemons on one configuration would overwrite each other's changes
 // and delete each other's devices.
 package store
