@@ -23,14 +23,10 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/xswitch/xswitch/control/api"
+	"github.com/xswitch/xswitch/control/store"
 	"github.com/xswitch/xswitch/rstp"
 	vswitch "github.com/xswitch/xswitch/switch"
-)
-
-// Tables, as ovs-vsctl names them.
-const (
-	TableBridge = "Bridge"
-	TablePort   = "Port"
 )
 
 // Columns.
@@ -46,7 +42,7 @@ const (
 // checks a value; the rstp-* keys are checked again together, as the
 // configuration the spanning tree gets (rstp.go).
 var otherConfigKeys = map[string]map[string]func(string) error{
-	TableBridge: {
+	api.TableBridge: {
 		"forward-bpdu":                checkBool,
 		"datapath-id":                 checkDatapathID,
 		"rstp-priority":               checkUint(0, 61440, 4096),
@@ -60,7 +56,7 @@ var otherConfigKeys = map[string]map[string]func(string) error{
 		"controller-rate-limit":  checkUint(100, maxControllerRate, 1),
 		"controller-burst-limit": checkUint(25, maxControllerRate, 1),
 	},
-	TablePort: {
+	api.TablePort: {
 		// Not an OVS key: OVS has no storm control.
 		"storm-limit":          checkStormLimit,
 		"rstp-enable":          checkBool,
@@ -73,8 +69,8 @@ var otherConfigKeys = map[string]map[string]func(string) error{
 
 // tableColumns are each table's columns.
 var tableColumns = map[string][]string{
-	TableBridge: {columnRSTPEnable, columnOtherConfig},
-	TablePort:   {columnOtherConfig, columnTag, columnTrunks, columnVLANMode},
+	api.TableBridge: {columnRSTPEnable, columnOtherConfig},
+	api.TablePort:   {columnOtherConfig, columnTag, columnTrunks, columnVLANMode},
 }
 
 // valueColumn is a column that holds values, not a map: a set of between
@@ -92,7 +88,7 @@ type valueColumn struct {
 
 // valueColumns are the value columns of each table.
 var valueColumns = map[string]map[string]valueColumn{
-	TableBridge: {
+	api.TableBridge: {
 		columnRSTPEnable: {min: 1, max: 1,
 			parse:  func(v string) ([]string, error) { return []string{v}, checkBool(v) },
 			toJSON: func(v string) any { return v == "true" },
@@ -100,7 +96,7 @@ var valueColumns = map[string]map[string]valueColumn{
 			put:    func(r record, v []string) { r.bridge.RSTPEnable = v[0] == "true" },
 		},
 	},
-	TablePort: {
+	api.TablePort: {
 		// OVS's columns of the port's VLANs (vswitch.VLANConfig).
 		columnTag: {max: 1, parse: parseTag, toJSON: vlanJSON,
 			get: func(r record) []string {
@@ -236,13 +232,13 @@ func parseStormLimit(v string) (uint32, error) {
 // record is one row of a configuration: a bridge, or one of its ports.
 type record struct {
 	table  string
-	bridge *BridgeConfig
-	port   *PortConfig // nil for a bridge
+	bridge *store.BridgeConfig
+	port   *api.PortConfig // nil for a bridge
 	name   string
 }
 
 // findRecord finds the named row of table in c, for reading or changing.
-func findRecord(c *Config, table, name string) (record, error) {
+func findRecord(c *store.Config, table, name string) (record, error) {
 	t, err := lookupTable(table)
 	if err != nil {
 		return record{}, err
@@ -250,12 +246,12 @@ func findRecord(c *Config, table, name string) (record, error) {
 	r := record{table: t, name: name}
 	for i := range c.Bridges {
 		bc := &c.Bridges[i]
-		if t == TableBridge && bc.Name == name {
+		if t == api.TableBridge && bc.Name == name {
 			r.bridge = bc
 			return r, nil
 		}
-		if t == TablePort {
-			if j := slices.IndexFunc(bc.Ports, func(pc PortConfig) bool { return pc.Name == name }); j >= 0 {
+		if t == api.TablePort {
+			if j := slices.IndexFunc(bc.Ports, func(pc api.PortConfig) bool { return pc.Name == name }); j >= 0 {
 				r.bridge, r.port = bc, &bc.Ports[j]
 				return r, nil
 			}
@@ -267,12 +263,12 @@ func findRecord(c *Config, table, name string) (record, error) {
 // lookupTable returns a table's name as ovs-vsctl spells it; like
 // ovs-vsctl, it ignores case.
 func lookupTable(name string) (string, error) {
-	for _, t := range []string{TableBridge, TablePort} {
+	for _, t := range []string{api.TableBridge, api.TablePort} {
 		if strings.EqualFold(name, t) {
 			return t, nil
 		}
 	}
-	return "", fmt.Errorf("unknown table %q (xswitch has the tables %s and %s)", name, TableBridge, TablePort)
+	return "", fmt.Errorf("unknown table %q (xswitch has the tables %s and %s)", name, api.TableBridge, api.TablePort)
 }
 
 // column parses "column" or "column:key" of r's table.
@@ -549,10 +545,10 @@ func quotedEnd(text string) int {
 // validate checks the whole record as it would run.
 func (r record) validate() error {
 	if r.port != nil {
-		_, err := r.port.portOptions()
+		_, err := portOptions(*r.port)
 		return err
 	}
-	_, err := r.bridge.settings()
+	_, err := bridgeSettingsOf(r.bridge)
 	return err
 }
 
@@ -569,12 +565,12 @@ type bridgeSettings struct {
 	controllerRate, controllerBurst uint32
 }
 
-// settings parses bc's columns, or says what is wrong with them. The
-// spanning tree's configuration is checked even while it is off, so that
-// turning it on cannot fail.
-func (bc *BridgeConfig) settings() (bridgeSettings, error) {
+// bridgeSettingsOf parses bc's columns, or says what is wrong with them.
+// The spanning tree's configuration is checked even while it is off, so
+// that turning it on cannot fail.
+func bridgeSettingsOf(bc *store.BridgeConfig) (bridgeSettings, error) {
 	var s bridgeSettings
-	if err := checkOtherConfig(TableBridge, bc.OtherConfig); err != nil {
+	if err := checkOtherConfig(api.TableBridge, bc.OtherConfig); err != nil {
 		return s, fmt.Errorf("bridge %s: %w", bc.Name, err)
 	}
 	s.forwardBPDU = bc.OtherConfig["forward-bpdu"] == "true"
@@ -584,7 +580,7 @@ func (bc *BridgeConfig) settings() (bridgeSettings, error) {
 			*to = uint32(n)
 		}
 	}
-	cfg, err := bc.rstpBridgeConfig()
+	cfg, err := rstpBridgeConfig(bc)
 	if err != nil {
 		return s, fmt.Errorf("bridge %s: %w", bc.Name, err)
 	}
@@ -602,14 +598,14 @@ func (s bridgeSettings) apply(b *vswitch.Bridge) error {
 }
 
 // addOtherConfig adds what pc's other_config configures to opts.
-func (pc PortConfig) addOtherConfig(opts *vswitch.PortOptions) error {
-	if err := checkOtherConfig(TablePort, pc.OtherConfig); err != nil {
+func addPortOtherConfig(pc api.PortConfig, opts *vswitch.PortOptions) error {
+	if err := checkOtherConfig(api.TablePort, pc.OtherConfig); err != nil {
 		return fmt.Errorf("port %q: %w", pc.Name, err)
 	}
 	if v, ok := pc.OtherConfig["storm-limit"]; ok {
 		opts.StormLimit, _ = parseStormLimit(v) // checked above
 	}
-	opts.RSTP = pc.rstpPortConfig()
+	opts.RSTP = rstpPortConfig(pc)
 	return nil
 }
 
@@ -625,26 +621,6 @@ func checkOtherConfig(table string, m map[string]string) error {
 		}
 	}
 	return nil
-}
-
-// dropEmpty makes an empty other_config, or an empty list of
-// controllers, none, as saving leaves them out, so that a configuration
-// reads back as it was written.
-func (c *Config) dropEmpty() {
-	for i := range c.Bridges {
-		bc := &c.Bridges[i]
-		if len(bc.OtherConfig) == 0 {
-			bc.OtherConfig = nil
-		}
-		if len(bc.Controllers) == 0 {
-			bc.Controllers = nil
-		}
-		for j := range bc.Ports {
-			if pc := &bc.Ports[j]; len(pc.OtherConfig) == 0 {
-				pc.OtherConfig = nil
-			}
-		}
-	}
 }
 
 // setColumns is the set verb.
@@ -696,12 +672,12 @@ func (d *Daemon) clearColumns(table, name string, columns []string) error {
 // changeRecord changes one record of a copy of the configuration, checks
 // it, saves it and applies it.
 func (d *Daemon) changeRecord(table, name string, change func(record) error) error {
-	next := d.cfg.clone()
+	next := d.cfg.Clone()
 	r, err := findRecord(next, table, name)
 	if err != nil {
 		return err
 	}
-	var was PortConfig // a change replaces a port's lists, never edits them
+	var was api.PortConfig // a change replaces a port's lists, never edits them
 	if r.port != nil {
 		was = *r.port
 	}
@@ -716,10 +692,10 @@ func (d *Daemon) changeRecord(table, name string, change func(record) error) err
 	}
 	b := d.bridges[r.bridge.Name]
 	if r.port == nil {
-		s, _ := r.bridge.settings() // validated above
+		s, _ := bridgeSettingsOf(r.bridge) // validated above
 		err = s.apply(b)
 	} else if _, down := d.down[r.port.Name]; !down {
-		opts, _ := r.port.runningOptions() // validated above
+		opts, _ := runningOptions(*r.port) // validated above
 		err = errors.Join(b.SetStormLimit(r.port.Name, opts.StormLimit), b.SetPortRSTP(r.port.Name, opts.RSTP))
 		if !sameVLANs(was, *r.port) {
 			err = errors.Join(err, b.SetPortVLAN(r.port.Name, opts.VLAN))

@@ -1,171 +1,41 @@
 package control
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"regexp"
-	"time"
 
+	"github.com/xswitch/xswitch/control/api"
+	"github.com/xswitch/xswitch/control/store"
 	"github.com/xswitch/xswitch/flow"
 	"github.com/xswitch/xswitch/internal/ifname"
 	"github.com/xswitch/xswitch/port/afxdp"
 	vswitch "github.com/xswitch/xswitch/switch"
 )
 
-// Config is everything the daemon persists: what a restart must restore.
-// While the daemon runs, its Config describes bridges and ports only: the
-// flow tables live in the bridges, and are written out (Flows) only in a
-// snapshot (see store.go).
-type Config struct {
-	// Generation numbers the snapshot, so that the journal of changes made
-	// after it can tell it from an older one.
-	Generation uint64         `json:"generation,omitempty"`
-	Bridges    []BridgeConfig `json:"bridges"`
-}
-
-// BridgeConfig is one bridge, its ports and its flow table.
-type BridgeConfig struct {
-	Name  string       `json:"name"`
-	Ports []PortConfig `json:"ports"`
-	// Flows are the bridge's rules in ovs-ofctl syntax, highest priority
-	// first; a bridge without rules has an empty list. A configuration
-	// written before flow tables has none at all: the bridge then gets the
-	// default table.
-	Flows []string `json:"flows"`
-	// Installed says when each of Flows was installed, so that hard
-	// timeouts run on across a restart: the first Count rules at the first
-	// time, the next Count at the next, and so on (rules come in bulk, and
-	// one add-flows installs all of its rules at once). A configuration
-	// written before install times were kept has none: the rules count from
-	// the start.
-	Installed []InstallTime `json:"installed,omitempty"`
-	// Released are OpenFlow port numbers that ports had until lately,
-	// kept from reuse for a while (see ofport.go).
-	Released []ReleasedPort `json:"released_ofports,omitempty"`
-	// RSTPEnable and OtherConfig are OVS's Bridge columns of those names,
-	// as the set verb writes them (columns.go). OtherConfig is never
-	// modified in place, only replaced, so that a clone may share it.
-	RSTPEnable  bool              `json:"rstp_enable,omitempty"`
-	OtherConfig map[string]string `json:"other_config,omitempty"`
-	// Controllers are the bridge's OpenFlow controller targets, in their
-	// canonical form (ControllerTarget.String), and FailMode what it does
-	// while none is connected: "standalone", "secure", or "" for not set
-	// (standalone), as OVS's columns of those names (controller.go).
-	// Controllers is never modified in place, only replaced.
-	Controllers []string `json:"controllers,omitempty"`
-	FailMode    string   `json:"fail_mode,omitempty"`
-	// DatapathID is the datapath id chosen when the bridge was created,
-	// 16 hex digits; other_config:datapath-id overrides it. A
-	// configuration written before datapath ids were kept has none: the
-	// bridge gets one when it is loaded.
-	DatapathID string `json:"datapath_id,omitempty"`
-}
-
-// InstallTime is when a run of a bridge's rules was installed.
-type InstallTime struct {
-	At    time.Time `json:"at"`
-	Count int       `json:"count"`
-}
-
-// PortConfig is one port as the user asked for it.
-type PortConfig struct {
-	Name   string `json:"name"`
-	OFPort uint16 `json:"ofport,omitempty"`
-	Mode   string `json:"mode,omitempty"`
-	Queues int    `json:"queues,omitempty"`
-	// Netns, Peer and Address describe a veth pair that xswitch created and
-	// so owns: it recreates the pair after a reboot and deletes it with the
-	// port. A port without Netns is an existing interface it only attaches.
-	Netns   string `json:"netns,omitempty"`
-	Peer    string `json:"peer,omitempty"`
-	Address string `json:"address,omitempty"`
-	// Tag, Trunks and VLANMode are the port's VLAN configuration, as OVS's
-	// columns of the same names (see vswitch.VLANConfig); none of them is a
-	// trunk of every VLAN.
-	Tag      uint16   `json:"tag,omitempty"`
-	Trunks   []uint16 `json:"trunks,omitempty"`
-	VLANMode string   `json:"vlan_mode,omitempty"`
-	// Type is a device xswitch creates and owns besides a --netns veth
-	// pair: PortTypeTap or PortTypeInternal; or a tunnel, which has no
-	// device: PortTypeVXLAN or PortTypeGeneve; "" for the other ports.
-	Type string `json:"type,omitempty"`
-	// Owner is the user ID that may open a tap without CAP_NET_ADMIN; 0
-	// sets none, since root needs none.
-	Owner int `json:"owner,omitempty"`
-	// Device is the interface the AF_XDP socket opens when it is not Name:
-	// the switch end of an internal port's veth pair, whose peer is Name.
-	Device string `json:"device,omitempty"`
-	// OtherConfig is OVS's Port column of that name, as the set verb
-	// writes it (columns.go); like a bridge's, it is only ever replaced.
-	OtherConfig map[string]string `json:"other_config,omitempty"`
-	// MTU is the MTU of the interfaces add-port creates (both ends of a
-	// veth pair, a tap); 0 leaves the kernel's default (see mtu.go).
-	MTU int `json:"mtu,omitempty"`
-	// RemoteIP, LocalIP, Key and DstPort describe a tunnel port
-	// (PortTypeVXLAN, PortTypeGeneve), as OVS's options of those names:
-	// the remote endpoint; the local one ("": the route's source
-	// address); the VNI, or KeyFlow ("": 0); the UDP port (0: the type's).
-	RemoteIP string `json:"remote_ip,omitempty"`
-	LocalIP  string `json:"local_ip,omitempty"`
-	Key      string `json:"key,omitempty"`
-	DstPort  uint16 `json:"dst_port,omitempty"`
-}
-
-// Port types that xswitch creates the device of.
-const (
-	PortTypeTap      = "tap"      // a persistent tap device, for a VM monitor to open
-	PortTypeInternal = "internal" // the host's (or --netns's) own interface on the bridge
-)
-
-// device is the interface the port's AF_XDP socket is bound to.
-func (pc PortConfig) device() string {
+// deviceOf is the interface the port's AF_XDP socket is bound to.
+func deviceOf(pc api.PortConfig) string {
 	if pc.Device != "" {
 		return pc.Device
 	}
 	return pc.Name
 }
 
-func (c *Config) bridge(name string) *BridgeConfig {
-	for i := range c.Bridges {
-		if c.Bridges[i].Name == name {
-			return &c.Bridges[i]
-		}
-	}
-	return nil
+// configRules are what the store holds a configuration it loads to: the
+// rules the verbs hold their input to, so that a file edited by hand, or
+// written by a daemon with a bug since fixed, cannot bring up what no
+// verb would have; and a datapath id for a bridge saved without one.
+var configRules = store.Rules{Validate: validateConfig, Upgrade: assignDatapathIDs}
+
+// LoadConfig reads the configuration at path as a restart would find it,
+// the journal's changes included, with every bridge's rules in Flows. It
+// changes nothing on disk. A missing configuration is an empty one; one
+// that cannot be read is an error naming the file, which is left alone.
+func LoadConfig(path string) (*store.Config, error) {
+	return store.Load(path, configRules)
 }
 
-// clone returns a deep copy, so that a change can be built aside and
-// committed only once it is saved.
-func (c *Config) clone() *Config {
-	out := &Config{Generation: c.Generation, Bridges: make([]BridgeConfig, len(c.Bridges))}
-	for i, b := range c.Bridges {
-		out.Bridges[i] = BridgeConfig{
-			Name:        b.Name,
-			Ports:       append([]PortConfig(nil), b.Ports...),
-			Flows:       b.Flows,     // never modified in place, only replaced
-			Installed:   b.Installed, // likewise
-			Released:    append([]ReleasedPort(nil), b.Released...),
-			RSTPEnable:  b.RSTPEnable,
-			OtherConfig: b.OtherConfig, // likewise
-			Controllers: b.Controllers, // likewise
-			FailMode:    b.FailMode,
-			DatapathID:  b.DatapathID,
-		}
-	}
-	return out
-}
-
-// validate holds a configuration read from disk to the rules the verbs
-// hold their input to, so that a file edited by hand, or written by a
-// daemon with a bug since fixed, cannot bring up what no verb would have.
-func (c *Config) validate() error {
-	c.dropEmpty()
+// validateConfig checks a configuration read from disk as the verbs
+// check their input.
+func validateConfig(c *store.Config) error {
 	bridges := map[string]bool{}
 	owners := map[string]string{} // port and device names: their bridge
 	for _, bc := range c.Bridges {
@@ -176,20 +46,20 @@ func (c *Config) validate() error {
 			return fmt.Errorf("bridge %q appears twice", bc.Name)
 		}
 		bridges[bc.Name] = true
-		if _, err := bc.settings(); err != nil {
+		if _, err := bridgeSettingsOf(&bc); err != nil {
 			return err
 		}
-		if _, err := bc.controllerSettings(); err != nil {
+		if _, err := controllerSettingsOf(&bc); err != nil {
 			return fmt.Errorf("bridge %s: %w", bc.Name, err)
 		}
 		ofports := map[uint16]string{}
 		for _, pc := range bc.Ports {
-			if err := pc.validate(bc.Name); err != nil {
+			if err := validatePort(pc, bc.Name); err != nil {
 				return fmt.Errorf("bridge %s: %w", bc.Name, err)
 			}
 			names := []string{pc.Name}
-			if pc.device() != pc.Name {
-				names = append(names, pc.device())
+			if deviceOf(pc) != pc.Name {
+				names = append(names, deviceOf(pc))
 			}
 			for _, name := range names {
 				if owner, ok := owners[name]; ok {
@@ -202,16 +72,6 @@ func (c *Config) validate() error {
 			}
 			ofports[pc.OFPort] = pc.Name
 		}
-		counted := 0
-		for _, run := range bc.Installed {
-			if run.Count < 1 {
-				return fmt.Errorf("bridge %s: install times for %d rules", bc.Name, run.Count)
-			}
-			counted += run.Count
-		}
-		if len(bc.Installed) > 0 && counted != len(bc.Flows) {
-			return fmt.Errorf("bridge %s: install times for %d rules, but %d rules", bc.Name, counted, len(bc.Flows))
-		}
 		for _, r := range bc.Released {
 			if r.OFPort < 1 || r.OFPort > vswitch.MaxOFPort {
 				return fmt.Errorf("bridge %s: released ofport %d out of range 1-%d", bc.Name, r.OFPort, vswitch.MaxOFPort)
@@ -221,9 +81,9 @@ func (c *Config) validate() error {
 	return nil
 }
 
-// validate checks one saved port of bridge as add-port checks its
+// validatePort checks one saved port of bridge as add-port checks its
 // arguments.
-func (pc PortConfig) validate(bridge string) error {
+func validatePort(pc api.PortConfig, bridge string) error {
 	if err := ifname.Validate("port", pc.Name); err != nil {
 		return err
 	}
@@ -239,7 +99,7 @@ func (pc PortConfig) validate(bridge string) error {
 	if _, err := afxdp.ParseMode(pc.Mode); err != nil {
 		return fmt.Errorf("port %q: %w", pc.Name, err)
 	}
-	if _, err := pc.portOptions(); err != nil {
+	if _, err := portOptions(pc); err != nil {
 		return err
 	}
 	completed := pc
@@ -251,118 +111,4 @@ func (pc PortConfig) validate(bridge string) error {
 			pc.Name, pc.Device, pc.Peer, completed.Device, completed.Peer)
 	}
 	return checkMTURequest(pc)
-}
-
-// readSnapshot reads the snapshot at path. A missing file is an empty
-// configuration.
-func readSnapshot(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return &Config{}, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var c Config
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	err = dec.Decode(&c)
-	if err == nil {
-		// A second value or stray bytes after the first mean the file is
-		// not what writeSnapshot wrote: refuse it rather than guess.
-		if _, tokErr := dec.Token(); tokErr != io.EOF {
-			err = errors.New("data after the configuration")
-		}
-	}
-	if err == nil {
-		err = c.validate()
-	}
-	if err != nil {
-		return nil, corrupt(path, err)
-	}
-	return &c, nil
-}
-
-// corrupt is the error for a configuration file that cannot be used.
-func corrupt(path string, err error) error {
-	return fmt.Errorf("configuration %s is corrupt (%v); fix or move it away, xswitch will not overwrite it", path, err)
-}
-
-// SaveConfig writes c to path as a snapshot, atomically: a crash at any
-// moment leaves either the old file or the new one, never a torn one.
-func SaveConfig(path string, c *Config) error {
-	data, err := json.MarshalIndent(c, "", "  ")
-	if err != nil {
-		return err
-	}
-	return writeFileAtomic(path, append(data, '\n'))
-}
-
-// writeFileAtomic replaces path with data through a temporary file in the
-// same directory, synced before and after the rename.
-func writeFileAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(dir, tempPrefix(path)+"*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) // after a successful rename there is nothing to remove
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	return syncDir(dir)
-}
-
-// syncDir makes a rename or a new file in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
-}
-
-// tempPrefix names the temporary files of saves to path: hidden, and
-// marked as xswitch's, so that clearing those a crash left behind can
-// never touch a file of anyone else's.
-func tempPrefix(path string) string {
-	return "." + filepath.Base(path) + ".xswitch-save-"
-}
-
-// removeStaleTemporaries removes the temporary files that saves to path
-// left when a crash interrupted them: only names os.CreateTemp made from
-// tempPrefix.
-func removeStaleTemporaries(path string) error {
-	dir := filepath.Dir(path)
-	ours := regexp.MustCompile(`^` + regexp.QuoteMeta(tempPrefix(path)) + `[0-9]+$`)
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	for _, e := range entries {
-		if ours.MatchString(e.Name()) {
-			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }

@@ -21,6 +21,8 @@ import (
 
 	"github.com/vishvananda/netlink"
 
+	"github.com/xswitch/xswitch/control/api"
+	"github.com/xswitch/xswitch/control/store"
 	"github.com/xswitch/xswitch/flow"
 )
 
@@ -206,10 +208,10 @@ func (s ControllerSettings) equal(o ControllerSettings) bool {
 	return s.FailMode == o.FailMode && s.DatapathID == o.DatapathID && slices.Equal(s.Targets, o.Targets)
 }
 
-// controllerSettings parses bc's controller columns, or says what is
+// controllerSettingsOf parses bc's controller columns, or says what is
 // wrong with them. other_config:datapath-id, when set, is the datapath id,
 // as in OVS; removing it brings back the one chosen with the bridge.
-func (bc *BridgeConfig) controllerSettings() (ControllerSettings, error) {
+func controllerSettingsOf(bc *store.BridgeConfig) (ControllerSettings, error) {
 	var s ControllerSettings
 	var err error
 	if s.Targets, err = parseControllerTargets(bc.Controllers); err != nil {
@@ -255,7 +257,7 @@ func formatDatapathID(id uint64) string { return fmt.Sprintf("%016x", id) }
 // namespace, else a random locally administered unicast address; either
 // way 48 bits, the top 16 of the id zero. It is chosen once and kept, so
 // that a controller recognises the switch after a restart.
-func newDatapathID(bc *BridgeConfig) uint64 {
+func newDatapathID(bc *store.BridgeConfig) uint64 {
 	for _, pc := range bc.Ports {
 		if pc.OFPort != flow.LocalPort || pc.Netns != "" {
 			continue
@@ -280,7 +282,7 @@ func newDatapathID(bc *BridgeConfig) uint64 {
 
 // assignDatapathIDs gives every bridge without a datapath id (saved before
 // they were kept) one, and reports whether it gave any.
-func (c *Config) assignDatapathIDs() bool {
+func assignDatapathIDs(c *store.Config) bool {
 	assigned := false
 	for i := range c.Bridges {
 		if bc := &c.Bridges[i]; bc.DatapathID == "" {
@@ -289,14 +291,6 @@ func (c *Config) assignDatapathIDs() bool {
 		}
 	}
 	return assigned
-}
-
-// ControllerStatus is one of a bridge's targets with what the OpenFlow
-// agent last said of it.
-type ControllerStatus struct {
-	Target    string `json:"target"`
-	Connected bool   `json:"is_connected"`
-	Role      string `json:"role,omitempty"` // the controller's role, as the agent names it
 }
 
 // controllerEvent is one call an OnControllers function is owed.
@@ -343,6 +337,20 @@ func (w *controllerWatcher) run(stop <-chan struct{}) {
 	}
 }
 
+// controllerHub is the daemon's side of the OpenFlow agent's hooks: the
+// functions OnControllers added, each owed the calls for the changes in
+// order, and what the agent last said of each configured target, for
+// show. The watchers are added and told under the daemon's lock, which
+// orders the calls as the changes; the status has a lock of its own, so
+// that the agent never waits for a verb.
+type controllerHub struct {
+	watchers []*controllerWatcher
+	running  sync.WaitGroup // the watchers' goroutines
+
+	mu     sync.Mutex
+	status map[string]map[string]api.ControllerStatus // by bridge and target
+}
+
 // OnControllers has fn called with every bridge's settings now, before it
 // returns, then whenever a bridge's targets, fail mode or datapath id
 // change (a new bridge included), and with zero settings when a bridge is
@@ -354,16 +362,16 @@ func (w *controllerWatcher) run(stop <-chan struct{}) {
 func (d *Daemon) OnControllers(fn func(bridge string, s ControllerSettings)) {
 	w := &controllerWatcher{fn: fn, wake: make(chan struct{}, 1)}
 	d.mu.Lock()
-	initial := controllerChanges(&Config{}, d.cfg)
-	d.watchers = append(d.watchers, w)
+	initial := controllerChanges(&store.Config{}, d.cfg)
+	d.controllers.watchers = append(d.controllers.watchers, w)
 	d.mu.Unlock()
 	for _, e := range initial {
 		fn(e.bridge, e.settings)
 	}
-	d.watchersDone.Add(1)
+	d.controllers.running.Add(1)
 	stop := d.stop
 	go func() {
-		defer d.watchersDone.Done()
+		defer d.controllers.running.Done()
 		w.run(stop)
 	}()
 }
@@ -371,18 +379,18 @@ func (d *Daemon) OnControllers(fn func(bridge string, s ControllerSettings)) {
 // controllerChanges are the calls owed for the change from before to
 // after: bridges deleted first, then those whose settings differ, in the
 // configuration's order.
-func controllerChanges(before, after *Config) []controllerEvent {
+func controllerChanges(before, after *store.Config) []controllerEvent {
 	var events []controllerEvent
 	for _, bc := range before.Bridges {
-		if after.bridge(bc.Name) == nil {
+		if after.Bridge(bc.Name) == nil {
 			events = append(events, controllerEvent{bridge: bc.Name})
 		}
 	}
 	for i := range after.Bridges {
 		bc := &after.Bridges[i]
-		s, _ := bc.controllerSettings() // validated
-		if old := before.bridge(bc.Name); old != nil {
-			if was, _ := old.controllerSettings(); was.equal(s) {
+		s, _ := controllerSettingsOf(bc) // validated
+		if old := before.Bridge(bc.Name); old != nil {
+			if was, _ := controllerSettingsOf(old); was.equal(s) {
 				continue
 			}
 		}
@@ -391,40 +399,39 @@ func controllerChanges(before, after *Config) []controllerEvent {
 	return events
 }
 
-// controllersChanged follows a change of the configuration from before:
+// changed follows a change of the configuration from before to after:
 // it forgets the status of targets no longer configured and owes the
-// watchers the calls for it. The caller holds d.mu, which orders the
-// calls as the changes.
-func (d *Daemon) controllersChanged(before *Config) {
-	events := controllerChanges(before, d.cfg)
+// watchers the calls for it. The caller holds the daemon's lock, which
+// orders the calls as the changes.
+func (h *controllerHub) changed(before, after *store.Config) {
+	events := controllerChanges(before, after)
 	if len(events) == 0 {
 		return
 	}
-	d.syncControllerStatus()
-	for _, w := range d.watchers {
+	h.syncStatus(after)
+	for _, w := range h.watchers {
 		w.push(events)
 	}
 }
 
-// syncControllerStatus makes the status kept one entry per configured
-// target: new ones not connected, gone ones forgotten. The caller holds
-// d.mu.
-func (d *Daemon) syncControllerStatus() {
-	d.statusMu.Lock()
-	defer d.statusMu.Unlock()
-	next := make(map[string]map[string]ControllerStatus, len(d.cfg.Bridges))
-	for _, bc := range d.cfg.Bridges {
-		m := make(map[string]ControllerStatus, len(bc.Controllers))
+// syncStatus makes the status kept one entry per target of cfg: new ones
+// not connected, gone ones forgotten.
+func (h *controllerHub) syncStatus(cfg *store.Config) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	next := make(map[string]map[string]api.ControllerStatus, len(cfg.Bridges))
+	for _, bc := range cfg.Bridges {
+		m := make(map[string]api.ControllerStatus, len(bc.Controllers))
 		for _, t := range bc.Controllers {
-			st, ok := d.controllerStatus[bc.Name][t]
+			st, ok := h.status[bc.Name][t]
 			if !ok {
-				st = ControllerStatus{Target: t}
+				st = api.ControllerStatus{Target: t}
 			}
 			m[t] = st
 		}
 		next[bc.Name] = m
 	}
-	d.controllerStatus = next
+	h.status = next
 }
 
 // SetControllerStatus records what the OpenFlow agent knows of one of a
@@ -435,20 +442,21 @@ func (d *Daemon) SetControllerStatus(bridge, target string, connected bool, role
 	if t, err := ParseControllerTarget(target); err == nil {
 		target = t.String() // as the configuration spells it
 	}
-	d.statusMu.Lock()
-	defer d.statusMu.Unlock()
-	if _, ok := d.controllerStatus[bridge][target]; ok {
-		d.controllerStatus[bridge][target] = ControllerStatus{Target: target, Connected: connected, Role: role}
+	h := &d.controllers
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, ok := h.status[bridge][target]; ok {
+		h.status[bridge][target] = api.ControllerStatus{Target: target, Connected: connected, Role: role}
 	}
 }
 
-// controllerStatusOf is bc's targets with their status, in bc's order.
-func (d *Daemon) controllerStatusOf(bc *BridgeConfig) []ControllerStatus {
-	d.statusMu.Lock()
-	defer d.statusMu.Unlock()
-	out := make([]ControllerStatus, 0, len(bc.Controllers))
+// statusOf is bc's targets with their status, in bc's order.
+func (h *controllerHub) statusOf(bc *store.BridgeConfig) []api.ControllerStatus {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make([]api.ControllerStatus, 0, len(bc.Controllers))
 	for _, t := range bc.Controllers {
-		out = append(out, d.controllerStatus[bc.Name][t])
+		out = append(out, h.status[bc.Name][t])
 	}
 	return out
 }
@@ -467,8 +475,8 @@ func (d *Daemon) setControllers(bridge string, targets []string) error {
 	for _, t := range parsed {
 		canonical = append(canonical, t.String())
 	}
-	next := d.cfg.clone()
-	next.bridge(bridge).Controllers = canonical
+	next := d.cfg.Clone()
+	next.Bridge(bridge).Controllers = canonical
 	if err := d.commit(next); err != nil {
 		return err
 	}
@@ -488,8 +496,8 @@ func (d *Daemon) setFailMode(bridge, mode string) error {
 		}
 		mode = m.String()
 	}
-	next := d.cfg.clone()
-	next.bridge(bridge).FailMode = mode
+	next := d.cfg.Clone()
+	next.Bridge(bridge).FailMode = mode
 	if err := d.commit(next); err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package control
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -16,6 +17,8 @@ import (
 
 	"github.com/vishvananda/netlink"
 
+	"github.com/xswitch/xswitch/control/api"
+	"github.com/xswitch/xswitch/control/store"
 	"github.com/xswitch/xswitch/flow"
 )
 
@@ -144,7 +147,7 @@ func TestParseFailMode(t *testing.T) {
 }
 
 // handle runs a request that must succeed.
-func handle(t *testing.T, d *Daemon, req Request) Response {
+func handle(t *testing.T, d *Daemon, req api.Request) api.Response {
 	t.Helper()
 	resp := d.Handle(req)
 	if resp.Error != "" {
@@ -154,15 +157,15 @@ func handle(t *testing.T, d *Daemon, req Request) Response {
 }
 
 // shown is one bridge as show answers.
-func shown(t *testing.T, d *Daemon, bridge string) BridgeStatus {
+func shown(t *testing.T, d *Daemon, bridge string) api.BridgeStatus {
 	t.Helper()
-	return handle(t, d, Request{Verb: VerbShow, Bridge: bridge}).Bridges[0]
+	return handle(t, d, api.Request{Verb: api.VerbShow, Bridge: bridge}).Bridges[0]
 }
 
 // controllerColumns are what show says of a bridge's controller
 // settings.
-func controllerColumns(b BridgeStatus) BridgeStatus {
-	return BridgeStatus{Name: b.Name, DatapathID: b.DatapathID, Controllers: b.Controllers, FailMode: b.FailMode}
+func controllerColumns(b api.BridgeStatus) api.BridgeStatus {
+	return api.BridgeStatus{Name: b.Name, DatapathID: b.DatapathID, Controllers: b.Controllers, FailMode: b.FailMode}
 }
 
 // TestControllersSurviveRestarts: targets, fail mode and datapath id are
@@ -172,13 +175,13 @@ func TestControllersSurviveRestarts(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "conf.json")
 	d := quietDaemon(t, path)
 	defer func() { d.Close() }()
-	handle(t, d, Request{Verb: VerbAddBridge, Bridge: "br0"})
-	handle(t, d, Request{Verb: VerbAddBridge, Bridge: "br1"})
-	handle(t, d, Request{Verb: VerbSetController, Bridge: "br0", Targets: []string{"tcp:127.0.0.1", "ptcp:6653:[::1]"}})
-	handle(t, d, Request{Verb: VerbSetFailMode, Bridge: "br0", FailMode: "secure"})
-	handle(t, d, Request{Verb: VerbSetFailMode, Bridge: "br1", FailMode: "standalone"})
+	handle(t, d, api.Request{Verb: api.VerbAddBridge, Bridge: "br0"})
+	handle(t, d, api.Request{Verb: api.VerbAddBridge, Bridge: "br1"})
+	handle(t, d, api.Request{Verb: api.VerbSetController, Bridge: "br0", Targets: []string{"tcp:127.0.0.1", "ptcp:6653:[::1]"}})
+	handle(t, d, api.Request{Verb: api.VerbSetFailMode, Bridge: "br0", FailMode: "secure"})
+	handle(t, d, api.Request{Verb: api.VerbSetFailMode, Bridge: "br1", FailMode: "standalone"})
 	want := controllerColumns(shown(t, d, "br0"))
-	if want.FailMode != "secure" || !reflect.DeepEqual(want.Controllers, []ControllerStatus{{Target: "tcp:127.0.0.1:6653"}, {Target: "ptcp:6653:[::1]"}}) {
+	if want.FailMode != "secure" || !reflect.DeepEqual(want.Controllers, []api.ControllerStatus{{Target: "tcp:127.0.0.1:6653"}, {Target: "ptcp:6653:[::1]"}}) {
 		t.Fatalf("after set-controller and set-fail-mode show says %+v", want)
 	}
 	if len(want.DatapathID) != 16 {
@@ -194,8 +197,8 @@ func TestControllersSurviveRestarts(t *testing.T) {
 			t.Fatalf("br1 restarted with fail mode %q, want standalone (set, as ovs-vsctl keeps it)", got)
 		}
 	}
-	handle(t, d, Request{Verb: VerbDelController, Bridge: "br0"})
-	handle(t, d, Request{Verb: VerbDelFailMode, Bridge: "br0"})
+	handle(t, d, api.Request{Verb: api.VerbDelController, Bridge: "br0"})
+	handle(t, d, api.Request{Verb: api.VerbDelFailMode, Bridge: "br0"})
 	crash(d)
 	d = quietDaemon(t, path)
 	if got := controllerColumns(shown(t, d, "br0")); len(got.Controllers) != 0 || got.FailMode != "" || got.DatapathID != want.DatapathID {
@@ -206,22 +209,22 @@ func TestControllersSurviveRestarts(t *testing.T) {
 func TestControllerVerbsRefuseBadInput(t *testing.T) {
 	d := quietDaemon(t, filepath.Join(t.TempDir(), "conf.json"))
 	defer d.Close()
-	handle(t, d, Request{Verb: VerbAddBridge, Bridge: "br0"})
-	handle(t, d, Request{Verb: VerbSetController, Bridge: "br0", Targets: []string{"tcp:127.0.0.1"}})
+	handle(t, d, api.Request{Verb: api.VerbAddBridge, Bridge: "br0"})
+	handle(t, d, api.Request{Verb: api.VerbSetController, Bridge: "br0", Targets: []string{"tcp:127.0.0.1"}})
 	for _, c := range []struct {
-		req  Request
+		req  api.Request
 		want string
 	}{
-		{Request{Verb: VerbSetController, Bridge: "br9", Targets: []string{"tcp:127.0.0.1"}}, `no bridge "br9"`},
-		{Request{Verb: VerbSetController, Bridge: "br0"}, "at least one target"},
-		{Request{Verb: VerbSetController, Bridge: "br0", Targets: []string{"ptcp:6653", "tcp:1.2.3.4:99999"}}, `controller target "tcp:1.2.3.4:99999": bad port`},
-		{Request{Verb: VerbSetController, Bridge: "br0", Targets: []string{"tcp:[::1]", "tcp:[::1]:6653"}}, "given twice"},
-		{Request{Verb: VerbSetFailMode, Bridge: "br0", FailMode: "open"}, `fail mode "open"`},
-		{Request{Verb: VerbSetFailMode, Bridge: "br0"}, "needs a fail mode"},
-		{Request{Verb: VerbDelFailMode, Bridge: "br9"}, `no bridge "br9"`},
-		{Request{Verb: VerbSet, Table: TableBridge, Record: "br0", Columns: []string{"other_config:datapath-id=0"}}, "not a datapath id"},
-		{Request{Verb: VerbSet, Table: TableBridge, Record: "br0", Columns: []string{"other_config:datapath-id=0000000000000000"}}, "not all zero"},
-		{Request{Verb: VerbSet, Table: TableBridge, Record: "br0", Columns: []string{"other_config:datapath-id=000000000000000g"}}, "not a datapath id"},
+		{api.Request{Verb: api.VerbSetController, Bridge: "br9", Targets: []string{"tcp:127.0.0.1"}}, `no bridge "br9"`},
+		{api.Request{Verb: api.VerbSetController, Bridge: "br0"}, "at least one target"},
+		{api.Request{Verb: api.VerbSetController, Bridge: "br0", Targets: []string{"ptcp:6653", "tcp:1.2.3.4:99999"}}, `controller target "tcp:1.2.3.4:99999": bad port`},
+		{api.Request{Verb: api.VerbSetController, Bridge: "br0", Targets: []string{"tcp:[::1]", "tcp:[::1]:6653"}}, "given twice"},
+		{api.Request{Verb: api.VerbSetFailMode, Bridge: "br0", FailMode: "open"}, `fail mode "open"`},
+		{api.Request{Verb: api.VerbSetFailMode, Bridge: "br0"}, "needs a fail mode"},
+		{api.Request{Verb: api.VerbDelFailMode, Bridge: "br9"}, `no bridge "br9"`},
+		{api.Request{Verb: api.VerbSet, Table: api.TableBridge, Record: "br0", Columns: []string{"other_config:datapath-id=0"}}, "not a datapath id"},
+		{api.Request{Verb: api.VerbSet, Table: api.TableBridge, Record: "br0", Columns: []string{"other_config:datapath-id=0000000000000000"}}, "not all zero"},
+		{api.Request{Verb: api.VerbSet, Table: api.TableBridge, Record: "br0", Columns: []string{"other_config:datapath-id=000000000000000g"}}, "not a datapath id"},
 	} {
 		if resp := d.Handle(c.req); !strings.Contains(resp.Error, c.want) {
 			t.Errorf("%+v: error %q, want one saying %q", c.req, resp.Error, c.want)
@@ -237,7 +240,7 @@ func TestControllerVerbsRefuseBadInput(t *testing.T) {
 // crash; other_config:datapath-id overrides it until removed.
 func TestDatapathIDIsChosenOnceAndKept(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "conf.json")
-	if err := SaveConfig(path, &Config{Bridges: []BridgeConfig{{Name: "br0", Ports: []PortConfig{}, Flows: []string{}}}}); err != nil {
+	if err := store.Save(path, &store.Config{Bridges: []store.BridgeConfig{{Name: "br0", Ports: []api.PortConfig{}, Flows: []string{}}}}); err != nil {
 		t.Fatal(err)
 	}
 	d := quietDaemon(t, path)
@@ -256,16 +259,16 @@ func TestDatapathIDIsChosenOnceAndKept(t *testing.T) {
 		t.Fatalf("after a restart the datapath id is %s, was %s", again, chosen)
 	}
 
-	handle(t, d, Request{Verb: VerbSet, Table: TableBridge, Record: "br0", Columns: []string{"other_config:datapath-id=00000000000000AB"}})
+	handle(t, d, api.Request{Verb: api.VerbSet, Table: api.TableBridge, Record: "br0", Columns: []string{"other_config:datapath-id=00000000000000AB"}})
 	if got := shown(t, d, "br0").DatapathID; got != "00000000000000ab" {
 		t.Errorf("with other_config:datapath-id=00000000000000AB the datapath id is %s", got)
 	}
-	handle(t, d, Request{Verb: VerbRemove, Table: TableBridge, Record: "br0", Columns: []string{"other_config", "datapath-id"}})
+	handle(t, d, api.Request{Verb: api.VerbRemove, Table: api.TableBridge, Record: "br0", Columns: []string{"other_config", "datapath-id"}})
 	if got := shown(t, d, "br0").DatapathID; got != chosen {
 		t.Errorf("other_config:datapath-id removed, the datapath id is %s; want the one chosen, %s", got, chosen)
 	}
 
-	handle(t, d, Request{Verb: VerbAddBridge, Bridge: "br1"})
+	handle(t, d, api.Request{Verb: api.VerbAddBridge, Bridge: "br1"})
 	if other := shown(t, d, "br1").DatapathID; other == chosen || len(other) != 16 {
 		t.Errorf("a second bridge got datapath id %s (the first has %s)", other, chosen)
 	}
@@ -287,7 +290,7 @@ func TestDatapathIDFromTheLocalPortsAddress(t *testing.T) {
 			netlink.LinkDel(link)
 		}
 	})
-	bc := &BridgeConfig{Name: name, Ports: []PortConfig{{Name: name, OFPort: flow.LocalPort}}}
+	bc := &store.BridgeConfig{Name: name, Ports: []api.PortConfig{{Name: name, OFPort: flow.LocalPort}}}
 	if got := newDatapathID(bc); got != 0x02aabbccddee {
 		t.Errorf("datapath id of a bridge whose LOCAL port has MAC %s: %016x", mac, got)
 	}
@@ -305,8 +308,8 @@ func TestOnControllers(t *testing.T) {
 			d.Close()
 		}
 	}()
-	handle(t, d, Request{Verb: VerbAddBridge, Bridge: "br0"})
-	handle(t, d, Request{Verb: VerbSetController, Bridge: "br0", Targets: []string{"tcp:127.0.0.1"}})
+	handle(t, d, api.Request{Verb: api.VerbAddBridge, Bridge: "br0"})
+	handle(t, d, api.Request{Verb: api.VerbSetController, Bridge: "br0", Targets: []string{"tcp:127.0.0.1"}})
 	id0, _ := parseDatapathID(shown(t, d, "br0").DatapathID)
 
 	type call struct {
@@ -319,7 +322,7 @@ func TestOnControllers(t *testing.T) {
 		d.OnControllers(func(bridge string, s ControllerSettings) {
 			// Back into the daemon, as the agent does: a verb, and the
 			// status of a connection.
-			if resp := d.Handle(Request{Verb: VerbShow}); resp.Error != "" {
+			if resp := d.Handle(api.Request{Verb: api.VerbShow}); resp.Error != "" {
 				t.Errorf("show from the hook: %s", resp.Error)
 			}
 			d.SetControllerStatus(bridge, "tcp:127.0.0.1", true, "master")
@@ -339,21 +342,21 @@ func TestOnControllers(t *testing.T) {
 		t.Fatalf("OnControllers returned after %d calls, want 1 (every bridge's settings)", len(calls))
 	}
 
-	handle(t, d, Request{Verb: VerbAddBridge, Bridge: "br1"})
+	handle(t, d, api.Request{Verb: api.VerbAddBridge, Bridge: "br1"})
 	id1, _ := parseDatapathID(shown(t, d, "br1").DatapathID)
 	want = append(want, call{"br1", ControllerSettings{DatapathID: id1}})
-	handle(t, d, Request{Verb: VerbSetFailMode, Bridge: "br1", FailMode: "secure"})
+	handle(t, d, api.Request{Verb: api.VerbSetFailMode, Bridge: "br1", FailMode: "secure"})
 	want = append(want, call{"br1", ControllerSettings{FailMode: FailSecure, DatapathID: id1}})
-	handle(t, d, Request{Verb: VerbAddFlows, Bridge: "br0", Flows: []string{"priority=5,arp,actions=drop"}})
-	handle(t, d, Request{Verb: VerbSet, Table: TableBridge, Record: "br0", Columns: []string{"other_config:forward-bpdu=true"}})
-	handle(t, d, Request{Verb: VerbSetController, Bridge: "br0", Targets: []string{"tcp:127.0.0.1:6653"}}) // the same
-	handle(t, d, Request{Verb: VerbSetController, Bridge: "br0", Targets: []string{"ptcp:6653", "tcp:127.0.0.1"}})
+	handle(t, d, api.Request{Verb: api.VerbAddFlows, Bridge: "br0", Flows: []string{"priority=5,arp,actions=drop"}})
+	handle(t, d, api.Request{Verb: api.VerbSet, Table: api.TableBridge, Record: "br0", Columns: []string{"other_config:forward-bpdu=true"}})
+	handle(t, d, api.Request{Verb: api.VerbSetController, Bridge: "br0", Targets: []string{"tcp:127.0.0.1:6653"}}) // the same
+	handle(t, d, api.Request{Verb: api.VerbSetController, Bridge: "br0", Targets: []string{"ptcp:6653", "tcp:127.0.0.1"}})
 	want = append(want, call{"br0", ControllerSettings{Targets: []ControllerTarget{{Listen: true, Address: "0.0.0.0:6653"}, tcp}, DatapathID: id0}})
-	handle(t, d, Request{Verb: VerbSet, Table: TableBridge, Record: "br0", Columns: []string{"other_config:datapath-id=0000000000000abc"}})
+	handle(t, d, api.Request{Verb: api.VerbSet, Table: api.TableBridge, Record: "br0", Columns: []string{"other_config:datapath-id=0000000000000abc"}})
 	want = append(want, call{"br0", ControllerSettings{Targets: []ControllerTarget{{Listen: true, Address: "0.0.0.0:6653"}, tcp}, DatapathID: 0xabc}})
-	handle(t, d, Request{Verb: VerbDelBridge, Bridge: "br1"})
+	handle(t, d, api.Request{Verb: api.VerbDelBridge, Bridge: "br1"})
 	want = append(want, call{"br1", ControllerSettings{}})
-	handle(t, d, Request{Verb: VerbDelController, Bridge: "br0"})
+	handle(t, d, api.Request{Verb: api.VerbDelController, Bridge: "br0"})
 	want = append(want, call{"br0", ControllerSettings{DatapathID: 0xabc}})
 
 	for i, w := range want {
@@ -379,23 +382,23 @@ func TestOnControllers(t *testing.T) {
 func TestControllerStatus(t *testing.T) {
 	d := quietDaemon(t, filepath.Join(t.TempDir(), "conf.json"))
 	defer d.Close()
-	handle(t, d, Request{Verb: VerbAddBridge, Bridge: "br0"})
-	handle(t, d, Request{Verb: VerbSetController, Bridge: "br0", Targets: []string{"tcp:127.0.0.1", "ptcp:6653"}})
+	handle(t, d, api.Request{Verb: api.VerbAddBridge, Bridge: "br0"})
+	handle(t, d, api.Request{Verb: api.VerbSetController, Bridge: "br0", Targets: []string{"tcp:127.0.0.1", "ptcp:6653"}})
 	d.SetControllerStatus("br0", "tcp:127.0.0.1", true, "master") // as typed, not as saved
 	d.SetControllerStatus("br0", "tcp:10.9.9.9:6653", true, "")   // not configured
 	d.SetControllerStatus("br9", "tcp:127.0.0.1:6653", true, "")  // no such bridge
-	want := []ControllerStatus{{Target: "tcp:127.0.0.1:6653", Connected: true, Role: "master"}, {Target: "ptcp:6653"}}
+	want := []api.ControllerStatus{{Target: "tcp:127.0.0.1:6653", Connected: true, Role: "master"}, {Target: "ptcp:6653"}}
 	if got := shown(t, d, "br0").Controllers; !reflect.DeepEqual(got, want) {
 		t.Fatalf("show says %+v, want %+v", got, want)
 	}
-	handle(t, d, Request{Verb: VerbSetController, Bridge: "br0", Targets: []string{"ptcp:6653", "tcp:127.0.0.1"}})
-	if got := shown(t, d, "br0").Controllers; !reflect.DeepEqual(got, []ControllerStatus{want[1], want[0]}) {
+	handle(t, d, api.Request{Verb: api.VerbSetController, Bridge: "br0", Targets: []string{"ptcp:6653", "tcp:127.0.0.1"}})
+	if got := shown(t, d, "br0").Controllers; !reflect.DeepEqual(got, []api.ControllerStatus{want[1], want[0]}) {
 		t.Fatalf("targets reordered: show says %+v, want the status kept", got)
 	}
-	handle(t, d, Request{Verb: VerbSetController, Bridge: "br0", Targets: []string{"ptcp:6653"}})
+	handle(t, d, api.Request{Verb: api.VerbSetController, Bridge: "br0", Targets: []string{"ptcp:6653"}})
 	d.SetControllerStatus("br0", "tcp:127.0.0.1:6653", true, "master") // too late: removed
-	handle(t, d, Request{Verb: VerbSetController, Bridge: "br0", Targets: []string{"tcp:127.0.0.1"}})
-	if got := shown(t, d, "br0").Controllers; !reflect.DeepEqual(got, []ControllerStatus{{Target: "tcp:127.0.0.1:6653"}}) {
+	handle(t, d, api.Request{Verb: api.VerbSetController, Bridge: "br0", Targets: []string{"tcp:127.0.0.1"}})
+	if got := shown(t, d, "br0").Controllers; !reflect.DeepEqual(got, []api.ControllerStatus{{Target: "tcp:127.0.0.1:6653"}}) {
 		t.Fatalf("a target removed and set again: show says %+v, want it not known to be connected", got)
 	}
 }
@@ -407,7 +410,7 @@ func TestOnControllersFollowsConcurrentVerbs(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "conf.json")
 	d := quietDaemon(t, path)
 	defer d.Close()
-	handle(t, d, Request{Verb: VerbAddBridge, Bridge: "br0"})
+	handle(t, d, api.Request{Verb: api.VerbAddBridge, Bridge: "br0"})
 	var mu sync.Mutex
 	var told []string
 	d.OnControllers(func(bridge string, s ControllerSettings) {
@@ -428,7 +431,7 @@ func TestOnControllersFollowsConcurrentVerbs(t *testing.T) {
 			defer wg.Done()
 			for i := range verbs {
 				target := fmt.Sprintf("ptcp:%d", 10000+100*g+i)
-				if resp := d.Handle(Request{Verb: VerbSetController, Bridge: "br0", Targets: []string{target}}); resp.Error != "" {
+				if resp := d.Handle(api.Request{Verb: api.VerbSetController, Bridge: "br0", Targets: []string{target}}); resp.Error != "" {
 					t.Error(resp.Error)
 				}
 			}
@@ -437,16 +440,17 @@ func TestOnControllersFollowsConcurrentVerbs(t *testing.T) {
 	wg.Wait()
 
 	var committed []string
-	journal, err := os.ReadFile(journalPath(path))
+	journal, err := os.ReadFile(store.JournalPath(path))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, line := range bytes.Split(bytes.TrimSpace(journal), []byte("\n"))[1:] {
-		var rec journalRecord
-		if err := decodeJournalLine(line, &rec); err != nil {
+		_, data, _ := bytes.Cut(line, []byte(" ")) // after the line's checksum
+		var rec store.Record
+		if err := json.Unmarshal(data, &rec); err != nil {
 			t.Fatal(err)
 		}
-		if bc := rec.Config.bridge("br0"); bc != nil && len(bc.Controllers) > 0 {
+		if bc := rec.Config.Bridge("br0"); bc != nil && len(bc.Controllers) > 0 {
 			committed = append(committed, bc.Controllers[0])
 		}
 	}

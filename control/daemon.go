@@ -1,3 +1,15 @@
+// Package control is xswitch's daemon: it owns the bridges, opens their
+// ports, tunnels and underlays, follows the kernel's links and routes,
+// and applies the configuration the verbs change, each change saved
+// before the verb returns. It implements the protocol of package api
+// (Daemon.Handle) and gives typed calls to what runs beside it in the
+// process: the OpenFlow agent (flow edits, ports and their counters,
+// controller settings) and the metrics endpoint.
+//
+// It decides what a configuration may hold (the verbs' rules, which the
+// store holds a loaded configuration to), but keeps it only through
+// package store, never in files of its own; and it answers with data,
+// leaving what people read to the clients.
 package control
 
 import (
@@ -8,7 +20,6 @@ import (
 	"net"
 	"os"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -16,6 +27,8 @@ import (
 
 	"github.com/vishvananda/netlink"
 
+	"github.com/xswitch/xswitch/control/api"
+	"github.com/xswitch/xswitch/control/store"
 	"github.com/xswitch/xswitch/flow"
 	"github.com/xswitch/xswitch/internal/ifname"
 	"github.com/xswitch/xswitch/port"
@@ -23,6 +36,10 @@ import (
 	"github.com/xswitch/xswitch/port/veth"
 	"github.com/xswitch/xswitch/tunnel"
 )
+
+// DefaultDB is where the daemon keeps its configuration unless told
+// otherwise.
+const DefaultDB = "/var/lib/xswitch/conf.json"
 
 // Options configure a daemon.
 type Options struct {
@@ -39,9 +56,9 @@ type Daemon struct {
 	log        *slog.Logger
 	bridgeOpts vswitch.Options
 
-	mu      sync.Mutex // serializes verbs
-	store   *store     // the configuration on disk, locked for this daemon
-	cfg     *Config    // bridges and ports as saved: the truth a restart restores
+	mu      sync.Mutex    // serializes verbs
+	db      *store.Store  // the configuration on disk, locked for this daemon
+	cfg     *store.Config // bridges and ports as saved: the truth a restart restores
 	bridges map[string]*vswitch.Bridge
 	down    map[string]error      // ports in cfg that could not be opened, by name
 	opened  map[string]openedPort // the others, by name
@@ -51,22 +68,18 @@ type Daemon struct {
 	// there, while it is down and once it is back (links.go).
 	carried map[string]vswitch.PortStats
 	// tunnels are the open tunnel ports, by name, and underlays the
-	// interfaces they leave by, by name (tunnel.go).
+	// underlays they hold, by interface (tunnel.go).
 	tunnels   map[string]*tunnel.Port
-	underlays map[string]*underlayUse
+	underlays tunnel.Underlays
 
-	watchers []*controllerWatcher // OnControllers' functions, owed calls under mu
-	// controllerStatus is what the OpenFlow agent said of each configured
-	// target, by bridge and target; its own lock, so that the agent never
-	// waits for a verb.
-	statusMu         sync.Mutex
-	controllerStatus map[string]map[string]ControllerStatus
+	// controllers are the OpenFlow agent's hooks into the daemon
+	// (controller.go).
+	controllers controllerHub
 
-	stop         chan struct{} // closed by Close: ends the goroutines below
-	expiryDone   chan struct{}
-	linksDone    chan struct{}
-	tunnelsDone  chan struct{}
-	watchersDone sync.WaitGroup
+	stop        chan struct{} // closed by Close: ends the goroutines below
+	expiryDone  chan struct{}
+	linksDone   chan struct{}
+	tunnelsDone chan struct{}
 }
 
 // NewDaemon locks and loads the configuration at opts.DBPath and brings up
@@ -81,35 +94,35 @@ func NewDaemon(opts Options) (*Daemon, error) {
 	if opts.Bridge.Logger == nil {
 		opts.Bridge.Logger = log // what a forwarder says once goes to the daemon's log
 	}
-	st, loaded, err := openStore(dbPath, time.Now())
+	db, loaded, err := store.Open(dbPath, time.Now(), configRules)
 	if err != nil {
 		return nil, err
 	}
-	if loaded.torn {
-		log.Warn("the configuration's last change was cut short by a crash before it was acknowledged; it is dropped", "path", journalPath(dbPath))
+	if loaded.Torn {
+		log.Warn("the configuration's last change was cut short by a crash before it was acknowledged; it is dropped", "path", store.JournalPath(dbPath))
 	}
 	d := &Daemon{
 		dbPath:     dbPath,
 		log:        log,
 		bridgeOpts: opts.Bridge,
-		store:      st,
-		cfg:        loaded.cfg,
+		db:         db,
+		cfg:        loaded.Config,
 		bridges:    map[string]*vswitch.Bridge{},
 		down:       map[string]error{},
 		opened:     map[string]openedPort{},
 		carried:    map[string]vswitch.PortStats{},
 		tunnels:    map[string]*tunnel.Port{},
-		underlays:  map[string]*underlayUse{},
 	}
+	d.underlays.Closed = func(iface string) { log.Info("tunnel underlay closed", "interface", iface) }
 	for _, bc := range d.cfg.Bridges {
-		b, err := vswitch.New(bc.Name, loaded.tables[bc.Name], d.bridgeOpts)
+		b, err := vswitch.New(bc.Name, loaded.Tables[bc.Name], d.bridgeOpts)
 		if err != nil {
 			d.Close()
 			return nil, fmt.Errorf("restoring bridge %s: %w", bc.Name, err)
 		}
 		d.bridges[bc.Name] = b
 		// Before the ports, so that none forwards a moment unprotected.
-		settings, _ := bc.settings() // LoadConfig validated them
+		settings, _ := bridgeSettingsOf(&bc) // LoadConfig validated them
 		if err := settings.apply(b); err != nil {
 			d.Close()
 			return nil, fmt.Errorf("restoring bridge %s: %w", bc.Name, err)
@@ -123,8 +136,8 @@ func NewDaemon(opts Options) (*Daemon, error) {
 			log.Info("port restored", "bridge", bc.Name, "port", pc.Name)
 		}
 	}
-	d.syncControllerStatus()
-	log.Info("configuration loaded", "path", dbPath, "bridges", len(d.cfg.Bridges), "changes_replayed", loaded.records)
+	d.controllers.syncStatus(d.cfg)
+	log.Info("configuration loaded", "path", dbPath, "bridges", len(d.cfg.Bridges), "changes_replayed", loaded.Records)
 	d.stop, d.expiryDone, d.linksDone, d.tunnelsDone = make(chan struct{}), make(chan struct{}), make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(d.expiryDone)
@@ -148,7 +161,7 @@ func NewDaemon(opts Options) (*Daemon, error) {
 
 // restorePort re-attaches a configured port, recreating its veth pair or
 // tap if xswitch made it and it is gone (after a reboot, say).
-func (d *Daemon) restorePort(b *vswitch.Bridge, pc PortConfig) error {
+func (d *Daemon) restorePort(b *vswitch.Bridge, pc api.PortConfig) error {
 	if missingOwnedDevice(pc) {
 		if err := createOwnedDevice(pc); err != nil {
 			return err
@@ -158,7 +171,7 @@ func (d *Daemon) restorePort(b *vswitch.Bridge, pc PortConfig) error {
 }
 
 // attach opens a configured port and adds it to b.
-func (d *Daemon) attach(b *vswitch.Bridge, pc PortConfig) error {
+func (d *Daemon) attach(b *vswitch.Bridge, pc api.PortConfig) error {
 	var p port.Port
 	var err error
 	if pc.IsTunnel() {
@@ -190,12 +203,12 @@ type openedPort struct {
 
 // openPort opens a configured port and logs where "auto" had to fall back:
 // an operator who expected zero-copy on a NIC wants to know.
-func (d *Daemon) openPort(pc PortConfig) (port.Port, error) {
+func (d *Daemon) openPort(pc api.PortConfig) (port.Port, error) {
 	mode, err := afxdp.ParseMode(pc.Mode)
 	if err != nil {
 		return nil, err
 	}
-	p, err := afxdp.Open(afxdp.Config{Interface: pc.device(), Queues: pc.Queues, Mode: mode})
+	p, err := afxdp.Open(afxdp.Config{Interface: deviceOf(pc), Queues: pc.Queues, Mode: mode})
 	if err != nil {
 		return nil, err
 	}
@@ -211,7 +224,7 @@ func (d *Daemon) openPort(pc PortConfig) (port.Port, error) {
 			d.log.Warn("port cannot carry its interface's MTU", "port", pc.Name, "why", warning)
 		}
 	}
-	if pc.device() != pc.Name {
+	if deviceOf(pc) != pc.Name {
 		return renamedPort{Port: p, name: pc.Name}, nil
 	}
 	return p, nil
@@ -246,14 +259,14 @@ func (d *Daemon) Close() error {
 		<-d.expiryDone
 		<-d.linksDone
 		<-d.tunnelsDone
-		d.watchersDone.Wait()
+		d.controllers.running.Wait()
 		d.stop = nil
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	// A clean stop leaves the snapshot alone as the configuration. A
 	// daemon that failed to start has not every bridge's table to write.
-	if d.store != nil && d.store.changes > 0 && len(d.bridges) == len(d.cfg.Bridges) {
+	if d.db != nil && d.db.Changes() > 0 && len(d.bridges) == len(d.cfg.Bridges) {
 		d.compact()
 	}
 	var errs []error
@@ -263,98 +276,99 @@ func (d *Daemon) Close() error {
 		}
 		delete(d.bridges, name)
 	}
-	if d.store != nil {
-		d.store.close()
-		d.store = nil
+	if d.db != nil {
+		d.db.Close()
+		d.db = nil
 	}
 	return errors.Join(errs...)
 }
 
-// Handle runs one request.
-func (d *Daemon) Handle(req Request) Response {
+// Handle runs one request: the daemon is the api.Handler that api.Serve
+// takes its clients' requests to.
+func (d *Daemon) Handle(req api.Request) api.Response {
 	var err error
-	var resp Response
+	var resp api.Response
 	switch req.Verb {
-	case VerbDumpFlows:
+	case api.VerbDumpFlows:
 		// A big table takes long to format: do it outside the verb lock,
 		// from the immutable version current when the request came.
 		resp.Flows, err = d.dumpFlows(req.Bridge, req.Match)
-	case VerbStatus:
+	case api.VerbStatus:
 		// A daemon serves only once restored: answering is the news, and
 		// must not wait for other verbs.
-		resp.Status = &DaemonStatus{PID: os.Getpid(), DB: d.dbPath}
+		resp.Status = &api.DaemonStatus{PID: os.Getpid(), DB: d.dbPath}
 	default:
 		d.mu.Lock()
 		resp, err = d.handleLocked(req)
 		d.unlock()
 	}
 	if err != nil {
-		return Response{Error: err.Error()}
+		return api.Response{Error: err.Error()}
 	}
 	return resp
 }
 
 // handleLocked runs a verb under the verb lock.
-func (d *Daemon) handleLocked(req Request) (Response, error) {
+func (d *Daemon) handleLocked(req api.Request) (api.Response, error) {
 	var err error
-	var resp Response
+	var resp api.Response
 	before := d.cfg
 	switch req.Verb {
-	case VerbAddBridge:
+	case api.VerbAddBridge:
 		err = d.addBridge(req.Bridge)
-	case VerbDelBridge:
+	case api.VerbDelBridge:
 		err = d.delBridge(req.Bridge)
-	case VerbAddPort:
+	case api.VerbAddPort:
 		if req.AddPort == nil {
 			err = errors.New("add-port without a port")
 			break
 		}
 		err = d.addPort(req.Bridge, *req.AddPort)
-	case VerbDelPort:
+	case api.VerbDelPort:
 		err = d.delPort(req.Bridge, req.Port)
-	case VerbShow:
+	case api.VerbShow:
 		resp.Bridges, err = d.show(req.Bridge)
-	case VerbFDB:
+	case api.VerbFDB:
 		resp.FDB, err = d.fdb(req.Bridge)
-	case VerbDumpTables:
+	case api.VerbDumpTables:
 		resp.Tables, err = d.dumpTables(req.Bridge)
-	case VerbDumpFast:
+	case api.VerbDumpFast:
 		resp.FastPath, err = d.dumpFastPath(req.Bridge)
-	case VerbAddFlows:
+	case api.VerbAddFlows:
 		err = d.addFlows(req.Bridge, req.Flows, req.FlowLines)
-	case VerbModFlows:
+	case api.VerbModFlows:
 		resp.Changed, err = d.modFlows(req.Bridge, req.Flows, req.Strict)
-	case VerbDelFlows:
+	case api.VerbDelFlows:
 		resp.Changed, err = d.delFlows(req.Bridge, req.Match, req.Strict)
-	case VerbTrace:
+	case api.VerbTrace:
 		resp.Trace, err = d.trace(req.Bridge, req.Match)
-	case VerbSet:
+	case api.VerbSet:
 		err = d.setColumns(req.Table, req.Record, req.Columns)
-	case VerbGet:
+	case api.VerbGet:
 		resp.Values, err = d.getColumns(req.Table, req.Record, req.Columns)
-	case VerbAdd:
+	case api.VerbAdd:
 		err = d.addValues(req.Table, req.Record, req.Columns)
-	case VerbRemove:
+	case api.VerbRemove:
 		err = d.removeValues(req.Table, req.Record, req.Columns)
-	case VerbClear:
+	case api.VerbClear:
 		err = d.clearColumns(req.Table, req.Record, req.Columns)
-	case VerbRSTPShow:
+	case api.VerbRSTPShow:
 		resp.RSTP, err = d.rstpShow(req.Bridge)
-	case VerbSetController:
+	case api.VerbSetController:
 		if len(req.Targets) == 0 {
 			err = errors.New("set-controller needs at least one target (del-controller removes them)")
 			break
 		}
 		err = d.setControllers(req.Bridge, req.Targets)
-	case VerbDelController:
+	case api.VerbDelController:
 		err = d.setControllers(req.Bridge, nil)
-	case VerbSetFailMode:
+	case api.VerbSetFailMode:
 		if req.FailMode == "" {
 			err = errors.New("set-fail-mode needs a fail mode (del-fail-mode removes it)")
 			break
 		}
 		err = d.setFailMode(req.Bridge, req.FailMode)
-	case VerbDelFailMode:
+	case api.VerbDelFailMode:
 		err = d.setFailMode(req.Bridge, "")
 	default:
 		err = fmt.Errorf("unknown verb %q", req.Verb)
@@ -363,15 +377,15 @@ func (d *Daemon) handleLocked(req Request) (Response, error) {
 		d.compactIfDue()
 	}
 	if d.cfg != before {
-		d.controllersChanged(before)
+		d.controllers.changed(before, d.cfg)
 	}
 	return resp, err
 }
 
 // save writes rec to the journal and adopts its configuration, if it has
 // one. The caller installs the flow tables rec edits once it succeeds.
-func (d *Daemon) save(rec journalRecord) error {
-	if err := d.store.append(rec); err != nil {
+func (d *Daemon) save(rec store.Record) error {
+	if err := d.db.Append(rec); err != nil {
 		return fmt.Errorf("saving the configuration: %w", err)
 	}
 	if rec.Config != nil {
@@ -382,14 +396,14 @@ func (d *Daemon) save(rec journalRecord) error {
 
 // commit saves next as the configuration of bridges and ports, and adopts
 // it.
-func (d *Daemon) commit(next *Config) error {
-	return d.save(journalRecord{Time: time.Now(), Config: next})
+func (d *Daemon) commit(next *store.Config) error {
+	return d.save(store.Record{Time: time.Now(), Config: next})
 }
 
 // compactIfDue writes a new snapshot when the journal has outgrown the
 // last one.
 func (d *Daemon) compactIfDue() {
-	if d.store.dueForCompaction() {
+	if d.db.DueForCompaction() {
 		d.compact()
 	}
 }
@@ -397,15 +411,15 @@ func (d *Daemon) compactIfDue() {
 // compact writes the configuration in use as a new snapshot. A failure
 // costs only disk space: the journal still holds every change.
 func (d *Daemon) compact() {
-	st := &state{cfg: d.cfg, tables: make(map[string]*flow.Table, len(d.bridges))}
+	tables := make(map[string]*flow.Table, len(d.bridges))
 	for name, b := range d.bridges {
-		st.tables[name] = b.Flows()
+		tables[name] = b.Flows()
 	}
-	if err := d.store.compact(st); err != nil {
+	if err := d.db.Compact(d.cfg, tables); err != nil {
 		d.log.Error("compacting the configuration's journal", "path", d.dbPath, "err", err)
 		return
 	}
-	d.log.Info("configuration compacted", "path", d.dbPath, "generation", d.store.generation)
+	d.log.Info("configuration compacted", "path", d.dbPath, "generation", d.db.Generation())
 }
 
 func (d *Daemon) bridge(name string) (*vswitch.Bridge, error) {
@@ -422,10 +436,10 @@ func (d *Daemon) addBridge(name string) error {
 	if _, ok := d.bridges[name]; ok {
 		return fmt.Errorf("bridge %q already exists", name)
 	}
-	bc := BridgeConfig{Name: name, Ports: []PortConfig{}}
+	bc := store.BridgeConfig{Name: name, Ports: []api.PortConfig{}}
 	bc.DatapathID = formatDatapathID(newDatapathID(&bc))
 	now := time.Now()
-	rules, err := parseRules(&bc, defaultFlows)
+	rules, err := bc.ParseRules(store.DefaultFlows)
 	if err != nil {
 		return err
 	}
@@ -433,9 +447,9 @@ func (d *Daemon) addBridge(name string) error {
 	if err != nil {
 		return err
 	}
-	next := d.cfg.clone()
+	next := d.cfg.Clone()
 	next.Bridges = append(next.Bridges, bc)
-	rec := journalRecord{Time: now, Config: next, Flows: []tableEdit{{Bridge: name, Reset: true, Add: defaultFlows}}}
+	rec := store.Record{Time: now, Config: next, Flows: []store.TableEdit{{Bridge: name, Reset: true, Add: store.DefaultFlows}}}
 	if err := d.save(rec); err != nil {
 		b.Close()
 		return err
@@ -450,9 +464,9 @@ func (d *Daemon) delBridge(name string) error {
 	if err != nil {
 		return err
 	}
-	next := d.cfg.clone()
-	ports := next.bridge(name).Ports
-	next.Bridges = slices.DeleteFunc(next.Bridges, func(bc BridgeConfig) bool { return bc.Name == name })
+	next := d.cfg.Clone()
+	ports := next.Bridge(name).Ports
+	next.Bridges = slices.DeleteFunc(next.Bridges, func(bc store.BridgeConfig) bool { return bc.Name == name })
 	// Forget first, then tear down: a crash in between leaves at worst a
 	// veth pair that nothing refers to, never a configuration that points
 	// at ports that are gone.
@@ -474,7 +488,7 @@ func (d *Daemon) delBridge(name string) error {
 	return nil
 }
 
-func (d *Daemon) addPort(bridge string, pc PortConfig) (err error) {
+func (d *Daemon) addPort(bridge string, pc api.PortConfig) (err error) {
 	b, err := d.bridge(bridge)
 	if err != nil {
 		return err
@@ -485,15 +499,15 @@ func (d *Daemon) addPort(bridge string, pc PortConfig) (err error) {
 	if owner, _, ok := d.findPort(pc.Name); ok {
 		return fmt.Errorf("interface %q is already a port of bridge %s", pc.Name, owner)
 	}
-	next := d.cfg.clone()
-	bc := next.bridge(bridge)
+	next := d.cfg.Clone()
+	bc := next.Bridge(bridge)
 	if pc.OFPort, err = allocOFPort(bc, pc.Name, pc.OFPort, time.Now()); err != nil {
 		return err
 	}
 	if _, err := afxdp.ParseMode(pc.Mode); err != nil {
 		return err
 	}
-	if _, err := pc.portOptions(); err != nil {
+	if _, err := portOptions(pc); err != nil {
 		return err
 	}
 	if err := completePortType(&pc); err != nil {
@@ -502,13 +516,13 @@ func (d *Daemon) addPort(bridge string, pc PortConfig) (err error) {
 	if err := checkMTURequest(pc); err != nil {
 		return err
 	}
-	if owner, _, ok := d.findPort(pc.device()); ok {
-		return fmt.Errorf("interface %q is already a port of bridge %s", pc.device(), owner)
+	if owner, _, ok := d.findPort(deviceOf(pc)); ok {
+		return fmt.Errorf("interface %q is already a port of bridge %s", deviceOf(pc), owner)
 	}
-	if use, ok := d.underlays[pc.device()]; ok && !pc.IsTunnel() {
-		return fmt.Errorf("interface %q carries the tunnels of bridge %s (it is their underlay) and cannot also be a port", pc.device(), use.bridge)
+	if owner, ok := d.underlayBridge(deviceOf(pc)); ok && !pc.IsTunnel() {
+		return fmt.Errorf("interface %q carries the tunnels of bridge %s (it is their underlay) and cannot also be a port", deviceOf(pc), owner)
 	}
-	if pc.ownsDevice() {
+	if ownsDevice(pc) {
 		if err := createOwnedDevice(pc); err != nil {
 			return err
 		}
@@ -537,15 +551,15 @@ func (d *Daemon) delPort(bridge, name string) error {
 	if err != nil {
 		return err
 	}
-	next := d.cfg.clone()
-	bc := next.bridge(bridge)
-	i := slices.IndexFunc(bc.Ports, func(pc PortConfig) bool { return pc.Name == name })
+	next := d.cfg.Clone()
+	bc := next.Bridge(bridge)
+	i := slices.IndexFunc(bc.Ports, func(pc api.PortConfig) bool { return pc.Name == name })
 	if i < 0 {
 		return fmt.Errorf("no port %q on bridge %s", name, bridge)
 	}
 	pc := bc.Ports[i]
 	bc.Ports = slices.Delete(bc.Ports, i, i+1)
-	bc.release(pc, time.Now())
+	releaseOFPort(bc, pc, time.Now())
 	if err := d.commit(next); err != nil {
 		return err
 	}
@@ -560,110 +574,4 @@ func (d *Daemon) delPort(bridge, name string) error {
 	d.deleteOwnedDevice(pc)
 	d.log.Info("port deleted", "bridge", bridge, "port", name)
 	return nil
-}
-
-// show describes every bridge, or only the named one.
-func (d *Daemon) show(only string) ([]BridgeStatus, error) {
-	if only != "" {
-		if _, err := d.bridge(only); err != nil {
-			return nil, err
-		}
-	}
-	out := []BridgeStatus{}
-	for _, bc := range d.cfg.Bridges {
-		if only != "" && bc.Name != only {
-			continue
-		}
-		b := d.bridges[bc.Name]
-		b.SyncFastPath() // so that the counters include what the kernel carried
-		bs := BridgeStatus{Name: bc.Name, Ports: []PortStatus{}, Flows: b.Flows().Len()}
-		if st, ok := b.FastPathStats(); ok {
-			bs.FastPath = &FastPathStatus{Hits: st.Hits, Installs: st.Installs, InstallFailures: st.InstallFailures,
-				Evictions: st.Evictions, Entries: st.Entries, Drops: st.Drops}
-		}
-		settings, _ := bc.controllerSettings() // validated
-		bs.DatapathID, bs.Controllers, bs.FailMode = formatDatapathID(settings.DatapathID), d.controllerStatusOf(&bc), bc.FailMode
-		bs.CacheHits, bs.CacheMisses, bs.CacheStale = b.CacheStats()
-		bs.Drops = b.PipelineDrops().ByReason()
-		busy, idle := b.ForwarderTime()
-		bs.Forwarder = ForwarderStatus{
-			CPUs: d.bridgeOpts.CPUs, BusyPoll: d.bridgeOpts.BusyPoll,
-			BusySec: busy.Seconds(), IdleSec: idle.Seconds(),
-		}
-		live := map[string]vswitch.PortStatus{}
-		for _, ps := range b.Ports() {
-			live[ps.Name] = ps
-		}
-		st, _ := d.rstpStatus(bc.Name)
-		stp := portStates(st)
-		for _, pc := range bc.Ports {
-			ps := PortStatus{PortConfig: pc, OFPort: pc.OFPort}
-			counted := d.carried[pc.Name]
-			if l, ok := live[pc.Name]; ok {
-				ps.Info, ps.FastPath, ps.Tunnel = l.Info, l.FastPath, d.tunnelStatus(pc.Name)
-				if ps.Tunnel == nil {
-					ps.Warning = afxdp.MTUProblem(l.Info)
-				}
-				if d.opened[pc.Name].AdminDown {
-					ps.Error = errAdminDown.Error()
-				}
-				counted = counted.Plus(l.Stats)
-				if p, ok := stp[pc.Name]; ok {
-					ps.RSTP = &p
-				}
-			} else if err := d.down[pc.Name]; err != nil {
-				ps.Error = err.Error()
-			}
-			ps.Stats = portStats(counted)
-			bs.Ports = append(bs.Ports, ps)
-		}
-		slices.SortFunc(bs.Ports, func(a, b PortStatus) int { return int(a.OFPort) - int(b.OFPort) })
-		out = append(out, bs)
-	}
-	slices.SortFunc(out, func(a, b BridgeStatus) int { return strings.Compare(a.Name, b.Name) })
-	return out, nil
-}
-
-// portStats are a port's counters as the protocol gives them.
-func portStats(s vswitch.PortStats) PortStats {
-	return PortStats{
-		RxPackets: s.RxPackets, RxBytes: s.RxBytes, RxErrors: s.RxErrors,
-		TxPackets: s.TxPackets, TxBytes: s.TxBytes, TxDropped: s.TxDropped,
-		RxVLANDropped: s.RxVLANDropped, RxReservedDropped: s.RxReservedDropped,
-		RxStormDropped: s.RxStormDropped, RxSTPDropped: s.RxSTPDropped,
-		RxSplitHorizonDropped: s.RxSplitHorizonDropped,
-		PipelineDropped:       s.PipelineDropped.ByReason(),
-		Kernel:                s.Port,
-		FastPathTxDropped:     s.FastPathTxDropped,
-	}
-}
-
-func (d *Daemon) dumpTables(bridge string) ([]TableStatus, error) {
-	b, err := d.bridge(bridge)
-	if err != nil {
-		return nil, err
-	}
-	b.SyncFastPath()
-	var out []TableStatus
-	for _, t := range b.TableStats() {
-		out = append(out, TableStatus{Table: t.Table, Active: t.Active, Lookups: t.Lookups, Matched: t.Matched})
-	}
-	return out, nil
-}
-
-func (d *Daemon) fdb(bridge string) ([]FDBEntry, error) {
-	b, err := d.bridge(bridge)
-	if err != nil {
-		return nil, err
-	}
-	out := []FDBEntry{}
-	for _, e := range b.FDB() {
-		out = append(out, FDBEntry{
-			Port:   e.Port,
-			VLAN:   e.VLAN,
-			MAC:    formatMAC(e.MAC),
-			AgeSec: int(e.Age.Seconds()),
-		})
-	}
-	return out, nil
 }

@@ -6,6 +6,7 @@ import (
 	"hash/fnv"
 	"io/fs"
 
+	"github.com/xswitch/xswitch/control/api"
 	"github.com/xswitch/xswitch/port"
 	"github.com/xswitch/xswitch/port/tap"
 	"github.com/xswitch/xswitch/port/veth"
@@ -15,8 +16,8 @@ import (
 // taps for VMs, and internal ports. Restore recreates them when they are
 // gone; del-port and del-br delete them.
 
-func vethConfig(pc PortConfig) veth.Config {
-	if pc.Type == PortTypeInternal {
+func vethConfig(pc api.PortConfig) veth.Config {
+	if pc.Type == api.PortTypeInternal {
 		return veth.Config{Name: pc.Device, Namespace: pc.Netns, PeerHere: pc.Netns == "", Peer: pc.Name, Address: pc.Address, MTU: pc.MTU}
 	}
 	return veth.Config{Name: pc.Name, Namespace: pc.Netns, Peer: pc.Peer, Address: pc.Address, MTU: pc.MTU}
@@ -24,12 +25,12 @@ func vethConfig(pc PortConfig) veth.Config {
 
 // ownsDevice reports whether add-port created the port's interface, and
 // so restore recreates it and del-port deletes it.
-func (pc PortConfig) ownsDevice() bool {
-	return pc.Netns != "" || pc.Type == PortTypeTap || pc.Type == PortTypeInternal
+func ownsDevice(pc api.PortConfig) bool {
+	return pc.Netns != "" || pc.Type == api.PortTypeTap || pc.Type == api.PortTypeInternal
 }
 
-func createOwnedDevice(pc PortConfig) error {
-	if pc.Type == PortTypeTap {
+func createOwnedDevice(pc api.PortConfig) error {
+	if pc.Type == api.PortTypeTap {
 		return tap.Create(tap.Config{Name: pc.Name, Owner: pc.Owner, MTU: pc.MTU})
 	}
 	return veth.Create(vethConfig(pc))
@@ -37,14 +38,14 @@ func createOwnedDevice(pc PortConfig) error {
 
 // missingOwnedDevice reports whether the port's interface is one that
 // add-port created and it is gone (after a reboot, say).
-func missingOwnedDevice(pc PortConfig) bool {
+func missingOwnedDevice(pc api.PortConfig) bool {
 	switch {
-	case !pc.ownsDevice():
+	case !ownsDevice(pc):
 		return false
-	case pc.Type == PortTypeTap:
+	case pc.Type == api.PortTypeTap:
 		return !tap.Exists(pc.Name)
 	default:
-		return !veth.Exists(pc.device())
+		return !veth.Exists(deviceOf(pc))
 	}
 }
 
@@ -69,7 +70,7 @@ func (p renamedPort) Unwrap() port.Port { return p.Port }
 
 // completePortType checks the options that depend on the port's type and
 // fills in what add-port derives from them.
-func completePortType(pc *PortConfig) error {
+func completePortType(pc *api.PortConfig) error {
 	pc.Device = ""
 	if pc.IsTunnel() {
 		return completeTunnel(pc)
@@ -85,14 +86,14 @@ func completePortType(pc *PortConfig) error {
 		if pc.Netns != "" && pc.Peer == "" {
 			pc.Peer = veth.DefaultPeer
 		}
-	case PortTypeTap:
+	case api.PortTypeTap:
 		if pc.Netns != "" || pc.Peer != "" || pc.Address != "" {
 			return errors.New("--netns, --peer and --address do not apply to a tap port: the VM behind it configures its own interface")
 		}
 		if err := (tap.Config{Name: pc.Name, Owner: pc.Owner}).Validate(); err != nil {
 			return err
 		}
-	case PortTypeInternal:
+	case api.PortTypeInternal:
 		if pc.Peer != "" {
 			return fmt.Errorf("--peer does not apply to an internal port: the interface is %q itself", pc.Name)
 		}
@@ -100,7 +101,7 @@ func completePortType(pc *PortConfig) error {
 	default:
 		return fmt.Errorf("unknown port type %q (want tap, internal, vxlan or geneve)", pc.Type)
 	}
-	if pc.Owner != 0 && pc.Type != PortTypeTap {
+	if pc.Owner != 0 && pc.Type != api.PortTypeTap {
 		return errors.New("--owner needs --type tap: it says who may open the tap device")
 	}
 	return nil
@@ -108,15 +109,15 @@ func completePortType(pc *PortConfig) error {
 
 // deleteOwnedDevice deletes the veth pair or tap of a port if xswitch
 // created it.
-func (d *Daemon) deleteOwnedDevice(pc PortConfig) {
+func (d *Daemon) deleteOwnedDevice(pc api.PortConfig) {
 	var err error
 	switch {
-	case !pc.ownsDevice():
+	case !ownsDevice(pc):
 		return
-	case pc.Type == PortTypeTap:
+	case pc.Type == api.PortTypeTap:
 		err = tap.Delete(pc.Name)
 	default:
-		err = veth.Delete(pc.device())
+		err = veth.Delete(deviceOf(pc))
 	}
 	// A veth is gone already when its namespace was deleted.
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/xswitch/xswitch/control/store"
 	"github.com/xswitch/xswitch/flow"
 )
 
@@ -72,7 +73,7 @@ func (d *Daemon) applyFlowMods(bridge string, mods []FlowMod) ([]int, error) {
 	now := time.Now()
 	t := b.Flows()
 	changed := make([]int, len(mods))
-	var edits []tableEdit
+	var edits []store.TableEdit
 	var deleted []*flow.Entry
 	for i := 0; i < len(mods); i++ {
 		m := mods[i]
@@ -96,7 +97,7 @@ func (d *Daemon) applyFlowMods(bridge string, mods []FlowMod) ([]int, error) {
 			}
 			if !m.Ephemeral {
 				t = t.AddAll(run, now)
-				edits = append(edits, tableEdit{Bridge: bridge, Add: formatRules(run)})
+				edits = append(edits, store.TableEdit{Bridge: bridge, Add: store.FormatRules(run)})
 				break
 			}
 			// Nothing of the run is saved but that the saved rules it
@@ -110,8 +111,8 @@ func (d *Daemon) applyFlowMods(bridge string, mods []FlowMod) ([]int, error) {
 				}
 			}
 			t = t.AddEphemeral(run, now)
-			if texts := formatEntries(replaced); len(texts) > 0 {
-				edits = append(edits, tableEdit{Bridge: bridge, Remove: texts})
+			if texts := store.FormatEntries(replaced); len(texts) > 0 {
+				edits = append(edits, store.TableEdit{Bridge: bridge, Remove: texts})
 			}
 		case FlowModify:
 			f := m.Filter
@@ -119,16 +120,16 @@ func (d *Daemon) applyFlowMods(bridge string, mods []FlowMod) ([]int, error) {
 			var modified []*flow.Entry
 			t, modified = t.Modify(f, m.Strict, m.Actions, m.Instructions, m.ResetCounts)
 			changed[i] = len(modified)
-			if texts := formatEntries(modified); len(texts) > 0 {
-				edits = append(edits, tableEdit{Bridge: bridge, Modify: texts})
+			if texts := store.FormatEntries(modified); len(texts) > 0 {
+				edits = append(edits, store.TableEdit{Bridge: bridge, Modify: texts})
 			}
 		case FlowDelete:
 			var removed []*flow.Entry
 			t, removed = t.Delete(m.Filter, m.Strict)
 			changed[i] = len(removed)
 			deleted = append(deleted, removed...)
-			if texts := formatEntries(removed); len(texts) > 0 {
-				edits = append(edits, tableEdit{Bridge: bridge, Remove: texts})
+			if texts := store.FormatEntries(removed); len(texts) > 0 {
+				edits = append(edits, store.TableEdit{Bridge: bridge, Remove: texts})
 			}
 		default:
 			return nil, fmt.Errorf("flow change %d: unknown command %d", i+1, m.Command)
@@ -144,6 +145,6 @@ func (d *Daemon) applyFlowMods(bridge string, mods []FlowMod) ([]int, error) {
 	for i, e := range deleted {
 		gone[i] = RemovedFlow{Entry: e, Reason: RemovedDelete, At: now}
 	}
-	d.flowsRemoved(b, gone)
+	d.removed.add(b, gone)
 	return changed, nil
 }

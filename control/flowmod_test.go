@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xswitch/xswitch/control/api"
+	"github.com/xswitch/xswitch/control/store"
 	"github.com/xswitch/xswitch/flow"
 )
 
@@ -19,7 +21,7 @@ func TestFlowModsAreOneChange(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "conf.json")
 	d := quietDaemon(t, path)
 	defer func() { d.Close() }()
-	d.Handle(Request{Verb: VerbAddBridge, Bridge: "br0"})
+	d.Handle(api.Request{Verb: api.VerbAddBridge, Bridge: "br0"})
 	rule := func(text string) flow.Rule {
 		r, err := flow.ParseRule(text, nil)
 		if err != nil {
@@ -35,7 +37,7 @@ func TestFlowModsAreOneChange(t *testing.T) {
 		return f
 	}
 	before := d.bridges["br0"].Flows().Version()
-	journal, _ := os.ReadFile(journalPath(path))
+	journal, _ := os.ReadFile(store.JournalPath(path))
 	changed, err := d.ApplyFlowMods("br0", []FlowMod{
 		{Command: FlowAdd, Rule: rule("table=1,priority=5,arp,actions=drop")},
 		{Command: FlowAdd, Rule: rule("table=2,priority=5,arp,actions=drop")},
@@ -53,7 +55,7 @@ func TestFlowModsAreOneChange(t *testing.T) {
 	if v := d.bridges["br0"].Flows().Version(); v <= before {
 		t.Errorf("the burst left table version %d from %d", v, before)
 	}
-	grown, _ := os.ReadFile(journalPath(path))
+	grown, _ := os.ReadFile(store.JournalPath(path))
 	if added := grown[len(journal):]; !bytes.HasPrefix(grown, journal) || bytes.Count(added, []byte("\n")) != 1 {
 		t.Errorf("the burst appended %q to the journal, want one line", added)
 	}
@@ -88,23 +90,23 @@ func dumpTexts(t *testing.T, d *Daemon) string {
 func TestLocalNeedsTheBridgesOwnPort(t *testing.T) {
 	d := quietDaemon(t, filepath.Join(t.TempDir(), "conf.json"))
 	defer d.Close()
-	d.Handle(Request{Verb: VerbAddBridge, Bridge: "br0"})
-	resp := d.Handle(Request{Verb: VerbAddFlows, Bridge: "br0", Flows: []string{"in_port=1,actions=LOCAL"}})
+	d.Handle(api.Request{Verb: api.VerbAddBridge, Bridge: "br0"})
+	resp := d.Handle(api.Request{Verb: api.VerbAddFlows, Bridge: "br0", Flows: []string{"in_port=1,actions=LOCAL"}})
 	if want := "reserved port LOCAL is bridge br0's own port, and it has none: add it with add-port br0 br0 --type internal"; resp.Error != want {
 		t.Errorf("LOCAL without the bridge's port: %q, want %q", resp.Error, want)
 	}
-	resp = d.Handle(Request{Verb: VerbModFlows, Bridge: "br0", Flows: []string{"actions=output:LOCAL"}})
+	resp = d.Handle(api.Request{Verb: api.VerbModFlows, Bridge: "br0", Flows: []string{"actions=output:LOCAL"}})
 	if resp.Error == "" {
 		t.Error("mod-flows to LOCAL without the bridge's port was accepted")
 	}
-	bc := d.cfg.bridge("br0")
+	bc := d.cfg.Bridge("br0")
 	if n, err := allocOFPort(bc, "br0", 0, time.Now()); err != nil || n != flow.LocalPort {
 		t.Errorf("the port named like the bridge gets ofport %d, %v; want LOCAL (%d)", n, err, flow.LocalPort)
 	}
 	if _, err := allocOFPort(bc, "br0", 7, time.Now()); err == nil {
 		t.Error("the port named like the bridge took ofport 7")
 	}
-	if err := (PortConfig{Name: "p1", OFPort: flow.LocalPort, Mode: "auto"}).validate("br0"); err == nil {
+	if err := validatePort(api.PortConfig{Name: "p1", OFPort: flow.LocalPort, Mode: "auto"}, "br0"); err == nil {
 		t.Error("a saved port other than the bridge's own with ofport LOCAL passed validation")
 	}
 }
@@ -115,7 +117,7 @@ func TestLocalNeedsTheBridgesOwnPort(t *testing.T) {
 // time.
 func BenchmarkApplyFlowModsOneAdd(b *testing.B) {
 	d := newTestDaemon(b, filepath.Join(b.TempDir(), "conf.json"))
-	if resp := d.Handle(Request{Verb: VerbAddBridge, Bridge: "br0"}); resp.Error != "" {
+	if resp := d.Handle(api.Request{Verb: api.VerbAddBridge, Bridge: "br0"}); resp.Error != "" {
 		b.Fatal(resp.Error)
 	}
 	var rules []flow.Rule

@@ -5,63 +5,16 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/xswitch/xswitch/control/api"
+	"github.com/xswitch/xswitch/control/store"
 	"github.com/xswitch/xswitch/flow"
 	vswitch "github.com/xswitch/xswitch/switch"
 )
 
-// defaultFlows is what a new bridge holds, as in OVS: one rule that makes
-// it a learning switch.
-var defaultFlows = []string{"priority=0 actions=NORMAL"}
-
-// bridgePorts resolves the port names of one bridge for the flow parser.
-type bridgePorts BridgeConfig
-
-func (b *bridgePorts) PortNumber(name string) (uint16, bool) {
-	for _, pc := range b.Ports {
-		if pc.Name == name {
-			return pc.OFPort, true
-		}
-	}
-	return 0, false
-}
-
-// parseRules parses flows for bridge bc, all or nothing.
-func parseRules(bc *BridgeConfig, flows []string) ([]flow.Rule, error) {
-	rules := make([]flow.Rule, 0, len(flows))
-	err := parseEach(bc, flows, nil, func(text string, ports flow.PortNames) error {
-		r, err := flow.ParseRule(text, ports)
-		rules = append(rules, r)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return rules, nil
-}
-
-// parseEach runs parse on each of flows for bridge bc until one fails.
-// Errors name the rule when there are several: by its line, when lines
-// gives the line numbers of a file's rules, else by its place in flows.
-func parseEach(bc *BridgeConfig, flows []string, lines []int, parse func(text string, ports flow.PortNames) error) error {
-	for i, text := range flows {
-		if err := parse(text, (*bridgePorts)(bc)); err != nil {
-			err = onBridge(err, bc.Name)
-			switch {
-			case len(lines) == len(flows):
-				return fmt.Errorf("line %d (%s): %w", lines[i], text, err)
-			case len(flows) > 1:
-				return fmt.Errorf("flow %d (%s): %w", i+1, text, err)
-			}
-			return err
-		}
-	}
-	return nil
-}
-
 // checkLocal refuses a new rule that names the reserved port LOCAL (in
 // its match or actions) on a bridge that has no port of its own: the
 // port named like the bridge, as in OVS.
-func checkLocal(bc *BridgeConfig, m flow.Match, actions []flow.Action) error {
+func checkLocal(bc *store.BridgeConfig, m flow.Match, actions []flow.Action) error {
 	uses := m.Mask.InPort != 0 && m.Key.InPort == flow.LocalPort
 	for _, a := range actions {
 		switch a.Type {
@@ -82,87 +35,9 @@ func checkLocal(bc *BridgeConfig, m flow.Match, actions []flow.Action) error {
 }
 
 // parseFilter parses a match for bridge bc.
-func parseFilter(bc *BridgeConfig, text string) (flow.Filter, error) {
-	f, err := flow.ParseFilter(text, (*bridgePorts)(bc))
-	return f, onBridge(err, bc.Name)
-}
-
-// onBridge names the bridge in an unknown-port error, which the parser
-// cannot know.
-func onBridge(err error, bridge string) error {
-	var noPort *flow.NoPortError
-	if errors.As(err, &noPort) {
-		return fmt.Errorf("no port %q on bridge %s", noPort.Name, bridge)
-	}
-	return err
-}
-
-// loadFlows builds a bridge's table from its saved rules. Rules saved
-// without the time they were installed count from now.
-func loadFlows(bc *BridgeConfig, now time.Time) (*flow.Table, error) {
-	texts := bc.Flows
-	if texts == nil { // saved before xswitch had flow tables
-		texts = defaultFlows
-	}
-	rules, err := parseRules(bc, texts)
-	if err != nil {
-		return nil, fmt.Errorf("bridge %s: saved flows: %w", bc.Name, err)
-	}
-	restore := make([]flow.SavedRule, len(rules))
-	next := 0
-	for _, run := range bc.Installed {
-		for range run.Count {
-			restore[next].Installed = run.At
-			next++
-		}
-	}
-	for i, r := range rules {
-		restore[i].Rule = r
-		if restore[i].Installed.IsZero() {
-			restore[i].Installed = now.UTC().Round(0) // as it will read back from a snapshot
-		}
-	}
-	return flow.NewTable(nil, 1).Apply(flow.Edit{Restore: restore}, now)
-}
-
-// formatFlows is how a snapshot saves a table: ovs-ofctl syntax, which
-// parses back to the same rules, and when they were installed. Ephemeral
-// rules are left out.
-func formatFlows(t *flow.Table) (texts []string, installed []InstallTime) {
-	texts = []string{}
-	for _, e := range t.Entries() {
-		if e.Ephemeral() {
-			continue
-		}
-		texts = append(texts, flow.FormatRule(e.Rule))
-		if n := len(installed); n > 0 && installed[n-1].At.Equal(e.Installed) {
-			installed[n-1].Count++
-		} else {
-			installed = append(installed, InstallTime{At: e.Installed.UTC().Round(0), Count: 1})
-		}
-	}
-	return texts, installed
-}
-
-// formatRules and formatEntries write rules for the journal.
-func formatRules(rules []flow.Rule) []string {
-	out := make([]string, len(rules))
-	for i, r := range rules {
-		out[i] = flow.FormatRule(r)
-	}
-	return out
-}
-
-// formatEntries writes the entries that are saved, the ephemeral ones
-// left out, for the journal.
-func formatEntries(entries []*flow.Entry) []string {
-	var out []string
-	for _, e := range entries {
-		if !e.Ephemeral() {
-			out = append(out, flow.FormatRule(e.Rule))
-		}
-	}
-	return out
+func parseFilter(bc *store.BridgeConfig, text string) (flow.Filter, error) {
+	f, err := flow.ParseFilter(text, bc)
+	return f, bc.NameBridge(err)
 }
 
 // setFlows saves edits, the change that made t from bridge's table, then
@@ -170,12 +45,12 @@ func formatEntries(entries []*flow.Entry) []string {
 // bring back. A change that leaves the table empty is saved as such, not
 // as every rule it removed; one of ephemeral rules alone has no edits and
 // saves nothing, since what is saved, the table's other rules, stays.
-func (d *Daemon) setFlows(b *vswitch.Bridge, t *flow.Table, edits []tableEdit, now time.Time) error {
+func (d *Daemon) setFlows(b *vswitch.Bridge, t *flow.Table, edits []store.TableEdit, now time.Time) error {
 	if len(edits) > 0 {
 		if t.Len() == 0 {
-			edits = []tableEdit{{Bridge: b.Name(), Reset: true}}
+			edits = []store.TableEdit{{Bridge: b.Name(), Reset: true}}
 		}
-		if err := d.save(journalRecord{Time: now, Flows: edits}); err != nil {
+		if err := d.save(store.Record{Time: now, Flows: edits}); err != nil {
 			return err
 		}
 	}
@@ -190,9 +65,9 @@ func (d *Daemon) addFlows(bridge string, flows []string, lines []int) error {
 	if len(flows) == 0 {
 		return errors.New("no flows given")
 	}
-	bc := d.cfg.bridge(bridge)
+	bc := d.cfg.Bridge(bridge)
 	mods := make([]FlowMod, 0, len(flows))
-	err := parseEach(bc, flows, lines, func(text string, ports flow.PortNames) error {
+	err := bc.ParseEach(flows, lines, func(text string, ports flow.PortNames) error {
 		r, opts, err := flow.ParseAddition(text, ports)
 		mods = append(mods, FlowMod{Command: FlowAdd, Rule: r, CheckOverlap: opts.CheckOverlap})
 		return err
@@ -219,10 +94,10 @@ func (d *Daemon) modFlows(bridge string, flows []string, strict bool) (int, erro
 	if len(flows) != 1 {
 		return 0, errors.New("mod-flows takes one flow")
 	}
-	bc := d.cfg.bridge(bridge)
-	filter, actions, opts, err := flow.ParseModification(flows[0], (*bridgePorts)(bc))
+	bc := d.cfg.Bridge(bridge)
+	filter, actions, opts, err := flow.ParseModification(flows[0], bc)
 	if err != nil {
-		return 0, onBridge(err, bridge)
+		return 0, bc.NameBridge(err)
 	}
 	if err := checkLocal(bc, flow.Match{}, actions); err != nil {
 		return 0, err
@@ -240,7 +115,7 @@ func (d *Daemon) delFlows(bridge, match string, strict bool) (int, error) {
 	if _, err := d.bridge(bridge); err != nil {
 		return 0, err
 	}
-	filter, err := parseFilter(d.cfg.bridge(bridge), match)
+	filter, err := parseFilter(d.cfg.Bridge(bridge), match)
 	if err != nil {
 		return 0, err
 	}
@@ -254,10 +129,10 @@ func (d *Daemon) delFlows(bridge, match string, strict bool) (int, error) {
 
 // dumpFlows takes the verb lock only to find the table: the
 // configuration and the table it finds are immutable versions.
-func (d *Daemon) dumpFlows(bridge, match string) ([]FlowStatus, error) {
+func (d *Daemon) dumpFlows(bridge, match string) ([]api.FlowStatus, error) {
 	d.mu.Lock()
 	b, err := d.bridge(bridge)
-	bc := d.cfg.bridge(bridge)
+	bc := d.cfg.Bridge(bridge)
 	d.mu.Unlock()
 	if err != nil {
 		return nil, err
@@ -269,14 +144,14 @@ func (d *Daemon) dumpFlows(bridge, match string) ([]FlowStatus, error) {
 		return nil, err
 	}
 	now := time.Now()
-	out := []FlowStatus{}
+	out := []api.FlowStatus{}
 	for _, e := range table.Select(filter, false) {
 		out = append(out, flowStatus(e, now))
 	}
 	return out, nil
 }
 
-func flowStatus(e *flow.Entry, now time.Time) FlowStatus {
+func flowStatus(e *flow.Entry, now time.Time) api.FlowStatus {
 	packets, bytes, lastUsed := e.Stats()
 	stats := flow.DumpStats{
 		Duration: now.Sub(e.Installed),
@@ -285,7 +160,7 @@ func flowStatus(e *flow.Entry, now time.Time) FlowStatus {
 		IdleAge:  now.Sub(lastUsed),
 		HardAge:  now.Sub(e.Installed),
 	}
-	return FlowStatus{
+	return api.FlowStatus{
 		Text:        flow.FormatDumpLine(e.Rule, stats),
 		Cookie:      e.Cookie,
 		DurationSec: stats.Duration.Seconds(),
@@ -309,9 +184,9 @@ func (d *Daemon) expireFlows(now time.Time) {
 		if len(expired) == 0 {
 			continue
 		}
-		var edits []tableEdit
-		if texts := formatEntries(expired); len(texts) > 0 {
-			edits = []tableEdit{{Bridge: name, Remove: texts}}
+		var edits []store.TableEdit
+		if texts := store.FormatEntries(expired); len(texts) > 0 {
+			edits = []store.TableEdit{{Bridge: name, Remove: texts}}
 		}
 		if err := d.setFlows(b, t, edits, now); err != nil {
 			d.log.Error("expiring flows", "bridge", name, "err", err)
@@ -326,7 +201,7 @@ func (d *Daemon) expireFlows(now time.Time) {
 			}
 			gone[i] = RemovedFlow{Entry: e, Reason: reason, At: now}
 		}
-		d.flowsRemoved(b, gone)
+		d.removed.add(b, gone)
 	}
 	d.compactIfDue()
 }

@@ -2,81 +2,17 @@ package control
 
 import (
 	"bytes"
-	"encoding/json"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"reflect"
-	"slices"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/xswitch/xswitch/control/api"
+	"github.com/xswitch/xswitch/control/store"
 )
-
-var requestSeeds = []string{
-	`{"verb":"list-br"}`,
-	`{"verb":"add-port","bridge":"br0","add_port":{"name":"p1","ofport":3,"mode":"copy","queues":2,"netns":"ns1","peer":"eth0","address":"10.0.0.1/24"}}`,
-	`{"verb":"add-flows","bridge":"br0","flows":["priority=100,ip,nw_dst=10.0.0.2,actions=output:2","priority=0,actions=NORMAL"]}`,
-	`{"verb":"del-flows","bridge":"br0","match":"tcp,tp_dst=80","strict":true}`,
-	`{"verb":"trace","bridge":"br0","match":"in_port=1,arp"}` + "\n",
-	`{"verb":"set","table":"Bridge","record":"br0","columns":["other_config:forward-bpdu=\"true\""]}`,
-	`{"verb":"get","table":"Bridge","record":"br0","columns":["other_config"]}`,
-	`{"verb":"rstp-show","bridge":"br0"}`,
-	`{"verb":"set-controller","bridge":"br0","targets":["tcp:127.0.0.1","ptcp:6653:[::1]"]}`,
-	`{"verb":"set-fail-mode","bridge":"br0","fail_mode":"secure"}`,
-	`{"verb":"show"} {"verb":"del-br"}`,
-	`{"verb":`,
-	`{"verb":"show","surprise":[1,{"a":null}]}`,
-	`[1,2,3]`,
-	`"\ud800"`,
-	``,
-}
-
-// FuzzRequest checks that decoding a request from any bytes never panics,
-// and that a request it accepts means the same after a round trip through
-// the client's encoding.
-func FuzzRequest(f *testing.F) {
-	for _, s := range requestSeeds {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		req, _, err := decodeRequest(bytes.NewReader(data))
-		if err != nil {
-			return
-		}
-		// json turns empty lists into absent ones and bad UTF-8 into
-		// U+FFFD, so compare encodings from the first re-encoding on.
-		first, err := json.Marshal(req)
-		if err != nil {
-			t.Fatalf("decoded %+v from %q, which does not encode: %v", req, data, err)
-		}
-		again, _, err := decodeRequest(bytes.NewReader(first))
-		if err != nil {
-			t.Fatalf("re-encoded request %s does not decode: %v", first, err)
-		}
-		second, _ := json.Marshal(again)
-		if !bytes.Equal(first, second) {
-			t.Fatalf("request %q changes on a round trip: %s, then %s", data, first, second)
-		}
-	})
-}
-
-// TestDecodeRequestLimit checks the request size limit, which FuzzRequest's
-// small inputs never reach: a request past it is refused by name, one just
-// inside it is read.
-func TestDecodeRequestLimit(t *testing.T) {
-	oversized := `{"verb":"add-flows","flows":["` + strings.Repeat("x", maxRequestSize) + `"]}`
-	if _, _, err := decodeRequest(strings.NewReader(oversized)); err == nil || !strings.Contains(err.Error(), "larger than") {
-		t.Errorf("a request of %d bytes: error %v, want one saying it is larger than the limit", len(oversized), err)
-	}
-	head := `{"verb":"show","match":"`
-	fits := head + strings.Repeat("y", maxRequestSize-len(head)-2) + `"}`
-	req, _, err := decodeRequest(strings.NewReader(fits))
-	if err != nil || req.Verb != "show" {
-		t.Errorf("a request of exactly %d bytes: %+v, %v; want it decoded", len(fits), req.Verb, err)
-	}
-}
 
 var configSeeds = []string{
 	`{"bridges":[]}`,
@@ -125,7 +61,7 @@ func FuzzLoadConfig(f *testing.F) {
 			return
 		}
 		resaved := filepath.Join(dir, "resaved.json")
-		if err := SaveConfig(resaved, loaded); err != nil {
+		if err := store.Save(resaved, loaded); err != nil {
 			t.Fatalf("SaveConfig of %+v loaded from %q: %v", loaded, data, err)
 		}
 		reloaded, err := LoadConfig(resaved)
@@ -136,56 +72,6 @@ func FuzzLoadConfig(f *testing.F) {
 			t.Fatalf("configuration %q: loaded %+v, after save and load %+v", data, loaded, reloaded)
 		}
 	})
-}
-
-// TestTrailingDataIsCorrupt keeps a fix: a file with a second value after
-// the configuration once loaded as if the rest were not there.
-func TestTrailingDataIsCorrupt(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "conf.json")
-	for _, text := range []string{`{"bridges":[]} {"bridges":[{"name":"br1"}]}`, `{"bridges":[]}]`, `{"bridges":[]}x`} {
-		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := LoadConfig(path); err == nil || !strings.Contains(err.Error(), "corrupt") {
-			t.Errorf("LoadConfig(%q) = %v; want a corrupt-configuration error", text, err)
-		}
-	}
-	if err := os.WriteFile(path, []byte("{\"bridges\":[]}\n\n  \t\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := LoadConfig(path); err != nil {
-		t.Errorf("trailing white space: %v; want it accepted", err)
-	}
-}
-
-// TestOnlyOwnTemporariesAreRemoved: a daemon killed during a save leaves
-// its temporary file, which the next daemon clears at start-up; files that
-// only look like one, a user's among them, stay.
-func TestOnlyOwnTemporariesAreRemoved(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "conf.json")
-	ours := ".conf.json.xswitch-save-123456"
-	theirs := []string{"conf.json.tmp123", "conf.json.tmp", ".conf.json.xswitch-save-mine", "other.json.tmp9"}
-	for _, name := range append([]string{ours}, theirs...) {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte("{"), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	s, _, err := openStore(path, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.close()
-	entries, _ := os.ReadDir(dir)
-	var names []string
-	for _, e := range entries {
-		names = append(names, e.Name())
-	}
-	want := append([]string{"conf.json.journal", "conf.json.lock"}, theirs...)
-	slices.Sort(want)
-	if !slices.Equal(names, want) {
-		t.Errorf("after start-up the directory holds %v, want %v", names, want)
-	}
 }
 
 var journalSeeds = []string{
@@ -207,34 +93,34 @@ func FuzzLoadJournal(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	d.Handle(Request{Verb: VerbAddBridge, Bridge: "br0"})
-	d.Handle(Request{Verb: VerbAddFlows, Bridge: "br0", Flows: []string{"priority=7,arp,actions=drop", "cookie=0x1,priority=9,ip,nw_dst=10.0.0.1,actions=output:3",
+	d.Handle(api.Request{Verb: api.VerbAddBridge, Bridge: "br0"})
+	d.Handle(api.Request{Verb: api.VerbAddFlows, Bridge: "br0", Flows: []string{"priority=7,arp,actions=drop", "cookie=0x1,priority=9,ip,nw_dst=10.0.0.1,actions=output:3",
 		"send_flow_rem,no_byte_counts,idle_timeout=30,priority=8,tcp,actions=output:2"}})
-	d.Handle(Request{Verb: VerbModFlows, Bridge: "br0", Flows: []string{"arp,actions=NORMAL"}})
-	d.Handle(Request{Verb: VerbDelFlows, Bridge: "br0", Match: "ip", Strict: false})
+	d.Handle(api.Request{Verb: api.VerbModFlows, Bridge: "br0", Flows: []string{"arp,actions=NORMAL"}})
+	d.Handle(api.Request{Verb: api.VerbDelFlows, Bridge: "br0", Match: "ip", Strict: false})
 	crash(d)
-	written, _ := os.ReadFile(journalPath(seed))
+	written, _ := os.ReadFile(store.JournalPath(seed))
 	f.Add(written)
 	for _, s := range journalSeeds {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		path := filepath.Join(t.TempDir(), "conf.json")
-		if err := os.WriteFile(journalPath(path), data, 0o600); err != nil {
+		if err := os.WriteFile(store.JournalPath(path), data, 0o600); err != nil {
 			t.Fatal(err)
 		}
 		loaded, err := LoadConfig(path)
 		if err != nil {
-			if !strings.Contains(err.Error(), "corrupt") || !strings.Contains(err.Error(), journalPath(path)) {
+			if !strings.Contains(err.Error(), "corrupt") || !strings.Contains(err.Error(), store.JournalPath(path)) {
 				t.Fatalf("journal %q: error %q does not say the journal is corrupt", data, err)
 			}
-			if kept, _ := os.ReadFile(journalPath(path)); !bytes.Equal(kept, data) {
+			if kept, _ := os.ReadFile(store.JournalPath(path)); !bytes.Equal(kept, data) {
 				t.Fatalf("journal %q was changed to %q", data, kept)
 			}
 			return
 		}
 		resaved := filepath.Join(t.TempDir(), "resaved.json")
-		if err := SaveConfig(resaved, loaded); err != nil {
+		if err := store.Save(resaved, loaded); err != nil {
 			t.Fatalf("SaveConfig of %+v loaded with journal %q: %v", loaded, data, err)
 		}
 		reloaded, err := LoadConfig(resaved)

@@ -8,6 +8,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	"github.com/xswitch/xswitch/control/api"
 	vswitch "github.com/xswitch/xswitch/switch"
 )
 
@@ -130,10 +131,10 @@ func (d *Daemon) resyncLinks() {
 	defer d.mu.Unlock()
 	for _, bc := range d.cfg.Bridges {
 		for _, pc := range bc.Ports {
-			d.followLink(pc.device(), byName[pc.device()])
+			d.followLink(deviceOf(pc), byName[deviceOf(pc)])
 		}
 	}
-	for dev := range d.underlays {
+	for _, dev := range d.underlays.Interfaces() {
 		d.followLink(dev, byName[dev])
 	}
 	d.log.Info("ports resynced with the kernel's links", "links", len(links))
@@ -143,7 +144,7 @@ func (d *Daemon) resyncLinks() {
 // there is one, in line with that interface as the kernel has it now:
 // gone (link nil), or link. It runs under the verb lock.
 func (d *Daemon) followLink(dev string, link *netlink.LinkAttrs) {
-	if use, ok := d.underlays[dev]; ok && (link == nil || link.Index != use.u.Info().Ifindex) {
+	if u := d.underlays.On(dev); u != nil && (link == nil || link.Index != u.Info().Ifindex) {
 		// Tunnels come back by refreshTunnels, once a route does.
 		d.closeUnderlayTunnels(dev)
 	}
@@ -151,7 +152,7 @@ func (d *Daemon) followLink(dev string, link *netlink.LinkAttrs) {
 	// Only the interface the socket is on counts: an internal port's name
 	// here may be an unrelated interface, its own being in another
 	// namespace; and a tunnel has none.
-	if !ok || pc.device() != dev || pc.IsTunnel() {
+	if !ok || deviceOf(pc) != dev || pc.IsTunnel() {
 		return
 	}
 	b := d.bridges[bridge]
@@ -180,7 +181,7 @@ func (d *Daemon) followLink(dev string, link *netlink.LinkAttrs) {
 }
 
 // closeVanished closes a port whose interface is gone.
-func (d *Daemon) closeVanished(b *vswitch.Bridge, pc PortConfig) {
+func (d *Daemon) closeVanished(b *vswitch.Bridge, pc api.PortConfig) {
 	if err := d.closeKeepingCounters(b, pc.Name); err != nil {
 		d.log.Error("closing a vanished port", "bridge", b.Name(), "port", pc.Name, "err", err)
 	}
@@ -205,13 +206,13 @@ func (d *Daemon) closeKeepingCounters(b *vswitch.Bridge, name string) error {
 
 // findPort returns the bridge and configuration of the port named name,
 // or whose AF_XDP socket is on the interface name.
-func (d *Daemon) findPort(name string) (string, PortConfig, bool) {
+func (d *Daemon) findPort(name string) (string, api.PortConfig, bool) {
 	for _, bc := range d.cfg.Bridges {
 		for _, pc := range bc.Ports {
-			if pc.Name == name || pc.device() == name {
+			if pc.Name == name || deviceOf(pc) == name {
 				return bc.Name, pc, true
 			}
 		}
 	}
-	return "", PortConfig{}, false
+	return "", api.PortConfig{}, false
 }

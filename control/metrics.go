@@ -1,46 +1,99 @@
 package control
 
-import "time"
+import (
+	"slices"
+	"strings"
+	"time"
 
-// BridgeMetrics is a bridge as the metrics endpoint sees it: what `show`
-// reports, plus figures that cost the forwarder a request to gather and so
-// are left out of every `show`.
+	"github.com/xswitch/xswitch/port"
+	vswitch "github.com/xswitch/xswitch/switch"
+)
+
+// BridgeMetrics is a bridge as the metrics endpoint sees it: its
+// counters as the switch keeps them, and figures that cost the forwarder
+// a request to gather and so are left out of every show.
 type BridgeMetrics struct {
-	BridgeStatus
-	MACEntries    int
-	ForwarderBusy time.Duration
-	ForwarderIdle time.Duration
-	RSTP          *RSTPStatus // nil: the bridge runs no spanning tree
+	Name                               string
+	Flows                              int
+	CacheHits, CacheMisses, CacheStale uint64
+	MACEntries                         int
+	ForwarderBusy, ForwarderIdle       time.Duration
+	Drops                              vswitch.DropCounts
 	// Tables are the tables that hold rules or have seen lookups.
-	Tables []TableStatus
+	Tables   []vswitch.TableStats
+	FastPath *vswitch.FastPathStats // nil: the bridge has no fast path
+	RSTP     *RSTPMetrics           // nil: the bridge runs no spanning tree
+	Ports    []PortMetrics          // in OpenFlow port order
 }
 
-// Metrics describes every bridge for a scrape. It reads counters that the
-// forwarders publish atomically and asks each forwarder once, between two
-// batches, for its MAC table's size; it never stops forwarding. It runs
-// under the verb lock, so a scrape sees no half-applied verb.
+// RSTPMetrics are the figures of a bridge's spanning tree.
+type RSTPMetrics struct {
+	IsRoot          bool
+	TopologyChanges uint64
+	BPDUsDropped    uint64 // the queue to the machines was full
+}
+
+// PortMetrics is one configured port.
+type PortMetrics struct {
+	Name string
+	// Up says the port forwards: it is open, and its interface is up.
+	Up bool
+	// Info is how the port was opened; its Kind is empty for a port that
+	// never was.
+	Info  port.Info
+	Stats vswitch.PortStats
+	// FastPath is "on" when the in-kernel fast path carries the port's
+	// frames, else "off (why)"; empty when the port is not open.
+	FastPath string
+	// RSTPRole and RSTPState are the port's part in the spanning tree;
+	// empty when it takes none.
+	RSTPRole, RSTPState string
+}
+
+// Metrics describes every bridge for a scrape, in the order of their
+// names. It reads counters that the forwarders publish atomically and
+// asks each forwarder once, between two batches, for its MAC table's
+// size; it never stops forwarding. It runs under the verb lock, so a
+// scrape sees no half-applied verb.
 func (d *Daemon) Metrics() []BridgeMetrics {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if len(d.bridges) < len(d.cfg.Bridges) { // closed: the bridges are gone
 		return nil
 	}
-	statuses, _ := d.show("") // fails only for a bridge name, and none is given
-	out := make([]BridgeMetrics, 0, len(statuses))
-	for _, bs := range statuses {
-		b := d.bridges[bs.Name]
-		m := BridgeMetrics{BridgeStatus: bs, MACEntries: b.FDBSize()}
+	out := make([]BridgeMetrics, 0, len(d.cfg.Bridges))
+	for i := range d.cfg.Bridges {
+		bc := &d.cfg.Bridges[i]
+		b := d.bridges[bc.Name]
+		b.SyncFastPath() // so that the counters include what the kernel carried
+		m := BridgeMetrics{Name: bc.Name, Flows: b.Flows().Len(), MACEntries: b.FDBSize(), Drops: b.PipelineDrops()}
+		m.CacheHits, m.CacheMisses, m.CacheStale = b.CacheStats()
 		m.ForwarderBusy, m.ForwarderIdle = b.ForwarderTime()
-		tables, _ := d.dumpTables(bs.Name) // the bridge exists: show named it
-		for _, t := range tables {
+		if fp, ok := b.FastPathStats(); ok {
+			m.FastPath = &fp
+		}
+		for _, t := range b.TableStats() {
 			if t.Active > 0 || t.Lookups > 0 {
 				m.Tables = append(m.Tables, t)
 			}
 		}
-		if st, ok := d.rstpStatus(bs.Name); ok {
-			m.RSTP = &st
+		st, ok := d.rstpStatus(bc.Name)
+		if ok {
+			m.RSTP = &RSTPMetrics{IsRoot: st.IsRoot, TopologyChanges: st.TopologyChanges, BPDUsDropped: st.BPDUsDropped}
+		}
+		stp := portStates(st)
+		for _, cp := range d.configuredPorts(b, bc) {
+			p := PortMetrics{Name: cp.Name, Up: cp.down == nil, Stats: cp.counts}
+			if cp.open {
+				p.Info, p.FastPath = cp.status.Info, cp.status.FastPath
+				if r, ok := stp[cp.Name]; ok {
+					p.RSTPRole, p.RSTPState = r.Role, r.State
+				}
+			}
+			m.Ports = append(m.Ports, p)
 		}
 		out = append(out, m)
 	}
+	slices.SortFunc(out, func(a, b BridgeMetrics) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/xswitch/xswitch/control/api"
 )
 
 func TestMetricsDescribeEveryBridgeUntilClosed(t *testing.T) {
@@ -18,7 +20,7 @@ func TestMetricsDescribeEveryBridgeUntilClosed(t *testing.T) {
 	}
 	defer d.Close()
 	for _, br := range []string{"br1", "br0"} {
-		if resp := d.Handle(Request{Verb: VerbAddBridge, Bridge: br}); resp.Error != "" {
+		if resp := d.Handle(api.Request{Verb: api.VerbAddBridge, Bridge: br}); resp.Error != "" {
 			t.Fatal(resp.Error)
 		}
 	}

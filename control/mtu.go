@@ -1,6 +1,10 @@
 package control
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/xswitch/xswitch/control/api"
+)
 
 // MTUs, as OVS's Interface mtu_request: add-port --mtu sets the MTU of
 // the interfaces it creates (both ends of a veth pair, a tap), and veth
@@ -10,8 +14,8 @@ import "fmt"
 // mode the daemon warns, in its log and in show (afxdp.MTUProblem).
 
 // checkMTURequest refuses --mtu for an interface add-port does not create.
-func checkMTURequest(pc PortConfig) error {
-	if pc.MTU != 0 && !pc.ownsDevice() {
+func checkMTURequest(pc api.PortConfig) error {
+	if pc.MTU != 0 && !ownsDevice(pc) {
 		return fmt.Errorf("--mtu sets the MTU of the interfaces add-port creates (--netns, --type tap or internal); for the existing interface %q set it with ip link, and the port carries what it says", pc.Name)
 	}
 	return nil

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/xswitch/xswitch/control/api"
+	"github.com/xswitch/xswitch/control/store"
 	"github.com/xswitch/xswitch/flow"
 	vswitch "github.com/xswitch/xswitch/switch"
 )
@@ -15,13 +17,6 @@ import (
 // so that rules still naming it (in_port=9,actions=drop) do not silently
 // apply to the next port added; a port added again under its old name gets
 // its old number back.
-
-// ReleasedPort is the number a deleted port had, and when it was deleted.
-type ReleasedPort struct {
-	Name   string    `json:"name"`
-	OFPort uint16    `json:"ofport"`
-	Time   time.Time `json:"time"`
-}
 
 // ofportQuarantine is how long a released number goes only to the port it
 // was released by.
@@ -34,7 +29,7 @@ const ofportQuarantine = time.Hour
 // gone included) and no port released within the quarantine, else, with
 // every number taken or quarantined, the one released longest ago. The
 // port named like the bridge is LOCAL (65534).
-func allocOFPort(bc *BridgeConfig, name string, requested uint16, now time.Time) (uint16, error) {
+func allocOFPort(bc *store.BridgeConfig, name string, requested uint16, now time.Time) (uint16, error) {
 	held := make(map[uint16]string, len(bc.Ports))
 	for _, pc := range bc.Ports {
 		held[pc.OFPort] = pc.Name
@@ -71,7 +66,7 @@ func allocOFPort(bc *BridgeConfig, name string, requested uint16, now time.Time)
 			return n, nil
 		}
 	}
-	var oldest *ReleasedPort
+	var oldest *store.ReleasedPort
 	for i, r := range bc.Released {
 		if _, taken := held[r.OFPort]; !taken && (oldest == nil || r.Time.Before(oldest.Time)) {
 			oldest = &bc.Released[i]
@@ -83,11 +78,11 @@ func allocOFPort(bc *BridgeConfig, name string, requested uint16, now time.Time)
 	return oldest.OFPort, nil
 }
 
-// release records that pc's number is free from now, and forgets numbers
-// whose quarantine is over.
-func (bc *BridgeConfig) release(pc PortConfig, now time.Time) {
-	bc.Released = slices.DeleteFunc(bc.Released, func(r ReleasedPort) bool {
+// releaseOFPort records that pc's number is free from now, and forgets
+// the numbers whose quarantine is over.
+func releaseOFPort(bc *store.BridgeConfig, pc api.PortConfig, now time.Time) {
+	bc.Released = slices.DeleteFunc(bc.Released, func(r store.ReleasedPort) bool {
 		return now.Sub(r.Time) >= ofportQuarantine || r.Name == pc.Name || r.OFPort == pc.OFPort
 	})
-	bc.Released = append(bc.Released, ReleasedPort{Name: pc.Name, OFPort: pc.OFPort, Time: now})
+	bc.Released = append(bc.Released, store.ReleasedPort{Name: pc.Name, OFPort: pc.OFPort, Time: now})
 }

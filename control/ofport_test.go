@@ -3,15 +3,18 @@ package control
 import (
 	"testing"
 	"time"
+
+	"github.com/xswitch/xswitch/control/api"
+	"github.com/xswitch/xswitch/control/store"
 )
 
 func TestAllocOFPort(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	recently, anHourAgo := now.Add(-time.Minute), now.Add(-ofportQuarantine)
-	bc := &BridgeConfig{
+	bc := &store.BridgeConfig{
 		Name:  "br0",
-		Ports: []PortConfig{{Name: "p1", OFPort: 1}, {Name: "down", OFPort: 2}, {Name: "p5", OFPort: 5}},
-		Released: []ReleasedPort{
+		Ports: []api.PortConfig{{Name: "p1", OFPort: 1}, {Name: "down", OFPort: 2}, {Name: "p5", OFPort: 5}},
+		Released: []store.ReleasedPort{
 			{Name: "gone", OFPort: 3, Time: recently},
 			{Name: "long-gone", OFPort: 4, Time: anHourAgo},
 		},
@@ -39,12 +42,12 @@ func TestAllocOFPort(t *testing.T) {
 
 func TestAllocOFPortWhenAllAreTaken(t *testing.T) {
 	now := time.Now()
-	bc := &BridgeConfig{Name: "br0"}
+	bc := &store.BridgeConfig{Name: "br0"}
 	for n := uint16(1); n <= 0xff00; n++ {
 		if n%2 == 0 {
-			bc.Ports = append(bc.Ports, PortConfig{Name: "p", OFPort: n})
+			bc.Ports = append(bc.Ports, api.PortConfig{Name: "p", OFPort: n})
 		} else {
-			bc.Released = append(bc.Released, ReleasedPort{Name: "r", OFPort: n, Time: now.Add(-time.Duration(n) * time.Millisecond)})
+			bc.Released = append(bc.Released, store.ReleasedPort{Name: "r", OFPort: n, Time: now.Add(-time.Duration(n) * time.Millisecond)})
 		}
 	}
 	// Every free number is quarantined: the one released longest ago goes.
@@ -52,7 +55,7 @@ func TestAllocOFPortWhenAllAreTaken(t *testing.T) {
 		t.Errorf("with every number taken or quarantined: %d, %v; want 65279, the oldest released", got, err)
 	}
 	for _, r := range bc.Released {
-		bc.Ports = append(bc.Ports, PortConfig{Name: "q", OFPort: r.OFPort})
+		bc.Ports = append(bc.Ports, api.PortConfig{Name: "q", OFPort: r.OFPort})
 	}
 	if got, err := allocOFPort(bc, "new", 0, now); err == nil {
 		t.Errorf("with every number held: %d, %v; want an error", got, err)
@@ -61,14 +64,14 @@ func TestAllocOFPortWhenAllAreTaken(t *testing.T) {
 
 func TestReleaseKeepsOneEntryPerNameAndNumber(t *testing.T) {
 	now := time.Now()
-	bc := &BridgeConfig{Released: []ReleasedPort{
+	bc := &store.BridgeConfig{Released: []store.ReleasedPort{
 		{Name: "a", OFPort: 1, Time: now.Add(-2 * ofportQuarantine)},
 		{Name: "b", OFPort: 2, Time: now.Add(-time.Minute)},
 		{Name: "c", OFPort: 3, Time: now.Add(-time.Minute)},
 	}}
-	bc.release(PortConfig{Name: "b", OFPort: 7}, now)
-	bc.release(PortConfig{Name: "d", OFPort: 3}, now)
-	want := []ReleasedPort{{Name: "b", OFPort: 7, Time: now}, {Name: "d", OFPort: 3, Time: now}}
+	releaseOFPort(bc, api.PortConfig{Name: "b", OFPort: 7}, now)
+	releaseOFPort(bc, api.PortConfig{Name: "d", OFPort: 3}, now)
+	want := []store.ReleasedPort{{Name: "b", OFPort: 7, Time: now}, {Name: "d", OFPort: 3, Time: now}}
 	if len(bc.Released) != 2 || bc.Released[0] != want[0] || bc.Released[1] != want[1] {
 		t.Errorf("released %+v, want %+v", bc.Released, want)
 	}

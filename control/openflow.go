@@ -65,3 +65,29 @@ func (d *Daemon) OpenFlowPorts(bridge string) ([]OpenFlowPort, error) {
 	}
 	return out, nil
 }
+
+// PortCounters are one port's counters: what it counts now, if it is
+// open, and what it counted before its interface (or underlay) last went
+// away.
+type PortCounters struct {
+	Name   string
+	OFPort uint16
+	Stats  vswitch.PortStats
+}
+
+// PortStats are the counters of every configured port of the bridge, in
+// OpenFlow port order, those that are down included.
+func (d *Daemon) PortStats(bridge string) ([]PortCounters, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	b, err := d.bridge(bridge)
+	if err != nil {
+		return nil, err
+	}
+	b.SyncFastPath() // so that the counters include what the kernel carried
+	var out []PortCounters
+	for _, cp := range d.configuredPorts(b, d.cfg.Bridge(bridge)) {
+		out = append(out, PortCounters{Name: cp.Name, OFPort: cp.OFPort, Stats: cp.counts})
+	}
+	return out, nil
+}

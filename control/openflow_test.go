@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xswitch/xswitch/control/api"
+	"github.com/xswitch/xswitch/control/store"
 	"github.com/xswitch/xswitch/flow"
 )
 
@@ -40,11 +42,11 @@ func mustFilter(t *testing.T, text string) flow.Filter {
 func TestCheckOverlap(t *testing.T) {
 	d := quietDaemon(t, filepath.Join(t.TempDir(), "conf.json"))
 	defer d.Close()
-	d.Handle(Request{Verb: VerbAddBridge, Bridge: "br0"})
-	if resp := d.Handle(Request{Verb: VerbAddFlows, Bridge: "br0", Flows: []string{"priority=5,ip,nw_dst=10.0.0.0/8,actions=drop"}}); resp.Error != "" {
+	d.Handle(api.Request{Verb: api.VerbAddBridge, Bridge: "br0"})
+	if resp := d.Handle(api.Request{Verb: api.VerbAddFlows, Bridge: "br0", Flows: []string{"priority=5,ip,nw_dst=10.0.0.0/8,actions=drop"}}); resp.Error != "" {
 		t.Fatal(resp.Error)
 	}
-	resp := d.Handle(Request{Verb: VerbAddFlows, Bridge: "br0", Flows: []string{"check_overlap,priority=5,tcp,nw_dst=10.1.0.0/16,actions=drop"}})
+	resp := d.Handle(api.Request{Verb: api.VerbAddFlows, Bridge: "br0", Flows: []string{"check_overlap,priority=5,tcp,nw_dst=10.1.0.0/16,actions=drop"}})
 	if want := "a rule of the same priority in its table overlaps it"; !strings.Contains(resp.Error, want) {
 		t.Errorf("add-flow check_overlap of an overlapping rule: error %q, want one saying %q", resp.Error, want)
 	}
@@ -54,7 +56,7 @@ func TestCheckOverlap(t *testing.T) {
 		"check_overlap,table=1,priority=5,ip,nw_dst=10.0.0.0/8,actions=drop", // another table
 		"priority=5,ip,nw_dst=10.1.0.0/16,actions=drop",                      // no check
 	} {
-		if resp := d.Handle(Request{Verb: VerbAddFlows, Bridge: "br0", Flows: []string{ok}}); resp.Error != "" {
+		if resp := d.Handle(api.Request{Verb: api.VerbAddFlows, Bridge: "br0", Flows: []string{ok}}); resp.Error != "" {
 			t.Errorf("add-flow %s: %s", ok, resp.Error)
 		}
 	}
@@ -80,8 +82,8 @@ func TestCheckOverlap(t *testing.T) {
 func TestResetCounts(t *testing.T) {
 	d := quietDaemon(t, filepath.Join(t.TempDir(), "conf.json"))
 	defer d.Close()
-	d.Handle(Request{Verb: VerbAddBridge, Bridge: "br0"})
-	d.Handle(Request{Verb: VerbAddFlows, Bridge: "br0", Flows: []string{"priority=5,arp,actions=drop", "priority=5,ip,actions=drop"}})
+	d.Handle(api.Request{Verb: api.VerbAddBridge, Bridge: "br0"})
+	d.Handle(api.Request{Verb: api.VerbAddFlows, Bridge: "br0", Flows: []string{"priority=5,arp,actions=drop", "priority=5,ip,actions=drop"}})
 	hit := func() {
 		for _, e := range d.bridges["br0"].Flows().Entries() {
 			e.Hit(3, 300, time.Now())
@@ -95,11 +97,11 @@ func TestResetCounts(t *testing.T) {
 		return flows[0].Packets
 	}
 	hit()
-	d.Handle(Request{Verb: VerbModFlows, Bridge: "br0", Flows: []string{"arp,actions=NORMAL"}})
+	d.Handle(api.Request{Verb: api.VerbModFlows, Bridge: "br0", Flows: []string{"arp,actions=NORMAL"}})
 	if p := packets("arp"); p != 3 {
 		t.Errorf("mod-flows without reset_counts: %d packets, want 3", p)
 	}
-	if resp := d.Handle(Request{Verb: VerbModFlows, Bridge: "br0", Flows: []string{"reset_counts,arp,actions=drop"}}); resp.Error != "" || resp.Changed != 1 {
+	if resp := d.Handle(api.Request{Verb: api.VerbModFlows, Bridge: "br0", Flows: []string{"reset_counts,arp,actions=drop"}}); resp.Error != "" || resp.Changed != 1 {
 		t.Fatalf("mod-flows reset_counts: %+v", resp)
 	}
 	if p, other := packets("arp"), packets("ip"); p != 0 || other != 3 {
@@ -117,8 +119,8 @@ func TestResetCounts(t *testing.T) {
 func TestOutPortFilter(t *testing.T) {
 	d := quietDaemon(t, filepath.Join(t.TempDir(), "conf.json"))
 	defer d.Close()
-	d.Handle(Request{Verb: VerbAddBridge, Bridge: "br0"}) // priority=0 actions=NORMAL
-	d.Handle(Request{Verb: VerbAddFlows, Bridge: "br0", Flows: []string{
+	d.Handle(api.Request{Verb: api.VerbAddBridge, Bridge: "br0"}) // priority=0 actions=NORMAL
+	d.Handle(api.Request{Verb: api.VerbAddFlows, Bridge: "br0", Flows: []string{
 		"priority=5,arp,actions=output:2",
 		"priority=5,ip,actions=write_actions(output:2)",
 		"priority=5,ipv6,actions=output:3",
@@ -140,7 +142,7 @@ func TestOutPortFilter(t *testing.T) {
 	if changed, err := d.ApplyFlowMods("br0", []FlowMod{{Command: FlowModify, Filter: f, Strict: true, Actions: mustRule(t, "actions=output:4").Actions}}); err != nil || changed[0] != 1 {
 		t.Errorf("FlowModify with out_port: changed %v, %v; want the ipv6 rule", changed, err)
 	}
-	if resp := d.Handle(Request{Verb: VerbDelFlows, Bridge: "br0", Match: "out_port=2"}); resp.Error != "" || resp.Changed != 2 {
+	if resp := d.Handle(api.Request{Verb: api.VerbDelFlows, Bridge: "br0", Match: "out_port=2"}); resp.Error != "" || resp.Changed != 2 {
 		t.Errorf("del-flows out_port=2: %+v, want 2 removed", resp)
 	}
 	if got := count(""); got != 2 {
@@ -171,19 +173,19 @@ func agentMod(rnd *rand.Rand, t *testing.T) FlowMod {
 // configuration on disk, as a restart loads it, is the daemon's rules but
 // the controller's; now and then the daemon restarts, with those alone.
 func TestEphemeralRulesAreNotSaved(t *testing.T) {
-	defer func(old int64) { minCompaction = old }(minCompaction)
-	minCompaction = 4 << 10
+	defer func(old int64) { store.MinCompaction = old }(store.MinCompaction)
+	store.MinCompaction = 4 << 10
 	path := filepath.Join(t.TempDir(), "conf.json")
 	d := quietDaemon(t, path)
 	defer func() { d.Close() }()
-	d.Handle(Request{Verb: VerbAddBridge, Bridge: "br0"})
+	d.Handle(api.Request{Verb: api.VerbAddBridge, Bridge: "br0"})
 	rnd := rand.New(rand.NewPCG(5, 6))
 	ephemeral := 0
 	for step := range 600 {
 		var what string
 		if rnd.IntN(2) == 0 {
 			req := randomVerb(rnd)
-			if req.Verb == VerbDelBridge {
+			if req.Verb == api.VerbDelBridge {
 				continue
 			}
 			d.Handle(req)
@@ -223,16 +225,16 @@ func TestEphemeralRulesAfterARestart(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "conf.json")
 	d := quietDaemon(t, path)
 	defer func() { d.Close() }()
-	d.Handle(Request{Verb: VerbAddBridge, Bridge: "br0"})
-	d.Handle(Request{Verb: VerbAddFlows, Bridge: "br0", Flows: []string{"priority=7,arp,actions=drop", "priority=8,ip,actions=drop"}})
-	journal, _ := os.ReadFile(journalPath(path))
+	d.Handle(api.Request{Verb: api.VerbAddBridge, Bridge: "br0"})
+	d.Handle(api.Request{Verb: api.VerbAddFlows, Bridge: "br0", Flows: []string{"priority=7,arp,actions=drop", "priority=8,ip,actions=drop"}})
+	journal, _ := os.ReadFile(store.JournalPath(path))
 	if _, err := d.ApplyFlowMods("br0", []FlowMod{
 		{Command: FlowAdd, Ephemeral: true, Rule: mustRule(t, "priority=9,tcp,actions=drop")},
 		{Command: FlowModify, Filter: mustFilter(t, "tcp"), Actions: mustRule(t, "actions=NORMAL").Actions},
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if after, _ := os.ReadFile(journalPath(path)); len(after) != len(journal) {
+	if after, _ := os.ReadFile(store.JournalPath(path)); len(after) != len(journal) {
 		t.Errorf("adding and modifying a controller's rule wrote %q to the journal", after[len(journal):])
 	}
 	if _, err := d.ApplyFlowMods("br0", []FlowMod{{Command: FlowAdd, Ephemeral: true, Rule: mustRule(t, "priority=8,ip,actions=NORMAL")}}); err != nil {
@@ -284,10 +286,10 @@ func TestFlowsRemovedNotifications(t *testing.T) {
 	// Closed at the end, not deferred: a deadlocked daemon would hang the
 	// failure that says so.
 	d := quietDaemon(t, filepath.Join(t.TempDir(), "conf.json"))
-	d.Handle(Request{Verb: VerbAddBridge, Bridge: "br0"})
+	d.Handle(api.Request{Verb: api.VerbAddBridge, Bridge: "br0"})
 	var log removedLog
 	d.OnFlowsRemoved(log.add)
-	d.Handle(Request{Verb: VerbAddFlows, Bridge: "br0", Flows: []string{
+	d.Handle(api.Request{Verb: api.VerbAddFlows, Bridge: "br0", Flows: []string{
 		"send_flow_rem,idle_timeout=100,hard_timeout=200,priority=5,arp,actions=drop",
 		"send_flow_rem,hard_timeout=50,priority=5,ip,actions=drop",
 		"hard_timeout=50,priority=5,ipv6,actions=drop", // not to be told
@@ -306,7 +308,7 @@ func TestFlowsRemovedNotifications(t *testing.T) {
 	if got, want := log.take(), []string{"br0 0 arp n_packets=2"}; !slices.Equal(got, want) {
 		t.Errorf("after the idle timeout: told %q, want %q", got, want)
 	}
-	d.Handle(Request{Verb: VerbDelFlows, Bridge: "br0", Match: "tcp"})
+	d.Handle(api.Request{Verb: api.VerbDelFlows, Bridge: "br0", Match: "tcp"})
 	if got, want := log.take(), []string{"br0 2 tcp n_packets=2"}; !slices.Equal(got, want) {
 		t.Errorf("after del-flows: told %q, want %q", got, want)
 	}
@@ -341,4 +343,43 @@ func TestFlowsRemovedNotifications(t *testing.T) {
 		t.Errorf("a delete, and one that its notification made: told %q, want %q", got, want)
 	}
 	d.Close()
+}
+
+// PortStats, which the agent's PORT_STATS reads, and Metrics give every
+// configured port in OpenFlow port order, the ports that are down
+// included, with the counters show gives.
+func TestPortStatsAndMetricsListEveryConfiguredPort(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "conf.json")
+	conf := `{"bridges":[{"name":"br0","ports":[{"name":"xsnone-b","ofport":3},{"name":"xsnone-a","ofport":1}],"flows":[]}]}`
+	if err := os.WriteFile(db, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d := newTestDaemon(t, db)
+	shown := mustHandle(t, d, api.Request{Verb: api.VerbShow, Bridge: "br0"}).Bridges[0].Ports
+	stats, err := d.PortStats("br0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics := d.Metrics()[0].Ports
+	if len(shown) != 2 || len(stats) != 2 || len(metrics) != 2 {
+		t.Fatalf("show lists %d ports, PortStats %d, Metrics %d; want the 2 configured", len(shown), len(stats), len(metrics))
+	}
+	for i, want := range []struct {
+		name   string
+		ofport uint16
+	}{{"xsnone-a", 1}, {"xsnone-b", 3}} {
+		s, m, p := stats[i], metrics[i], shown[i]
+		if s.Name != want.name || s.OFPort != want.ofport || m.Name != want.name || p.Name != want.name {
+			t.Errorf("port %d: PortStats %s (%d), Metrics %s, show %s; want %s (%d)", i, s.Name, s.OFPort, m.Name, p.Name, want.name, want.ofport)
+		}
+		if p.Error == "" || m.Up {
+			t.Errorf("port %s: show's error %q, Metrics' up %v; want it down", want.name, p.Error, m.Up)
+		}
+		if portStats(s.Stats).RxPackets != p.Stats.RxPackets || s.Stats != m.Stats {
+			t.Errorf("port %s: counters differ between PortStats, Metrics and show", want.name)
+		}
+	}
+	if _, err := d.PortStats("nobr"); err == nil || !strings.Contains(err.Error(), `no bridge "nobr"`) {
+		t.Errorf("PortStats of a bridge that does not exist: %v", err)
+	}
 }

@@ -54,34 +54,38 @@ type removedOnBridge struct {
 	removed []RemovedFlow
 }
 
-// flowsRemoved queues the rules of gone, removed from b, that are to be
-// told of. It runs under the daemon's lock, after b's new table is in use.
-func (d *Daemon) flowsRemoved(b *vswitch.Bridge, gone []RemovedFlow) {
+// add queues the rules of gone, removed from b, that are to be told of.
+// It runs under the daemon's lock, after b's new table is in use.
+func (r *removals) add(b *vswitch.Bridge, gone []RemovedFlow) {
 	var told []RemovedFlow
 	for _, g := range gone {
 		if g.Entry.Flags&flow.FlagSendFlowRem != 0 {
 			told = append(told, g)
 		}
 	}
-	d.removed.mu.Lock()
-	wanted := len(told) > 0 && len(d.removed.fns) > 0
-	d.removed.mu.Unlock()
+	r.mu.Lock()
+	wanted := len(told) > 0 && len(r.fns) > 0
+	r.mu.Unlock()
 	if !wanted {
 		return
 	}
 	// The fast path credits the entries it carried frames for since its
 	// last sweep, those of rules no longer in the table included.
 	b.SyncFastPath()
-	d.removed.mu.Lock()
-	d.removed.queue = append(d.removed.queue, removedOnBridge{b.Name(), told})
-	d.removed.mu.Unlock()
+	r.mu.Lock()
+	r.queue = append(r.queue, removedOnBridge{b.Name(), told})
+	r.mu.Unlock()
 }
 
 // unlock releases the daemon's lock and tells what the changes made under
 // it removed.
 func (d *Daemon) unlock() {
 	d.mu.Unlock()
-	r := &d.removed
+	d.removed.tell()
+}
+
+// tell tells the functions what is queued, one goroutine at a time.
+func (r *removals) tell() {
 	r.mu.Lock()
 	if r.telling {
 		r.mu.Unlock()

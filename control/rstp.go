@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/xswitch/xswitch/control/api"
+	"github.com/xswitch/xswitch/control/store"
 	"github.com/xswitch/xswitch/rstp"
 	vswitch "github.com/xswitch/xswitch/switch"
 )
@@ -69,7 +71,7 @@ func bridgeAddress(name string) [6]byte {
 
 // rstpBridgeConfig is the spanning tree configuration bc's columns give,
 // whether or not rstp_enable turns it on.
-func (bc *BridgeConfig) rstpBridgeConfig() (rstp.BridgeConfig, error) {
+func rstpBridgeConfig(bc *store.BridgeConfig) (rstp.BridgeConfig, error) {
 	oc := bc.OtherConfig
 	cfg := rstp.DefaultBridgeConfig(bridgeAddress(bc.Name))
 	if v, ok := oc["rstp-address"]; ok {
@@ -99,9 +101,9 @@ func (bc *BridgeConfig) rstpBridgeConfig() (rstp.BridgeConfig, error) {
 // horizon prevents (switch/tunnel.go). Its path cost is the default
 // here; runningOptions sets the one for the link's speed unless
 // rstp-path-cost says otherwise.
-func (pc PortConfig) rstpPortConfig() *rstp.PortConfig {
+func rstpPortConfig(pc api.PortConfig) *rstp.PortConfig {
 	oc := pc.OtherConfig
-	if oc["rstp-enable"] == "false" || pc.Type == PortTypeInternal || pc.IsTunnel() {
+	if oc["rstp-enable"] == "false" || pc.Type == api.PortTypeInternal || pc.IsTunnel() {
 		return nil
 	}
 	cfg := rstp.DefaultPortConfig()
@@ -121,16 +123,16 @@ func (pc PortConfig) rstpPortConfig() *rstp.PortConfig {
 // runningOptions are pc's options with what only its interface tells: its
 // MAC address, the source of its BPDUs, and its speed, from which its
 // path cost comes unless other_config:rstp-path-cost sets it.
-func (pc PortConfig) runningOptions() (vswitch.PortOptions, error) {
-	opts, err := pc.portOptions()
+func runningOptions(pc api.PortConfig) (vswitch.PortOptions, error) {
+	opts, err := portOptions(pc)
 	if err != nil {
 		return opts, err
 	}
-	if ifc, err := net.InterfaceByName(pc.device()); err == nil && len(ifc.HardwareAddr) == 6 {
+	if ifc, err := net.InterfaceByName(deviceOf(pc)); err == nil && len(ifc.HardwareAddr) == 6 {
 		opts.Address = [6]byte(ifc.HardwareAddr)
 	}
 	if _, set := pc.OtherConfig["rstp-path-cost"]; opts.RSTP != nil && !set {
-		opts.RSTP.PathCost = rstp.PathCostForSpeed(linkSpeed(pc.device()))
+		opts.RSTP.PathCost = rstp.PathCostForSpeed(linkSpeed(deviceOf(pc)))
 	}
 	return opts, nil
 }
@@ -148,55 +150,9 @@ func linkSpeed(dev string) uint64 {
 	return uint64(n)
 }
 
-// RSTPStatus is a bridge's spanning tree, as rstp-show reports it.
-type RSTPStatus struct {
-	Bridge          string     `json:"bridge"`
-	BridgeID        RSTPID     `json:"bridge_id"`
-	RootID          RSTPID     `json:"root_id"` // with the times this bridge takes from the root
-	IsRoot          bool       `json:"is_root"`
-	RootPort        string     `json:"root_port,omitempty"`
-	RootPathCost    uint32     `json:"root_path_cost"`
-	TopologyChanges uint64     `json:"topology_changes"`
-	BPDUsDropped    uint64     `json:"bpdus_dropped"` // the queue to the machines was full
-	Ports           []RSTPPort `json:"ports"`
-	Unsettled       uint64     `json:"unsettled,omitempty"`
-	ForceVersion    uint8      `json:"force_protocol_version"`
-	TransmitHold    uint16     `json:"transmit_hold_count"`
-}
-
-// RSTPID is a bridge identifier and the times that go with it.
-type RSTPID struct {
-	ID           string `json:"id"` // 8000.0a1b2c3d4e5f
-	Priority     uint16 `json:"priority"`
-	Address      string `json:"address"`
-	HelloTime    uint16 `json:"hello_time"`
-	MaxAge       uint16 `json:"max_age"`
-	ForwardDelay uint16 `json:"forward_delay"`
-}
-
-// RSTPPort is one port's part in the spanning tree.
-type RSTPPort struct {
-	Name     string `json:"name"`
-	OFPort   uint16 `json:"ofport"`
-	Number   uint16 `json:"port_number"`
-	Priority uint8  `json:"priority"`
-	PathCost uint32 `json:"path_cost"`
-	Role     string `json:"role"`
-	State    string `json:"state"`
-	Edge     bool   `json:"edge"`
-	// Protocol is "rstp", or "stp" once the port heard an 802.1D bridge
-	// and fell back to its BPDUs.
-	Protocol         string `json:"protocol"`
-	DesignatedBridge string `json:"designated_bridge"`
-	DesignatedPort   string `json:"designated_port"` // priority.number, as 128.2
-	RxBPDUs          uint64 `json:"rx_bpdus"`
-	TxBPDUs          uint64 `json:"tx_bpdus"`
-	RxDropped        uint64 `json:"rx_dropped"` // BPDUs not taken: invalid, or the port's own
-}
-
-func rstpID(id rstp.BridgeID, t rstp.Times) RSTPID {
+func rstpID(id rstp.BridgeID, t rstp.Times) api.RSTPID {
 	a := id.Address()
-	return RSTPID{
+	return api.RSTPID{
 		ID: id.String(), Priority: id.Priority(), Address: net.HardwareAddr(a[:]).String(),
 		HelloTime: t.HelloTime, MaxAge: t.MaxAge, ForwardDelay: t.ForwardDelay,
 	}
@@ -206,17 +162,17 @@ func portIDString(id rstp.PortID) string { return fmt.Sprintf("%d.%d", id.Priori
 
 // rstpStatus describes bridge name's spanning tree, false when it runs
 // none.
-func (d *Daemon) rstpStatus(name string) (RSTPStatus, bool) {
+func (d *Daemon) rstpStatus(name string) (api.RSTPStatus, bool) {
 	st, ok := d.bridges[name].RSTPStatus()
 	if !ok {
-		return RSTPStatus{}, false
+		return api.RSTPStatus{}, false
 	}
-	bc := d.cfg.bridge(name)
+	bc := d.cfg.Bridge(name)
 	own := rstp.Times{HelloTime: rstp.HelloTime, MaxAge: st.Config.MaxAge, ForwardDelay: st.Config.ForwardDelay}
-	out := RSTPStatus{
+	out := api.RSTPStatus{
 		Bridge: name, BridgeID: rstpID(st.BridgeID, own), RootID: rstpID(st.Root, st.RootTimes),
 		IsRoot: st.IsRoot(), RootPathCost: st.RootPathCost, TopologyChanges: st.TopologyChanges,
-		BPDUsDropped: st.QueueDropped, Unsettled: st.Unsettled, Ports: []RSTPPort{},
+		BPDUsDropped: st.QueueDropped, Unsettled: st.Unsettled, Ports: []api.RSTPPort{},
 		ForceVersion: st.Config.ForceVersion, TransmitHold: st.Config.TransmitHoldCount,
 	}
 	for _, p := range st.Ports {
@@ -234,20 +190,20 @@ func (d *Daemon) rstpStatus(name string) (RSTPStatus, bool) {
 				ofport = pc.OFPort
 			}
 		}
-		out.Ports = append(out.Ports, RSTPPort{
+		out.Ports = append(out.Ports, api.RSTPPort{
 			Name: name, OFPort: ofport, Number: p.Number, Priority: p.Config.Priority, PathCost: p.Config.PathCost,
 			Role: p.Role.String(), State: p.State.String(), Edge: p.Edge, Protocol: protocol,
 			DesignatedBridge: p.DesignatedBridge.String(), DesignatedPort: portIDString(p.DesignatedPort),
 			RxBPDUs: p.RxBPDUs, TxBPDUs: p.TxBPDUs, RxDropped: p.RxDropped,
 		})
 	}
-	slices.SortFunc(out.Ports, func(a, b RSTPPort) int { return int(a.OFPort) - int(b.OFPort) })
+	slices.SortFunc(out.Ports, func(a, b api.RSTPPort) int { return int(a.OFPort) - int(b.OFPort) })
 	return out, true
 }
 
 // rstpShow is the rstp-show verb: every bridge that runs RSTP, or the
 // named one, which must.
-func (d *Daemon) rstpShow(only string) ([]RSTPStatus, error) {
+func (d *Daemon) rstpShow(only string) ([]api.RSTPStatus, error) {
 	if only != "" {
 		if _, err := d.bridge(only); err != nil {
 			return nil, err
@@ -256,22 +212,22 @@ func (d *Daemon) rstpShow(only string) ([]RSTPStatus, error) {
 		if !ok {
 			return nil, fmt.Errorf("bridge %s does not run RSTP (xswitch set Bridge %s rstp_enable=true)", only, only)
 		}
-		return []RSTPStatus{s}, nil
+		return []api.RSTPStatus{s}, nil
 	}
-	out := []RSTPStatus{}
+	out := []api.RSTPStatus{}
 	for _, bc := range d.cfg.Bridges {
 		if s, ok := d.rstpStatus(bc.Name); ok {
 			out = append(out, s)
 		}
 	}
-	slices.SortFunc(out, func(a, b RSTPStatus) int { return strings.Compare(a.Bridge, b.Bridge) })
+	slices.SortFunc(out, func(a, b api.RSTPStatus) int { return strings.Compare(a.Bridge, b.Bridge) })
 	return out, nil
 }
 
 // portStates are the spanning tree states of a bridge's ports, by name;
 // empty when the bridge runs none, and then every port forwards.
-func portStates(st RSTPStatus) map[string]RSTPPort {
-	out := map[string]RSTPPort{}
+func portStates(st api.RSTPStatus) map[string]api.RSTPPort {
+	out := map[string]api.RSTPPort{}
 	for _, p := range st.Ports {
 		out[p.Name] = p
 	}

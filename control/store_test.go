@@ -2,6 +2,7 @@ package control
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xswitch/xswitch/control/api"
+	"github.com/xswitch/xswitch/control/store"
 	"github.com/xswitch/xswitch/flow"
 )
 
@@ -26,19 +29,29 @@ func quietDaemon(t *testing.T, path string) *Daemon {
 }
 
 // crash stops d leaving its configuration as kill -9 would: without the
-// compaction that a clean stop makes.
+// compaction that a clean stop makes, its files put back as they were.
 func crash(d *Daemon) {
 	d.mu.Lock()
-	d.store.changes = 0
+	files := map[string][]byte{}
+	for _, path := range []string{d.dbPath, store.JournalPath(d.dbPath)} {
+		files[path], _ = os.ReadFile(path) // nil: there was none
+	}
 	d.mu.Unlock()
 	d.Close()
+	for path, data := range files {
+		if data == nil {
+			os.Remove(path)
+		} else if err := os.WriteFile(path, data, 0o600); err != nil {
+			panic(err)
+		}
+	}
 }
 
 // running is what daemon d has in use, as a snapshot would hold it.
-func running(d *Daemon) *Config {
+func running(d *Daemon) *store.Config {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return (&state{cfg: d.cfg, tables: tablesOf(d)}).snapshot()
+	return store.Snapshot(d.cfg, tablesOf(d))
 }
 
 func tablesOf(d *Daemon) map[string]*flow.Table {
@@ -51,7 +64,7 @@ func tablesOf(d *Daemon) map[string]*flow.Table {
 
 // randomVerb is a flow or bridge verb drawn from a small space, so that
 // rules replace, overlap and select each other.
-func randomVerb(rnd *rand.Rand) Request {
+func randomVerb(rnd *rand.Rand) api.Request {
 	bridge := fmt.Sprintf("br%d", rnd.IntN(2))
 	match := func() string {
 		fields := []string{
@@ -77,21 +90,21 @@ func randomVerb(rnd *rand.Rand) Request {
 	}
 	switch op := rnd.IntN(20); {
 	case op == 0:
-		return Request{Verb: VerbAddBridge, Bridge: bridge}
+		return api.Request{Verb: api.VerbAddBridge, Bridge: bridge}
 	case op == 1:
-		return Request{Verb: VerbDelBridge, Bridge: bridge}
+		return api.Request{Verb: api.VerbDelBridge, Bridge: bridge}
 	case op < 10:
 		var flows []string
 		for range 1 + rnd.IntN(5) {
 			flows = append(flows, rule())
 		}
-		return Request{Verb: VerbAddFlows, Bridge: bridge, Flows: flows}
+		return api.Request{Verb: api.VerbAddFlows, Bridge: bridge, Flows: flows}
 	case op < 14:
-		return Request{Verb: VerbModFlows, Bridge: bridge, Flows: []string{rule()}, Strict: rnd.IntN(2) == 0}
+		return api.Request{Verb: api.VerbModFlows, Bridge: bridge, Flows: []string{rule()}, Strict: rnd.IntN(2) == 0}
 	case op < 19:
-		return Request{Verb: VerbDelFlows, Bridge: bridge, Match: match(), Strict: rnd.IntN(2) == 0}
+		return api.Request{Verb: api.VerbDelFlows, Bridge: bridge, Match: match(), Strict: rnd.IntN(2) == 0}
 	default:
-		return Request{Verb: VerbDelFlows, Bridge: bridge}
+		return api.Request{Verb: api.VerbDelFlows, Bridge: bridge}
 	}
 }
 
@@ -100,20 +113,20 @@ func randomVerb(rnd *rand.Rand) Request {
 // daemon has in use; now and then a daemon restarts on it, and now and
 // then the journal is compacted into a new snapshot.
 func TestJournalReplaysWhatTheDaemonRan(t *testing.T) {
-	defer func(old int64) { minCompaction = old }(minCompaction)
-	minCompaction = 4 << 10 // compact every few dozen changes
+	defer func(old int64) { store.MinCompaction = old }(store.MinCompaction)
+	store.MinCompaction = 4 << 10 // compact every few dozen changes
 	path := filepath.Join(t.TempDir(), "conf.json")
 	d := quietDaemon(t, path)
 	defer func() { d.Close() }()
 	rnd := rand.New(rand.NewPCG(1, 2))
 	var applied, compactions int
-	generation := d.store.generation
+	generation := d.db.Generation()
 	for step := range 600 {
 		req := randomVerb(rnd)
 		if resp := d.Handle(req); resp.Error == "" {
 			applied++
 		}
-		if g := d.store.generation; g != generation {
+		if g := d.db.Generation(); g != generation {
 			compactions, generation = compactions+1, g
 		}
 		d, _ = checkSaved(t, d, path, step, fmt.Sprintf("%+v", req))
@@ -160,12 +173,12 @@ func TestOneEditAppendsOneLine(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "conf.json")
 	d := quietDaemon(t, path)
 	defer func() { d.Close() }()
-	d.Handle(Request{Verb: VerbAddBridge, Bridge: "br0"})
+	d.Handle(api.Request{Verb: api.VerbAddBridge, Bridge: "br0"})
 	var rules []string
 	for i := range 20000 {
 		rules = append(rules, fmt.Sprintf("priority=100,ip,nw_dst=10.1.%d.%d,actions=drop", i>>8, i&0xff))
 	}
-	if resp := d.Handle(Request{Verb: VerbAddFlows, Bridge: "br0", Flows: rules}); resp.Error != "" {
+	if resp := d.Handle(api.Request{Verb: api.VerbAddFlows, Bridge: "br0", Flows: rules}); resp.Error != "" {
 		t.Fatal(resp.Error)
 	}
 	d.Close()
@@ -174,12 +187,12 @@ func TestOneEditAppendsOneLine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	journal, _ := os.ReadFile(journalPath(path))
-	if resp := d.Handle(Request{Verb: VerbAddFlows, Bridge: "br0", Flows: []string{"priority=5,arp,actions=drop"}}); resp.Error != "" {
+	journal, _ := os.ReadFile(store.JournalPath(path))
+	if resp := d.Handle(api.Request{Verb: api.VerbAddFlows, Bridge: "br0", Flows: []string{"priority=5,arp,actions=drop"}}); resp.Error != "" {
 		t.Fatal(resp.Error)
 	}
 	after, _ := os.Stat(path)
-	grown, _ := os.ReadFile(journalPath(path))
+	grown, _ := os.ReadFile(store.JournalPath(path))
 	added := grown[len(journal):]
 	t.Logf("snapshot %d bytes; one add-flow appended %q", snapshot.Size(), added)
 	if !os.SameFile(snapshot, after) || !after.ModTime().Equal(snapshot.ModTime()) {
@@ -202,11 +215,11 @@ func TestTornLastChangeIsDropped(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "conf.json")
 			d := quietDaemon(t, path)
-			d.Handle(Request{Verb: VerbAddBridge, Bridge: "br0"})
-			d.Handle(Request{Verb: VerbAddFlows, Bridge: "br0", Flows: []string{"priority=7,arp,actions=drop"}})
+			d.Handle(api.Request{Verb: api.VerbAddBridge, Bridge: "br0"})
+			d.Handle(api.Request{Verb: api.VerbAddFlows, Bridge: "br0", Flows: []string{"priority=7,arp,actions=drop"}})
 			want := running(d)
 			crash(d)
-			f, err := os.OpenFile(journalPath(path), os.O_APPEND|os.O_WRONLY, 0)
+			f, err := os.OpenFile(store.JournalPath(path), os.O_APPEND|os.O_WRONLY, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -225,7 +238,7 @@ func TestTornLastChangeIsDropped(t *testing.T) {
 			if restored := running(d); !reflect.DeepEqual(restored.Bridges, want.Bridges) {
 				t.Fatalf("restarted with\n%+v\nwant\n%+v", restored.Bridges, want.Bridges)
 			}
-			if resp := d.Handle(Request{Verb: VerbAddFlows, Bridge: "br0", Flows: []string{"priority=8,arp,actions=drop"}}); resp.Error != "" {
+			if resp := d.Handle(api.Request{Verb: api.VerbAddFlows, Bridge: "br0", Flows: []string{"priority=8,arp,actions=drop"}}); resp.Error != "" {
 				t.Fatal(resp.Error)
 			}
 			if got, err := LoadConfig(path); err != nil || len(got.Bridges[0].Flows) != 3 {
@@ -240,21 +253,21 @@ func TestTornLastChangeIsDropped(t *testing.T) {
 func TestCorruptJournalIsRefused(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "conf.json")
 	d := quietDaemon(t, path)
-	d.Handle(Request{Verb: VerbAddBridge, Bridge: "br0"})
-	d.Handle(Request{Verb: VerbAddFlows, Bridge: "br0", Flows: []string{"priority=7,arp,actions=drop"}})
-	d.Handle(Request{Verb: VerbAddFlows, Bridge: "br0", Flows: []string{"priority=8,arp,actions=drop"}})
+	d.Handle(api.Request{Verb: api.VerbAddBridge, Bridge: "br0"})
+	d.Handle(api.Request{Verb: api.VerbAddFlows, Bridge: "br0", Flows: []string{"priority=7,arp,actions=drop"}})
+	d.Handle(api.Request{Verb: api.VerbAddFlows, Bridge: "br0", Flows: []string{"priority=8,arp,actions=drop"}})
 	crash(d)
-	data, _ := os.ReadFile(journalPath(path))
+	data, _ := os.ReadFile(store.JournalPath(path))
 	damaged := bytes.Replace(data, []byte("priority=7"), []byte("priority=6"), 1)
 	if bytes.Equal(damaged, data) {
 		t.Fatal("nothing to damage in the journal")
 	}
-	os.WriteFile(journalPath(path), damaged, 0o600)
+	os.WriteFile(store.JournalPath(path), damaged, 0o600)
 	_, err := NewDaemon(Options{DBPath: path, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err == nil || !strings.Contains(err.Error(), "corrupt") || !strings.Contains(err.Error(), "checksum") {
 		t.Fatalf("a damaged journal: %v; want it refused as corrupt", err)
 	}
-	if kept, _ := os.ReadFile(journalPath(path)); !bytes.Equal(kept, damaged) {
+	if kept, _ := os.ReadFile(store.JournalPath(path)); !bytes.Equal(kept, damaged) {
 		t.Error("the damaged journal was changed")
 	}
 }
@@ -266,19 +279,19 @@ func TestCorruptJournalIsRefused(t *testing.T) {
 func TestCompactionCutShortKeepsEveryChange(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "conf.json")
 	d := quietDaemon(t, path)
-	d.Handle(Request{Verb: VerbAddBridge, Bridge: "br0"})
-	d.Handle(Request{Verb: VerbAddFlows, Bridge: "br0", Flows: []string{"priority=7,arp,actions=drop"}})
-	d.Handle(Request{Verb: VerbDelFlows, Bridge: "br0", Match: "arp"})
-	d.Handle(Request{Verb: VerbAddFlows, Bridge: "br0", Flows: []string{"priority=8,arp,actions=drop"}})
+	d.Handle(api.Request{Verb: api.VerbAddBridge, Bridge: "br0"})
+	d.Handle(api.Request{Verb: api.VerbAddFlows, Bridge: "br0", Flows: []string{"priority=7,arp,actions=drop"}})
+	d.Handle(api.Request{Verb: api.VerbDelFlows, Bridge: "br0", Match: "arp"})
+	d.Handle(api.Request{Verb: api.VerbAddFlows, Bridge: "br0", Flows: []string{"priority=8,arp,actions=drop"}})
 	want := running(d)
-	oldJournal, _ := os.ReadFile(journalPath(path))
+	oldJournal, _ := os.ReadFile(store.JournalPath(path))
 	d.mu.Lock()
-	if err := d.store.compact(&state{cfg: d.cfg, tables: tablesOf(d)}); err != nil {
+	if err := d.db.Compact(d.cfg, tablesOf(d)); err != nil {
 		t.Fatal(err)
 	}
 	d.mu.Unlock()
 	crash(d)
-	os.WriteFile(journalPath(path), oldJournal, 0o600) // as if the rename never happened
+	os.WriteFile(store.JournalPath(path), oldJournal, 0o600) // as if the rename never happened
 
 	got, err := LoadConfig(path)
 	if err != nil {
@@ -295,7 +308,7 @@ func TestCompactionCutShortKeepsEveryChange(t *testing.T) {
 func TestSecondDaemonOnOneConfigurationIsRefused(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "conf.json")
 	first := quietDaemon(t, path)
-	first.Handle(Request{Verb: VerbAddBridge, Bridge: "br0"})
+	first.Handle(api.Request{Verb: api.VerbAddBridge, Bridge: "br0"})
 	_, err := NewDaemon(Options{DBPath: path, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	want := fmt.Sprintf("in use by another xswitch daemon (pid %d)", os.Getpid())
 	if err == nil || !strings.Contains(err.Error(), want) {
@@ -315,17 +328,17 @@ func TestSecondDaemonOnOneConfigurationIsRefused(t *testing.T) {
 func TestHardTimeoutRunsOnAcrossRestarts(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "conf.json")
 	long := time.Now().Add(-time.Hour).UTC()
-	cfg := &Config{Bridges: []BridgeConfig{{
+	cfg := &store.Config{Bridges: []store.BridgeConfig{{
 		Name:  "br0",
-		Ports: []PortConfig{},
+		Ports: []api.PortConfig{},
 		Flows: []string{
 			"hard_timeout=60, priority=7,arp actions=drop",
 			"idle_timeout=60, priority=6,arp actions=drop",
 			"priority=0 actions=NORMAL",
 		},
-		Installed: []InstallTime{{At: long, Count: 3}},
+		Installed: []store.InstallTime{{At: long, Count: 3}},
 	}}}
-	if err := SaveConfig(path, cfg); err != nil {
+	if err := store.Save(path, cfg); err != nil {
 		t.Fatal(err)
 	}
 	d := quietDaemon(t, path)
@@ -354,18 +367,22 @@ func TestHardTimeoutRunsOnAcrossRestarts(t *testing.T) {
 func TestCleanStopWritesTheSnapshot(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "conf.json")
 	d := quietDaemon(t, path)
-	d.Handle(Request{Verb: VerbAddBridge, Bridge: "br0"})
-	d.Handle(Request{Verb: VerbAddFlows, Bridge: "br0", Flows: []string{"priority=7,arp,actions=drop"}})
+	d.Handle(api.Request{Verb: api.VerbAddBridge, Bridge: "br0"})
+	d.Handle(api.Request{Verb: api.VerbAddFlows, Bridge: "br0", Flows: []string{"priority=7,arp,actions=drop"}})
 	want := running(d)
 	d.Close()
-	snap, err := readSnapshot(path)
+	data, err := os.ReadFile(path)
 	if err != nil {
+		t.Fatal(err)
+	}
+	var snap store.Config
+	if err := json.Unmarshal(data, &snap); err != nil {
 		t.Fatal(err)
 	}
 	if snap.Generation == 0 || !reflect.DeepEqual(snap.Bridges, want.Bridges) {
 		t.Errorf("the snapshot after a clean stop holds generation %d, %+v; want %+v", snap.Generation, snap.Bridges, want.Bridges)
 	}
-	if data, _ := os.ReadFile(journalPath(path)); bytes.Count(data, []byte("\n")) != 1 {
+	if data, _ := os.ReadFile(store.JournalPath(path)); bytes.Count(data, []byte("\n")) != 1 {
 		t.Errorf("the journal after a clean stop holds %q, want only its header", data)
 	}
 }

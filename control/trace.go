@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/xswitch/xswitch/control/api"
 	"github.com/xswitch/xswitch/flow"
 )
 
@@ -11,21 +12,21 @@ import (
 // its forwarders would (vswitch.Bridge.Trace): every table it visits, the
 // rule it meets there and what each action does, NORMAL's choice
 // included. It changes nothing, not even the MAC table.
-func (d *Daemon) trace(bridge, packet string) (*Trace, error) {
+func (d *Daemon) trace(bridge, packet string) (*api.Trace, error) {
 	b, err := d.bridge(bridge)
 	if err != nil {
 		return nil, err
 	}
-	f, err := parseFilter(d.cfg.bridge(bridge), packet)
+	f, err := parseFilter(d.cfg.Bridge(bridge), packet)
 	if err != nil {
 		return nil, err
 	}
 	res := b.Trace(f.Match.Key.Headers)
-	tr := &Trace{Flow: flow.FormatMatch(f.Match), Steps: []TraceStep{}, Outputs: res.Outputs,
+	tr := &api.Trace{Flow: flow.FormatMatch(f.Match), Steps: []api.TraceStep{}, Outputs: res.Outputs,
 		Malformed: res.Malformed, Dropped: res.Dropped, FastPath: res.FastPath}
 	now := time.Now()
 	for _, s := range res.Steps {
-		step := TraceStep{Action: s.Action, Lookup: s.Lookup, Table: s.Table, Depth: s.Depth, Notes: s.Notes}
+		step := api.TraceStep{Action: s.Action, Lookup: s.Lookup, Table: s.Table, Depth: s.Depth, Notes: s.Notes}
 		if s.Rule != nil {
 			status := flowStatus(s.Rule, now)
 			step.Rule = &status
@@ -79,14 +80,14 @@ func exactMatch(key flow.Key, given flow.Key) flow.Match {
 }
 
 // dumpFastPath lists the bridge's fast path entries.
-func (d *Daemon) dumpFastPath(bridge string) ([]FastPathEntry, error) {
+func (d *Daemon) dumpFastPath(bridge string) ([]api.FastPathEntry, error) {
 	b, err := d.bridge(bridge)
 	if err != nil {
 		return nil, err
 	}
-	out := []FastPathEntry{}
+	out := []api.FastPathEntry{}
 	for _, e := range b.FastPathEntries() {
-		out = append(out, FastPathEntry{Flow: flow.FormatMatch(headersMatch(e.Headers, e.Mask)), Actions: e.Actions,
+		out = append(out, api.FastPathEntry{Flow: flow.FormatMatch(headersMatch(e.Headers, e.Mask)), Actions: e.Actions,
 			Packets: e.Packets, Bytes: e.Bytes, UsedSec: e.Idle.Seconds(), Stale: e.Stale})
 	}
 	return out, nil

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/xswitch/xswitch/control/api"
 	"github.com/xswitch/xswitch/port"
 	"github.com/xswitch/xswitch/port/afxdp"
 	"github.com/xswitch/xswitch/tunnel"
@@ -19,28 +20,14 @@ import (
 // changes: a new next hop, a neighbour resolved at last, a route that
 // went away. The tunnels over an underlay belong to one bridge.
 
-// Tunnel port types.
-const (
-	PortTypeVXLAN  = "vxlan"
-	PortTypeGeneve = "geneve"
-)
-
-// KeyFlow is the --key that makes a tunnel's VNI the frame's tun_id.
-const KeyFlow = "flow"
-
 // tunnelRetry is how often the daemon looks again at tunnels whose remote
 // it cannot reach, besides whenever the kernel's tables change: a
 // neighbour the kernel failed to resolve is asked for again.
 const tunnelRetry = 5 * time.Second
 
-// IsTunnel reports whether the port is a tunnel.
-func (pc PortConfig) IsTunnel() bool {
-	return pc.Type == PortTypeVXLAN || pc.Type == PortTypeGeneve
-}
-
 // completeTunnel checks a tunnel port's options, as completePortType does
 // the others'.
-func completeTunnel(pc *PortConfig) error {
+func completeTunnel(pc *api.PortConfig) error {
 	switch {
 	case pc.Netns != "" || pc.Peer != "" || pc.Address != "" || pc.Owner != 0:
 		return fmt.Errorf("--netns, --peer, --address and --owner do not apply to a %s port: it has no interface", pc.Type)
@@ -49,12 +36,12 @@ func completeTunnel(pc *PortConfig) error {
 	case pc.MTU != 0:
 		return fmt.Errorf("--mtu does not apply to a %s port: its MTU is the underlay interface's less %d bytes of encapsulation", pc.Type, tunnel.Overhead-14)
 	}
-	_, err := pc.tunnelConfig()
+	_, err := tunnelConfig(*pc)
 	return err
 }
 
 // checkTunnelOptions refuses the tunnel options on a port of another type.
-func checkTunnelOptions(pc PortConfig) error {
+func checkTunnelOptions(pc api.PortConfig) error {
 	if pc.RemoteIP != "" || pc.LocalIP != "" || pc.Key != "" || pc.DstPort != 0 {
 		return errors.New("--remote-ip, --local-ip, --key and --dst-port need --type vxlan or geneve")
 	}
@@ -62,7 +49,7 @@ func checkTunnelOptions(pc PortConfig) error {
 }
 
 // tunnelConfig is the tunnel package's description of a tunnel port.
-func (pc PortConfig) tunnelConfig() (tunnel.Config, error) {
+func tunnelConfig(pc api.PortConfig) (tunnel.Config, error) {
 	kind, err := tunnel.ParseKind(pc.Type)
 	if err != nil {
 		return tunnel.Config{}, err
@@ -71,7 +58,7 @@ func (pc PortConfig) tunnelConfig() (tunnel.Config, error) {
 	if pc.RemoteIP == "" {
 		return c, fmt.Errorf("a %s port needs --remote-ip: the address of the tunnel's other end", pc.Type)
 	}
-	if pc.RemoteIP == KeyFlow {
+	if pc.RemoteIP == api.KeyFlow {
 		return c, errors.New("--remote-ip flow is not supported yet: give the remote's address")
 	}
 	if c.Remote, err = netip.ParseAddr(pc.RemoteIP); err != nil {
@@ -84,7 +71,7 @@ func (pc PortConfig) tunnelConfig() (tunnel.Config, error) {
 	}
 	switch pc.Key {
 	case "":
-	case KeyFlow:
+	case api.KeyFlow:
 		c.KeyFlow = true
 	default:
 		key, err := strconv.ParseUint(pc.Key, 0, 32)
@@ -96,18 +83,10 @@ func (pc PortConfig) tunnelConfig() (tunnel.Config, error) {
 	return c, c.Validate()
 }
 
-// underlayUse is an open underlay, the bridge its tunnels belong to, and
-// how many there are.
-type underlayUse struct {
-	u       *tunnel.Underlay
-	bridge  string
-	tunnels int
-}
-
 // openTunnel opens a tunnel port of bridge: resolves the way to its
 // remote, and opens that way's underlay or takes the one open already.
-func (d *Daemon) openTunnel(bridge string, pc PortConfig) (port.Port, error) {
-	cfg, err := pc.tunnelConfig()
+func (d *Daemon) openTunnel(bridge string, pc api.PortConfig) (port.Port, error) {
+	cfg, err := tunnelConfig(pc)
 	if err != nil {
 		return nil, err
 	}
@@ -115,14 +94,23 @@ func (d *Daemon) openTunnel(bridge string, pc PortConfig) (port.Port, error) {
 	if err != nil {
 		return nil, err
 	}
-	use, err := d.underlay(bridge, route)
-	if err != nil {
-		return nil, err
+	if owner, ok := d.underlayBridge(route.Ifname); ok && owner != bridge {
+		return nil, fmt.Errorf("the route to the remote leaves by %s, whose tunnels belong to bridge %s: the tunnels over one interface belong to one bridge",
+			route.Ifname, owner)
 	}
-	use.tunnels++
-	p, err := tunnel.NewPort(cfg, use.u, func() error { return d.releaseUnderlay(route.Ifname) })
+	p, err := d.underlays.NewPort(cfg, route.Ifname, func() (*tunnel.Underlay, error) {
+		if owner, _, ok := d.findPort(route.Ifname); ok {
+			return nil, fmt.Errorf("the route to the remote leaves by %s, a port of bridge %s: a port's interface cannot also carry tunnels", route.Ifname, owner)
+		}
+		p, err := afxdp.Open(afxdp.Config{Interface: route.Ifname, Underlay: true})
+		if err != nil {
+			return nil, fmt.Errorf("tunnel underlay: %w", err)
+		}
+		d.enablePeerGRO(p.Info().Ifindex, "underlay", route.Ifname)
+		d.log.Info("tunnel underlay opened", "interface", route.Ifname, "bridge", bridge, "xdp", p.Info().XDPMode, "bind", p.Info().BindMode)
+		return tunnel.NewUnderlay(p, route.MTU), nil
+	})
 	if err != nil {
-		d.releaseUnderlay(route.Ifname)
 		return nil, err
 	}
 	if err := p.SetRoute(route); err != nil {
@@ -133,43 +121,16 @@ func (d *Daemon) openTunnel(bridge string, pc PortConfig) (port.Port, error) {
 	return p, nil
 }
 
-// underlay returns the underlay on the interface route leaves by, opening
-// it if no tunnel has it open.
-func (d *Daemon) underlay(bridge string, route tunnel.Route) (*underlayUse, error) {
-	if use, ok := d.underlays[route.Ifname]; ok {
-		if use.bridge != bridge {
-			return nil, fmt.Errorf("the route to the remote leaves by %s, whose tunnels belong to bridge %s: the tunnels over one interface belong to one bridge",
-				route.Ifname, use.bridge)
+// underlayBridge is the bridge whose tunnels are over the underlay on
+// iface, if one is open there.
+func (d *Daemon) underlayBridge(iface string) (string, bool) {
+	for name, p := range d.tunnels {
+		if p.Underlay().Name() == iface {
+			bridge, _, _ := d.findPort(name)
+			return bridge, true
 		}
-		return use, nil
 	}
-	if owner, _, ok := d.findPort(route.Ifname); ok {
-		return nil, fmt.Errorf("the route to the remote leaves by %s, a port of bridge %s: a port's interface cannot also carry tunnels", route.Ifname, owner)
-	}
-	p, err := afxdp.Open(afxdp.Config{Interface: route.Ifname, Underlay: true})
-	if err != nil {
-		return nil, fmt.Errorf("tunnel underlay: %w", err)
-	}
-	d.enablePeerGRO(p.Info().Ifindex, "underlay", route.Ifname)
-	use := &underlayUse{u: tunnel.NewUnderlay(p, route.MTU), bridge: bridge}
-	d.underlays[route.Ifname] = use
-	d.log.Info("tunnel underlay opened", "interface", route.Ifname, "bridge", bridge, "xdp", p.Info().XDPMode, "bind", p.Info().BindMode)
-	return use, nil
-}
-
-// releaseUnderlay is a tunnel letting go of the underlay on iface, which
-// closes when the last one does.
-func (d *Daemon) releaseUnderlay(iface string) error {
-	use, ok := d.underlays[iface]
-	if !ok {
-		return nil
-	}
-	if use.tunnels--; use.tunnels > 0 {
-		return nil
-	}
-	delete(d.underlays, iface)
-	d.log.Info("tunnel underlay closed", "interface", iface)
-	return use.u.Close()
+	return "", false
 }
 
 // refreshTunnels resolves every tunnel's way to its remote again after
@@ -265,51 +226,41 @@ func (d *Daemon) tunnelsWaiting() bool {
 
 // closeUnderlayTunnels takes down every tunnel over the underlay on iface,
 // which vanished: they come up again when a route to their remote does.
-// It runs under the verb lock.
+// The last to close closes the underlay. It runs under the verb lock.
 func (d *Daemon) closeUnderlayTunnels(iface string) {
-	use, ok := d.underlays[iface]
-	if !ok {
-		return
-	}
-	b := d.bridges[use.bridge]
+	u := d.underlays.On(iface)
 	for name, p := range d.tunnels {
-		if p.Underlay() != use.u {
+		if p.Underlay() != u {
 			continue
 		}
-		if err := d.closeKeepingCounters(b, name); err != nil {
+		bridge, _, _ := d.findPort(name)
+		if err := d.closeKeepingCounters(d.bridges[bridge], name); err != nil {
 			d.log.Error("closing a tunnel whose underlay vanished", "port", name, "err", err)
 		}
 		delete(d.tunnels, name)
 		delete(d.opened, name)
 		d.down[name] = fmt.Errorf("its underlay %s vanished", iface)
-		d.log.Warn("tunnel port down: its underlay vanished", "bridge", use.bridge, "port", name, "underlay", iface)
+		d.log.Warn("tunnel port down: its underlay vanished", "bridge", bridge, "port", name, "underlay", iface)
 	}
 }
 
-// TunnelStatus is what show says of a tunnel port: how its remote is
-// reached now, and what it and its underlay dropped.
-type TunnelStatus struct {
-	Underlay string `json:"underlay"` // the interface its frames leave by
-	// UnderlayInfo is how the underlay's AF_XDP port was opened.
-	UnderlayInfo port.Info `json:"underlay_info"`
-	Local        string    `json:"local_ip"` // the address it sends from
-	NextHop      string    `json:"next_hop"`
-	NextHopMAC   string    `json:"next_hop_mac,omitempty"` // empty: not resolved yet
-	// Unreachable says why frames to it are dropped now, if they are.
-	Unreachable   string               `json:"unreachable,omitempty"`
-	Drops         tunnel.TunnelStats   `json:"drops"`
-	UnderlayDrops tunnel.UnderlayStats `json:"underlay_drops"`
-}
-
 // tunnelStatus describes the open tunnel port name, if it is one.
-func (d *Daemon) tunnelStatus(name string) *TunnelStatus {
+func (d *Daemon) tunnelStatus(name string) *api.TunnelStatus {
 	p, ok := d.tunnels[name]
 	if !ok {
 		return nil
 	}
 	u := p.Underlay().(*tunnel.Underlay)
 	r := p.Route()
-	ts := &TunnelStatus{Underlay: u.Name(), UnderlayInfo: u.Info(), Drops: p.TunnelStats(), UnderlayDrops: u.DropStats()}
+	drops, ud := p.TunnelStats(), u.DropStats()
+	ts := &api.TunnelStatus{
+		Underlay: u.Name(), UnderlayInfo: portInfo(u.Info()),
+		Drops: api.TunnelDrops{TxOversize: drops.TxOversize, TxNoRoute: drops.TxNoRoute},
+		UnderlayDrops: api.UnderlayDrops{
+			NotTunnel: ud.NotTunnel, BadOuter: ud.BadOuter, Fragment: ud.Fragment, BadHeader: ud.BadHeader,
+			CriticalOpt: ud.CriticalOpt, ShortInner: ud.ShortInner, UnknownRemote: ud.UnknownRemote, WrongKey: ud.WrongKey,
+		},
+	}
 	if r.Local.IsValid() {
 		ts.Local = r.Local.String()
 	}

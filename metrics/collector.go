@@ -2,9 +2,11 @@
 //
 // Nothing on the forwarding path knows about Prometheus: the forwarders
 // keep their counters in atomics as they always do, and each scrape reads
-// one snapshot of them from the daemon (control.Daemon.Metrics) and turns
-// it into constant metrics. A scrape costs the datapath nothing but one
-// request per bridge between two batches, for the MAC table's size.
+// one snapshot of them from the daemon (a Source: control.Daemon.Metrics),
+// the switch's counters as values, and turns it into constant metrics. A
+// scrape costs the datapath nothing but one request per bridge between
+// two batches, for the MAC table's size. The package only reads: it
+// changes nothing in the daemon or the switch.
 package metrics
 
 import (
@@ -41,46 +43,46 @@ func bridgeDesc(name, help string) *prometheus.Desc {
 // portCounter is one per-port counter and where it is in a PortStats.
 type portCounter struct {
 	desc  *prometheus.Desc
-	value func(*control.PortStats) uint64
+	value func(*vswitch.PortStats) uint64
 }
 
 var portCounters = []portCounter{
 	{portDesc("rx_packets_total", "Frames the switch received on the port."),
-		func(s *control.PortStats) uint64 { return s.RxPackets }},
+		func(s *vswitch.PortStats) uint64 { return s.RxPackets }},
 	{portDesc("rx_bytes_total", "Bytes of the frames the switch received on the port."),
-		func(s *control.PortStats) uint64 { return s.RxBytes }},
+		func(s *vswitch.PortStats) uint64 { return s.RxBytes }},
 	{portDesc("rx_errors_total", "Received frames too malformed to classify, dropped."),
-		func(s *control.PortStats) uint64 { return s.RxErrors }},
+		func(s *vswitch.PortStats) uint64 { return s.RxErrors }},
 	{portDesc("rx_vlan_dropped_total", "Received frames that NORMAL dropped because the port does not carry their VLAN."),
-		func(s *control.PortStats) uint64 { return s.RxVLANDropped }},
+		func(s *vswitch.PortStats) uint64 { return s.RxVLANDropped }},
 	{portDesc("rx_reserved_dropped_total", "Received frames that NORMAL dropped because they were sent to a reserved group address (STP, LACP, LLDP, ...) and the bridge does not forward BPDUs."),
-		func(s *control.PortStats) uint64 { return s.RxReservedDropped }},
+		func(s *vswitch.PortStats) uint64 { return s.RxReservedDropped }},
 	{portDesc("rx_storm_dropped_total", "Received frames that NORMAL did not flood because the port's storm limit was reached."),
-		func(s *control.PortStats) uint64 { return s.RxStormDropped }},
+		func(s *vswitch.PortStats) uint64 { return s.RxStormDropped }},
 	{portDesc("rx_stp_dropped_total", "Received frames dropped because the spanning tree kept the port from forwarding (discarding or learning)."),
-		func(s *control.PortStats) uint64 { return s.RxSTPDropped }},
+		func(s *vswitch.PortStats) uint64 { return s.RxSTPDropped }},
 	{portDesc("tx_packets_total", "Frames the switch transmitted on the port."),
-		func(s *control.PortStats) uint64 { return s.TxPackets }},
+		func(s *vswitch.PortStats) uint64 { return s.TxPackets }},
 	{portDesc("tx_bytes_total", "Bytes of the frames the switch transmitted on the port."),
-		func(s *control.PortStats) uint64 { return s.TxBytes }},
+		func(s *vswitch.PortStats) uint64 { return s.TxBytes }},
 	{portDesc("tx_dropped_total", "Frames dropped on their way out: the port's transmit ring was full, or its interface refused them."),
-		func(s *control.PortStats) uint64 { return s.TxDropped }},
+		func(s *vswitch.PortStats) uint64 { return s.TxDropped }},
 	{portDesc("xsk_rx_dropped_total", "Frames the kernel dropped on the port's AF_XDP sockets for other reasons than below (XDP_STATISTICS rx_dropped)."),
-		func(s *control.PortStats) uint64 { return s.Kernel.RxDropped }},
+		func(s *vswitch.PortStats) uint64 { return s.Port.RxDropped }},
 	{portDesc("xsk_rx_ring_full_total", "Frames the kernel dropped because an AF_XDP receive ring was full: the switch did not keep up."),
-		func(s *control.PortStats) uint64 { return s.Kernel.RxRingFull }},
+		func(s *vswitch.PortStats) uint64 { return s.Port.RxRingFull }},
 	{portDesc("xsk_rx_fill_ring_empty_total", "Times the kernel found an AF_XDP fill ring empty: no buffer to receive into."),
-		func(s *control.PortStats) uint64 { return s.Kernel.RxFillRingEmpty }},
+		func(s *vswitch.PortStats) uint64 { return s.Port.RxFillRingEmpty }},
 	{portDesc("xsk_rx_invalid_descs_total", "Invalid descriptors on the port's AF_XDP receive side."),
-		func(s *control.PortStats) uint64 { return s.Kernel.RxInvalidDescs }},
+		func(s *vswitch.PortStats) uint64 { return s.Port.RxInvalidDescs }},
 	{portDesc("xsk_tx_invalid_descs_total", "Invalid descriptors on the port's AF_XDP transmit rings."),
-		func(s *control.PortStats) uint64 { return s.Kernel.TxInvalidDescs }},
+		func(s *vswitch.PortStats) uint64 { return s.Port.TxInvalidDescs }},
 	{portDesc("xsk_tx_ring_empty_total", "Times the kernel found an AF_XDP transmit ring empty when asked to send."),
-		func(s *control.PortStats) uint64 { return s.Kernel.TxRingEmpty }},
+		func(s *vswitch.PortStats) uint64 { return s.Port.TxRingEmpty }},
 	{portDesc("xsk_rx_oversize_total", "Frames longer than the port carries, dropped by its XDP program before they reached an AF_XDP socket."),
-		func(s *control.PortStats) uint64 { return s.Kernel.RxOversize }},
+		func(s *vswitch.PortStats) uint64 { return s.Port.RxOversize }},
 	{portDesc("xsk_tx_refused_total", "Frames the port's interface refused after its AF_XDP socket took them (also in tx_dropped_total)."),
-		func(s *control.PortStats) uint64 { return s.Kernel.TxRefused }},
+		func(s *vswitch.PortStats) uint64 { return s.Port.TxRefused }},
 }
 
 var (
@@ -166,8 +168,8 @@ func collectBridge(ch chan<- prometheus.Metric, b *control.BridgeMetrics) {
 	gauge(bridgeMACEntries, float64(b.MACEntries))
 	counter(bridgeBusy, b.ForwarderBusy.Seconds())
 	counter(bridgeIdle, b.ForwarderIdle.Seconds())
-	for _, reason := range vswitch.DropReasons {
-		ch <- prometheus.MustNewConstMetric(bridgeDropped, prometheus.CounterValue, float64(b.Drops[reason]), b.Name, reason)
+	for i, reason := range vswitch.DropReasons {
+		ch <- prometheus.MustNewConstMetric(bridgeDropped, prometheus.CounterValue, float64(b.Drops[i]), b.Name, reason)
 	}
 	for _, t := range b.Tables {
 		table := strconv.Itoa(int(t.Table))
@@ -194,9 +196,9 @@ func collectBridge(ch chan<- prometheus.Metric, b *control.BridgeMetrics) {
 
 	for i := range b.Ports {
 		p := &b.Ports[i]
-		up := 1.0
-		if p.Error != "" {
-			up = 0
+		up := 0.0
+		if p.Up {
+			up = 1
 		}
 		ch <- prometheus.MustNewConstMetric(portUp, prometheus.GaugeValue, up, b.Name, p.Name)
 		if p.Info.Kind == "" {
@@ -210,9 +212,9 @@ func collectBridge(ch chan<- prometheus.Metric, b *control.BridgeMetrics) {
 			ch <- prometheus.MustNewConstMetric(pc.desc, prometheus.CounterValue,
 				float64(pc.value(&p.Stats)), b.Name, p.Name)
 		}
-		for _, reason := range vswitch.DropReasons {
+		for i, reason := range vswitch.DropReasons {
 			ch <- prometheus.MustNewConstMetric(portPipelineDropped, prometheus.CounterValue,
-				float64(p.Stats.PipelineDropped[reason]), b.Name, p.Name, reason)
+				float64(p.Stats.PipelineDropped[i]), b.Name, p.Name, reason)
 		}
 		if p.FastPath != "" {
 			on := 0.0
@@ -221,8 +223,8 @@ func collectBridge(ch chan<- prometheus.Metric, b *control.BridgeMetrics) {
 			}
 			ch <- prometheus.MustNewConstMetric(portFastPath, prometheus.GaugeValue, on, b.Name, p.Name)
 		}
-		if r := p.RSTP; r != nil {
-			ch <- prometheus.MustNewConstMetric(portRSTP, prometheus.GaugeValue, 1, b.Name, p.Name, r.Role, r.State)
+		if p.RSTPRole != "" {
+			ch <- prometheus.MustNewConstMetric(portRSTP, prometheus.GaugeValue, 1, b.Name, p.Name, p.RSTPRole, p.RSTPState)
 		}
 	}
 }

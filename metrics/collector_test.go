@@ -14,6 +14,7 @@ import (
 
 	"github.com/xswitch/xswitch/control"
 	"github.com/xswitch/xswitch/port"
+	vswitch "github.com/xswitch/xswitch/switch"
 )
 
 // fakeSource is a daemon with one bridge: one working port and one that
@@ -23,29 +24,36 @@ type fakeSource struct{ bridges []control.BridgeMetrics }
 func (f *fakeSource) Metrics() []control.BridgeMetrics { return f.bridges }
 
 func newFakeSource() *fakeSource {
-	up := control.PortStatus{
-		PortConfig: control.PortConfig{Name: "p1"},
-		OFPort:     1,
-		Info:       port.Info{Kind: "afxdp", XDPMode: "native", BindMode: "copy", Queues: 1},
-		Stats: control.PortStats{
+	up := control.PortMetrics{
+		Name: "p1",
+		Up:   true,
+		Info: port.Info{Kind: "afxdp", XDPMode: "native", BindMode: "copy", Queues: 1},
+		Stats: vswitch.PortStats{
 			RxPackets: 10, RxBytes: 1000, RxErrors: 1, RxVLANDropped: 9, RxReservedDropped: 11, RxStormDropped: 12, RxSTPDropped: 13,
 			TxPackets: 20, TxBytes: 2000, TxDropped: 2,
-			PipelineDropped: map[string]uint64{"table_miss": 3, "port_down": 2},
-			Kernel:          port.Stats{RxDropped: 3, RxInvalidDescs: 4, RxRingFull: 5, RxFillRingEmpty: 6, TxInvalidDescs: 7, TxRingEmpty: 8, RxOversize: 11, TxRefused: 12},
+			PipelineDropped: drops(map[string]uint64{"table_miss": 3, "port_down": 2}),
+			Port:            port.Stats{RxDropped: 3, RxInvalidDescs: 4, RxRingFull: 5, RxFillRingEmpty: 6, TxInvalidDescs: 7, TxRingEmpty: 8, RxOversize: 11, TxRefused: 12},
 		},
 	}
-	down := control.PortStatus{PortConfig: control.PortConfig{Name: "p2"}, OFPort: 2, Error: `interface "p2" does not exist`}
+	down := control.PortMetrics{Name: "p2"}
 	return &fakeSource{bridges: []control.BridgeMetrics{{
-		BridgeStatus: control.BridgeStatus{
-			Name: "br0", Ports: []control.PortStatus{up, down},
-			Flows: 3, CacheHits: 100, CacheMisses: 9,
-			Drops: map[string]uint64{"table_miss": 4, "loop": 1},
-		},
-		Tables:        []control.TableStatus{{Table: 0, Active: 2, Lookups: 50, Matched: 46}, {Table: 3, Active: 1, Lookups: 7, Matched: 7}},
+		Name: "br0", Ports: []control.PortMetrics{up, down},
+		Flows: 3, CacheHits: 100, CacheMisses: 9,
+		Drops:         drops(map[string]uint64{"table_miss": 4, "loop": 1}),
+		Tables:        []vswitch.TableStats{{Table: 0, Active: 2, Lookups: 50, Matched: 46}, {Table: 3, Active: 1, Lookups: 7, Matched: 7}},
 		MACEntries:    2,
 		ForwarderBusy: 1500 * time.Millisecond,
 		ForwarderIdle: 30 * time.Second,
 	}}}
+}
+
+// drops are the counts of the pipeline's drops by reason.
+func drops(byReason map[string]uint64) vswitch.DropCounts {
+	var d vswitch.DropCounts
+	for i, reason := range vswitch.DropReasons {
+		d[i] = byReason[reason]
+	}
+	return d
 }
 
 func TestCollectorReportsTheSnapshot(t *testing.T) {
@@ -238,8 +246,8 @@ func TestMetricsServerServesScrapesAndRefusesABusyAddress(t *testing.T) {
 func TestCollectorReportsRSTP(t *testing.T) {
 	src := newFakeSource()
 	b := &src.bridges[0]
-	b.RSTP = &control.RSTPStatus{Bridge: "br0", IsRoot: false, TopologyChanges: 4, BPDUsDropped: 1}
-	b.Ports[0].RSTP = &control.RSTPPort{Name: "p1", Role: "alternate", State: "discarding"}
+	b.RSTP = &control.RSTPMetrics{IsRoot: false, TopologyChanges: 4, BPDUsDropped: 1}
+	b.Ports[0].RSTPRole, b.Ports[0].RSTPState = "alternate", "discarding"
 	const want = `
 # HELP xswitch_port_rstp_info The port's role and state in its bridge's spanning tree; always 1, absent for a port that takes no part.
 # TYPE xswitch_port_rstp_info gauge
@@ -265,7 +273,7 @@ xswitch_bridge_rstp_bpdus_dropped_total{bridge="br0"} 1
 func TestCollectorReportsTheFastPath(t *testing.T) {
 	src := newFakeSource()
 	b := &src.bridges[0]
-	b.FastPath = &control.FastPathStatus{Hits: 5000, Installs: 4, InstallFailures: 1, Evictions: 2, Entries: 3}
+	b.FastPath = &vswitch.FastPathStats{Hits: 5000, Installs: 4, InstallFailures: 1, Evictions: 2, Entries: 3}
 	b.Ports[0].FastPath = "off (frames to it stay in user space: its veth peer eth0 has GRO off)"
 	const want = `
 # HELP xswitch_bridge_fastpath_hits_total Frames the in-kernel fast path carried without user space (as of its last sweep).

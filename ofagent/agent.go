@@ -1,7 +1,9 @@
 // Package ofagent is xswitch's OpenFlow 1.3 agent: the connections to the
 // controllers each bridge is given (set-controller), and what crosses them
-// — flow table edits and statistics through the daemon's typed API,
-// packet-ins and packet-outs through the bridge. It follows Open vSwitch's
+// — flow table edits, ports and their counters through the daemon's typed
+// calls (Switch, all it may ask of the daemon; never the protocol of
+// package api), packet-ins, packet-outs and the tables' counters through
+// the bridge. It follows Open vSwitch's
 // connection manager: active targets (tcp:) are dialled again with backoff
 // when they fail, passive ones (ptcp:) take any number of connections (as
 // ovs-ofctl makes them), an idle connection is probed with an echo and
@@ -43,9 +45,28 @@ type Options struct {
 	Version string       // the software version, for OFPMP_DESC
 }
 
+// Switch is what the agent asks of the daemon, and all it may: the
+// bridges' controller settings and what removes their rules, the bridges
+// themselves for what crosses the wire frame by frame and for their
+// tables, typed edits of their tables, and their ports. *control.Daemon
+// is one.
+type Switch interface {
+	// OnControllers and OnFlowsRemoved have the agent told, in order and
+	// without the daemon's lock held, of every bridge's controller
+	// settings and of the rules removed with send_flow_rem.
+	OnControllers(fn func(bridge string, s control.ControllerSettings))
+	OnFlowsRemoved(fn func(bridge string, removed []control.RemovedFlow))
+	// SetControllerStatus reports a target's connection, for show.
+	SetControllerStatus(bridge, target string, connected bool, role string)
+	Bridge(name string) (*vswitch.Bridge, error)
+	ApplyFlowMods(bridge string, mods []control.FlowMod) ([]int, error)
+	OpenFlowPorts(bridge string) ([]control.OpenFlowPort, error)
+	PortStats(bridge string) ([]control.PortCounters, error)
+}
+
 // Agent runs every bridge's controller connections.
 type Agent struct {
-	d    *control.Daemon
+	sw   Switch
 	log  *slog.Logger
 	opts Options
 
@@ -58,15 +79,15 @@ type Agent struct {
 	closed      bool
 }
 
-// New starts an agent for d's bridges; from then on it follows their
+// New starts an agent for sw's bridges; from then on it follows their
 // controller settings until Close.
-func New(d *control.Daemon, opts Options) *Agent {
+func New(sw Switch, opts Options) *Agent {
 	if opts.Log == nil {
 		opts.Log = slog.Default()
 	}
-	a := &Agent{d: d, log: opts.Log, opts: opts, bridges: map[string]*bridgeAgent{}}
-	d.OnFlowsRemoved(a.flowsRemoved)
-	d.OnControllers(a.configure)
+	a := &Agent{sw: sw, log: opts.Log, opts: opts, bridges: map[string]*bridgeAgent{}}
+	sw.OnFlowsRemoved(a.flowsRemoved)
+	sw.OnControllers(a.configure)
 	return a
 }
 
@@ -104,7 +125,7 @@ func (a *Agent) configure(bridge string, s control.ControllerSettings) {
 		}
 		return
 	case ba == nil:
-		br, err := a.d.Bridge(bridge)
+		br, err := a.sw.Bridge(bridge)
 		if err != nil {
 			a.log.Error("openflow: no such bridge for its controllers", "bridge", bridge, "err", err)
 			return

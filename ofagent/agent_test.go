@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/xswitch/xswitch/control"
+	"github.com/xswitch/xswitch/control/api"
 	"github.com/xswitch/xswitch/flow"
 	"github.com/xswitch/xswitch/openflow"
 )
@@ -35,7 +36,7 @@ func newTestSwitch(t *testing.T) *testSwitch {
 	a := New(d, Options{Log: log, Version: "test"})
 	t.Cleanup(a.Close)
 	s := &testSwitch{d: d, bridge: "ofbr"}
-	s.handle(t, control.Request{Verb: control.VerbAddBridge, Bridge: s.bridge})
+	s.handle(t, api.Request{Verb: api.VerbAddBridge, Bridge: s.bridge})
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -43,11 +44,11 @@ func newTestSwitch(t *testing.T) *testSwitch {
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
 	s.addr = fmt.Sprintf("127.0.0.1:%d", port)
-	s.handle(t, control.Request{Verb: control.VerbSetController, Bridge: s.bridge, Targets: []string{fmt.Sprintf("ptcp:%d:127.0.0.1", port)}})
+	s.handle(t, api.Request{Verb: api.VerbSetController, Bridge: s.bridge, Targets: []string{fmt.Sprintf("ptcp:%d:127.0.0.1", port)}})
 	return s
 }
 
-func (s *testSwitch) handle(t *testing.T, req control.Request) control.Response {
+func (s *testSwitch) handle(t *testing.T, req api.Request) api.Response {
 	t.Helper()
 	resp := s.d.Handle(req)
 	if resp.Error != "" {
@@ -58,7 +59,7 @@ func (s *testSwitch) handle(t *testing.T, req control.Request) control.Response 
 
 func (s *testSwitch) flows(t *testing.T) []string {
 	t.Helper()
-	resp := s.handle(t, control.Request{Verb: control.VerbDumpFlows, Bridge: s.bridge})
+	resp := s.handle(t, api.Request{Verb: api.VerbDumpFlows, Bridge: s.bridge})
 	var out []string
 	for _, f := range resp.Flows {
 		out = append(out, f.Match+" "+f.Actions)

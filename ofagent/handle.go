@@ -205,13 +205,13 @@ func (c *conn) applyFlowMods() {
 		mods[i] = p.mod
 	}
 	began := time.Now()
-	_, err := c.ba.a.d.ApplyFlowMods(c.ba.name, mods)
+	_, err := c.ba.a.sw.ApplyFlowMods(c.ba.name, mods)
 	c.log.Debug("openflow: flow mods applied", "count", len(mods), "took", time.Since(began), "err", err)
 	if err == nil {
 		return
 	}
 	for _, p := range batch {
-		if _, err := c.ba.a.d.ApplyFlowMods(c.ba.name, []control.FlowMod{p.mod}); err != nil {
+		if _, err := c.ba.a.sw.ApplyFlowMods(c.ba.name, []control.FlowMod{p.mod}); err != nil {
 			c.sendError(p.raw, flowModError(err))
 		}
 	}

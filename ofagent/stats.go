@@ -142,7 +142,7 @@ func aggregate(entries []*flow.Entry) openflow.AggregateStats {
 // ports describes the bridge's ports as OFPMP_PORT_DESC and PORT_STATUS
 // tell them.
 func (ba *bridgeAgent) ports() ([]openflow.Port, error) {
-	ports, err := ba.a.d.OpenFlowPorts(ba.name)
+	ports, err := ba.a.sw.OpenFlowPorts(ba.name)
 	if err != nil {
 		return nil, err
 	}
@@ -187,28 +187,26 @@ func speedFeature(mbps uint32) uint32 {
 
 // portStats gives the counters of one port (openflow.PortAny: of every port).
 func (ba *bridgeAgent) portStats(portNo uint32) ([]openflow.PortStats, error) {
-	resp := ba.a.d.Handle(control.Request{Verb: control.VerbShow, Bridge: ba.name})
-	if resp.Error != "" {
-		return nil, fmt.Errorf("%s", resp.Error)
+	ports, err := ba.a.sw.PortStats(ba.name)
+	if err != nil {
+		return nil, err
 	}
 	var out []openflow.PortStats
 	found := false
-	for _, bs := range resp.Bridges {
-		for _, ps := range bs.Ports {
-			no := portToOF(ps.OFPort)
-			if portNo != openflow.PortAny && no != portNo {
-				continue
-			}
-			found = true
-			// rx_dropped is what the port lost (the kernel's count), not
-			// what the tables chose to drop.
-			s := ps.Stats
-			out = append(out, openflow.PortStats{
-				PortNo: no, RxPackets: s.RxPackets, TxPackets: s.TxPackets, RxBytes: s.RxBytes, TxBytes: s.TxBytes,
-				RxDropped: s.Kernel.RxDropped,
-				TxDropped: s.TxDropped, RxErrors: s.RxErrors,
-			})
+	for _, p := range ports {
+		no := portToOF(p.OFPort)
+		if portNo != openflow.PortAny && no != portNo {
+			continue
 		}
+		found = true
+		// rx_dropped is what the port lost (the kernel's count), not
+		// what the tables chose to drop.
+		s := p.Stats
+		out = append(out, openflow.PortStats{
+			PortNo: no, RxPackets: s.RxPackets, TxPackets: s.TxPackets, RxBytes: s.RxBytes, TxBytes: s.TxBytes,
+			RxDropped: s.Port.RxDropped,
+			TxDropped: s.TxDropped, RxErrors: s.RxErrors,
+		})
 	}
 	if !found && portNo != openflow.PortAny {
 		return nil, &openflow.DecodeError{Type: openflow.ErrBadRequest, Code: openflow.BadRequestBadPort,

@@ -55,7 +55,7 @@ func (t *target) stop() {
 	}
 	t.mu.Unlock()
 	t.done.Wait()
-	t.ba.a.d.SetControllerStatus(t.ba.name, t.ct.String(), false, "")
+	t.ba.a.sw.SetControllerStatus(t.ba.name, t.ct.String(), false, "")
 }
 
 var errTargetRemoved = errors.New("the controller target was removed")
@@ -178,5 +178,5 @@ func (t *target) reportStatus() {
 		}
 	}
 	t.mu.Unlock()
-	t.ba.a.d.SetControllerStatus(t.ba.name, t.ct.String(), connected, role)
+	t.ba.a.sw.SetControllerStatus(t.ba.name, t.ct.String(), connected, role)
 }

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xswitch/xswitch/control"
+	"github.com/xswitch/xswitch/control/api"
 	"github.com/xswitch/xswitch/openflow"
 )
 
@@ -244,7 +244,7 @@ func TestFlowModifyGivesBackWhatWasSent(t *testing.T) {
 		t.Errorf("after a modify to an output with max_len 64, dump-flows gives %q: the output does not cut frames", got)
 	}
 
-	s.handle(t, control.Request{Verb: control.VerbModFlows, Bridge: s.bridge, Flows: []string{"actions=output:4"}})
+	s.handle(t, api.Request{Verb: api.VerbModFlows, Bridge: s.bridge, Flows: []string{"actions=output:4"}})
 	want := openflow.AppendInstructions(nil, []openflow.Instruction{applyActions(openflow.ActionOutput{Port: 4})})
 	match, instructions = flowStatsWire(t, c.rawReplies(allFlows))
 	if !bytes.Equal(match, wantMatch) || !bytes.Equal(instructions, want) {

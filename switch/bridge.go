@@ -119,11 +119,10 @@ type bridgePort struct {
 
 	// tunnel is the port as a tunnel, nil for any other; underlaySlot is
 	// where its underlay is. underlay is set instead on the hidden port of
-	// an underlay, and tunnels counts the tunnels over it (tunnel.go).
+	// an underlay (tunnel.go).
 	tunnel       port.Tunnel
 	underlaySlot uint16
 	underlay     port.Underlay
-	tunnels      int
 }
 
 // New starts a bridge with no ports and the given flow table (nil: an

@@ -3,6 +3,7 @@ package vswitch
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"github.com/xswitch/xswitch/bpf"
 	"github.com/xswitch/xswitch/port"
@@ -51,11 +52,10 @@ func (b *Bridge) addTunnel(t port.Tunnel) (uint16, error) {
 	}
 	for _, ul := range b.underlays {
 		if ul.underlay == u {
-			ul.tunnels++
 			return ul.slot, nil
 		}
 	}
-	ul := &bridgePort{Port: u, underlay: u, tunnels: 1}
+	ul := &bridgePort{Port: u, underlay: u}
 	var slot uint16
 	b.onEachForwarder(func(f *forwarder) { slot = f.addPort(ul) })
 	ul.slot = slot
@@ -75,15 +75,16 @@ func (b *Bridge) underlayOf(t *bridgePort) *bridgePort {
 	panic("vswitch: a tunnel without its underlay") // addTunnel made it
 }
 
-// removeTunnel lets go of the underlay of a tunnel that left the bridge:
-// the forwarders stop polling it when it was the last tunnel over it. It
-// runs under b.mu.
+// removeTunnel lets go of the underlay of a tunnel that is leaving the
+// bridge: the forwarders stop polling it when no other tunnel of the
+// bridge is over it. Closing it is the tunnels' business (tunnel.Port
+// holds it). It runs under b.mu.
 func (b *Bridge) removeTunnel(t *bridgePort) {
 	for i, ul := range b.underlays {
 		if ul.slot != t.underlaySlot {
 			continue
 		}
-		if ul.tunnels--; ul.tunnels == 0 {
+		if !slices.ContainsFunc(b.ports, func(q *bridgePort) bool { return q != t && q.tunnel != nil && q.underlaySlot == ul.slot }) {
 			b.onEachForwarder(func(f *forwarder) { f.removePort(ul) })
 			if b.fp != nil {
 				b.fp.detach(ul)

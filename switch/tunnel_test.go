@@ -68,7 +68,6 @@ func newTunnelBedOn(t *testing.T, opts Options, access, wire *porttest.Port, tab
 		t.Fatal(err)
 	}
 	tb.underlay = tunnel.NewUnderlay(tb.wire, 1500)
-	left := len(cfgs)
 	for i, cfg := range cfgs {
 		if cfg.Name == "" {
 			cfg.Name = "tun" + string(rune('a'+i))
@@ -79,12 +78,7 @@ func newTunnelBedOn(t *testing.T, opts Options, access, wire *porttest.Port, tab
 		if !cfg.Remote.IsValid() {
 			cfg.Remote = tbRemote(byte(i))
 		}
-		p, err := tunnel.NewPort(cfg, tb.underlay, func() error {
-			if left--; left == 0 {
-				return tb.underlay.Close()
-			}
-			return nil
-		})
+		p, err := tunnel.NewPort(cfg, tb.underlay)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -260,6 +254,29 @@ func TestTunnelDropsWhatNoTunnelClaims(t *testing.T) {
 	want := tunnel.UnderlayStats{WrongKey: 1, UnknownRemote: 1, BadHeader: 1, BadOuter: 1}
 	if got := tb.underlay.DropStats(); got != want {
 		t.Errorf("underlay drops %+v, want %+v", got, want)
+	}
+}
+
+// The bridge polls an underlay while one of its tunnels is over it: the
+// other tunnels' frames still arrive when one leaves, and the underlay
+// goes with the last.
+func TestTunnelUnderlayStaysWhileATunnelIsOverIt(t *testing.T) {
+	tb := newTunnelBed(t, nil, tunnel.Config{Key: 42}, tunnel.Config{Key: 42})
+	if err := tb.b.RemovePort("tuna"); err != nil {
+		t.Fatal(err)
+	}
+	inner := frame(broadcast, mac(2), "from the second remote")
+	tb.wire.Inject(tb.fromRemote(t, 1, 42, inner))
+	waitTransmitted(t, tb.access, 1)
+	wantFrames(t, tb.access, inner)
+	if err := tb.b.RemovePort("tunb"); err != nil {
+		t.Fatal(err)
+	}
+	tb.b.mu.Lock()
+	left := len(tb.b.underlays)
+	tb.b.mu.Unlock()
+	if left != 0 {
+		t.Fatalf("the bridge still has %d underlays after its last tunnel left", left)
 	}
 }
 
@@ -553,7 +570,7 @@ func benchTunnelForwarder(tb testing.TB, intoTunnel bool) (*forwarder, rxQueue) 
 		wire = porttest.NewLoop("wire", fromFar)
 	}
 	u := tunnel.NewUnderlay(wire, 1500)
-	p, err := tunnel.NewPort(tunnel.Config{Name: "vx", Kind: tunnel.VXLAN, Remote: remote, Key: 42}, u, nil)
+	p, err := tunnel.NewPort(tunnel.Config{Name: "vx", Kind: tunnel.VXLAN, Remote: remote, Key: 42}, u)
 	if err != nil {
 		tb.Fatal(err)
 	}

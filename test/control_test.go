@@ -18,7 +18,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/xswitch/xswitch/control"
+	"github.com/xswitch/xswitch/control/api"
 	"github.com/xswitch/xswitch/internal/testenv"
 )
 
@@ -45,7 +45,7 @@ func runAsNobody(t *testing.T, bin string, args ...string) result {
 
 // rawRequest sends payload on a fresh connection to the daemon, half-closes
 // it, and returns the daemon's answer.
-func rawRequest(t *testing.T, sock string, payload []byte) control.Response {
+func rawRequest(t *testing.T, sock string, payload []byte) api.Response {
 	t.Helper()
 	c, err := net.DialTimeout("unix", sock, time.Second)
 	if err != nil {
@@ -59,7 +59,7 @@ func rawRequest(t *testing.T, sock string, payload []byte) control.Response {
 		c.Write(payload)
 		c.(*net.UnixConn).CloseWrite()
 	}()
-	var resp control.Response
+	var resp api.Response
 	if err := json.NewDecoder(c).Decode(&resp); err != nil {
 		t.Fatalf("no answer to a request of %d bytes: %v", len(payload), err)
 	}
@@ -179,7 +179,7 @@ func TestControlSilentClientsDoNotStallOthers(t *testing.T) {
 	var slowest time.Duration
 	for range 20 {
 		begin := time.Now()
-		resp, err := control.Call(d.sock, control.Request{Verb: control.VerbShow})
+		resp, err := api.Call(d.sock, api.Request{Verb: api.VerbShow})
 		elapsed := time.Since(begin)
 		if err != nil || len(resp.Bridges) != 1 {
 			t.Fatalf("show with %d silent connections open: %+v, %v", idle, resp, err)
@@ -234,7 +234,7 @@ func TestControlSilentClientsDoNotStallOthers(t *testing.T) {
 	if first < 9*time.Second || last > 13*time.Second {
 		t.Errorf("silent connections closed %v to %v after opening, want about 10 s (the request timeout)", first, last)
 	}
-	if _, err := control.Call(d.sock, control.Request{Verb: control.VerbShow}); err != nil {
+	if _, err := api.Call(d.sock, api.Request{Verb: api.VerbShow}); err != nil {
 		t.Errorf("after the silent connections: %v", err)
 	}
 }
@@ -305,7 +305,7 @@ func TestControlConnectionFloodPastDescriptorLimit(t *testing.T) {
 		if !d.running() {
 			t.Fatalf("the daemon exited under a flood of %d connections past its limit of %d descriptors:\n%s", len(conns), limit, d.log())
 		}
-		_, err := control.Call(d.sock, control.Request{Verb: control.VerbShow})
+		_, err := api.Call(d.sock, api.Request{Verb: api.VerbShow})
 		if err == nil {
 			break
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/xswitch/xswitch/control"
+	"github.com/xswitch/xswitch/control/api"
 	"github.com/xswitch/xswitch/internal/testenv"
 )
 
@@ -27,16 +28,16 @@ func TestSystemdUnit(t *testing.T) {
 	for _, want := range []string{
 		"ExecStart=/usr/local/bin/xswitch daemon\n",
 		"Restart=on-failure\n",
-		"RuntimeDirectory=" + filepath.Base(filepath.Dir(control.DefaultSocket)) + "\n",
+		"RuntimeDirectory=" + filepath.Base(filepath.Dir(api.DefaultSocket)) + "\n",
 		"StateDirectory=" + filepath.Base(filepath.Dir(control.DefaultDB)) + "\n",
 	} {
 		if !strings.Contains(string(unit), want) {
 			t.Errorf("%s lacks the line %q", unitPath, strings.TrimSpace(want))
 		}
 	}
-	if filepath.Dir(filepath.Dir(control.DefaultSocket)) != "/run" || filepath.Dir(filepath.Dir(control.DefaultDB)) != "/var/lib" {
+	if filepath.Dir(filepath.Dir(api.DefaultSocket)) != "/run" || filepath.Dir(filepath.Dir(control.DefaultDB)) != "/var/lib" {
 		t.Errorf("default socket %s or database %s is not under /run or /var/lib, where RuntimeDirectory and StateDirectory are",
-			control.DefaultSocket, control.DefaultDB)
+			api.DefaultSocket, control.DefaultDB)
 	}
 
 	analyze, err := exec.LookPath("systemd-analyze")

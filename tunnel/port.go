@@ -81,7 +81,6 @@ type Port struct {
 	version atomic.Uint64
 
 	txOversize, txNoRoute atomic.Uint64
-	release               func() error
 }
 
 // txPath is a resolved way to the remote.
@@ -91,13 +90,19 @@ type txPath struct {
 
 var _ port.Tunnel = (*Port)(nil)
 
-// NewPort makes a tunnel port over u, which stays the caller's: release
-// is called when the port closes (to close u when it was the last).
-func NewPort(cfg Config, u *Underlay, release func() error) (*Port, error) {
+// NewPort makes a tunnel port over u, which it holds until it closes
+// (see Underlays.NewPort for an underlay shared by interface).
+func NewPort(cfg Config, u *Underlay) (*Port, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Port{cfg: cfg, u: u, release: release}, nil
+	return newPort(cfg, u), nil
+}
+
+// newPort makes a port of a valid cfg, holding u.
+func newPort(cfg Config, u *Underlay) *Port {
+	u.hold()
+	return &Port{cfg: cfg, u: u}
 }
 
 // Config returns the port's configuration.
@@ -241,8 +246,8 @@ func (p *Port) Stats() port.Stats { return port.Stats{} }
 // its remote was unreachable (no route by its underlay, or its next hop
 // not resolved yet).
 type TunnelStats struct {
-	TxOversize uint64 `json:"tx_oversize"`
-	TxNoRoute  uint64 `json:"tx_no_route"`
+	TxOversize uint64
+	TxNoRoute  uint64
 }
 
 // TunnelStats reports the port's drops.
@@ -250,7 +255,8 @@ func (p *Port) TunnelStats() TunnelStats {
 	return TunnelStats{TxOversize: p.txOversize.Load(), TxNoRoute: p.txNoRoute.Load()}
 }
 
-// Close stops the port listening and lets go of its underlay.
+// Close stops the port listening and lets go of its underlay, which
+// closes when no other port holds it.
 func (p *Port) Close() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -263,8 +269,6 @@ func (p *Port) Close() error {
 	if p.listening != (Listener{}) {
 		errs = append(errs, p.u.unlisten(p.listening))
 	}
-	if p.release != nil {
-		errs = append(errs, p.release())
-	}
+	errs = append(errs, p.u.release())
 	return errors.Join(errs...)
 }

@@ -1,11 +1,16 @@
 // Package tunnel encapsulates Ethernet frames in VXLAN (RFC 7348) and
-// Geneve (RFC 8926) over IPv4 and UDP, and takes them out again.
+// Geneve (RFC 8926) over IPv4 and UDP, and takes them out again; it owns
+// the tunnel ports and their underlays, and resolves the way to a remote
+// from the kernel's routing and neighbour tables.
 //
 // The underlay is an ordinary port: an encapsulated frame is a whole
 // Ethernet frame, outer headers built here, sent on the underlay
 // interface's AF_XDP socket as Open vSwitch's userspace datapath does, and
-// a frame received there is decapsulated here. Nothing in this package
-// allocates or makes a system call: it works in the caller's buffers.
+// a frame received there is decapsulated here. An underlay lives as long
+// as a tunnel port holds it (Underlays: one per interface). Nothing on
+// the way of a frame allocates or makes a system call: it works in the
+// caller's buffers. The package knows no bridge: the switch polls an
+// underlay as a port.Underlay, and the daemon decides which tunnels exist.
 package tunnel
 
 import (

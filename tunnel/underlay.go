@@ -2,7 +2,9 @@ package tunnel
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -19,15 +21,23 @@ import (
 // It implements port.Underlay: the bridge polls its queues and hands each
 // frame, decapsulated here, to the tunnel it belongs to; tunnels send
 // through it (Port.TransmitTunneled), encapsulating into its buffers.
+//
+// An underlay lives as long as a tunnel port holds it: each Port holds
+// its underlay from NewPort to Close, and the last to close closes it.
+// No one else closes an underlay.
 type Underlay struct {
 	port.Port
 	// listener is the port's XDP side, when it has one (an AF_XDP port):
 	// what it steers to the sockets follows the listeners.
 	listener tunnelListener
 
-	mu        sync.Mutex // serializes changes to the listeners
+	mu        sync.Mutex // serializes changes to the listeners and holds
 	refs      map[Listener]int
 	listeners atomic.Pointer[Listeners] // read per frame by the forwarders
+	holds     int                       // the tunnel ports over it
+	// set is the set the underlay was opened in, which it leaves when it
+	// closes; nil for one made by NewUnderlay alone.
+	set *Underlays
 
 	drops         [numResults]atomic.Uint64
 	unknownRemote atomic.Uint64
@@ -53,12 +63,94 @@ type tunnelListener interface {
 var _ port.Underlay = (*Underlay)(nil)
 
 // NewUnderlay makes p, which the underlay then owns, carry tunnels over an
-// interface of MTU mtu.
+// interface of MTU mtu. The first tunnel port made over it (NewPort)
+// holds it; p closes with the last.
 func NewUnderlay(p port.Port, mtu int) *Underlay {
 	u := &Underlay{Port: p, refs: map[Listener]int{}, mtu: mtu}
 	u.listener, _ = p.(tunnelListener)
 	u.listeners.Store(&Listeners{})
 	return u
+}
+
+// hold counts one more tunnel port over the underlay.
+func (u *Underlay) hold() {
+	u.mu.Lock()
+	u.holds++
+	u.mu.Unlock()
+}
+
+// release lets go of one hold, and with the last closes the underlay and
+// takes it out of its set.
+func (u *Underlay) release() error {
+	if u.set != nil {
+		u.set.mu.Lock()
+		defer u.set.mu.Unlock()
+	}
+	u.mu.Lock()
+	u.holds--
+	last := u.holds == 0
+	u.mu.Unlock()
+	if !last {
+		return nil
+	}
+	if u.set != nil {
+		delete(u.set.open, u.Name())
+		if u.set.Closed != nil {
+			u.set.Closed(u.Name())
+		}
+	}
+	return u.Port.Close()
+}
+
+// Underlays are the underlays open on a host's interfaces, by the
+// interface's name: one on each, shared by the tunnel ports over it, and
+// open for as long as one of them is. The zero value is an empty set.
+type Underlays struct {
+	// Closed, if set, is told the interface of each underlay closed with
+	// its last tunnel port. It runs with the set locked: it must not call
+	// the set.
+	Closed func(ifname string)
+
+	mu   sync.Mutex
+	open map[string]*Underlay
+}
+
+// NewPort makes a tunnel port over the underlay on the interface ifname:
+// the one open there, or else the one open opens (which the set then
+// owns). The port holds the underlay until it closes.
+func (s *Underlays) NewPort(cfg Config, ifname string, open func() (*Underlay, error)) (*Port, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	u, ok := s.open[ifname]
+	if !ok {
+		var err error
+		if u, err = open(); err != nil {
+			return nil, err
+		}
+		if s.open == nil {
+			s.open = map[string]*Underlay{}
+		}
+		u.set = s
+		s.open[ifname] = u
+	}
+	return newPort(cfg, u), nil
+}
+
+// On returns the underlay open on the interface ifname, nil if none is.
+func (s *Underlays) On(ifname string) *Underlay {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.open[ifname]
+}
+
+// Interfaces are the interfaces an underlay is open on.
+func (s *Underlays) Interfaces() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Collect(maps.Keys(s.open))
 }
 
 // Unwrap returns the port the underlay runs on, whose XDP program the
@@ -136,14 +228,14 @@ func (u *Underlay) Unclaimed(n uint64, unknownRemote bool) {
 // UnderlayStats are the frames an underlay received for its tunnels and
 // dropped, by why: none of them reaches a bridge.
 type UnderlayStats struct {
-	NotTunnel     uint64 `json:"not_tunnel"` // for an (address, port) no longer listened on
-	BadOuter      uint64 `json:"bad_outer"`
-	Fragment      uint64 `json:"fragment"`
-	BadHeader     uint64 `json:"bad_header"`
-	CriticalOpt   uint64 `json:"critical_option"`
-	ShortInner    uint64 `json:"short_inner"`
-	UnknownRemote uint64 `json:"unknown_remote"`
-	WrongKey      uint64 `json:"wrong_key"`
+	NotTunnel     uint64 // for an (address, port) no longer listened on
+	BadOuter      uint64
+	Fragment      uint64
+	BadHeader     uint64
+	CriticalOpt   uint64
+	ShortInner    uint64
+	UnknownRemote uint64
+	WrongKey      uint64
 }
 
 // Total is every frame the underlay dropped.

@@ -18,7 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/xswitch/xswitch/bench"
-	"github.com/xswitch/xswitch/control"
+	"github.com/xswitch/xswitch/control/api"
 )
 
 // benchOptions are bench's flags.
@@ -285,16 +285,16 @@ func setupXswitchBench(ctx context.Context, undo *undoStack, hosts bench.Hosts, 
 	}
 	client := &cli{socket: d.sock}
 	bridge := hosts.GenPort + "x"
-	if _, err := client.call(control.Request{Verb: control.VerbAddBridge, Bridge: bridge}); err != nil {
+	if _, err := client.call(api.Request{Verb: api.VerbAddBridge, Bridge: bridge}); err != nil {
 		return err
 	}
-	undo.push(func() { client.call(control.Request{Verb: control.VerbDelBridge, Bridge: bridge}) })
-	ports := []*control.PortConfig{
+	undo.push(func() { client.call(api.Request{Verb: api.VerbDelBridge, Bridge: bridge}) })
+	ports := []*api.PortConfig{
 		{Name: hosts.GenPort, OFPort: 1, Netns: hosts.GenNetns, Peer: bench.PeerName, MTU: hosts.MTU},
 		{Name: hosts.RcvPort, OFPort: 2, Netns: hosts.RcvNetns, Peer: bench.PeerName, MTU: hosts.MTU},
 	}
 	for _, pc := range ports {
-		if _, err := client.call(control.Request{Verb: control.VerbAddPort, Bridge: bridge, AddPort: pc}); err != nil {
+		if _, err := client.call(api.Request{Verb: api.VerbAddPort, Bridge: bridge, AddPort: pc}); err != nil {
 			return err
 		}
 	}
@@ -306,13 +306,13 @@ func setupXswitchBench(ctx context.Context, undo *undoStack, hosts bench.Hosts, 
 	}
 	// The flows replace the new bridge's NORMAL rule, as the OVS cases'
 	// replace OVS's.
-	if _, err := client.call(control.Request{Verb: control.VerbDelFlows, Bridge: bridge}); err != nil {
+	if _, err := client.call(api.Request{Verb: api.VerbDelFlows, Bridge: bridge}); err != nil {
 		return err
 	}
-	if _, err := client.call(control.Request{Verb: control.VerbAddFlows, Bridge: bridge, Flows: xb.flows}); err != nil {
+	if _, err := client.call(api.Request{Verb: api.VerbAddFlows, Bridge: bridge, Flows: xb.flows}); err != nil {
 		return err
 	}
-	resp, err := client.call(control.Request{Verb: control.VerbShow, Bridge: bridge})
+	resp, err := client.call(api.Request{Verb: api.VerbShow, Bridge: bridge})
 	if err != nil {
 		return err
 	}
@@ -334,16 +334,16 @@ func useBenchController(ctx context.Context, undo *undoStack, client *cli, bridg
 		return err
 	}
 	undo.push(ctl.Stop)
-	if _, err := client.call(control.Request{Verb: control.VerbSetFailMode, Bridge: bridge, FailMode: "secure"}); err != nil {
+	if _, err := client.call(api.Request{Verb: api.VerbSetFailMode, Bridge: bridge, FailMode: "secure"}); err != nil {
 		return err
 	}
 	target := fmt.Sprintf("tcp:127.0.0.1:%d", ctl.Port)
-	if _, err := client.call(control.Request{Verb: control.VerbSetController, Bridge: bridge, Targets: []string{target}}); err != nil {
+	if _, err := client.call(api.Request{Verb: api.VerbSetController, Bridge: bridge, Targets: []string{target}}); err != nil {
 		return err
 	}
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		resp, err := client.call(control.Request{Verb: control.VerbDumpFlows, Bridge: bridge})
+		resp, err := client.call(api.Request{Verb: api.VerbDumpFlows, Bridge: bridge})
 		if err != nil {
 			return err
 		}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/xswitch/xswitch/control"
+	"github.com/xswitch/xswitch/control/api"
 )
 
 // execute runs the CLI in-process with args and returns what it printed.
@@ -84,13 +84,13 @@ func TestParseCPUList(t *testing.T) {
 
 func TestPrintForwarder(t *testing.T) {
 	for _, tc := range []struct {
-		f    control.ForwarderStatus
+		f    api.ForwarderStatus
 		want string
 	}{
-		{control.ForwarderStatus{}, "  forwarding thread: any CPU, sleeping when idle\n"},
-		{control.ForwarderStatus{CPUs: []int{2}, BusySec: 1, IdleSec: 1},
+		{api.ForwarderStatus{}, "  forwarding thread: any CPU, sleeping when idle\n"},
+		{api.ForwarderStatus{CPUs: []int{2}, BusySec: 1, IdleSec: 1},
 			"  forwarding thread: CPU 2, sleeping when idle\n  busy: 1.0 s (50.0%), idle: 1.0 s (50.0%)\n"},
-		{control.ForwarderStatus{CPUs: []int{1, 3}, BusyPoll: true, BusySec: 1, IdleSec: 3},
+		{api.ForwarderStatus{CPUs: []int{1, 3}, BusyPoll: true, BusySec: 1, IdleSec: 3},
 			"  forwarding threads: one on each of CPUs 1,3, busy-polling when idle\n  busy: 1.0 s (25.0%), idle: 3.0 s (75.0%)\n"},
 	} {
 		var out strings.Builder

@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/xswitch/xswitch/control"
+	"github.com/xswitch/xswitch/control/api"
 )
 
 // The database verbs, as ovs-vsctl spells them: set, get, add, remove and
@@ -52,7 +52,7 @@ from the port; 0: no limit).`,
 		Args:              cobra.MinimumNArgs(3),
 		ValidArgsFunction: c.completeTableThenRecord,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, err := c.call(control.Request{Verb: control.VerbSet, Table: args[0], Record: args[1], Columns: args[2:]})
+			_, err := c.call(api.Request{Verb: api.VerbSet, Table: args[0], Record: args[1], Columns: args[2:]})
 			return err
 		},
 	}
@@ -70,7 +70,7 @@ where KEY is not there yet, as ovs-vsctl add does.`,
 		Args:              cobra.MinimumNArgs(4),
 		ValidArgsFunction: c.completeTableThenRecord,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, err := c.call(control.Request{Verb: control.VerbAdd, Table: args[0], Record: args[1], Columns: args[2:]})
+			_, err := c.call(api.Request{Verb: api.VerbAdd, Table: args[0], Record: args[1], Columns: args[2:]})
 			return err
 		},
 	}
@@ -89,7 +89,7 @@ there is no error.`,
 		Args:              cobra.MinimumNArgs(4),
 		ValidArgsFunction: c.completeTableThenRecord,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, err := c.call(control.Request{Verb: control.VerbRemove, Table: args[0], Record: args[1], Columns: args[2:]})
+			_, err := c.call(api.Request{Verb: api.VerbRemove, Table: args[0], Record: args[1], Columns: args[2:]})
 			return err
 		},
 	}
@@ -103,7 +103,7 @@ func (c *cli) clearCommand() *cobra.Command {
 		Args:              cobra.MinimumNArgs(3),
 		ValidArgsFunction: c.completeTableThenRecord,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, err := c.call(control.Request{Verb: control.VerbClear, Table: args[0], Record: args[1], Columns: args[2:]})
+			_, err := c.call(api.Request{Verb: api.VerbClear, Table: args[0], Record: args[1], Columns: args[2:]})
 			return err
 		},
 	}
@@ -120,7 +120,7 @@ func (c *cli) getCommand() *cobra.Command {
 		Args:              cobra.MinimumNArgs(3),
 		ValidArgsFunction: c.completeTableThenRecord,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			resp, err := c.call(control.Request{Verb: control.VerbGet, Table: args[0], Record: args[1], Columns: args[2:]})
+			resp, err := c.call(api.Request{Verb: api.VerbGet, Table: args[0], Record: args[1], Columns: args[2:]})
 			if err != nil {
 				return err
 			}
@@ -199,7 +199,7 @@ func formatAtom(s string) string {
 
 // stormLimit is a port's other_config:storm-limit, 0 when it has none;
 // the daemon checked it.
-func stormLimit(pc control.PortConfig) uint64 {
+func stormLimit(pc api.PortConfig) uint64 {
 	n, _ := strconv.ParseUint(pc.OtherConfig["storm-limit"], 10, 32)
 	return n
 }
@@ -208,12 +208,12 @@ func stormLimit(pc control.PortConfig) uint64 {
 func (c *cli) completeTableThenRecord(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
 	switch len(args) {
 	case 0:
-		return []string{control.TableBridge, control.TablePort}, cobra.ShellCompDirectiveNoFileComp
+		return []string{api.TableBridge, api.TablePort}, cobra.ShellCompDirectiveNoFileComp
 	case 1:
 		switch {
-		case strings.EqualFold(args[0], control.TableBridge):
+		case strings.EqualFold(args[0], api.TableBridge):
 			return c.bridgeNames(), cobra.ShellCompDirectiveNoFileComp
-		case strings.EqualFold(args[0], control.TablePort):
+		case strings.EqualFold(args[0], api.TablePort):
 			bridges, err := c.show("")
 			if err != nil {
 				return nil, cobra.ShellCompDirectiveNoFileComp

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/xswitch/xswitch/control"
+	"github.com/xswitch/xswitch/control/api"
 )
 
 // The controller verbs, as ovs-vsctl spells them.
@@ -25,7 +25,7 @@ every IPv4 address unless given one, and an IPv6 address goes in brackets.`,
 		Args:              cobra.MinimumNArgs(2),
 		ValidArgsFunction: c.completeBridge,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, err := c.call(control.Request{Verb: control.VerbSetController, Bridge: args[0], Targets: args[1:]})
+			_, err := c.call(api.Request{Verb: api.VerbSetController, Bridge: args[0], Targets: args[1:]})
 			return err
 		},
 	}
@@ -38,7 +38,7 @@ func (c *cli) delControllerCommand() *cobra.Command {
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: c.completeBridge,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, err := c.call(control.Request{Verb: control.VerbDelController, Bridge: args[0]})
+			_, err := c.call(api.Request{Verb: api.VerbDelController, Bridge: args[0]})
 			return err
 		},
 	}
@@ -81,7 +81,7 @@ it has.`,
 			return c.completeBridge(cmd, args, toComplete)
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, err := c.call(control.Request{Verb: control.VerbSetFailMode, Bridge: args[0], FailMode: args[1]})
+			_, err := c.call(api.Request{Verb: api.VerbSetFailMode, Bridge: args[0], FailMode: args[1]})
 			return err
 		},
 	}
@@ -94,7 +94,7 @@ func (c *cli) delFailModeCommand() *cobra.Command {
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: c.completeBridge,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, err := c.call(control.Request{Verb: control.VerbDelFailMode, Bridge: args[0]})
+			_, err := c.call(api.Request{Verb: api.VerbDelFailMode, Bridge: args[0]})
 			return err
 		},
 	}
@@ -122,7 +122,7 @@ func (c *cli) getFailModeCommand() *cobra.Command {
 }
 
 // controllerTargets are a bridge's targets, in the order set.
-func controllerTargets(b control.BridgeStatus) []string {
+func controllerTargets(b api.BridgeStatus) []string {
 	out := make([]string, 0, len(b.Controllers))
 	for _, c := range b.Controllers {
 		out = append(out, c.Target)

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/xswitch/xswitch/control"
+	"github.com/xswitch/xswitch/control/api"
 )
 
 // serve runs a daemon in-process on a socket of its own, for the verbs
@@ -18,20 +19,21 @@ import (
 func serve(t *testing.T) (*control.Daemon, func(args ...string) (string, error)) {
 	t.Helper()
 	dir := t.TempDir()
-	d, err := control.NewDaemon(control.Options{DBPath: filepath.Join(dir, "conf.json"), Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	d, err := control.NewDaemon(control.Options{DBPath: filepath.Join(dir, "conf.json"), Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { d.Close() })
 	sock := filepath.Join(dir, "xswitch.sock")
-	ln, err := control.Listen(sock)
+	ln, err := api.Listen(sock)
 	if err != nil {
 		t.Fatal(err)
 	}
 	served := make(chan struct{})
 	go func() {
 		defer close(served)
-		d.Serve(ln)
+		api.Serve(ln, d, log)
 	}()
 	t.Cleanup(func() {
 		ln.Close()

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/xswitch/xswitch/control"
+	"github.com/xswitch/xswitch/control/api"
 	"github.com/xswitch/xswitch/internal/sdnotify"
 	"github.com/xswitch/xswitch/metrics"
 	"github.com/xswitch/xswitch/ofagent"
@@ -204,7 +205,7 @@ func runDaemon(ctx context.Context, opts daemonOptions) error {
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	defer ignoreHangups(log)()
-	ln, err := control.Listen(socket)
+	ln, err := api.Listen(socket)
 	if err != nil {
 		return err
 	}
@@ -235,7 +236,7 @@ func runDaemon(ctx context.Context, opts daemonOptions) error {
 	// The controllers' connections end before the bridges do (below).
 	agent := ofagent.New(d, ofagent.Options{Log: log, Version: buildVersion().Version})
 	served := make(chan error, 1)
-	go func() { served <- d.Serve(ln) }()
+	go func() { served <- api.Serve(ln, d, log) }()
 	log.Info("listening", "socket", socket, "pid", os.Getpid())
 	opts.ready()
 	select {

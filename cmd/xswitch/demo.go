@@ -21,6 +21,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/xswitch/xswitch/control"
+	"github.com/xswitch/xswitch/control/api"
 	"github.com/xswitch/xswitch/internal/netns"
 	"github.com/xswitch/xswitch/ofagent"
 	vswitch "github.com/xswitch/xswitch/switch"
@@ -123,14 +124,14 @@ func runDemo(ctx context.Context, w io.Writer) error {
 
 	bridge := "xsdemo" + tag
 	fmt.Fprintf(w, "== xswitch add-br %s\n", bridge)
-	if _, err := client.call(control.Request{Verb: control.VerbAddBridge, Bridge: bridge}); err != nil {
+	if _, err := client.call(api.Request{Verb: api.VerbAddBridge, Bridge: bridge}); err != nil {
 		return err
 	}
-	undo.push(func() { client.call(control.Request{Verb: control.VerbDelBridge, Bridge: bridge}) })
+	undo.push(func() { client.call(api.Request{Verb: api.VerbDelBridge, Bridge: bridge}) })
 	for _, h := range hosts {
 		fmt.Fprintf(w, "== xswitch add-port %s %s --netns %s --address %s/24\n", bridge, h.port, h.netns, h.addr)
-		pc := &control.PortConfig{Name: h.port, Netns: h.netns, Address: h.addr + "/24"}
-		if _, err := client.call(control.Request{Verb: control.VerbAddPort, Bridge: bridge, AddPort: pc}); err != nil {
+		pc := &api.PortConfig{Name: h.port, Netns: h.netns, Address: h.addr + "/24"}
+		if _, err := client.call(api.Request{Verb: api.VerbAddPort, Bridge: bridge, AddPort: pc}); err != nil {
 			return err
 		}
 	}
@@ -174,7 +175,7 @@ func runDemo(ctx context.Context, w io.Writer) error {
 	}
 	fmt.Fprintf(w, "== xswitch dump-ports %s\n", bridge)
 	printDumpPorts(w, bridges[0].Ports)
-	resp, err := client.call(control.Request{Verb: control.VerbFDB, Bridge: bridge})
+	resp, err := client.call(api.Request{Verb: api.VerbFDB, Bridge: bridge})
 	if err != nil {
 		return err
 	}
@@ -194,7 +195,7 @@ func randomTag() string {
 // agent, as xswitch daemon runs them.
 func startPrivateDaemon(dir string, opts vswitch.Options) (*cli, func(), error) {
 	sock := filepath.Join(dir, "xswitch.sock")
-	ln, err := control.Listen(sock)
+	ln, err := api.Listen(sock)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -207,7 +208,7 @@ func startPrivateDaemon(dir string, opts vswitch.Options) (*cli, func(), error) 
 	agent := ofagent.New(d, ofagent.Options{Log: log, Version: buildVersion().Version})
 	served := make(chan struct{})
 	go func() {
-		d.Serve(ln)
+		api.Serve(ln, d, log)
 		close(served)
 	}()
 	return &cli{socket: sock}, func() {
@@ -228,7 +229,7 @@ var (
 func demoFlows(ctx context.Context, w io.Writer, client *cli, bridge string, from, to demoHost) error {
 	rule := "priority=100,icmp,in_port=1,actions=drop"
 	fmt.Fprintf(w, "== xswitch add-flow %s %s\n", bridge, rule)
-	if _, err := client.call(control.Request{Verb: control.VerbAddFlows, Bridge: bridge, Flows: []string{rule}}); err != nil {
+	if _, err := client.call(api.Request{Verb: api.VerbAddFlows, Bridge: bridge, Flows: []string{rule}}); err != nil {
 		return err
 	}
 	r, err := demoPing(ctx, from, to)
@@ -239,7 +240,7 @@ func demoFlows(ctx context.Context, w io.Writer, client *cli, bridge string, fro
 		return fmt.Errorf("the drop rule let %d of %d echo requests through", r.received, r.sent)
 	}
 	fmt.Fprintf(w, "   %s -> %s: blocked, %d echo requests dropped by the rule\n", from.netns, to.addr, r.sent)
-	resp, err := client.call(control.Request{Verb: control.VerbDumpFlows, Bridge: bridge})
+	resp, err := client.call(api.Request{Verb: api.VerbDumpFlows, Bridge: bridge})
 	if err != nil {
 		return err
 	}
@@ -248,7 +249,7 @@ func demoFlows(ctx context.Context, w io.Writer, client *cli, bridge string, fro
 		fmt.Fprintf(w, " %s\n", f.Text)
 	}
 	fmt.Fprintf(w, "== xswitch del-flows %s --strict priority=100,icmp,in_port=1\n", bridge)
-	if _, err := client.call(control.Request{Verb: control.VerbDelFlows, Bridge: bridge, Match: "priority=100,icmp,in_port=1", Strict: true}); err != nil {
+	if _, err := client.call(api.Request{Verb: api.VerbDelFlows, Bridge: bridge, Match: "priority=100,icmp,in_port=1", Strict: true}); err != nil {
 		return err
 	}
 	if r, err = demoPing(ctx, from, to); err == nil && r.received == 0 {

@@ -15,7 +15,7 @@ import (
 	"github.com/vishvananda/netlink"
 	vnetns "github.com/vishvananda/netns"
 
-	"github.com/xswitch/xswitch/control"
+	"github.com/xswitch/xswitch/control/api"
 	"github.com/xswitch/xswitch/internal/netns"
 	"github.com/xswitch/xswitch/port/veth"
 )
@@ -101,15 +101,15 @@ func runTunnelDemo(ctx context.Context, w io.Writer) error {
 		s.client = client
 		steps := []struct {
 			words string
-			req   control.Request
+			req   api.Request
 		}{
-			{"add-br " + bridge, control.Request{Verb: control.VerbAddBridge, Bridge: bridge}},
+			{"add-br " + bridge, api.Request{Verb: api.VerbAddBridge, Bridge: bridge}},
 			{fmt.Sprintf("add-port %s %s --netns %s --address %s/24", bridge, s.vm.port, s.vm.netns, s.vm.addr),
-				control.Request{Verb: control.VerbAddPort, Bridge: bridge,
-					AddPort: &control.PortConfig{Name: s.vm.port, Netns: s.vm.netns, Address: s.vm.addr + "/24"}}},
+				api.Request{Verb: api.VerbAddPort, Bridge: bridge,
+					AddPort: &api.PortConfig{Name: s.vm.port, Netns: s.vm.netns, Address: s.vm.addr + "/24"}}},
 			{fmt.Sprintf("add-port %s vx1 --type vxlan --remote-ip %s --key 42", bridge, other.underlayAddr),
-				control.Request{Verb: control.VerbAddPort, Bridge: bridge,
-					AddPort: &control.PortConfig{Name: "vx1", Type: control.PortTypeVXLAN, RemoteIP: other.underlayAddr, Key: "42"}}},
+				api.Request{Verb: api.VerbAddPort, Bridge: bridge,
+					AddPort: &api.PortConfig{Name: "vx1", Type: api.PortTypeVXLAN, RemoteIP: other.underlayAddr, Key: "42"}}},
 		}
 		for _, step := range steps {
 			fmt.Fprintf(w, "== on %s: xswitch %s\n", s.host, step.words)
@@ -143,7 +143,7 @@ func runTunnelDemo(ctx context.Context, w io.Writer) error {
 		printShow(w, bridges)
 		fmt.Fprintf(w, "== on %s: xswitch dump-ports %s\n", s.host, bridge)
 		printDumpPorts(w, bridges[0].Ports)
-		resp, err := s.client.call(control.Request{Verb: control.VerbFDB, Bridge: bridge})
+		resp, err := s.client.call(api.Request{Verb: api.VerbFDB, Bridge: bridge})
 		if err != nil {
 			return err
 		}

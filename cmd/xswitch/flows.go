@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/xswitch/xswitch/control"
+	"github.com/xswitch/xswitch/control/api"
 	"github.com/xswitch/xswitch/flow"
 )
 
@@ -23,7 +23,7 @@ same match and priority as an existing one replaces it.`,
 		Args:              cobra.ExactArgs(2),
 		ValidArgsFunction: c.completeBridge,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, err := c.call(control.Request{Verb: control.VerbAddFlows, Bridge: args[0], Flows: args[1:]})
+			_, err := c.call(api.Request{Verb: api.VerbAddFlows, Bridge: args[0], Flows: args[1:]})
 			return err
 		},
 	}
@@ -49,7 +49,7 @@ streamed to the daemon, which saves the rules as one change.`,
 				defer f.Close()
 				r = f
 			}
-			_, err := c.callWithBody(control.Request{Verb: control.VerbAddFlows, Bridge: args[0]}, r)
+			_, err := c.callWithBody(api.Request{Verb: api.VerbAddFlows, Bridge: args[0]}, r)
 			return err
 		},
 	}
@@ -66,7 +66,7 @@ priority. Counters and timeouts are kept.`,
 		Args:              cobra.ExactArgs(2),
 		ValidArgsFunction: c.completeBridge,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, err := c.call(control.Request{Verb: control.VerbModFlows, Bridge: args[0], Flows: args[1:], Strict: strict})
+			_, err := c.call(api.Request{Verb: api.VerbModFlows, Bridge: args[0], Flows: args[1:], Strict: strict})
 			return err
 		},
 	}
@@ -82,7 +82,7 @@ func (c *cli) delFlowsCommand() *cobra.Command {
 		Args:              cobra.RangeArgs(1, 2),
 		ValidArgsFunction: c.completeBridge,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			req := control.Request{Verb: control.VerbDelFlows, Bridge: args[0], Strict: strict}
+			req := api.Request{Verb: api.VerbDelFlows, Bridge: args[0], Strict: strict}
 			if len(args) == 2 {
 				req.Match = args[1]
 			}
@@ -101,7 +101,7 @@ func (c *cli) dumpFlowsCommand() *cobra.Command {
 		Args:              cobra.RangeArgs(1, 2),
 		ValidArgsFunction: c.completeBridge,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			req := control.Request{Verb: control.VerbDumpFlows, Bridge: args[0]}
+			req := api.Request{Verb: api.VerbDumpFlows, Bridge: args[0]}
 			if len(args) == 2 {
 				req.Match = args[1]
 			}
@@ -129,7 +129,7 @@ given are zero. Nothing is sent and nothing is learned.`,
 		Args:              cobra.ExactArgs(2),
 		ValidArgsFunction: c.completeBridge,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			resp, err := c.call(control.Request{Verb: control.VerbTrace, Bridge: args[0], Match: args[1]})
+			resp, err := c.call(api.Request{Verb: api.VerbTrace, Bridge: args[0], Match: args[1]})
 			if err != nil {
 				return err
 			}
@@ -140,7 +140,7 @@ given are zero. Nothing is sent and nothing is learned.`,
 }
 
 // printTrace prints a trace in the shape of ovs-appctl ofproto/trace.
-func printTrace(w io.Writer, bridge string, tr *control.Trace) {
+func printTrace(w io.Writer, bridge string, tr *api.Trace) {
 	fmt.Fprintf(w, "Flow: %s\n\n", tr.Flow)
 	title := fmt.Sprintf("bridge(%q)", bridge)
 	fmt.Fprintf(w, "%s\n%s\n", title, strings.Repeat("-", len(title)))
@@ -180,7 +180,7 @@ func printTrace(w io.Writer, bridge string, tr *control.Trace) {
 // printTraceSteps prints each table the packet visits, the rule it meets
 // there and that rule's actions, indented by resubmit depth, as
 // ovs-appctl ofproto/trace does.
-func printTraceSteps(w io.Writer, steps []control.TraceStep) {
+func printTraceSteps(w io.Writer, steps []api.TraceStep) {
 	for i, s := range steps {
 		indent := strings.Repeat("    ", s.Depth)
 		if !s.Lookup {

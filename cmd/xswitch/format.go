@@ -6,12 +6,12 @@ import (
 	"strings"
 
 	"github.com/xswitch/xswitch/bpf"
-	"github.com/xswitch/xswitch/control"
+	"github.com/xswitch/xswitch/control/api"
 	vswitch "github.com/xswitch/xswitch/switch"
 	"github.com/xswitch/xswitch/tunnel"
 )
 
-func printPortNames(w io.Writer, b control.BridgeStatus) {
+func printPortNames(w io.Writer, b api.BridgeStatus) {
 	for _, n := range portNames(b) {
 		fmt.Fprintln(w, n)
 	}
@@ -19,7 +19,7 @@ func printPortNames(w io.Writer, b control.BridgeStatus) {
 
 // printShow prints the configuration as a tree, in the manner of
 // ovs-vsctl show.
-func printShow(w io.Writer, bridges []control.BridgeStatus) {
+func printShow(w io.Writer, bridges []api.BridgeStatus) {
 	for _, b := range bridges {
 		fmt.Fprintf(w, "Bridge %s\n", b.Name)
 		fmt.Fprintf(w, "    datapath_id: %s\n", b.DatapathID)
@@ -80,7 +80,7 @@ func printShow(w io.Writer, bridges []control.BridgeStatus) {
 			switch {
 			case p.Netns != "":
 				fmt.Fprintf(w, "        netns: %s (%s)\n", p.Netns, strings.Join(details, ", "))
-			case p.Type == control.PortTypeInternal:
+			case p.Type == api.PortTypeInternal:
 				fmt.Fprintf(w, "        netns: host (%s)\n", strings.Join(details, ", "))
 			}
 			if p.Owner != 0 {
@@ -100,7 +100,7 @@ func printShow(w io.Writer, bridges []control.BridgeStatus) {
 
 // printTunnel prints what show says of a tunnel port beyond any port's:
 // its options as OVS's show prints them, and how its remote is reached.
-func printTunnel(w io.Writer, p control.PortStatus, t *control.TunnelStatus) {
+func printTunnel(w io.Writer, p api.PortStatus, t *api.TunnelStatus) {
 	opts := []string{"remote_ip=" + p.RemoteIP}
 	switch {
 	case p.LocalIP != "":
@@ -139,7 +139,7 @@ func printTunnel(w io.Writer, p control.PortStatus, t *control.TunnelStatus) {
 // the AF_XDP sockets' own statistics on a line of their own, NORMAL's
 // drops by reason on another, and the pipeline's drops of the frames the
 // port received on a last one.
-func printDumpPorts(w io.Writer, ports []control.PortStatus) {
+func printDumpPorts(w io.Writer, ports []api.PortStatus) {
 	fmt.Fprintf(w, "OFPST_PORT reply: %d ports\n", len(ports))
 	for _, p := range ports {
 		c, k := countersOf(p), p.Stats.Kernel
@@ -169,7 +169,7 @@ func printDumpPorts(w io.Writer, ports []control.PortStatus) {
 }
 
 // printFDB prints learned addresses in ovs-appctl fdb/show's shape.
-func printFDB(w io.Writer, entries []control.FDBEntry) {
+func printFDB(w io.Writer, entries []api.FDBEntry) {
 	fmt.Fprintln(w, " port  VLAN  MAC                Age")
 	for _, e := range entries {
 		fmt.Fprintf(w, "%5d  %4d  %s  %3d\n", e.Port, e.VLAN, e.MAC, e.AgeSec)
@@ -178,7 +178,7 @@ func printFDB(w io.Writer, entries []control.FDBEntry) {
 
 // printPMDStats prints each bridge's forwarding statistics, after
 // ovs-appctl dpif-netdev/pmd-stats-show.
-func printPMDStats(w io.Writer, bridges []control.BridgeStatus) {
+func printPMDStats(w io.Writer, bridges []api.BridgeStatus) {
 	for _, b := range bridges {
 		fmt.Fprintf(w, "bridge %s:\n", b.Name)
 		fmt.Fprintf(w, "  packets received: %d\n", packetsReceived(b))
@@ -203,7 +203,7 @@ func printPMDStats(w io.Writer, bridges []control.BridgeStatus) {
 
 // printFastPath prints the fast path's entries after ovs-appctl
 // dpctl/dump-flows: the match, then the counters, then the actions.
-func printFastPath(w io.Writer, entries []control.FastPathEntry) {
+func printFastPath(w io.Writer, entries []api.FastPathEntry) {
 	for _, e := range entries {
 		stale := ""
 		if e.Stale {
@@ -215,7 +215,7 @@ func printFastPath(w io.Writer, entries []control.FastPathEntry) {
 
 // printForwarder says where a bridge's forwarding threads run and, as OVS
 // does for PMD threads, how much of their time went to forwarding.
-func printForwarder(w io.Writer, f control.ForwarderStatus) {
+func printForwarder(w io.Writer, f api.ForwarderStatus) {
 	switch len(f.CPUs) {
 	case 0:
 		fmt.Fprint(w, "  forwarding thread: any CPU")
@@ -257,7 +257,7 @@ func dropReasons(reasons []string, drops map[string]uint64) (total uint64, list 
 
 // printTables prints each table's counters as ovs-ofctl dump-tables does;
 // a run of tables with the same counters as the one before is "ditto".
-func printTables(w io.Writer, tables []control.TableStatus) {
+func printTables(w io.Writer, tables []api.TableStatus) {
 	for i := 0; i < len(tables); {
 		t := tables[i]
 		fmt.Fprintf(w, "  table %d:\n    active=%d, lookup=%d, matched=%d\n", t.Table, t.Active, t.Lookups, t.Matched)

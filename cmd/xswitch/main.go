@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/xswitch/xswitch/control"
+	"github.com/xswitch/xswitch/control/api"
 )
 
 // Exit codes.
@@ -31,10 +31,10 @@ func main() {
 }
 
 func exitCode(err error) int {
-	if _, ok := errors.AsType[*control.UnreachableError](err); ok {
+	if _, ok := errors.AsType[*api.UnreachableError](err); ok {
 		return exitUnreachable
 	}
-	if _, ok := errors.AsType[*control.OutcomeUnknownError](err); ok {
+	if _, ok := errors.AsType[*api.OutcomeUnknownError](err); ok {
 		return exitOutcomeUnknown
 	}
 	return exitUserError
@@ -48,13 +48,13 @@ type cli struct {
 }
 
 // call sends one request to the daemon.
-func (c *cli) call(req control.Request) (*control.Response, error) {
+func (c *cli) call(req api.Request) (*api.Response, error) {
 	return c.callWithBody(req, nil)
 }
 
 // callWithBody sends one request with a stream of rules after it.
-func (c *cli) callWithBody(req control.Request, body io.Reader) (*control.Response, error) {
-	return control.Client{Socket: c.socket, Timeout: c.timeout}.Do(req, body)
+func (c *cli) callWithBody(req api.Request, body io.Reader) (*api.Response, error) {
+	return api.Client{Socket: c.socket, Timeout: c.timeout}.Do(req, body)
 }
 
 func newRootCommand() *cobra.Command {
@@ -83,7 +83,7 @@ Exit codes:
 			return checkFormat(c.format)
 		},
 	}
-	defaultSocket := control.DefaultSocket
+	defaultSocket := api.DefaultSocket
 	if s := os.Getenv("XSWITCH_SOCK"); s != "" {
 		defaultSocket = s
 	}

@@ -6,7 +6,7 @@ import (
 	"io"
 	"slices"
 
-	"github.com/xswitch/xswitch/control"
+	"github.com/xswitch/xswitch/control/api"
 	vswitch "github.com/xswitch/xswitch/switch"
 	"github.com/xswitch/xswitch/tunnel"
 )
@@ -153,7 +153,7 @@ type showTunnelJSON struct {
 	Unreachable string `json:"unreachable,omitempty"`
 }
 
-func toShowJSON(bridges []control.BridgeStatus) showJSON {
+func toShowJSON(bridges []api.BridgeStatus) showJSON {
 	out := showJSON{Bridges: make([]showBridgeJSON, 0, len(bridges))}
 	for _, b := range bridges {
 		jb := showBridgeJSON{Name: b.Name, DatapathID: b.DatapathID, FailMode: b.FailMode,
@@ -196,7 +196,7 @@ func toShowJSON(bridges []control.BridgeStatus) showJSON {
 
 // shownMTU is the MTU show reports: the interface's, or while the port is
 // down what --mtu asked for.
-func shownMTU(p control.PortStatus) int {
+func shownMTU(p api.PortStatus) int {
 	if p.Info.MTU != 0 {
 		return p.Info.MTU
 	}
@@ -219,7 +219,7 @@ type portCounters struct {
 	TxErrors  uint64 `json:"tx_errors"`
 }
 
-func countersOf(p control.PortStatus) portCounters {
+func countersOf(p api.PortStatus) portCounters {
 	s, k := p.Stats, p.Stats.Kernel
 	return portCounters{
 		RxPackets: s.RxPackets,
@@ -261,10 +261,10 @@ type portDumpJSON struct {
 // tx_dropped) and what its underlay dropped of the frames it received for
 // its tunnels, which reached no port.
 type tunnelDropsJSON struct {
-	Underlay      string               `json:"underlay"`
-	TxOversize    uint64               `json:"tx_oversize"`
-	TxNoRoute     uint64               `json:"tx_no_route"`
-	UnderlayDrops tunnel.UnderlayStats `json:"underlay_drops"`
+	Underlay      string            `json:"underlay"`
+	TxOversize    uint64            `json:"tx_oversize"`
+	TxNoRoute     uint64            `json:"tx_no_route"`
+	UnderlayDrops api.UnderlayDrops `json:"underlay_drops"`
 }
 
 // dropsJSON are the frames NORMAL dropped, by reason, named as on
@@ -278,7 +278,7 @@ type dropsJSON struct {
 	SplitHorizon uint64 `json:"split_horizon"`
 }
 
-func dropsOf(p control.PortStatus) dropsJSON {
+func dropsOf(p api.PortStatus) dropsJSON {
 	s := p.Stats
 	return dropsJSON{VLAN: s.RxVLANDropped, Reserved: s.RxReservedDropped, Storm: s.RxStormDropped, STP: s.RxSTPDropped,
 		SplitHorizon: s.RxSplitHorizonDropped}
@@ -291,7 +291,7 @@ func (d dropsJSON) total() uint64 { return d.VLAN + d.Reserved + d.Storm + d.STP
 const tunnelOverhead = tunnel.Overhead - 14
 
 // pipelineDropsOf gives every reason, zero for a port that is down.
-func pipelineDropsOf(p control.PortStatus) map[string]uint64 {
+func pipelineDropsOf(p api.PortStatus) map[string]uint64 {
 	if p.Stats.PipelineDropped == nil {
 		return vswitch.DropCounts{}.ByReason()
 	}
@@ -315,7 +315,7 @@ type xskJSON struct {
 	TxRefused uint64 `json:"tx_refused"`
 }
 
-func toDumpPortsJSON(bridge string, ports []control.PortStatus) dumpPortsJSON {
+func toDumpPortsJSON(bridge string, ports []api.PortStatus) dumpPortsJSON {
 	out := dumpPortsJSON{Bridge: bridge, Ports: make([]portDumpJSON, 0, len(ports))}
 	for _, p := range ports {
 		k := p.Stats.Kernel
@@ -335,7 +335,7 @@ func toDumpPortsJSON(bridge string, ports []control.PortStatus) dumpPortsJSON {
 	return out
 }
 
-func tunnelDropsOf(p control.PortStatus) *tunnelDropsJSON {
+func tunnelDropsOf(p api.PortStatus) *tunnelDropsJSON {
 	t := p.Tunnel
 	if t == nil {
 		return nil
@@ -356,7 +356,7 @@ type fdbEntryJSON struct {
 	AgeSec int    `json:"age"`
 }
 
-func toFDBJSON(bridge string, entries []control.FDBEntry) fdbJSON {
+func toFDBJSON(bridge string, entries []api.FDBEntry) fdbJSON {
 	out := fdbJSON{Bridge: bridge, Entries: make([]fdbEntryJSON, 0, len(entries))}
 	for _, e := range entries {
 		out.Entries = append(out.Entries, fdbEntryJSON(e))
@@ -388,7 +388,7 @@ type flowJSON struct {
 	Text        string  `json:"text"` // the dump-flows line, which add-flow accepts back
 }
 
-func toFlowJSON(f control.FlowStatus) flowJSON {
+func toFlowJSON(f api.FlowStatus) flowJSON {
 	return flowJSON{
 		Cookie: fmt.Sprintf("%#x", f.Cookie), DurationSec: f.DurationSec, Priority: f.Priority,
 		Match: f.Match, Actions: f.Actions, Packets: f.Packets, Bytes: f.Bytes,
@@ -396,7 +396,7 @@ func toFlowJSON(f control.FlowStatus) flowJSON {
 	}
 }
 
-func toFlowsJSON(bridge string, flows []control.FlowStatus) flowsJSON {
+func toFlowsJSON(bridge string, flows []api.FlowStatus) flowsJSON {
 	out := flowsJSON{Bridge: bridge, Flows: make([]flowJSON, 0, len(flows))}
 	for _, f := range flows {
 		out.Flows = append(out.Flows, toFlowJSON(f))
@@ -432,7 +432,7 @@ type traceStepJSON struct {
 	Notes  []string  `json:"notes"`
 }
 
-func toTraceJSON(bridge string, tr *control.Trace) traceJSON {
+func toTraceJSON(bridge string, tr *api.Trace) traceJSON {
 	out := traceJSON{
 		Bridge: bridge, Flow: tr.Flow, FinalFlow: tr.FinalFlow, Malformed: tr.Malformed, Dropped: tr.Dropped, FastPath: tr.FastPath,
 		Steps:   make([]traceStepJSON, 0, len(tr.Steps)),
@@ -468,11 +468,11 @@ type pmdBridgeJSON struct {
 	// PipelineDrops are the frames the pipeline sent nowhere, by reason.
 	PipelineDrops map[string]uint64 `json:"pipeline_drops"`
 
-	Forwarder control.ForwarderStatus `json:"forwarder"`
-	FastPath  *control.FastPathStatus `json:"fastpath,omitempty"`
+	Forwarder api.ForwarderStatus `json:"forwarder"`
+	FastPath  *api.FastPathStatus `json:"fastpath,omitempty"`
 }
 
-func toPMDStatsJSON(bridges []control.BridgeStatus) pmdStatsJSON {
+func toPMDStatsJSON(bridges []api.BridgeStatus) pmdStatsJSON {
 	out := pmdStatsJSON{Bridges: make([]pmdBridgeJSON, 0, len(bridges))}
 	for _, b := range bridges {
 		out.Bridges = append(out.Bridges, pmdBridgeJSON{
@@ -483,7 +483,7 @@ func toPMDStatsJSON(bridges []control.BridgeStatus) pmdStatsJSON {
 	return out
 }
 
-func packetsReceived(b control.BridgeStatus) uint64 {
+func packetsReceived(b api.BridgeStatus) uint64 {
 	var rx uint64
 	for _, p := range b.Ports {
 		rx += p.Stats.RxPackets
@@ -492,7 +492,7 @@ func packetsReceived(b control.BridgeStatus) uint64 {
 }
 
 // portNames are a bridge's port names, sorted.
-func portNames(b control.BridgeStatus) []string {
+func portNames(b api.BridgeStatus) []string {
 	names := make([]string, 0, len(b.Ports))
 	for _, p := range b.Ports {
 		names = append(names, p.Name)
@@ -503,12 +503,12 @@ func portNames(b control.BridgeStatus) []string {
 
 // fastPathJSON is dump-fastpath's answer.
 type fastPathJSON struct {
-	Bridge  string                  `json:"bridge"`
-	Entries []control.FastPathEntry `json:"entries"`
+	Bridge  string              `json:"bridge"`
+	Entries []api.FastPathEntry `json:"entries"`
 }
 
 // tablesJSON is dump-tables' answer: every table, 0 to 254.
 type tablesJSON struct {
-	Bridge string                `json:"bridge"`
-	Tables []control.TableStatus `json:"tables"`
+	Bridge string            `json:"bridge"`
+	Tables []api.TableStatus `json:"tables"`
 }

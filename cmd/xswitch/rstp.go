@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/xswitch/xswitch/control"
+	"github.com/xswitch/xswitch/control/api"
 )
 
 func (c *cli) rstpShowCommand() *cobra.Command {
@@ -23,7 +23,7 @@ it is an edge port.`,
 		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: c.completeBridge,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			resp, err := c.call(control.Request{Verb: control.VerbRSTPShow, Bridge: strings.Join(args, "")})
+			resp, err := c.call(api.Request{Verb: api.VerbRSTPShow, Bridge: strings.Join(args, "")})
 			if err != nil {
 				return err
 			}
@@ -49,7 +49,7 @@ func (c *cli) setSTPCommand() *cobra.Command {
 			if on == "" {
 				return fmt.Errorf("set-stp %s %s: want on or off", args[0], args[1])
 			}
-			_, err := c.call(control.Request{Verb: control.VerbSet, Table: control.TableBridge, Record: args[0],
+			_, err := c.call(api.Request{Verb: api.VerbSet, Table: api.TableBridge, Record: args[0],
 				Columns: []string{"rstp_enable=" + on}})
 			return err
 		},
@@ -58,12 +58,12 @@ func (c *cli) setSTPCommand() *cobra.Command {
 
 // rstpShowJSON is rstp-show's answer.
 type rstpShowJSON struct {
-	Bridges []control.RSTPStatus `json:"bridges"`
+	Bridges []api.RSTPStatus `json:"bridges"`
 }
 
 // printRSTP prints spanning trees in ovs-appctl rstp/show's shape, with
 // two columns of its own after OVS's.
-func printRSTP(w io.Writer, trees []control.RSTPStatus) {
+func printRSTP(w io.Writer, trees []api.RSTPStatus) {
 	for _, t := range trees {
 		fmt.Fprintf(w, "---- %s ----\n", t.Bridge)
 		fmt.Fprintln(w, "Root ID:")
@@ -96,7 +96,7 @@ func printRSTP(w io.Writer, trees []control.RSTPStatus) {
 	}
 }
 
-func printRSTPID(w io.Writer, id control.RSTPID) {
+func printRSTPID(w io.Writer, id api.RSTPID) {
 	fmt.Fprintf(w, "  stp-priority    %d\n", id.Priority)
 	fmt.Fprintf(w, "  stp-system-id   %s\n", id.Address)
 	fmt.Fprintf(w, "  stp-hello-time  %ds\n", id.HelloTime)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/xswitch/xswitch/control"
+	"github.com/xswitch/xswitch/control/api"
 	vswitch "github.com/xswitch/xswitch/switch"
 )
 
@@ -19,7 +19,7 @@ func (c *cli) addBridgeCommand() *cobra.Command {
 		Short: "Create a bridge",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, err := c.call(control.Request{Verb: control.VerbAddBridge, Bridge: args[0]})
+			_, err := c.call(api.Request{Verb: api.VerbAddBridge, Bridge: args[0]})
 			return err
 		},
 	}
@@ -32,7 +32,7 @@ func (c *cli) delBridgeCommand() *cobra.Command {
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: c.completeBridge,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, err := c.call(control.Request{Verb: control.VerbDelBridge, Bridge: args[0]})
+			_, err := c.call(api.Request{Verb: api.VerbDelBridge, Bridge: args[0]})
 			return err
 		},
 	}
@@ -62,7 +62,7 @@ func (c *cli) listBridgesCommand() *cobra.Command {
 }
 
 func (c *cli) addPortCommand() *cobra.Command {
-	var pc control.PortConfig
+	var pc api.PortConfig
 	var ofport uint16
 	var trunks []uint
 	cmd := &cobra.Command{
@@ -120,7 +120,7 @@ than theirs.`,
 				}
 				pc.Trunks = append(pc.Trunks, uint16(v))
 			}
-			_, err := c.call(control.Request{Verb: control.VerbAddPort, Bridge: args[0], AddPort: &pc})
+			_, err := c.call(api.Request{Verb: api.VerbAddPort, Bridge: args[0], AddPort: &pc})
 			return err
 		},
 	}
@@ -151,7 +151,7 @@ func (c *cli) delPortCommand() *cobra.Command {
 		Args:              cobra.ExactArgs(2),
 		ValidArgsFunction: c.completeBridgeThenPort,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, err := c.call(control.Request{Verb: control.VerbDelPort, Bridge: args[0], Port: args[1]})
+			_, err := c.call(api.Request{Verb: api.VerbDelPort, Bridge: args[0], Port: args[1]})
 			return err
 		},
 	}
@@ -223,7 +223,7 @@ func (c *cli) dumpPortsCommand() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				ports = []control.PortStatus{p}
+				ports = []api.PortStatus{p}
 			}
 			return c.emit(cmd.OutOrStdout(), toDumpPortsJSON(bridges[0].Name, ports),
 				func(w io.Writer) { printDumpPorts(w, ports) })
@@ -238,7 +238,7 @@ func (c *cli) dumpTablesCommand() *cobra.Command {
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: c.completeBridge,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			resp, err := c.call(control.Request{Verb: control.VerbDumpTables, Bridge: args[0]})
+			resp, err := c.call(api.Request{Verb: api.VerbDumpTables, Bridge: args[0]})
 			if err != nil {
 				return err
 			}
@@ -258,7 +258,7 @@ to its frames, the frames and bytes it carried and when it last did.`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: c.completeBridge,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			resp, err := c.call(control.Request{Verb: control.VerbDumpFast, Bridge: args[0]})
+			resp, err := c.call(api.Request{Verb: api.VerbDumpFast, Bridge: args[0]})
 			if err != nil {
 				return err
 			}
@@ -275,7 +275,7 @@ func (c *cli) fdbShowCommand() *cobra.Command {
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: c.completeBridge,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			resp, err := c.call(control.Request{Verb: control.VerbFDB, Bridge: args[0]})
+			resp, err := c.call(api.Request{Verb: api.VerbFDB, Bridge: args[0]})
 			if err != nil {
 				return err
 			}
@@ -285,8 +285,8 @@ func (c *cli) fdbShowCommand() *cobra.Command {
 }
 
 // show asks for the status of every bridge, or of one.
-func (c *cli) show(bridge string) ([]control.BridgeStatus, error) {
-	resp, err := c.call(control.Request{Verb: control.VerbShow, Bridge: bridge})
+func (c *cli) show(bridge string) ([]api.BridgeStatus, error) {
+	resp, err := c.call(api.Request{Verb: api.VerbShow, Bridge: bridge})
 	if err != nil {
 		return nil, err
 	}
@@ -294,14 +294,14 @@ func (c *cli) show(bridge string) ([]control.BridgeStatus, error) {
 }
 
 // findPort finds a port by name or OpenFlow number, as ovs-ofctl accepts.
-func findPort(b control.BridgeStatus, nameOrNumber string) (control.PortStatus, error) {
+func findPort(b api.BridgeStatus, nameOrNumber string) (api.PortStatus, error) {
 	n, numErr := strconv.ParseUint(nameOrNumber, 10, 16)
 	for _, p := range b.Ports {
 		if p.Name == nameOrNumber || (numErr == nil && uint64(p.OFPort) == n) {
 			return p, nil
 		}
 	}
-	return control.PortStatus{}, fmt.Errorf("no port %q on bridge %s", nameOrNumber, b.Name)
+	return api.PortStatus{}, fmt.Errorf("no port %q on bridge %s", nameOrNumber, b.Name)
 }
 
 // defaultReadyTimeout is how long wait-ready waits without --timeout.
@@ -324,7 +324,7 @@ a script can start the daemon and go on as soon as it serves:
 			if !cmd.Flags().Changed("timeout") {
 				timeout = defaultReadyTimeout
 			}
-			_, err := control.WaitReady(c.socket, timeout)
+			_, err := api.WaitReady(c.socket, timeout)
 			return err
 		},
 	}

@@ -3,13 +3,13 @@ package main
 import (
 	"fmt"
 
-	"github.com/xswitch/xswitch/control"
+	"github.com/xswitch/xswitch/control/api"
 	vswitch "github.com/xswitch/xswitch/switch"
 )
 
 // vlanConfig is pc's VLAN configuration with its mode resolved, and false
 // for a port that has none.
-func vlanConfig(pc control.PortConfig) (vswitch.VLANConfig, bool) {
+func vlanConfig(pc api.PortConfig) (vswitch.VLANConfig, bool) {
 	if pc.VLANMode == "" && pc.Tag == 0 && len(pc.Trunks) == 0 {
 		return vswitch.VLANConfig{}, false
 	}
@@ -18,7 +18,7 @@ func vlanConfig(pc control.PortConfig) (vswitch.VLANConfig, bool) {
 	return vswitch.VLANConfig{Mode: mode, Tag: pc.Tag, Trunks: pc.Trunks}.Resolved(), true
 }
 
-func effectiveVLANMode(pc control.PortConfig) string {
+func effectiveVLANMode(pc api.PortConfig) string {
 	if c, ok := vlanConfig(pc); ok {
 		return c.Mode.String()
 	}
@@ -28,7 +28,7 @@ func effectiveVLANMode(pc control.PortConfig) string {
 // vlanSummary describes a port's VLANs for show: "access 10",
 // "trunk 10,20", "native-untagged 10, trunks 20,30"; "" when it has no
 // VLAN configuration.
-func vlanSummary(pc control.PortConfig) string {
+func vlanSummary(pc api.PortConfig) string {
 	c, ok := vlanConfig(pc)
 	if !ok {
 		return ""

@@ -1,17 +1,20 @@
-// Package control is xswitch's control plane: the daemon that owns the
-// bridges, the protocol its clients speak over a unix socket, and the
-// configuration it persists.
+// Package api is the protocol between xswitch's daemon and its clients
+// over a unix socket: the requests and the answers, plain data in JSON;
+// the client that sends them (Client); and the listener and server loop
+// that take them to a Handler, which the daemon (package control) is.
 //
 // The protocol is one JSON request and one JSON response per connection;
 // add-flows may stream its rules after the request instead (Stream).
 // Responses carry structured data; formatting for people is the client's
 // business, so that scripts can ask for the same data as JSON.
-package control
+//
+// The package imports nothing of the switch and keeps nothing of the
+// daemon's: a client needs only it, and the daemon converts what its
+// bridges, ports and tunnels report into these types.
+package api
 
 import (
 	"encoding/json"
-
-	"github.com/xswitch/xswitch/port"
 )
 
 // Request is what a client sends.
@@ -235,7 +238,7 @@ type PortStatus struct {
 	// that is down and open (its interface is administratively down) has
 	// Info too.
 	Error string    `json:"error,omitempty"`
-	Info  port.Info `json:"info"`
+	Info  PortInfo  `json:"info"`
 	Stats PortStats `json:"stats"`
 	// RSTP is the port's part in its bridge's spanning tree; nil when the
 	// bridge runs none or the port takes no part.
@@ -250,16 +253,31 @@ type PortStatus struct {
 	Tunnel *TunnelStatus `json:"tunnel,omitempty"`
 }
 
+// PortInfo describes how a port was opened (the switch's port.Info). Its
+// fields are named in JSON as they are in Go.
+type PortInfo struct {
+	Kind     string // "afxdp", or for a tunnel its kind
+	XDPMode  string // "native" or "generic": where the XDP program is attached
+	BindMode string // "zerocopy" or "copy": how the sockets were bound
+	Queues   int
+	Ifindex  int // the interface the port opened; 0 for none
+	// MultiBuffer says that a frame may span several buffers, so that
+	// MaxFrame can exceed one.
+	MultiBuffer bool
+	MaxFrame    int // the longest frame the port carries, without FCS; 0: no limit
+	MTU         int // the interface's MTU when the port was opened; 0 if unknown
+}
+
 // PortStats are a port's counters. Rx and Tx are the switch's view; the
 // Kernel ones are the AF_XDP sockets' own (XDP_STATISTICS).
 type PortStats struct {
-	RxPackets uint64     `json:"rx_packets"`
-	RxBytes   uint64     `json:"rx_bytes"`
-	RxErrors  uint64     `json:"rx_errors"`
-	TxPackets uint64     `json:"tx_packets"`
-	TxBytes   uint64     `json:"tx_bytes"`
-	TxDropped uint64     `json:"tx_dropped"`
-	Kernel    port.Stats `json:"kernel"`
+	RxPackets uint64      `json:"rx_packets"`
+	RxBytes   uint64      `json:"rx_bytes"`
+	RxErrors  uint64      `json:"rx_errors"`
+	TxPackets uint64      `json:"tx_packets"`
+	TxBytes   uint64      `json:"tx_bytes"`
+	TxDropped uint64      `json:"tx_dropped"`
+	Kernel    KernelStats `json:"kernel"`
 	// RxVLANDropped counts frames that NORMAL dropped because the port
 	// does not carry their VLAN, RxReservedDropped those it dropped because
 	// they were sent to a reserved group address.
@@ -282,10 +300,118 @@ type PortStats struct {
 	FastPathTxDropped uint64 `json:"fastpath_tx_dropped,omitempty"`
 }
 
+// KernelStats are a port's own counters (the switch's port.Stats): for
+// AF_XDP, the kernel's XDP_STATISTICS summed over the port's sockets.
+type KernelStats struct {
+	RxDropped       uint64 `json:"rx_dropped"` // dropped by the kernel for reasons other than below
+	RxInvalidDescs  uint64 `json:"rx_invalid_descs"`
+	RxRingFull      uint64 `json:"rx_ring_full"`       // rx ring was full: the switch did not keep up
+	RxFillRingEmpty uint64 `json:"rx_fill_ring_empty"` // no buffer to receive into
+	TxInvalidDescs  uint64 `json:"tx_invalid_descs"`
+	TxRingEmpty     uint64 `json:"tx_ring_empty"`
+	// RxOversize counts frames longer than the port carries, dropped on
+	// arrival: the port's own count, not the kernel's.
+	RxOversize uint64 `json:"rx_oversize"`
+	// TxRefused counts the frames the interface refused after the socket
+	// took them, TxRefusedBytes their bytes: drops, not transmits.
+	TxRefused      uint64 `json:"tx_refused"`
+	TxRefusedBytes uint64 `json:"tx_refused_bytes"`
+}
+
 // FDBEntry is one learned MAC address.
 type FDBEntry struct {
 	Port   uint16 `json:"port"`
 	VLAN   uint16 `json:"vlan"`
 	MAC    string `json:"mac"`
 	AgeSec int    `json:"age"`
+}
+
+// RSTPStatus is a bridge's spanning tree, as rstp-show reports it.
+type RSTPStatus struct {
+	Bridge          string     `json:"bridge"`
+	BridgeID        RSTPID     `json:"bridge_id"`
+	RootID          RSTPID     `json:"root_id"` // with the times this bridge takes from the root
+	IsRoot          bool       `json:"is_root"`
+	RootPort        string     `json:"root_port,omitempty"`
+	RootPathCost    uint32     `json:"root_path_cost"`
+	TopologyChanges uint64     `json:"topology_changes"`
+	BPDUsDropped    uint64     `json:"bpdus_dropped"` // the queue to the machines was full
+	Ports           []RSTPPort `json:"ports"`
+	Unsettled       uint64     `json:"unsettled,omitempty"`
+	ForceVersion    uint8      `json:"force_protocol_version"`
+	TransmitHold    uint16     `json:"transmit_hold_count"`
+}
+
+// RSTPID is a bridge identifier and the times that go with it.
+type RSTPID struct {
+	ID           string `json:"id"` // 8000.0a1b2c3d4e5f
+	Priority     uint16 `json:"priority"`
+	Address      string `json:"address"`
+	HelloTime    uint16 `json:"hello_time"`
+	MaxAge       uint16 `json:"max_age"`
+	ForwardDelay uint16 `json:"forward_delay"`
+}
+
+// RSTPPort is one port's part in the spanning tree.
+type RSTPPort struct {
+	Name     string `json:"name"`
+	OFPort   uint16 `json:"ofport"`
+	Number   uint16 `json:"port_number"`
+	Priority uint8  `json:"priority"`
+	PathCost uint32 `json:"path_cost"`
+	Role     string `json:"role"`
+	State    string `json:"state"`
+	Edge     bool   `json:"edge"`
+	// Protocol is "rstp", or "stp" once the port heard an 802.1D bridge
+	// and fell back to its BPDUs.
+	Protocol         string `json:"protocol"`
+	DesignatedBridge string `json:"designated_bridge"`
+	DesignatedPort   string `json:"designated_port"` // priority.number, as 128.2
+	RxBPDUs          uint64 `json:"rx_bpdus"`
+	TxBPDUs          uint64 `json:"tx_bpdus"`
+	RxDropped        uint64 `json:"rx_dropped"` // BPDUs not taken: invalid, or the port's own
+}
+
+// ControllerStatus is one of a bridge's targets with what the OpenFlow
+// agent last said of it.
+type ControllerStatus struct {
+	Target    string `json:"target"`
+	Connected bool   `json:"is_connected"`
+	Role      string `json:"role,omitempty"` // the controller's role, as the agent names it
+}
+
+// TunnelStatus is what show says of a tunnel port: how its remote is
+// reached now, and what it and its underlay dropped.
+type TunnelStatus struct {
+	Underlay string `json:"underlay"` // the interface its frames leave by
+	// UnderlayInfo is how the underlay's AF_XDP port was opened.
+	UnderlayInfo PortInfo `json:"underlay_info"`
+	Local        string   `json:"local_ip"` // the address it sends from
+	NextHop      string   `json:"next_hop"`
+	NextHopMAC   string   `json:"next_hop_mac,omitempty"` // empty: not resolved yet
+	// Unreachable says why frames to it are dropped now, if they are.
+	Unreachable   string        `json:"unreachable,omitempty"`
+	Drops         TunnelDrops   `json:"drops"`
+	UnderlayDrops UnderlayDrops `json:"underlay_drops"`
+}
+
+// TunnelDrops are what a tunnel port dropped on its own account: frames
+// too long to encapsulate within its underlay's MTU, and frames sent
+// while its remote was unreachable.
+type TunnelDrops struct {
+	TxOversize uint64 `json:"tx_oversize"`
+	TxNoRoute  uint64 `json:"tx_no_route"`
+}
+
+// UnderlayDrops are the frames an underlay received for its tunnels and
+// dropped, by why: none of them reaches a bridge.
+type UnderlayDrops struct {
+	NotTunnel     uint64 `json:"not_tunnel"` // for an (address, port) no longer listened on
+	BadOuter      uint64 `json:"bad_outer"`
+	Fragment      uint64 `json:"fragment"`
+	BadHeader     uint64 `json:"bad_header"`
+	CriticalOpt   uint64 `json:"critical_option"`
+	ShortInner    uint64 `json:"short_inner"`
+	UnknownRemote uint64 `json:"unknown_remote"`
+	WrongKey      uint64 `json:"wrong_key"`
 }

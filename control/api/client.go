@@ -1,4 +1,4 @@
-package control
+package api
 
 import (
 	"encoding/json"
@@ -15,10 +15,6 @@ import (
 
 // DefaultSocket is where the daemon listens unless told otherwise.
 const DefaultSocket = "/run/xswitch/xswitch.sock"
-
-// DefaultDB is where the daemon keeps its configuration unless told
-// otherwise.
-const DefaultDB = "/var/lib/xswitch/conf.json"
 
 // dialTimeout bounds connecting: a daemon that is up accepts at once, or
 // queues the connection in its listen backlog.

@@ -1,6 +1,11 @@
-package control
-
-// The configuration on disk.
+// Package store keeps the daemon's configuration on disk: the snapshot,
+// the journal of changes made since, and the lock that keeps a second
+// daemon off them; it loads what a restart finds and compacts the
+// journal into a new snapshot. It knows the configuration's types and a
+// bridge's rules in flow syntax, and what its files hold; it never
+// touches a bridge, a port or the host's interfaces, and what makes a
+// configuration valid is its user's to say (Rules): the store keeps
+// configurations, the daemon's verbs decide what they may hold.
 //
 // The daemon keeps its configuration as OVSDB keeps a database: a snapshot
 // of the whole (the --db file) and a journal of the changes made since
@@ -8,9 +13,10 @@ package control
 // the verb that made it returns. A change costs what it says, not what the
 // configuration holds: one add-flow on a table of 200,000 rules appends one
 // line, where rewriting the snapshot would write 12 MB. When the journal
-// outgrows the snapshot (and at start-up, when it holds anything or a
-// bridge was given the datapath id it lacked), the daemon writes a new
-// snapshot and starts a new journal: compaction.
+// outgrows the snapshot (and at start-up, when it holds anything or the
+// loaded configuration was upgraded: a bridge given the datapath id it
+// lacked), the store writes a new snapshot and starts a new journal:
+// compaction.
 //
 // Each journal line is a CRC-32C of its JSON, a space, and the JSON. A
 // crash mid-append leaves a torn last line: that change was never
@@ -20,10 +26,11 @@ package control
 // generation it follows, so that the journal a crash in the middle of a
 // compaction leaves beside the new snapshot is recognised as already in it.
 //
-// The daemon also holds an exclusive flock on a lock file beside the
-// configuration (".lock" added), holding its pid, for as long as it runs:
+// An open store also holds an exclusive flock on a lock file beside the
+// configuration (".lock" added), holding the daemon's pid, while it runs:
 // two daemons on one configuration would overwrite each other's changes
 // and delete each other's devices.
+package store
 
 import (
 	"bytes"
@@ -43,25 +50,62 @@ import (
 	"github.com/xswitch/xswitch/flow"
 )
 
-// minCompaction is the journal size below which the daemon never compacts,
+// MinCompaction is the journal size below which a store never compacts,
 // so that a small configuration is not rewritten every few changes.
-var minCompaction int64 = 1 << 20
+var MinCompaction int64 = 1 << 20
 
-// journalRecord is one change: a new configuration of bridges and ports,
-// edits to flow tables, or both, applied in that order.
-type journalRecord struct {
+// Rules are what a store holds the configurations it loads to, a
+// snapshot's and each change's, besides what its files must hold: the
+// store's user's rules, not its own.
+type Rules struct {
+	// Validate refuses a configuration that no verb would have made (a
+	// file edited by hand, or written by a daemon with a bug since
+	// fixed); nil accepts any.
+	Validate func(*Config) error
+	// Upgrade fills in, once a configuration is loaded, what one saved by
+	// an earlier version lacks, and reports whether it did, which a
+	// store then keeps in a new snapshot; nil changes nothing.
+	Upgrade func(*Config) bool
+}
+
+// check holds c, as read from a file, to r and to the store's own rules.
+func (r Rules) check(c *Config) error {
+	c.dropEmpty()
+	if r.Validate != nil {
+		if err := r.Validate(c); err != nil {
+			return err
+		}
+	}
+	for _, bc := range c.Bridges {
+		counted := 0
+		for _, run := range bc.Installed {
+			if run.Count < 1 {
+				return fmt.Errorf("bridge %s: install times for %d rules", bc.Name, run.Count)
+			}
+			counted += run.Count
+		}
+		if len(bc.Installed) > 0 && counted != len(bc.Flows) {
+			return fmt.Errorf("bridge %s: install times for %d rules, but %d rules", bc.Name, counted, len(bc.Flows))
+		}
+	}
+	return nil
+}
+
+// Record is one change: a new configuration of bridges and ports, edits
+// to flow tables, or both, applied in that order.
+type Record struct {
 	Time time.Time `json:"time"`
 	// Config, when given, replaces everything but the flow tables: those
 	// of bridges it keeps stay, those of bridges it drops go, and a new
 	// bridge starts with an empty table (which Flows then fills).
 	Config *Config     `json:"config,omitempty"`
-	Flows  []tableEdit `json:"flows,omitempty"`
+	Flows  []TableEdit `json:"flows,omitempty"`
 }
 
-// tableEdit is a change to one bridge's flow table, its rules in
+// TableEdit is a change to one bridge's flow table, its rules in
 // ovs-ofctl syntax. Removed and modified rules are found by their match
 // and priority; added ones are installed at the record's time.
-type tableEdit struct {
+type TableEdit struct {
 	Bridge string   `json:"bridge"`
 	Reset  bool     `json:"reset,omitempty"` // empty the table first
 	Remove []string `json:"remove,omitempty"`
@@ -83,8 +127,10 @@ type state struct {
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-func journalPath(path string) string { return path + ".journal" }
-func lockPath(path string) string    { return path + ".lock" }
+// JournalPath is where the journal of the configuration at path is.
+func JournalPath(path string) string { return path + ".journal" }
+
+func lockPath(path string) string { return path + ".lock" }
 
 // journalLine encodes v as one journal line.
 func journalLine(v any) ([]byte, error) {
@@ -122,31 +168,31 @@ type loadResult struct {
 	records    int  // changes replayed from the journal
 	torn       bool // the journal ended in a change a crash cut short
 	current    bool // the journal exists and follows this snapshot
-	// newIDs says that bridges saved without a datapath id were given
-	// one, which only a snapshot keeps.
-	newIDs bool
+	// upgraded says that Rules.Upgrade filled in what an earlier version
+	// did not save, which only a snapshot keeps.
+	upgraded bool
 }
 
-// load reads the snapshot at path and replays its journal, and gives a
-// bridge without a datapath id one. Rules restored count as idle from
-// now. It changes nothing on disk.
-func load(path string, now time.Time) (*loadResult, error) {
-	r, err := replay(path, now)
+// load reads the snapshot at path and replays its journal, holding what
+// they hold to rules, and upgrades the result. Rules restored count as
+// idle from now. It changes nothing on disk.
+func load(path string, now time.Time, rules Rules) (*loadResult, error) {
+	r, err := replay(path, now, rules)
 	if err != nil {
 		return nil, err
 	}
-	r.newIDs = r.cfg.assignDatapathIDs()
+	r.upgraded = rules.Upgrade != nil && rules.Upgrade(r.cfg)
 	return r, nil
 }
 
 // replay reads the snapshot at path and replays its journal.
-func replay(path string, now time.Time) (*loadResult, error) {
-	snap, err := readSnapshot(path)
+func replay(path string, now time.Time, rules Rules) (*loadResult, error) {
+	snap, err := readSnapshot(path, rules)
 	if err != nil {
 		return nil, err
 	}
 	r := &loadResult{generation: snap.Generation}
-	r.cfg = snap.clone()
+	r.cfg = snap.Clone()
 	r.cfg.Generation = 0
 	r.tables = map[string]*flow.Table{}
 	for i := range r.cfg.Bridges {
@@ -158,7 +204,7 @@ func replay(path string, now time.Time) (*loadResult, error) {
 		r.tables[bc.Name] = t
 		bc.Flows, bc.Installed = nil, nil
 	}
-	data, err := os.ReadFile(journalPath(path))
+	data, err := os.ReadFile(JournalPath(path))
 	if errors.Is(err, fs.ErrNotExist) {
 		return r, nil
 	}
@@ -179,7 +225,7 @@ func replay(path string, now time.Time) (*loadResult, error) {
 			r.torn = true
 			return r, nil
 		}
-		return nil, corrupt(journalPath(path), fmt.Errorf("line 1: %v", err))
+		return nil, corrupt(JournalPath(path), fmt.Errorf("line 1: %v", err))
 	}
 	if header.Generation != snap.Generation {
 		// A compaction wrote the snapshot and was cut short before it
@@ -188,17 +234,17 @@ func replay(path string, now time.Time) (*loadResult, error) {
 	}
 	r.current = true
 	for i, line := range lines[1:] {
-		var rec journalRecord
+		var rec Record
 		err := decodeJournalLine(bytes.TrimSuffix(line, []byte("\n")), &rec)
 		if err != nil && i == len(lines)-2 {
 			r.torn = true // a crash mid-append can leave a whole line of garbage too
 			break
 		}
 		if err == nil {
-			err = r.apply(rec, now)
+			err = r.apply(rec, now, rules)
 		}
 		if err != nil {
-			return nil, corrupt(journalPath(path), fmt.Errorf("line %d: %v", i+2, err))
+			return nil, corrupt(JournalPath(path), fmt.Errorf("line %d: %v", i+2, err))
 		}
 		r.records++
 	}
@@ -206,9 +252,9 @@ func replay(path string, now time.Time) (*loadResult, error) {
 }
 
 // apply replays one change.
-func (st *state) apply(rec journalRecord, now time.Time) error {
+func (st *state) apply(rec Record, now time.Time, rules Rules) error {
 	if rec.Config != nil {
-		if err := rec.Config.validate(); err != nil {
+		if err := rules.check(rec.Config); err != nil {
 			return err
 		}
 		tables := make(map[string]*flow.Table, len(rec.Config.Bridges))
@@ -225,7 +271,7 @@ func (st *state) apply(rec journalRecord, now time.Time) error {
 		st.cfg, st.tables = rec.Config, tables
 	}
 	for _, e := range rec.Flows {
-		bc := st.cfg.bridge(e.Bridge)
+		bc := st.cfg.Bridge(e.Bridge)
 		if bc == nil {
 			return fmt.Errorf("flows of bridge %q, which does not exist", e.Bridge)
 		}
@@ -246,46 +292,51 @@ func (st *state) apply(rec journalRecord, now time.Time) error {
 }
 
 // parse turns e's texts into a flow.Edit for bridge bc.
-func (e tableEdit) parse(bc *BridgeConfig, installed time.Time) (flow.Edit, error) {
+func (e TableEdit) parse(bc *BridgeConfig, installed time.Time) (flow.Edit, error) {
 	var edit flow.Edit
 	var err error
-	if edit.Remove, err = parseRules(bc, e.Remove); err != nil {
+	if edit.Remove, err = bc.ParseRules(e.Remove); err != nil {
 		return edit, err
 	}
-	if edit.Modify, err = parseRules(bc, e.Modify); err != nil {
+	if edit.Modify, err = bc.ParseRules(e.Modify); err != nil {
 		return edit, err
 	}
-	added, err := parseRules(bc, e.Add)
+	added, err := bc.ParseRules(e.Add)
 	for _, r := range added {
 		edit.Restore = append(edit.Restore, flow.SavedRule{Rule: r, Installed: installed})
 	}
 	return edit, err
 }
 
-// LoadConfig reads the configuration at path as a restart would find it,
-// the journal's changes included, with every bridge's rules in Flows. It
-// changes nothing on disk. A missing configuration is an empty one; one
-// that cannot be read is an error naming the file, which is left alone.
-func LoadConfig(path string) (*Config, error) {
-	r, err := load(path, time.Now())
+// Load reads the configuration at path as a restart would find it, the
+// journal's changes included, held to rules and upgraded, with every
+// bridge's rules in Flows. It changes nothing on disk. A missing
+// configuration is an empty one; one that cannot be read is an error
+// naming the file, which is left alone.
+func Load(path string, rules Rules) (*Config, error) {
+	r, err := load(path, time.Now(), rules)
 	if err != nil {
 		return nil, err
 	}
-	return r.snapshot(), nil
+	return Snapshot(r.cfg, r.tables), nil
 }
 
-// snapshot is st as a snapshot holds it: every bridge with its flows.
-func (st *state) snapshot() *Config {
-	c := st.cfg.clone()
+// Snapshot is a configuration of bridges and ports and the bridges' flow
+// tables as a snapshot holds them: every bridge with its rules in Flows,
+// but for the ephemeral ones.
+func Snapshot(cfg *Config, tables map[string]*flow.Table) *Config {
+	c := cfg.Clone()
 	for i := range c.Bridges {
 		bc := &c.Bridges[i]
-		bc.Flows, bc.Installed = formatFlows(st.tables[bc.Name])
+		bc.Flows, bc.Installed = formatFlows(tables[bc.Name])
 	}
 	return c
 }
 
-// store is the configuration on disk, open for a daemon's changes.
-type store struct {
+// Store is the configuration on disk, open for a daemon's changes. Its
+// methods are not safe for concurrent use: the daemon makes one change at
+// a time.
+type Store struct {
 	path        string
 	lock        *os.File
 	journal     *os.File
@@ -297,9 +348,19 @@ type store struct {
 	broken error
 }
 
-// openStore locks the configuration at path, loads it, and compacts what
-// its journal held into a new snapshot.
-func openStore(path string, now time.Time) (_ *store, _ *loadResult, err error) {
+// Loaded is a configuration as a restart finds it: the bridges and ports
+// (without Flows), each bridge's flow table, and what its journal held.
+type Loaded struct {
+	Config  *Config
+	Tables  map[string]*flow.Table
+	Records int  // changes replayed from the journal
+	Torn    bool // the journal ended in a change a crash cut short, which is dropped
+}
+
+// Open locks the configuration at path, loads it held to rules, and
+// compacts what its journal held into a new snapshot. Rules restored
+// count as idle from now.
+func Open(path string, now time.Time, rules Rules) (_ *Store, _ *Loaded, err error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, nil, err
 	}
@@ -307,22 +368,22 @@ func openStore(path string, now time.Time) (_ *store, _ *loadResult, err error) 
 	if err != nil {
 		return nil, nil, err
 	}
-	s := &store{path: path, lock: lock}
+	s := &Store{path: path, lock: lock}
 	defer func() {
 		if err != nil {
-			s.close()
+			s.Close()
 		}
 	}()
 	if err := removeStaleTemporaries(path); err != nil {
 		return nil, nil, fmt.Errorf("removing the temporary files of interrupted saves: %w", err)
 	}
-	r, err := load(path, now)
+	r, err := load(path, now, rules)
 	if err != nil {
 		return nil, nil, err
 	}
 	s.generation = r.generation
-	if r.records > 0 || r.torn || r.newIDs {
-		err = s.compact(&r.state)
+	if r.records > 0 || r.torn || r.upgraded {
+		err = s.Compact(r.cfg, r.tables)
 	} else if !r.current {
 		err = s.newJournal(s.generation)
 	} else {
@@ -331,7 +392,7 @@ func openStore(path string, now time.Time) (_ *store, _ *loadResult, err error) 
 	if err != nil {
 		return nil, nil, fmt.Errorf("configuration %s: %w", path, err)
 	}
-	return s, r, nil
+	return s, &Loaded{Config: r.cfg, Tables: r.tables, Records: r.records, Torn: r.torn}, nil
 }
 
 // lockConfig takes the configuration's lock, or says who holds it.
@@ -355,9 +416,9 @@ func lockConfig(path string) (*os.File, error) {
 	return f, nil
 }
 
-// append writes rec to the journal and syncs it. A failed append is
+// Append writes rec to the journal and syncs it. A failed append is
 // undone, so that the journal never holds a torn change between good ones.
-func (s *store) append(rec journalRecord) error {
+func (s *Store) Append(rec Record) error {
 	if s.broken != nil {
 		return s.broken
 	}
@@ -381,25 +442,29 @@ func (s *store) append(rec journalRecord) error {
 	return nil
 }
 
-// dueForCompaction reports whether the journal has outgrown the snapshot.
-// A daemon that stops compacts whatever the journal holds, so that the
-// snapshot alone is the configuration until the next change.
-func (s *store) dueForCompaction() bool {
-	if s.journalSize < minCompaction {
+// Changes counts the changes appended since the last snapshot.
+func (s *Store) Changes() int { return s.changes }
+
+// Generation numbers the snapshot in use.
+func (s *Store) Generation() uint64 { return s.generation }
+
+// DueForCompaction reports whether the journal has outgrown the snapshot.
+func (s *Store) DueForCompaction() bool {
+	if s.journalSize < MinCompaction {
 		return false
 	}
 	st, err := os.Stat(s.path)
 	return err != nil || s.journalSize > st.Size()
 }
 
-// compact writes st as the next snapshot and starts an empty journal for
-// it. A crash at any point leaves the old snapshot and its journal, or the
-// new snapshot (with or without the old journal, which then no longer
-// counts).
-func (s *store) compact(st *state) error {
-	snap := st.snapshot()
+// Compact writes cfg and tables as the next snapshot and starts an empty
+// journal for it. A crash at any point leaves the old snapshot and its
+// journal, or the new snapshot (with or without the old journal, which
+// then no longer counts).
+func (s *Store) Compact(cfg *Config, tables map[string]*flow.Table) error {
+	snap := Snapshot(cfg, tables)
 	snap.Generation = s.generation + 1
-	if err := SaveConfig(s.path, snap); err != nil {
+	if err := Save(s.path, snap); err != nil {
 		return fmt.Errorf("writing a snapshot: %w", err)
 	}
 	s.generation = snap.Generation
@@ -407,23 +472,23 @@ func (s *store) compact(st *state) error {
 }
 
 // newJournal replaces the journal with an empty one for generation.
-func (s *store) newJournal(generation uint64) error {
+func (s *Store) newJournal(generation uint64) error {
 	header, err := journalLine(journalHeader{Generation: generation})
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(journalPath(s.path), header); err != nil {
+	if err := writeFileAtomic(JournalPath(s.path), header); err != nil {
 		return fmt.Errorf("starting a journal: %w", err)
 	}
 	return s.openJournal()
 }
 
 // openJournal opens the journal for appending.
-func (s *store) openJournal() error {
+func (s *Store) openJournal() error {
 	if s.journal != nil {
 		s.journal.Close()
 	}
-	f, err := os.OpenFile(journalPath(s.path), os.O_WRONLY|unix.O_CLOEXEC, 0)
+	f, err := os.OpenFile(JournalPath(s.path), os.O_WRONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return err
 	}
@@ -436,8 +501,8 @@ func (s *store) openJournal() error {
 	return nil
 }
 
-// close releases the journal and the lock.
-func (s *store) close() {
+// Close releases the journal and the lock.
+func (s *Store) Close() {
 	if s.journal != nil {
 		s.journal.Close()
 	}

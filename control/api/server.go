@@ -1,4 +1,4 @@
-package control
+package api
 
 import (
 	"bufio"
@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -59,8 +60,15 @@ func Listen(path string) (net.Listener, error) {
 	return ln, err
 }
 
-// Serve answers clients on ln until ln is closed.
-func (d *Daemon) Serve(ln net.Listener) error {
+// Handler answers requests; the daemon is one. Handle is called for each
+// request on the connection's own goroutine, and so concurrently.
+type Handler interface {
+	Handle(Request) Response
+}
+
+// Serve answers clients on ln with h until ln is closed, logging to log
+// what goes wrong with a client.
+func Serve(ln net.Listener, h Handler, log *slog.Logger) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	var backoff time.Duration
@@ -74,7 +82,7 @@ func (d *Daemon) Serve(ln net.Listener) error {
 			// that passes as connections close or time out, so wait rather
 			// than stop serving.
 			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-			d.log.Warn("cannot accept a client, retrying", "err", err, "in", backoff)
+			log.Warn("cannot accept a client, retrying", "err", err, "in", backoff)
 			time.Sleep(backoff)
 			continue
 		}
@@ -85,7 +93,7 @@ func (d *Daemon) Serve(ln net.Listener) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			d.serveConn(c)
+			serveConn(c, h, log)
 		}()
 	}
 }
@@ -101,11 +109,11 @@ func acceptCanRecover(err error) bool {
 	return false
 }
 
-func (d *Daemon) serveConn(c net.Conn) {
+func serveConn(c net.Conn, h Handler, log *slog.Logger) {
 	defer c.Close()
 	c.SetReadDeadline(time.Now().Add(requestTimeout))
 	if uid, err := peerUID(c); err != nil || (uid != 0 && uid != uint32(os.Geteuid())) {
-		d.log.Warn("client refused", "uid", uid, "err", err)
+		log.Warn("client refused", "uid", uid, "err", err)
 		// Read the request first: closing before the client has written it
 		// fails the client's write, and it could not tell this refusal
 		// from a lost answer.
@@ -117,11 +125,11 @@ func (d *Daemon) serveConn(c net.Conn) {
 	if errors.Is(err, io.EOF) {
 		// Connected and closed without a word: a second daemon making sure
 		// none listens here, or a client that gave up.
-		d.log.Debug("client closed without a request")
+		log.Debug("client closed without a request")
 		return
 	}
 	if err != nil {
-		d.log.Warn("bad request", "err", err)
+		log.Warn("bad request", "err", err)
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			err = fmt.Errorf("no complete request within %v", requestTimeout)
 		}
@@ -129,14 +137,14 @@ func (d *Daemon) serveConn(c net.Conn) {
 		return
 	}
 	c.SetReadDeadline(time.Time{})
-	resp := d.Handle(req)
+	resp := h.Handle(req)
 	if resp.Error != "" {
-		d.log.Info("request failed", "verb", req.Verb, "bridge", req.Bridge, "err", resp.Error)
+		log.Info("request failed", "verb", req.Verb, "bridge", req.Bridge, "err", resp.Error)
 	}
 	if err := writeResponse(c, resp); err != nil {
 		// The verb took effect (or failed) all the same; the client says
 		// its outcome is unknown.
-		d.log.Warn("the answer did not reach the client", "verb", req.Verb, "bridge", req.Bridge, "err", err)
+		log.Warn("the answer did not reach the client", "verb", req.Verb, "bridge", req.Bridge, "err", err)
 	}
 }
 
