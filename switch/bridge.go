@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/xswitch/xswitch/bpf"
+	"github.com/xswitch/xswitch/datapath"
 	"github.com/xswitch/xswitch/flow"
 	"github.com/xswitch/xswitch/port"
 	"github.com/xswitch/xswitch/rstp"
@@ -107,11 +107,11 @@ type bridgePort struct {
 	address  [6]byte          // the source of the BPDUs it sends; zero: made up
 	rstp     *rstp.PortConfig // its part in the spanning tree; nil: none (Bridge.mu)
 
-	// fastPath is the port's copy of the fast path's program, nil when
-	// it runs its own (fastPathOff says why), under Bridge.mu; fastPathIn
+	// fastPath takes the fast path's program off the port, nil when it
+	// runs its own (fastPathOff says why), under Bridge.mu; fastPathIn
 	// says the same to the forwarders. takesRedirects says that the fast
 	// path may send to it, and redirectsOff why not (fastpath.go).
-	fastPath       *bpf.FastpathObjects
+	fastPath       func()
 	fastPathOff    string
 	fastPathIn     atomic.Bool
 	takesRedirects atomic.Bool
@@ -136,10 +136,11 @@ func New(name string, flows *flow.Table, opts Options) (*Bridge, error) {
 	place := firstOf(max(1, len(opts.CPUs)), opts)
 	b := &Bridge{name: name, flows: cls, tables: place.tables, drops: place.drops, pinReady: place.pinReady}
 	if opts.FastPath {
-		fp, err := newFastPath(place.tables, place.drops, len(place.fdb.slots))
+		dp, err := datapath.NewKernel()
 		if err != nil {
 			return nil, fmt.Errorf("bridge %s: fast path: %w", name, err)
 		}
+		fp := newFastPath(dp, place.tables, place.drops, len(place.fdb.slots))
 		fp.publish(cls, flows)
 		b.fp, place.fp = fp, fp
 	}

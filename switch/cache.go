@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
+	"github.com/xswitch/xswitch/datapath"
 	"github.com/xswitch/xswitch/flow"
 )
 
@@ -122,7 +123,15 @@ func (c *decisionCache) upToDate(d *decision) bool {
 // first.
 func (c *decisionCache) retranslate(headers *flow.Headers, d *decision, now int64) (cut string) {
 	c.stale.inc()
+	return c.translate(headers, d, now)
+}
+
+// translate works d out for headers under the table of the last get,
+// with the hash of the flow that picks its tunnels' outer source port.
+// A translation cut short says why in cut.
+func (c *decisionCache) translate(headers *flow.Headers, d *decision, now int64) (cut string) {
 	c.tr.translate(c.table, headers, d, now)
+	d.flowHash = datapath.FlowHash(headers)
 	return c.tr.cut
 }
 
@@ -159,10 +168,10 @@ func (c *decisionCache) add(headers *flow.Headers, now int64) (d *decision, cut 
 	} else {
 		d = new(decision)
 	}
-	c.tr.translate(c.table, headers, d, now)
+	cut = c.translate(headers, d, now)
 	c.lru.Add(*headers, d)
 	c.last, c.lastD, c.lastValid = *headers, d, true
-	return d, c.tr.cut
+	return d, cut
 }
 
 // counter is written by one goroutine (a plain load and store, no locked

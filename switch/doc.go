@@ -7,7 +7,7 @@
 // table only as flow.Table versions the control plane publishes; opening
 // interfaces, persisting the configuration and speaking to controllers
 // belong to the control plane, and the fast path's maps and programs to
-// package bpf.
+// package datapath (through its Datapath interface) and package bpf.
 //
 // # A frame's way
 //

@@ -12,6 +12,7 @@ import (
 	"github.com/cilium/ebpf"
 
 	"github.com/xswitch/xswitch/bpf"
+	"github.com/xswitch/xswitch/datapath"
 	"github.com/xswitch/xswitch/flow"
 	"github.com/xswitch/xswitch/header"
 	"github.com/xswitch/xswitch/internal/testenv"
@@ -35,21 +36,44 @@ type fastPathBed struct {
 func newFastPathBed(t *testing.T, macTableSize int, configs ...VLANConfig) *fastPathBed {
 	t.Helper()
 	testenv.RequireRoot(t)
-	opts := Options{BatchSize: 64, MACTableSize: macTableSize, MACAging: time.Hour, CacheSize: 256}.withDefaults()
-	place := firstOf(1, opts)
-	fp, err := newFastPath(place.tables, place.drops, len(place.fdb.slots))
+	dp, err := datapath.NewKernel()
 	if err != nil {
 		t.Fatal(err)
 	}
+	bed := newBed(t, dp, macTableSize, configs...)
+	const loopback = 1 // BPF_PROG_RUN does not send: any device will do
+	for _, bp := range bed.bps {
+		objs, err := bpf.LoadFastpathProgram(bpf.FastpathConfig{InPort: bp.ofport, MaxFrameLen: 1 << 16, SocketQueues: 1,
+			RecordKey: true, Shared: dp.Shared()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { objs.Close() })
+		if err := dp.Shared().TxPorts.Put(uint32(bp.slot), uint32(loopback)); err != nil {
+			t.Fatal(err)
+		}
+		bed.progs = append(bed.progs, objs)
+	}
+	return bed
+}
+
+// newBed is a forwarder with the fast path over dp, and a port of each
+// of configs that takes part in it, but no programs: newFastPathBed adds
+// the kernel's, and a datapath in memory needs none.
+func newBed(t *testing.T, dp datapath.Datapath, macTableSize int, configs ...VLANConfig) *fastPathBed {
+	t.Helper()
+	opts := Options{BatchSize: 64, MACTableSize: macTableSize, MACAging: time.Hour, CacheSize: 256}.withDefaults()
+	place := firstOf(1, opts)
+	fp := newFastPath(dp, place.tables, place.drops, len(place.fdb.slots))
 	t.Cleanup(func() { fp.close() })
 	place.fp = fp
 	bed := &fastPathBed{fp: fp, cls: flow.NewClassifier()}
 	fp.publish(bed.cls, normalTable())
+	var err error
 	if bed.f, err = newForwarder(opts, bed.cls, place); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { bed.f.stopped = true })
-	const loopback = 1 // BPF_PROG_RUN does not send: any device will do
 	for i, c := range configs {
 		p := porttest.New(fmt.Sprintf("p%d", i+1))
 		t.Cleanup(func() { p.Close() })
@@ -57,16 +81,7 @@ func newFastPathBed(t *testing.T, macTableSize int, configs ...VLANConfig) *fast
 		bp.slot = bed.f.addPort(bp)
 		bp.takesRedirects.Store(true)
 		bp.fastPathIn.Store(true)
-		objs, err := bpf.LoadFastpathProgram(bpf.FastpathConfig{InPort: bp.ofport, MaxFrameLen: 1 << 16, SocketQueues: 1,
-			RecordKey: true, Shared: fp.shared})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { objs.Close() })
-		if err := fp.shared.TxPorts.Put(uint32(bp.slot), uint32(loopback)); err != nil {
-			t.Fatal(err)
-		}
-		bed.ports, bed.bps, bed.progs = append(bed.ports, p), append(bed.bps, bp), append(bed.progs, objs)
+		bed.ports, bed.bps = append(bed.ports, p), append(bed.bps, bp)
 	}
 	fp.entriesChanged()
 	return bed

@@ -2,7 +2,6 @@ package vswitch
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"net"
 	"slices"
@@ -11,18 +10,18 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/cilium/ebpf"
-
-	"github.com/xswitch/xswitch/bpf"
+	"github.com/xswitch/xswitch/datapath"
 	"github.com/xswitch/xswitch/flow"
 	"github.com/xswitch/xswitch/port"
 )
 
-// The in-kernel fast path: decisions that the XDP program can
+// The in-kernel fast path's policy: decisions that the XDP program can
 // carry (offload.go) are installed in a map every port's program reads
 // (bpf/fastpath.c), so that their frames go from port to port inside the
-// kernel, in the sender's softirq, and never reach a socket. User space
-// stays the authority:
+// kernel, in the sender's softirq, and never reach a socket. The maps,
+// the programs and their encodings are package datapath's, reached
+// through datapath.Datapath, so that this policy is tested on a datapath
+// in memory (datapathtest). User space stays the authority:
 //
 //   - A frame that reaches user space is forwarded there as always; if its
 //     decision can be carried in the kernel, the forwarder queues the
@@ -75,19 +74,12 @@ const (
 	// fastPathWatch is how often the bridge checks that its ports still
 	// take redirects (a veth peer whose GRO was turned off, say).
 	fastPathWatch = time.Second
-	sweepChunk    = 256
 )
 
-// fastPath is a bridge's fast path: its maps, the entries it installed,
-// and their counters.
+// fastPath is a bridge's fast path: the policy over its datapath, what
+// it installed there, and their counters.
 type fastPath struct {
-	shared *bpf.FastpathShared
-	// redirects counts the redirected frames each port's interface did
-	// not take; nil if it could not be attached (redirectsWhy says why).
-	redirects    *bpf.RedirectCounter
-	redirectsWhy string
-	txPortsID    ebpf.MapID // the redirect counter's key for tx_ports
-	ncpu         int
+	dp datapath.Datapath
 	// view is what forwarders decide under; viewMu serialises new ones.
 	view   atomic.Pointer[fpView]
 	viewMu sync.Mutex
@@ -108,7 +100,7 @@ type fastPath struct {
 	drops    *dropCounters
 
 	mu        sync.Mutex // guards what follows
-	installed map[bpf.FastpathFpKey]*fpInstalled
+	installed map[datapath.Key]*fpInstalled
 	// dependents are the installed entries that rely on each MAC-table
 	// slot (their macDeps).
 	dependents map[uint32]map[*fpInstalled]struct{}
@@ -119,10 +111,8 @@ type fastPath struct {
 	// their redirect drops was counted.
 	ports map[*bridgePort]*fpPortDrops
 	// Scratch for batched map operations, reused under mu.
-	keys       []bpf.FastpathFpKey
-	l2Keys     []bpf.FastpathFpL2Key
-	values     []bpf.FastpathFpFlow
-	perCPU     []bpf.FastpathFpFlow
+	keys       []datapath.Key
+	entries    []datapath.Entry
 	installing []*fpPending
 	doomed     []doomedEntry
 
@@ -163,7 +153,7 @@ type fpPortDrops struct {
 // fpInstalled is what the fast path knows of one installed entry: where
 // its counts go, and what it relies on.
 type fpInstalled struct {
-	key     bpf.FastpathFpKey
+	key     datapath.Key
 	rules   []*flow.Entry
 	lookups []tableLookup
 	// macDeps are the MAC-table entries its NORMAL resolved by. Never an
@@ -171,7 +161,7 @@ type fpInstalled struct {
 	macDeps []macDep
 	in, out *bridgePort // out is nil for a drop
 	via     *bridgePort // the port it redirects to: out, or a tunnel's underlay
-	entry   bpf.FastpathFpFlow
+	entry   datapath.Entry
 	mask    *flow.Headers // the key's, nil: exact
 	l2      bool          // in flows_l2 (isL2Mask(mask))
 	// lenDelta is how much longer than it came a frame leaves (tags).
@@ -185,7 +175,7 @@ type fpInstalled struct {
 // fpOffer is a decision's state towards the fast path.
 type fpOffer struct {
 	state      int8 // 0: not worked out; 1: the kernel can carry it; -1: it cannot
-	entry      bpf.FastpathFpFlow
+	entry      datapath.Entry
 	generation uint64 // queued under it,
 	at         int64  // at that time
 	// epoch is fastPath.offerEpoch when the state was worked out.
@@ -193,34 +183,20 @@ type fpOffer struct {
 }
 
 type fpPending struct {
-	key  bpf.FastpathFpKey
-	flow bpf.FastpathFpFlow
+	key  datapath.Key
+	flow datapath.Entry
 	meta *fpInstalled
 }
 
-// newFastPath makes a bridge's fast path, for a MAC table of macSlots
-// slots.
-func newFastPath(tables *[flow.NumTables]tableCounters, drops *dropCounters, macSlots int) (*fastPath, error) {
-	ncpu, err := ebpf.PossibleCPU()
-	if err != nil {
-		return nil, err
-	}
-	shared, err := bpf.NewFastpathShared()
-	if err != nil {
-		return nil, err
-	}
-	fp := &fastPath{shared: shared, ncpu: ncpu, tables: tables, drops: drops, reliedOn: make([]atomic.Uint64, (macSlots+63)/64),
-		installed: map[bpf.FastpathFpKey]*fpInstalled{}, dependents: map[uint32]map[*fpInstalled]struct{}{},
+// newFastPath makes a bridge's fast path over dp, which it owns from
+// then on, for a MAC table of macSlots slots.
+func newFastPath(dp datapath.Datapath, tables *[flow.NumTables]tableCounters, drops *dropCounters, macSlots int) *fastPath {
+	fp := &fastPath{dp: dp, tables: tables, drops: drops, reliedOn: make([]atomic.Uint64, (macSlots+63)/64),
+		installed: map[datapath.Key]*fpInstalled{}, dependents: map[uint32]map[*fpInstalled]struct{}{},
 		ports: map[*bridgePort]*fpPortDrops{}, tunnels: map[*bridgePort]*fpTunnel{}}
 	fp.view.Store(&fpView{})
 	fp.bump()
-	if fp.redirects, err = bpf.AttachRedirectCounter(); err != nil {
-		fp.redirectsWhy = err.Error()
-	}
-	if info, err := shared.TxPorts.Info(); err == nil {
-		fp.txPortsID, _ = info.ID()
-	}
-	return fp, nil
+	return fp
 }
 
 // generation is the bridge's current generation.
@@ -258,14 +234,7 @@ func (fp *fastPath) entriesChanged() {
 // publishes the view of t in it. It runs under viewMu.
 func (fp *fastPath) newView(t *flow.Table, mask *flow.Headers) {
 	v := &fpView{table: t, generation: fp.view.Load().generation + 1, mask: mask}
-	st := bpf.FastpathFpState{Generation: v.generation}
-	switch {
-	case isL2Mask(mask):
-		st.Masked = uint32(bpf.FastpathFpMaskKindFP_MASK_L2)
-	case mask != nil:
-		st.Masked, st.Mask = uint32(bpf.FastpathFpMaskKindFP_MASK_BITS), bpf.KeyOf(mask)
-	}
-	if err := fp.shared.SetState(&st); err != nil {
+	if err := fp.dp.Publish(v.generation, mask, isL2Mask(mask)); err != nil {
 		// Stores into the state map's two slots, which it has.
 		panic("vswitch: the fast path's state: " + err.Error())
 	}
@@ -361,49 +330,23 @@ func readsHeaders(a flow.Action) bool {
 
 // entryKey is the key of the fast path's entry for a flow with headers h
 // in the batch's view: h under its mask, in its generation.
-func (f *forwarder) entryKey(h *flow.Headers) bpf.FastpathFpKey {
-	masked := *h
-	if m := f.fpView.mask; m != nil {
-		k, mask := flow.Key{Headers: *h}, flow.Key{Headers: *m}
-		masked = k.And(&mask).Headers
-	}
-	key := bpf.KeyOf(&masked)
-	key.Gen = bpf.KeyGen(f.fpView.generation)
-	return key
+func (f *forwarder) entryKey(h *flow.Headers) datapath.Key {
+	return datapath.NewKey(h, f.fpView.mask, f.fpView.generation)
 }
 
 // attach replaces p's XDP program with the fast path's, if p has one, and
-// enters p's interface in tx_ports. It returns "" or why the port does not
-// take part.
+// has the fast path's redirects to p's slot go to its interface. It
+// returns "" or why the port does not take part.
 func (fp *fastPath) attach(p *bridgePort) (why string) {
 	host, ok := port.Underlying(p.Port).(port.XDPHost)
 	if !ok {
 		return "the port has no XDP program"
 	}
-	sockets := host.XDPSockets()
-	cfg := bpf.FastpathConfig{InPort: p.ofport, MaxFrameLen: uint32(sockets.MaxFrame), SocketQueues: sockets.Queues,
-		Shared: fp.shared, Sockets: sockets.Map, Oversize: sockets.Oversize}
-	if p.underlay != nil {
-		listener, ok := host.(interface{ TunnelListen() *ebpf.Map })
-		if !ok {
-			return "the underlay's XDP program does not say what it listens on"
-		}
-		cfg.TunnelListen, cfg.UnderlaySlot = listener.TunnelListen(), p.slot
-	}
-	objs, err := bpf.LoadFastpathProgram(cfg)
+	detach, err := fp.dp.AttachPort(p.slot, p.ofport, p.Info().Ifindex, host, p.underlay != nil)
 	if err != nil {
 		return err.Error()
 	}
-	if err := fp.shared.TxPorts.Put(uint32(p.slot), uint32(p.Info().Ifindex)); err != nil {
-		objs.Close()
-		return fmt.Sprintf("enter the interface in tx_ports: %v", err)
-	}
-	if err := host.SetXDPProgram(objs.Fastpath); err != nil {
-		objs.Close()
-		fp.shared.TxPorts.Delete(uint32(p.slot))
-		return err.Error()
-	}
-	p.fastPath = objs
+	p.fastPath = detach
 	p.fastPathIn.Store(true)
 	fp.mu.Lock()
 	fp.ports[p] = &fpPortDrops{counted: fp.redirectDrops(p)}
@@ -413,10 +356,7 @@ func (fp *fastPath) attach(p *bridgePort) (why string) {
 
 // redirectDrops is how many redirected frames p's interface did not take.
 func (fp *fastPath) redirectDrops(p *bridgePort) uint64 {
-	if fp.redirects == nil {
-		return 0
-	}
-	return fp.redirects.Drops(fp.txPortsID, uint32(p.slot), p.Info().Ifindex)
+	return fp.dp.RedirectDrops(p.slot, p.Info().Ifindex)
 }
 
 // countRedirectDrops counts the redirected frames that the ports'
@@ -450,25 +390,15 @@ func (fp *fastPath) detach(p *bridgePort) {
 	if p.fastPath == nil {
 		return
 	}
-	if host, ok := port.Underlying(p.Port).(port.XDPHost); ok {
-		host.SetXDPProgram(nil)
-	}
-	fp.shared.TxPorts.Delete(uint32(p.slot))
+	p.fastPath()
+	p.fastPath = nil
 	p.fastPathIn.Store(false)
 	fp.mu.Lock()
 	delete(fp.ports, p)
 	fp.mu.Unlock()
-	p.fastPath.Close()
-	p.fastPath = nil
 }
 
-func (fp *fastPath) close() error {
-	var err error
-	if fp.redirects != nil {
-		err = fp.redirects.Close()
-	}
-	return errors.Join(err, fp.shared.Close())
-}
+func (fp *fastPath) close() error { return fp.dp.Close() }
 
 // offerFastPath queues d's entry for installation if the kernel can carry
 // it and it was not queued lately in the batch's generation. It runs for
@@ -499,19 +429,19 @@ func (f *forwarder) offerFastPath(d *decision, inSlot uint16, now int64) {
 	meta := &fpInstalled{key: key, rules: slices.Clone(d.rules), lookups: slices.Clone(d.lookups),
 		macDeps: slices.Clone(d.macDeps), in: f.ports[inSlot], entry: o.entry, mask: f.fpView.mask, l2: isL2Mask(f.fpView.mask),
 		active: now}
-	if o.entry.Out != bpf.FPDrop {
+	if o.entry.Out != datapath.OutDrop {
 		meta.out, meta.via = f.ports[o.entry.Out], f.ports[o.entry.Out]
 	}
 	for _, op := range o.entry.Ops {
 		switch op.Type {
-		case uint8(bpf.FastpathFpOpTypeFP_OP_PUSH_VLAN):
+		case datapath.OpPushVLAN:
 			meta.lenDelta += vlanTagLen
-		case uint8(bpf.FastpathFpOpTypeFP_OP_POP_VLAN):
+		case datapath.OpPopVLAN:
 			meta.lenDelta -= vlanTagLen
-		case opTunnelPush:
+		case datapath.OpTunnelPush:
 			// Counted as the tunnel's, which the frame leaves by through
 			// its underlay.
-			meta.out = f.ports[tunnelSlotOf(op.Tunnel)]
+			meta.out = f.ports[datapath.TunnelSlot(op.Tunnel)]
 		}
 	}
 	f.fpPending = append(f.fpPending, fpPending{key: key, flow: o.entry, meta: meta})
@@ -535,9 +465,9 @@ func (f *forwarder) installPending(now int64) {
 	fp := f.fp
 	fp.mu.Lock()
 	defer fp.mu.Unlock()
-	current := bpf.KeyGen(fp.generation())
+	current := datapath.KeyGen(fp.generation())
 	for _, l2 := range []bool{false, true} {
-		fp.keys, fp.l2Keys, fp.values = fp.keys[:0], fp.l2Keys[:0], fp.values[:0]
+		fp.keys, fp.entries = fp.keys[:0], fp.entries[:0]
 		batch := fp.installing[:0]
 		for i := range f.fpPending {
 			p := &f.fpPending[i]
@@ -554,21 +484,12 @@ func (f *forwarder) installPending(now int64) {
 			fp.index(p.meta)
 			batch = append(batch, p)
 			fp.keys = append(fp.keys, p.key)
-			fp.l2Keys = append(fp.l2Keys, p.key.L2())
-			for range fp.ncpu {
-				fp.values = append(fp.values, p.flow)
-			}
+			fp.entries = append(fp.entries, p.flow)
 		}
 		if len(batch) == 0 {
 			continue
 		}
-		var n int
-		var err error
-		if l2 {
-			n, err = fp.shared.FlowsL2.BatchUpdate(fp.l2Keys, fp.values, nil)
-		} else {
-			n, err = fp.shared.Flows.BatchUpdate(fp.keys, fp.values, nil)
-		}
+		n, err := fp.dp.Install(l2, fp.keys, fp.entries)
 		fp.installs.Add(uint64(n))
 		if err != nil {
 			fp.installFailures.Add(uint64(len(batch) - n))
@@ -618,39 +539,24 @@ func (fp *fastPath) forget(r *fpInstalled) {
 // the last sweep, and forgets it: for an entry the kernel may still be
 // counting. It runs under fp.mu.
 func (fp *fastPath) retire(r *fpInstalled) {
-	if len(fp.perCPU) != fp.ncpu {
-		fp.perCPU = make([]bpf.FastpathFpFlow, fp.ncpu)
-	}
-	var err error
-	if r.l2 {
-		l2 := r.key.L2()
-		err = fp.shared.FlowsL2.LookupAndDelete(&l2, &fp.perCPU)
-	} else {
-		err = fp.shared.Flows.LookupAndDelete(&r.key, &fp.perCPU)
-	}
-	if err == nil {
-		fp.credit(r, fp.perCPU, time.Now(), 0, nil)
+	if carried, err := fp.dp.Remove(r.l2, r.key); err == nil {
+		fp.credit(r, carried, time.Now(), 0, nil)
 	}
 	fp.forget(r)
 }
 
-// credit adds what the kernel counted in r's entry (its per-CPU values)
-// since the last credit to the rules, tables and ports, as last used at
+// credit adds what the kernel counted in r's entry since the last credit
+// (it carried so far) to the rules, tables and ports, as last used at
 // wall: the entry carried frames since the last sweep, fastPathSweep ago
 // at most. With fdb, it refreshes the sources the entry's NORMAL learned,
 // as learning would, at now on the forwarders' clock. It reports whether
 // the entry carried anything.
-func (fp *fastPath) credit(r *fpInstalled, values []bpf.FastpathFpFlow, wall time.Time, now int64, fdb *macTable) bool {
-	var packets, bytes uint64
-	for i := range values {
-		packets += values[i].Packets
-		bytes += values[i].Bytes
-	}
-	dp, db := packets-r.packets, bytes-r.bytes
+func (fp *fastPath) credit(r *fpInstalled, carried datapath.Counts, wall time.Time, now int64, fdb *macTable) bool {
+	dp, db := carried.Packets-r.packets, carried.Bytes-r.bytes
 	if dp == 0 {
 		return false
 	}
-	r.packets, r.bytes = packets, bytes
+	r.packets, r.bytes = carried.Packets, carried.Bytes
 	credit(fp.tables, r.rules, r.lookups, dp, db, wall)
 	r.in.counters.rxPackets.Add(dp)
 	r.in.counters.rxBytes.Add(db)
@@ -686,24 +592,15 @@ func (fp *fastPath) sweep(fdb *macTable, now int64) error {
 	fp.mu.Lock()
 	defer fp.mu.Unlock()
 	wall := time.Now()
-	current := bpf.KeyGen(fp.generation())
-	if len(fp.keys) < sweepChunk {
-		fp.keys = make([]bpf.FastpathFpKey, sweepChunk)
-		fp.l2Keys = make([]bpf.FastpathFpL2Key, sweepChunk)
-	}
-	if len(fp.values) < sweepChunk*fp.ncpu {
-		fp.values = make([]bpf.FastpathFpFlow, sweepChunk*fp.ncpu)
-	}
-	values := fp.values[:sweepChunk*fp.ncpu]
+	current := datapath.KeyGen(fp.generation())
 	fp.doomed = fp.doomed[:0]
-	// each looks at one entry the map gave, of key k.
-	each := func(k bpf.FastpathFpKey, l2 bool, perCPU []bpf.FastpathFpFlow) {
+	err := fp.dp.Walk(func(k datapath.Key, l2 bool, carried datapath.Counts) {
 		r, ok := fp.installed[k]
 		if !ok || r.l2 != l2 {
 			fp.doomed = append(fp.doomed, doomedEntry{key: k, l2: l2})
 			return
 		}
-		fp.credit(r, perCPU, wall, now, fdb)
+		fp.credit(r, carried, wall, now, fdb)
 		switch {
 		case k.Gen != current:
 			// A miss since its generation ended, so the kernel no
@@ -716,11 +613,7 @@ func (fp *fastPath) sweep(fdb *macTable, now int64) error {
 		case !fp.depsHold(r, fdb, now):
 			fp.doomed = append(fp.doomed, doomedEntry{key: k, l2: l2, r: r, counting: true})
 		}
-	}
-	keys, l2Keys := fp.keys[:sweepChunk], fp.l2Keys[:sweepChunk]
-	err := batchEach(fp.shared.Flows, keys, values, func(i int) { each(keys[i], false, values[i*fp.ncpu:(i+1)*fp.ncpu]) })
-	err = errors.Join(err, batchEach(fp.shared.FlowsL2, l2Keys, values,
-		func(i int) { each(l2Keys[i].Key(), true, values[i*fp.ncpu:(i+1)*fp.ncpu]) }))
+	})
 	fp.countRedirectDrops()
 	fp.checkTunnels()
 	fp.deleteDoomed()
@@ -730,7 +623,7 @@ func (fp *fastPath) sweep(fdb *macTable, now int64) error {
 // doomedEntry is an entry the sweeper deletes: one it installed (r), or
 // one it does not know; counting says the kernel may still count it.
 type doomedEntry struct {
-	key      bpf.FastpathFpKey
+	key      datapath.Key
 	l2       bool
 	r        *fpInstalled
 	counting bool
@@ -740,57 +633,27 @@ type doomedEntry struct {
 // still count one by one with their last counts, the others with one
 // system call per map. It runs under fp.mu.
 func (fp *fastPath) deleteDoomed() {
-	keys, l2Keys := fp.keys[:0], fp.l2Keys[:0]
-	for _, d := range fp.doomed {
-		switch {
-		case d.counting:
-			fp.retire(d.r)
-			fp.evictions.Add(1)
-			continue
-		case d.l2:
-			l2Keys = append(l2Keys, d.key.L2())
-		default:
-			keys = append(keys, d.key)
+	for _, l2 := range []bool{false, true} {
+		fp.keys = fp.keys[:0]
+		for _, d := range fp.doomed {
+			if d.l2 != l2 {
+				continue
+			}
+			switch {
+			case d.counting:
+				fp.retire(d.r)
+				fp.evictions.Add(1)
+				continue
+			case d.r != nil:
+				fp.forget(d.r)
+				fp.evictions.Add(1)
+			}
+			fp.keys = append(fp.keys, d.key)
 		}
-		if d.r != nil {
-			fp.forget(d.r)
-			fp.evictions.Add(1)
-		}
+		fp.dp.Delete(l2, fp.keys)
 	}
-	deleteKeys(fp.shared.Flows, keys)
-	deleteKeys(fp.shared.FlowsL2, l2Keys)
 	clear(fp.doomed)
 	fp.doomed = fp.doomed[:0]
-}
-
-// deleteKeys deletes keys from m, as many as it can with each system
-// call: a key found missing is skipped.
-func deleteKeys[K any](m *ebpf.Map, keys []K) {
-	for len(keys) > 0 {
-		n, err := m.BatchDelete(keys, nil)
-		if err == nil || n >= len(keys) {
-			return
-		}
-		keys = keys[n+1:]
-	}
-}
-
-// batchEach reads all of m, a chunk of len(keys) at a time into keys and
-// values, and calls fn with each entry's index in the chunk.
-func batchEach[K any](m *ebpf.Map, keys []K, values []bpf.FastpathFpFlow, fn func(i int)) error {
-	var cursor ebpf.MapBatchCursor
-	for {
-		n, err := m.BatchLookup(&cursor, keys, values, nil)
-		for i := range n {
-			fn(i)
-		}
-		if errors.Is(err, ebpf.ErrKeyNotExist) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-	}
 }
 
 // depsHold reports whether the MAC-table entries r relies on still hold.
@@ -988,7 +851,7 @@ func (b *Bridge) FastPathStats() (FastPathStats, bool) {
 	fp.mu.Lock()
 	defer fp.mu.Unlock()
 	return FastPathStats{Hits: fp.hits.Load(), Installs: fp.installs.Load(), InstallFailures: fp.installFailures.Load(),
-		Evictions: fp.evictions.Load(), Entries: len(fp.installed), Drops: fp.shared.DropCounts()}, true
+		Evictions: fp.evictions.Load(), Entries: len(fp.installed), Drops: fp.dp.Drops()}, true
 }
 
 // FastPathEntry is one entry of the fast path, as dump-fastpath shows it.
@@ -1017,7 +880,7 @@ func (b *Bridge) FastPathEntries() []FastPathEntry {
 	b.mu.Unlock()
 	fp.mu.Lock()
 	defer fp.mu.Unlock()
-	current := bpf.KeyGen(fp.generation())
+	current := datapath.KeyGen(fp.generation())
 	out := make([]FastPathEntry, 0, len(fp.installed))
 	for k, r := range fp.installed {
 		out = append(out, FastPathEntry{Headers: k.Headers(), Mask: r.mask, Actions: r.datapathActions(), Packets: r.packets, Bytes: r.bytes,
@@ -1034,28 +897,28 @@ func (r *fpInstalled) datapathActions() string {
 	var parts []string
 	for _, op := range r.entry.Ops {
 		switch op.Type {
-		case uint8(bpf.FastpathFpOpTypeFP_OP_SET_DL_SRC):
+		case datapath.OpSetDlSrc:
 			parts = append(parts, fmt.Sprintf("set(eth(src=%s))", net.HardwareAddr(op.Mac[:])))
-		case uint8(bpf.FastpathFpOpTypeFP_OP_SET_DL_DST):
+		case datapath.OpSetDlDst:
 			parts = append(parts, fmt.Sprintf("set(eth(dst=%s))", net.HardwareAddr(op.Mac[:])))
-		case uint8(bpf.FastpathFpOpTypeFP_OP_POP_VLAN):
+		case datapath.OpPopVLAN:
 			parts = append(parts, "pop_vlan")
-		case uint8(bpf.FastpathFpOpTypeFP_OP_PUSH_VLAN):
+		case datapath.OpPushVLAN:
 			if op.Mask != 0 {
 				// The outer tag's TCI, DEI and all, from the frame.
 				parts = append(parts, fmt.Sprintf("push_vlan(tpid=0x%04x,tci=outer)", be16(op.Tpid)))
 			} else {
 				parts = append(parts, fmt.Sprintf("push_vlan(tpid=0x%04x,tci=0x%04x)", be16(op.Tpid), be16(op.Tci)|flow.VLANCFI))
 			}
-		case uint8(bpf.FastpathFpOpTypeFP_OP_SET_TCI):
+		case datapath.OpSetTCI:
 			parts = append(parts, fmt.Sprintf("set(vlan(tci=0x%04x/0x%04x))", be16(op.Tci), be16(op.Mask)))
-		case opSetL3, opSetL4:
+		case datapath.OpSetL3, datapath.OpSetL4:
 			header := "ip"
-			if op.Type == opSetL4 {
+			if op.Type == datapath.OpSetL4 {
 				header = "l4"
 			}
 			parts = append(parts, fmt.Sprintf("set(%s(offset=%d,value=0x%x))", header, op.Off, op.Value[:op.Len]))
-		case opTunnelPush:
+		case datapath.OpTunnelPush:
 			parts = append(parts, fmt.Sprintf("tnl_push(tnl_port(%d),vni=%d)", r.out.ofport, op.Delta))
 		}
 	}

@@ -6,21 +6,23 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xswitch/xswitch/bpf"
+	"github.com/xswitch/xswitch/datapath"
+	"github.com/xswitch/xswitch/datapath/datapathtest"
 	"github.com/xswitch/xswitch/flow"
-	"github.com/xswitch/xswitch/internal/testenv"
 	"github.com/xswitch/xswitch/port/porttest"
 )
 
-// sweepRig is a fast path with one entry installed by hand, NORMAL's from
-// a station on port 1 to one on port 2, in a MAC table that ages entries
-// after 3 s: what the sweeper reads and what it credits and checks.
+// sweepRig is a fast path over a datapath in memory with one entry
+// installed by hand, NORMAL's from a station on port 1 to one on port 2,
+// in a MAC table that ages entries after 3 s: what the sweeper reads and
+// what it credits and checks.
 type sweepRig struct {
 	fp       *fastPath
+	dp       *datapathtest.Fake
 	fdb      *macTable
 	in, out  *bridgePort
 	rule     *flow.Entry
-	key      bpf.FastpathFpKey
+	key      datapath.Key
 	src, dst uint64 // the stations' MAC-table keys
 }
 
@@ -28,14 +30,11 @@ const sweepAging = 3 * time.Second
 
 func newSweepRig(t *testing.T) *sweepRig {
 	t.Helper()
-	testenv.RequireRoot(t)
 	var tables [flow.NumTables]tableCounters
-	fp, err := newFastPath(&tables, new(dropCounters), 64)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dp := datapathtest.New()
+	fp := newFastPath(dp, &tables, new(dropCounters), 64)
 	t.Cleanup(func() { fp.close() })
-	r := &sweepRig{fp: fp, fdb: newMACTable(64, sweepAging),
+	r := &sweepRig{fp: fp, dp: dp, fdb: newMACTable(64, sweepAging),
 		in: &bridgePort{Port: porttest.New("p1"), ofport: 1, slot: 0}, out: &bridgePort{Port: porttest.New("p2"), ofport: 2, slot: 1},
 		rule: rules(t, "actions=NORMAL").Entries()[0]}
 	h := flow.Headers{InPort: 1, DlSrc: [6]byte{2, 0, 0, 0, 0, 1}, DlDst: [6]byte{2, 0, 0, 0, 0, 2}, DlType: flow.EtherTypeIPv4}
@@ -43,28 +42,24 @@ func newSweepRig(t *testing.T) *sweepRig {
 	srcDep, _ := r.fdb.learn(r.src, 0, 0)
 	r.fdb.learn(r.dst, 1, 0)
 	dstDep, _ := r.fdb.lookupDep(r.dst, 0)
-	r.key = bpf.KeyOf(&h)
-	r.key.Gen = bpf.KeyGen(fp.generation())
+	r.key = datapath.NewKey(&h, nil, fp.generation())
 	installed := &fpInstalled{key: r.key, rules: []*flow.Entry{r.rule},
 		lookups: []tableLookup{{table: 0, matched: true}}, macDeps: []macDep{srcDep, dstDep},
-		in: r.in, out: r.out, via: r.out, entry: bpf.FastpathFpFlow{Out: 1}}
+		in: r.in, out: r.out, via: r.out, entry: datapath.Entry{Out: 1}}
 	fp.installed[r.key] = installed
 	fp.index(installed)
-	r.count(t, 0)
+	if n, err := dp.Install(false, []datapath.Key{r.key}, []datapath.Entry{installed.entry}); n != 1 {
+		t.Fatal(err)
+	}
 	return r
 }
 
-// count sets the kernel's count of the entry to packets 100-byte frames,
-// as if the program had carried them (on the first CPU).
-func (r *sweepRig) count(t *testing.T, packets uint64) {
+// carry has the entry carry packets more 100-byte frames, as if the
+// program had.
+func (r *sweepRig) carry(t *testing.T, packets uint64) {
 	t.Helper()
-	values := make([]bpf.FastpathFpFlow, r.fp.ncpu)
-	for i := range values {
-		values[i] = r.fp.installed[r.key].entry
-	}
-	values[0].Packets, values[0].Bytes = packets, 100*packets
-	if err := r.fp.shared.Flows.Put(&r.key, values); err != nil {
-		t.Fatal(err)
+	if !r.dp.Carry(false, r.key, packets, 100) {
+		t.Fatal("the entry is not in the datapath")
 	}
 }
 
@@ -86,7 +81,7 @@ func (r *sweepRig) installed() bool {
 // entry once the destination, which sends nothing, ages out.
 func TestSweeperCreditsAndFollowsTheMACTable(t *testing.T) {
 	r := newSweepRig(t)
-	r.count(t, 10)
+	r.carry(t, 10)
 	r.sweep(t, 2*time.Second)
 	r.sweep(t, 2*time.Second) // nothing new: nothing credited twice
 	if packets, bytes, _ := r.rule.Stats(); packets != 10 || bytes != 1000 {
@@ -110,7 +105,7 @@ func TestSweeperCreditsAndFollowsTheMACTable(t *testing.T) {
 	if _, ok := r.fdb.lookup(r.dst, int64(at)); ok {
 		t.Fatal("the test's destination did not age: the test tests nothing")
 	}
-	r.count(t, 15)
+	r.carry(t, 5)
 	r.sweep(t, at)
 	if r.installed() {
 		t.Error("the entry survived the aging of the station it sends to")
@@ -123,15 +118,14 @@ func TestSweeperCreditsAndFollowsTheMACTable(t *testing.T) {
 // An entry of an old generation is deleted, its last counts credited.
 func TestSweeperDeletesStaleEntries(t *testing.T) {
 	r := newSweepRig(t)
-	r.count(t, 3)
+	r.carry(t, 3)
 	r.fp.bump()
 	r.sweep(t, time.Second)
 	if r.installed() {
 		t.Error("an entry of an old generation survived the sweep")
 	}
-	var values []bpf.FastpathFpFlow
-	if err := r.fp.shared.Flows.Lookup(&r.key, &values); err == nil {
-		t.Error("the stale entry is still in the kernel's map")
+	if _, ok := r.dp.Entry(false, r.key); ok {
+		t.Error("the stale entry is still in the datapath")
 	}
 	if packets, _, _ := r.rule.Stats(); packets != 3 {
 		t.Errorf("the rule counted %d frames; want 3", packets)
@@ -241,7 +235,7 @@ func TestMaskedFramesGetTheSameDecision(t *testing.T) {
 
 // decide works the decision for h out afresh, without learning, and
 // returns its fast path entry.
-func decide(f *forwarder, h flow.Headers) (bpf.FastpathFpFlow, string) {
+func decide(f *forwarder, h flow.Headers) (datapath.Entry, string) {
 	tr := translator{in: xlateIn{view: &f.view}}
 	var d decision
 	tr.translate(f.flows.Load(), &h, &d, 0)
@@ -340,5 +334,127 @@ func TestReadersFollowEditsByTheirChanges(t *testing.T) {
 		if got, want := keyMaskOf(tab, readers.n > 0), keyMask(tab); (got == nil) != (want == nil) || got != nil && *got != *want {
 			t.Fatalf("step %d: key mask %v, want %v", step, got, want)
 		}
+	}
+}
+
+// newPolicyBed is a forwarder with the fast path over a datapath in
+// memory, and a trunk port for each of ports: the fast path's policy,
+// without root.
+func newPolicyBed(t *testing.T, ports int) (*fastPathBed, *datapathtest.Fake) {
+	t.Helper()
+	dp := datapathtest.New()
+	configs := make([]VLANConfig, ports)
+	for i := range configs {
+		configs[i] = trunk()
+	}
+	return newBed(t, dp, 64, configs...), dp
+}
+
+// entries are the datapath's entries, by the source MAC address of
+// their key.
+func entries(t *testing.T, dp *datapathtest.Fake) map[[6]byte]datapath.Entry {
+	t.Helper()
+	out := map[[6]byte]datapath.Entry{}
+	err := dp.Walk(func(k datapath.Key, l2 bool, _ datapath.Counts) {
+		e, ok := dp.Entry(l2, k)
+		if !ok {
+			t.Fatalf("the datapath walked over key %+v, which it does not have", k)
+		}
+		out[k.DlSrc] = e
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// A flow whose frames reach user space gets one entry, at the end of its
+// batch, in the current generation, that sends where user space sent;
+// floods get none.
+func TestUserSpaceInstallsOneEntryPerFlow(t *testing.T) {
+	bed, dp := newPolicyBed(t, 2)
+	a, b := mac(1), mac(2)
+	bed.userSpace(0, frame(broadcast, a, "a is here"))
+	bed.userSpace(1, frame(broadcast, b, "b is here"))
+	if n := dp.Len(); n != 0 {
+		t.Fatalf("floods installed %d entries; want none", n)
+	}
+	for range 3 {
+		bed.ports[0].Inject(frame(b, a, "a to b"))
+	}
+	forwardAll(bed.f)
+	got := entries(t, dp)
+	e, ok := got[[6]byte(a)]
+	if len(got) != 1 || !ok {
+		t.Fatalf("entries after a's frames to b: %v; want one, of a's flow", got)
+	}
+	if e.Out != uint32(bed.bps[1].slot) {
+		t.Errorf("a's entry sends to slot %d; want b's port's, %d", e.Out, bed.bps[1].slot)
+	}
+	if n := bed.fp.installs.Load(); n != 1 {
+		t.Errorf("%d installs for one flow's three frames; want 1", n)
+	}
+	err := dp.Walk(func(k datapath.Key, _ bool, _ datapath.Counts) {
+		if k.Gen != datapath.KeyGen(bed.fp.generation()) {
+			t.Errorf("the entry is of generation %d; the bridge's is %d", k.Gen, bed.fp.generation())
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// An entry the datapath refuses (its map full) is forgotten and counted;
+// its flow goes on in user space, and once there is room, a later frame
+// installs it.
+func TestRefusedInstallIsOfferedAgain(t *testing.T) {
+	bed, dp := newPolicyBed(t, 2)
+	a, b := mac(1), mac(2)
+	bed.userSpace(0, frame(broadcast, a, "a is here"))
+	bed.userSpace(1, frame(broadcast, b, "b is here"))
+	bed.userSpace(0, frame(b, a, "a to b"))
+	dp.Capacity = 1
+	if sent, on := bed.userSpace(1, frame(a, b, "b to a")); len(sent) != 1 || on[0] != 0 {
+		t.Fatalf("b's frame to a, its entry refused, went to ports %v; want 0", on)
+	}
+	if n := bed.fp.installFailures.Load(); n != 1 {
+		t.Errorf("%d install failures; want 1", n)
+	}
+	if _, ok := entries(t, dp)[[6]byte(b)]; ok || len(bed.fp.installed) != 1 {
+		t.Fatalf("the refused entry is kept: %d installed", len(bed.fp.installed))
+	}
+	dp.Capacity = 0
+	time.Sleep(2 * reofferAfter) // the forwarder's clock is the wall's
+	bed.userSpace(1, frame(a, b, "b to a"))
+	if _, ok := entries(t, dp)[[6]byte(b)]; !ok {
+		t.Error("b's flow is not installed once the datapath has room")
+	}
+}
+
+// A station that moves takes the entries that sent to it out of the
+// datapath at the end of the batch that saw it move, and what they
+// carried until then is credited.
+func TestAMovedStationRetiresTheEntriesToIt(t *testing.T) {
+	bed, dp := newPolicyBed(t, 3)
+	a, b := mac(1), mac(2)
+	bed.userSpace(0, frame(broadcast, a, "a is here"))
+	bed.userSpace(1, frame(broadcast, b, "b is here"))
+	bed.userSpace(0, frame(b, a, "a to b"))
+	var key datapath.Key
+	var l2 bool
+	if err := dp.Walk(func(k datapath.Key, isL2 bool, _ datapath.Counts) { key, l2 = k, isL2 }); err != nil || dp.Len() != 1 {
+		t.Fatalf("%d entries, %v; want a's", dp.Len(), err)
+	}
+	rx := bed.bps[0].counters.rxPackets.Load()
+	dp.Carry(l2, key, 5, 100)
+	bed.userSpace(2, frame(broadcast, b, "b moved"))
+	if n := dp.Len(); n != 0 {
+		t.Errorf("%d entries after b moved; want a's to b gone", n)
+	}
+	if n := bed.fp.evictions.Load(); n != 1 {
+		t.Errorf("%d evictions; want 1", n)
+	}
+	if got := bed.bps[0].counters.rxPackets.Load() - rx; got != 5 {
+		t.Errorf("port 1 was credited %d frames of the retired entry; want the 5 it carried", got)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/xswitch/xswitch/bpf"
+	"github.com/xswitch/xswitch/datapath"
 	"github.com/xswitch/xswitch/flow"
 	"github.com/xswitch/xswitch/header"
 )
@@ -29,7 +30,7 @@ import (
 
 // fastPathEntry returns the fast path's entry for decision d of the flow
 // with headers h, or why the XDP program cannot carry it.
-func (f *forwarder) fastPathEntry(d *decision, h *flow.Headers) (e bpf.FastpathFpFlow, why string) {
+func (f *forwarder) fastPathEntry(d *decision, h *flow.Headers) (e datapath.Entry, why string) {
 	ops := e.Ops[:0]
 	// why an operation op, setTCI or setTOS refused is not what it said
 	why = fmt.Sprintf("more than the %d operations the program runs", len(e.Ops))
@@ -56,10 +57,10 @@ func (f *forwarder) fastPathEntry(d *decision, h *flow.Headers) (e bpf.FastpathF
 			why = "a VLAN operation after a pop"
 			return false
 		case tagged():
-			return op(bpf.FastpathFpOp{Type: uint8(bpf.FastpathFpOpTypeFP_OP_SET_TCI), Tci: be16(tci), Mask: be16(mask)})
+			return op(datapath.Op{Type: datapath.OpSetTCI, Tci: be16(tci), Mask: be16(mask)})
 		}
 		lenDelta += header.VLANTagLen
-		return op(bpf.FastpathFpOp{Type: uint8(bpf.FastpathFpOpTypeFP_OP_PUSH_VLAN), Tpid: be16(header.EtherTypeVLAN), Tci: be16(tci & mask)})
+		return op(datapath.Op{Type: datapath.OpPushVLAN, Tpid: be16(header.EtherTypeVLAN), Tci: be16(tci & mask)})
 	}
 	// setTTL and setTOS write the TTL (hop limit) and the TOS byte; the
 	// IPv4 header's words they share are known: the protocol, and the
@@ -67,10 +68,10 @@ func (f *forwarder) fastPathEntry(d *decision, h *flow.Headers) (e bpf.FastpathF
 	setTTL := func(ttl uint8) bool {
 		switch k.DlType {
 		case flow.EtherTypeIPv4:
-			return op(bpf.FastpathFpOp{Type: opSetL3, Off: header.IPv4TTLOffset, Len: 1, Csums: csumL3, Value: [4]byte{ttl},
+			return op(datapath.Op{Type: datapath.OpSetL3, Off: header.IPv4TTLOffset, Len: 1, Csums: datapath.CsumL3, Value: [4]byte{ttl},
 				Delta: header.Delta16(uint16(k.NwTTL)<<8|uint16(k.NwProto), uint16(ttl)<<8|uint16(k.NwProto))})
 		case flow.EtherTypeIPv6:
-			return op(bpf.FastpathFpOp{Type: opSetL3, Off: header.IPv6HopLimitOffset, Len: 1, Value: [4]byte{ttl}})
+			return op(datapath.Op{Type: datapath.OpSetL3, Off: header.IPv6HopLimitOffset, Len: 1, Value: [4]byte{ttl}})
 		}
 		return true
 	}
@@ -78,7 +79,7 @@ func (f *forwarder) fastPathEntry(d *decision, h *flow.Headers) (e bpf.FastpathF
 		switch k.DlType {
 		case flow.EtherTypeIPv4:
 			const versionIHL = header.IPv4VersionIHL << 8
-			return op(bpf.FastpathFpOp{Type: opSetL3, Off: header.IPv4TOSOffset, Len: 1, Csums: csumL3, Value: [4]byte{tos},
+			return op(datapath.Op{Type: datapath.OpSetL3, Off: header.IPv4TOSOffset, Len: 1, Csums: datapath.CsumL3, Value: [4]byte{tos},
 				Delta: header.Delta16(versionIHL|uint16(k.NwTOS), versionIHL|uint16(tos))})
 		case flow.EtherTypeIPv6:
 			// The traffic class shares its bytes with the flow label,
@@ -104,7 +105,7 @@ func (f *forwarder) fastPathEntry(d *decision, h *flow.Headers) (e bpf.FastpathF
 		if ep.KeyFlow {
 			vni = tunnelID
 		}
-		if !op(bpf.FastpathFpOp{Type: opTunnelPush, Tunnel: index, Delta: vni}) {
+		if !op(datapath.Op{Type: datapath.OpTunnelPush, Tunnel: index, Delta: vni}) {
 			return false
 		}
 		e.MaxLen = uint32(p.Info().MaxFrame - lenDelta)
@@ -123,18 +124,18 @@ func (f *forwarder) fastPathEntry(d *decision, h *flow.Headers) (e bpf.FastpathF
 		switch a.Type {
 		case flow.ActSetDlSrc, flow.ActSetDlDst:
 			mac := k.DlSrc
-			typ := bpf.FastpathFpOpTypeFP_OP_SET_DL_SRC
+			typ := datapath.OpSetDlSrc
 			if a.Type == flow.ActSetDlDst {
-				mac, typ = k.DlDst, bpf.FastpathFpOpTypeFP_OP_SET_DL_DST
+				mac, typ = k.DlDst, datapath.OpSetDlDst
 			}
 			a.SetAddress(mac[:])
-			ok = op(bpf.FastpathFpOp{Type: uint8(typ), Mac: mac})
+			ok = op(datapath.Op{Type: typ, Mac: mac})
 		case flow.ActStripVLAN:
 			if !tagKnown {
 				return e, "a VLAN operation after a pop"
 			}
 			if tagged() {
-				ok = op(bpf.FastpathFpOp{Type: uint8(bpf.FastpathFpOpTypeFP_OP_POP_VLAN)})
+				ok = op(datapath.Op{Type: datapath.OpPopVLAN})
 				tagKnown = false
 				lenDelta -= header.VLANTagLen
 			}
@@ -144,7 +145,7 @@ func (f *forwarder) fastPathEntry(d *decision, h *flow.Headers) (e bpf.FastpathF
 			}
 			// The new tag copies the outer one's TCI, if there is one,
 			// from the frame: the key has no DEI.
-			push := bpf.FastpathFpOp{Type: uint8(bpf.FastpathFpOpTypeFP_OP_PUSH_VLAN), Tpid: be16(a.Value)}
+			push := datapath.Op{Type: datapath.OpPushVLAN, Tpid: be16(a.Value)}
 			if tagged() {
 				push.Mask = 0xffff
 			}
@@ -164,8 +165,8 @@ func (f *forwarder) fastPathEntry(d *decision, h *flow.Headers) (e bpf.FastpathF
 			}
 			old := binary.BigEndian.Uint32(addr[:])
 			a.SetAddress(addr[:])
-			csums := csumL3 | l4Csum(&k)
-			ok = op(bpf.FastpathFpOp{Type: opSetL3, Off: off, Len: 4, Csums: csums, Value: addr,
+			csums := datapath.CsumL3 | l4Csum(&k)
+			ok = op(datapath.Op{Type: datapath.OpSetL3, Off: off, Len: 4, Csums: csums, Value: addr,
 				Delta: header.Delta32(old, binary.BigEndian.Uint32(addr[:]))})
 		case flow.ActSetTpSrc, flow.ActSetTpDst:
 			if !k.HasPorts() {
@@ -181,7 +182,7 @@ func (f *forwarder) fastPathEntry(d *decision, h *flow.Headers) (e bpf.FastpathF
 			updated := a.MaskedPort(port)
 			var value [4]byte
 			binary.BigEndian.PutUint16(value[:], updated)
-			ok = op(bpf.FastpathFpOp{Type: opSetL4, Off: off, Len: 2, Csums: l4Csum(&k), Value: value,
+			ok = op(datapath.Op{Type: datapath.OpSetL4, Off: off, Len: 2, Csums: l4Csum(&k), Value: value,
 				Delta: header.Delta16(port, updated)})
 		case flow.ActSetNwTTL, flow.ActDecTTL:
 			ttl := uint8(a.Value)
@@ -223,7 +224,7 @@ func (f *forwarder) fastPathEntry(d *decision, h *flow.Headers) (e bpf.FastpathF
 			}
 			switch formOut(&f.ports[a.Port].vlan, a.Value, tagged(), k.VLANTCI&header.VLANVIDMask) {
 			case formUntagged:
-				ok = op(bpf.FastpathFpOp{Type: uint8(bpf.FastpathFpOpTypeFP_OP_POP_VLAN)})
+				ok = op(datapath.Op{Type: datapath.OpPopVLAN})
 				lenDelta -= header.VLANTagLen
 			case formRetagged:
 				ok = setTCI(a.Value, header.VLANVIDMask)
@@ -246,7 +247,7 @@ func (f *forwarder) fastPathEntry(d *decision, h *flow.Headers) (e bpf.FastpathF
 	case outputs == 1:
 		e.Out = out
 	case d.dropped == dropRule:
-		e.Out, e.Ops = bpf.FPDrop, [len(e.Ops)]bpf.FastpathFpOp{}
+		e.Out, e.Ops = datapath.OutDrop, [len(e.Ops)]datapath.Op{}
 	default:
 		return e, fmt.Sprintf("a %s drop, which user space counts", DropReasons[d.dropped])
 	}
@@ -266,13 +267,6 @@ func unoffloaded(t flow.ActionType) string {
 	return "an action the program does not run"
 }
 
-const (
-	opSetL3      = uint8(bpf.FastpathFpOpTypeFP_OP_SET_L3)
-	opSetL4      = uint8(bpf.FastpathFpOpTypeFP_OP_SET_L4)
-	opTunnelPush = uint8(bpf.FastpathFpOpTypeFP_OP_TUNNEL_PUSH)
-	csumL3       = uint8(bpf.FastpathFpCsumFP_CSUM_L3)
-)
-
 // l4Csum names the checksum a change of the IPv4 pseudo-header or of the
 // ports updates, if the frame has one.
 func l4Csum(k *flow.Key) uint8 {
@@ -280,11 +274,11 @@ func l4Csum(k *flow.Key) uint8 {
 	case !k.HasPorts():
 		return 0
 	case k.NwProto == flow.ProtoTCP:
-		return uint8(bpf.FastpathFpCsumFP_CSUM_TCP)
+		return datapath.CsumTCP
 	}
-	return uint8(bpf.FastpathFpCsumFP_CSUM_UDP)
+	return datapath.CsumUDP
 }
 
 // be16 puts a 16-bit value in the frame's byte order, as the program's
 // entries keep them.
-func be16(v uint16) uint16 { return bpf.NetworkOrder(v) }
+func be16(v uint16) uint16 { return datapath.NetworkOrder(v) }

@@ -11,6 +11,7 @@ import (
 	"github.com/cilium/ebpf"
 
 	"github.com/xswitch/xswitch/bpf"
+	"github.com/xswitch/xswitch/datapath"
 	"github.com/xswitch/xswitch/flow"
 	"github.com/xswitch/xswitch/header"
 	"github.com/xswitch/xswitch/internal/testenv"
@@ -186,7 +187,7 @@ func TestFastPathDoesWhatUserSpaceDoes(t *testing.T) {
 			}
 			carried++
 			for _, o := range entry.Ops {
-				if o.Type == opSetL3 || o.Type == opSetL4 {
+				if o.Type == datapath.OpSetL3 || o.Type == datapath.OpSetL4 {
 					ipRewrites++
 					break
 				}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/xswitch/xswitch/datapath"
 	"github.com/xswitch/xswitch/flow"
 	"github.com/xswitch/xswitch/port"
 )
@@ -103,7 +104,7 @@ func (f *forwarder) packetOut(inPort uint16, actions []flow.Action, frame []byte
 	f.copies.reset()
 	r := &f.run
 	*r = frameRun{inSlot: inSlot, frame: f.copies.clone(frame), layout: f.extractor.Layout(), now: now,
-		dropped: d.dropped, copied: true, controllers: d.controllers, tunnel: port.TunnelTx{ID: uint32(f.key.TunID), Hash: d.flowHash}}
+		dropped: d.dropped, copied: true, controllers: d.controllers, tunnel: port.TunnelTx{ID: uint32(f.key.TunID), Hash: datapath.FlowHash(&f.key.Headers)}}
 	f.execute(r, d.actions)
 	if !r.sent {
 		f.drops.count(r.dropped)

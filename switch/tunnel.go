@@ -1,11 +1,10 @@
 package vswitch
 
 import (
-	"encoding/binary"
 	"fmt"
 	"slices"
 
-	"github.com/xswitch/xswitch/bpf"
+	"github.com/xswitch/xswitch/datapath"
 	"github.com/xswitch/xswitch/port"
 )
 
@@ -115,16 +114,11 @@ type fpTunnel struct {
 	written bool
 }
 
-// tunnelIndex is where in the tunnels map half of a tunnel port's two
-// places is, and tunnelSlotOf whose they are.
-func tunnelIndex(slot uint16, half uint32) uint32 { return 2*uint32(slot) + half }
-func tunnelSlotOf(index uint32) uint16            { return uint16(index / 2) }
-
 // addTunnel has the underlays' programs take tunnel p's frames.
 func (fp *fastPath) addTunnel(p *bridgePort) error {
 	key, in := tunnelsInEntry(p)
-	if err := fp.shared.TunnelsIn.Put(&key, &in); err != nil {
-		return fmt.Errorf("enter the tunnel in tunnels_in: %w", err)
+	if err := fp.dp.SetTunnelIn(key, in); err != nil {
+		return err
 	}
 	fp.mu.Lock()
 	fp.tunnels[p] = &fpTunnel{}
@@ -136,21 +130,20 @@ func (fp *fastPath) addTunnel(p *bridgePort) error {
 // removeTunnel undoes addTunnel.
 func (fp *fastPath) removeTunnel(p *bridgePort) {
 	key, _ := tunnelsInEntry(p)
-	fp.shared.TunnelsIn.Delete(&key)
+	fp.dp.DeleteTunnelIn(key)
 	fp.mu.Lock()
 	delete(fp.tunnels, p)
 	fp.mu.Unlock()
 }
 
 // tunnelsInEntry is what tunnels_in holds for tunnel p.
-func tunnelsInEntry(p *bridgePort) (bpf.FastpathFpTunnelKey, bpf.FastpathFpTunnelIn) {
+func tunnelsInEntry(p *bridgePort) (datapath.TunnelKey, datapath.TunnelIn) {
 	ep := p.tunnel.Endpoint()
-	key := bpf.FastpathFpTunnelKey{Remote: binary.NativeEndian.Uint32(ep.Remote[:]), Port: be16(ep.DstPort),
-		Underlay: p.underlaySlot, Vni: ep.Key}
+	vni := ep.Key
 	if ep.KeyFlow {
-		key.Vni = anyVNI
+		vni = datapath.AnyVNI
 	}
-	return key, bpf.FastpathFpTunnelIn{InPort: p.ofport, Local: binary.NativeEndian.Uint32(ep.Local[:])}
+	return datapath.TunnelKeyOf(ep.Remote, ep.DstPort, p.underlaySlot, vni), datapath.TunnelInOf(p.ofport, ep.Local)
 }
 
 // tunnelHeaders returns where in the tunnels map tunnel p's outer headers
@@ -165,8 +158,7 @@ func (fp *fastPath) tunnelHeaders(p *bridgePort) (index uint32, ok bool) {
 	if !t.written || version != t.version {
 		if ok {
 			half := 1 - t.half
-			value := bpf.FastpathFpTunnel{Hdr: h.Bytes, IpSum: h.IPSum}
-			if err := fp.shared.Tunnels.Put(tunnelIndex(p.slot, half), &value); err != nil {
+			if err := fp.dp.SetTunnelHeaders(datapath.TunnelPlace(p.slot, half), h); err != nil {
 				return 0, false
 			}
 			t.half = half
@@ -178,7 +170,7 @@ func (fp *fastPath) tunnelHeaders(p *bridgePort) (index uint32, ok bool) {
 		}
 		*t = fpTunnel{version: version, half: t.half, ok: ok, written: true}
 	}
-	return tunnelIndex(p.slot, t.half), t.ok
+	return datapath.TunnelPlace(p.slot, t.half), t.ok
 }
 
 // checkTunnels follows the changes of every tunnel's headers, so that no

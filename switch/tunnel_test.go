@@ -14,6 +14,7 @@ import (
 	"github.com/cilium/ebpf"
 
 	"github.com/xswitch/xswitch/bpf"
+	"github.com/xswitch/xswitch/datapath"
 	"github.com/xswitch/xswitch/flow"
 	"github.com/xswitch/xswitch/header"
 	"github.com/xswitch/xswitch/internal/race"
@@ -419,7 +420,7 @@ func TestFastPathTunnelsDoWhatUserSpaceDoes(t *testing.T) {
 		}
 		return ret, opts.DataOut
 	}
-	access, err := bpf.LoadFastpathProgram(bpf.FastpathConfig{InPort: 1, MaxFrameLen: 1 << 16, SocketQueues: 1, Shared: fp.shared})
+	access, err := bpf.LoadFastpathProgram(bpf.FastpathConfig{InPort: 1, MaxFrameLen: 1 << 16, SocketQueues: 1, Shared: fp.dp.(*datapath.Kernel).Shared()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -442,7 +443,7 @@ func TestFastPathTunnelsDoWhatUserSpaceDoes(t *testing.T) {
 
 	// The underlay's program takes the frame from the tunnel apart.
 	listen := xskTunnelListen(t, tbLocal, 4789, tunnel.VXLAN)
-	underlay, err := bpf.LoadFastpathProgram(bpf.FastpathConfig{MaxFrameLen: 1 << 16, SocketQueues: 1, Shared: fp.shared, TunnelListen: listen, UnderlaySlot: tb.b.underlays[0].slot})
+	underlay, err := bpf.LoadFastpathProgram(bpf.FastpathConfig{MaxFrameLen: 1 << 16, SocketQueues: 1, Shared: fp.dp.(*datapath.Kernel).Shared(), TunnelListen: listen, UnderlaySlot: tb.b.underlays[0].slot})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -486,7 +487,7 @@ func newFastPathTunnelBed(t *testing.T) *tunnelBed {
 	})
 	const loopback = 1
 	for slot := range uint32(8) {
-		if err := tb.b.fp.shared.TxPorts.Put(slot, uint32(loopback)); err != nil {
+		if err := tb.b.fp.dp.(*datapath.Kernel).Shared().TxPorts.Put(slot, uint32(loopback)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -3,7 +3,6 @@ package vswitch
 import (
 	"fmt"
 
-	"github.com/xswitch/xswitch/bpf"
 	"github.com/xswitch/xswitch/flow"
 )
 
@@ -170,8 +169,6 @@ func (tr *translator) start(t *flow.Table, headers *flow.Headers, d *decision, n
 	*tr = translator{in: tr.in, now: now, table: t, key: flow.Key{Headers: *headers}, arrival: headers.InPort, d: d,
 		tunnelID: headers.TunID}
 	d.table = t
-	key := bpf.KeyOf(headers)
-	d.flowHash = bpf.FlowHash(&key)
 	d.rules, d.lookups, d.actions, d.dropped = d.rules[:0], d.lookups[:0], d.actions[:0], dropRule
 	d.macDeps, d.controllers = d.macDeps[:0], d.controllers[:0]
 	if d.offer != nil {

@@ -1,0 +1,185 @@
+// Package datapathtest has a datapath.Datapath in memory, for testing
+// the fast path's policy without root: it keeps what the kernel's maps
+// would, and the test plays the programs by setting what entries carried.
+package datapathtest
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/xswitch/xswitch/bpf"
+	"github.com/xswitch/xswitch/datapath"
+	"github.com/xswitch/xswitch/flow"
+	"github.com/xswitch/xswitch/port"
+)
+
+// Fake is a datapath.Datapath in memory. Capacity, if not 0, is how many
+// entries each table takes, as the kernel's maps refuse more.
+type Fake struct {
+	Capacity int
+
+	mu sync.Mutex
+	// Gen, Mask and L2 are what was published last.
+	Gen     uint64
+	Mask    *flow.Headers
+	L2      bool
+	entries [2]map[datapath.Key]*fakeEntry // by l2, keyed as the map is
+	tunnels map[uint32]port.TunnelHeader
+	in      map[datapath.TunnelKey]datapath.TunnelIn
+}
+
+type fakeEntry struct {
+	entry   datapath.Entry
+	carried datapath.Counts
+}
+
+// New makes an empty Fake.
+func New() *Fake {
+	return &Fake{entries: [2]map[datapath.Key]*fakeEntry{{}, {}}, tunnels: map[uint32]port.TunnelHeader{}, in: map[datapath.TunnelKey]datapath.TunnelIn{}}
+}
+
+// stored is key as the l2 table or the other keeps it.
+func stored(l2 bool, key datapath.Key) datapath.Key {
+	if l2 {
+		l2Key := key.L2()
+		return l2Key.Key()
+	}
+	return key
+}
+
+func table(l2 bool) int {
+	if l2 {
+		return 1
+	}
+	return 0
+}
+
+func (f *Fake) Publish(gen uint64, mask *flow.Headers, l2 bool) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.Gen, f.Mask, f.L2 = gen, mask, l2
+	return nil
+}
+
+func (f *Fake) Install(l2 bool, keys []datapath.Key, entries []datapath.Entry) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	m := f.entries[table(l2)]
+	for i, key := range keys {
+		key = stored(l2, key)
+		if _, there := m[key]; !there && f.Capacity > 0 && len(m) >= f.Capacity {
+			return i, fmt.Errorf("update entry %d: the map is full (its %d entries)", i, f.Capacity)
+		}
+		m[key] = &fakeEntry{entry: entries[i]}
+	}
+	return len(keys), nil
+}
+
+func (f *Fake) Remove(l2 bool, key datapath.Key) (datapath.Counts, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	m := f.entries[table(l2)]
+	key = stored(l2, key)
+	e, ok := m[key]
+	if !ok {
+		return datapath.Counts{}, errors.New("key does not exist")
+	}
+	delete(m, key)
+	return e.carried, nil
+}
+
+func (f *Fake) Delete(l2 bool, keys []datapath.Key) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, key := range keys {
+		delete(f.entries[table(l2)], stored(l2, key))
+	}
+}
+
+func (f *Fake) Walk(fn func(key datapath.Key, l2 bool, carried datapath.Counts)) error {
+	f.mu.Lock()
+	var all [2]map[datapath.Key]datapath.Counts
+	for t, m := range f.entries {
+		all[t] = map[datapath.Key]datapath.Counts{}
+		for k, e := range m {
+			all[t][k] = e.carried
+		}
+	}
+	f.mu.Unlock()
+	for t, m := range all {
+		for k, c := range m {
+			fn(k, t == 1, c)
+		}
+	}
+	return nil
+}
+
+// Drops are none: there are no programs to drop frames.
+func (f *Fake) Drops() map[string]uint64 {
+	counts := map[string]uint64{}
+	for _, reason := range bpf.DropReasons {
+		counts[reason] = 0
+	}
+	return counts
+}
+
+// AttachPort fails: there are no programs to attach.
+func (f *Fake) AttachPort(slot, ofport uint16, ifindex int, host port.XDPHost, underlay bool) (func(), error) {
+	return nil, errors.New("the fake datapath runs no programs")
+}
+
+func (f *Fake) RedirectDrops(slot uint16, ifindex int) uint64 { return 0 }
+
+func (f *Fake) SetTunnelIn(key datapath.TunnelKey, in datapath.TunnelIn) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.in[key] = in
+	return nil
+}
+
+func (f *Fake) DeleteTunnelIn(key datapath.TunnelKey) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.in, key)
+}
+
+func (f *Fake) SetTunnelHeaders(place uint32, h port.TunnelHeader) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.tunnels[place] = h
+	return nil
+}
+
+func (f *Fake) Close() error { return nil }
+
+// Carry has the entry of key carry packets more frames of size bytes
+// each, as the program would. It reports whether there is such an entry.
+func (f *Fake) Carry(l2 bool, key datapath.Key, packets, size uint64) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	e, ok := f.entries[table(l2)][stored(l2, key)]
+	if ok {
+		e.carried.Packets += packets
+		e.carried.Bytes += packets * size
+	}
+	return ok
+}
+
+// Entry returns the entry under key, if there is one.
+func (f *Fake) Entry(l2 bool, key datapath.Key) (datapath.Entry, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	e, ok := f.entries[table(l2)][stored(l2, key)]
+	if !ok {
+		return datapath.Entry{}, false
+	}
+	return e.entry, true
+}
+
+// Len is how many entries both tables hold.
+func (f *Fake) Len() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.entries[0]) + len(f.entries[1])
+}
