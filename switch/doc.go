@@ -46,7 +46,8 @@
 //	              end each group leaves with one call
 //	packetin.go   the batch's packet-ins to the OpenFlow agent
 //	counters.go   the batch's counts: rules, tables, ports, drops
-//	fastpath.go   the decision offered to the in-kernel fast path, and
+//	fastpath_install.go
+//	              the decision offered to the in-kernel fast path, and
 //	              what the batch offered installed (offload.go encodes it)
 //
 // Frames are transmitted before their batch is released because the
@@ -61,6 +62,9 @@
 // plane), ports.go (a thread's view of the ports, the MAC table and the
 // settings, which translation reads and nothing else of the thread),
 // mactable.go, stp.go, storm.go, reserved.go, tunnel.go (tunnel ports
-// and their underlays), packetout.go, and trace.go (a packet's way told
-// step by step by the same translation and NORMAL).
+// and their underlays), packetout.go, trace.go (a packet's way told step
+// by step by the same translation and NORMAL), and the rest of the fast
+// path's policy: fastpath.go (generations and the key mask),
+// fastpath_sweep.go (the sweeper), fastpath_ports.go (its programs on the
+// ports) and fastpath_show.go (what it tells the control plane).
 package vswitch
