@@ -2,6 +2,7 @@ package vswitch
 
 import (
 	"github.com/xswitch/xswitch/flow"
+	"github.com/xswitch/xswitch/header"
 	"github.com/xswitch/xswitch/port"
 )
 
@@ -186,19 +187,19 @@ func rewrite(a *flow.Action, frame []byte, l *flow.Layout) ([]byte, bool) {
 			setDlDst(frame, mac)
 		}
 	case flow.ActSetNwSrc:
-		if ip, ok := maskedIPv4(a, frame, l, ipv4SrcOff); ok {
+		if ip, ok := maskedIPv4(a, frame, l, header.IPv4SrcOffset); ok {
 			setNwSrc(frame, l, ip)
 		}
 	case flow.ActSetNwDst:
-		if ip, ok := maskedIPv4(a, frame, l, ipv4DstOff); ok {
+		if ip, ok := maskedIPv4(a, frame, l, header.IPv4DstOffset); ok {
 			setNwDst(frame, l, ip)
 		}
 	case flow.ActSetTpSrc:
-		if port, ok := maskedPort(a, frame, l, l4SrcPortOff); ok {
+		if port, ok := maskedPort(a, frame, l, header.SrcPortOffset); ok {
 			setTpSrc(frame, l, port)
 		}
 	case flow.ActSetTpDst:
-		if port, ok := maskedPort(a, frame, l, l4DstPortOff); ok {
+		if port, ok := maskedPort(a, frame, l, header.DstPortOffset); ok {
 			setTpDst(frame, l, port)
 		}
 	case flow.ActSetIPv6Src:
@@ -216,9 +217,9 @@ func rewrite(a *flow.Action, frame []byte, l *flow.Layout) ([]byte, bool) {
 	case flow.ActSetVLANPCP:
 		return setVLANPCP(frame, uint8(a.Value))
 	case flow.ActSetNwTOS:
-		setTOS(frame, l, tosDSCPMask, uint8(a.Value))
+		setTOS(frame, l, header.DSCPMask, uint8(a.Value))
 	case flow.ActSetNwECN:
-		setTOS(frame, l, tosECNMask, uint8(a.Value))
+		setTOS(frame, l, header.ECNMask, uint8(a.Value))
 	case flow.ActSetNwTTL:
 		setTTL(frame, l, uint8(a.Value))
 	}
@@ -271,7 +272,7 @@ const (
 	copyRoom = 64
 	// maxCopyFrame is the longest frame a port hands the switch: the
 	// largest MTU, its Ethernet header and two VLAN tags.
-	maxCopyFrame = 65535 + ethHeaderLen + 2*vlanTagLen
+	maxCopyFrame = 65535 + header.EthernetLen + 2*header.VLANTagLen
 	// maxNormalCopies is how many copies NORMAL makes of one frame: its
 	// tagged and untagged forms (vlan.go).
 	maxNormalCopies = 2

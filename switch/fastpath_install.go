@@ -5,6 +5,7 @@ import (
 
 	"github.com/xswitch/xswitch/datapath"
 	"github.com/xswitch/xswitch/flow"
+	"github.com/xswitch/xswitch/header"
 )
 
 // A frame's decision offered to the fast path, queued, and installed at
@@ -90,9 +91,9 @@ func (f *forwarder) offerFastPath(d *decision, inSlot uint16, now int64) {
 	for _, op := range o.entry.Ops {
 		switch op.Type {
 		case datapath.OpPushVLAN:
-			meta.lenDelta += vlanTagLen
+			meta.lenDelta += header.VLANTagLen
 		case datapath.OpPopVLAN:
-			meta.lenDelta -= vlanTagLen
+			meta.lenDelta -= header.VLANTagLen
 		case datapath.OpTunnelPush:
 			// Counted as the tunnel's, which the frame leaves by through
 			// its underlay.

@@ -16,12 +16,9 @@ import (
 	"github.com/xswitch/xswitch/port"
 )
 
-const (
-	ethHeaderLen = 14
-	// idlePoll bounds a sleep, only so that a lost wakeup would cost a
-	// second rather than a hang.
-	idlePoll = time.Second
-)
+// idlePoll bounds a sleep, only so that a lost wakeup would cost a
+// second rather than a hang.
+const idlePoll = time.Second
 
 // forwarder is one forwarding thread: the loop and what it owns. What
 // each stage of a frame's way keeps lives with that stage, in the order a
@@ -29,7 +26,7 @@ const (
 // batch being received (receive.go), the decision cache (cache.go), the
 // frame being executed (execute.go), the frames waiting to leave
 // (transmit.go), the batch's counts (counters.go), the fast path's
-// offers (fastpath.go) and the packet-ins (packetin.go).
+// offers (fastpath_install.go) and the packet-ins (packetin.go).
 type forwarder struct {
 	// thread is this forwarder's index among its bridge's threads, which
 	// number threads; rebuild deals the queues out by them.

@@ -1,6 +1,9 @@
 package vswitch
 
-import "github.com/xswitch/xswitch/flow"
+import (
+	"github.com/xswitch/xswitch/flow"
+	"github.com/xswitch/xswitch/header"
+)
 
 // NORMAL: a learning switch, per VLAN (vlan.go). chooseNormal is the one
 // place that decides what NORMAL does with a frame; three callers use it:
@@ -130,7 +133,7 @@ func (tr *translator) normal() normalChoice {
 	}
 	var vid uint16
 	if k.VLANTCI&flow.VLANCFI != 0 {
-		vid = k.VLANTCI & vlanVIDMask
+		vid = k.VLANTCI & header.VLANVIDMask
 	}
 	c := v.chooseNormal(inSlot, vid, k.DlSrc[:], k.DlDst[:], tr.now, tr.in.learn)
 	if c.unlearned && tr.in.obs == nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/xswitch/xswitch/datapath"
 	"github.com/xswitch/xswitch/flow"
+	"github.com/xswitch/xswitch/header"
 	"github.com/xswitch/xswitch/port"
 )
 
@@ -31,8 +32,8 @@ var trunkOfAll = compileVLAN(VLANConfig{})
 // with an error for an unknown port or an action a packet-out may not
 // have: the instructions, and what a rule could not have either.
 func (b *Bridge) PacketOut(inPort uint16, actions []flow.Action, frame []byte) error {
-	if len(frame) < ethHeaderLen || len(frame) > maxCopyFrame {
-		return fmt.Errorf("packet-out: a frame of %d bytes (want %d to %d)", len(frame), ethHeaderLen, maxCopyFrame)
+	if len(frame) < header.EthernetLen || len(frame) > maxCopyFrame {
+		return fmt.Errorf("packet-out: a frame of %d bytes (want %d to %d)", len(frame), header.EthernetLen, maxCopyFrame)
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()

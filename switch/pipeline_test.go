@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/gopacket/layers"
 
+	"github.com/xswitch/xswitch/header"
 	"github.com/xswitch/xswitch/internal/race"
 	"github.com/xswitch/xswitch/port/porttest"
 )
@@ -240,7 +241,7 @@ func TestRewritesFollowTheHeadersAcrossTags(t *testing.T) {
 	forwardAll(f)
 
 	tagged := in
-	tagged.tags = []vlanTag{{tpidDot1Q, 5}}
+	tagged.tags = []vlanTag{{header.EtherTypeVLAN, 5}}
 	tagged.ip4Dst, tagged.tpDst, tagged.ttl = [4]byte{10, 9, 9, 9}, 99, in.ttl-1
 	wantFrames(t, ports[1], tagged.build(t))
 	untagged := tagged
@@ -298,7 +299,7 @@ func TestHeaderLoadsAndMovesRewriteTheFrame(t *testing.T) {
 	forwardAll(f)
 	tagged := in
 	tagged.dlDst, tagged.ip4Dst, tagged.tpDst = in.dlSrc, [4]byte{10, 0, 0, 10}, in.tpSrc
-	tagged.tags = []vlanTag{{tpidDot1Q, 5}}
+	tagged.tags = []vlanTag{{header.EtherTypeVLAN, 5}}
 	wantFrames(t, ports[1], tagged.build(t))
 	untagged := tagged
 	untagged.tags, untagged.ttl = nil, 7

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/xswitch/xswitch/flow"
+	"github.com/xswitch/xswitch/header"
 	"github.com/xswitch/xswitch/port"
 )
 
@@ -81,7 +82,7 @@ func (f *forwarder) forwardFrom(slot uint16, frames []port.Frame, tunnel []port.
 		// Too short to switch, or a multicast source address (which no
 		// real station has, and learning it would poison the MAC table):
 		// count and drop.
-		if len(data) < ethHeaderLen || isMulticast(data[6:12]) {
+		if len(data) < header.EthernetLen || isMulticast(data[6:12]) {
 			malformed++
 			continue
 		}

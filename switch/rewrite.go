@@ -33,22 +33,6 @@ import (
 	"github.com/xswitch/xswitch/header"
 )
 
-// The header package's constants under the names the package's other
-// files know them by.
-const (
-	vlanTagLen   = header.VLANTagLen
-	vlanVIDMask  = header.VLANVIDMask
-	tpidDot1Q    = header.EtherTypeVLAN
-	tosDSCPMask  = header.DSCPMask
-	tosECNMask   = header.ECNMask
-	ipv4SrcOff   = header.IPv4SrcOffset
-	ipv4DstOff   = header.IPv4DstOffset
-	l4SrcPortOff = header.SrcPortOffset
-	l4DstPortOff = header.DstPortOffset
-)
-
-func isTPID(etherType uint16) bool { return header.IsTPID(etherType) }
-
 // currentMAC, currentIPv4Addr and currentL4Port read the field a rewrite
 // would change, for set_field with a mask, which keeps some of its bits.
 // ok is false when the frame has no such field to rewrite.

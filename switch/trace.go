@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/xswitch/xswitch/flow"
+	"github.com/xswitch/xswitch/header"
 	"github.com/xswitch/xswitch/rstp"
 )
 
@@ -196,7 +197,7 @@ func (t *tracer) normal(step *TraceStep, key *flow.Key, c *normalChoice) {
 	case normalDropVLAN:
 		var vid uint16
 		if key.VLANTCI&flow.VLANCFI != 0 {
-			vid = key.VLANTCI & vlanVIDMask
+			vid = key.VLANTCI & header.VLANVIDMask
 		}
 		step.Notes = append(step.Notes, fmt.Sprintf("port %s does not carry VLAN %d: dropped", v.label(in), vid))
 		return

@@ -29,6 +29,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/xswitch/xswitch/header"
 )
 
 // VLANMode is how a port treats VLAN tags (OVS's vlan_mode).
@@ -132,14 +134,14 @@ func (c VLANConfig) Validate() error {
 // control plane (trace); c must be valid.
 func (c VLANConfig) Ingress(vid uint16) (uint16, bool) {
 	v := compileVLAN(c)
-	return v.ingress(vid & vlanVIDMask)
+	return v.ingress(vid & header.VLANVIDMask)
 }
 
 // Carries reports whether NORMAL sends frames of vlan out of a port so
 // configured.
 func (c VLANConfig) Carries(vlan uint16) bool {
 	v := compileVLAN(c)
-	return v.carries(vlan & vlanVIDMask)
+	return v.carries(vlan & header.VLANVIDMask)
 }
 
 // SetPortVLAN makes c the named port's VLAN configuration from the next
@@ -256,10 +258,10 @@ func (v *portVLAN) egressUntagged(vlan uint16) bool {
 // frameTag returns whether frame has an outer 802.1Q or 802.1ad tag, and
 // its VID.
 func frameTag(frame []byte) (tagged bool, vid uint16) {
-	if len(frame) < ethHeaderLen+vlanTagLen || !isTPID(binary.BigEndian.Uint16(frame[12:])) {
+	if len(frame) < header.EthernetLen+header.VLANTagLen || !header.IsTPID(binary.BigEndian.Uint16(frame[12:])) {
 		return false, 0
 	}
-	return true, binary.BigEndian.Uint16(frame[14:]) & vlanVIDMask
+	return true, binary.BigEndian.Uint16(frame[14:]) & header.VLANVIDMask
 }
 
 // vlanFrame is one frame that NORMAL outputs, and the forms it takes on
