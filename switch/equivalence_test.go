@@ -281,9 +281,7 @@ func randomFrame(t *testing.T, rnd *rand.Rand, stations []station) (fr []byte) {
 // flow stays in the kernel.
 func TestOlderInstallLeavesTheNewerEntry(t *testing.T) {
 	bed := newFastPathBed(t, 64, trunk(), trunk())
-	a, b := mac(1), mac(2)
-	bed.userSpace(0, frame(broadcast, a, "a is here"))
-	bed.userSpace(1, frame(broadcast, b, "b is here"))
+	a, b := bed.stations()
 	fr := frame(b, a, "a to b")
 	var older fpPending
 	for i := range 2 {

@@ -350,6 +350,15 @@ func newPolicyBed(t *testing.T, ports int) (*fastPathBed, *datapathtest.Fake) {
 	return newBed(t, dp, 64, configs...), dp
 }
 
+// stations has a station, a, send from port 1 and another, b, from port
+// 2, so that the MAC table knows both.
+func (bed *fastPathBed) stations() (a, b []byte) {
+	a, b = mac(1), mac(2)
+	bed.userSpace(0, frame(broadcast, a, "a is here"))
+	bed.userSpace(1, frame(broadcast, b, "b is here"))
+	return a, b
+}
+
 // entries are the datapath's entries, by the source MAC address of
 // their key.
 func entries(t *testing.T, dp *datapathtest.Fake) map[[6]byte]datapath.Entry {
@@ -373,9 +382,7 @@ func entries(t *testing.T, dp *datapathtest.Fake) map[[6]byte]datapath.Entry {
 // floods get none.
 func TestUserSpaceInstallsOneEntryPerFlow(t *testing.T) {
 	bed, dp := newPolicyBed(t, 2)
-	a, b := mac(1), mac(2)
-	bed.userSpace(0, frame(broadcast, a, "a is here"))
-	bed.userSpace(1, frame(broadcast, b, "b is here"))
+	a, b := bed.stations()
 	if n := dp.Len(); n != 0 {
 		t.Fatalf("floods installed %d entries; want none", n)
 	}
@@ -409,9 +416,7 @@ func TestUserSpaceInstallsOneEntryPerFlow(t *testing.T) {
 // installs it.
 func TestRefusedInstallIsOfferedAgain(t *testing.T) {
 	bed, dp := newPolicyBed(t, 2)
-	a, b := mac(1), mac(2)
-	bed.userSpace(0, frame(broadcast, a, "a is here"))
-	bed.userSpace(1, frame(broadcast, b, "b is here"))
+	a, b := bed.stations()
 	bed.userSpace(0, frame(b, a, "a to b"))
 	dp.Capacity = 1
 	if sent, on := bed.userSpace(1, frame(a, b, "b to a")); len(sent) != 1 || on[0] != 0 {
@@ -436,9 +441,7 @@ func TestRefusedInstallIsOfferedAgain(t *testing.T) {
 // carried until then is credited.
 func TestAMovedStationRetiresTheEntriesToIt(t *testing.T) {
 	bed, dp := newPolicyBed(t, 3)
-	a, b := mac(1), mac(2)
-	bed.userSpace(0, frame(broadcast, a, "a is here"))
-	bed.userSpace(1, frame(broadcast, b, "b is here"))
+	a, b := bed.stations()
 	bed.userSpace(0, frame(b, a, "a to b"))
 	var key datapath.Key
 	var l2 bool
