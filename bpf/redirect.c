@@ -7,7 +7,7 @@
 // batch (a full ring, a tap without room). The kernel reports them only
 // in tracepoints, xdp_redirect_err and xdp_devmap_xmit; without these
 // counters they would be lost without a trace. xswitch reads its ports'
-// (the sweeper, switch/fastpath.go).
+// (the sweeper, switch/fastpath_sweep.go).
 
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>

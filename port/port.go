@@ -108,8 +108,8 @@ func (s Stats) Plus(o Stats) Stats {
 }
 
 // XDPHost is a port whose frames pass an XDP program that the bridge may
-// replace with its fast path's (switch/fastpath.go), which must end as the
-// port's own program does: in the port's sockets.
+// replace with its fast path's (switch/fastpath_ports.go), which must end
+// as the port's own program does: in the port's sockets.
 type XDPHost interface {
 	// XDPSockets says where the port's program puts frames: the sockets
 	// that take them and their limits.

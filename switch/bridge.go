@@ -110,7 +110,7 @@ type bridgePort struct {
 	// fastPath takes the fast path's program off the port, nil when it
 	// runs its own (fastPathOff says why), under Bridge.mu; fastPathIn
 	// says the same to the forwarders. takesRedirects says that the fast
-	// path may send to it, and redirectsOff why not (fastpath.go).
+	// path may send to it, and redirectsOff why not (fastpath_ports.go).
 	fastPath       func()
 	fastPathOff    string
 	fastPathIn     atomic.Bool

@@ -38,6 +38,9 @@
 //	xlate.go      (on a miss) the pipeline: the key through the tables,
 //	              goto_table, resubmit and the action set, into a flat
 //	              list of actions
+//	fastpath_offer.go
+//	              the decision offered to the in-kernel fast path, its
+//	              entry worked out once (fastpath_entry.go) and queued
 //	execute.go    the decision's actions on the frame: rewrites in place
 //	              (rewrite.go), outputs, NORMAL as resolved
 //	normal.go     NORMAL: to the learned port, or flooded in the VLAN
@@ -47,8 +50,7 @@
 //	packetin.go   the batch's packet-ins to the OpenFlow agent
 //	counters.go   the batch's counts: rules, tables, ports, drops
 //	fastpath_install.go
-//	              the decision offered to the in-kernel fast path, and
-//	              what the batch offered installed (offload.go encodes it)
+//	              what the batch offered the fast path installed
 //
 // Frames are transmitted before their batch is released because the
 // groups point into the receiving port's memory: transmission copies them

@@ -11,12 +11,12 @@ import (
 )
 
 // The in-kernel fast path's policy: decisions that the XDP program can
-// carry (offload.go) are installed in a map every port's program reads
-// (bpf/fastpath.c), so that their frames go from port to port inside the
-// kernel, in the sender's softirq, and never reach a socket. The maps,
-// the programs and their encodings are package datapath's, reached
-// through datapath.Datapath, so that this policy is tested on a datapath
-// in memory (datapathtest). User space stays the authority:
+// carry (fastpath_entry.go) are installed in a map every port's program
+// reads (bpf/fastpath.c), so that their frames go from port to port
+// inside the kernel, in the sender's softirq, and never reach a socket.
+// The maps, the programs and their encodings are package datapath's,
+// reached through datapath.Datapath, so that this policy is tested on a
+// datapath in memory (datapathtest). User space stays the authority:
 //
 //   - A frame that reaches user space is forwarded there as always; if its
 //     decision can be carried in the kernel, the forwarder queues the

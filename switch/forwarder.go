@@ -24,9 +24,9 @@ const idlePoll = time.Second
 // each stage of a frame's way keeps lives with that stage, in the order a
 // frame moves: the view of the bridge it forwards by (ports.go), the
 // batch being received (receive.go), the decision cache (cache.go), the
-// frame being executed (execute.go), the frames waiting to leave
-// (transmit.go), the batch's counts (counters.go), the fast path's
-// offers (fastpath_install.go) and the packet-ins (packetin.go).
+// fast path's offers (fastpath_offer.go), the frame being executed
+// (execute.go), the frames waiting to leave (transmit.go), the
+// packet-ins (packetin.go) and the batch's counts (counters.go).
 type forwarder struct {
 	// thread is this forwarder's index among its bridge's threads, which
 	// number threads; rebuild deals the queues out by them.

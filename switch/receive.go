@@ -123,8 +123,9 @@ func (f *forwarder) forwardFrom(slot uint16, frames []port.Frame, tunnel []port.
 }
 
 // forwardFrame forwards one frame by its decision under table; f.key
-// holds its key and f.extractor its layout. Its batch's counts go up at
-// the batch's end, and the fast path is offered its decision last.
+// holds its key and f.extractor its layout. The fast path is offered the
+// decision before it runs (its entry is installed at the batch's end),
+// and the batch's counts go up at the batch's end.
 func (f *forwarder) forwardFrame(table *flow.Table, inSlot uint16, frame []byte, now int64) {
 	d := f.decisionFor(table, now)
 	if d.packets == 0 {
@@ -132,6 +133,9 @@ func (f *forwarder) forwardFrame(table *flow.Table, inSlot uint16, frame []byte,
 	}
 	d.packets++
 	d.bytes += uint64(len(frame))
+	if f.fp != nil && !f.learnOnly && f.ports[inSlot].fastPathIn.Load() {
+		f.offerFastPath(d, inSlot, now)
+	}
 	r := &f.run
 	*r = frameRun{inSlot: inSlot, frame: frame, layout: f.extractor.Layout(), now: now, dropped: d.dropped,
 		controllers: d.controllers, tunnel: port.TunnelTx{ID: uint32(f.key.TunID), Hash: d.flowHash}}
@@ -140,9 +144,6 @@ func (f *forwarder) forwardFrame(table *flow.Table, inSlot uint16, frame []byte,
 		f.drops.count(r.dropped)
 	}
 	r.frame, r.controllers = nil, nil
-	if f.fp != nil && !f.learnOnly && f.ports[inSlot].fastPathIn.Load() {
-		f.offerFastPath(d, inSlot, now)
-	}
 }
 
 // demuxKey finds the tunnel a decapsulated frame belongs to: its

@@ -1,0 +1,75 @@
+package vswitch
+
+import (
+	"slices"
+
+	"github.com/xswitch/xswitch/datapath"
+	"github.com/xswitch/xswitch/flow"
+	"github.com/xswitch/xswitch/header"
+)
+
+// A frame's decision offered to the fast path: what its entry is, and
+// whether to queue it for the batch's end.
+
+// fpOffer is a decision's state towards the fast path.
+type fpOffer struct {
+	state      int8 // 0: not worked out; 1: the kernel can carry it; -1: it cannot
+	entry      datapath.Entry
+	generation uint64 // queued under it,
+	at         int64  // at that time
+	// epoch is fastPath.offerEpoch when the state was worked out.
+	epoch uint64
+}
+
+// entryKey is the key of the fast path's entry for a flow with headers h
+// in the batch's view: h under its mask, in its generation.
+func (f *forwarder) entryKey(h *flow.Headers) datapath.Key {
+	return datapath.NewKey(h, f.fpView.mask, f.fpView.generation)
+}
+
+// offerFastPath queues d's entry for installation if the kernel can carry
+// it and it was not queued lately in the batch's generation. It runs for
+// frames that reached user space, before d's actions run on them.
+func (f *forwarder) offerFastPath(d *decision, inSlot uint16, now int64) {
+	if d.offer == nil {
+		d.offer = new(fpOffer)
+	}
+	o := d.offer
+	if epoch := f.fp.offerEpoch.Load(); o.epoch != epoch {
+		o.state, o.epoch = 0, epoch
+	}
+	gen := f.fpView.generation
+	if o.state < 0 || o.generation == gen && now-o.at < int64(reofferAfter) {
+		return
+	}
+	if o.state == 0 {
+		o.state = -1
+		if e, why := f.fastPathEntry(d, &f.key.Headers); why == "" {
+			o.state, o.entry = 1, e
+		}
+		if o.state < 0 {
+			return
+		}
+	}
+	o.generation, o.at = gen, now
+	key := f.entryKey(&f.key.Headers)
+	meta := &fpInstalled{key: key, rules: slices.Clone(d.rules), lookups: slices.Clone(d.lookups),
+		macDeps: slices.Clone(d.macDeps), in: f.ports[inSlot], entry: o.entry, mask: f.fpView.mask, l2: isL2Mask(f.fpView.mask),
+		active: now}
+	if o.entry.Out != datapath.OutDrop {
+		meta.out, meta.via = f.ports[o.entry.Out], f.ports[o.entry.Out]
+	}
+	for _, op := range o.entry.Ops {
+		switch op.Type {
+		case datapath.OpPushVLAN:
+			meta.lenDelta += header.VLANTagLen
+		case datapath.OpPopVLAN:
+			meta.lenDelta -= header.VLANTagLen
+		case datapath.OpTunnelPush:
+			// Counted as the tunnel's, which the frame leaves by through
+			// its underlay.
+			meta.out = f.ports[datapath.TunnelSlot(op.Tunnel)]
+		}
+	}
+	f.fpPending = append(f.fpPending, fpPending{key: key, flow: o.entry, meta: meta})
+}
