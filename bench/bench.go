@@ -7,7 +7,10 @@
 // frame again and again, counted and dropped by an XDP program on the
 // receiver's veth, with what the generator sent and the CPU time the path
 // cost per frame; TCP throughput with iperf3; and ping latency at idle.
-// Only the path between the two veths differs from case to case.
+// Only the path between the two veths differs from case to case. The
+// package starts every switch it measures as its own process, as a user
+// would, and cleans up every namespace and link it made; it reaches into
+// none of them.
 package bench
 
 import (

@@ -8,7 +8,9 @@
 // path's maps (maps.h), its parser (parse.h), checksums (csum.h), flow
 // hash (hash.h), operations (actions.h) and tunnel push and pop
 // (encap.h); which frames are a tunnel's (tunnel.h) and the step to the
-// AF_XDP socket (xsk.h), which both XDP programs use.
+// AF_XDP socket (xsk.h), which both XDP programs use. The Go side loads
+// programs and makes maps; what goes in the fast path's maps, and when,
+// is package datapath's and the switch's to say.
 //
 // The generated *_bpfel.go and *_bpfel.o are committed so that building
 // xswitch needs no clang. After editing a .c or .h file, regenerate

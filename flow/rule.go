@@ -5,7 +5,8 @@
 //
 // Rules are plain data (a spec); the classifier holds an immutable,
 // versioned snapshot of installed rules that forwarding goroutines read
-// without locks.
+// without locks. The package is pure data and logic: it touches no
+// frame's bytes but to read them, no port and no clock of its own.
 package flow
 
 // Match is a masked key: a frame matches when its key, masked, equals Key.

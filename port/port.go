@@ -4,7 +4,8 @@
 //
 // Everything here is batch-first: one call moves many frames, so the cost of
 // a system call, an atomic ring update or a kick is paid once per batch,
-// never once per frame. No method on the frame path may allocate.
+// never once per frame. No method on the frame path may allocate. The
+// package holds interfaces only: no device, no program, no switch state.
 package port
 
 import "github.com/cilium/ebpf"

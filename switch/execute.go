@@ -69,19 +69,11 @@ func (f *forwarder) execute(r *frameRun, actions []flow.Action) {
 		case actNormalDrop:
 			f.normalDropped(normalDrop(a.Value))
 		case actNormalTo, actNormalFlood:
-			// NORMAL as the decision resolved it: learning was done, and
-			// is kept fresh by the hit's check.
 			if f.learnOnly || a.Type == actNormalTo && !f.forwards(a.Port) {
 				continue
 			}
 			r.frame = f.makeRoom(r.frame, r.copied, maxNormalCopies)
-			tagged, vid := frameTag(r.frame)
-			fr := vlanFrame{arrived: r.frame, vlan: a.Value, tagged: tagged, vid: vid}
-			if a.Type == actNormalTo {
-				r.sent = f.normalOutput(a.Port, &fr) || r.sent
-			} else {
-				r.sent = f.normalFlood(a.Port, &fr, r.now) || r.sent
-			}
+			r.sent = f.normalResolved(a, r.frame, r.now) || r.sent
 			r.shared = true
 		case flow.ActFlood:
 			r.sent = f.floodTo(f.flood, a.Port, r.frame) || r.sent

@@ -1,6 +1,8 @@
 package vswitch
 
 import (
+	"encoding/binary"
+
 	"github.com/xswitch/xswitch/flow"
 	"github.com/xswitch/xswitch/header"
 )
@@ -181,6 +183,28 @@ func (f *forwarder) normal(inSlot uint16, frame []byte, now int64) (sent bool) {
 		return f.normalFlood(inSlot, &fr, now)
 	}
 	return f.forwards(c.to) && f.normalOutput(c.to, &fr)
+}
+
+// normalResolved sends frame as a decision resolved NORMAL for it
+// (actNormalTo, actNormalFlood): learning was done, and is kept fresh by
+// the hit's check.
+func (f *forwarder) normalResolved(a *flow.Action, frame []byte, now int64) (sent bool) {
+	tagged, vid := frameTag(frame)
+	fr := vlanFrame{arrived: frame, vlan: a.Value, tagged: tagged, vid: vid}
+	if a.Type == actNormalTo {
+		return f.normalOutput(a.Port, &fr)
+	}
+	return f.normalFlood(a.Port, &fr, now)
+}
+
+// frameTag returns whether frame has an outer 802.1Q or 802.1ad tag, and
+// its VID: the VLAN it arrived in, before the port's configuration says
+// what that makes it.
+func frameTag(frame []byte) (tagged bool, vid uint16) {
+	if len(frame) < header.EthernetLen+header.VLANTagLen || !header.IsTPID(binary.BigEndian.Uint16(frame[12:])) {
+		return false, 0
+	}
+	return true, binary.BigEndian.Uint16(frame[14:]) & header.VLANVIDMask
 }
 
 // normalDropped counts a frame NORMAL dropped, on its input port. A

@@ -25,7 +25,6 @@ package vswitch
 // configuration, as in OVS.
 
 import (
-	"encoding/binary"
 	"fmt"
 	"slices"
 	"strings"
@@ -253,15 +252,6 @@ func (v *portVLAN) ingress(vid uint16) (uint16, bool) {
 // tag.
 func (v *portVLAN) egressUntagged(vlan uint16) bool {
 	return v.access || (v.untagNative && vlan == v.tag)
-}
-
-// frameTag returns whether frame has an outer 802.1Q or 802.1ad tag, and
-// its VID.
-func frameTag(frame []byte) (tagged bool, vid uint16) {
-	if len(frame) < header.EthernetLen+header.VLANTagLen || !header.IsTPID(binary.BigEndian.Uint16(frame[12:])) {
-		return false, 0
-	}
-	return true, binary.BigEndian.Uint16(frame[14:]) & header.VLANVIDMask
 }
 
 // vlanFrame is one frame that NORMAL outputs, and the forms it takes on

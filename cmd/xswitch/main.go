@@ -1,6 +1,7 @@
 // Command xswitch is the xswitch switch: `xswitch daemon` runs it, every
 // other verb talks to the running daemon, in the manner of ovs-vsctl and
-// ovs-ofctl.
+// ovs-ofctl. It keeps no switch state of its own: every verb but daemon
+// speaks package api to the running daemon and formats its answer.
 package main
 
 import (

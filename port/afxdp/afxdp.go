@@ -13,6 +13,10 @@
 // later) and, for zero-copy, the driver allow it (see rx.go and tx.go).
 // Where they do not, the port carries what one UMEM frame holds, and the
 // XDP program drops and counts what is longer.
+//
+// A port owns its sockets, their memory and its interface's XDP program
+// (until the switch's fast path replaces it through port.XDPHost); it
+// creates no interface and knows nothing of bridges or flows.
 package afxdp
 
 import (
