@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 
-	"github.com/xswitch/xswitch/bpf"
 	"github.com/xswitch/xswitch/datapath"
 	"github.com/xswitch/xswitch/flow"
 	"github.com/xswitch/xswitch/header"
@@ -40,7 +39,7 @@ func (f *forwarder) fastPathEntry(d *decision, h *flow.Headers) (e datapath.Entr
 	// The tun_id a frame leaves a tunnel whose key is flow with, and how
 	// much longer than it came the operations so far made the frame.
 	tunnelID, lenDelta := uint32(h.TunID), 0
-	op := func(o bpf.FastpathFpOp) bool {
+	op := func(o datapath.Op) bool {
 		if len(ops) == len(e.Ops) {
 			return false
 		}
