@@ -40,28 +40,16 @@ func (d *Daemon) OpenFlowPorts(bridge string) ([]OpenFlowPort, error) {
 	if err != nil {
 		return nil, err
 	}
-	live := map[string]vswitch.PortStatus{}
-	for _, ps := range b.Ports() {
-		live[ps.Name] = ps
-	}
 	var out []OpenFlowPort
-	for _, bc := range d.cfg.Bridges {
-		if bc.Name != bridge {
-			continue
-		}
-		for _, pc := range bc.Ports {
-			p := OpenFlowPort{Name: pc.Name, OFPort: pc.OFPort, Down: true}
-			if l, ok := live[pc.Name]; ok {
-				p.Down = d.opened[pc.Name].AdminDown
-				if l.Info.Ifindex != 0 {
-					if ifc, err := net.InterfaceByIndex(l.Info.Ifindex); err == nil {
-						p.MAC = ifc.HardwareAddr
-						p.SpeedMbps = uint32(min(linkSpeed(ifc.Name), math.MaxUint32))
-					}
-				}
+	for _, cp := range d.configuredPorts(b, d.cfg.Bridge(bridge)) {
+		p := OpenFlowPort{Name: cp.Name, OFPort: cp.OFPort, Down: !cp.open || d.opened[cp.Name].AdminDown}
+		if cp.open && cp.status.Info.Ifindex != 0 {
+			if ifc, err := net.InterfaceByIndex(cp.status.Info.Ifindex); err == nil {
+				p.MAC = ifc.HardwareAddr
+				p.SpeedMbps = uint32(min(linkSpeed(ifc.Name), math.MaxUint32))
 			}
-			out = append(out, p)
 		}
+		out = append(out, p)
 	}
 	return out, nil
 }

@@ -54,9 +54,6 @@ func NewKernel() (*Kernel, error) {
 // Shared are the maps, for loading a program by hand (tests).
 func (k *Kernel) Shared() *bpf.FastpathShared { return k.shared }
 
-// CPUs is how many per-CPU values each entry has.
-func (k *Kernel) CPUs() int { return k.ncpu }
-
 func (k *Kernel) Publish(gen uint64, mask *flow.Headers, l2 bool) error {
 	st := bpf.FastpathFpState{Generation: gen}
 	switch {

@@ -12,7 +12,7 @@ import (
 // frames it was dropped on, by why (the bridge's pipeline drops in
 // pmd-stats-show, the input port's in dump-ports). A forwarder counts them
 // per batch and adds them up once per batch; the fast path's sweeper adds
-// what the kernel carried the same way (credit, countDrops).
+// what the kernel carried the same way (credit).
 
 // batchCounts are what a batch counts before it adds them up once: the
 // decisions its frames went by, whose counts go to their rules and tables,

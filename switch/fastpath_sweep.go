@@ -185,6 +185,12 @@ func (f *forwarder) fastPathChores() {
 		return
 	}
 	f.lastSweep = now
+	f.sweepFastPath(now)
+}
+
+// sweepFastPath runs the sweeper with this thread's MAC table and clock.
+// It runs on the thread.
+func (f *forwarder) sweepFastPath(now int64) {
 	if err := f.fp.sweep(f.fdb, now); err != nil {
 		f.log.Warn("fast path: reading the entries' counters failed", "err", err)
 	}
@@ -200,9 +206,5 @@ func (b *Bridge) SyncFastPath() {
 		return
 	}
 	f := b.fwds[0]
-	f.do(func() {
-		if err := b.fp.sweep(f.fdb, f.now()); err != nil {
-			f.log.Warn("fast path: reading the entries' counters failed", "err", err)
-		}
-	})
+	f.do(func() { f.sweepFastPath(f.now()) })
 }
