@@ -39,22 +39,11 @@ func parseActions(text string, m *Match, ports PortNames) ([]Action, error) {
 		return nil, err
 	}
 	var actions []Action
-	// The instructions that may end the list, in the order OpenFlow 1.3
-	// gives them; once one is seen, only later ones may follow.
 	instruction := ""
-	instructionRank := map[string]int{"": 0, "clear_actions": 1, "write_actions": 2, "write_metadata": 3, "goto_table": 4}
 	for _, item := range items {
-		name, arg, hasArg := strings.Cut(item, ":")
-		if i := strings.IndexAny(name, "=("); i >= 0 {
-			if name[i] == '(' {
-				// OVS's "name(args)" form of any action.
-				if !strings.HasSuffix(item, ")") {
-					return nil, fmt.Errorf("action %q: text after its closing parenthesis", item)
-				}
-				name, arg, hasArg = item[:i], item[i+1:len(item)-1], true
-			} else {
-				name, arg, hasArg = item[:i], item[i+1:], true // OVS also takes "name=arg"
-			}
+		name, arg, hasArg, err := splitAction(item)
+		if err != nil {
+			return nil, err
 		}
 		switch name {
 		case "apply_actions":
@@ -120,6 +109,27 @@ func parseActions(text string, m *Match, ports PortNames) ([]Action, error) {
 		actions = append(actions, as...)
 	}
 	return actions, nil
+}
+
+// instructionRank ranks the instructions that may end an action list, in
+// the order OpenFlow 1.3 gives them: once one is seen, only later ones
+// may follow.
+var instructionRank = map[string]int{"": 0, "clear_actions": 1, "write_actions": 2, "write_metadata": 3, "goto_table": 4}
+
+// splitAction splits one item of an action list into the action's name
+// and its argument: "name:arg", "name=arg" or OVS's "name(arg)".
+func splitAction(item string) (name, arg string, hasArg bool, err error) {
+	name, arg, hasArg = strings.Cut(item, ":")
+	if i := strings.IndexAny(name, "=("); i >= 0 {
+		if name[i] == '(' {
+			if !strings.HasSuffix(item, ")") {
+				return "", "", false, fmt.Errorf("action %q: text after its closing parenthesis", item)
+			}
+			return item[:i], item[i+1 : len(item)-1], true, nil
+		}
+		return item[:i], item[i+1:], true, nil
+	}
+	return name, arg, hasArg, nil
 }
 
 // writeActions parses write_actions' list for a rule whose match is m.
