@@ -187,6 +187,10 @@ const (
 	// packet-in: Value bytes of it (max_len), with Table as its reason,
 	// to controller Port (id).
 	ActController
+
+	// ActGroup sends the frame to group Group: its buckets' actions run
+	// on copies of it, as the group's type says.
+	ActGroup
 )
 
 // OpenFlow's packet-in reasons (OFPR_*), which an ActController's Table
@@ -221,6 +225,8 @@ type Action struct {
 	// Table is ActResubmit's and ActGotoTable's table, and ActController's
 	// packet-in reason, an OFPR_* code (ReasonAction by default).
 	Table uint8
+	// Group is ActGroup's group id; it fits where Table's padding was.
+	Group uint32
 
 	// ActLoad, ActSetField, ActWriteMetadata and ActMove write Field; Imm
 	// is already shifted under Mask, which is contiguous for ActLoad.

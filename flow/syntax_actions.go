@@ -220,7 +220,7 @@ var actionNames = map[string]bool{
 	"mod_nw_dst": true, "mod_tp_src": true, "mod_tp_dst": true, "dec_ttl": true,
 	"mod_nw_tos": true, "mod_nw_ecn": true, "mod_nw_ttl": true, "mod_vlan_pcp": true,
 	"set_field": true, "load": true, "move": true, "resubmit": true,
-	"set_tunnel": true, "set_tunnel64": true,
+	"set_tunnel": true, "set_tunnel64": true, "group": true,
 }
 
 // parseAction parses one action other than drop, of a rule whose match is
@@ -272,6 +272,9 @@ func parseAction(name, arg string, hasArg bool, m *Match, ports PortNames) ([]Ac
 			return one(Action{Type: typ}, nil, nil)
 		}
 		return one(outputTo(arg, ports))
+	case "group":
+		id, err := numberFromText("group", arg, GroupMax)
+		return one(Action{Type: ActGroup, Group: uint32(id)}, nil, err)
 	case "set_tunnel", "set_tunnel64":
 		// OVS's older words for set_field to tun_id; ovs-ofctl reads
 		// either back as that.
@@ -832,6 +835,8 @@ func actionText(a Action) string {
 		return "set_field:" + fieldsByName["ipv6_src"].formatValue(a.Imm, Ones(128)) + "->ipv6_src"
 	case ActSetIPv6Dst:
 		return "set_field:" + fieldsByName["ipv6_dst"].formatValue(a.Imm, Ones(128)) + "->ipv6_dst"
+	case ActGroup:
+		return "group:" + strconv.FormatUint(uint64(a.Group), 10)
 	}
 	return fmt.Sprintf("unknown_action_type_%d", a.Type)
 }
