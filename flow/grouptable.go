@@ -1,0 +1,163 @@
+package flow
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+)
+
+// GroupTable is a bridge's groups at one moment: immutable, so that
+// forwarders read it without locks while a change makes the next one,
+// as with Table.
+type GroupTable struct {
+	groups  map[uint32]*Group
+	version uint64
+}
+
+// NewGroupTable returns an empty group table.
+func NewGroupTable() *GroupTable { return &GroupTable{groups: map[uint32]*Group{}} }
+
+// Version increases with every change.
+func (t *GroupTable) Version() uint64 { return t.version }
+
+// Len is how many groups there are.
+func (t *GroupTable) Len() int { return len(t.groups) }
+
+// Get returns group id, if there is one.
+func (t *GroupTable) Get(id uint32) (*Group, bool) {
+	g, ok := t.groups[id]
+	return g, ok
+}
+
+// Groups lists the groups by id.
+func (t *GroupTable) Groups() []*Group {
+	out := slices.Collect(maps.Values(t.groups))
+	slices.SortFunc(out, func(a, b *Group) int { return cmp.Compare(a.ID, b.ID) })
+	return out
+}
+
+// GroupModCode is why a change of the group table was refused, as
+// OpenFlow's OFPGMFC_* codes say it.
+type GroupModCode uint16
+
+// The codes of OpenFlow 1.3.5's ofp_group_mod_failed_code this table uses.
+const (
+	GroupExists   GroupModCode = 0  // OFPGMFC_GROUP_EXISTS
+	GroupInvalid  GroupModCode = 1  // OFPGMFC_INVALID_GROUP: a reserved group id
+	GroupLoop     GroupModCode = 7  // OFPGMFC_LOOP
+	GroupUnknown  GroupModCode = 8  // OFPGMFC_UNKNOWN_GROUP
+	GroupChained  GroupModCode = 9  // OFPGMFC_CHAINED_GROUP: another group forwards to it
+	GroupBadWatch GroupModCode = 13 // OFPGMFC_BAD_WATCH
+)
+
+// GroupModError is a refused change of the group table: its code and
+// what it says to a person.
+type GroupModError struct {
+	Code GroupModCode
+	Msg  string
+}
+
+func (e *GroupModError) Error() string { return e.Msg }
+
+func groupModError(code GroupModCode, format string, args ...any) error {
+	return &GroupModError{Code: code, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Add returns the table with g added, or why not: its id is taken or
+// reserved, or its buckets chain to a group that is not there or back to
+// g.
+func (t *GroupTable) Add(g Group) (*GroupTable, error) {
+	if g.ID > GroupMax {
+		return nil, groupModError(GroupInvalid, "group id %d is reserved", g.ID)
+	}
+	if _, ok := t.groups[g.ID]; ok {
+		return nil, groupModError(GroupExists, "group %d exists", g.ID)
+	}
+	return t.with(g)
+}
+
+// Modify returns the table with g in place of the group of its id, which
+// must be there.
+func (t *GroupTable) Modify(g Group) (*GroupTable, error) {
+	if _, ok := t.groups[g.ID]; !ok {
+		return nil, groupModError(GroupUnknown, "group %d does not exist", g.ID)
+	}
+	return t.with(g)
+}
+
+// Delete returns the table without group id (GroupAllGroups: without
+// any), and the ids it removed; a group that is not there is no error, as in
+// OpenFlow. A group that another group forwards to is refused.
+func (t *GroupTable) Delete(id uint32) (*GroupTable, []uint32, error) {
+	next := &GroupTable{groups: map[uint32]*Group{}, version: t.version + 1}
+	if id == GroupAllGroups {
+		return next, slices.Sorted(maps.Keys(t.groups)), nil
+	}
+	if _, ok := t.groups[id]; !ok {
+		return t, nil, nil
+	}
+	for _, g := range t.groups {
+		if g.ID != id && slices.Contains(g.chained(), id) {
+			return nil, nil, groupModError(GroupChained, "group %d forwards to group %d: delete it first", g.ID, id)
+		}
+	}
+	for gid, g := range t.groups {
+		if gid != id {
+			next.groups[gid] = g
+		}
+	}
+	return next, []uint32{id}, nil
+}
+
+// with returns the table with g in the place of its id, after checking
+// what it chains to and watches.
+func (t *GroupTable) with(g Group) (*GroupTable, error) {
+	next := &GroupTable{groups: maps.Clone(t.groups), version: t.version + 1}
+	next.groups[g.ID] = &g
+	for _, b := range g.Buckets {
+		if b.WatchGroup != GroupAny {
+			if _, ok := next.groups[b.WatchGroup]; !ok {
+				return nil, groupModError(GroupBadWatch, "group %d watches group %d, which does not exist", g.ID, b.WatchGroup)
+			}
+		}
+	}
+	for _, c := range g.chained() {
+		if _, ok := next.groups[c]; !ok {
+			return nil, groupModError(GroupUnknown, "group %d forwards to group %d, which does not exist", g.ID, c)
+		}
+	}
+	if next.reaches(g.ID, g.ID, map[uint32]bool{}) {
+		return nil, groupModError(GroupLoop, "group %d forwards, through its buckets, back to itself", g.ID)
+	}
+	return next, nil
+}
+
+// reaches reports whether group from forwards, directly or through
+// other groups, to group to.
+func (t *GroupTable) reaches(from, to uint32, seen map[uint32]bool) bool {
+	g, ok := t.groups[from]
+	if !ok || seen[from] {
+		return false
+	}
+	seen[from] = true
+	for _, c := range g.chained() {
+		if c == to || t.reaches(c, to, seen) {
+			return true
+		}
+	}
+	return false
+}
+
+// chained lists the groups g's buckets forward to.
+func (g *Group) chained() []uint32 {
+	var out []uint32
+	for _, b := range g.Buckets {
+		for _, a := range b.Actions {
+			if a.Type == ActGroup && !slices.Contains(out, a.Group) {
+				out = append(out, a.Group)
+			}
+		}
+	}
+	return out
+}
