@@ -9,6 +9,8 @@
 // frame's bytes but to read them, no port and no clock of its own.
 package flow
 
+import "slices"
+
 // Match is a masked key: a frame matches when its key, masked, equals Key.
 // Key holds no bits outside Mask.
 type Match struct {
@@ -91,6 +93,12 @@ func (r *Rule) OutputsTo(port uint16) bool {
 		}
 	}
 	return false
+}
+
+// SendsToGroup reports whether one of r's actions, in write_actions too,
+// sends the frame to group id, as OpenFlow's out_group filter asks.
+func (r *Rule) SendsToGroup(id uint32) bool {
+	return slices.ContainsFunc(r.Actions, func(a Action) bool { return a.Type == ActGroup && a.Group == id })
 }
 
 func (a *Action) outputsTo(port uint16) bool {

@@ -370,7 +370,7 @@ func OutputAction(port, maxLen uint16) (Action, error) {
 		return Action{Type: ActOutput, Port: TablePort}, nil
 	}
 	switch {
-	case port == maxPortNumber:
+	case port == MaxPort:
 		return Action{}, fmt.Errorf("output to port %d: OpenFlow's OFPP_MAX is not a port frames can leave by", port)
 	case maxLen != 0 && maxLen < header.EthernetLen:
 		return Action{}, fmt.Errorf("max_len %d is shorter than an Ethernet header", maxLen)

@@ -128,6 +128,25 @@ type FastPathStatus struct {
 	Drops map[string]uint64 `json:"drops"`
 }
 
+// GroupStatus is one group as dump-groups and dump-group-stats show it:
+// its text as add-group takes it, and its counters, which include what
+// the fast path carried.
+type GroupStatus struct {
+	ID          uint32         `json:"group_id"`
+	Text        string         `json:"group"`
+	DurationSec float64        `json:"duration"`
+	RefCount    int            `json:"ref_count"`
+	Packets     uint64         `json:"packet_count"`
+	Bytes       uint64         `json:"byte_count"`
+	Buckets     []BucketCounts `json:"buckets"`
+}
+
+// BucketCounts are one bucket's counters, in the group's bucket order.
+type BucketCounts struct {
+	Packets uint64 `json:"packet_count"`
+	Bytes   uint64 `json:"byte_count"`
+}
+
 // TableStatus is one table as dump-tables shows it: its rules, the frames
 // looked up in it and those that met a rule (lookups less matched missed).
 type TableStatus struct {
