@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/xswitch/xswitch/control/api"
@@ -29,21 +30,13 @@ const (
 	GroupRemoveBuckets                         // remove bucket Bucket from the group of Group's id
 )
 
-// Where insert-buckets puts buckets and what remove-buckets removes, as
-// OpenFlow 1.5's command_bucket_id names them, besides a bucket's id.
-const (
-	BucketFirst = 0xfffffffd // OFPG15_BUCKET_FIRST
-	BucketLast  = 0xfffffffe // OFPG15_BUCKET_LAST
-	BucketAll   = 0xffffffff // OFPG15_BUCKET_ALL
-)
-
 // GroupMod is one change of a bridge's groups.
 type GroupMod struct {
 	Command GroupCommand
 	Group   flow.Group
-	// Bucket is where GroupInsertBuckets inserts (BucketFirst, BucketLast,
-	// or before the bucket of that id) and what GroupRemoveBuckets
-	// removes (BucketFirst, BucketLast, BucketAll, or a bucket's id).
+	// Bucket is where GroupInsertBuckets inserts (flow.BucketFirst,
+	// flow.BucketLast, or before the bucket of that id) and what
+	// GroupRemoveBuckets removes (those, flow.BucketAll, or a bucket's id).
 	Bucket uint32
 }
 
@@ -62,16 +55,16 @@ var ErrUnknownBucket = errors.New("no such bucket")
 var ErrBucketExists = errors.New("bucket exists")
 
 // ApplyGroupMod makes m as one change of the bridge's table, saved before
-// it is in use; it returns the rules it removed with a deleted group.
-// Nothing is changed if it fails: a flow.GroupModError says why with
-// OpenFlow's code.
+// it is in use. Nothing is changed if it fails: a flow.GroupModError says
+// why with OpenFlow's code.
 func (d *Daemon) ApplyGroupMod(bridge string, m GroupMod) error {
 	d.mu.Lock()
 	defer d.unlock()
-	return d.applyGroupMod(bridge, m)
+	return d.applyGroupMods(bridge, []GroupMod{m})
 }
 
-func (d *Daemon) applyGroupMod(bridge string, m GroupMod) error {
+// applyGroupMods makes mods, in order, as one change: all or none.
+func (d *Daemon) applyGroupMods(bridge string, mods []GroupMod) error {
 	b, err := d.bridge(bridge)
 	if err != nil {
 		return err
@@ -79,59 +72,65 @@ func (d *Daemon) applyGroupMod(bridge string, m GroupMod) error {
 	bc := d.cfg.Bridge(bridge)
 	now := time.Now()
 	t := b.Flows()
-	groups := t.Groups()
-	edit := store.TableEdit{Bridge: bridge}
-	var next *flow.GroupTable
-	var removedGroups []uint32
-	switch m.Command {
-	case GroupAdd, GroupModify, GroupInsertBuckets, GroupRemoveBuckets:
-		g := m.Group
+	var edits []store.TableEdit
+	var gone []RemovedFlow
+	for _, m := range mods {
+		groups := t.Groups()
+		edit := store.TableEdit{Bridge: bridge}
+		var next *flow.GroupTable
+		var removedGroups []uint32
 		switch m.Command {
-		case GroupInsertBuckets, GroupRemoveBuckets:
-			old, ok := groups.Get(g.ID)
-			if !ok {
-				return &flow.GroupModError{Code: flow.GroupUnknown, Msg: fmt.Sprintf("group %d does not exist", g.ID)}
+		case GroupAdd, GroupModify, GroupInsertBuckets, GroupRemoveBuckets:
+			g := m.Group
+			if m.Command == GroupInsertBuckets || m.Command == GroupRemoveBuckets {
+				old, ok := groups.Get(g.ID)
+				if !ok {
+					return &flow.GroupModError{Code: flow.GroupUnknown, Msg: fmt.Sprintf("group %d does not exist", g.ID)}
+				}
+				if g, err = editBuckets(old.Group, m); err != nil {
+					return err
+				}
 			}
-			if g, err = editBuckets(old.Group, m); err != nil {
+			if err := checkBuckets(bc, &g); err != nil {
 				return err
 			}
+			if m.Command == GroupAdd {
+				next, err = groups.Add(g, now)
+			} else {
+				next, err = groups.Modify(g, now)
+			}
+			if err != nil {
+				return err
+			}
+			edit.Groups = []string{flow.FormatGroup(g)}
+		case GroupDelete:
+			if next, removedGroups, err = groups.Delete(m.Group.ID); err != nil {
+				return err
+			}
+			if len(removedGroups) == 0 {
+				continue
+			}
+			edit.RemoveGroups = []uint32{m.Group.ID}
+		default:
+			return fmt.Errorf("unknown group command %d", m.Command)
 		}
-		if err := checkBuckets(bc, &g); err != nil {
-			return err
+		t = t.WithGroups(next)
+		// The rules that send to a deleted group go with it, as OpenFlow
+		// says.
+		for _, id := range removedGroups {
+			var removed []*flow.Entry
+			t, removed = t.Delete(flow.Filter{OutGroup: id, ByOutGroup: true}, false)
+			edit.Remove = append(edit.Remove, store.FormatEntries(removed)...)
+			for _, e := range removed {
+				gone = append(gone, RemovedFlow{Entry: e, Reason: RemovedGroupDelete, At: now})
+			}
 		}
-		if m.Command == GroupAdd {
-			next, err = groups.Add(g, now)
-		} else {
-			next, err = groups.Modify(g, now)
-		}
-		if err != nil {
-			return err
-		}
-		edit.Groups = []string{flow.FormatGroup(g)}
-	case GroupDelete:
-		if next, removedGroups, err = groups.Delete(m.Group.ID); err != nil {
-			return err
-		}
-		if len(removedGroups) == 0 {
-			return nil
-		}
-		edit.RemoveGroups = []uint32{m.Group.ID}
-	default:
-		return fmt.Errorf("unknown group command %d", m.Command)
+		edits = append(edits, edit)
 	}
-	t = t.WithGroups(next)
-	// The rules that send to a deleted group go with it, as OpenFlow
-	// says.
-	var gone []RemovedFlow
-	for _, id := range removedGroups {
-		var removed []*flow.Entry
-		t, removed = t.Delete(flow.Filter{OutGroup: id, ByOutGroup: true}, false)
-		edit.Remove = append(edit.Remove, store.FormatEntries(removed)...)
-		for _, e := range removed {
-			gone = append(gone, RemovedFlow{Entry: e, Reason: RemovedGroupDelete, At: now})
-		}
+	if len(edits) == 0 {
+		return nil
 	}
-	if err := d.setFlows(b, t, []store.TableEdit{edit}, now); err != nil {
+	if err := d.setFlows(b, t, edits, now); err != nil {
 		return err
 	}
 	d.removed.add(b, gone)
@@ -143,9 +142,9 @@ func editBuckets(g flow.Group, m GroupMod) (flow.Group, error) {
 	buckets := slices.Clone(g.Buckets)
 	at := func(id uint32) (int, error) {
 		switch id {
-		case BucketFirst:
+		case flow.BucketFirst:
 			return 0, nil
-		case BucketLast:
+		case flow.BucketLast:
 			return len(buckets), nil
 		}
 		i := slices.IndexFunc(buckets, func(b flow.Bucket) bool { return b.ID == id })
@@ -156,9 +155,9 @@ func editBuckets(g flow.Group, m GroupMod) (flow.Group, error) {
 	}
 	if m.Command == GroupRemoveBuckets {
 		switch m.Bucket {
-		case BucketAll:
+		case flow.BucketAll:
 			buckets = nil
-		case BucketLast:
+		case flow.BucketLast:
 			if len(buckets) > 0 {
 				buckets = buckets[:len(buckets)-1]
 			}
@@ -212,10 +211,7 @@ func checkBuckets(bc *store.BridgeConfig, g *flow.Group) error {
 
 // checkGroups refuses actions that send to a group bridge b does not have.
 func checkGroups(b *vswitch.Bridge, actions []flow.Action) error {
-	if err := vswitch.CheckGroups(b.Flows().Groups(), actions); err != nil {
-		return fmt.Errorf("bridge %s: %w", b.Name(), err)
-	}
-	return nil
+	return vswitch.CheckGroups(b.Name(), b.Flows().Groups(), actions)
 }
 
 // groupStatus is group g of table t as dump-groups and dump-group-stats
@@ -260,4 +256,75 @@ func (d *Daemon) Groups(bridge string, id uint32) ([]api.GroupStatus, error) {
 		}
 	}
 	return out, nil
+}
+
+// groupVerb runs add-groups, mod-group, del-groups, insert-buckets and
+// remove-buckets under the verb lock; add-groups adds all of its groups
+// or none.
+func (d *Daemon) groupVerb(req api.Request) error {
+	if _, err := d.bridge(req.Bridge); err != nil {
+		return err
+	}
+	bc := d.cfg.Bridge(req.Bridge)
+	var mods []GroupMod
+	switch req.Verb {
+	case api.VerbDelGroups:
+		id, err := groupSelector(req.Match)
+		if err != nil {
+			return err
+		}
+		mods = []GroupMod{{Command: GroupDelete, Group: flow.Group{ID: id}}}
+	case api.VerbInsertBuckets, api.VerbRemoveBuckets:
+		if len(req.Groups) != 1 {
+			return fmt.Errorf("%s takes one group's buckets", req.Verb)
+		}
+		insert := req.Verb == api.VerbInsertBuckets
+		groups := d.bridges[req.Bridge].Flows().Groups()
+		find := func(id uint32) (*flow.Group, bool) {
+			g, ok := groups.Get(id)
+			if !ok {
+				return nil, false
+			}
+			return &g.Group, true
+		}
+		id, where, buckets, err := flow.ParseBucketCommand(req.Groups[0], insert, find, bc)
+		if err != nil {
+			return bc.NameBridge(err)
+		}
+		m := GroupMod{Command: GroupRemoveBuckets, Group: flow.Group{ID: id, Buckets: buckets}, Bucket: where}
+		if insert {
+			m.Command = GroupInsertBuckets
+		}
+		mods = []GroupMod{m}
+	default:
+		if len(req.Groups) == 0 {
+			return errors.New("no groups given")
+		}
+		command := GroupAdd
+		if req.Verb == api.VerbModGroup {
+			command = GroupModify
+		}
+		for _, text := range req.Groups {
+			g, err := flow.ParseGroup(text, bc)
+			if err != nil {
+				return fmt.Errorf("group %q: %w", text, bc.NameBridge(err))
+			}
+			mods = append(mods, GroupMod{Command: command, Group: g})
+		}
+	}
+	if err := d.applyGroupMods(req.Bridge, mods); err != nil {
+		return err
+	}
+	d.log.Info("groups changed", "bridge", req.Bridge, "verb", req.Verb, "count", len(mods))
+	return nil
+}
+
+// groupSelector reads the group that del-groups and dump-groups name:
+// "group_id=N", N, or nothing for every group.
+func groupSelector(text string) (uint32, error) {
+	text = strings.TrimSpace(text)
+	if text == "" {
+		return flow.GroupAllGroups, nil
+	}
+	return flow.ParseGroupID(strings.TrimPrefix(text, "group_id="))
 }

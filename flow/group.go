@@ -111,7 +111,7 @@ func ParseGroup(s string, ports PortNames) (Group, error) {
 		}
 		switch name {
 		case "group_id":
-			if g.ID, err = groupIDFromText(value); err != nil {
+			if g.ID, err = ParseGroupID(value); err != nil {
 				return Group{}, err
 			}
 		case "type":
@@ -159,6 +159,89 @@ func ParseGroup(s string, ports PortNames) (Group, error) {
 		return Group{}, errors.New("an indirect group has at most one bucket")
 	}
 	return g, assignBucketIDs(g.Buckets)
+}
+
+// Where insert-buckets inserts and what remove-buckets removes, as
+// OpenFlow 1.5's command_bucket_id names them, besides a bucket's id.
+const (
+	BucketFirst = 0xfffffffd // OFPG15_BUCKET_FIRST
+	BucketLast  = 0xfffffffe // OFPG15_BUCKET_LAST
+	BucketAll   = 0xffffffff // OFPG15_BUCKET_ALL
+)
+
+// ParseBucketCommand parses what insert-buckets and remove-buckets take,
+// as ovs-ofctl writes it: "group_id=1,command_bucket_id=last,bucket=...".
+// It returns the group's id, the command_bucket_id (first, last, all or a
+// bucket's id; by default last for an insert, all for a removal), and the
+// buckets to insert, read as buckets of the group's type; those without
+// an id take the lowest that neither the group nor they have. group finds
+// the group.
+func ParseBucketCommand(s string, insert bool, group func(id uint32) (*Group, bool), ports PortNames) (id, where uint32, buckets []Bucket, err error) {
+	head, bucketText, hasBuckets := strings.Cut(s, "bucket=")
+	items, err := splitActionList(head)
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	id, where = GroupAny, BucketAll
+	if insert {
+		where = BucketLast
+	}
+	for _, item := range items {
+		name, value, _ := strings.Cut(item, "=")
+		switch name {
+		case "group_id":
+			if id, err = ParseGroupID(value); err != nil {
+				return 0, 0, nil, err
+			}
+		case "command_bucket_id":
+			switch value {
+			case "first":
+				where = BucketFirst
+			case "last":
+				where = BucketLast
+			case "all":
+				where = BucketAll
+			default:
+				v, err := numberFromText(name, value, BucketMax)
+				if err != nil {
+					return 0, 0, nil, err
+				}
+				where = uint32(v)
+			}
+		default:
+			return 0, 0, nil, fmt.Errorf("unknown field %q (want group_id, command_bucket_id and buckets)", name)
+		}
+	}
+	if id == GroupAny {
+		return 0, 0, nil, errors.New("must specify a group_id")
+	}
+	g, ok := group(id)
+	switch {
+	case !ok:
+		return 0, 0, nil, fmt.Errorf("group %d does not exist", id)
+	case insert && where == BucketAll:
+		return 0, 0, nil, errors.New("command_bucket_id=all inserts nowhere: want first, last or a bucket's id")
+	case insert && !hasBuckets:
+		return 0, 0, nil, errors.New("insert-buckets needs buckets")
+	case !insert && hasBuckets:
+		return 0, 0, nil, errors.New("remove-buckets takes no buckets")
+	}
+	if !hasBuckets {
+		return id, where, nil, nil
+	}
+	for _, text := range strings.Split(bucketText, "bucket=") {
+		b, err := parseBucket(strings.TrimRight(text, ", \t"), g.Type, ports)
+		if err != nil {
+			return 0, 0, nil, err
+		}
+		buckets = append(buckets, b)
+	}
+	// Numbered with the group's, which keep theirs.
+	all := append(slices.Clone(g.Buckets), buckets...)
+	if err := assignBucketIDs(all); err != nil {
+		return 0, 0, nil, err
+	}
+	return id, where, all[len(g.Buckets):], nil
 }
 
 // unassignedBucket marks a bucket whose text gave no id.
@@ -282,8 +365,9 @@ func assignBucketIDs(buckets []Bucket) error {
 	return nil
 }
 
-// groupIDFromText reads a group number, or the reserved "all" and "any".
-func groupIDFromText(text string) (uint32, error) {
+// ParseGroupID reads a group id as ovs-ofctl writes one: a number up to
+// GroupMax, "all" (GroupAllGroups) or "any" (GroupAny).
+func ParseGroupID(text string) (uint32, error) {
 	switch strings.ToLower(text) {
 	case "all":
 		return GroupAllGroups, nil

@@ -36,16 +36,17 @@ func newGroupEntry(g Group, now time.Time) *GroupEntry {
 	return &GroupEntry{Group: g, Installed: now, stats: &groupStats{buckets: make([]bucketStats, len(g.Buckets))}}
 }
 
-// Hit counts packets frames of bytes bytes that took the group's bucket
-// of index bucket (negative: none, a fast failover group with no live
-// bucket).
-func (e *GroupEntry) Hit(bucket int, packets, bytes uint64) {
+// Hit counts packets frames of bytes bytes that reached the group.
+func (e *GroupEntry) Hit(packets, bytes uint64) {
 	e.stats.packets.Add(packets)
 	e.stats.bytes.Add(bytes)
-	if bucket >= 0 {
-		e.stats.buckets[bucket].packets.Add(packets)
-		e.stats.buckets[bucket].bytes.Add(bytes)
-	}
+}
+
+// HitBucket counts packets frames of bytes bytes that took the group's
+// bucket of index bucket.
+func (e *GroupEntry) HitBucket(bucket int, packets, bytes uint64) {
+	e.stats.buckets[bucket].packets.Add(packets)
+	e.stats.buckets[bucket].bytes.Add(bytes)
 }
 
 // GroupCounts are a group's counters, or a bucket's.

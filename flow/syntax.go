@@ -421,7 +421,7 @@ func (p *flowParser) parseRuleField(tok flowToken) error {
 			return errors.New(`field "out_group" only selects flows (del-flows, dump-flows)`)
 		}
 		var err error
-		p.outGroup, err = groupIDFromText(tok.value)
+		p.outGroup, err = ParseGroupID(tok.value)
 		return err
 	default: // cookie
 		return p.parseCookie(tok.value)

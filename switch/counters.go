@@ -153,7 +153,11 @@ func credit(tables *[flow.NumTables]tableCounters, rules []*flow.Entry, lookups 
 		e.Hit(packets, bytes, when)
 	}
 	for _, g := range groups {
-		g.group.Hit(g.bucket, packets, bytes)
+		if g.bucket < 0 {
+			g.group.Hit(packets, bytes)
+		} else {
+			g.group.HitBucket(g.bucket, packets, bytes)
+		}
 	}
 	for _, l := range lookups {
 		c := &tables[l.table]

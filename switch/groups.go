@@ -36,8 +36,8 @@ const (
 // chain to groups. A translation that would open more is cut as a loop.
 const maxCloneNest = 8
 
-// groupHit is a group a decision's frames went through, and the index of
-// the bucket they took (-1: none, a group with no live bucket).
+// groupHit is a group a decision's frames reached (bucket -1), or the
+// index of a bucket of it that they took.
 type groupHit struct {
 	group  *flow.GroupEntry
 	bucket int
@@ -54,14 +54,14 @@ type liveDep struct {
 // not have (OpenFlow's OFPBAC_BAD_OUT_GROUP): errors.Is finds it.
 var ErrNoGroup = errors.New("no such group")
 
-// CheckGroups refuses actions that send to a group that groups does not
-// have: rules and packet-outs that name one are refused before they
-// reach a forwarder.
-func CheckGroups(groups *flow.GroupTable, actions []flow.Action) error {
+// CheckGroups refuses actions that send to a group that bridge's groups
+// do not have: rules and packet-outs that name one are refused before
+// they reach a forwarder.
+func CheckGroups(bridge string, groups *flow.GroupTable, actions []flow.Action) error {
 	for _, a := range actions {
 		if a.Type == flow.ActGroup {
 			if _, ok := groups.Get(a.Group); !ok {
-				return fmt.Errorf("group %d: %w", a.Group, ErrNoGroup)
+				return fmt.Errorf("group %d on bridge %s: %w", a.Group, bridge, ErrNoGroup)
 			}
 		}
 	}
@@ -79,6 +79,7 @@ func (tr *translator) group(a flow.Action, fromSet bool, depth int) bool {
 		return true
 	}
 	tr.d.groups = tr.table.Groups()
+	tr.d.groupHits = append(tr.d.groupHits, groupHit{group: g, bucket: -1})
 	if g.Type == flow.GroupAll {
 		tr.observeGroup(a, fromSet, fmt.Sprintf("type all: each of its %d buckets on a copy of the frame", len(g.Buckets)))
 		for i := range g.Buckets {
@@ -91,7 +92,6 @@ func (tr *translator) group(a flow.Action, fromSet bool, depth int) bool {
 	i, how := tr.chooseBucket(g)
 	tr.observeGroup(a, fromSet, how)
 	if i < 0 {
-		tr.d.groupHits = append(tr.d.groupHits, groupHit{group: g, bucket: -1})
 		return true
 	}
 	return tr.bucket(g, i, depth)
