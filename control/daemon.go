@@ -188,8 +188,9 @@ func (d *Daemon) attach(b *vswitch.Bridge, pc api.PortConfig) error {
 		return err
 	}
 	op := openedPort{Index: p.Info().Ifindex}
-	if link, err := netlink.LinkByIndex(op.Index); err == nil {
+	if link, err := netlink.LinkByIndex(op.Index); err == nil && !pc.IsTunnel() {
 		op.AdminDown = link.Attrs().Flags&net.FlagUp == 0
+		d.followLinkState(b, pc.Name, link.Attrs())
 	}
 	d.opened[pc.Name] = op
 	return nil
@@ -293,6 +294,11 @@ func (d *Daemon) Handle(req api.Request) api.Response {
 		// A big table takes long to format: do it outside the verb lock,
 		// from the immutable version current when the request came.
 		resp.Flows, err = d.dumpFlows(req.Bridge, req.Match)
+	case api.VerbDumpGroups, api.VerbDumpGroupStats:
+		var id uint32
+		if id, err = groupSelector(req.Match); err == nil {
+			resp.Groups, err = d.Groups(req.Bridge, id)
+		}
 	case api.VerbStatus:
 		// A daemon serves only once restored: answering is the news, and
 		// must not wait for other verbs.
@@ -342,6 +348,8 @@ func (d *Daemon) handleLocked(req api.Request) (api.Response, error) {
 		resp.Changed, err = d.delFlows(req.Bridge, req.Match, req.Strict)
 	case api.VerbTrace:
 		resp.Trace, err = d.trace(req.Bridge, req.Match)
+	case api.VerbAddGroups, api.VerbModGroup, api.VerbDelGroups, api.VerbInsertBuckets, api.VerbRemoveBuckets:
+		err = d.groupVerb(req)
 	case api.VerbSet:
 		err = d.setColumns(req.Table, req.Record, req.Columns)
 	case api.VerbGet:

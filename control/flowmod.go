@@ -70,6 +70,11 @@ func (d *Daemon) applyFlowMods(bridge string, mods []FlowMod) ([]int, error) {
 	if len(mods) == 0 {
 		return nil, errors.New("no flow changes given")
 	}
+	for i, m := range mods {
+		if err := errors.Join(checkGroups(b, m.Rule.Actions), checkGroups(b, m.Actions)); err != nil {
+			return nil, fmt.Errorf("flow change %d: %w", i+1, err)
+		}
+	}
 	now := time.Now()
 	t := b.Flows()
 	changed := make([]int, len(mods))

@@ -111,6 +111,26 @@ func TestLocalNeedsTheBridgesOwnPort(t *testing.T) {
 	}
 }
 
+// A rule that sends to a group the bridge does not have is refused, by
+// add-flows and mod-flows alike, and the table is left as it was.
+func TestRulesToMissingGroupsAreRefused(t *testing.T) {
+	d := quietDaemon(t, filepath.Join(t.TempDir(), "conf.json"))
+	defer d.Close()
+	d.Handle(api.Request{Verb: api.VerbAddBridge, Bridge: "br0"})
+	before := dumpTexts(t, d)
+	resp := d.Handle(api.Request{Verb: api.VerbAddFlows, Bridge: "br0", Flows: []string{"priority=5,actions=group:7"}})
+	if want := "flow change 1: group 7 on bridge br0: no such group"; resp.Error != want {
+		t.Errorf("add-flows to a missing group: %q, want %q", resp.Error, want)
+	}
+	resp = d.Handle(api.Request{Verb: api.VerbModFlows, Bridge: "br0", Flows: []string{"actions=output:1,group:7"}})
+	if resp.Error == "" {
+		t.Error("mod-flows to a missing group was accepted")
+	}
+	if after := dumpTexts(t, d); after != before {
+		t.Errorf("the refused changes changed the table: %q, was %q", after, before)
+	}
+}
+
 // BenchmarkApplyFlowModsOneAdd is what a controller's flow mod costs the
 // daemon when each comes alone (ovs-ofctl add-flows follows every one with
 // a barrier): one ephemeral rule added to a table that grows by one each

@@ -42,13 +42,19 @@ func parseFilter(bc *store.BridgeConfig, text string) (flow.Filter, error) {
 
 // setFlows saves edits, the change that made t from bridge's table, then
 // installs t, so that a table is never in use that a restart would not
-// bring back. A change that leaves the table empty is saved as such, not
-// as every rule it removed; one of ephemeral rules alone has no edits and
-// saves nothing, since what is saved, the table's other rules, stays.
+// bring back. A change that leaves the table without rules is saved as
+// such (with the group changes it made), not as every rule it removed;
+// one of ephemeral rules alone has no edits and saves nothing, since what
+// is saved, the table's other rules, stays.
 func (d *Daemon) setFlows(b *vswitch.Bridge, t *flow.Table, edits []store.TableEdit, now time.Time) error {
 	if len(edits) > 0 {
 		if t.Len() == 0 {
-			edits = []store.TableEdit{{Bridge: b.Name(), Reset: true}}
+			reset := store.TableEdit{Bridge: b.Name(), Reset: true}
+			for _, e := range edits {
+				reset.RemoveGroups = append(reset.RemoveGroups, e.RemoveGroups...)
+				reset.Groups = append(reset.Groups, e.Groups...)
+			}
+			edits = []store.TableEdit{reset}
 		}
 		if err := d.save(store.Record{Time: now, Flows: edits}); err != nil {
 			return err

@@ -164,6 +164,7 @@ func (d *Daemon) followLink(dev string, link *netlink.LinkAttrs) {
 		d.closeVanished(b, pc)
 	case !isDown && link.Index == d.opened[name].Index:
 		d.opened[name] = openedPort{Index: link.Index, AdminDown: link.Flags&net.FlagUp == 0}
+		d.followLinkState(b, name, link)
 	default:
 		// Back after it vanished, or replaced by another of the same name
 		// while the events that said so were lost.
@@ -177,6 +178,16 @@ func (d *Daemon) followLink(dev string, link *netlink.LinkAttrs) {
 		}
 		delete(d.down, name)
 		d.log.Info("port up: its interface returned", "bridge", bridge, "port", name)
+	}
+}
+
+// followLinkState tells bridge b whether port name's link is up: the
+// interface is up and has a carrier (a veth whose peer is down has none),
+// which is what makes it live for the groups that watch it.
+func (d *Daemon) followLinkState(b *vswitch.Bridge, name string, link *netlink.LinkAttrs) {
+	up := link.Flags&net.FlagUp != 0 && link.RawFlags&unix.IFF_LOWER_UP != 0
+	if err := b.SetPortLink(name, up); err != nil {
+		d.log.Error("following a port's link state", "bridge", b.Name(), "port", name, "err", err)
 	}
 }
 

@@ -16,6 +16,7 @@ const (
 	RemovedIdleTimeout RemovedReason = 0 // OFPRR_IDLE_TIMEOUT
 	RemovedHardTimeout RemovedReason = 1 // OFPRR_HARD_TIMEOUT
 	RemovedDelete      RemovedReason = 2 // OFPRR_DELETE
+	RemovedGroupDelete RemovedReason = 3 // OFPRR_GROUP_DELETE: the group it sent to was deleted
 )
 
 // RemovedFlow is a rule that is no longer in its table. Entry's counters

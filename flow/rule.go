@@ -9,6 +9,8 @@
 // frame's bytes but to read them, no port and no clock of its own.
 package flow
 
+import "slices"
+
 // Match is a masked key: a frame matches when its key, masked, equals Key.
 // Key holds no bits outside Mask.
 type Match struct {
@@ -91,6 +93,12 @@ func (r *Rule) OutputsTo(port uint16) bool {
 		}
 	}
 	return false
+}
+
+// SendsToGroup reports whether one of r's actions, in write_actions too,
+// sends the frame to group id, as OpenFlow's out_group filter asks.
+func (r *Rule) SendsToGroup(id uint32) bool {
+	return slices.ContainsFunc(r.Actions, func(a Action) bool { return a.Type == ActGroup && a.Group == id })
 }
 
 func (a *Action) outputsTo(port uint16) bool {
@@ -187,6 +195,10 @@ const (
 	// packet-in: Value bytes of it (max_len), with Table as its reason,
 	// to controller Port (id).
 	ActController
+
+	// ActGroup sends the frame to group Group: its buckets' actions run
+	// on copies of it, as the group's type says.
+	ActGroup
 )
 
 // OpenFlow's packet-in reasons (OFPR_*), which an ActController's Table
@@ -221,6 +233,8 @@ type Action struct {
 	// Table is ActResubmit's and ActGotoTable's table, and ActController's
 	// packet-in reason, an OFPR_* code (ReasonAction by default).
 	Table uint8
+	// Group is ActGroup's group id; it fits where Table's padding was.
+	Group uint32
 
 	// ActLoad, ActSetField, ActWriteMetadata and ActMove write Field; Imm
 	// is already shifted under Mask, which is contiguous for ActLoad.

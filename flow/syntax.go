@@ -39,9 +39,9 @@ type DumpStats struct {
 	IdleAge, HardAge time.Duration // since the last hit, since the last modification
 }
 
-// maxPortNumber is OpenFlow's OFPP_MAX: higher numbers name reserved ports,
+// MaxPort is OpenFlow's OFPP_MAX: higher numbers name reserved ports,
 // which flows spell as NORMAL, FLOOD, ALL and IN_PORT.
-const maxPortNumber = 0xff00
+const MaxPort = 0xff00
 
 // ParseRule parses a flow as add-flow takes it:
 //
@@ -130,7 +130,7 @@ func ParseAddition(s string, ports PortNames) (Rule, ModOptions, error) {
 // ParseFilter parses a match without actions, as del-flows, dump-flows and
 // mod-flows --strict select rules and as trace describes a packet:
 // "tcp,tp_dst=80", "priority=5,in_port=1", "cookie=0x5/-1",
-// "out_port=2". The empty string matches everything. A cookie without a
+// "out_port=2", "out_group=1". The empty string matches everything. A cookie without a
 // mask must match exactly.
 func ParseFilter(s string, ports PortNames) (Filter, error) {
 	tokens, _, hasActions, err := scanFlowText(s)
@@ -140,11 +140,14 @@ func ParseFilter(s string, ports PortNames) (Filter, error) {
 	if hasActions {
 		return Filter{}, errors.New("actions are not allowed in a match")
 	}
-	p := flowParser{ports: ports, matchOnly: true}
+	p := flowParser{ports: ports, matchOnly: true, outGroup: GroupAny}
 	if err := p.parseFields(tokens); err != nil {
 		return Filter{}, err
 	}
 	f := Filter{Match: p.match.match, Priority: p.priority, HasPriority: p.hasPriority, OutPort: p.outPort}
+	if p.outGroup != GroupAny {
+		f.OutGroup, f.ByOutGroup = p.outGroup, true
+	}
 	if p.hasTable && p.table != allTables {
 		f.Match.Key.Table, f.Match.Mask.Table = p.table, math.MaxUint8
 	}
@@ -170,6 +173,10 @@ type Filter struct {
 	// OutPort, unless 0 or AnyPort, selects only the rules that output to
 	// it (Rule.OutputsTo): OpenFlow's out_port.
 	OutPort uint16
+	// OutGroup, when ByOutGroup, selects only the rules that send to that
+	// group (Rule.SendsToGroup): OpenFlow's out_group.
+	OutGroup   uint32
+	ByOutGroup bool
 }
 
 // FormatRule formats r as add-flow takes it, canonically:
@@ -312,6 +319,7 @@ type flowParser struct {
 	flags     RuleFlags
 	options   ModOptions
 	outPort   uint16
+	outGroup  uint32
 
 	priority                 uint16
 	hasPriority              bool
@@ -344,7 +352,7 @@ func (p *flowParser) parseField(tok flowToken) error {
 	case "duration", "n_packets", "n_bytes", "idle_age", "hard_age":
 		// dump-flows prints these; OVS ignores them on input too.
 		return nil
-	case "priority", "idle_timeout", "hard_timeout", "table", "cookie", "out_port":
+	case "priority", "idle_timeout", "hard_timeout", "table", "cookie", "out_port", "out_group":
 		if !tok.hasValue {
 			return fmt.Errorf("field %q needs a value", tok.name)
 		}
@@ -407,6 +415,13 @@ func (p *flowParser) parseRuleField(tok flowToken) error {
 		}
 		var err error
 		p.outPort, err = outPortFromText(tok.value, p.ports)
+		return err
+	case "out_group":
+		if !p.matchOnly {
+			return errors.New(`field "out_group" only selects flows (del-flows, dump-flows)`)
+		}
+		var err error
+		p.outGroup, err = ParseGroupID(tok.value)
 		return err
 	default: // cookie
 		return p.parseCookie(tok.value)
@@ -522,7 +537,7 @@ func portFromText(text string, ports PortNames) (uint16, error) {
 		case strings.HasPrefix(text, "0x") || strings.HasPrefix(text, "0X"):
 			return 0, fmt.Errorf("invalid port %q (port numbers are decimal)", text)
 		case !fits || v > math.MaxUint16:
-			return 0, fmt.Errorf("port %s out of range (1-%d)", text, maxPortNumber)
+			return 0, fmt.Errorf("port %s out of range (1-%d)", text, MaxPort)
 		}
 		if err := CheckPort(uint16(v)); err != nil {
 			return 0, err
@@ -542,8 +557,8 @@ func portFromText(text string, ports PortNames) (uint16, error) {
 	}
 	if ports != nil {
 		if n, ok := ports.PortNumber(text); ok {
-			if n == 0 || n > maxPortNumber && n != LocalPort {
-				return 0, fmt.Errorf("port %q has number %d, out of range (1-%d)", text, n, maxPortNumber)
+			if n == 0 || n > MaxPort && n != LocalPort {
+				return 0, fmt.Errorf("port %q has number %d, out of range (1-%d)", text, n, MaxPort)
 			}
 			return n, nil
 		}
@@ -557,10 +572,10 @@ func CheckPort(n uint16) error {
 	switch {
 	case n == LocalPort || n == ControllerPort:
 		return nil
-	case n > maxPortNumber:
+	case n > MaxPort:
 		return fmt.Errorf("port %d is one of OpenFlow's reserved ports, of which xswitch has LOCAL (65534) and CONTROLLER (65533)", n)
 	case n == 0:
-		return fmt.Errorf("port %d out of range (1-%d)", n, maxPortNumber)
+		return fmt.Errorf("port %d out of range (1-%d)", n, MaxPort)
 	}
 	return nil
 }

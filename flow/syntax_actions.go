@@ -39,22 +39,11 @@ func parseActions(text string, m *Match, ports PortNames) ([]Action, error) {
 		return nil, err
 	}
 	var actions []Action
-	// The instructions that may end the list, in the order OpenFlow 1.3
-	// gives them; once one is seen, only later ones may follow.
 	instruction := ""
-	instructionRank := map[string]int{"": 0, "clear_actions": 1, "write_actions": 2, "write_metadata": 3, "goto_table": 4}
 	for _, item := range items {
-		name, arg, hasArg := strings.Cut(item, ":")
-		if i := strings.IndexAny(name, "=("); i >= 0 {
-			if name[i] == '(' {
-				// OVS's "name(args)" form of any action.
-				if !strings.HasSuffix(item, ")") {
-					return nil, fmt.Errorf("action %q: text after its closing parenthesis", item)
-				}
-				name, arg, hasArg = item[:i], item[i+1:len(item)-1], true
-			} else {
-				name, arg, hasArg = item[:i], item[i+1:], true // OVS also takes "name=arg"
-			}
+		name, arg, hasArg, err := splitAction(item)
+		if err != nil {
+			return nil, err
 		}
 		switch name {
 		case "apply_actions":
@@ -120,6 +109,27 @@ func parseActions(text string, m *Match, ports PortNames) ([]Action, error) {
 		actions = append(actions, as...)
 	}
 	return actions, nil
+}
+
+// instructionRank ranks the instructions that may end an action list, in
+// the order OpenFlow 1.3 gives them: once one is seen, only later ones
+// may follow.
+var instructionRank = map[string]int{"": 0, "clear_actions": 1, "write_actions": 2, "write_metadata": 3, "goto_table": 4}
+
+// splitAction splits one item of an action list into the action's name
+// and its argument: "name:arg", "name=arg" or OVS's "name(arg)".
+func splitAction(item string) (name, arg string, hasArg bool, err error) {
+	name, arg, hasArg = strings.Cut(item, ":")
+	if i := strings.IndexAny(name, "=("); i >= 0 {
+		if name[i] == '(' {
+			if !strings.HasSuffix(item, ")") {
+				return "", "", false, fmt.Errorf("action %q: text after its closing parenthesis", item)
+			}
+			return item[:i], item[i+1 : len(item)-1], true, nil
+		}
+		return item[:i], item[i+1:], true, nil
+	}
+	return name, arg, hasArg, nil
 }
 
 // writeActions parses write_actions' list for a rule whose match is m.
@@ -210,7 +220,7 @@ var actionNames = map[string]bool{
 	"mod_nw_dst": true, "mod_tp_src": true, "mod_tp_dst": true, "dec_ttl": true,
 	"mod_nw_tos": true, "mod_nw_ecn": true, "mod_nw_ttl": true, "mod_vlan_pcp": true,
 	"set_field": true, "load": true, "move": true, "resubmit": true,
-	"set_tunnel": true, "set_tunnel64": true,
+	"set_tunnel": true, "set_tunnel64": true, "group": true,
 }
 
 // parseAction parses one action other than drop, of a rule whose match is
@@ -262,6 +272,9 @@ func parseAction(name, arg string, hasArg bool, m *Match, ports PortNames) ([]Ac
 			return one(Action{Type: typ}, nil, nil)
 		}
 		return one(outputTo(arg, ports))
+	case "group":
+		id, err := numberFromText("group", arg, GroupMax)
+		return one(Action{Type: ActGroup, Group: uint32(id)}, nil, err)
 	case "set_tunnel", "set_tunnel64":
 		// OVS's older words for set_field to tun_id; ovs-ofctl reads
 		// either back as that.
@@ -357,7 +370,7 @@ func OutputAction(port, maxLen uint16) (Action, error) {
 		return Action{Type: ActOutput, Port: TablePort}, nil
 	}
 	switch {
-	case port == maxPortNumber:
+	case port == MaxPort:
 		return Action{}, fmt.Errorf("output to port %d: OpenFlow's OFPP_MAX is not a port frames can leave by", port)
 	case maxLen != 0 && maxLen < header.EthernetLen:
 		return Action{}, fmt.Errorf("max_len %d is shorter than an Ethernet header", maxLen)
@@ -822,6 +835,8 @@ func actionText(a Action) string {
 		return "set_field:" + fieldsByName["ipv6_src"].formatValue(a.Imm, Ones(128)) + "->ipv6_src"
 	case ActSetIPv6Dst:
 		return "set_field:" + fieldsByName["ipv6_dst"].formatValue(a.Imm, Ones(128)) + "->ipv6_dst"
+	case ActGroup:
+		return "group:" + strconv.FormatUint(uint64(a.Group), 10)
 	}
 	return fmt.Sprintf("unknown_action_type_%d", a.Type)
 }

@@ -94,6 +94,24 @@ type Table struct {
 	// changes are the entries this version added and removed, relative
 	// to version changesFrom, when few enough to list (see Changes).
 	changes *Changes
+	// groups are the groups the rules may send to (nil: none).
+	groups *GroupTable
+}
+
+// Groups returns the version's groups.
+func (t *Table) Groups() *GroupTable {
+	if t.groups == nil {
+		return emptyGroups
+	}
+	return t.groups
+}
+
+// WithGroups returns the next version: t's rules with groups g.
+func (t *Table) WithGroups(g *GroupTable) *Table {
+	next := *t
+	next.version, next.groups = t.version+1, g
+	next.changes = &Changes{From: t.version} // no rule changed
+	return &next
 }
 
 // Changes are the entries a version added to, and removed from, the
@@ -263,6 +281,12 @@ type Edit struct {
 	Remove  []Rule
 	Modify  []Rule
 	Restore []SavedRule
+	// RemoveGroups are removed first (GroupAllGroups: every group), then
+	// Groups put in, added or in the place of those of their ids, as
+	// installed at GroupsInstalled.
+	RemoveGroups    []uint32
+	Groups          []Group
+	GroupsInstalled time.Time
 }
 
 // SavedRule is a rule as a configuration keeps it.
@@ -278,10 +302,23 @@ type SavedRule struct {
 // remove or modify that t does not hold is an error: the change was not
 // made against this table.
 func (t *Table) Apply(e Edit, now time.Time) (*Table, error) {
-	if len(e.Remove)+len(e.Modify)+len(e.Restore) == 0 {
+	if len(e.Remove)+len(e.Modify)+len(e.Restore)+len(e.RemoveGroups)+len(e.Groups) == 0 {
 		return t, nil
 	}
 	b := newBuilder(t)
+	if len(e.RemoveGroups)+len(e.Groups) > 0 {
+		groups := t.Groups()
+		var err error
+		for _, id := range e.RemoveGroups {
+			if groups, _, err = groups.Delete(id); err != nil {
+				return nil, err
+			}
+		}
+		if groups, err = groups.Restore(e.Groups, e.GroupsInstalled); err != nil {
+			return nil, err
+		}
+		b.groups = groups
+	}
 	for _, r := range e.Remove {
 		old := b.find(&r)
 		if old == nil {
@@ -346,8 +383,8 @@ func (t *Table) Delete(f Filter, strict bool) (*Table, []*Entry) {
 
 // Select returns the entries f selects, in Entries order, as ovs-ofctl's
 // flow commands do. Both modes require (cookie & f.CookieMask) ==
-// (f.Cookie & f.CookieMask), and that the entry outputs to f.OutPort if
-// it names a port. Non-strict, an entry is selected when f.Match
+// (f.Cookie & f.CookieMask), that the entry outputs to f.OutPort if
+// it names a port, and that it sends to f.OutGroup if it names a group. Non-strict, an entry is selected when f.Match
 // is at least as general as the entry's match (f's mask is a subset of the
 // entry's, and the entry's key agrees with f's on f's mask), whatever its
 // priority. Strict, the entry's Match must equal f.Match (in any table
@@ -357,7 +394,8 @@ func (t *Table) Select(f Filter, strict bool) []*Entry {
 	var selected []*Entry
 	anyPort := f.OutPort == 0 || f.OutPort == AnyPort
 	wanted := func(e *Entry) bool {
-		return e.Cookie&f.CookieMask == f.Cookie&f.CookieMask && (anyPort || e.OutputsTo(f.OutPort))
+		return e.Cookie&f.CookieMask == f.Cookie&f.CookieMask && (anyPort || e.OutputsTo(f.OutPort)) &&
+			(!f.ByOutGroup || e.SendsToGroup(f.OutGroup))
 	}
 	if strict {
 		priority := f.Priority
@@ -491,6 +529,7 @@ type builder struct {
 	changes Changes
 	listing bool
 	from    uint64
+	groups  *GroupTable // the next version's
 }
 
 // ownership says what of a subtable a builder made and may change.
@@ -515,6 +554,7 @@ func newBuilder(t *Table) *builder {
 		base:      t.generations,
 		from:      t.version,
 		listing:   t.generations != nil,
+		groups:    t.groups,
 	}
 	for i, st := range t.subtables {
 		b.byMask[st.mask] = i
@@ -677,7 +717,7 @@ func (b *builder) replace(old, updated *Entry) {
 
 func (b *builder) build(version uint64) *Table {
 	t := &Table{version: version, n: b.n, subtables: make([]*subtable, 0, len(b.subtables)),
-		generations: new([NumTables]uint64)}
+		generations: new([NumTables]uint64), groups: b.groups}
 	if b.base != nil {
 		*t.generations = *b.base
 	}

@@ -269,7 +269,10 @@ func (d *actionDecoder) action(oa openflow.Action) (flow.Action, error) {
 		}
 		return controllerAction(a.MaxLen, a.ControllerID, a.Reason), nil
 	case openflow.ActionGroup:
-		return flow.Action{}, actionError(openflow.BadActionBadOutGroup, "groups are not supported")
+		if a.GroupID > flow.GroupMax {
+			return flow.Action{}, actionError(openflow.BadActionBadOutGroup, "group %#x is a reserved group", a.GroupID)
+		}
+		return flow.Action{Type: flow.ActGroup, Group: a.GroupID}, nil
 	case openflow.ActionExperimenter:
 		return experimenterFromOF(a)
 	}
@@ -455,6 +458,8 @@ func appendActionOF(out []openflow.Action, a flow.Action, m *flow.Match, tagged 
 		binary.BigEndian.PutUint16(data[2:], a.Port)
 		binary.BigEndian.PutUint32(data[4:], uint32(a.Value))
 		return append(out, openflow.ActionExperimenter{Experimenter: openflow.NiciraExperimenter, Data: data})
+	case flow.ActGroup:
+		return append(out, openflow.ActionGroup{GroupID: a.Group})
 	case flow.ActNormal:
 		return append(out, openflow.ActionOutput{Port: openflow.PortNormal})
 	case flow.ActFlood:

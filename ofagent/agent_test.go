@@ -269,6 +269,9 @@ func TestAgentFlowMods(t *testing.T) {
 	buffered := addFlow(1, [4]byte{10, 9, 9, 9}, 1)
 	buffered.BufferID = 7
 	c.wantError("an add with a buffer", buffered, openflow.ErrBadRequest, openflow.BadRequestBufferUnknown)
+	toGroup := addFlow(1, [4]byte{10, 9, 9, 9}, 1)
+	toGroup.Instructions = []openflow.Instruction{openflow.InstructionApplyActions{Actions: []openflow.Action{openflow.ActionGroup{GroupID: 7}}}}
+	c.wantError("an add to a group the bridge does not have", toGroup, openflow.ErrBadAction, openflow.BadActionBadOutGroup)
 	noPrereq := addFlow(1, [4]byte{10, 9, 9, 9}, 1)
 	noPrereq.Match.Fields = noPrereq.Match.Fields[1:] // ipv4_dst without eth_type
 	c.wantError("a match without its prerequisite", noPrereq, openflow.ErrBadMatch, openflow.BadMatchBadPrereq)

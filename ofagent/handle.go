@@ -9,6 +9,7 @@ import (
 	"github.com/xswitch/xswitch/control"
 	"github.com/xswitch/xswitch/flow"
 	"github.com/xswitch/xswitch/openflow"
+	vswitch "github.com/xswitch/xswitch/switch"
 )
 
 // maxPendingFlowMods bounds a batch of flow mods applied as one change.
@@ -219,11 +220,13 @@ func (c *conn) applyFlowMods() {
 
 // flowModError gives a refusal of the daemon's its OpenFlow error.
 func flowModError(err error) error {
-	code := uint16(openflow.FlowModFailedUnknown)
-	if errors.Is(err, control.ErrOverlap) {
-		code = openflow.FlowModFailedOverlap
+	switch {
+	case errors.Is(err, control.ErrOverlap):
+		return &openflow.DecodeError{Type: openflow.ErrFlowModFailed, Code: openflow.FlowModFailedOverlap, Reason: err.Error()}
+	case errors.Is(err, vswitch.ErrNoGroup):
+		return &openflow.DecodeError{Type: openflow.ErrBadAction, Code: openflow.BadActionBadOutGroup, Reason: err.Error()}
 	}
-	return &openflow.DecodeError{Type: openflow.ErrFlowModFailed, Code: code, Reason: err.Error()}
+	return &openflow.DecodeError{Type: openflow.ErrFlowModFailed, Code: openflow.FlowModFailedUnknown, Reason: err.Error()}
 }
 
 // flowModFromOF translates fm, the OFPT_FLOW_MOD msg, into the daemon's
@@ -309,6 +312,9 @@ func (c *conn) packetOut(m *openflow.PacketOut) error {
 		return err
 	}
 	if err := c.ba.br.PacketOut(inPort, actions, m.Data); err != nil {
+		if errors.Is(err, vswitch.ErrNoGroup) {
+			return &openflow.DecodeError{Type: openflow.ErrBadAction, Code: openflow.BadActionBadOutGroup, Reason: err.Error()}
+		}
 		return &openflow.DecodeError{Type: openflow.ErrBadRequest, Code: openflow.BadRequestBadPacket, Reason: err.Error()}
 	}
 	return nil

@@ -318,7 +318,7 @@ func TestActionErrors(t *testing.T) {
 		{"copy_ttl_out", apply(openflow.ActionCopyTTLOut{}), none, openflow.ErrBadAction, openflow.BadActionBadType},
 		{"push_mpls", apply(openflow.ActionPushMPLS{EtherType: 0x8847}), none, openflow.ErrBadAction, openflow.BadActionBadType},
 		{"set_queue", apply(openflow.ActionSetQueue{QueueID: 1}), none, openflow.ErrBadAction, openflow.BadActionBadType},
-		{"group", apply(openflow.ActionGroup{GroupID: 1}), none, openflow.ErrBadAction, openflow.BadActionBadOutGroup},
+		{"a reserved group", apply(openflow.ActionGroup{GroupID: openflow.GroupAny}), none, openflow.ErrBadAction, openflow.BadActionBadOutGroup},
 		{"another experimenter's action", apply(openflow.ActionExperimenter{Experimenter: 0x00002321, Data: []byte{0, 1, 0, 0, 0, 0}}), none,
 			openflow.ErrBadAction, openflow.BadActionBadExperimenter},
 		{"a Nicira action xswitch lacks (NXAST_LEARN)", apply(openflow.ActionExperimenter{Experimenter: openflow.NiciraExperimenter,

@@ -111,6 +111,10 @@ type bridgePort struct {
 	// runs its own (fastPathOff says why), under Bridge.mu; fastPathIn
 	// says the same to the forwarders. takesRedirects says that the fast
 	// path may send to it, and redirectsOff why not (fastpath_ports.go).
+	// linkDown says that the port's link is down (SetPortLink): it is not
+	// live for the groups that watch it.
+	linkDown atomic.Bool
+
 	fastPath       func()
 	fastPathOff    string
 	fastPathIn     atomic.Bool

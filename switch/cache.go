@@ -60,12 +60,22 @@ func (f *forwarder) decisionFor(table *flow.Table, now int64) *decision {
 }
 
 // stillHolds checks the MAC-table entries d relies on (see the top),
-// refreshing the frame's source as learning would.
+// refreshing the frame's source as learning would, and, if ports'
+// liveness changed since d was worked out, the liveness of those it chose
+// buckets by.
 func (f *forwarder) stillHolds(d *decision, now int64) bool {
 	for i := range d.macDeps {
 		if !f.fdb.holds(&d.macDeps[i], now) {
 			return false
 		}
+	}
+	if d.liveness != f.liveness {
+		for _, dep := range d.liveDeps {
+			if f.portLive(dep.port) != dep.live {
+				return false
+			}
+		}
+		d.liveness = f.liveness
 	}
 	return true
 }
@@ -103,11 +113,14 @@ func newDecisionCache(size int) *decisionCache {
 }
 
 // upToDate reports whether d, found by the last get, holds for the current
-// table version: none of the tables it looked in changed since it was
-// worked out.
+// table version: none of the tables it looked in, nor the groups if it
+// sent to one, changed since it was worked out.
 func (c *decisionCache) upToDate(d *decision) bool {
 	if d.table == c.table {
 		return true
+	}
+	if d.groups != nil && d.groups != c.table.Groups() {
+		return false
 	}
 	for i := range d.lookups {
 		if l := &d.lookups[i]; c.table.Generation(l.table) != l.generation {

@@ -144,12 +144,20 @@ func (b *Bridge) TableStats() []TableStats {
 func (b *Bridge) PipelineDrops() DropCounts { return b.drops.pipeline() }
 
 // credit adds packets frames of bytes bytes to the rules a decision met,
-// as last used at when, and to the lookups and matches of the tables it
-// looked in: the one way user space and the fast path count a decision's
-// frames.
-func credit(tables *[flow.NumTables]tableCounters, rules []*flow.Entry, lookups []tableLookup, packets, bytes uint64, when time.Time) {
+// as last used at when, to the lookups and matches of the tables it
+// looked in, and to the groups and buckets its frames went through: the
+// one way user space and the fast path count a decision's frames.
+func credit(tables *[flow.NumTables]tableCounters, rules []*flow.Entry, lookups []tableLookup, groups []groupHit,
+	packets, bytes uint64, when time.Time) {
 	for _, e := range rules {
 		e.Hit(packets, bytes, when)
+	}
+	for _, g := range groups {
+		if g.bucket < 0 {
+			g.group.Hit(packets, bytes)
+		} else {
+			g.group.HitBucket(g.bucket, packets, bytes)
+		}
 	}
 	for _, l := range lookups {
 		c := &tables[l.table]
@@ -176,7 +184,7 @@ func (f *forwarder) countBatch(in *bridgePort, wall time.Time, frames, bytes, ma
 // last flush, as last used now.
 func (f *forwarder) flushCounts(now time.Time) {
 	for _, d := range f.counted {
-		credit(f.tableCounters, d.rules, d.lookups, d.packets, d.bytes, now)
+		credit(f.tableCounters, d.rules, d.lookups, d.groupHits, d.packets, d.bytes, now)
 		d.packets, d.bytes = 0, 0
 	}
 	clear(f.counted)

@@ -11,6 +11,8 @@ import (
 type executor struct {
 	run    frameRun
 	copies copyPool
+	// saved is the frame as each clone bracket open in run found it.
+	saved [maxCloneNest]savedRun
 }
 
 // frameRun is one frame's run of its decision.
@@ -32,11 +34,23 @@ type frameRun struct {
 	// tunnel is how the frame leaves by a tunnel port, as far as the
 	// actions run so far say.
 	tunnel port.TunnelTx
+	// clones counts the clone brackets open (groups.go), whose frames
+	// the executor saved.
+	clones int
+}
+
+// savedRun is what a clone bracket restores, and the index of its end.
+type savedRun struct {
+	frame  []byte
+	layout flow.Layout
+	copied bool
+	tunnel port.TunnelTx
+	end    uint16
 }
 
 // execute runs a decision's actions on the frame.
 func (f *forwarder) execute(r *frameRun, actions []flow.Action) {
-	for i := range actions {
+	for i := 0; i < len(actions); i++ {
 		a := &actions[i]
 		switch a.Type {
 		case flow.ActOutput, flow.ActInPort:
@@ -90,9 +104,25 @@ func (f *forwarder) execute(r *frameRun, actions []flow.Action) {
 				f.toController(&r.controllers[a.Port], r.frame, r.now)
 				r.sent = true
 			}
+		case actCloneStart:
+			if r.clones == 0 {
+				// The copies the bracket may make must not start the pool
+				// over while it holds the frame to go on with (makeRoom).
+				r.frame = f.makeRoom(r.frame, r.copied, int(a.Port))
+			}
+			f.saved[r.clones] = savedRun{frame: r.frame, layout: r.layout, copied: r.copied, tunnel: r.tunnel, end: a.Value}
+			r.clones++
+			r.shared = true // what the bracket rewrites, it rewrites in a copy
+		case actCloneEnd:
+			r.clones--
+			c := &f.saved[r.clones]
+			r.frame, r.layout, r.copied, r.tunnel, r.shared = c.frame, c.layout, c.copied, c.tunnel, true
 		default:
 			if !f.rewriteFrame(r, a) {
-				return
+				if r.clones == 0 {
+					return
+				}
+				i = int(f.saved[r.clones-1].end) - 1 // the bracket's copy is dropped: on from its end
 			}
 		}
 	}
@@ -154,7 +184,10 @@ func (f *forwarder) ownCopy(r *frameRun) bool {
 // Between frames, and before NORMAL makes its forms, no other copy is
 // still to be used, so starting over is safe.
 func (f *forwarder) makeRoom(frame []byte, copied bool, n int) []byte {
-	if f.copies.fits(n, len(frame)) {
+	if f.copies.fits(n, len(frame)) || f.run.clones > 0 {
+		// Inside a clone bracket the frames it restores may be copies:
+		// the pool never starts over there, and a copy that does not fit
+		// is not made (the bracket reserved room for its copies).
 		return frame
 	}
 	f.transmitGroups()

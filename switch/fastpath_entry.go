@@ -111,16 +111,37 @@ func (f *forwarder) fastPathEntry(d *decision, h *flow.Headers) (e datapath.Entr
 		out = uint32(p.underlaySlot)
 		return true
 	}
+	// brackets are the clone brackets open (groups.go): what the entry
+	// was at each start, for one whose frame goes nowhere.
+	type bracket struct {
+		ops, outputs, lenDelta int
+		k                      flow.Key
+		tagKnown               bool
+		tunnelID               uint32
+	}
+	var brackets [maxCloneNest]bracket
+	open := 0
 	if len(d.controllers) > 0 {
 		return e, "a packet-in to the controller, which user space makes"
 	}
 	for i := range d.actions {
 		a := &d.actions[i]
-		if outputs > 0 {
+		if outputs > 0 && a.Type != actCloneEnd {
 			return e, "several outputs"
 		}
 		ok := true
 		switch a.Type {
+		case actCloneStart:
+			brackets[open] = bracket{ops: len(ops), outputs: outputs, lenDelta: lenDelta, k: k, tagKnown: tagKnown, tunnelID: tunnelID}
+			open++
+			continue
+		case actCloneEnd:
+			open--
+			if b := &brackets[open]; outputs == b.outputs {
+				// The copy went nowhere: the frame goes on as it was.
+				ops, k, tagKnown, tunnelID, lenDelta = ops[:b.ops], b.k, b.tagKnown, b.tunnelID, b.lenDelta
+			}
+			continue
 		case flow.ActSetDlSrc, flow.ActSetDlDst:
 			mac := k.DlSrc
 			typ := datapath.OpSetDlSrc

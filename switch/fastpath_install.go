@@ -15,6 +15,7 @@ type fpInstalled struct {
 	key     datapath.Key
 	rules   []*flow.Entry
 	lookups []tableLookup
+	groups  []groupHit
 	// macDeps are the MAC-table entries its NORMAL resolved by. Never an
 	// absence: a flood stays in user space.
 	macDeps []macDep

@@ -53,7 +53,7 @@ func (f *forwarder) offerFastPath(d *decision, inSlot uint16, now int64) {
 	}
 	o.generation, o.at = gen, now
 	key := f.entryKey(&f.key.Headers)
-	meta := &fpInstalled{key: key, rules: slices.Clone(d.rules), lookups: slices.Clone(d.lookups),
+	meta := &fpInstalled{key: key, rules: slices.Clone(d.rules), lookups: slices.Clone(d.lookups), groups: slices.Clone(d.groupHits),
 		macDeps: slices.Clone(d.macDeps), in: f.ports[inSlot], entry: o.entry, mask: f.fpView.mask, l2: isL2Mask(f.fpView.mask),
 		active: now}
 	if o.entry.Out != datapath.OutDrop {

@@ -65,7 +65,7 @@ func (fp *fastPath) credit(r *fpInstalled, carried datapath.Counts, wall time.Ti
 		return false
 	}
 	r.packets, r.bytes = carried.Packets, carried.Bytes
-	credit(fp.tables, r.rules, r.lookups, dp, db, wall)
+	credit(fp.tables, r.rules, r.lookups, r.groups, dp, db, wall)
 	r.in.counters.rxPackets.Add(dp)
 	r.in.counters.rxBytes.Add(db)
 	if r.out != nil {

@@ -19,6 +19,10 @@ type view struct {
 	// failOpen forwards every frame as NORMAL, whatever the tables say
 	// (Bridge.SetFailOpen).
 	failOpen bool
+	// liveness counts the changes of whether ports are live, as the
+	// buckets of groups see them: their links and spanning tree states
+	// (groups.go). A decision that read none made since holds.
+	liveness uint64
 }
 
 // portTable is the bridge's ports by slot, as a thread has them.
@@ -33,6 +37,14 @@ type portTable struct {
 	// holds this thread's token bucket for it (storm.go).
 	stormLimit []uint32
 	storm      []tokenBucket
+}
+
+// portLive reports whether OpenFlow port ofport is live, as the buckets
+// of groups that watch it see it: the bridge has it, its link is up, and
+// the spanning tree lets it forward.
+func (v *view) portLive(ofport uint16) bool {
+	slot, ok := v.slot(ofport)
+	return ok && v.forwards(slot) && !v.ports[slot].linkDown.Load()
 }
 
 // forwards reports whether the spanning tree lets slot's port forward.

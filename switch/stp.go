@@ -247,6 +247,7 @@ func (f *forwarder) setSTPState(slot uint16, s stpState) {
 // those, and come back for those that forward again. It runs on the
 // forwarder.
 func (f *forwarder) stpChanged() {
+	f.liveness++
 	f.rebuildFlood()
 	if f.fp != nil {
 		f.fp.entriesChanged()

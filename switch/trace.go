@@ -37,7 +37,7 @@ type TraceResult struct {
 // TraceStep is one step of the way: a lookup in a table (Lookup set; Rule
 // is what it met, nil for a miss) or one action of the rule met last at
 // that depth, with what the switch says of it. Depth counts the resubmits
-// that led there.
+// and the group buckets that led there.
 type TraceStep struct {
 	Lookup bool
 	Rule   *flow.Entry
@@ -118,6 +118,14 @@ func (t *tracer) lookup(key *flow.Key, e *flow.Entry, nest int) {
 func (t *tracer) cut(limit string) {
 	last := &t.res.Steps[len(t.res.Steps)-1]
 	last.Notes = append(last.Notes, limit+": the rules loop; the frame is dropped and counted as a loop drop")
+}
+
+func (t *tracer) group(a flow.Action, key *flow.Key, nest int, fromSet bool, how string) {
+	step := TraceStep{Action: flow.FormatActions([]flow.Action{a}), Table: key.Table, Depth: nest, Notes: []string{how}}
+	if fromSet {
+		step.Notes = append([]string{"from the action set, as the pipeline ends"}, step.Notes...)
+	}
+	t.res.Steps = append(t.res.Steps, step)
 }
 
 func (t *tracer) step(a flow.Action, written []flow.Action, key *flow.Key, nest int, fromSet, dropped bool, normal *normalChoice) {

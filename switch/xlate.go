@@ -47,6 +47,14 @@ type decision struct {
 	macDeps []macDep
 	// controllers are its CONTROLLER actions, each an actToController.
 	controllers []controllerSpec
+	// groups is the group table it read, if it sent to a group: a change
+	// of groups makes it stale. groupHits are the groups and buckets its
+	// frames went through, for their counters; liveDeps the ports whose
+	// liveness chose buckets, as they were at liveness (the view's).
+	groups    *flow.GroupTable
+	groupHits []groupHit
+	liveDeps  []liveDep
+	liveness  uint64
 	// flowHash is the hash of the flow's headers that picks the outer
 	// UDP source port when the frame leaves by a tunnel.
 	flowHash uint32
@@ -112,6 +120,8 @@ type translator struct {
 	set        flow.ActionSet
 	inResubmit int
 	missed     bool
+	// clones counts the buckets under way (groups.go).
+	clones int
 }
 
 // xlateIn is what a translation reads, and may do, besides the key and
@@ -129,7 +139,8 @@ type xlateIn struct {
 
 // observer sees a translation as it happens: trace runs the forwarders'
 // own translation with one, so that it cannot tell another story. key is
-// the working key at that point; nest counts the resubmits under way.
+// the working key at that point; nest counts the resubmits and the group
+// buckets under way.
 type observer interface {
 	// lookup reports a lookup in the table key names and the rule it
 	// met, nil for a miss.
@@ -141,6 +152,9 @@ type observer interface {
 	// whether the frame goes no further (dec_ttl); normal is NORMAL's
 	// choice, for a NORMAL.
 	step(a flow.Action, written []flow.Action, key *flow.Key, nest int, fromSet, dropped bool, normal *normalChoice)
+	// group reports a group action, and how the frame takes its
+	// buckets, before they run.
+	group(a flow.Action, key *flow.Key, nest int, fromSet bool, how string)
 	// cut reports that the translation was cut at one of the pipeline's
 	// limits: the rules loop.
 	cut(limit string)
@@ -171,6 +185,10 @@ func (tr *translator) start(t *flow.Table, headers *flow.Headers, d *decision, n
 	d.table = t
 	d.rules, d.lookups, d.actions, d.dropped = d.rules[:0], d.lookups[:0], d.actions[:0], dropRule
 	d.macDeps, d.controllers = d.macDeps[:0], d.controllers[:0]
+	d.groups, d.groupHits, d.liveDeps = nil, d.groupHits[:0], d.liveDeps[:0]
+	if v := tr.in.view; v != nil {
+		d.liveness = v.liveness
+	}
 	if d.offer != nil {
 		*d.offer = fpOffer{}
 	}
@@ -292,6 +310,8 @@ func (tr *translator) action(a flow.Action, fromSet bool, depth int) bool {
 		}
 	case flow.ActController:
 		tr.toController(a)
+	case flow.ActGroup:
+		return tr.group(a, fromSet, depth)
 	case flow.ActInPort, flow.ActFlood, flow.ActAll:
 		a.Port = tr.key.InPort
 		tr.emit(a)

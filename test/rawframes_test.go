@@ -3,6 +3,7 @@ package test
 import (
 	"encoding/binary"
 	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -69,6 +70,7 @@ func (r rawPort) arrivals(t testing.TB, src net.HardwareAddr, within time.Durati
 type frameCounter struct {
 	stop chan struct{}
 	done chan int
+	n    atomic.Int64 // so far
 }
 
 func startCounting(t testing.TB, ns string, src net.HardwareAddr) *frameCounter {
@@ -95,11 +97,15 @@ func startCounting(t testing.TB, ns string, src net.HardwareAddr) *frameCounter 
 			}
 			if ok && net.HardwareAddr(a.frame[6:12]).String() == src.String() {
 				n++
+				c.n.Store(int64(n))
 			}
 		}
 	}()
 	return c
 }
+
+// peek returns how many frames arrived so far.
+func (c *frameCounter) peek() int { return int(c.n.Load()) }
 
 // count stops counting and returns how many frames arrived.
 func (c *frameCounter) count(t testing.TB) int {

@@ -23,8 +23,11 @@ type Request struct {
 	Bridge  string      `json:"bridge,omitempty"`
 	Port    string      `json:"port,omitempty"`
 	AddPort *PortConfig `json:"add_port,omitempty"`
-	// Flows are rules in ovs-ofctl syntax, for add-flow(s) and mod-flows.
-	Flows []string `json:"flows,omitempty"`
+	// Flows are rules in ovs-ofctl syntax, for add-flow(s) and mod-flows;
+	// Groups are groups, for add-group(s) and mod-group, or what
+	// insert-buckets and remove-buckets take.
+	Flows  []string `json:"flows,omitempty"`
+	Groups []string `json:"groups,omitempty"`
 	// Stream says that add-flows' rules follow the request on the
 	// connection, from the line after it, one per line as in an add-flows
 	// file, until the client shuts its side down: a file of any size, in
@@ -34,7 +37,8 @@ type Request struct {
 	// error messages.
 	FlowLines []int `json:"-"`
 	// Match selects rules for mod-flows, del-flows and dump-flows, and
-	// describes the packet for trace.
+	// describes the packet for trace; for del-groups, dump-groups and
+	// dump-group-stats, it names a group ("group_id=N", or N).
 	Match  string `json:"match,omitempty"`
 	Strict bool   `json:"strict,omitempty"`
 	// Table and Record name a row for set, get, add, remove and clear;
@@ -71,6 +75,14 @@ const (
 	VerbRSTPShow   = "rstp-show"
 	VerbDumpTables = "dump-tables"
 	VerbDumpFast   = "dump-fastpath"
+	// The group verbs, as ovs-ofctl's.
+	VerbAddGroups      = "add-groups"
+	VerbModGroup       = "mod-group"
+	VerbDelGroups      = "del-groups"
+	VerbInsertBuckets  = "insert-buckets"
+	VerbRemoveBuckets  = "remove-buckets"
+	VerbDumpGroups     = "dump-groups"
+	VerbDumpGroupStats = "dump-group-stats"
 	// The controller verbs; get-controller and get-fail-mode read show.
 	VerbSetController = "set-controller"
 	VerbDelController = "del-controller"
@@ -100,6 +112,8 @@ type Response struct {
 	Tables []TableStatus `json:"tables,omitempty"`
 	// FastPath are dump-fastpath's entries, the busiest first.
 	FastPath []FastPathEntry `json:"fastpath,omitempty"`
+	// Groups are dump-groups' and dump-group-stats' groups, by id.
+	Groups []GroupStatus `json:"groups,omitempty"`
 }
 
 // FastPathEntry is one entry of the in-kernel fast path: the exact flow
@@ -126,6 +140,25 @@ type FastPathStatus struct {
 	// (bpf.DropReasons): the kernel's own count, apart from the
 	// pipeline's drops, to which the rule drops are also credited.
 	Drops map[string]uint64 `json:"drops"`
+}
+
+// GroupStatus is one group as dump-groups and dump-group-stats show it:
+// its text as add-group takes it, and its counters, which include what
+// the fast path carried.
+type GroupStatus struct {
+	ID          uint32         `json:"group_id"`
+	Text        string         `json:"group"`
+	DurationSec float64        `json:"duration"`
+	RefCount    int            `json:"ref_count"`
+	Packets     uint64         `json:"packet_count"`
+	Bytes       uint64         `json:"byte_count"`
+	Buckets     []BucketCounts `json:"buckets"`
+}
+
+// BucketCounts are one bucket's counters, in the group's bucket order.
+type BucketCounts struct {
+	Packets uint64 `json:"packet_count"`
+	Bytes   uint64 `json:"byte_count"`
 }
 
 // TableStatus is one table as dump-tables shows it: its rules, the frames

@@ -42,6 +42,9 @@ type BridgeConfig struct {
 	// written before install times were kept has none: the rules count from
 	// the start.
 	Installed []InstallTime `json:"installed,omitempty"`
+	// Groups are the bridge's groups in ovs-ofctl syntax (add-group's), by
+	// id.
+	Groups []string `json:"groups,omitempty"`
 	// Released are OpenFlow port numbers that ports had until lately,
 	// kept from reuse for a while.
 	Released []ReleasedPort `json:"released_ofports,omitempty"`
@@ -97,6 +100,7 @@ func (c *Config) Clone() *Config {
 			Ports:       append([]api.PortConfig(nil), b.Ports...),
 			Flows:       b.Flows,     // never modified in place, only replaced
 			Installed:   b.Installed, // likewise
+			Groups:      b.Groups,    // likewise
 			Released:    append([]ReleasedPort(nil), b.Released...),
 			RSTPEnable:  b.RSTPEnable,
 			OtherConfig: b.OtherConfig, // likewise

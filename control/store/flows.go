@@ -96,7 +96,33 @@ func loadFlows(bc *BridgeConfig, now time.Time) (*flow.Table, error) {
 			restore[i].Installed = now.UTC().Round(0) // as it will read back from a snapshot
 		}
 	}
-	return flow.NewTable(nil, 1).Apply(flow.Edit{Restore: restore}, now)
+	groups, err := bc.ParseGroups(bc.Groups)
+	if err != nil {
+		return nil, fmt.Errorf("bridge %s: saved groups: %w", bc.Name, err)
+	}
+	return flow.NewTable(nil, 1).Apply(flow.Edit{Restore: restore, Groups: groups, GroupsInstalled: now}, now)
+}
+
+// ParseGroups parses groups for the bridge, all or nothing.
+func (bc *BridgeConfig) ParseGroups(texts []string) ([]flow.Group, error) {
+	groups := make([]flow.Group, 0, len(texts))
+	for _, text := range texts {
+		g, err := flow.ParseGroup(text, bc)
+		if err != nil {
+			return nil, fmt.Errorf("group %q: %w", text, bc.NameBridge(err))
+		}
+		groups = append(groups, g)
+	}
+	return groups, nil
+}
+
+// formatGroups is how a snapshot saves a table's groups.
+func formatGroups(t *flow.Table) []string {
+	var texts []string
+	for _, g := range t.Groups().Groups() {
+		texts = append(texts, flow.FormatGroup(g.Group))
+	}
+	return texts
 }
 
 // formatFlows is how a snapshot saves a table: ovs-ofctl syntax, which

@@ -102,15 +102,20 @@ type Record struct {
 	Flows  []TableEdit `json:"flows,omitempty"`
 }
 
-// TableEdit is a change to one bridge's flow table, its rules in
-// ovs-ofctl syntax. Removed and modified rules are found by their match
+// TableEdit is a change to one bridge's flow table, its rules and groups
+// in ovs-ofctl syntax. Removed and modified rules are found by their match
 // and priority; added ones are installed at the record's time.
 type TableEdit struct {
 	Bridge string   `json:"bridge"`
-	Reset  bool     `json:"reset,omitempty"` // empty the table first
+	Reset  bool     `json:"reset,omitempty"` // empty the table of rules first
 	Remove []string `json:"remove,omitempty"`
 	Modify []string `json:"modify,omitempty"` // the rules with their new actions
 	Add    []string `json:"add,omitempty"`
+	// RemoveGroups are removed (flow.GroupAllGroups: every group), then
+	// Groups put in, in add-group's syntax, in the place of those of
+	// their ids.
+	RemoveGroups []uint32 `json:"remove_groups,omitempty"`
+	Groups       []string `json:"groups,omitempty"`
 }
 
 // journalHeader is the journal's first line.
@@ -202,7 +207,7 @@ func replay(path string, now time.Time, rules Rules) (*loadResult, error) {
 			return nil, corrupt(path, err)
 		}
 		r.tables[bc.Name] = t
-		bc.Flows, bc.Installed = nil, nil
+		bc.Flows, bc.Installed, bc.Groups = nil, nil, nil
 	}
 	data, err := os.ReadFile(JournalPath(path))
 	if errors.Is(err, fs.ErrNotExist) {
@@ -259,7 +264,7 @@ func (st *state) apply(rec Record, now time.Time, rules Rules) error {
 		}
 		tables := make(map[string]*flow.Table, len(rec.Config.Bridges))
 		for _, bc := range rec.Config.Bridges {
-			if len(bc.Flows) > 0 || len(bc.Installed) > 0 {
+			if len(bc.Flows) > 0 || len(bc.Installed) > 0 || len(bc.Groups) > 0 {
 				return fmt.Errorf("bridge %s: flows in a configuration change", bc.Name)
 			}
 			t, ok := st.tables[bc.Name]
@@ -281,7 +286,7 @@ func (st *state) apply(rec Record, now time.Time, rules Rules) error {
 		}
 		t := st.tables[e.Bridge]
 		if e.Reset {
-			t = flow.NewTable(nil, t.Version()+1)
+			t = flow.NewTable(nil, t.Version()+1).WithGroups(t.Groups())
 		}
 		if t, err = t.Apply(edit, now); err != nil {
 			return fmt.Errorf("bridge %s: %w", e.Bridge, err)
@@ -302,9 +307,14 @@ func (e TableEdit) parse(bc *BridgeConfig, installed time.Time) (flow.Edit, erro
 		return edit, err
 	}
 	added, err := bc.ParseRules(e.Add)
+	if err != nil {
+		return edit, err
+	}
 	for _, r := range added {
 		edit.Restore = append(edit.Restore, flow.SavedRule{Rule: r, Installed: installed})
 	}
+	edit.RemoveGroups, edit.GroupsInstalled = e.RemoveGroups, installed
+	edit.Groups, err = bc.ParseGroups(e.Groups)
 	return edit, err
 }
 
@@ -329,6 +339,7 @@ func Snapshot(cfg *Config, tables map[string]*flow.Table) *Config {
 	for i := range c.Bridges {
 		bc := &c.Bridges[i]
 		bc.Flows, bc.Installed = formatFlows(tables[bc.Name])
+		bc.Groups = formatGroups(tables[bc.Name])
 	}
 	return c
 }

@@ -1,0 +1,336 @@
+package test
+
+import (
+	"encoding/binary"
+	"fmt"
+	"net"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/gopacket"
+	"github.com/google/gopacket/layers"
+
+	"github.com/xswitch/xswitch/internal/testenv"
+)
+
+// Groups through the CLI, with real frames between namespaces: each
+// test runs with the fast path on and off (XSWITCH_TEST_FAST_PATH).
+
+// flowFrame is a UDP datagram from src to dst (the broadcast address, so
+// that every namespace's packet socket sees it), from UDP port sport.
+func flowFrame(t testing.TB, src net.HardwareAddr, sport uint16) []byte {
+	t.Helper()
+	eth := &layers.Ethernet{SrcMAC: src, DstMAC: layers.EthernetBroadcast, EthernetType: layers.EthernetTypeIPv4}
+	ip := &layers.IPv4{Version: 4, TTL: 64, Protocol: layers.IPProtocolUDP,
+		SrcIP: net.IPv4(10, 99, 0, 1), DstIP: net.IPv4(10, 99, 0, 2)}
+	udp := &layers.UDP{SrcPort: layers.UDPPort(sport), DstPort: 9}
+	if err := udp.SetNetworkLayerForChecksum(ip); err != nil {
+		t.Fatal(err)
+	}
+	buf := gopacket.NewSerializeBuffer()
+	opts := gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true}
+	if err := gopacket.SerializeLayers(buf, opts, eth, ip, udp, gopacket.Payload("group")); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// udpArrivals collects, per UDP source port, the frames from src that
+// arrive in namespace ns until stop is called.
+type udpArrivals struct {
+	stop  chan struct{}
+	ports chan map[uint16]int
+}
+
+func collectUDP(t testing.TB, ns string, src net.HardwareAddr) *udpArrivals {
+	t.Helper()
+	fd := sniffSocket(t, ns)
+	a := &udpArrivals{stop: make(chan struct{}), ports: make(chan map[uint16]int, 1)}
+	go func() {
+		got := map[uint16]int{}
+		buf, oob := make([]byte, 65536), make([]byte, 256)
+		for {
+			select {
+			case <-a.stop:
+				a.ports <- got
+				return
+			default:
+			}
+			f, ok, err := receiveFrame(fd, buf, oob)
+			if err != nil {
+				a.ports <- nil
+				return
+			}
+			if ok && len(f.frame) >= 14+20+8 && net.HardwareAddr(f.frame[6:12]).String() == src.String() {
+				got[binary.BigEndian.Uint16(f.frame[14+20:])]++
+			}
+		}
+	}()
+	return a
+}
+
+func (a *udpArrivals) done(t testing.TB) map[uint16]int {
+	t.Helper()
+	close(a.stop)
+	got := <-a.ports
+	if got == nil {
+		t.Fatal("reading the packet socket failed")
+	}
+	return got
+}
+
+// groupStats reads dump-group-stats' line of group id: the group's
+// packet count and its buckets', in order.
+func groupStats(t testing.TB, d *daemon, br string, id int) (packets int, buckets []int) {
+	t.Helper()
+	out := d.x(t, "dump-group-stats", br, strconv.Itoa(id))
+	line := strings.TrimSpace(out)
+	m := regexp.MustCompile(`^group_id=` + strconv.Itoa(id) + `,.*?packet_count=(\d+)`).FindStringSubmatch(line)
+	if m == nil {
+		t.Fatalf("dump-group-stats %d: no counts in %q", id, out)
+	}
+	packets, _ = strconv.Atoi(m[1])
+	for _, b := range regexp.MustCompile(`bucket\d+:packet_count=(\d+)`).FindAllStringSubmatch(line, -1) {
+		n, _ := strconv.Atoi(b[1])
+		buckets = append(buckets, n)
+	}
+	return packets, buckets
+}
+
+// settle gives frames in flight time to arrive, and the fast path's
+// sweeper time to count what the kernel carried (dump-group-stats syncs
+// it anyway).
+func settle() { time.Sleep(300 * time.Millisecond) }
+
+// An all group sends one copy of each frame to each bucket's port, with
+// each bucket's rewrite on its own copy, and counts the frames once per
+// group and once per bucket.
+func TestGroupAllSendsEachBucketItsCopy(t *testing.T) {
+	testenv.RequireRoot(t)
+	r := newRig(t, 3)
+	d, br, p1, p2, p3 := r.d, r.br, r.hosts[0], r.hosts[1], r.hosts[2]
+	d.x(t, "add-group", br, fmt.Sprintf("group_id=1,type=all,bucket=mod_nw_tos:32,output:%s,bucket=output:%s", p2.name, p3.name))
+	d.x(t, "add-flow", br, fmt.Sprintf("priority=100,in_port=%s,udp,actions=group:1", p1.name))
+
+	src := net.HardwareAddr{0x02, 0xaa, 0, 0, 0, 1}
+	at2, at3 := collectUDP(t, p2.ns, src), collectUDP(t, p3.ns, src)
+	tos2, tos3 := startTOSWatch(t, p2.ns, src), startTOSWatch(t, p3.ns, src)
+	raw := openRaw(t, p1.ns, src)
+	const frames = 50
+	for i := range frames {
+		raw.send(t, flowFrame(t, src, uint16(1000+i%5)))
+	}
+	settle()
+	got2, got3 := at2.done(t), at3.done(t)
+	for _, got := range []map[uint16]int{got2, got3} {
+		total := 0
+		for _, n := range got {
+			total += n
+		}
+		if total != frames {
+			t.Errorf("a bucket's port received %d frames, want each of the %d once: %v", total, frames, got)
+		}
+	}
+	if tos := tos2.done(t); tos != 32 {
+		t.Errorf("bucket 0's frames left with TOS %d, want its mod_nw_tos:32", tos)
+	}
+	if tos := tos3.done(t); tos != 0 {
+		t.Errorf("bucket 1's frames left with TOS %d: bucket 0's rewrite leaked into its copy", tos)
+	}
+	packets, buckets := groupStats(t, d, br, 1)
+	if packets != frames || len(buckets) != 2 || buckets[0] != frames || buckets[1] != frames {
+		t.Errorf("dump-group-stats: %d packets, buckets %v; want %d, [%d %d]", packets, buckets, frames, frames, frames)
+	}
+
+	// Groups are saved as rules are: a restart brings them back.
+	groups, flows := d.x(t, "dump-groups", br), stripCounters(d.x(t, "dump-flows", br))
+	d.stop(t, syscall.SIGTERM)
+	d.start(t)
+	if again := d.x(t, "dump-groups", br); again != groups {
+		t.Errorf("dump-groups after a restart:\n%s\nbefore:\n%s", again, groups)
+	}
+	// Deleting a group deletes the rules that send to it.
+	d.x(t, "del-groups", br, "group_id=1")
+	if again := stripCounters(d.x(t, "dump-flows", br)); strings.Contains(again, "group:1") || !strings.Contains(flows, "group:1") {
+		t.Errorf("dump-flows after del-groups still has the rule to the group:\n%s", again)
+	}
+	if out := d.x(t, "dump-groups", br); strings.TrimSpace(out) != "" {
+		t.Errorf("dump-groups after del-groups: %q", out)
+	}
+}
+
+// tosWatch remembers the TOS of the last frame from src to arrive in a
+// namespace.
+type tosWatch struct {
+	stop chan struct{}
+	tos  chan int
+}
+
+func startTOSWatch(t testing.TB, ns string, src net.HardwareAddr) *tosWatch {
+	t.Helper()
+	fd := sniffSocket(t, ns)
+	w := &tosWatch{stop: make(chan struct{}), tos: make(chan int, 1)}
+	go func() {
+		last := -1
+		buf, oob := make([]byte, 65536), make([]byte, 256)
+		for {
+			select {
+			case <-w.stop:
+				w.tos <- last
+				return
+			default:
+			}
+			f, ok, err := receiveFrame(fd, buf, oob)
+			if err != nil {
+				w.tos <- -2
+				return
+			}
+			if ok && len(f.frame) > 15 && net.HardwareAddr(f.frame[6:12]).String() == src.String() {
+				last = int(f.frame[15])
+			}
+		}
+	}()
+	return w
+}
+
+func (w *tosWatch) done(t testing.TB) int {
+	t.Helper()
+	close(w.stop)
+	return <-w.tos
+}
+
+// A select group spreads flows over its buckets by weight, each flow on
+// one bucket; removing a bucket moves only the flows that took it.
+func TestGroupSelectSpreadsFlowsByWeight(t *testing.T) {
+	testenv.RequireRoot(t)
+	r := newRig(t, 4)
+	d, br, in := r.d, r.br, r.hosts[0]
+	outs := r.hosts[1:]
+	weights := []int{1, 2, 3}
+	group := "group_id=7,type=select"
+	for i, h := range outs {
+		group += fmt.Sprintf(",bucket=bucket_id:%d,weight:%d,output:%s", i, weights[i], h.name)
+	}
+	d.x(t, "add-group", br, group)
+	d.x(t, "add-flow", br, fmt.Sprintf("priority=100,in_port=%s,udp,actions=group:7", in.name))
+
+	src := net.HardwareAddr{0x02, 0xaa, 0, 0, 0, 2}
+	const flows = 1000
+	send := func() []map[uint16]int {
+		var at []*udpArrivals
+		for _, h := range outs {
+			at = append(at, collectUDP(t, h.ns, src))
+		}
+		raw := openRaw(t, in.ns, src)
+		for round := range 2 { // each flow twice: it must take one bucket both times
+			for i := range flows {
+				raw.send(t, flowFrame(t, src, uint16(20000+i)))
+				if i%100 == 99 {
+					time.Sleep(5 * time.Millisecond) // let the receivers' sockets keep up
+				}
+			}
+			_ = round
+		}
+		settle()
+		var got []map[uint16]int
+		for _, a := range at {
+			got = append(got, a.done(t))
+		}
+		return got
+	}
+	got := send()
+	where := map[uint16]int{}
+	for b, ports := range got {
+		for p, n := range ports {
+			if n != 2 {
+				t.Errorf("flow from UDP port %d reached bucket %d's port %d times, want both of its frames", p, b, n)
+			}
+			if prev, seen := where[p]; seen {
+				t.Errorf("flow from UDP port %d reached bucket %d and bucket %d", p, prev, b)
+			}
+			where[p] = b
+		}
+	}
+	if len(where) != flows {
+		t.Fatalf("%d of %d flows arrived", len(where), flows)
+	}
+	// Chi-square of the flows per bucket against the weights: two degrees
+	// of freedom, 13.82 at p = 0.001.
+	counts := make([]int, len(outs))
+	for _, b := range where {
+		counts[b]++
+	}
+	chi2 := 0.0
+	for i, n := range counts {
+		expected := float64(flows*weights[i]) / 6
+		chi2 += (float64(n) - expected) * (float64(n) - expected) / expected
+	}
+	t.Logf("flows per bucket %v for weights %v: chi-square %.2f", counts, weights, chi2)
+	if chi2 > 13.82 {
+		t.Errorf("flows per bucket %v do not follow weights %v: chi-square %.2f > 13.82", counts, weights, chi2)
+	}
+	if _, buckets := groupStats(t, d, br, 7); fmt.Sprint(buckets) != fmt.Sprint([]int{2 * counts[0], 2 * counts[1], 2 * counts[2]}) {
+		t.Errorf("dump-group-stats buckets %v, want twice the flows each port received %v", buckets, counts)
+	}
+
+	// Remove the last bucket: its flows move, the others' stay.
+	d.x(t, "remove-buckets", br, "group_id=7,command_bucket_id=2")
+	again := send()
+	for b, ports := range again {
+		for p := range ports {
+			if was := where[p]; was != 2 && was != b {
+				t.Errorf("flow from UDP port %d moved from bucket %d to bucket %d, though its bucket stayed", p, was, b)
+			}
+		}
+	}
+	if len(again[2]) != 0 {
+		t.Errorf("%d flows still reach the removed bucket's port", len(again[2]))
+	}
+}
+
+// A fast failover group sends to its first live bucket: when the port it
+// watches loses its link, frames go to the next bucket's port, and back
+// when the link returns.
+func TestGroupFastFailoverFollowsTheLink(t *testing.T) {
+	testenv.RequireRoot(t)
+	r := newRig(t, 3)
+	d, br, p1, p2, p3 := r.d, r.br, r.hosts[0], r.hosts[1], r.hosts[2]
+	d.x(t, "add-group", br, fmt.Sprintf("group_id=3,type=ff,bucket=watch_port:%s,output:%s,bucket=watch_port:%s,output:%s",
+		p2.name, p2.name, p3.name, p3.name))
+	d.x(t, "add-flow", br, fmt.Sprintf("priority=100,in_port=%s,udp,actions=group:3", p1.name))
+	src := net.HardwareAddr{0x02, 0xaa, 0, 0, 0, 3}
+	raw := openRaw(t, p1.ns, src)
+
+	// firstAt sends a frame every 2 ms until one reaches namespace ns, and
+	// says how long that took.
+	firstAt := func(ns string) time.Duration {
+		c := startCounting(t, ns, src)
+		start := time.Now()
+		for time.Since(start) < 5*time.Second {
+			raw.send(t, flowFrame(t, src, 4000))
+			time.Sleep(2 * time.Millisecond)
+			if n := c.peek(); n > 0 {
+				c.count(t)
+				return time.Since(start)
+			}
+		}
+		c.count(t)
+		t.Fatalf("no frame reached %s within 5 s", ns)
+		return 0
+	}
+	firstAt(p2.ns)
+	mustRun(t, "ip", "-n", p2.ns, "link", "set", "eth0", "down")
+	took := firstAt(p3.ns)
+	t.Logf("frames reached bucket 1's port %v after bucket 0's link went down", took)
+	mustRun(t, "ip", "-n", p2.ns, "link", "set", "eth0", "up")
+	back := firstAt(p2.ns)
+	t.Logf("frames reached bucket 0's port again %v after its link came back", back)
+	out := d.x(t, "trace", br, fmt.Sprintf("in_port=%s,udp", p1.name))
+	if !strings.Contains(out, "type fast failover: bucket 0, the first live one") {
+		t.Errorf("trace does not say which bucket the group chose:\n%s", out)
+	}
+}
