@@ -220,7 +220,14 @@ type station struct {
 // changed.
 func (bed *fastPathBed) randomEvent(t *testing.T, rnd *rand.Rand, table *[]string, stations []station) string {
 	f, slot := bed.f, bed.bps[rnd.IntN(len(bed.bps))].slot
-	switch rnd.IntN(6) {
+	switch rnd.IntN(7) {
+	case 6:
+		// As Bridge.SetPortLink has it: the groups that watch the port
+		// see it go down or up.
+		f.ports[slot].linkDown.Store(rnd.IntN(2) == 0)
+		f.liveness++
+		bed.fp.entriesChanged()
+		return "link"
 	case 5:
 		stations[rnd.IntN(len(stations))].port = rnd.IntN(len(bed.ports))
 		return "move"
@@ -237,7 +244,7 @@ func (bed *fastPathBed) randomEvent(t *testing.T, rnd *rand.Rand, table *[]strin
 		if rnd.IntN(3) != 0 {
 			*table = append(randomOffloadPipeline(rnd), "priority=0,actions=NORMAL")
 		}
-		bed.fp.publish(bed.cls, rules(t, (*table)...))
+		bed.fp.publish(bed.cls, withRandomGroup(t, rnd, (*table)...))
 		return "table"
 	case 3:
 		f.flushMACs(slot)
