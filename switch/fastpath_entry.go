@@ -19,7 +19,8 @@ import (
 // the MAC addresses; pushing, popping and changing a tag; NORMAL's VLAN
 // forms; IPv4 addresses, TOS and TTL, dec_ttl, and TCP/UDP ports over
 // IPv4, their checksums updated; the IPv6 hop limit; one output to a port
-// that forwards; and a drop the rules chose. Everything else stays with
+// that forwards, a group's bucket included (a bracket whose copy goes
+// nowhere leaves the frame as it was); and a drop the rules chose. Everything else stays with
 // user space: packet-ins, floods and several outputs (the program
 // redirects a frame once), IPv6 addresses, traffic class and ports,
 // output(max_len=), and a VLAN operation after a pop (the key does not
