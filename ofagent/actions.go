@@ -172,15 +172,22 @@ func isInstruction(t flow.ActionType) bool {
 // actionDecoder reads an action list for a rule with match m. cur is
 // what the frame is known to be at the action being read: push_vlan
 // gives it a tag, which a set_field of vlan_vid then needs, and pop_vlan
-// takes it away, as Open vSwitch checks them.
+// takes it away, as Open vSwitch checks them. anyFrame says that the
+// list has no match of its own, a group's bucket's: its prerequisites are
+// not checked.
 type actionDecoder struct {
-	cur flow.Match
+	cur      flow.Match
+	anyFrame bool
 }
 
 // actionsFromOF gives a plain action list (PACKET_OUT's, and those inside
 // apply_actions and write_actions) for a rule with match m.
 func actionsFromOF(as []openflow.Action, m flow.Match) ([]flow.Action, error) {
 	d := actionDecoder{cur: m}
+	return d.actions(as)
+}
+
+func (d *actionDecoder) actions(as []openflow.Action) ([]flow.Action, error) {
 	out := make([]flow.Action, 0, len(as))
 	for i := 0; i < len(as); i++ {
 		// Open vSwitch sends mod_vlan_vid and mod_vlan_pcp, which push a
@@ -294,7 +301,7 @@ func (d *actionDecoder) check(needs *flow.Prerequisite, err error, what string) 
 	switch {
 	case err != nil:
 		return actionError(openflow.BadActionBadSetArgument, "%v", err)
-	case needs != nil && !needs.Holds(&d.cur):
+	case needs != nil && !d.anyFrame && !needs.Holds(&d.cur):
 		return actionError(openflow.BadActionMatchInconsistent, "%s requires %s", what, needs)
 	}
 	return nil
