@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net"
-	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -83,22 +82,15 @@ func (a *udpArrivals) done(t testing.TB) map[uint16]int {
 	return got
 }
 
-// groupStats reads dump-group-stats' line of group id: the group's
-// packet count and its buckets', in order.
-func groupStats(t testing.TB, d *daemon, br string, id int) (packets int, buckets []int) {
+// xswitchGroupStats reads xswitch dump-group-stats' counts of group id.
+func xswitchGroupStats(t testing.TB, d *daemon, br string, id int) groupStats {
 	t.Helper()
 	out := d.x(t, "dump-group-stats", br, strconv.Itoa(id))
-	line := strings.TrimSpace(out)
-	m := regexp.MustCompile(`^group_id=` + strconv.Itoa(id) + `,.*?packet_count=(\d+)`).FindStringSubmatch(line)
-	if m == nil {
+	g, ok := parseGroupStats(out)[id]
+	if !ok {
 		t.Fatalf("dump-group-stats %d: no counts in %q", id, out)
 	}
-	packets, _ = strconv.Atoi(m[1])
-	for _, b := range regexp.MustCompile(`bucket\d+:packet_count=(\d+)`).FindAllStringSubmatch(line, -1) {
-		n, _ := strconv.Atoi(b[1])
-		buckets = append(buckets, n)
-	}
-	return packets, buckets
+	return g
 }
 
 // settle gives frames in flight time to arrive, and the fast path's
@@ -141,9 +133,8 @@ func TestGroupAllSendsEachBucketItsCopy(t *testing.T) {
 	if tos := tos3.done(t); tos != 0 {
 		t.Errorf("bucket 1's frames left with TOS %d: bucket 0's rewrite leaked into its copy", tos)
 	}
-	packets, buckets := groupStats(t, d, br, 1)
-	if packets != frames || len(buckets) != 2 || buckets[0] != frames || buckets[1] != frames {
-		t.Errorf("dump-group-stats: %d packets, buckets %v; want %d, [%d %d]", packets, buckets, frames, frames, frames)
+	if g := xswitchGroupStats(t, d, br, 1); g.packets != frames || fmt.Sprint(g.buckets) != fmt.Sprint([]int{frames, frames}) {
+		t.Errorf("dump-group-stats: %d packets, buckets %v; want %d, [%d %d]", g.packets, g.buckets, frames, frames, frames)
 	}
 
 	// Groups are saved as rules are: a restart brings them back.
@@ -273,8 +264,8 @@ func TestGroupSelectSpreadsFlowsByWeight(t *testing.T) {
 	if chi2 > 13.82 {
 		t.Errorf("flows per bucket %v do not follow weights %v: chi-square %.2f > 13.82", counts, weights, chi2)
 	}
-	if _, buckets := groupStats(t, d, br, 7); fmt.Sprint(buckets) != fmt.Sprint([]int{2 * counts[0], 2 * counts[1], 2 * counts[2]}) {
-		t.Errorf("dump-group-stats buckets %v, want twice the flows each port received %v", buckets, counts)
+	if g := xswitchGroupStats(t, d, br, 7); fmt.Sprint(g.buckets) != fmt.Sprint([]int{2 * counts[0], 2 * counts[1], 2 * counts[2]}) {
+		t.Errorf("dump-group-stats buckets %v, want twice the flows each port received %v", g.buckets, counts)
 	}
 
 	// Remove the last bucket: its flows move, the others' stay.

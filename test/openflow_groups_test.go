@@ -38,7 +38,12 @@ type groupStats struct {
 
 func dumpGroupStats(t *testing.T, target string) map[int]groupStats {
 	t.Helper()
-	out := ofctl(t, "dump-group-stats", target)
+	return parseGroupStats(ofctl(t, "dump-group-stats", target))
+}
+
+// parseGroupStats reads dump-group-stats' lines, ovs-ofctl's or xswitch's,
+// by group id.
+func parseGroupStats(out string) map[int]groupStats {
 	stats := map[int]groupStats{}
 	for _, m := range groupStatsLine.FindAllStringSubmatch(out, -1) {
 		id, _ := strconv.Atoi(m[1])
@@ -88,10 +93,10 @@ func TestOpenFlowOvsOfctlGroups(t *testing.T) {
 	}
 	stats := dumpGroupStats(t, target)
 	g1, g2 := stats[1], stats[2]
-	// Three pings and ARP went through group 2 and on into group 1, whose
-	// every bucket took each frame.
+	// Three pings and ARP went through group 2 and on into group 1, which
+	// counted each frame once, and whose every bucket took each.
 	if len(stats) != 2 || g1.refCount != 1 || g2.refCount != 1 || g2.packets < 3 || len(g2.buckets) != 1 || g2.buckets[0] != g2.packets ||
-		len(g1.buckets) != 2 || g1.buckets[0] != g2.packets || g1.buckets[1] != g2.packets {
+		g1.packets != g2.packets || len(g1.buckets) != 2 || g1.buckets[0] != g2.packets || g1.buckets[1] != g2.packets {
 		t.Errorf("dump-group-stats: %+v\n%s", stats, ofctl(t, "dump-group-stats", target))
 	}
 
