@@ -109,7 +109,7 @@ func TestFastpathCountsDrops(t *testing.T) {
 			}
 		}
 	}
-	want := map[string]uint64{"rule": 3, "op_failed": 2, "port_gone": 0, "restore_failed": 0}
+	want := map[string]uint64{"rule": 3, "op_failed": 2, "port_gone": 0, "restore_failed": 0, "meter": 0}
 	if got := r.shared.DropCounts(); !maps.Equal(got, want) {
 		t.Errorf("drops %v, want %v", got, want)
 	}
