@@ -11,6 +11,7 @@ import (
 type executor struct {
 	run    frameRun
 	copies copyPool
+	meters *meterBank // the bridge's
 }
 
 // frameRun is one frame's run of its decision.
@@ -83,6 +84,10 @@ func (f *forwarder) execute(r *frameRun, actions []flow.Action) {
 			r.shared = true
 		case actSetTunnelID:
 			r.tunnel.ID = uint32(a.Imm.Lo)
+		case actMeter:
+			if !f.meterFrame(r, a) {
+				return
+			}
 		case actToController:
 			// Sent, as far as the pipeline's drops go, even if the
 			// packet-in is lost: that is counted as such.

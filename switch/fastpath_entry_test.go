@@ -7,6 +7,7 @@ import (
 	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cilium/ebpf"
 
@@ -103,6 +104,15 @@ func randomOffloadPipeline(rnd *rand.Rand) []string {
 				actions = []string{"drop"}
 			}
 		}
+		if rnd.IntN(4) == 0 {
+			// Through one of differentialMeters: first, in place of a
+			// drop, which no other action may accompany.
+			meter := fmt.Sprintf("meter:%d", 1+rnd.IntN(3))
+			if len(actions) == 1 && actions[0] == "drop" {
+				actions = nil
+			}
+			actions = append([]string{meter}, actions...)
+		}
 		match := ""
 		switch rnd.IntN(3) {
 		case 0:
@@ -116,6 +126,29 @@ func randomOffloadPipeline(rnd *rand.Rand) []string {
 		flows = append(flows, fmt.Sprintf("priority=%d,%sactions=%s", rnd.IntN(3), match, strings.Join(actions, ",")))
 	}
 	return flows
+}
+
+// differentialMeters are the meters randomOffloadPipeline's rules send
+// frames through: one whose rate no frame exceeds, one whose dscp_remark
+// band every frame exceeds, one whose drop band every frame exceeds
+// (setDifferentialMeters puts their bands' times an hour ahead), so that
+// both paths take the same band whenever they run a frame.
+var differentialMeters = []string{
+	"meter=1 kbps bands=type=drop rate=4000000000",
+	"meter=2 pktps bands=type=dscp_remark rate=1 prec_level=1",
+	"meter=3 pktps bands=type=drop rate=1",
+}
+
+// setDifferentialMeters gives mb differentialMeters, meters 2 and 3
+// exceeded for the next hour.
+func setDifferentialMeters(t *testing.T, mb *meterBank) {
+	t.Helper()
+	if err := mb.set(meterTable(t, differentialMeters...)); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []uint32{2, 3} {
+		mb.slots[mb.slot(id)].Bands[0].Tat = uint64(monoAt(time.Now()) + int64(time.Hour))
+	}
 }
 
 // TestFastPathDoesWhatUserSpaceDoes is the fast path's differential test:
@@ -133,7 +166,7 @@ func TestFastPathDoesWhatUserSpaceDoes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var carried, redirected, dropped, frames, ipRewrites int
+	var carried, redirected, dropped, frames, ipRewrites, metered int
 	for seed := range uint64(150) {
 		rnd := rand.New(rand.NewPCG(seed, 13))
 		text := randomOffloadPipeline(rnd)
@@ -142,6 +175,13 @@ func TestFastPathDoesWhatUserSpaceDoes(t *testing.T) {
 			p.takesRedirects.Store(true)
 		}
 		f.flows.Publish(rules(t, text...))
+		// The program's meters, in maps of its own, are user space's.
+		setDifferentialMeters(t, f.meters)
+		for slot := range uint32(len(differentialMeters)) {
+			if err := objs.Meters.Put(slot, f.meters.slots[slot]); err != nil {
+				t.Fatal(err)
+			}
+		}
 		// Stations for NORMAL to resolve: 2 on port 2 in VLANs 0, 10
 		// and 20; 3 on port 3, the access port of VLAN 10.
 		send(f, ports, 1, frame(broadcast, mac(2), "hello"), tagged(10, frame(broadcast, mac(2), "hello")),
@@ -186,6 +226,9 @@ func TestFastPathDoesWhatUserSpaceDoes(t *testing.T) {
 				continue
 			}
 			carried++
+			if entry.Ops[0].Type == datapath.OpMeter {
+				metered++
+			}
 			for _, o := range entry.Ops {
 				if o.Type == datapath.OpSetL3 || o.Type == datapath.OpSetL4 {
 					ipRewrites++
@@ -229,9 +272,9 @@ func TestFastPathDoesWhatUserSpaceDoes(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d frames: %d decisions with a fast path entry (%d sent, %d dropped; %d rewrite IP or L4 fields)",
-		frames, carried, redirected, dropped, ipRewrites)
-	if redirected < frames/5 || dropped == 0 || ipRewrites < frames/20 {
+	t.Logf("%d frames: %d decisions with a fast path entry (%d sent, %d dropped; %d rewrite IP or L4 fields, %d metered)",
+		frames, carried, redirected, dropped, ipRewrites, metered)
+	if redirected < frames/5 || dropped == 0 || ipRewrites < frames/20 || metered < frames/20 {
 		t.Errorf("only %d of %d decisions sent and %d dropped in the fast path: the test hardly tests it", redirected, frames, dropped)
 	}
 }

@@ -125,6 +125,9 @@ type xlateIn struct {
 	learn func(key uint64, slot uint16, now int64) macDep
 	// obs, when set, is told every step (trace.go); learn is then nil.
 	obs observer
+	// meters are the bridge's, whose slots meter instructions name (nil:
+	// none).
+	meters *meterBank
 }
 
 // observer sees a translation as it happens: trace runs the forwarders'
@@ -298,6 +301,8 @@ func (tr *translator) action(a flow.Action, fromSet bool, depth int) bool {
 	case flow.ActNormal:
 		c := tr.normal()
 		normal = &c
+	case flow.ActMeter:
+		tr.emit(flow.Action{Type: actMeter, Port: tr.in.meters.slot(a.Meter), Meter: a.Meter})
 	case flow.ActLoad, flow.ActSetField, flow.ActMove, flow.ActWriteMetadata:
 		if a.Field.Carried {
 			a.ApplyToKey(&tr.key)
