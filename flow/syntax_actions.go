@@ -48,6 +48,19 @@ func parseActions(text string, m *Match, ports PortNames) ([]Action, error) {
 		switch name {
 		case "apply_actions":
 			return nil, errors.New("apply_actions is the default instruction: write its actions without it")
+		case "meter":
+			switch {
+			case len(actions) > 0 && actions[0].Type == ActMeter:
+				return nil, errors.New("a rule has one meter instruction at most")
+			case len(actions) > 0 || instruction != "":
+				return nil, errors.New("instruction meter must come first, before the actions and the other instructions")
+			}
+			a, err := meterAction(arg, hasArg)
+			if err != nil {
+				return nil, err
+			}
+			actions = append(actions, a)
+			continue
 		case "write_actions", "clear_actions", "write_metadata", "goto_table":
 			if instructionRank[name] <= instructionRank[instruction] {
 				return nil, fmt.Errorf("instruction %s may not follow instruction %s", name, instruction)
@@ -113,8 +126,21 @@ func parseActions(text string, m *Match, ports PortNames) ([]Action, error) {
 
 // instructionRank ranks the instructions that may end an action list, in
 // the order OpenFlow 1.3 gives them: once one is seen, only later ones
-// may follow.
+// may follow. The meter instruction, OpenFlow's first, comes before the
+// actions (parseActions).
 var instructionRank = map[string]int{"": 0, "clear_actions": 1, "write_actions": 2, "write_metadata": 3, "goto_table": 4}
+
+// meterAction parses the meter instruction's argument, the meter's id.
+func meterAction(arg string, hasArg bool) (Action, error) {
+	if !hasArg {
+		return Action{}, errors.New("instruction meter needs the meter's id (meter:ID)")
+	}
+	id, err := numberFromText("meter", arg, math.MaxUint32)
+	if err == nil && (id == 0 || id > MeterMax) {
+		err = fmt.Errorf("meter:%s: a meter's id is from 1 to %d (OpenFlow's OFPMMFC_INVALID_METER)", arg, MeterMax)
+	}
+	return Action{Type: ActMeter, Meter: uint32(id)}, err
+}
 
 // splitAction splits one item of an action list into the action's name
 // and its argument: "name:arg", "name=arg" or OVS's "name(arg)".
@@ -837,6 +863,8 @@ func actionText(a Action) string {
 		return "set_field:" + fieldsByName["ipv6_dst"].formatValue(a.Imm, Ones(128)) + "->ipv6_dst"
 	case ActGroup:
 		return "group:" + strconv.FormatUint(uint64(a.Group), 10)
+	case ActMeter:
+		return "meter:" + strconv.FormatUint(uint64(a.Meter), 10)
 	}
 	return fmt.Sprintf("unknown_action_type_%d", a.Type)
 }

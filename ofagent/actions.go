@@ -65,12 +65,13 @@ func instructionError(code uint16, format string, args ...any) error {
 }
 
 // instructionsFromOF gives a rule's action list (flow.Action's instruction
-// forms included: ActGotoTable, ActWriteMetadata, ActClearActions,
+// forms included: ActMeter, ActGotoTable, ActWriteMetadata, ActClearActions,
 // ActWriteActions) for a rule with match m in table m.Key.Table.
 func instructionsFromOF(is []openflow.Instruction, m flow.Match) ([]flow.Action, error) {
 	var apply, write []openflow.Action
 	var metadata *openflow.InstructionWriteMetadata
 	var gotoTable *openflow.InstructionGotoTable
+	var meter *openflow.InstructionMeter
 	var seen [openflow.InstructionTypeMeter + 1]bool
 	hasWrite, clear := false, false
 	for _, in := range is {
@@ -96,14 +97,23 @@ func instructionsFromOF(is []openflow.Instruction, m flow.Match) ([]flow.Action,
 			metadata = &in
 		case openflow.InstructionGotoTable:
 			gotoTable = &in
-		default: // meter
-			return nil, instructionError(openflow.BadInstructionUnsupInst, "meters are not supported")
+		case openflow.InstructionMeter:
+			meter = &in
 		}
 	}
-	out, err := actionsFromOF(apply, m)
+	var out []flow.Action
+	if meter != nil {
+		if meter.MeterID == 0 || meter.MeterID > flow.MeterMax {
+			return nil, &openflow.DecodeError{Type: openflow.ErrMeterModFailed, Code: uint16(flow.MeterInvalid),
+				Reason: fmt.Sprintf("meter %#x is a reserved meter", meter.MeterID)}
+		}
+		out = append(out, flow.Action{Type: flow.ActMeter, Meter: meter.MeterID})
+	}
+	applied, err := actionsFromOF(apply, m)
 	if err != nil {
 		return nil, err
 	}
+	out = append(out, applied...)
 	if clear {
 		out = append(out, flow.Action{Type: flow.ActClearActions})
 	}
@@ -134,6 +144,10 @@ func instructionsFromOF(is []openflow.Instruction, m flow.Match) ([]flow.Action,
 // rule with match m: its leading actions as apply_actions.
 func instructionsToOF(as []flow.Action, m flow.Match) []openflow.Instruction {
 	var out []openflow.Instruction
+	if id, ok := flow.MeterOf(as); ok {
+		out = append(out, openflow.InstructionMeter{MeterID: id})
+		as = as[1:] // the meter instruction comes first
+	}
 	i := 0
 	for i < len(as) && !isInstruction(as[i].Type) {
 		i++

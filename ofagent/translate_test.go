@@ -341,8 +341,10 @@ func TestActionErrors(t *testing.T) {
 			openflow.ErrBadAction, openflow.BadActionMatchInconsistent},
 		{"goto_table back", []openflow.Instruction{openflow.InstructionGotoTable{TableID: 0}}, none,
 			openflow.ErrBadInstruction, openflow.BadInstructionBadTableID},
-		{"meter", []openflow.Instruction{openflow.InstructionMeter{MeterID: 1}}, none,
-			openflow.ErrBadInstruction, openflow.BadInstructionUnsupInst},
+		{"meter 0", []openflow.Instruction{openflow.InstructionMeter{MeterID: 0}}, none,
+			openflow.ErrMeterModFailed, uint16(flow.MeterInvalid)},
+		{"meter all", []openflow.Instruction{openflow.InstructionMeter{MeterID: flow.MeterAll}}, none,
+			openflow.ErrMeterModFailed, uint16(flow.MeterInvalid)},
 		{"experimenter instruction", []openflow.Instruction{openflow.InstructionExperimenter{Experimenter: 1}}, none,
 			openflow.ErrBadInstruction, openflow.BadInstructionUnsupInst},
 	} {

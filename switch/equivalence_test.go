@@ -66,7 +66,7 @@ func newBed(t *testing.T, dp datapath.Datapath, macTableSize int, configs ...VLA
 	place := firstOf(1, opts)
 	fp := newFastPath(dp, place.tables, place.drops, len(place.fdb.slots))
 	t.Cleanup(func() { fp.close() })
-	place.fp = fp
+	place.fp, place.meters = fp, newMeterBank(dp, place.epoch)
 	bed := &fastPathBed{fp: fp, cls: flow.NewClassifier()}
 	fp.publish(bed.cls, normalTable())
 	var err error
@@ -152,6 +152,7 @@ func TestFastPathAndUserSpaceAgreeThroughEvents(t *testing.T) {
 		// 16 MAC-table slots for 14 stations, each behind a port: sets
 		// fill, and evict.
 		bed := newFastPathBed(t, 16, trunk(), trunk(), access(10), trunk())
+		setDifferentialMeters(t, bed.f.meters)
 		stations := make([]station, 14)
 		for i := range stations {
 			stations[i] = station{mac: []byte{2, 0, 0, 0, byte(seed), byte(i + 1)}, port: i % len(bed.ports), vlan: -1}

@@ -81,6 +81,15 @@ func randomOffloadPipeline(rnd *rand.Rand) []string {
 				actions = []string{"drop"}
 			}
 		}
+		if rnd.IntN(4) == 0 {
+			// Through one of differentialMeters: first, in place of a
+			// drop, which no other action may accompany.
+			meter := fmt.Sprintf("meter:%d", 1+rnd.IntN(3))
+			if len(actions) == 1 && actions[0] == "drop" {
+				actions = nil
+			}
+			actions = append([]string{meter}, actions...)
+		}
 		match := ""
 		switch rnd.IntN(3) {
 		case 0:
@@ -176,6 +185,29 @@ func withRandomGroup(t testing.TB, rnd *rand.Rand, flows ...string) *flow.Table 
 // WithGroups takes the next number, and past those of other test tables.
 var uniqueVersions atomic.Uint64
 
+// differentialMeters are the meters randomOffloadPipeline's rules send
+// frames through: one whose rate no frame exceeds, one whose dscp_remark
+// band every frame exceeds, one whose drop band every frame exceeds
+// (setDifferentialMeters puts their bands' times an hour ahead), so that
+// both paths take the same band whenever they run a frame.
+var differentialMeters = []string{
+	"meter=1 kbps bands=type=drop rate=4000000000",
+	"meter=2 pktps bands=type=dscp_remark rate=1 prec_level=1",
+	"meter=3 pktps bands=type=drop rate=1",
+}
+
+// setDifferentialMeters gives mb differentialMeters, meters 2 and 3
+// exceeded for the next hour.
+func setDifferentialMeters(t *testing.T, mb *meterBank) {
+	t.Helper()
+	if err := mb.set(meterTable(t, differentialMeters...)); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []uint32{2, 3} {
+		mb.slots[mb.slot(id)].Bands[0].Tat = uint64(monoAt(time.Now()) + int64(time.Hour))
+	}
+}
+
 // TestFastPathDoesWhatUserSpaceDoes is the fast path's differential test:
 // for random pipelines and frames, whenever a decision has a fast path
 // entry, the XDP program running that entry on the frame sends out of
@@ -191,7 +223,7 @@ func TestFastPathDoesWhatUserSpaceDoes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var carried, redirected, dropped, frames, ipRewrites, grouped int
+	var carried, redirected, dropped, frames, ipRewrites, grouped, metered int
 	for seed := range uint64(150) {
 		rnd := rand.New(rand.NewPCG(seed, 13))
 		text := randomOffloadPipeline(rnd)
@@ -200,6 +232,13 @@ func TestFastPathDoesWhatUserSpaceDoes(t *testing.T) {
 			p.takesRedirects.Store(true)
 		}
 		f.flows.Publish(withRandomGroup(t, rnd, text...))
+		// The program's meters, in maps of its own, are user space's.
+		setDifferentialMeters(t, f.meters)
+		for slot := range uint32(len(differentialMeters)) {
+			if err := objs.Meters.Put(slot, f.meters.slots[slot]); err != nil {
+				t.Fatal(err)
+			}
+		}
 		// Stations for NORMAL to resolve: 2 on port 2 in VLANs 0, 10
 		// and 20; 3 on port 3, the access port of VLAN 10.
 		send(f, ports, 1, frame(broadcast, mac(2), "hello"), tagged(10, frame(broadcast, mac(2), "hello")),
@@ -247,6 +286,9 @@ func TestFastPathDoesWhatUserSpaceDoes(t *testing.T) {
 			if len(d.groupHits) > 0 {
 				grouped++
 			}
+			if entry.Ops[0].Type == datapath.OpMeter {
+				metered++
+			}
 			for _, o := range entry.Ops {
 				if o.Type == datapath.OpSetL3 || o.Type == datapath.OpSetL4 {
 					ipRewrites++
@@ -290,9 +332,9 @@ func TestFastPathDoesWhatUserSpaceDoes(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d frames: %d decisions with a fast path entry (%d sent, %d dropped; %d rewrite IP or L4 fields, %d through a group)",
-		frames, carried, redirected, dropped, ipRewrites, grouped)
-	if redirected < frames/5 || dropped == 0 || ipRewrites < frames/20 || grouped < frames/50 {
+	t.Logf("%d frames: %d decisions with a fast path entry (%d sent, %d dropped; %d rewrite IP or L4 fields, %d through a group, %d metered)",
+		frames, carried, redirected, dropped, ipRewrites, grouped, metered)
+	if redirected < frames/5 || dropped == 0 || ipRewrites < frames/20 || grouped < frames/50 || metered < frames/20 {
 		t.Errorf("only %d of %d decisions sent and %d dropped in the fast path: the test hardly tests it", redirected, frames, dropped)
 	}
 }

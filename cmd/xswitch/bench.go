@@ -237,8 +237,8 @@ func benchCases(names []string) ([]bench.Case, error) {
 // as an outside harness measures it.
 type xswitchBench struct {
 	rules     bench.Rules // installed after the ports; no flows: NORMAL
-	busyPoll  bool     // --busy-poll
-	userspace bool     // --fast-path off
+	busyPoll  bool        // --busy-poll
+	userspace bool        // --fast-path off
 	// controller points the bridge at a bench.Controller in fail mode
 	// secure, which sends every frame through itself.
 	controller bool
