@@ -153,15 +153,19 @@ func (s *FastpathShared) AddMeterCounts(slot uint32, c *FastpathFpMeterCounts) e
 		return fmt.Errorf("read the fast path's counts of meter slot %d: %w", slot, err)
 	}
 	for i := range perCPU {
-		cpu := &perCPU[i]
-		c.Packets += cpu.Packets
-		c.Bytes += cpu.Bytes
-		for b := range c.BandPackets {
-			c.BandPackets[b] += cpu.BandPackets[b]
-			c.BandBytes[b] += cpu.BandBytes[b]
-		}
+		c.Add(&perCPU[i])
 	}
 	return nil
+}
+
+// Add adds o's counts to c's.
+func (c *FastpathFpMeterCounts) Add(o *FastpathFpMeterCounts) {
+	c.Packets += o.Packets
+	c.Bytes += o.Bytes
+	for b := range c.BandPackets {
+		c.BandPackets[b] += o.BandPackets[b]
+		c.BandBytes[b] += o.BandBytes[b]
+	}
 }
 
 // ResetMeterCounts zeroes what the programs counted of the meter in

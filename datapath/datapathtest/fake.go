@@ -161,13 +161,7 @@ func (f *Fake) MeterSlots() []datapath.Meter { return f.meters }
 func (f *Fake) AddMeterCounts(slot uint32, c *datapath.MeterCounts) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	k := &f.MeterCounts[slot]
-	c.Packets += k.Packets
-	c.Bytes += k.Bytes
-	for b := range c.BandPackets {
-		c.BandPackets[b] += k.BandPackets[b]
-		c.BandBytes[b] += k.BandBytes[b]
-	}
+	c.Add(&f.MeterCounts[slot])
 	return nil
 }
 
