@@ -16,10 +16,11 @@ import (
 
 // Headers converts a key the fast path's parser read into the
 // flow.Headers the extractor reads from the same frame: the kernel keeps
-// the frame's byte order, the key host order.
+// the frame's byte order, the key host order; and fields that never meet
+// in one frame share the key's bytes (KeyOf).
 func (k *FastpathFpKey) Headers() flow.Headers {
 	be := NetworkOrder
-	return flow.Headers{
+	h := flow.Headers{
 		TunID:   uint64(k.TunId),
 		TunSrc:  k.TunSrc,
 		TunDst:  k.TunDst,
@@ -39,14 +40,29 @@ func (k *FastpathFpKey) Headers() flow.Headers {
 		TpSrc:   be(k.TpSrc),
 		TpDst:   be(k.TpDst),
 	}
+	switch h.DlType {
+	case flow.EtherTypeIPv6:
+		h.IPv6Label, h.NwSrc = binary.BigEndian.Uint32(h.NwSrc[:]), [4]byte{}
+	case flow.EtherTypeARP:
+		h.ArpSHA, h.ArpTHA, h.IPv6Src = [6]byte(h.IPv6Src[:6]), [6]byte(h.IPv6Src[6:12]), [16]byte{}
+	}
+	return h
 }
 
 // KeyOf is the key the fast path's parser reads from a frame whose
 // headers the extractor reads as h: the inverse of Headers. A frame's
-// tun_id is a VNI, of 24 bits: the key keeps 32.
+// tun_id is a VNI, of 24 bits: the key keeps 32. The key has no room of
+// its own for the flow label and ARP's hardware addresses, and keeps them
+// where fields that their frames never have are: the label in nw_src,
+// which only IPv4 and ARP have, the addresses in ipv6_src. A frame has
+// one or the other, so its key keeps all of it; a mask, of flow.Headers
+// too, puts both in, so that a masked key keeps every bit it asks for,
+// and more of a frame that has the other field (none, that is). Neighbour
+// discovery's target has no room: the parser leaves those frames to user
+// space, and the switch puts no entry of theirs in the kernel.
 func KeyOf(h *flow.Headers) FastpathFpKey {
 	be := NetworkOrder
-	return FastpathFpKey{
+	k := FastpathFpKey{
 		TunId: uint32(h.TunID), TunSrc: h.TunSrc, TunDst: h.TunDst,
 		DlDst: h.DlDst, DlSrc: h.DlSrc, InPort: h.InPort,
 		DlType: be(h.DlType), VlanTci: be(h.VLANTCI),
@@ -54,6 +70,28 @@ func KeyOf(h *flow.Headers) FastpathFpKey {
 		NwSrc: h.NwSrc, NwDst: h.NwDst, Ipv6Src: h.IPv6Src, Ipv6Dst: h.IPv6Dst,
 		TpSrc: be(h.TpSrc), TpDst: be(h.TpDst),
 	}
+	var label [4]byte
+	binary.BigEndian.PutUint32(label[:], h.IPv6Label)
+	for i := range label {
+		k.NwSrc[i] |= label[i]
+	}
+	for i := range h.ArpSHA {
+		k.Ipv6Src[i] |= h.ArpSHA[i]
+		k.Ipv6Src[len(h.ArpSHA)+i] |= h.ArpTHA[i]
+	}
+	return k
+}
+
+// And is k under mask m, as the program masks the key it parsed: byte by
+// byte, so that a field kept where another is (KeyOf) is masked by the
+// union of both fields' masks there.
+func (k FastpathFpKey) And(m *FastpathFpKey) FastpathFpKey {
+	kb := (*[unsafe.Sizeof(k)]byte)(unsafe.Pointer(&k))
+	mb := (*[unsafe.Sizeof(k)]byte)(unsafe.Pointer(m))
+	for i := range kb {
+		kb[i] &= mb[i]
+	}
+	return k
 }
 
 // L2 is k's first fields, the key of flows_l2.

@@ -257,8 +257,13 @@ func TestMeterHoldsItsRateUnderBPFProgRun(t *testing.T) {
 			if counts.Packets != runs {
 				t.Fatalf("the meter counted %d frames of %d", counts.Packets, runs)
 			}
-			if float64(passed) < 0.9*perSecond*elapsed.Seconds()-1 || float64(passed) > 1.1*want+1 {
-				t.Errorf("%d frames passed in %v; want %.0f within 10%%", passed, elapsed, want)
+			// Never more than the rate (and the burst): the meter's promise.
+			// Less is the machine's doing when the run itself pauses longer
+			// than the burst (another test's load), which the budget does
+			// not keep: only half is asked for, the namespace tests measure
+			// the rate within 10%.
+			if float64(passed) < 0.5*perSecond*elapsed.Seconds()-1 || float64(passed) > 1.1*want+1 {
+				t.Errorf("%d frames passed in %v; want at most %.0f + 10%%, and at least half", passed, elapsed, want)
 			}
 			if drops := r.shared.DropCounts(); drops["meter"] != counts.BandPackets[0] || drops["rule"] != passed {
 				t.Errorf("drops %v; want %d meter drops (the band's count), %d rule drops (the rest)", drops, counts.BandPackets[0], passed)

@@ -67,14 +67,15 @@ const (
 const OutDrop = bpf.FPDrop
 
 // NewKey is the key of the entry for frames with headers h, under mask
-// (nil: exact), in generation gen.
+// (nil: exact), in generation gen: h's key under mask's, as the program
+// masks the key it parses (fields that share the key's bytes are masked
+// together there, bpf.KeyOf).
 func NewKey(h *flow.Headers, mask *flow.Headers, gen uint64) Key {
-	masked := *h
+	key := bpf.KeyOf(h)
 	if mask != nil {
-		k, m := flow.Key{Headers: *h}, flow.Key{Headers: *mask}
-		masked = k.And(&m).Headers
+		m := bpf.KeyOf(mask)
+		key = key.And(&m)
 	}
-	key := bpf.KeyOf(&masked)
 	key.Gen = KeyGen(gen)
 	return key
 }

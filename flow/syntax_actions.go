@@ -14,12 +14,15 @@ import (
 // What actions that rewrite headers need the match to guarantee, as OVS
 // requires, so that a rule never rewrites a header the packet lacks.
 var (
-	actionNeedsIPv4     = &Prerequisite{holds: func(m *Match) bool { return hasDlType(m, EtherTypeIPv4) }, what: "an IPv4 match (ip)"}
-	actionNeedsIPv6     = &Prerequisite{holds: func(m *Match) bool { return hasDlType(m, EtherTypeIPv6) }, what: "an IPv6 match (ipv6)"}
-	actionNeedsIP       = &Prerequisite{holds: isIPMatch, what: "an ip or ipv6 match"}
-	actionNeedsTCPOrUDP = &Prerequisite{holds: func(m *Match) bool { return isTCPMatch(m) || isUDPMatch(m) }, what: "a tcp or udp match"}
-	actionNeedsTCP      = &Prerequisite{holds: isTCPMatch, what: "a tcp match"}
-	actionNeedsUDP      = &Prerequisite{holds: isUDPMatch, what: "a udp match"}
+	actionNeedsIPv4  = &Prerequisite{holds: func(m *Match) bool { return hasDlType(m, EtherTypeIPv4) }, what: "an IPv4 match (ip)"}
+	actionNeedsIPv6  = &Prerequisite{holds: func(m *Match) bool { return hasDlType(m, EtherTypeIPv6) }, what: "an IPv6 match (ipv6)"}
+	actionNeedsIP    = &Prerequisite{holds: isIPMatch, what: "an ip or ipv6 match"}
+	actionNeedsPorts = &Prerequisite{
+		holds: func(m *Match) bool { return isTCPMatch(m) || isUDPMatch(m) || isSCTPMatch(m) },
+		what:  "a tcp, udp or sctp match",
+	}
+	actionNeedsTCP = &Prerequisite{holds: isTCPMatch, what: "a tcp match"}
+	actionNeedsUDP = &Prerequisite{holds: isUDPMatch, what: "a udp match"}
 )
 
 // reservedPorts are the ports that actions name by word; OVS spells them in
@@ -350,7 +353,7 @@ func parseAction(name, arg string, hasArg bool, m *Match, ports PortNames) ([]Ac
 			typ = ActSetTpDst
 		}
 		port, err := numberFromText(name, arg, math.MaxUint16)
-		return one(Action{Type: typ, Value: uint16(port)}, actionNeedsTCPOrUDP, err)
+		return one(Action{Type: typ, Value: uint16(port)}, actionNeedsPorts, err)
 	default: // set_field
 		return setFieldAction(arg)
 	}
@@ -574,7 +577,10 @@ func setFieldAction(arg string) ([]Action, *Prerequisite, error) {
 	if ok && (f.Name == "tp_src" || f.Name == "tp_dst") {
 		f = fieldsByName["tcp"+f.Name[2:]] // as OVS's set_field reads them
 	}
-	if !ok || !f.Writable {
+	switch {
+	case ok && f.readOnly:
+		return nil, nil, fmt.Errorf("%s is read-only", name) // as ovs-ofctl says it
+	case !ok || !f.Writable:
 		return nil, nil, fmt.Errorf("set_field: unsupported field %q", name)
 	}
 	v, mask, err := setFieldValue(f, name, value)
@@ -643,7 +649,7 @@ func SetFieldActions(f *Field, v, mask Value) ([]Action, *Prerequisite, error) {
 	case v.BitLen() > int(f.Bits) || mask.BitLen() > int(f.Bits):
 		return nil, nil, fmt.Errorf("set_field: %#x/%#x does not fit in %s's %d bits", v.Lo, mask.Lo, f.Name, f.Bits)
 	}
-	needs := f.Needs
+	needs := f.actionNeeds()
 	if h, ok := maskedHeaders[f.Name]; ok {
 		needs = h.needs
 	}
@@ -668,10 +674,11 @@ func SetFieldAction(f *Field, v Value) (Action, *Prerequisite, error) {
 	if v.BitLen() > int(f.Bits) {
 		return Action{}, nil, fmt.Errorf("set_field: %#x does not fit in %s's %d bits", v.Lo, f.Name, f.Bits)
 	}
-	if f.Carried || f == fieldVLANTCI {
-		// vlan_tci has no mod_ action: the pipeline works the write out
-		// (Field.AppendRewrites), as it does a load's.
-		return Action{Type: ActSetField, Field: f, Imm: v, Mask: f.full()}, f.Needs, nil
+	if f.Carried || f == fieldVLANTCI || f.Frame != nil {
+		// vlan_tci and the fields with an InFrame have no mod_ action:
+		// the pipeline works the write out (Field.AppendRewrites), as it
+		// does a load's.
+		return Action{Type: ActSetField, Field: f, Imm: v, Mask: f.full()}, f.actionNeeds(), nil
 	}
 	switch f.Name {
 	case "dl_src":
@@ -725,7 +732,7 @@ var maskedHeaders = map[string]struct {
 // mask.
 func (f *Field) isMaskedSettable() bool {
 	_, header := maskedHeaders[f.Name]
-	return header || f.Maskable && (f.Carried || f == fieldVLANTCI || f == fieldIPv6Src || f == fieldIPv6Dst)
+	return header || f.Maskable && (f.Carried || f == fieldVLANTCI || f == fieldIPv6Src || f == fieldIPv6Dst || f.Frame != nil)
 }
 
 // maskedHeaderSet is the write of v's bits under mask into f, a field of

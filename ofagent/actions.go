@@ -50,6 +50,8 @@ var (
 	fieldTCPDst  = fieldNamed("tcp_dst")
 	fieldUDPSrc  = fieldNamed("udp_src")
 	fieldUDPDst  = fieldNamed("udp_dst")
+	fieldSCTPSrc = fieldNamed("sctp_src")
+	fieldSCTPDst = fieldNamed("sctp_dst")
 )
 
 // hasVLAN reports whether m says the frame has a tag, as a set_field of
@@ -519,14 +521,16 @@ func appendActionOF(out []openflow.Action, a flow.Action, m *flow.Match, tagged 
 	case flow.ActSetIPv6Dst:
 		return append(out, setFieldOF(fieldIPv6Dst, a.Imm))
 	case flow.ActSetTpSrc, flow.ActSetTpDst:
-		f := fieldTCPSrc
-		switch {
-		case a.Type == flow.ActSetTpSrc && !fieldTCPSrc.Needs.Holds(m):
-			f = fieldUDPSrc
-		case a.Type == flow.ActSetTpDst && fieldTCPDst.Needs.Holds(m):
-			f = fieldTCPDst
-		case a.Type == flow.ActSetTpDst:
-			f = fieldUDPDst
+		// The field of the match's protocol: TCP's, UDP's or SCTP's.
+		fields := []*flow.Field{fieldTCPSrc, fieldUDPSrc, fieldSCTPSrc}
+		if a.Type == flow.ActSetTpDst {
+			fields = []*flow.Field{fieldTCPDst, fieldUDPDst, fieldSCTPDst}
+		}
+		f := fields[1]
+		for _, g := range fields {
+			if g.Needs.Holds(m) {
+				f = g
+			}
 		}
 		return appendHeaderSetOF(out, &a, f, flow.Value{Lo: uint64(a.Value)})
 	case flow.ActDecTTL:

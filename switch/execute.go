@@ -252,6 +252,8 @@ func rewrite(a *flow.Action, frame []byte, l *flow.Layout) ([]byte, bool) {
 		setTOS(frame, l, header.ECNMask, uint8(a.Value))
 	case flow.ActSetNwTTL:
 		setTTL(frame, l, uint8(a.Value))
+	case flow.ActSetField:
+		setField(frame, l, a.Field, a.Imm)
 	}
 	return frame, true
 }

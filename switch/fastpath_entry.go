@@ -25,8 +25,12 @@ import (
 // rules chose. Everything else stays with
 // user space: packet-ins, floods and several outputs (the program
 // redirects a frame once), IPv6 addresses, traffic class and ports,
-// output(max_len=), and a VLAN operation after a pop (the key does not
-// say whether a second tag is left). A frame from a tunnel comes taken
+// SCTP ports (whose CRC32c the program does not compute), the fields
+// that set_field writes as such (ARP's, ICMP's, neighbour discovery's,
+// the flow label), output(max_len=), and a VLAN operation after a pop
+// (the key does not say whether a second tag is left); and IPv6
+// neighbour discovery, whose target address the program's key has no
+// room for (bpf.KeyOf). A frame from a tunnel comes taken
 // apart by its underlay's program; one sent to a tunnel leaves with the
 // tunnel's outer headers pushed, through its underlay.
 
@@ -130,6 +134,9 @@ func (f *forwarder) fastPathEntry(d *decision, h *flow.Headers) (e datapath.Entr
 	if len(d.controllers) > 0 {
 		return e, "a packet-in to the controller, which user space makes"
 	}
+	if k.IsND() {
+		return e, "IPv6 neighbour discovery, which the program leaves to user space"
+	}
 	for i := range d.actions {
 		a := &d.actions[i]
 		if outputs > 0 && a.Type != actCloneEnd {
@@ -198,8 +205,11 @@ func (f *forwarder) fastPathEntry(d *decision, h *flow.Headers) (e datapath.Entr
 			if !k.HasPorts() {
 				break
 			}
-			if k.DlType != flow.EtherTypeIPv4 {
+			switch {
+			case k.DlType != flow.EtherTypeIPv4:
 				return e, "a port rewrite over IPv6"
+			case k.NwProto == flow.ProtoSCTP:
+				return e, "an SCTP port rewrite"
 			}
 			port, off := k.TpSrc, uint8(header.SrcPortOffset)
 			if a.Type == flow.ActSetTpDst {
@@ -323,15 +333,18 @@ func ipVersion(dlType uint16) uint8 {
 }
 
 // l4Csum names the checksum a change of the IPv4 pseudo-header or of the
-// ports updates, if the frame has one.
+// ports updates, if the frame has one: SCTP's CRC32c covers no
+// pseudo-header.
 func l4Csum(k *flow.Key) uint8 {
 	switch {
 	case !k.HasPorts():
 		return 0
 	case k.NwProto == flow.ProtoTCP:
 		return datapath.CsumTCP
+	case k.NwProto == flow.ProtoUDP:
+		return datapath.CsumUDP
 	}
-	return datapath.CsumUDP
+	return 0
 }
 
 // be16 puts a 16-bit value in the frame's byte order, as the program's

@@ -46,9 +46,9 @@ struct fp_key {
 	__u8 nw_tos;
 	__u8 nw_ttl;
 	__u8 nw_frag;
-	__u8 nw_src[4];
+	__u8 nw_src[4]; // IPv6: the flow label, 20 bits
 	__u8 nw_dst[4];
-	__u8 ipv6_src[16];
+	__u8 ipv6_src[16]; // ARP: arp_sha and arp_tha
 	__u8 ipv6_dst[16];
 	__u16 tp_src; // ICMP: the type, as a 16-bit value in network order
 	__u16 tp_dst; // ICMP: the code
