@@ -2,6 +2,24 @@ package bench
 
 import "fmt"
 
+// Rules are what a case installs in a switch, in ovs-ofctl syntax: its
+// groups, then its flows in place of the switch's own.
+type Rules struct {
+	Groups, Flows []string
+}
+
+// SelectGroupRules send the bench frame from the generator's port through
+// a select group of four buckets, each to the receiver's port, as traffic
+// spread over four equal next hops would be, and switch the rest as usual.
+func SelectGroupRules() Rules {
+	group := "group_id=1,type=select"
+	for i := range 4 {
+		group += fmt.Sprintf(",bucket=bucket_id:%d,output:%d", i, rcvOFPort)
+	}
+	return Rules{Groups: []string{group},
+		Flows: []string{fmt.Sprintf("priority=%d,udp,in_port=%d,actions=group:1", forwardPriority, genOFPort), defaultFlow}}
+}
+
 // Ports as ManyFlows's flows number them: the generator's veth is added
 // to a switch first, the receiver's second.
 const (

@@ -50,18 +50,17 @@ const (
 
 // OVS is Open vSwitch's userspace datapath between the two veths, as
 // type=afxdp ports polled by one PMD thread, all of ovs-vswitchd on CPU 1,
-// with flows (in ovs-ofctl syntax; none: OVS's own
-// priority=0,actions=NORMAL). The bench
+// with rules (no flows: OVS's own priority=0,actions=NORMAL). The bench
 // starts its own ovsdb-server and ovs-vswitchd in a private directory, the
 // latter in a network namespace of its own where the veths' switch ends
 // are, and never touches a system OVS or its files.
-func OVS(name string, flows []string) Case {
+func OVS(name string, rules Rules) Case {
 	c := Case{Name: name}
 	if c.Skip = ovsMissing(); c.Skip != "" {
 		return c
 	}
 	c.Setup = func(ctx context.Context, hosts Hosts) (func(), error) {
-		return setupOVS(ctx, hosts, flows, false)
+		return setupOVS(ctx, hosts, rules, false)
 	}
 	return c
 }
@@ -84,14 +83,14 @@ func ovsMissing() string {
 // bench's Controller in fail mode secure: every frame goes to the
 // controller and back.
 func OVSController(name string) Case {
-	c := OVS(name, nil)
+	c := OVS(name, Rules{})
 	if c.Skip == "" {
 		if _, err := exec.LookPath(ControllerProgram); err != nil {
 			c.Skip = fmt.Sprintf("os-ken is not installed (no %s): skipped", ControllerProgram)
 			return c
 		}
 		c.Setup = func(ctx context.Context, hosts Hosts) (func(), error) {
-			return setupOVS(ctx, hosts, nil, true)
+			return setupOVS(ctx, hosts, Rules{}, true)
 		}
 	}
 	return c
@@ -113,7 +112,7 @@ type ovsInstance struct {
 	vswitchd   *daemon
 }
 
-func setupOVS(ctx context.Context, hosts Hosts, flows []string, controller bool) (_ func(), err error) {
+func setupOVS(ctx context.Context, hosts Hosts, rules Rules, controller bool) (_ func(), err error) {
 	o := &ovsInstance{netns: hosts.GenPort + "-ovs"}
 	bridge := hosts.GenPort + "o"
 	var undo []func()
@@ -165,7 +164,7 @@ func setupOVS(ctx context.Context, hosts Hosts, flows []string, controller bool)
 	if err := o.waitPolled(ctx, hosts.GenPort, hosts.RcvPort); err != nil {
 		return nil, err
 	}
-	if err := o.installFlows(ctx, bridge, flows); err != nil {
+	if err := o.installRules(ctx, bridge, rules); err != nil {
 		return nil, err
 	}
 	if err := o.xdpModesInUse(ctx, modes); err != nil {
@@ -182,7 +181,7 @@ func setupOVS(ctx context.Context, hosts Hosts, flows []string, controller bool)
 		}
 	}
 	fmt.Fprintf(hosts.Log, "Open vSwitch bridge %s in namespace %s: afxdp ports %s in %s XDP mode, %s in %s (copying: veth has no zero-copy), all of ovs-vswitchd and its PMD thread on CPU %d, %d flows\n",
-		bridge, o.netns, hosts.GenPort, modes[hosts.GenPort], hosts.RcvPort, modes[hosts.RcvPort], SwitchCPU, max(len(flows), 1))
+		bridge, o.netns, hosts.GenPort, modes[hosts.GenPort], hosts.RcvPort, modes[hosts.RcvPort], SwitchCPU, max(len(rules.Flows), 1))
 	return cleanup, nil
 }
 
@@ -367,12 +366,22 @@ func (o *ovsInstance) waitPolled(ctx context.Context, ports ...string) error {
 
 var flowCount = regexp.MustCompile(`flow_count=(\d+)`)
 
-// installFlows replaces bridge's flows with flows, if there are any, and
-// checks that the bridge holds as many as it should.
-func (o *ovsInstance) installFlows(ctx context.Context, bridge string, flows []string) error {
+// installRules replaces bridge's flows with rules' flows, if there are
+// any, after adding its groups, and checks that the bridge holds as many
+// flows as it should.
+func (o *ovsInstance) installRules(ctx context.Context, bridge string, rules Rules) error {
 	mgmt := "unix:" + o.path(bridge+".mgmt")
+	if len(rules.Groups) > 0 {
+		file := o.path("groups")
+		if err := os.WriteFile(file, []byte(strings.Join(rules.Groups, "\n")+"\n"), 0o600); err != nil {
+			return err
+		}
+		if _, err := o.run(ctx, "ovs-ofctl", "-O", "OpenFlow13", "add-groups", mgmt, file); err != nil {
+			return err
+		}
+	}
 	want := 1 // OVS's own NORMAL flow
-	if len(flows) > 0 {
+	if flows := rules.Flows; len(flows) > 0 {
 		file := o.path("flows")
 		if err := os.WriteFile(file, []byte(strings.Join(flows, "\n")+"\n"), 0o600); err != nil {
 			return err

@@ -19,7 +19,7 @@ import (
 func ovsHosts(t *testing.T) (Hosts, *bytes.Buffer) {
 	t.Helper()
 	testenv.RequireRoot(t)
-	if c := OVS("ovs", nil); c.Skip != "" {
+	if c := OVS("ovs", Rules{}); c.Skip != "" {
 		t.Skip(c.Skip)
 	}
 	t.Setenv("TMPDIR", t.TempDir())
@@ -67,7 +67,7 @@ func assertOVSGone(t *testing.T, hosts Hosts) {
 func TestOVSSetupAndCleanup(t *testing.T) {
 	hosts, log := ovsHosts(t)
 	flows := ManyFlows(100)
-	cleanup, err := setupOVS(context.Background(), hosts, flows, false)
+	cleanup, err := setupOVS(context.Background(), hosts, Rules{Flows: flows}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestOVSSetupAndCleanup(t *testing.T) {
 
 func TestOVSSetupFailureLeavesNothing(t *testing.T) {
 	hosts, _ := ovsHosts(t)
-	_, err := setupOVS(context.Background(), hosts, []string{"priority=1,no_such_field=1,actions=drop"}, false)
+	_, err := setupOVS(context.Background(), hosts, Rules{Flows: []string{"priority=1,no_such_field=1,actions=drop"}}, false)
 	if err == nil || !strings.Contains(err.Error(), "no_such_field") {
 		t.Fatalf("setup with a bad flow: err = %v, want ovs-ofctl's complaint about no_such_field", err)
 	}

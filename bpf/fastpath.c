@@ -35,6 +35,7 @@ struct fp_enums {
 	enum fp_mask_kind mask;
 	enum fp_drop_reason drop;
 	enum tunnel_kind tunnel;
+	enum fp_band_type band;
 };
 
 const struct fp_enums *fp_enums_for_go __attribute__((unused));
@@ -152,10 +153,25 @@ int fastpath(struct xdp_md *ctx)
 		rec->hit = 1;
 		rec->out = f->out;
 	}
-	if (!run_ops(ctx, f, l3, &flow))
+	// A meter is an entry's first operation, or none: called from one
+	// place, it costs the verifier one way through, not one per
+	// operation of run_ops' unrolled loop.
+	int run = FP_RUN_OK;
+
+	if (f->ops[0].type == FP_OP_METER)
+		run = run_meter(ctx, f->ops[0].tunnel, f->ops[0].delta, f->ops[0].len, l3);
+	if (run == FP_RUN_OK)
+		run = run_ops(ctx, f, l3, &flow);
+
+	if (run == FP_RUN_FAILED)
 		return drop(FP_DROP_OP_FAILED);
 	f->packets++;
 	f->bytes += len;
+	if (run == FP_RUN_METERED) {
+		f->metered++;
+		f->metered_bytes += len;
+		return drop(FP_DROP_METER);
+	}
 	if (f->out == FP_OUT_DROP)
 		return drop(FP_DROP_RULE);
 	// A slot emptied since the lookup above drops the frame: its bytes

@@ -9,16 +9,18 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/rlimit"
+	"golang.org/x/sys/unix"
 
 	"github.com/xswitch/xswitch/flow"
 )
 
 // Headers converts a key the fast path's parser read into the
 // flow.Headers the extractor reads from the same frame: the kernel keeps
-// the frame's byte order, the key host order.
+// the frame's byte order, the key host order; and fields that never meet
+// in one frame share the key's bytes (KeyOf).
 func (k *FastpathFpKey) Headers() flow.Headers {
 	be := NetworkOrder
-	return flow.Headers{
+	h := flow.Headers{
 		TunID:   uint64(k.TunId),
 		TunSrc:  k.TunSrc,
 		TunDst:  k.TunDst,
@@ -38,14 +40,29 @@ func (k *FastpathFpKey) Headers() flow.Headers {
 		TpSrc:   be(k.TpSrc),
 		TpDst:   be(k.TpDst),
 	}
+	switch h.DlType {
+	case flow.EtherTypeIPv6:
+		h.IPv6Label, h.NwSrc = binary.BigEndian.Uint32(h.NwSrc[:]), [4]byte{}
+	case flow.EtherTypeARP:
+		h.ArpSHA, h.ArpTHA, h.IPv6Src = [6]byte(h.IPv6Src[:6]), [6]byte(h.IPv6Src[6:12]), [16]byte{}
+	}
+	return h
 }
 
 // KeyOf is the key the fast path's parser reads from a frame whose
 // headers the extractor reads as h: the inverse of Headers. A frame's
-// tun_id is a VNI, of 24 bits: the key keeps 32.
+// tun_id is a VNI, of 24 bits: the key keeps 32. The key has no room of
+// its own for the flow label and ARP's hardware addresses, and keeps them
+// where fields that their frames never have are: the label in nw_src,
+// which only IPv4 and ARP have, the addresses in ipv6_src. A frame has
+// one or the other, so its key keeps all of it; a mask, of flow.Headers
+// too, puts both in, so that a masked key keeps every bit it asks for,
+// and more of a frame that has the other field (none, that is). Neighbour
+// discovery's target has no room: the parser leaves those frames to user
+// space, and the switch puts no entry of theirs in the kernel.
 func KeyOf(h *flow.Headers) FastpathFpKey {
 	be := NetworkOrder
-	return FastpathFpKey{
+	k := FastpathFpKey{
 		TunId: uint32(h.TunID), TunSrc: h.TunSrc, TunDst: h.TunDst,
 		DlDst: h.DlDst, DlSrc: h.DlSrc, InPort: h.InPort,
 		DlType: be(h.DlType), VlanTci: be(h.VLANTCI),
@@ -53,6 +70,28 @@ func KeyOf(h *flow.Headers) FastpathFpKey {
 		NwSrc: h.NwSrc, NwDst: h.NwDst, Ipv6Src: h.IPv6Src, Ipv6Dst: h.IPv6Dst,
 		TpSrc: be(h.TpSrc), TpDst: be(h.TpDst),
 	}
+	var label [4]byte
+	binary.BigEndian.PutUint32(label[:], h.IPv6Label)
+	for i := range label {
+		k.NwSrc[i] |= label[i]
+	}
+	for i := range h.ArpSHA {
+		k.Ipv6Src[i] |= h.ArpSHA[i]
+		k.Ipv6Src[len(h.ArpSHA)+i] |= h.ArpTHA[i]
+	}
+	return k
+}
+
+// And is k under mask m, as the program masks the key it parsed: byte by
+// byte, so that a field kept where another is (KeyOf) is masked by the
+// union of both fields' masks there.
+func (k FastpathFpKey) And(m *FastpathFpKey) FastpathFpKey {
+	kb := (*[unsafe.Sizeof(k)]byte)(unsafe.Pointer(&k))
+	mb := (*[unsafe.Sizeof(k)]byte)(unsafe.Pointer(m))
+	for i := range kb {
+		kb[i] &= mb[i]
+	}
+	return k
 }
 
 // L2 is k's first fields, the key of flows_l2.
@@ -85,14 +124,18 @@ func NetworkOrder(v uint16) uint16 {
 // the bridge's generation and key mask (state, two of them, and
 // state_slot, which is current), where each slot sends (tx_ports), the
 // tunnels' outer headers (tunnels) and what claims a frame for a tunnel
-// (tunnels_in), and the frames the programs dropped (drops).
+// (tunnels_in), the meters and what the programs counted of them (meters,
+// meter_counts), and the frames the programs dropped (drops).
 type FastpathShared struct {
-	Flows, FlowsL2, State, StateSlot, TxPorts, Tunnels, TunnelsIn, Drops *ebpf.Map
+	Flows, FlowsL2, State, StateSlot, TxPorts, Tunnels, TunnelsIn, Meters, MeterCounts, Drops *ebpf.Map
 
 	// The state maps' memory (they are BPF_F_MMAPABLE), and which of
 	// state's two slots is current: see SetState.
 	stateMem, slotMem *ebpf.Memory
 	slot              uint32
+	// meters is the meters map's memory, mapped for Go pointers into it
+	// (MeterSlots).
+	meters []byte
 }
 
 // NewFastpathShared creates a bridge's shared maps, empty, at generation 0.
@@ -109,7 +152,8 @@ func NewFastpathShared() (*FastpathShared, error) {
 		name string
 		to   **ebpf.Map
 	}{{FastpathMapFlows, &s.Flows}, {FastpathMapFlowsL2, &s.FlowsL2}, {FastpathMapState, &s.State}, {FastpathMapStateSlot, &s.StateSlot},
-		{FastpathMapTxPorts, &s.TxPorts}, {FastpathMapTunnels, &s.Tunnels}, {FastpathMapTunnelsIn, &s.TunnelsIn}, {FastpathMapDrops, &s.Drops}} {
+		{FastpathMapTxPorts, &s.TxPorts}, {FastpathMapTunnels, &s.Tunnels}, {FastpathMapTunnelsIn, &s.TunnelsIn},
+		{FastpathMapMeters, &s.Meters}, {FastpathMapMeterCounts, &s.MeterCounts}, {FastpathMapDrops, &s.Drops}} {
 		if *m.to, err = ebpf.NewMap(spec.Maps[m.name]); err != nil {
 			s.Close()
 			return nil, fmt.Errorf("create the fast path's %s map: %w", m.name, err)
@@ -122,7 +166,57 @@ func NewFastpathShared() (*FastpathShared, error) {
 		s.Close()
 		return nil, fmt.Errorf("map the fast path's state: %w", err)
 	}
+	// Mapped by hand rather than as an ebpf.Memory, whose bytes take no
+	// Go pointers: both sides update the meters' words with atomics.
+	size := int(s.Meters.MaxEntries()) * int(unsafe.Sizeof(FastpathFpMeter{}))
+	if s.meters, err = unix.Mmap(s.Meters.FD(), 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("map the fast path's meters: %w", err)
+	}
 	return &s, nil
+}
+
+// MeterSlots are the meters map's slots, in its memory: what user space
+// writes there, and the programs, each sees at once. The slice is valid
+// until Close.
+func (s *FastpathShared) MeterSlots() []FastpathFpMeter {
+	return unsafe.Slice((*FastpathFpMeter)(unsafe.Pointer(unsafe.SliceData(s.meters))), s.Meters.MaxEntries())
+}
+
+// AddMeterCounts adds up what the programs counted of the meter in slot, on
+// every CPU, into c.
+func (s *FastpathShared) AddMeterCounts(slot uint32, c *FastpathFpMeterCounts) error {
+	var perCPU []FastpathFpMeterCounts
+	if err := s.MeterCounts.Lookup(slot, &perCPU); err != nil {
+		return fmt.Errorf("read the fast path's counts of meter slot %d: %w", slot, err)
+	}
+	for i := range perCPU {
+		c.Add(&perCPU[i])
+	}
+	return nil
+}
+
+// Add adds o's counts to c's.
+func (c *FastpathFpMeterCounts) Add(o *FastpathFpMeterCounts) {
+	c.Packets += o.Packets
+	c.Bytes += o.Bytes
+	for b := range c.BandPackets {
+		c.BandPackets[b] += o.BandPackets[b]
+		c.BandBytes[b] += o.BandBytes[b]
+	}
+}
+
+// ResetMeterCounts zeroes what the programs counted of the meter in
+// slot, on every CPU: a new meter takes the slot.
+func (s *FastpathShared) ResetMeterCounts(slot uint32) error {
+	ncpu, err := ebpf.PossibleCPU()
+	if err != nil {
+		return err
+	}
+	if err := s.MeterCounts.Put(slot, make([]FastpathFpMeterCounts, ncpu)); err != nil {
+		return fmt.Errorf("reset the fast path's counts of meter slot %d: %w", slot, err)
+	}
+	return nil
 }
 
 // stateFence orders SetState's stores: see there.
@@ -156,13 +250,15 @@ func (s *FastpathShared) SetState(st *FastpathFpState) error {
 // DropReasons name the reasons the fast path's programs drop a frame
 // (fp_drop_reason), as pmd-stats-show prints them: the entry's decision
 // (the rules send the flow nowhere), an operation that no longer fit the
-// frame, an output whose port left since the lookup, and a tunnel frame
-// whose popped headers could not be put back.
+// frame, an output whose port left since the lookup, a tunnel frame
+// whose popped headers could not be put back, and a drop band of the
+// entry's meter.
 var DropReasons = [FastpathFpDropReasonFP_DROP_REASONS]string{
 	FastpathFpDropReasonFP_DROP_RULE:      "rule",
 	FastpathFpDropReasonFP_DROP_OP_FAILED: "op_failed",
 	FastpathFpDropReasonFP_DROP_PORT_GONE: "port_gone",
 	FastpathFpDropReasonFP_DROP_RESTORE:   "restore_failed",
+	FastpathFpDropReasonFP_DROP_METER:     "meter",
 }
 
 // DropCounts returns how many frames every port's program dropped, by
@@ -178,7 +274,11 @@ func (s *FastpathShared) DropCounts() map[string]uint64 {
 // Close closes the maps; programs that use them keep their own references.
 func (s *FastpathShared) Close() error {
 	var errs []error
-	for _, m := range []*ebpf.Map{s.Flows, s.FlowsL2, s.State, s.StateSlot, s.TxPorts, s.Tunnels, s.TunnelsIn, s.Drops} {
+	if s.meters != nil {
+		errs = append(errs, unix.Munmap(s.meters))
+		s.meters = nil
+	}
+	for _, m := range []*ebpf.Map{s.Flows, s.FlowsL2, s.State, s.StateSlot, s.TxPorts, s.Tunnels, s.TunnelsIn, s.Meters, s.MeterCounts, s.Drops} {
 		if m != nil {
 			errs = append(errs, m.Close())
 		}
@@ -234,7 +334,8 @@ func LoadFastpathProgram(cfg FastpathConfig) (*FastpathObjects, error) {
 	if cfg.Shared != nil {
 		for name, m := range map[string]*ebpf.Map{FastpathMapFlows: cfg.Shared.Flows, FastpathMapFlowsL2: cfg.Shared.FlowsL2,
 			FastpathMapState: cfg.Shared.State, FastpathMapStateSlot: cfg.Shared.StateSlot, FastpathMapTxPorts: cfg.Shared.TxPorts,
-			FastpathMapTunnels: cfg.Shared.Tunnels, FastpathMapTunnelsIn: cfg.Shared.TunnelsIn, FastpathMapDrops: cfg.Shared.Drops} {
+			FastpathMapTunnels: cfg.Shared.Tunnels, FastpathMapTunnelsIn: cfg.Shared.TunnelsIn, FastpathMapMeters: cfg.Shared.Meters,
+			FastpathMapMeterCounts: cfg.Shared.MeterCounts, FastpathMapDrops: cfg.Shared.Drops} {
 			if m != nil {
 				replace[name] = m
 			}

@@ -13,6 +13,23 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type FastpathFpBand struct {
+	_         structs.HostLayout
+	Tat       uint64
+	Tolerance uint64
+	Rate      uint32
+	Type      uint8
+	PrecLevel uint8
+	Pad       uint16
+}
+
+type FastpathFpBandType uint32
+
+const (
+	FastpathFpBandTypeFP_BAND_DROP        FastpathFpBandType = 1
+	FastpathFpBandTypeFP_BAND_DSCP_REMARK FastpathFpBandType = 2
+)
+
 type FastpathFpCsum uint32
 
 const (
@@ -28,16 +45,19 @@ const (
 	FastpathFpDropReasonFP_DROP_OP_FAILED FastpathFpDropReason = 1
 	FastpathFpDropReasonFP_DROP_PORT_GONE FastpathFpDropReason = 2
 	FastpathFpDropReasonFP_DROP_RESTORE   FastpathFpDropReason = 3
-	FastpathFpDropReasonFP_DROP_REASONS   FastpathFpDropReason = 4
+	FastpathFpDropReasonFP_DROP_METER     FastpathFpDropReason = 4
+	FastpathFpDropReasonFP_DROP_REASONS   FastpathFpDropReason = 5
 )
 
 type FastpathFpFlow struct {
-	_       structs.HostLayout
-	Out     uint32
-	MaxLen  uint32
-	Ops     [6]FastpathFpOp
-	Packets uint64
-	Bytes   uint64
+	_            structs.HostLayout
+	Out          uint32
+	MaxLen       uint32
+	Ops          [6]FastpathFpOp
+	Packets      uint64
+	Bytes        uint64
+	Metered      uint64
+	MeteredBytes uint64
 }
 
 type FastpathFpKey struct {
@@ -84,6 +104,23 @@ const (
 	FastpathFpMaskKindFP_MASK_L2    FastpathFpMaskKind = 2
 )
 
+type FastpathFpMeter struct {
+	_       structs.HostLayout
+	Id      uint32
+	Pktps   uint8
+	N_bands uint8
+	Pad     uint16
+	Bands   [8]FastpathFpBand
+}
+
+type FastpathFpMeterCounts struct {
+	_           structs.HostLayout
+	Packets     uint64
+	Bytes       uint64
+	BandPackets [8]uint64
+	BandBytes   [8]uint64
+}
+
 type FastpathFpOp struct {
 	_      structs.HostLayout
 	Type   uint8
@@ -111,6 +148,7 @@ const (
 	FastpathFpOpTypeFP_OP_SET_L3      FastpathFpOpType = 6
 	FastpathFpOpTypeFP_OP_SET_L4      FastpathFpOpType = 7
 	FastpathFpOpTypeFP_OP_TUNNEL_PUSH FastpathFpOpType = 8
+	FastpathFpOpTypeFP_OP_METER       FastpathFpOpType = 9
 )
 
 type FastpathFpParsed struct {
@@ -173,6 +211,8 @@ const (
 	FastpathMapDrops        = "drops"
 	FastpathMapFlows        = "flows"
 	FastpathMapFlowsL2      = "flows_l2"
+	FastpathMapMeterCounts  = "meter_counts"
+	FastpathMapMeters       = "meters"
 	FastpathMapOversize     = "oversize"
 	FastpathMapParsed       = "parsed"
 	FastpathMapState        = "state"
@@ -244,6 +284,8 @@ type FastpathMapSpecs struct {
 	Drops        *ebpf.MapSpec `ebpf:"drops"`
 	Flows        *ebpf.MapSpec `ebpf:"flows"`
 	FlowsL2      *ebpf.MapSpec `ebpf:"flows_l2"`
+	MeterCounts  *ebpf.MapSpec `ebpf:"meter_counts"`
+	Meters       *ebpf.MapSpec `ebpf:"meters"`
 	Oversize     *ebpf.MapSpec `ebpf:"oversize"`
 	Parsed       *ebpf.MapSpec `ebpf:"parsed"`
 	State        *ebpf.MapSpec `ebpf:"state"`
@@ -291,6 +333,8 @@ type FastpathMaps struct {
 	Drops        *ebpf.Map `ebpf:"drops"`
 	Flows        *ebpf.Map `ebpf:"flows"`
 	FlowsL2      *ebpf.Map `ebpf:"flows_l2"`
+	MeterCounts  *ebpf.Map `ebpf:"meter_counts"`
+	Meters       *ebpf.Map `ebpf:"meters"`
 	Oversize     *ebpf.Map `ebpf:"oversize"`
 	Parsed       *ebpf.Map `ebpf:"parsed"`
 	State        *ebpf.Map `ebpf:"state"`
@@ -307,6 +351,8 @@ func (m *FastpathMaps) Close() error {
 		m.Drops,
 		m.Flows,
 		m.FlowsL2,
+		m.MeterCounts,
+		m.Meters,
 		m.Oversize,
 		m.Parsed,
 		m.State,

@@ -130,6 +130,12 @@ func commonFrames(tb testing.TB) map[string][]byte {
 	arp := &layers.ARP{AddrType: layers.LinkTypeEthernet, Protocol: layers.EthernetTypeIPv4, HwAddressSize: 6, ProtAddressSize: 4,
 		Operation: layers.ARPRequest, SourceHwAddress: src, SourceProtAddress: []byte{10, 0, 0, 1},
 		DstHwAddress: make([]byte, 6), DstProtAddress: []byte{10, 0, 0, 2}}
+	arpReply := *arp
+	arpReply.Operation, arpReply.DstHwAddress = layers.ARPReply, dst
+	sctp4, sctp6 := ip4(layers.IPProtocolSCTP), ip6(layers.IPProtocolSCTP)
+	flowLabel := ip6(layers.IPProtocolUDP)
+	flowLabel.FlowLabel = 0xabcde
+	sctp := &layers.SCTP{SrcPort: 38412, DstPort: 36412, VerificationTag: 7}
 	tag := func(vid uint16, next layers.EthernetType) *layers.Dot1Q {
 		return &layers.Dot1Q{Priority: 5, VLANIdentifier: vid, Type: next}
 	}
@@ -144,12 +150,41 @@ func commonFrames(tb testing.TB) map[string][]byte {
 		"ipv6/udp":              serialize(tb, eth(layers.EthernetTypeIPv6), udp6, udp(udp6), payload),
 		"ipv6/icmpv6":           serialize(tb, eth(layers.EthernetTypeIPv6), icmp6ip, icmp6, payload),
 		"arp":                   serialize(tb, eth(layers.EthernetTypeARP), arp),
+		"arp/reply":             serialize(tb, eth(layers.EthernetTypeARP), &arpReply),
+		"ipv4/sctp":             serialize(tb, eth(layers.EthernetTypeIPv4), sctp4, sctp, payload),
+		"ipv6/sctp":             serialize(tb, eth(layers.EthernetTypeIPv6), sctp6, sctp, payload),
+		"ipv6/flow label/udp":   serialize(tb, eth(layers.EthernetTypeIPv6), flowLabel, udp(flowLabel), payload),
 		"vlan/ipv4/udp":         serialize(tb, eth(layers.EthernetTypeDot1Q), tag(100, layers.EthernetTypeIPv4), udp4, udp(udp4), payload),
 		"qinq/ipv6/tcp":         serialize(tb, eth(layers.EthernetTypeQinQ), tag(10, layers.EthernetTypeDot1Q), tag(20, layers.EthernetTypeIPv6), tcp6, tcp(tcp6), payload),
 		"three tags":            serialize(tb, eth(layers.EthernetTypeDot1Q), tag(1, layers.EthernetTypeDot1Q), tag(2, layers.EthernetTypeDot1Q), tag(3, layers.EthernetTypeIPv4), udp4, udp(udp4), payload),
 		"other EtherType":       serialize(tb, &layers.Ethernet{SrcMAC: src, DstMAC: dst, EthernetType: 0x88b5}, payload),
 		"broadcast/ipv4/udp":    serialize(tb, &layers.Ethernet{SrcMAC: src, DstMAC: layers.EthernetBroadcast, EthernetType: layers.EthernetTypeIPv4}, udp4, udp(udp4), payload),
 		"ipv4/udp with padding": append(serialize(tb, eth(layers.EthernetTypeIPv4), udp4, udp(udp4)), make([]byte, 18)...),
+	}
+}
+
+// IPv6 neighbour discovery is left to user space: the key has no room
+// for its target address.
+func TestFastpathLeavesNeighbourDiscoveryToUserSpace(t *testing.T) {
+	p := loadParser(t)
+	src := net.HardwareAddr{2, 0, 0, 0, 0, 1}
+	ip := &layers.IPv6{Version: 6, HopLimit: 255, NextHeader: layers.IPProtocolICMPv6,
+		SrcIP: net.ParseIP("fd00::1"), DstIP: net.ParseIP("ff02::1:ff00:2")}
+	for _, typ := range []uint8{layers.ICMPv6TypeNeighborSolicitation, layers.ICMPv6TypeNeighborAdvertisement} {
+		icmp := &layers.ICMPv6{TypeCode: layers.CreateICMPv6TypeCode(typ, 0)}
+		if err := icmp.SetNetworkLayerForChecksum(ip); err != nil {
+			t.Fatal(err)
+		}
+		frame := serialize(t, &layers.Ethernet{SrcMAC: src, DstMAC: net.HardwareAddr{0x33, 0x33, 0xff, 0, 0, 2}, EthernetType: layers.EthernetTypeIPv6},
+			ip, icmp, &layers.ICMPv6NeighborSolicitation{TargetAddress: net.ParseIP("fd00::2"),
+				Options: layers.ICMPv6Options{{Type: layers.ICMPv6OptSourceAddress, Data: src}}})
+		if _, ok := p.parse(t, frame); ok {
+			t.Errorf("ICMPv6 type %d: the fast path read it", typ)
+		}
+		frame[14+40+1] = 1 // code 1: not neighbour discovery
+		if _, ok := p.parse(t, frame); !ok {
+			t.Errorf("ICMPv6 type %d code 1: the fast path gave up on it", typ)
+		}
 	}
 }
 

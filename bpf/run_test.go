@@ -109,7 +109,7 @@ func TestFastpathCountsDrops(t *testing.T) {
 			}
 		}
 	}
-	want := map[string]uint64{"rule": 3, "op_failed": 2, "port_gone": 0, "restore_failed": 0}
+	want := map[string]uint64{"rule": 3, "op_failed": 2, "port_gone": 0, "restore_failed": 0, "meter": 0}
 	if got := r.shared.DropCounts(); !maps.Equal(got, want) {
 		t.Errorf("drops %v, want %v", got, want)
 	}
@@ -130,8 +130,8 @@ func TestDropReasonsAreNamed(t *testing.T) {
 // BPF_PROG_RUN, as the kernel times it (ns/frame): a frame without an
 // entry (handed on: the test run has no socket), and frames whose entry
 // drops them after no operation, a MAC rewrite, rewrites of the IPv4
-// header and UDP port with their checksums, or a VXLAN push (no
-// redirect: BPF_PROG_RUN cannot send). A repeated run reruns the program
+// header and UDP port with their checksums, a VXLAN push, or a meter
+// above the rate (no redirect: BPF_PROG_RUN cannot send). A repeated run reruns the program
 // on the frame as the last run left it, so the rewrites write the values
 // the frame has (the checksums are updated all the same), and a push,
 // which grows the frame, is run once per frame, timer overhead included.
@@ -143,6 +143,7 @@ func BenchmarkFastpathRun(b *testing.B) {
 	port := FastpathFpOp{Type: uint8(FastpathFpOpTypeFP_OP_SET_L4), Off: 2, Len: 2, Csums: uint8(FastpathFpCsumFP_CSUM_UDP),
 		Value: [4]byte{frame[34+2], frame[34+3]}}
 	vxlan := FastpathFpOp{Type: uint8(FastpathFpOpTypeFP_OP_TUNNEL_PUSH), Delta: 42, Tunnel: 0}
+	meter := FastpathFpOp{Type: uint8(FastpathFpOpTypeFP_OP_METER), Tunnel: meterSlot, Delta: meterID, Len: 4}
 	for _, c := range []struct {
 		name  string
 		entry *FastpathFpFlow
@@ -153,6 +154,7 @@ func BenchmarkFastpathRun(b *testing.B) {
 		{"set_dl_dst+drop", withOps(FastpathFpFlow{Out: FPDrop}, mac), false},
 		{"set_dl_dst+set_ttl+set_udp_dst+drop", withOps(FastpathFpFlow{Out: FPDrop}, mac, ttl, port), false},
 		{"tunnel_push+drop", withOps(FastpathFpFlow{Out: FPDrop}, vxlan), true},
+		{"meter+drop", withOps(FastpathFpFlow{Out: FPDrop}, meter), false},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			r := loadRunBridge(b)
@@ -160,6 +162,11 @@ func BenchmarkFastpathRun(b *testing.B) {
 			if c.entry != nil {
 				r.install(b, frame, *c.entry)
 				r.tunnel(b, 0)
+				// A meter above any rate the run reaches: every frame
+				// takes its cost.
+				m := &r.shared.MeterSlots()[meterSlot]
+				*m = FastpathFpMeter{Id: meterID, N_bands: 1}
+				m.Bands[0] = FastpathFpBand{Type: uint8(FastpathFpBandTypeFP_BAND_DROP), Rate: 4e9, Tolerance: uint64(time.Second)}
 				want = xdpDrop
 			}
 			repeat, runs := b.N, 1

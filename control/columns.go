@@ -25,6 +25,7 @@ import (
 
 	"github.com/xswitch/xswitch/control/api"
 	"github.com/xswitch/xswitch/control/store"
+	"github.com/xswitch/xswitch/flow"
 	"github.com/xswitch/xswitch/rstp"
 	vswitch "github.com/xswitch/xswitch/switch"
 )
@@ -563,6 +564,7 @@ type bridgeSettings struct {
 	// controllerRate and controllerBurst limit the packet-ins; 0: no
 	// limit, and a quarter of the rate (vswitch.Bridge.SetControllerRateLimit).
 	controllerRate, controllerBurst uint32
+	meters                          *flow.MeterTable
 }
 
 // bridgeSettingsOf parses bc's columns, or says what is wrong with them.
@@ -587,6 +589,9 @@ func bridgeSettingsOf(bc *store.BridgeConfig) (bridgeSettings, error) {
 	if bc.RSTPEnable {
 		s.rstp = &cfg
 	}
+	if s.meters, err = bc.MeterTable(); err != nil {
+		return s, fmt.Errorf("bridge %s: %w", bc.Name, err)
+	}
 	return s, nil
 }
 
@@ -594,7 +599,7 @@ func bridgeSettingsOf(bc *store.BridgeConfig) (bridgeSettings, error) {
 func (s bridgeSettings) apply(b *vswitch.Bridge) error {
 	b.SetForwardBPDU(s.forwardBPDU)
 	b.SetControllerRateLimit(s.controllerRate, s.controllerBurst)
-	return b.SetRSTP(s.rstp)
+	return errors.Join(b.SetRSTP(s.rstp), b.SetMeters(s.meters))
 }
 
 // addOtherConfig adds what pc's other_config configures to opts.

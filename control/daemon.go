@@ -299,6 +299,11 @@ func (d *Daemon) Handle(req api.Request) api.Response {
 		if id, err = groupSelector(req.Match); err == nil {
 			resp.Groups, err = d.Groups(req.Bridge, id)
 		}
+	case api.VerbDumpMeters, api.VerbMeterStats:
+		var id uint32
+		if id, err = flow.ParseMeterID(req.Match); err == nil {
+			resp.Meters, err = d.Meters(req.Bridge, id)
+		}
 	case api.VerbStatus:
 		// A daemon serves only once restored: answering is the news, and
 		// must not wait for other verbs.
@@ -350,6 +355,8 @@ func (d *Daemon) handleLocked(req api.Request) (api.Response, error) {
 		resp.Trace, err = d.trace(req.Bridge, req.Match)
 	case api.VerbAddGroups, api.VerbModGroup, api.VerbDelGroups, api.VerbInsertBuckets, api.VerbRemoveBuckets:
 		err = d.groupVerb(req)
+	case api.VerbAddMeter, api.VerbModMeter, api.VerbDelMeters:
+		err = d.meterVerb(req)
 	case api.VerbSet:
 		err = d.setColumns(req.Table, req.Record, req.Columns)
 	case api.VerbGet:

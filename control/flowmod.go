@@ -71,7 +71,8 @@ func (d *Daemon) applyFlowMods(bridge string, mods []FlowMod) ([]int, error) {
 		return nil, errors.New("no flow changes given")
 	}
 	for i, m := range mods {
-		if err := errors.Join(checkGroups(b, m.Rule.Actions), checkGroups(b, m.Actions)); err != nil {
+		if err := errors.Join(checkGroups(b, m.Rule.Actions), checkGroups(b, m.Actions),
+			b.CheckMeters(m.Rule.Actions), b.CheckMeters(m.Actions)); err != nil {
 			return nil, fmt.Errorf("flow change %d: %w", i+1, err)
 		}
 	}

@@ -42,6 +42,18 @@ const (
 	OpSetL3      = uint8(bpf.FastpathFpOpTypeFP_OP_SET_L3)
 	OpSetL4      = uint8(bpf.FastpathFpOpTypeFP_OP_SET_L4)
 	OpTunnelPush = uint8(bpf.FastpathFpOpTypeFP_OP_TUNNEL_PUSH)
+	OpMeter      = uint8(bpf.FastpathFpOpTypeFP_OP_METER)
+)
+
+// Meter is a meter's slot in the memory user space and the programs
+// share (bpf/lib/structs.h's fp_meter): its configuration, which user
+// space writes, and each band's theoretical arrival time, which both
+// update with atomic operations. MeterBand is one of its bands, and
+// MeterCounts what the programs counted of it.
+type (
+	Meter       = bpf.FastpathFpMeter
+	MeterBand   = bpf.FastpathFpBand
+	MeterCounts = bpf.FastpathFpMeterCounts
 )
 
 // The checksums an OpSetL3 or OpSetL4 updates, Op.Csums.
@@ -55,14 +67,15 @@ const (
 const OutDrop = bpf.FPDrop
 
 // NewKey is the key of the entry for frames with headers h, under mask
-// (nil: exact), in generation gen.
+// (nil: exact), in generation gen: h's key under mask's, as the program
+// masks the key it parses (fields that share the key's bytes are masked
+// together there, bpf.KeyOf).
 func NewKey(h *flow.Headers, mask *flow.Headers, gen uint64) Key {
-	masked := *h
+	key := bpf.KeyOf(h)
 	if mask != nil {
-		k, m := flow.Key{Headers: *h}, flow.Key{Headers: *mask}
-		masked = k.And(&m).Headers
+		m := bpf.KeyOf(mask)
+		key = key.And(&m)
 	}
-	key := bpf.KeyOf(&masked)
 	key.Gen = KeyGen(gen)
 	return key
 }
@@ -84,9 +97,11 @@ func FlowHash(h *flow.Headers) uint32 {
 	return bpf.FlowHash(&key)
 }
 
-// Counts are what an entry carried, summed over the CPUs.
+// Counts are what an entry carried, summed over the CPUs, and of it what
+// its meter dropped.
 type Counts struct {
-	Packets, Bytes uint64
+	Packets, Bytes        uint64
+	Metered, MeteredBytes uint64
 }
 
 // TunnelKey claims the datagrams of one tunnel arriving on an underlay
@@ -159,6 +174,14 @@ type Datapath interface {
 	// SetTunnelHeaders writes the outer headers (and their IPv4 header's
 	// checksum, without its length) at place (TunnelPlace).
 	SetTunnelHeaders(place uint32, h port.TunnelHeader) error
+
+	// MeterSlots are the meters' slots (flow.MaxMeters of them), in the
+	// memory the programs read; valid until Close.
+	MeterSlots() []Meter
+	// AddMeterCounts adds what the programs counted of the meter in slot
+	// to c; ResetMeterCounts zeroes it, for a new meter in the slot.
+	AddMeterCounts(slot uint32, c *MeterCounts) error
+	ResetMeterCounts(slot uint32) error
 
 	Close() error
 }

@@ -177,6 +177,14 @@ func (k *Kernel) SetTunnelHeaders(place uint32, h port.TunnelHeader) error {
 	return k.shared.Tunnels.Put(place, &value)
 }
 
+func (k *Kernel) MeterSlots() []Meter { return k.shared.MeterSlots() }
+
+func (k *Kernel) AddMeterCounts(slot uint32, c *MeterCounts) error {
+	return k.shared.AddMeterCounts(slot, c)
+}
+
+func (k *Kernel) ResetMeterCounts(slot uint32) error { return k.shared.ResetMeterCounts(slot) }
+
 func (k *Kernel) Close() error {
 	var err error
 	if k.redirects != nil {
@@ -191,6 +199,8 @@ func sum(perCPU []Entry) Counts {
 	for i := range perCPU {
 		c.Packets += perCPU[i].Packets
 		c.Bytes += perCPU[i].Bytes
+		c.Metered += perCPU[i].Metered
+		c.MeteredBytes += perCPU[i].MeteredBytes
 	}
 	return c
 }

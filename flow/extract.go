@@ -27,7 +27,15 @@ import (
 // Two choices differ from OVS: a later IPv6 fragment keeps its upper-layer
 // protocol in NwProto, as a later IPv4 fragment does (OVS puts 44, the
 // fragment header, there); and an ARP opcode above 255 keys on its low 8
-// bits (OVS leaves the ARP fields zero).
+// bits (OVS leaves arp_op zero).
+//
+// An IPv6 neighbour solicitation or advertisement (ICMPv6 type 135 or
+// 136, code 0) gives its target address and its link-layer address
+// options as OVS's flow_extract reads them: the target if the message
+// holds it, then options up to the first of length 0 or longer than what
+// is left; a source (target) link-layer address option of one unit is
+// nd_sll (nd_tll), and a second one with an address already read makes
+// the message's target and addresses zero.
 //
 // Frames decode without allocating, except IPv6 packets with hop-by-hop
 // options (MLD reports): gopacket decodes each option into a new object.
@@ -42,7 +50,7 @@ type Extractor struct {
 
 	eth      ethernetLayer
 	dot1q    dot1qLayer
-	arp      layers.ARP
+	arp      arpLayer
 	ipv4     ipv4Layer
 	ipv6     ipv6Layer
 	routing  ipv6ExtHeader
@@ -51,6 +59,7 @@ type Extractor struct {
 	fragment ipv6FragmentHeader
 	tcp      tcpLayer
 	udp      udpLayer
+	sctp     sctpLayer
 	icmpv4   icmpv4Layer
 	icmpv6   icmpv6Layer
 }
@@ -72,7 +81,7 @@ func NewExtractor() *Extractor {
 	var container gopacket.DecodingLayerContainer = gopacket.DecodingLayerSparse(nil)
 	for _, l := range []gopacket.DecodingLayer{
 		&e.eth, &e.dot1q, &e.arp, &e.ipv4, &e.ipv6, &e.routing, &e.destOpts, &e.ah, &e.fragment,
-		&e.tcp, &e.udp, &e.icmpv4, &e.icmpv6,
+		&e.tcp, &e.udp, &e.sctp, &e.icmpv4, &e.icmpv6,
 	} {
 		container = container.Put(l)
 	}
@@ -107,19 +116,55 @@ func (e *Extractor) Layout() Layout { return e.layout }
 
 // Layout is where a frame's headers are, for the actions that rewrite
 // them. It names only headers the key was read from, whole: an IP header
-// whose packet the frame holds, and a TCP, UDP or ICMPv6 header (whose
-// checksum covers the IPv6 addresses) whose fixed part that packet holds
-// (an unfragmented packet or a first fragment). A rewrite of a field the
-// key does not have leaves the frame as it is, as in OVS, whose actions
-// change only fields of the flow key.
+// whose packet the frame holds, and a TCP, UDP, SCTP, ICMP or ICMPv6
+// header whose fixed part that packet holds (an unfragmented packet or a
+// first fragment); or an ARP header for IPv4 over Ethernet. A rewrite of
+// a field the key does not have leaves the frame as it is, as in OVS,
+// whose actions change only fields of the flow key.
 type Layout struct {
 	L3, L4    int   // offsets from the frame's start
 	IPVersion uint8 // 4 or 6; 0 when the frame has no such IP header
-	L4Proto   uint8 // ProtoTCP, ProtoUDP or ProtoICMPv6; 0 when it has no such header
+	// L4Proto is ProtoTCP, ProtoUDP, ProtoSCTP, ProtoICMP (over IPv4) or
+	// ProtoICMPv6 (over IPv6); 0 when the frame has no such header.
+	L4Proto uint8
+	// ARP says that L3 is an ARP header for IPv4 over Ethernet.
+	ARP bool
+	// ND says that L4 is an IPv6 neighbour solicitation or advertisement
+	// with its target whole; SLL and TLL are where, from L4, the
+	// addresses of the link-layer address options the key read are (0:
+	// none).
+	ND       bool
+	SLL, TLL int
 }
 
-// HasPorts reports whether the frame has a TCP or UDP header.
-func (l *Layout) HasPorts() bool { return l.L4Proto == ProtoTCP || l.L4Proto == ProtoUDP }
+// HasPorts reports whether the frame has a TCP, UDP or SCTP header.
+func (l *Layout) HasPorts() bool {
+	return l.L4Proto == ProtoTCP || l.L4Proto == ProtoUDP || l.L4Proto == ProtoSCTP
+}
+
+// HasICMP reports whether the frame has an ICMP or ICMPv6 header.
+func (l *Layout) HasICMP() bool { return l.L4Proto == ProtoICMP || l.L4Proto == ProtoICMPv6 }
+
+// Header returns where header h starts in the frame, if the frame has it.
+func (l *Layout) Header(h FrameHeader) (int, bool) {
+	switch h {
+	case InARP:
+		return l.L3, l.ARP
+	case InIPv6:
+		return l.L3, l.IPVersion == 6
+	case InSCTP:
+		return l.L4, l.L4Proto == ProtoSCTP
+	case InICMP:
+		return l.L4, l.HasICMP()
+	case InND:
+		return l.L4, l.ND
+	case InNDSLL:
+		return l.L4 + l.SLL, l.SLL != 0
+	case InNDTLL:
+		return l.L4 + l.TLL, l.TLL != 0
+	}
+	return 0, false
+}
 
 // Shift moves the layout by n bytes, for a tag pushed (4) or popped (-4)
 // in front of the headers.
@@ -151,9 +196,23 @@ func (e *Extractor) locate(typ gopacket.LayerType, frame []byte) {
 		if l.IPVersion != 0 {
 			l.L4Proto, l.L4 = ProtoUDP, cap(frame)-cap(e.udp.Contents)
 		}
+	case layers.LayerTypeSCTP:
+		if l.IPVersion != 0 {
+			l.L4Proto, l.L4 = ProtoSCTP, cap(frame)-cap(e.sctp.Contents)
+		}
+	case layers.LayerTypeICMPv4:
+		if l.IPVersion == 4 {
+			l.L4Proto, l.L4 = ProtoICMP, cap(frame)-cap(e.icmpv4.Contents)
+		}
 	case layers.LayerTypeICMPv6:
 		if l.IPVersion == 6 {
 			l.L4Proto, l.L4 = ProtoICMPv6, cap(frame)-cap(e.icmpv6.Contents)
+			nd := &e.icmpv6.nd
+			l.ND, l.SLL, l.TLL = nd.target, nd.sll, nd.tll
+		}
+	case layers.LayerTypeARP:
+		if e.arp.ipv4OverEthernet() {
+			l.ARP, l.L3 = true, cap(frame)-cap(e.arp.Contents)
 		}
 	}
 }
@@ -177,11 +236,12 @@ func (e *Extractor) fill(typ gopacket.LayerType, k *Key) {
 		k.DlType = e.dot1q.dlType
 	case layers.LayerTypeARP:
 		a := &e.arp
-		if a.AddrType == layers.LinkTypeEthernet && a.Protocol == layers.EthernetTypeIPv4 &&
-			a.HwAddressSize == 6 && a.ProtAddressSize == 4 {
+		if a.ipv4OverEthernet() {
 			k.NwProto = uint8(a.Operation)
 			copy(k.NwSrc[:], a.SourceProtAddress)
 			copy(k.NwDst[:], a.DstProtAddress)
+			copy(k.ArpSHA[:], a.SourceHwAddress)
+			copy(k.ArpTHA[:], a.DstHwAddress)
 		}
 	case layers.LayerTypeIPv4:
 		ip := &e.ipv4
@@ -203,6 +263,7 @@ func (e *Extractor) fill(typ gopacket.LayerType, k *Key) {
 		k.NwProto = uint8(ip.nextHeader())
 		k.NwTOS = ip.TrafficClass
 		k.NwTTL = ip.HopLimit
+		k.IPv6Label = ip.FlowLabel
 	case layers.LayerTypeIPv6Routing:
 		k.NwProto = uint8(e.routing.nextHeader)
 	case layers.LayerTypeIPv6Destination:
@@ -224,12 +285,17 @@ func (e *Extractor) fill(typ gopacket.LayerType, k *Key) {
 	case layers.LayerTypeUDP:
 		k.TpSrc = uint16(e.udp.SrcPort)
 		k.TpDst = uint16(e.udp.DstPort)
+	case layers.LayerTypeSCTP:
+		k.TpSrc = uint16(e.sctp.SrcPort)
+		k.TpDst = uint16(e.sctp.DstPort)
 	case layers.LayerTypeICMPv4:
 		k.TpSrc = uint16(e.icmpv4.TypeCode.Type())
 		k.TpDst = uint16(e.icmpv4.TypeCode.Code())
 	case layers.LayerTypeICMPv6:
 		k.TpSrc = uint16(e.icmpv6.TypeCode.Type())
 		k.TpDst = uint16(e.icmpv6.TypeCode.Code())
+		nd := &e.icmpv6.nd
+		k.NDTarget, k.ArpSHA, k.ArpTHA = nd.targetAddr, nd.sllAddr, nd.tllAddr
 	}
 }
 
@@ -335,6 +401,7 @@ var (
 	errIPv6Version      = errors.New("IPv6 header with another IP version")
 	errIPv6ExtTruncated = errors.New("truncated IPv6 extension header")
 	errTCPTruncated     = errors.New("truncated TCP header")
+	errSCTPTruncated    = errors.New("truncated SCTP header")
 	errTCPDataOffset    = errors.New("TCP data offset outside the header or the packet")
 
 	errIPv6HopByHopPastPayload = errors.New("IPv6 hop-by-hop header longer than the payload length")
@@ -377,6 +444,8 @@ func (ip *ipv4Layer) NextLayerType() gopacket.LayerType {
 		return layers.LayerTypeTCP
 	case layers.IPProtocolUDP:
 		return layers.LayerTypeUDP
+	case layers.IPProtocolSCTP:
+		return layers.LayerTypeSCTP
 	case layers.IPProtocolICMPv4:
 		return layers.LayerTypeICMPv4
 	}
@@ -439,6 +508,8 @@ func ipv6NextLayer(next layers.IPProtocol) gopacket.LayerType {
 		return layers.LayerTypeTCP
 	case layers.IPProtocolUDP:
 		return layers.LayerTypeUDP
+	case layers.IPProtocolSCTP:
+		return layers.LayerTypeSCTP
 	case layers.IPProtocolICMPv6:
 		return layers.LayerTypeICMPv6
 	case layers.IPProtocolIPv6Routing:
@@ -515,18 +586,88 @@ func (f *ipv6FragmentHeader) NextLayerType() gopacket.LayerType {
 	return ipv6NextLayer(f.nextHeader)
 }
 
+type arpLayer struct{ layers.ARP }
+
+// ipv4OverEthernet reports whether the ARP header is the one the key
+// reads, as OVS does.
+func (a *arpLayer) ipv4OverEthernet() bool {
+	return a.AddrType == layers.LinkTypeEthernet && a.Protocol == layers.EthernetTypeIPv4 &&
+		a.HwAddressSize == header.MACLen && a.ProtAddressSize == header.IPv4AddrLen
+}
+
 // The L4 layers end the decoding: the key has no field above them.
 type (
 	tcpLayer    struct{ layers.TCP }
 	udpLayer    struct{ layers.UDP }
+	sctpLayer   struct{ layers.SCTP }
 	icmpv4Layer struct{ layers.ICMPv4 }
-	icmpv6Layer struct{ layers.ICMPv6 }
+	icmpv6Layer struct {
+		layers.ICMPv6
+		nd ndMessage
+	}
 )
 
 func (*tcpLayer) NextLayerType() gopacket.LayerType    { return stopDecoding }
 func (*udpLayer) NextLayerType() gopacket.LayerType    { return stopDecoding }
+func (*sctpLayer) NextLayerType() gopacket.LayerType   { return stopDecoding }
 func (*icmpv4Layer) NextLayerType() gopacket.LayerType { return stopDecoding }
 func (*icmpv6Layer) NextLayerType() gopacket.LayerType { return stopDecoding }
+
+// ndMessage is what the key reads of a neighbour solicitation or
+// advertisement, and where: target says the message holds its target,
+// sll and tll are where the link-layer addresses read are, from the
+// ICMPv6 header (0: none).
+type ndMessage struct {
+	target           bool
+	sll, tll         int
+	targetAddr       [16]byte
+	sllAddr, tllAddr [6]byte
+}
+
+func (i *icmpv6Layer) DecodeFromBytes(data []byte, df gopacket.DecodeFeedback) error {
+	i.nd = ndMessage{}
+	if err := i.ICMPv6.DecodeFromBytes(data, df); err != nil {
+		return err
+	}
+	if i.TypeCode.Code() == 0 && (i.TypeCode.Type() == header.ICMPv6NeighborSolicitation || i.TypeCode.Type() == header.ICMPv6NeighborAdvert) {
+		i.nd.read(data)
+	}
+	return nil
+}
+
+// read reads message, from its ICMPv6 header on, as OVS's parse_icmpv6
+// does.
+func (nd *ndMessage) read(message []byte) {
+	if len(message) < header.NDLen {
+		return
+	}
+	nd.target = true
+	nd.targetAddr = [16]byte(message[header.NDTargetOffset:])
+	for off := header.NDLen; len(message)-off >= header.NDOptUnit; {
+		optLen := int(message[off+1]) * header.NDOptUnit
+		if optLen == 0 || optLen > len(message)-off {
+			return
+		}
+		if optLen == header.NDOptUnit {
+			addr := [6]byte(message[off+header.NDOptLinkAddrOffset:])
+			switch message[off] {
+			case header.NDOptSourceLinkAddr:
+				if nd.sllAddr != [6]byte{} {
+					*nd = ndMessage{target: true}
+					return
+				}
+				nd.sllAddr, nd.sll = addr, off+header.NDOptLinkAddrOffset
+			case header.NDOptTargetLinkAddr:
+				if nd.tllAddr != [6]byte{} {
+					*nd = ndMessage{target: true}
+					return
+				}
+				nd.tllAddr, nd.tll = addr, off+header.NDOptLinkAddrOffset
+			}
+		}
+		off += optLen
+	}
+}
 
 // DecodeFromBytes reads the ports and checks the header's length, and
 // leaves the options alone: the key has none of them, and OVS forwards a
@@ -550,6 +691,16 @@ func (t *tcpLayer) DecodeFromBytes(data []byte, df gopacket.DecodeFeedback) erro
 	t.DstPort = layers.TCPPort(tcp.DstPort())
 	t.BaseLayer = layers.BaseLayer{Contents: data[:headerLen], Payload: data[headerLen:]}
 	return nil
+}
+
+// DecodeFromBytes reads the common header: what follows is chunks, which
+// the key has none of.
+func (s *sctpLayer) DecodeFromBytes(data []byte, df gopacket.DecodeFeedback) error {
+	if len(data) < header.SCTPLen {
+		df.SetTruncated()
+		return errSCTPTruncated
+	}
+	return s.SCTP.DecodeFromBytes(data, df)
 }
 
 // DecodeFromBytes reads the header and no further: a UDP length beyond the

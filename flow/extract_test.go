@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"net"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/google/gopacket"
@@ -92,7 +93,7 @@ func exIPv4Key(proto uint8, tpSrc, tpDst uint16) Key {
 func exIPv6Key(proto uint8, tpSrc, tpDst uint16) Key {
 	return Key{Headers: Headers{InPort: exInPort, DlDst: [6]byte(exMACB), DlSrc: [6]byte(exMACA), DlType: EtherTypeIPv6,
 		NwProto: proto, NwTOS: 0x2a, NwTTL: 63, IPv6Src: [16]byte(exIP6A), IPv6Dst: [16]byte(exIP6B),
-		TpSrc: tpSrc, TpDst: tpDst}}
+		TpSrc: tpSrc, TpDst: tpDst, IPv6Label: 0x12345}}
 }
 
 func exL2Key(dlType uint16) Key {
@@ -136,6 +137,24 @@ func exWellFormed(tb testing.TB) []exCase {
 	ns := &layers.ICMPv6NeighborSolicitation{TargetAddress: exIP6B, Options: layers.ICMPv6Options{
 		{Type: layers.ICMPv6OptSourceAddress, Data: exMACA},
 	}}
+	icmpv6 := func(typ uint8, code uint8) *layers.ICMPv6 {
+		return &layers.ICMPv6{TypeCode: layers.CreateICMPv6TypeCode(typ, code)}
+	}
+	// A neighbour discovery message after its ICMPv6 header: flags, the
+	// target, options.
+	nd := func(target net.IP, options ...byte) gopacket.Payload {
+		return append(append([]byte{0x60, 0, 0, 0}, target...), options...)
+	}
+	ndKey := func(typ uint16, target net.IP, sll, tll net.HardwareAddr) Key {
+		k := exIPv6Key(ProtoICMPv6, typ, 0)
+		copy(k.NDTarget[:], target)
+		copy(k.ArpSHA[:], sll)
+		copy(k.ArpTHA[:], tll)
+		return k
+	}
+	sllOpt := append([]byte{1, 1}, exMACA...)
+	tllOpt := append([]byte{2, 1}, exMACB...)
+	sctp := &layers.SCTP{SrcPort: 38412, DstPort: 36412, VerificationTag: 0xcafe}
 
 	var cases []exCase
 	add := func(name string, want Key, ls ...gopacket.SerializableLayer) *exCase {
@@ -153,15 +172,20 @@ func exWellFormed(tb testing.TB) []exCase {
 		exEth(layers.EthernetTypeQinQ), vlan(1, 10, layers.EthernetTypeDot1Q), vlan(2, 20, layers.EthernetTypeIPv4),
 		exIPv4(layers.IPProtocolUDP), exUDP(true), exPayload)
 	add("vlan0/arp", Key{Headers: Headers{InPort: exInPort, DlDst: [6]byte(exMACB), DlSrc: [6]byte(exMACA), DlType: EtherTypeARP,
-		VLANTCI: 3<<13 | VLANCFI, NwProto: 1, NwSrc: [4]byte(exIP4A), NwDst: [4]byte(exIP4B)}},
+		VLANTCI: 3<<13 | VLANCFI, NwProto: 1, NwSrc: [4]byte(exIP4A), NwDst: [4]byte(exIP4B), ArpSHA: [6]byte(exMACA)}},
 		exEth(layers.EthernetTypeDot1Q), vlan(3, 0, layers.EthernetTypeARP), arp(layers.EthernetTypeIPv4, 4, 1)).headerEnd = 14 + 4 + 28
 	add("ipv6/tcp", exIPv6Key(ProtoTCP, 43210, 443),
 		exEth(layers.EthernetTypeIPv6), exIPv6(layers.IPProtocolTCP), exTCP(), exPayload)
 	add("arp", Key{Headers: Headers{InPort: exInPort, DlDst: [6]byte(exMACB), DlSrc: [6]byte(exMACA), DlType: EtherTypeARP,
-		NwProto: 1, NwSrc: [4]byte(exIP4A), NwDst: [4]byte(exIP4B)}},
+		NwProto: 1, NwSrc: [4]byte(exIP4A), NwDst: [4]byte(exIP4B), ArpSHA: [6]byte(exMACA)}},
 		exEth(layers.EthernetTypeARP), arp(layers.EthernetTypeIPv4, 4, 1)).headerEnd = 14 + 28
+	reply := arp(layers.EthernetTypeIPv4, 4, 2)
+	reply.SourceHwAddress, reply.DstHwAddress = exMACB, exMACA
+	add("arp/reply", Key{Headers: Headers{InPort: exInPort, DlDst: [6]byte(exMACB), DlSrc: [6]byte(exMACA), DlType: EtherTypeARP,
+		NwProto: 2, NwSrc: [4]byte(exIP4A), NwDst: [4]byte(exIP4B), ArpSHA: [6]byte(exMACB), ArpTHA: [6]byte(exMACA)}},
+		exEth(layers.EthernetTypeARP), reply).headerEnd = 14 + 28
 	add("arp/op>255", Key{Headers: Headers{InPort: exInPort, DlDst: [6]byte(exMACB), DlSrc: [6]byte(exMACA), DlType: EtherTypeARP,
-		NwProto: 0x02, NwSrc: [4]byte(exIP4A), NwDst: [4]byte(exIP4B)}},
+		NwProto: 0x02, NwSrc: [4]byte(exIP4A), NwDst: [4]byte(exIP4B), ArpSHA: [6]byte(exMACA)}},
 		exEth(layers.EthernetTypeARP), arp(layers.EthernetTypeIPv4, 4, 0x0102)).headerEnd = 14 + 28
 	add("arp/not ipv4", exL2Key(EtherTypeARP),
 		exEth(layers.EthernetTypeARP), arp(layers.EthernetTypeIPv6, 16, 1)).headerEnd = 14 + 8 + 2*6 + 2*16
@@ -171,9 +195,30 @@ func exWellFormed(tb testing.TB) []exCase {
 	add("icmp/port unreachable", exIPv4Key(ProtoICMP, 3, 3),
 		exEth(layers.EthernetTypeIPv4), exIPv4(layers.IPProtocolICMPv4),
 		&layers.ICMPv4{TypeCode: layers.CreateICMPv4TypeCode(layers.ICMPv4TypeDestinationUnreachable, layers.ICMPv4CodePort)}, exPayload)
-	add("icmpv6/neighbour solicitation", exIPv6Key(ProtoICMPv6, 135, 0),
-		exEth(layers.EthernetTypeIPv6), exIPv6(layers.IPProtocolICMPv6),
-		&layers.ICMPv6{TypeCode: layers.CreateICMPv6TypeCode(layers.ICMPv6TypeNeighborSolicitation, 0)}, ns).headerEnd = 14 + 40 + 4
+	// The message's target and options are no header: cut in them, it
+	// keys on what it has, as in OVS.
+	add("icmpv6/neighbour solicitation", ndKey(135, exIP6B, exMACA, nil),
+		exEth(layers.EthernetTypeIPv6), exIPv6(layers.IPProtocolICMPv6), icmpv6(135, 0), ns).headerEnd = 14 + 40 + 4
+	add("icmpv6/neighbour advertisement", ndKey(136, exIP6A, nil, exMACB),
+		exEth(layers.EthernetTypeIPv6), exIPv6(layers.IPProtocolICMPv6), icmpv6(136, 0),
+		nd(exIP6A, tllOpt...), exPayload).headerEnd = 14 + 40 + 4
+	// Options other than link-layer addresses are skipped, and a
+	// link-layer address of a length other than one unit is none.
+	add("icmpv6/neighbour solicitation/other options", ndKey(135, exIP6B, exMACA, exMACB),
+		exEth(layers.EthernetTypeIPv6), exIPv6(layers.IPProtocolICMPv6), icmpv6(135, 0),
+		nd(exIP6B, slices.Concat([]byte{14, 1, 1, 2, 3, 4, 5, 6}, []byte{1, 2}, make([]byte, 14), sllOpt, tllOpt)...)).headerEnd = 14 + 40 + 4
+	// An option of length 0, or longer than the rest, ends the options,
+	// keeping what came before.
+	add("icmpv6/neighbour advertisement/option of length 0", ndKey(136, exIP6A, exMACA, nil),
+		exEth(layers.EthernetTypeIPv6), exIPv6(layers.IPProtocolICMPv6), icmpv6(136, 0),
+		nd(exIP6A, slices.Concat(sllOpt, []byte{2, 0, 1, 2, 3, 4, 5, 6}, tllOpt)...)).headerEnd = 14 + 40 + 4
+	add("icmpv6/neighbour advertisement/code 1", exIPv6Key(ProtoICMPv6, 136, 1),
+		exEth(layers.EthernetTypeIPv6), exIPv6(layers.IPProtocolICMPv6), icmpv6(136, 1),
+		nd(exIP6A, tllOpt...)).headerEnd = 14 + 40 + 4
+	add("ipv4/sctp", exIPv4Key(ProtoSCTP, 38412, 36412),
+		exEth(layers.EthernetTypeIPv4), exIPv4(layers.IPProtocolSCTP), sctp, exPayload)
+	add("ipv6/sctp", exIPv6Key(ProtoSCTP, 38412, 36412),
+		exEth(layers.EthernetTypeIPv6), exIPv6(layers.IPProtocolSCTP), sctp, exPayload)
 	add("ipv4/first fragment/udp", exWith(exIPv4Key(ProtoUDP, 5353, 53), func(k *Key) { k.NwFrag = FragAny }),
 		exEth(layers.EthernetTypeIPv4), fragment(exIPv4(layers.IPProtocolUDP), 0), exUDP(false), exPayload)
 	// The first fragment of a datagram longer than itself, whose UDP length
@@ -266,7 +311,15 @@ func exMalformed(tb testing.TB) []exCase {
 
 	l2 := exL2Key(EtherTypeIPv4)
 	l3 := exIPv4Key(ProtoTCP, 0, 0)
+	// A second source link-layer address makes the message's target and
+	// addresses zero, as in OVS; cut before it, the message has them.
+	sll := append([]byte{1, 1}, exMACA...)
+	twoSources := exSerialize(tb, exEth(layers.EthernetTypeIPv6), exIPv6(layers.IPProtocolICMPv6),
+		&layers.ICMPv6{TypeCode: layers.CreateICMPv6TypeCode(135, 0)},
+		gopacket.Payload(slices.Concat([]byte{0, 0, 0, 0}, []byte(exIP6B), sll, []byte{2, 1}, []byte(exMACB), sll)))
 	return []exCase{
+		{name: "icmpv6/neighbour solicitation/two source addresses", frame: twoSources, ok: true,
+			want: exIPv6Key(ProtoICMPv6, 135, 0)},
 		// The options are the TCP header, and do not parse.
 		{name: "ipv4/ihl 15", frame: edit(ipv4TCP, func(f []byte) { f[ip] = 0x4f }), want: l2},
 		{name: "ipv4/ihl 3", frame: edit(ipv4TCP, func(f []byte) { f[ip] = 0x43 }), want: l2},
@@ -420,10 +473,25 @@ func exCheckInvariants(tb testing.TB, k *Key, inPort uint16) {
 // read from, whole.
 func exCheckLayout(tb testing.TB, frame []byte, k *Key, l Layout) {
 	tb.Helper()
+	if l.ND && !k.IsND() || l.L4Proto == ProtoICMPv6 && !l.ND && k.NDTarget != [16]byte{} || !l.ND && (l.SLL != 0 || l.TLL != 0) {
+		tb.Errorf("layout %+v: neighbour discovery, but the key %+v is not, or the other way round", l, k)
+	}
+	if l.ND && (l.L4+24 > len(frame) || k.NDTarget != [16]byte{} && [16]byte(frame[l.L4+8:]) != k.NDTarget ||
+		l.SLL != 0 && (l.L4+l.SLL+6 > len(frame) || [6]byte(frame[l.L4+l.SLL:]) != k.ArpSHA) ||
+		l.TLL != 0 && (l.L4+l.TLL+6 > len(frame) || [6]byte(frame[l.L4+l.TLL:]) != k.ArpTHA)) {
+		tb.Errorf("layout %+v: no neighbour discovery message the key %+v was read from", l, k)
+	}
 	switch l.IPVersion {
 	case 0:
-		if l.L4Proto != 0 {
+		if l.L4Proto != 0 || l.ND {
 			tb.Errorf("layout %+v: an L4 header without an IP header", l)
+		}
+		if !l.ARP && k.DlType == EtherTypeARP && k.NwProto != 0 {
+			tb.Errorf("layout %+v: no ARP header, but the key %+v has one", l, k)
+		}
+		if l.ARP && (k.DlType != EtherTypeARP || l.L3+28 > len(frame) || [4]byte(frame[l.L3+14:]) != k.NwSrc ||
+			[6]byte(frame[l.L3+8:]) != k.ArpSHA || [6]byte(frame[l.L3+18:]) != k.ArpTHA) {
+			tb.Errorf("layout %+v: no ARP header the key %+v was read from", l, k)
 		}
 		return
 	case 4:
@@ -454,10 +522,15 @@ func exCheckLayout(tb testing.TB, frame []byte, k *Key, l Layout) {
 			binary.BigEndian.Uint16(frame[l.L4:]) != k.TpSrc || binary.BigEndian.Uint16(frame[l.L4+2:]) != k.TpDst {
 			tb.Errorf("layout %+v: no L4 header the key %+v was read from", l, k)
 		}
-	case ProtoICMPv6:
-		if l.IPVersion != 6 || k.NwProto != ProtoICMPv6 || l.L4 < l.L3+40 || l.L4+4 > len(frame) ||
-			uint16(frame[l.L4]) != k.TpSrc || uint16(frame[l.L4+1]) != k.TpDst {
-			tb.Errorf("layout %+v: no ICMPv6 header the key %+v was read from", l, k)
+	case ProtoSCTP:
+		if k.NwProto != ProtoSCTP || l.L4 < l.L3+20 || l.L4+12 > len(frame) ||
+			binary.BigEndian.Uint16(frame[l.L4:]) != k.TpSrc || binary.BigEndian.Uint16(frame[l.L4+2:]) != k.TpDst {
+			tb.Errorf("layout %+v: no SCTP header the key %+v was read from", l, k)
+		}
+	case ProtoICMP, ProtoICMPv6:
+		if l.IPVersion != map[uint8]uint8{ProtoICMP: 4, ProtoICMPv6: 6}[l.L4Proto] || k.NwProto != l.L4Proto ||
+			l.L4 < l.L3+20 || l.L4+4 > len(frame) || uint16(frame[l.L4]) != k.TpSrc || uint16(frame[l.L4+1]) != k.TpDst {
+			tb.Errorf("layout %+v: no ICMP header the key %+v was read from", l, k)
 		}
 	default:
 		tb.Errorf("layout %+v: L4 protocol %d", l, l.L4Proto)

@@ -27,6 +27,8 @@ import (
 	"math/bits"
 	"strconv"
 	"strings"
+
+	"github.com/xswitch/xswitch/header"
 )
 
 // Value is a field's value, right-aligned in 128 bits: the widest field is
@@ -115,6 +117,9 @@ type Field struct {
 	Maskable bool
 	// Writable fields may be written by set_field, load and move.
 	Writable bool
+	// readOnly fields are those that OVS's meta-flow says no action may
+	// write: set_field says so in ovs-ofctl's words.
+	readOnly bool
 	// Carried fields are not in the frame's bytes: the pipeline carries
 	// them along with it (registers, metadata, the input port), so load
 	// and move write them in the key alone. A header field that is
@@ -123,6 +128,12 @@ type Field struct {
 	// Needs is what the rest of a match must say for the field to make
 	// sense (nil: nothing).
 	Needs *Prerequisite
+	// ActionNeeds, when set, is what an action that reads or writes the
+	// field needs of the match, where that is stricter than Needs: a
+	// match on ICMP or ICMPv6 takes icmp_type and icmpv6_type alike, as
+	// ovs-ofctl reads them, but in actions icmp_type is ICMP's alone and
+	// icmpv6_type ICMPv6's, as OVS has them.
+	ActionNeeds *Prerequisite
 	// OXM are the field's OpenFlow 1.3 encodings in matches, set_field
 	// and the Nicira actions that name fields, as Open vSwitch's
 	// meta-flow.xml gives them, the one a switch sends first; none for a
@@ -149,6 +160,58 @@ type Field struct {
 	// that make a frame whose key is old into one whose key is updated as
 	// far as the field's header goes (see AppendRewrites).
 	rewrite func(out []Action, old, updated *Key) ([]Action, bool)
+	// Frame, for a writable header field that set_field writes as
+	// itself, not as a mod_ action (OVS has none for it, or prints the
+	// write as set_field, as SCTP's ports), is where the field is in a
+	// frame: the field's rewrite is an ActSetField of its whole value,
+	// which writes those bytes.
+	Frame *InFrame
+}
+
+// InFrame is where a field is in a frame: in which header (Layout.Header
+// finds it), and the bytes there that hold it, right-aligned: the bits of
+// the first byte above the field's Bits are another field's.
+type InFrame struct {
+	Header   FrameHeader
+	Off, Len int
+}
+
+// FrameHeader names a header that Layout places.
+type FrameHeader uint8
+
+const (
+	InARP   FrameHeader = iota + 1 // the ARP header
+	InIPv6                         // the IPv6 header
+	InSCTP                         // the SCTP header: its CRC32c covers the field
+	InICMP                         // the ICMP or ICMPv6 header: its checksum covers the field
+	InND                           // the neighbour discovery message, from its ICMPv6 header
+	InNDSLL                        // the source link-layer address option's address
+	InNDTLL                        // the target link-layer address option's address
+)
+
+// inKey reports whether a frame whose key is k has header h, as far as
+// the key says: the rewrite of a field in h changes the key only then.
+func (h FrameHeader) inKey(k *Key) bool {
+	switch h {
+	case InARP:
+		return k.DlType == EtherTypeARP
+	case InIPv6:
+		return k.DlType == EtherTypeIPv6
+	case InSCTP:
+		return k.HasPorts() && k.NwProto == ProtoSCTP
+	case InICMP:
+		return k.HasICMP()
+	}
+	return k.IsND()
+}
+
+// actionNeeds is what an action that reads or writes f needs of the
+// match.
+func (f *Field) actionNeeds() *Prerequisite {
+	if f.ActionNeeds != nil {
+		return f.ActionNeeds
+	}
+	return f.Needs
 }
 
 // AppendRewrites appends to out the header rewrites that give a frame
@@ -194,6 +257,18 @@ func rewritePort(typ ActionType, at func(*Key) *uint16) func([]Action, *Key, *Ke
 			return out, false
 		}
 		return append(out, Action{Type: typ, Value: *at(updated)}), true
+	}
+}
+
+// rewriteInFrame is the rewrite of f, a field with an InFrame, in a frame
+// that has its header (has says which do): an ActSetField of its whole
+// updated value.
+func rewriteInFrame(f *Field, has func(*Key) bool) func([]Action, *Key, *Key) ([]Action, bool) {
+	return func(out []Action, old, updated *Key) ([]Action, bool) {
+		if !has(old) {
+			return out, false
+		}
+		return append(out, Action{Type: ActSetField, Field: f, Imm: f.get(updated), Mask: f.full()}), true
 	}
 }
 
@@ -442,6 +517,9 @@ func fieldTable() []*Field {
 		if f.print == nil && !f.shorthand {
 			f.print = printValue
 		}
+		if f.Frame != nil {
+			f.rewrite = rewriteInFrame(f, f.Frame.Header.inKey)
+		}
 		table = append(table, f)
 		return f
 	}
@@ -458,6 +536,7 @@ func fieldTable() []*Field {
 		{"tcp", EtherTypeIPv4, ProtoTCP, true}, {"udp", EtherTypeIPv4, ProtoUDP, true},
 		{"ipv6", EtherTypeIPv6, 0, false}, {"icmp6", EtherTypeIPv6, ProtoICMPv6, true},
 		{"tcp6", EtherTypeIPv6, ProtoTCP, true}, {"udp6", EtherTypeIPv6, ProtoUDP, true},
+		{"sctp", EtherTypeIPv4, ProtoSCTP, true}, {"sctp6", EtherTypeIPv6, ProtoSCTP, true},
 		{"arp", EtherTypeARP, 0, false},
 	} {
 		var m Match
@@ -476,7 +555,7 @@ func fieldTable() []*Field {
 	}
 	get, set := u16Field(func(k *Key) *uint16 { return &k.DlType })
 	add(&Field{Name: "dl_type", Aliases: []string{"eth_type", "NXM_OF_ETH_TYPE", "OXM_OF_ETH_TYPE"},
-		Bits: 16, OXM: []OXMCode{oxm(oxmBasic, 5, 2), oxm(oxmNXM0, 3, 2)}, syntax: syntaxHex4, print: printDlType}, get, set)
+		Bits: 16, readOnly: true, OXM: []OXMCode{oxm(oxmBasic, 5, 2), oxm(oxmNXM0, 3, 2)}, syntax: syntaxHex4, print: printDlType}, get, set)
 
 	for i := range NumRegs {
 		get, set := regField(i)
@@ -539,14 +618,32 @@ func fieldTable() []*Field {
 	add(&Field{Name: "nw_src", Aliases: []string{"ip_src", "NXM_OF_IP_SRC", "OXM_OF_IPV4_SRC"}, Bits: 32, Maskable: true,
 		Writable: true, Needs: needsIPv4OrARP, OXM: []OXMCode{oxmNeeds(oxmBasic, 11, 4, needsIPv4), oxmNeeds(oxmNXM0, 7, 4, needsIPv4)},
 		syntax: syntaxIPv4, print: printUnlessARP, rewrite: rewriteIPv4(ActSetNwSrc, func(k *Key) *[4]byte { return &k.NwSrc })}, get, set)
-	add(&Field{Name: "arp_spa", Aliases: []string{"NXM_OF_ARP_SPA", "OXM_OF_ARP_SPA"}, Bits: 32, Maskable: true,
-		Needs: needsARP, OXM: []OXMCode{oxm(oxmBasic, 22, 4), oxm(oxmNXM0, 16, 4)}, syntax: syntaxIPv4, print: printIfARP}, get, set)
+	add(&Field{Name: "arp_spa", Aliases: []string{"NXM_OF_ARP_SPA", "OXM_OF_ARP_SPA"}, Bits: 32, Maskable: true, Writable: true,
+		Needs: needsARP, OXM: []OXMCode{oxm(oxmBasic, 22, 4), oxm(oxmNXM0, 16, 4)}, syntax: syntaxIPv4, print: printIfARP,
+		Frame: &InFrame{InARP, header.ARPSPAOffset, header.IPv4AddrLen}}, get, set)
 	get, set = bytesField(func(k *Key) []byte { return k.NwDst[:] })
 	add(&Field{Name: "nw_dst", Aliases: []string{"ip_dst", "NXM_OF_IP_DST", "OXM_OF_IPV4_DST"}, Bits: 32, Maskable: true,
 		Writable: true, Needs: needsIPv4OrARP, OXM: []OXMCode{oxmNeeds(oxmBasic, 12, 4, needsIPv4), oxmNeeds(oxmNXM0, 8, 4, needsIPv4)},
 		syntax: syntaxIPv4, print: printUnlessARP, rewrite: rewriteIPv4(ActSetNwDst, func(k *Key) *[4]byte { return &k.NwDst })}, get, set)
-	add(&Field{Name: "arp_tpa", Aliases: []string{"NXM_OF_ARP_TPA", "OXM_OF_ARP_TPA"}, Bits: 32, Maskable: true,
-		Needs: needsARP, OXM: []OXMCode{oxm(oxmBasic, 23, 4), oxm(oxmNXM0, 17, 4)}, syntax: syntaxIPv4, print: printIfARP}, get, set)
+	add(&Field{Name: "arp_tpa", Aliases: []string{"NXM_OF_ARP_TPA", "OXM_OF_ARP_TPA"}, Bits: 32, Maskable: true, Writable: true,
+		Needs: needsARP, OXM: []OXMCode{oxm(oxmBasic, 23, 4), oxm(oxmNXM0, 17, 4)}, syntax: syntaxIPv4, print: printIfARP,
+		Frame: &InFrame{InARP, header.ARPTPAOffset, header.IPv4AddrLen}}, get, set)
+	// An ARP frame's hardware addresses, and a neighbour discovery
+	// message's link-layer ones: the same bits, as in OVS.
+	get, set = bytesField(func(k *Key) []byte { return k.ArpSHA[:] })
+	add(&Field{Name: "arp_sha", Aliases: []string{"NXM_NX_ARP_SHA", "OXM_OF_ARP_SHA"}, Bits: 48, Maskable: true, Writable: true,
+		Needs: needsARP, OXM: []OXMCode{oxm(oxmBasic, 24, 6), oxm(oxmNXM1, 17, 6)}, syntax: syntaxMAC, print: printIfARP,
+		Frame: &InFrame{InARP, header.ARPSHAOffset, header.MACLen}}, get, set)
+	add(&Field{Name: "nd_sll", Aliases: []string{"NXM_NX_ND_SLL", "OXM_OF_IPV6_ND_SLL"}, Bits: 48, Maskable: true, Writable: true,
+		Needs: needsNDSolicit, OXM: []OXMCode{oxm(oxmBasic, 32, 6), oxm(oxmNXM1, 24, 6)}, syntax: syntaxMAC, print: printUnlessARP,
+		Frame: &InFrame{InNDSLL, 0, header.MACLen}}, get, set)
+	get, set = bytesField(func(k *Key) []byte { return k.ArpTHA[:] })
+	add(&Field{Name: "arp_tha", Aliases: []string{"NXM_NX_ARP_THA", "OXM_OF_ARP_THA"}, Bits: 48, Maskable: true, Writable: true,
+		Needs: needsARP, OXM: []OXMCode{oxm(oxmBasic, 25, 6), oxm(oxmNXM1, 18, 6)}, syntax: syntaxMAC, print: printIfARP,
+		Frame: &InFrame{InARP, header.ARPTHAOffset, header.MACLen}}, get, set)
+	add(&Field{Name: "nd_tll", Aliases: []string{"NXM_NX_ND_TLL", "OXM_OF_IPV6_ND_TLL"}, Bits: 48, Maskable: true, Writable: true,
+		Needs: needsNDAdvert, OXM: []OXMCode{oxm(oxmBasic, 33, 6), oxm(oxmNXM1, 25, 6)}, syntax: syntaxMAC, print: printUnlessARP,
+		Frame: &InFrame{InNDTLL, 0, header.MACLen}}, get, set)
 
 	get, set = bytesField(func(k *Key) []byte { return k.IPv6Src[:] })
 	add(&Field{Name: "ipv6_src", Aliases: []string{"NXM_NX_IPV6_SRC", "OXM_OF_IPV6_SRC"}, Bits: 128, Maskable: true,
@@ -556,13 +653,21 @@ func fieldTable() []*Field {
 	add(&Field{Name: "ipv6_dst", Aliases: []string{"NXM_NX_IPV6_DST", "OXM_OF_IPV6_DST"}, Bits: 128, Maskable: true,
 		Writable: true, Needs: needsIPv6, OXM: []OXMCode{oxm(oxmBasic, 27, 16), oxm(oxmNXM1, 20, 16)}, syntax: syntaxIPv6,
 		rewrite: rewriteIPv6(ActSetIPv6Dst, func(k *Key) *[16]byte { return &k.IPv6Dst })}, get, set)
+	get, set = func(k *Key) Value { return Value{Lo: uint64(k.IPv6Label)} }, func(k *Key, v Value) { k.IPv6Label = uint32(v.Lo) }
+	// The label's 20 bits are the low ones of the header's first word.
+	add(&Field{Name: "ipv6_label", Aliases: []string{"NXM_NX_IPV6_LABEL", "OXM_OF_IPV6_FLABEL"}, Bits: 20, Maskable: true,
+		Writable: true, Needs: needsIPv6, OXM: []OXMCode{oxm(oxmBasic, 28, 4), oxm(oxmNXM1, 27, 4)}, syntax: syntaxHex,
+		print: printIPv6Label, Frame: &InFrame{InIPv6, 1, 3}}, get, set)
 
 	get, set = u8Field(func(k *Key) *uint8 { return &k.NwProto })
-	add(&Field{Name: "nw_proto", Aliases: []string{"ip_proto", "NXM_OF_IP_PROTO", "OXM_OF_IP_PROTO"}, Bits: 8,
+	add(&Field{Name: "nw_proto", Aliases: []string{"ip_proto", "NXM_OF_IP_PROTO", "OXM_OF_IP_PROTO"}, Bits: 8, readOnly: true,
 		Needs: needsIPOrARP, OXM: []OXMCode{oxmNeeds(oxmBasic, 10, 1, needsIP), oxmNeeds(oxmNXM0, 6, 1, needsIP)},
 		syntax: syntaxDecimal, print: printNwProto}, get, set)
-	add(&Field{Name: "arp_op", Aliases: []string{"NXM_OF_ARP_OP", "OXM_OF_ARP_OP"}, Bits: 8,
-		Needs: needsARP, OXM: []OXMCode{oxm(oxmBasic, 21, 2), oxm(oxmNXM0, 15, 2)}, syntax: syntaxDecimal, print: noPrint}, get, set)
+	// The opcode is 16 bits in the frame, of which the key keeps the low
+	// 8, as OVS's does; its rewrite writes the 8 bits, the high byte 0.
+	add(&Field{Name: "arp_op", Aliases: []string{"NXM_OF_ARP_OP", "OXM_OF_ARP_OP"}, Bits: 8, Writable: true,
+		Needs: needsARP, OXM: []OXMCode{oxm(oxmBasic, 21, 2), oxm(oxmNXM0, 15, 2)}, syntax: syntaxDecimal, print: noPrint,
+		Frame: &InFrame{InARP, header.ARPOpOffset, 2}}, get, set)
 
 	get, set = bitsOf8(func(k *Key) *uint8 { return &k.NwTOS }, 2, 6)
 	dscpGet, dscpSet := get, set
@@ -581,33 +686,56 @@ func fieldTable() []*Field {
 	add(&Field{Name: "nw_ttl", Aliases: []string{"NXM_NX_IP_TTL"}, Bits: 8, Writable: true, Needs: needsIP,
 		OXM: []OXMCode{oxm(oxmNXM1, 29, 1)}, syntax: syntaxDecimal, rewrite: rewriteIP(ActSetNwTTL, func(k *Key) uint16 { return uint16(k.NwTTL) })}, get, set)
 	get, set = u8Field(func(k *Key) *uint8 { return &k.NwFrag })
-	add(&Field{Name: "ip_frag", Aliases: []string{"nw_frag", "NXM_NX_IP_FRAG"}, Bits: 2, Maskable: true,
+	add(&Field{Name: "ip_frag", Aliases: []string{"nw_frag", "NXM_NX_IP_FRAG"}, Bits: 2, Maskable: true, readOnly: true,
 		Needs: needsIP, OXM: []OXMCode{oxm(oxmNXM1, 26, 1)}, syntax: syntaxFrag}, get, set)
 
 	get, set = u16Field(func(k *Key) *uint16 { return &k.TpSrc })
 	rewriteTpSrc := rewritePort(ActSetTpSrc, func(k *Key) *uint16 { return &k.TpSrc })
-	add(&Field{Name: "tp_src", Bits: 16, Maskable: true, Writable: true, Needs: needsTCPOrUDP,
+	add(&Field{Name: "tp_src", Bits: 16, Maskable: true, Writable: true, Needs: needsPorts,
 		syntax: syntaxDecimal, print: printUnlessICMP, rewrite: rewriteTpSrc}, get, set)
 	add(&Field{Name: "tcp_src", Aliases: []string{"NXM_OF_TCP_SRC", "OXM_OF_TCP_SRC"}, Bits: 16, Maskable: true,
 		Writable: true, Needs: needsTCP, OXM: []OXMCode{oxm(oxmBasic, 13, 2), oxm(oxmNXM0, 9, 2)}, syntax: syntaxDecimal, print: noPrint, rewrite: rewriteTpSrc}, get, set)
 	add(&Field{Name: "udp_src", Aliases: []string{"NXM_OF_UDP_SRC", "OXM_OF_UDP_SRC"}, Bits: 16, Maskable: true,
 		Writable: true, Needs: needsUDP, OXM: []OXMCode{oxm(oxmBasic, 15, 2), oxm(oxmNXM0, 11, 2)}, syntax: syntaxDecimal, print: noPrint, rewrite: rewriteTpSrc}, get, set)
-	add(&Field{Name: "icmp_type", Aliases: []string{"icmpv6_type", "NXM_OF_ICMP_TYPE", "OXM_OF_ICMPV4_TYPE",
-		"NXM_NX_ICMPV6_TYPE", "OXM_OF_ICMPV6_TYPE"}, Bits: 8, Needs: needsICMP,
-		OXM: []OXMCode{oxmNeeds(oxmBasic, 19, 1, needsICMPv4), oxmNeeds(oxmBasic, 29, 1, needsICMPv6),
-			oxmNeeds(oxmNXM0, 13, 1, needsICMPv4), oxmNeeds(oxmNXM1, 21, 1, needsICMPv6)}, syntax: syntaxDecimal, print: printIfICMP}, get, set)
+	// set_field to an SCTP port is OVS's too, unlike TCP's and UDP's,
+	// which are mod_tp_src and mod_tp_dst: it is the field's write.
+	add(&Field{Name: "sctp_src", Aliases: []string{"OXM_OF_SCTP_SRC"}, Bits: 16, Maskable: true, Writable: true,
+		Needs: needsSCTP, OXM: []OXMCode{oxm(oxmBasic, 17, 2)}, syntax: syntaxDecimal, print: noPrint,
+		Frame: &InFrame{InSCTP, header.SrcPortOffset, 2}}, get, set)
+	// icmp_type and icmp_code are ICMP's, and icmpv6_type and icmpv6_code
+	// ICMPv6's, over the same bits: in actions. A match on either names
+	// them by either, as ovs-ofctl reads them, and prints icmp_type and
+	// icmp_code.
+	get, set = bitsOf16(func(k *Key) *uint16 { return &k.TpSrc }, 0, 8)
+	add(&Field{Name: "icmp_type", Aliases: []string{"NXM_OF_ICMP_TYPE", "OXM_OF_ICMPV4_TYPE"}, Bits: 8, Writable: true,
+		Needs: needsICMP, ActionNeeds: needsICMPv4, OXM: []OXMCode{oxmNeeds(oxmBasic, 19, 1, needsICMPv4), oxmNeeds(oxmNXM0, 13, 1, needsICMPv4)},
+		syntax: syntaxDecimal, print: printIfICMP, Frame: &InFrame{InICMP, 0, 1}}, get, set)
+	add(&Field{Name: "icmpv6_type", Aliases: []string{"NXM_NX_ICMPV6_TYPE", "OXM_OF_ICMPV6_TYPE"}, Bits: 8, Writable: true,
+		Needs: needsICMP, ActionNeeds: needsICMPv6, OXM: []OXMCode{oxmNeeds(oxmBasic, 29, 1, needsICMPv6), oxmNeeds(oxmNXM1, 21, 1, needsICMPv6)},
+		syntax: syntaxDecimal, print: noPrint, Frame: &InFrame{InICMP, 0, 1}}, get, set)
 	get, set = u16Field(func(k *Key) *uint16 { return &k.TpDst })
 	rewriteTpDst := rewritePort(ActSetTpDst, func(k *Key) *uint16 { return &k.TpDst })
-	add(&Field{Name: "tp_dst", Bits: 16, Maskable: true, Writable: true, Needs: needsTCPOrUDP,
+	add(&Field{Name: "tp_dst", Bits: 16, Maskable: true, Writable: true, Needs: needsPorts,
 		syntax: syntaxDecimal, print: printUnlessICMP, rewrite: rewriteTpDst}, get, set)
 	add(&Field{Name: "tcp_dst", Aliases: []string{"NXM_OF_TCP_DST", "OXM_OF_TCP_DST"}, Bits: 16, Maskable: true,
 		Writable: true, Needs: needsTCP, OXM: []OXMCode{oxm(oxmBasic, 14, 2), oxm(oxmNXM0, 10, 2)}, syntax: syntaxDecimal, print: noPrint, rewrite: rewriteTpDst}, get, set)
 	add(&Field{Name: "udp_dst", Aliases: []string{"NXM_OF_UDP_DST", "OXM_OF_UDP_DST"}, Bits: 16, Maskable: true,
 		Writable: true, Needs: needsUDP, OXM: []OXMCode{oxm(oxmBasic, 16, 2), oxm(oxmNXM0, 12, 2)}, syntax: syntaxDecimal, print: noPrint, rewrite: rewriteTpDst}, get, set)
-	add(&Field{Name: "icmp_code", Aliases: []string{"icmpv6_code", "NXM_OF_ICMP_CODE", "OXM_OF_ICMPV4_CODE",
-		"NXM_NX_ICMPV6_CODE", "OXM_OF_ICMPV6_CODE"}, Bits: 8, Needs: needsICMP,
-		OXM: []OXMCode{oxmNeeds(oxmBasic, 20, 1, needsICMPv4), oxmNeeds(oxmBasic, 30, 1, needsICMPv6),
-			oxmNeeds(oxmNXM0, 14, 1, needsICMPv4), oxmNeeds(oxmNXM1, 22, 1, needsICMPv6)}, syntax: syntaxDecimal, print: printIfICMP}, get, set)
+	add(&Field{Name: "sctp_dst", Aliases: []string{"OXM_OF_SCTP_DST"}, Bits: 16, Maskable: true, Writable: true,
+		Needs: needsSCTP, OXM: []OXMCode{oxm(oxmBasic, 18, 2)}, syntax: syntaxDecimal, print: noPrint,
+		Frame: &InFrame{InSCTP, header.DstPortOffset, 2}}, get, set)
+	get, set = bitsOf16(func(k *Key) *uint16 { return &k.TpDst }, 0, 8)
+	add(&Field{Name: "icmp_code", Aliases: []string{"NXM_OF_ICMP_CODE", "OXM_OF_ICMPV4_CODE"}, Bits: 8, Writable: true,
+		Needs: needsICMP, ActionNeeds: needsICMPv4, OXM: []OXMCode{oxmNeeds(oxmBasic, 20, 1, needsICMPv4), oxmNeeds(oxmNXM0, 14, 1, needsICMPv4)},
+		syntax: syntaxDecimal, print: printIfICMP, Frame: &InFrame{InICMP, 1, 1}}, get, set)
+	add(&Field{Name: "icmpv6_code", Aliases: []string{"NXM_NX_ICMPV6_CODE", "OXM_OF_ICMPV6_CODE"}, Bits: 8, Writable: true,
+		Needs: needsICMP, ActionNeeds: needsICMPv6, OXM: []OXMCode{oxmNeeds(oxmBasic, 30, 1, needsICMPv6), oxmNeeds(oxmNXM1, 22, 1, needsICMPv6)},
+		syntax: syntaxDecimal, print: noPrint, Frame: &InFrame{InICMP, 1, 1}}, get, set)
+
+	get, set = bytesField(func(k *Key) []byte { return k.NDTarget[:] })
+	add(&Field{Name: "nd_target", Aliases: []string{"NXM_NX_ND_TARGET", "OXM_OF_IPV6_ND_TARGET"}, Bits: 128, Maskable: true, Writable: true,
+		Needs: needsND, OXM: []OXMCode{oxm(oxmBasic, 31, 16), oxm(oxmNXM1, 23, 16)}, syntax: syntaxIPv6,
+		Frame: &InFrame{InND, header.NDTargetOffset, header.IPv6AddrLen}}, get, set)
 	return table
 }
 
@@ -657,6 +785,18 @@ func printIfARP(f *Field, m *Match) string {
 		return ""
 	}
 	return printValue(f, m)
+}
+
+// printIPv6Label prints the flow label in five hex digits, as ovs-ofctl.
+func printIPv6Label(f *Field, m *Match) string {
+	mask := f.get(&m.Mask)
+	switch {
+	case mask.IsZero():
+		return ""
+	case mask == f.full():
+		return fmt.Sprintf("%s=0x%05x", f.Name, f.get(&m.Key).Lo)
+	}
+	return fmt.Sprintf("%s=0x%05x/0x%05x", f.Name, f.get(&m.Key).Lo, mask.Lo)
 }
 
 func printUnlessICMP(f *Field, m *Match) string {

@@ -25,21 +25,36 @@ func TestHeaderRewritesMakeTheWrite(t *testing.T) {
 			k.VLANTCI = VLANCFI | uint16(rnd.Uint32())&^VLANCFI
 		}
 		if k.DlType != EtherTypeARP {
-			k.NwProto = []uint8{ProtoTCP, ProtoUDP, ProtoICMP}[rnd.IntN(3)]
+			k.NwProto = []uint8{ProtoTCP, ProtoUDP, ProtoSCTP, ProtoICMP, ProtoICMPv6}[rnd.IntN(5)]
 			k.NwTOS, k.NwTTL = uint8(rnd.Uint32()), uint8(rnd.Uint32())
 			if rnd.IntN(4) == 0 {
 				k.NwFrag = FragAny | FragLater
 			}
-			if k.NwProto != ProtoICMP && k.NwFrag == 0 {
+			if k.NwFrag == 0 {
 				k.TpSrc, k.TpDst = uint16(rnd.Uint32()), uint16(rnd.Uint32())
 			}
+			if k.HasICMP() {
+				k.TpSrc, k.TpDst = uint16(rnd.Uint32()&0xff), uint16(rnd.Uint32()&0xff)
+			}
+			if k.DlType == EtherTypeIPv6 && k.NwProto == ProtoICMPv6 && rnd.IntN(2) == 0 {
+				k.TpSrc, k.TpDst = uint16(135+rnd.IntN(2)), 0 // neighbour discovery
+			}
 		}
-		if k.DlType == EtherTypeIPv6 {
+		switch {
+		case k.DlType == EtherTypeIPv6:
 			fill(k.IPv6Src[:])
 			fill(k.IPv6Dst[:])
-		} else {
+			k.IPv6Label = rnd.Uint32() & 0xfffff
+		default:
 			fill(k.NwSrc[:])
 			fill(k.NwDst[:])
+		}
+		if k.DlType == EtherTypeARP || k.IsND() {
+			fill(k.ArpSHA[:])
+			fill(k.ArpTHA[:])
+		}
+		if k.IsND() {
+			fill(k.NDTarget[:])
 		}
 		return k
 	}

@@ -321,7 +321,7 @@ func parseBucketActions(items []string, ports PortNames) ([]Action, error) {
 			return nil, err
 		}
 		switch {
-		case instructionRank[name] > 0 || name == "apply_actions":
+		case instructionRank[name] > 0 || name == "apply_actions" || name == "meter":
 			return nil, fmt.Errorf("instruction %s is not allowed in a group's bucket", name)
 		case strings.EqualFold(name, "drop"):
 			if hasArg || len(items) > 1 {

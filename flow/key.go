@@ -19,7 +19,11 @@ import (
 //
 //   - ARP frames put arp_op in NwProto and the sender and target protocol
 //     addresses in NwSrc and NwDst, as OVS does.
-//   - ICMP and ICMPv6 put the type in TpSrc and the code in TpDst.
+//   - ICMP and ICMPv6 put the type in TpSrc and the code in TpDst; SCTP
+//     puts its ports where TCP and UDP put theirs.
+//   - An IPv6 neighbour solicitation puts its source link-layer address
+//     (nd_sll) in ArpSHA, and an advertisement its target one (nd_tll)
+//     in ArpTHA: OVS's arp_sha and arp_tha hold them too.
 //   - VLANTCI is the outermost 802.1Q tag's TCI with the CFI bit (0x1000)
 //     forced on, so that "no tag" (0) and "tag with VID 0" differ; DlType is
 //     then the EtherType inside the tag.
@@ -50,24 +54,32 @@ type Headers struct {
 	// A frame from a tunnel port brings what its outer headers said: the
 	// VNI (tun_id) and the remote and local addresses (tun_src, tun_dst).
 	// Zero for a frame from any other port.
-	TunID   uint64
-	TunSrc  [4]byte
-	TunDst  [4]byte
-	InPort  uint16
-	DlDst   [6]byte
-	DlSrc   [6]byte
-	DlType  uint16
-	VLANTCI uint16
-	NwProto uint8
-	NwTOS   uint8 // the whole TOS / traffic class byte: DSCP << 2 | ECN
-	NwTTL   uint8
-	NwFrag  uint8 // FragAny, FragLater
-	NwSrc   [4]byte
-	NwDst   [4]byte
-	IPv6Src [16]byte
-	IPv6Dst [16]byte
-	TpSrc   uint16
-	TpDst   uint16
+	TunID  uint64
+	TunSrc [4]byte
+	TunDst [4]byte
+	// IPv6Label is the IPv6 flow label, 20 bits. (It is here, where a
+	// uint32 is aligned, so that Headers has no padding between its
+	// fields, and hashes as one run of memory.)
+	IPv6Label uint32
+	InPort    uint16
+	DlDst     [6]byte
+	DlSrc     [6]byte
+	DlType    uint16
+	VLANTCI   uint16
+	NwProto   uint8
+	NwTOS     uint8 // the whole TOS / traffic class byte: DSCP << 2 | ECN
+	NwTTL     uint8
+	NwFrag    uint8 // FragAny, FragLater
+	NwSrc     [4]byte
+	NwDst     [4]byte
+	IPv6Src   [16]byte
+	IPv6Dst   [16]byte
+	TpSrc     uint16
+	TpDst     uint16
+	ArpSHA    [6]byte
+	ArpTHA    [6]byte
+	// NDTarget is an IPv6 neighbour discovery message's target address.
+	NDTarget [16]byte
 }
 
 // VLANCFI marks VLANTCI as present (OVS's VLAN_CFI).
@@ -90,6 +102,7 @@ const (
 	ProtoTCP    = header.ProtoTCP
 	ProtoUDP    = header.ProtoUDP
 	ProtoICMPv6 = header.ProtoICMPv6
+	ProtoSCTP   = header.ProtoSCTP
 )
 
 // Widen sets every bit of h that is set in m: the union of two masks.
@@ -104,8 +117,10 @@ func (h *Headers) Widen(m *Headers) {
 	h.NwFrag |= m.NwFrag
 	h.TpSrc |= m.TpSrc
 	h.TpDst |= m.TpDst
+	h.IPv6Label |= m.IPv6Label
 	for _, f := range [][2][]byte{{h.TunSrc[:], m.TunSrc[:]}, {h.TunDst[:], m.TunDst[:]}, {h.DlDst[:], m.DlDst[:]}, {h.DlSrc[:], m.DlSrc[:]}, {h.NwSrc[:], m.NwSrc[:]},
-		{h.NwDst[:], m.NwDst[:]}, {h.IPv6Src[:], m.IPv6Src[:]}, {h.IPv6Dst[:], m.IPv6Dst[:]}} {
+		{h.NwDst[:], m.NwDst[:]}, {h.IPv6Src[:], m.IPv6Src[:]}, {h.IPv6Dst[:], m.IPv6Dst[:]},
+		{h.ArpSHA[:], m.ArpSHA[:]}, {h.ArpTHA[:], m.ArpTHA[:]}, {h.NDTarget[:], m.NDTarget[:]}} {
 		for i := range f[0] {
 			f[0][i] |= f[1][i]
 		}
@@ -142,6 +157,10 @@ func maskKey(dst, k, m *Key) {
 	and128(&dst.IPv6Dst, &k.IPv6Dst, &m.IPv6Dst)
 	dst.TpSrc = k.TpSrc & m.TpSrc
 	dst.TpDst = k.TpDst & m.TpDst
+	dst.IPv6Label = k.IPv6Label & m.IPv6Label
+	and48(&dst.ArpSHA, &k.ArpSHA, &m.ArpSHA)
+	and48(&dst.ArpTHA, &k.ArpTHA, &m.ArpTHA)
+	and128(&dst.NDTarget, &k.NDTarget, &m.NDTarget)
 	dst.Metadata = k.Metadata & m.Metadata
 	for i := range k.Regs {
 		dst.Regs[i] = k.Regs[i] & m.Regs[i]
@@ -161,9 +180,28 @@ func and128(dst, a, b *[16]byte) {
 	le.PutUint64(dst[8:], le.Uint64(a[8:])&le.Uint64(b[8:]))
 }
 
-// HasPorts reports whether the frame has the TCP or UDP header that the
-// key's ports were read from: a header rewrite of the ports needs one.
+// HasPorts reports whether the frame has the TCP, UDP or SCTP header that
+// the key's ports were read from: a header rewrite of the ports needs one.
 func (k *Key) HasPorts() bool {
-	isIP := k.DlType == EtherTypeIPv4 || k.DlType == EtherTypeIPv6
-	return isIP && (k.NwProto == ProtoTCP || k.NwProto == ProtoUDP) && k.NwFrag&FragLater == 0
+	return k.hasL4() && (k.NwProto == ProtoTCP || k.NwProto == ProtoUDP || k.NwProto == ProtoSCTP)
+}
+
+// HasICMP reports whether the frame has the ICMP (over IPv4) or ICMPv6
+// (over IPv6) header that the key's type and code were read from.
+func (k *Key) HasICMP() bool {
+	return k.hasL4() && (k.DlType == EtherTypeIPv4 && k.NwProto == ProtoICMP || k.DlType == EtherTypeIPv6 && k.NwProto == ProtoICMPv6)
+}
+
+// IsND reports whether the frame is an IPv6 neighbour solicitation or
+// advertisement: its key has nd_target, and nd_sll or nd_tll, as OVS
+// reads them.
+func (k *Key) IsND() bool {
+	return k.HasICMP() && k.DlType == EtherTypeIPv6 && k.TpDst == 0 &&
+		(k.TpSrc == header.ICMPv6NeighborSolicitation || k.TpSrc == header.ICMPv6NeighborAdvert)
+}
+
+// hasL4 reports whether the frame is IP with an L4 header: not a later
+// fragment.
+func (k *Key) hasL4() bool {
+	return (k.DlType == EtherTypeIPv4 || k.DlType == EtherTypeIPv6) && k.NwFrag&FragLater == 0
 }

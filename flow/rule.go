@@ -199,6 +199,11 @@ const (
 	// ActGroup sends the frame to group Group: its buckets' actions run
 	// on copies of it, as the group's type says.
 	ActGroup
+
+	// ActMeter is the instruction meter (OVS's meter:N), which comes
+	// first: the frame goes through meter Meter, whose bands may drop it
+	// or raise its DSCP's drop precedence, before the rule's actions.
+	ActMeter
 )
 
 // OpenFlow's packet-in reasons (OFPR_*), which an ActController's Table
@@ -235,6 +240,8 @@ type Action struct {
 	Table uint8
 	// Group is ActGroup's group id; it fits where Table's padding was.
 	Group uint32
+	// Meter is ActMeter's meter id.
+	Meter uint32
 
 	// ActLoad, ActSetField, ActWriteMetadata and ActMove write Field; Imm
 	// is already shifted under Mask, which is contiguous for ActLoad.

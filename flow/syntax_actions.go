@@ -14,12 +14,15 @@ import (
 // What actions that rewrite headers need the match to guarantee, as OVS
 // requires, so that a rule never rewrites a header the packet lacks.
 var (
-	actionNeedsIPv4     = &Prerequisite{holds: func(m *Match) bool { return hasDlType(m, EtherTypeIPv4) }, what: "an IPv4 match (ip)"}
-	actionNeedsIPv6     = &Prerequisite{holds: func(m *Match) bool { return hasDlType(m, EtherTypeIPv6) }, what: "an IPv6 match (ipv6)"}
-	actionNeedsIP       = &Prerequisite{holds: isIPMatch, what: "an ip or ipv6 match"}
-	actionNeedsTCPOrUDP = &Prerequisite{holds: func(m *Match) bool { return isTCPMatch(m) || isUDPMatch(m) }, what: "a tcp or udp match"}
-	actionNeedsTCP      = &Prerequisite{holds: isTCPMatch, what: "a tcp match"}
-	actionNeedsUDP      = &Prerequisite{holds: isUDPMatch, what: "a udp match"}
+	actionNeedsIPv4  = &Prerequisite{holds: func(m *Match) bool { return hasDlType(m, EtherTypeIPv4) }, what: "an IPv4 match (ip)"}
+	actionNeedsIPv6  = &Prerequisite{holds: func(m *Match) bool { return hasDlType(m, EtherTypeIPv6) }, what: "an IPv6 match (ipv6)"}
+	actionNeedsIP    = &Prerequisite{holds: isIPMatch, what: "an ip or ipv6 match"}
+	actionNeedsPorts = &Prerequisite{
+		holds: func(m *Match) bool { return isTCPMatch(m) || isUDPMatch(m) || isSCTPMatch(m) },
+		what:  "a tcp, udp or sctp match",
+	}
+	actionNeedsTCP = &Prerequisite{holds: isTCPMatch, what: "a tcp match"}
+	actionNeedsUDP = &Prerequisite{holds: isUDPMatch, what: "a udp match"}
 )
 
 // reservedPorts are the ports that actions name by word; OVS spells them in
@@ -48,6 +51,19 @@ func parseActions(text string, m *Match, ports PortNames) ([]Action, error) {
 		switch name {
 		case "apply_actions":
 			return nil, errors.New("apply_actions is the default instruction: write its actions without it")
+		case "meter":
+			switch {
+			case len(actions) > 0 && actions[0].Type == ActMeter:
+				return nil, errors.New("a rule has one meter instruction at most")
+			case len(actions) > 0 || instruction != "":
+				return nil, errors.New("instruction meter must come first, before the actions and the other instructions")
+			}
+			a, err := meterAction(arg, hasArg)
+			if err != nil {
+				return nil, err
+			}
+			actions = append(actions, a)
+			continue
 		case "write_actions", "clear_actions", "write_metadata", "goto_table":
 			if instructionRank[name] <= instructionRank[instruction] {
 				return nil, fmt.Errorf("instruction %s may not follow instruction %s", name, instruction)
@@ -113,8 +129,21 @@ func parseActions(text string, m *Match, ports PortNames) ([]Action, error) {
 
 // instructionRank ranks the instructions that may end an action list, in
 // the order OpenFlow 1.3 gives them: once one is seen, only later ones
-// may follow.
+// may follow. The meter instruction, OpenFlow's first, comes before the
+// actions (parseActions).
 var instructionRank = map[string]int{"": 0, "clear_actions": 1, "write_actions": 2, "write_metadata": 3, "goto_table": 4}
+
+// meterAction parses the meter instruction's argument, the meter's id.
+func meterAction(arg string, hasArg bool) (Action, error) {
+	if !hasArg {
+		return Action{}, errors.New("instruction meter needs the meter's id (meter:ID)")
+	}
+	id, err := numberFromText("meter", arg, math.MaxUint32)
+	if err == nil && (id == 0 || id > MeterMax) {
+		err = fmt.Errorf("meter:%s: a meter's id is from 1 to %d (OpenFlow's OFPMMFC_INVALID_METER)", arg, MeterMax)
+	}
+	return Action{Type: ActMeter, Meter: uint32(id)}, err
+}
 
 // splitAction splits one item of an action list into the action's name
 // and its argument: "name:arg", "name=arg" or OVS's "name(arg)".
@@ -324,7 +353,7 @@ func parseAction(name, arg string, hasArg bool, m *Match, ports PortNames) ([]Ac
 			typ = ActSetTpDst
 		}
 		port, err := numberFromText(name, arg, math.MaxUint16)
-		return one(Action{Type: typ, Value: uint16(port)}, actionNeedsTCPOrUDP, err)
+		return one(Action{Type: typ, Value: uint16(port)}, actionNeedsPorts, err)
 	default: // set_field
 		return setFieldAction(arg)
 	}
@@ -548,7 +577,10 @@ func setFieldAction(arg string) ([]Action, *Prerequisite, error) {
 	if ok && (f.Name == "tp_src" || f.Name == "tp_dst") {
 		f = fieldsByName["tcp"+f.Name[2:]] // as OVS's set_field reads them
 	}
-	if !ok || !f.Writable {
+	switch {
+	case ok && f.readOnly:
+		return nil, nil, fmt.Errorf("%s is read-only", name) // as ovs-ofctl says it
+	case !ok || !f.Writable:
 		return nil, nil, fmt.Errorf("set_field: unsupported field %q", name)
 	}
 	v, mask, err := setFieldValue(f, name, value)
@@ -617,7 +649,7 @@ func SetFieldActions(f *Field, v, mask Value) ([]Action, *Prerequisite, error) {
 	case v.BitLen() > int(f.Bits) || mask.BitLen() > int(f.Bits):
 		return nil, nil, fmt.Errorf("set_field: %#x/%#x does not fit in %s's %d bits", v.Lo, mask.Lo, f.Name, f.Bits)
 	}
-	needs := f.Needs
+	needs := f.actionNeeds()
 	if h, ok := maskedHeaders[f.Name]; ok {
 		needs = h.needs
 	}
@@ -642,10 +674,11 @@ func SetFieldAction(f *Field, v Value) (Action, *Prerequisite, error) {
 	if v.BitLen() > int(f.Bits) {
 		return Action{}, nil, fmt.Errorf("set_field: %#x does not fit in %s's %d bits", v.Lo, f.Name, f.Bits)
 	}
-	if f.Carried || f == fieldVLANTCI {
-		// vlan_tci has no mod_ action: the pipeline works the write out
-		// (Field.AppendRewrites), as it does a load's.
-		return Action{Type: ActSetField, Field: f, Imm: v, Mask: f.full()}, f.Needs, nil
+	if f.Carried || f == fieldVLANTCI || f.Frame != nil {
+		// vlan_tci and the fields with an InFrame have no mod_ action:
+		// the pipeline works the write out (Field.AppendRewrites), as it
+		// does a load's.
+		return Action{Type: ActSetField, Field: f, Imm: v, Mask: f.full()}, f.actionNeeds(), nil
 	}
 	switch f.Name {
 	case "dl_src":
@@ -699,7 +732,7 @@ var maskedHeaders = map[string]struct {
 // mask.
 func (f *Field) isMaskedSettable() bool {
 	_, header := maskedHeaders[f.Name]
-	return header || f.Maskable && (f.Carried || f == fieldVLANTCI || f == fieldIPv6Src || f == fieldIPv6Dst)
+	return header || f.Maskable && (f.Carried || f == fieldVLANTCI || f == fieldIPv6Src || f == fieldIPv6Dst || f.Frame != nil)
 }
 
 // maskedHeaderSet is the write of v's bits under mask into f, a field of
@@ -837,6 +870,8 @@ func actionText(a Action) string {
 		return "set_field:" + fieldsByName["ipv6_dst"].formatValue(a.Imm, Ones(128)) + "->ipv6_dst"
 	case ActGroup:
 		return "group:" + strconv.FormatUint(uint64(a.Group), 10)
+	case ActMeter:
+		return "meter:" + strconv.FormatUint(uint64(a.Meter), 10)
 	}
 	return fmt.Sprintf("unknown_action_type_%d", a.Type)
 }

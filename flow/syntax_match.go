@@ -7,6 +7,8 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+
+	"github.com/xswitch/xswitch/header"
 )
 
 // Each match field parses into a partial Match that holds only its own
@@ -40,8 +42,18 @@ func isIPMatch(m *Match) bool {
 	return hasDlType(m, EtherTypeIPv4) || hasDlType(m, EtherTypeIPv6)
 }
 
-func isTCPMatch(m *Match) bool { return isIPMatch(m) && hasNwProto(m, ProtoTCP) }
-func isUDPMatch(m *Match) bool { return isIPMatch(m) && hasNwProto(m, ProtoUDP) }
+func isTCPMatch(m *Match) bool  { return isIPMatch(m) && hasNwProto(m, ProtoTCP) }
+func isUDPMatch(m *Match) bool  { return isIPMatch(m) && hasNwProto(m, ProtoUDP) }
+func isSCTPMatch(m *Match) bool { return isIPMatch(m) && hasNwProto(m, ProtoSCTP) }
+
+// isNDMatch reports whether m is on neighbour discovery messages of
+// ICMPv6 type typ (either when 0), as OVS decides it: by the match's
+// values, so that a match that leaves icmp_code out has its 0.
+func isNDMatch(m *Match, typ uint16) bool {
+	isND := m.Key.TpSrc == header.ICMPv6NeighborSolicitation || m.Key.TpSrc == header.ICMPv6NeighborAdvert
+	return hasDlType(m, EtherTypeIPv6) && hasNwProto(m, ProtoICMPv6) && m.Key.TpDst == 0 &&
+		isND && (typ == 0 || m.Key.TpSrc == typ)
+}
 
 func isICMPMatch(m *Match) bool {
 	return hasDlType(m, EtherTypeIPv4) && hasNwProto(m, ProtoICMP) ||
@@ -57,16 +69,26 @@ var (
 		holds: func(m *Match) bool { return isIPMatch(m) || hasDlType(m, EtherTypeARP) },
 		what:  "ip, ipv6 or arp (dl_type=0x0800, 0x86dd or 0x0806)",
 	}
-	needsIP       = &Prerequisite{holds: isIPMatch, what: "ip or ipv6 (dl_type=0x0800 or 0x86dd)"}
-	needsIPv4     = &Prerequisite{holds: func(m *Match) bool { return hasDlType(m, EtherTypeIPv4) }, what: "ip (dl_type=0x0800)"}
-	needsARP      = &Prerequisite{holds: func(m *Match) bool { return hasDlType(m, EtherTypeARP) }, what: "arp (dl_type=0x0806)"}
-	needsIPv6     = &Prerequisite{holds: func(m *Match) bool { return hasDlType(m, EtherTypeIPv6) }, what: "ipv6 (dl_type=0x86dd)"}
-	needsTCPOrUDP = &Prerequisite{
-		holds: func(m *Match) bool { return isTCPMatch(m) || isUDPMatch(m) },
-		what:  "tcp or udp (nw_proto=6 or 17)",
+	needsIP    = &Prerequisite{holds: isIPMatch, what: "ip or ipv6 (dl_type=0x0800 or 0x86dd)"}
+	needsIPv4  = &Prerequisite{holds: func(m *Match) bool { return hasDlType(m, EtherTypeIPv4) }, what: "ip (dl_type=0x0800)"}
+	needsARP   = &Prerequisite{holds: func(m *Match) bool { return hasDlType(m, EtherTypeARP) }, what: "arp (dl_type=0x0806)"}
+	needsIPv6  = &Prerequisite{holds: func(m *Match) bool { return hasDlType(m, EtherTypeIPv6) }, what: "ipv6 (dl_type=0x86dd)"}
+	needsPorts = &Prerequisite{
+		holds: func(m *Match) bool { return isTCPMatch(m) || isUDPMatch(m) || isSCTPMatch(m) },
+		what:  "tcp, udp or sctp (nw_proto=6, 17 or 132)",
 	}
-	needsTCP    = &Prerequisite{holds: isTCPMatch, what: "tcp (nw_proto=6)"}
-	needsUDP    = &Prerequisite{holds: isUDPMatch, what: "udp (nw_proto=17)"}
+	needsTCP       = &Prerequisite{holds: isTCPMatch, what: "tcp (nw_proto=6)"}
+	needsUDP       = &Prerequisite{holds: isUDPMatch, what: "udp (nw_proto=17)"}
+	needsSCTP      = &Prerequisite{holds: isSCTPMatch, what: "sctp (nw_proto=132)"}
+	needsND        = &Prerequisite{holds: func(m *Match) bool { return isNDMatch(m, 0) }, what: "icmp6 with icmp_type=135 or 136 and icmp_code=0"}
+	needsNDSolicit = &Prerequisite{
+		holds: func(m *Match) bool { return isNDMatch(m, header.ICMPv6NeighborSolicitation) },
+		what:  "icmp6 with icmp_type=135 and icmp_code=0",
+	}
+	needsNDAdvert = &Prerequisite{
+		holds: func(m *Match) bool { return isNDMatch(m, header.ICMPv6NeighborAdvert) },
+		what:  "icmp6 with icmp_type=136 and icmp_code=0",
+	}
 	needsICMP   = &Prerequisite{holds: isICMPMatch, what: "icmp or icmp6 (nw_proto=1 with ip, 58 with ipv6)"}
 	needsICMPv4 = &Prerequisite{
 		holds: func(m *Match) bool { return hasDlType(m, EtherTypeIPv4) && hasNwProto(m, ProtoICMP) },
@@ -128,6 +150,8 @@ func orKeys(a, b *Key) Key {
 		NwFrag:  a.NwFrag | b.NwFrag,
 		TpSrc:   a.TpSrc | b.TpSrc,
 		TpDst:   a.TpDst | b.TpDst,
+
+		IPv6Label: a.IPv6Label | b.IPv6Label,
 	}, Metadata: a.Metadata | b.Metadata, Table: a.Table | b.Table}
 	orBytes(out.TunSrc[:], a.TunSrc[:], b.TunSrc[:])
 	orBytes(out.TunDst[:], a.TunDst[:], b.TunDst[:])
@@ -137,6 +161,9 @@ func orKeys(a, b *Key) Key {
 	orBytes(out.NwDst[:], a.NwDst[:], b.NwDst[:])
 	orBytes(out.IPv6Src[:], a.IPv6Src[:], b.IPv6Src[:])
 	orBytes(out.IPv6Dst[:], a.IPv6Dst[:], b.IPv6Dst[:])
+	orBytes(out.ArpSHA[:], a.ArpSHA[:], b.ArpSHA[:])
+	orBytes(out.ArpTHA[:], a.ArpTHA[:], b.ArpTHA[:])
+	orBytes(out.NDTarget[:], a.NDTarget[:], b.NDTarget[:])
 	for i := range out.Regs {
 		out.Regs[i] = a.Regs[i] | b.Regs[i]
 	}
@@ -317,6 +344,8 @@ func protocolShorthandOf(m *Match) (name string, impliesProto bool) {
 			return "tcp", true
 		case ProtoUDP:
 			return "udp", true
+		case ProtoSCTP:
+			return "sctp", true
 		}
 		return "ip", false
 	case hasDlType(m, EtherTypeIPv6):
@@ -327,6 +356,8 @@ func protocolShorthandOf(m *Match) (name string, impliesProto bool) {
 			return "tcp6", true
 		case ProtoUDP:
 			return "udp6", true
+		case ProtoSCTP:
+			return "sctp6", true
 		}
 		return "ipv6", false
 	case hasDlType(m, EtherTypeARP):

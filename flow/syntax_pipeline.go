@@ -155,7 +155,7 @@ func LoadAction(f *Field, ofs, nbits uint, v Value) (Action, *Prerequisite, erro
 		return a, needs, nil
 	}
 	return Action{Type: ActLoad, Field: f, Imm: v.Shl(ofs), Mask: dst.mask(),
-		Ofs: uint8(ofs), NBits: uint8(nbits)}, f.Needs, nil
+		Ofs: uint8(ofs), NBits: uint8(nbits)}, f.actionNeeds(), nil
 }
 
 // check checks that a load or move may write sf, bits that its field has.
@@ -200,7 +200,7 @@ func MoveAction(src *Field, srcOfs uint, dst *Field, dstOfs, nbits uint) (Action
 		return Action{}, nil, err
 	}
 	return Action{Type: ActMove, Src: src, SrcOfs: uint8(srcOfs), Field: dst, Ofs: uint8(dstOfs),
-		NBits: uint8(nbits)}, bothNeeded(src.Needs, dst.Needs), nil
+		NBits: uint8(nbits)}, bothNeeded(src.actionNeeds(), dst.actionNeeds()), nil
 }
 
 // bothNeeded is a prerequisite that holds when a and b both do.

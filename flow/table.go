@@ -378,7 +378,7 @@ func (t *Table) Delete(f Filter, strict bool) (*Table, []*Entry) {
 	if len(selected) == 0 {
 		return t, nil
 	}
-	return t.without(selected), selected
+	return t.Without(selected), selected
 }
 
 // Select returns the entries f selects, in Entries order, as ovs-ofctl's
@@ -473,7 +473,7 @@ func (t *Table) Expire(now time.Time) (*Table, []*Entry) {
 		return t, nil
 	}
 	slices.SortFunc(expired, compareRank)
-	return t.without(expired), expired
+	return t.Without(expired), expired
 }
 
 func (e *Entry) expired(now time.Time) bool { return e.TimedOut(now) != NotTimedOut }
@@ -502,7 +502,8 @@ func (e *Entry) TimedOut(now time.Time) Timeout {
 	return NotTimedOut
 }
 
-func (t *Table) without(entries []*Entry) *Table {
+// Without returns the next version without entries, which t holds.
+func (t *Table) Without(entries []*Entry) *Table {
 	b := newBuilder(t)
 	for _, e := range entries {
 		b.remove(e)

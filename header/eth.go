@@ -66,3 +66,16 @@ func (b VLAN) SetTCI(tci uint16) { binary.BigEndian.PutUint16(b[VLANTCIOffset:],
 
 // IsTPID reports whether etherType starts a VLAN tag.
 func IsTPID(etherType uint16) bool { return etherType == EtherTypeVLAN || etherType == EtherTypeQinQ }
+
+// ARP for IPv4 over Ethernet (RFC 826), the only ARP the key reads:
+//
+//	0    2    4  5  6    8     14    18    24    28
+//	|hrd |pro |hl|pl| op | sha | spa | tha | tpa |
+const (
+	ARPOpOffset  = 6
+	ARPSHAOffset = 8
+	ARPSPAOffset = 14
+	ARPTHAOffset = 18
+	ARPTPAOffset = 24
+	ARPLen       = 28
+)

@@ -38,6 +38,7 @@ const (
 	ProtoUDP          = 17
 	ProtoIPv6Fragment = 44
 	ProtoICMPv6       = 58
+	ProtoSCTP         = 132
 )
 
 // DSCPMask and ECNMask are the parts of the IPv4 TOS byte and of the IPv6

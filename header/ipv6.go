@@ -25,6 +25,10 @@ const (
 	// word, after the version.
 	IPv6TrafficClassShift = 4
 
+	// IPv6FlowLabelMask is the flow label's bits in the first 32-bit
+	// word.
+	IPv6FlowLabelMask = 0x000fffff
+
 	// IPv6ExtHeaderMinLen is the least length of an extension header.
 	IPv6ExtHeaderMinLen = 8
 	IPv6FragmentLen     = 8 // a fragment header

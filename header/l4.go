@@ -34,6 +34,33 @@ const (
 // covers the ICMP message alone.
 const ICMPChecksumOffset = 2
 
+// SCTP (RFC 9260): the ports, then the verification tag and the checksum,
+// a CRC32c of the whole SCTP packet, kept least significant byte first
+// (RFC 9260, appendix A).
+//
+//	0        2        4                 8                 12
+//	|src port|dst port|verification tag|     checksum     |
+const (
+	SCTPChecksumOffset = 8
+	SCTPLen            = 12
+)
+
+// ICMPv6 neighbour discovery (RFC 4861): a neighbour solicitation (135)
+// and advertisement (136) are the ICMPv6 header, 4 bytes of flags and
+// reserved bits, the target address, and options of 8-byte units, the
+// first byte their type and the second their length in units; a
+// link-layer address option holds an Ethernet address in one unit.
+const (
+	ICMPv6NeighborSolicitation = 135
+	ICMPv6NeighborAdvert       = 136
+	NDTargetOffset             = 8
+	NDLen                      = 24 // to the end of the target
+	NDOptUnit                  = 8
+	NDOptSourceLinkAddr        = 1
+	NDOptTargetLinkAddr        = 2
+	NDOptLinkAddrOffset        = 2 // the address in a link-layer address option
+)
+
 // TCP is a TCP header.
 type TCP []byte
 

@@ -122,11 +122,12 @@ xswitch_bridge_forwarder_busy_seconds_total{bridge="br0"} 1.5
 # HELP xswitch_bridge_forwarder_idle_seconds_total Time the bridge's forwarding thread spent asleep waiting for frames.
 # TYPE xswitch_bridge_forwarder_idle_seconds_total counter
 xswitch_bridge_forwarder_idle_seconds_total{bridge="br0"} 30
-# HELP xswitch_pipeline_dropped_total Frames the pipeline sent nowhere, by reason: rule (the rules said so), table_miss, loop (the depth or resubmit limit), ttl, no_copy, port_down (outputs only to ports the bridge does not have up); and packet-ins lost, the frame sent on otherwise: controller_queue (the queue to the agent was full), controller_rate (the controller's rate limit).
+# HELP xswitch_pipeline_dropped_total Frames the pipeline sent nowhere, by reason: rule (the rules said so), table_miss, loop (the depth or resubmit limit), ttl, no_copy, port_down (outputs only to ports the bridge does not have up), meter (a drop band of a meter); and packet-ins lost, the frame sent on otherwise: controller_queue (the queue to the agent was full), controller_rate (the controller's rate limit).
 # TYPE xswitch_pipeline_dropped_total counter
 xswitch_pipeline_dropped_total{bridge="br0",reason="controller_queue"} 0
 xswitch_pipeline_dropped_total{bridge="br0",reason="controller_rate"} 0
 xswitch_pipeline_dropped_total{bridge="br0",reason="loop"} 1
+xswitch_pipeline_dropped_total{bridge="br0",reason="meter"} 0
 xswitch_pipeline_dropped_total{bridge="br0",reason="no_copy"} 0
 xswitch_pipeline_dropped_total{bridge="br0",reason="port_down"} 0
 xswitch_pipeline_dropped_total{bridge="br0",reason="rule"} 0
@@ -137,6 +138,7 @@ xswitch_pipeline_dropped_total{bridge="br0",reason="ttl"} 0
 xswitch_port_rx_pipeline_dropped_total{bridge="br0",port="p1",reason="controller_queue"} 0
 xswitch_port_rx_pipeline_dropped_total{bridge="br0",port="p1",reason="controller_rate"} 0
 xswitch_port_rx_pipeline_dropped_total{bridge="br0",port="p1",reason="loop"} 0
+xswitch_port_rx_pipeline_dropped_total{bridge="br0",port="p1",reason="meter"} 0
 xswitch_port_rx_pipeline_dropped_total{bridge="br0",port="p1",reason="no_copy"} 0
 xswitch_port_rx_pipeline_dropped_total{bridge="br0",port="p1",reason="port_down"} 2
 xswitch_port_rx_pipeline_dropped_total{bridge="br0",port="p1",reason="rule"} 0
@@ -166,10 +168,10 @@ xswitch_table_matched_total{bridge="br0",table="3"} 7
 		t.Fatal(err)
 	}
 	// The down port has no counters and no info, only its up series: 18
-	// counters, 8 drop reasons and info and up for p1, up for p2, 7 bridge
-	// series, 8 drop reasons and 3 series for each of 2 tables.
-	if n := testutil.CollectAndCount(c); n != 18+8+2+1+7+8+6 {
-		t.Errorf("collected %d series; want %d", n, 17+8+2+1+7+8+6)
+	// counters, 9 drop reasons and info and up for p1, up for p2, 7 bridge
+	// series, 9 drop reasons and 3 series for each of 2 tables.
+	if want := 18 + 9 + 2 + 1 + 7 + 9 + 6; testutil.CollectAndCount(c) != want {
+		t.Errorf("collected %d series; want %d", testutil.CollectAndCount(c), want)
 	}
 }
 

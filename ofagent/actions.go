@@ -50,6 +50,8 @@ var (
 	fieldTCPDst  = fieldNamed("tcp_dst")
 	fieldUDPSrc  = fieldNamed("udp_src")
 	fieldUDPDst  = fieldNamed("udp_dst")
+	fieldSCTPSrc = fieldNamed("sctp_src")
+	fieldSCTPDst = fieldNamed("sctp_dst")
 )
 
 // hasVLAN reports whether m says the frame has a tag, as a set_field of
@@ -65,12 +67,13 @@ func instructionError(code uint16, format string, args ...any) error {
 }
 
 // instructionsFromOF gives a rule's action list (flow.Action's instruction
-// forms included: ActGotoTable, ActWriteMetadata, ActClearActions,
+// forms included: ActMeter, ActGotoTable, ActWriteMetadata, ActClearActions,
 // ActWriteActions) for a rule with match m in table m.Key.Table.
 func instructionsFromOF(is []openflow.Instruction, m flow.Match) ([]flow.Action, error) {
 	var apply, write []openflow.Action
 	var metadata *openflow.InstructionWriteMetadata
 	var gotoTable *openflow.InstructionGotoTable
+	var meter *openflow.InstructionMeter
 	var seen [openflow.InstructionTypeMeter + 1]bool
 	hasWrite, clear := false, false
 	for _, in := range is {
@@ -96,14 +99,23 @@ func instructionsFromOF(is []openflow.Instruction, m flow.Match) ([]flow.Action,
 			metadata = &in
 		case openflow.InstructionGotoTable:
 			gotoTable = &in
-		default: // meter
-			return nil, instructionError(openflow.BadInstructionUnsupInst, "meters are not supported")
+		case openflow.InstructionMeter:
+			meter = &in
 		}
 	}
-	out, err := actionsFromOF(apply, m)
+	var out []flow.Action
+	if meter != nil {
+		if meter.MeterID == 0 || meter.MeterID > flow.MeterMax {
+			return nil, &openflow.DecodeError{Type: openflow.ErrMeterModFailed, Code: uint16(flow.MeterInvalid),
+				Reason: fmt.Sprintf("meter %#x is a reserved meter", meter.MeterID)}
+		}
+		out = append(out, flow.Action{Type: flow.ActMeter, Meter: meter.MeterID})
+	}
+	applied, err := actionsFromOF(apply, m)
 	if err != nil {
 		return nil, err
 	}
+	out = append(out, applied...)
 	if clear {
 		out = append(out, flow.Action{Type: flow.ActClearActions})
 	}
@@ -134,6 +146,10 @@ func instructionsFromOF(is []openflow.Instruction, m flow.Match) ([]flow.Action,
 // rule with match m: its leading actions as apply_actions.
 func instructionsToOF(as []flow.Action, m flow.Match) []openflow.Instruction {
 	var out []openflow.Instruction
+	if id, ok := flow.MeterOf(as); ok {
+		out = append(out, openflow.InstructionMeter{MeterID: id})
+		as = as[1:] // the meter instruction comes first
+	}
 	i := 0
 	for i < len(as) && !isInstruction(as[i].Type) {
 		i++
@@ -172,15 +188,22 @@ func isInstruction(t flow.ActionType) bool {
 // actionDecoder reads an action list for a rule with match m. cur is
 // what the frame is known to be at the action being read: push_vlan
 // gives it a tag, which a set_field of vlan_vid then needs, and pop_vlan
-// takes it away, as Open vSwitch checks them.
+// takes it away, as Open vSwitch checks them. anyFrame says that the
+// list has no match of its own, a group's bucket's: its prerequisites are
+// not checked.
 type actionDecoder struct {
-	cur flow.Match
+	cur      flow.Match
+	anyFrame bool
 }
 
 // actionsFromOF gives a plain action list (PACKET_OUT's, and those inside
 // apply_actions and write_actions) for a rule with match m.
 func actionsFromOF(as []openflow.Action, m flow.Match) ([]flow.Action, error) {
 	d := actionDecoder{cur: m}
+	return d.actions(as)
+}
+
+func (d *actionDecoder) actions(as []openflow.Action) ([]flow.Action, error) {
 	out := make([]flow.Action, 0, len(as))
 	for i := 0; i < len(as); i++ {
 		// Open vSwitch sends mod_vlan_vid and mod_vlan_pcp, which push a
@@ -294,7 +317,7 @@ func (d *actionDecoder) check(needs *flow.Prerequisite, err error, what string) 
 	switch {
 	case err != nil:
 		return actionError(openflow.BadActionBadSetArgument, "%v", err)
-	case needs != nil && !needs.Holds(&d.cur):
+	case needs != nil && !d.anyFrame && !needs.Holds(&d.cur):
 		return actionError(openflow.BadActionMatchInconsistent, "%s requires %s", what, needs)
 	}
 	return nil
@@ -498,14 +521,16 @@ func appendActionOF(out []openflow.Action, a flow.Action, m *flow.Match, tagged 
 	case flow.ActSetIPv6Dst:
 		return append(out, setFieldOF(fieldIPv6Dst, a.Imm))
 	case flow.ActSetTpSrc, flow.ActSetTpDst:
-		f := fieldTCPSrc
-		switch {
-		case a.Type == flow.ActSetTpSrc && !fieldTCPSrc.Needs.Holds(m):
-			f = fieldUDPSrc
-		case a.Type == flow.ActSetTpDst && fieldTCPDst.Needs.Holds(m):
-			f = fieldTCPDst
-		case a.Type == flow.ActSetTpDst:
-			f = fieldUDPDst
+		// The field of the match's protocol: TCP's, UDP's or SCTP's.
+		fields := []*flow.Field{fieldTCPSrc, fieldUDPSrc, fieldSCTPSrc}
+		if a.Type == flow.ActSetTpDst {
+			fields = []*flow.Field{fieldTCPDst, fieldUDPDst, fieldSCTPDst}
+		}
+		f := fields[1]
+		for _, g := range fields {
+			if g.Needs.Holds(m) {
+				f = g
+			}
 		}
 		return appendHeaderSetOF(out, &a, f, flow.Value{Lo: uint64(a.Value)})
 	case flow.ActDecTTL:

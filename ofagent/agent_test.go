@@ -205,7 +205,7 @@ func TestAgentAnswersTheSwitchMessages(t *testing.T) {
 	if tables != flow.NumTables || len(got) < 2 {
 		t.Errorf("table features: %d tables in %d replies, want %d in several", tables, len(got), flow.NumTables)
 	}
-	c.wantError("a group mod", openflow.Unsupported{MsgType: openflow.TypeGroupMod, Body: make([]byte, 8)}, openflow.ErrBadRequest, openflow.BadRequestBadType)
+	c.wantError("a port mod", openflow.Unsupported{MsgType: openflow.TypePortMod, Body: make([]byte, 32)}, openflow.ErrBadRequest, openflow.BadRequestBadType)
 }
 
 func TestAgentFlowMods(t *testing.T) {

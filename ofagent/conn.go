@@ -95,10 +95,12 @@ func newConn(t *target, nc net.Conn) *conn {
 // port status.
 func defaultAsync() openflow.SetAsync {
 	ports := uint32(1<<openflow.PortAdd | 1<<openflow.PortDelete | 1<<openflow.PortModify)
+	removed := uint32(1<<openflow.RemovedIdleTimeout | 1<<openflow.RemovedHardTimeout | 1<<openflow.RemovedDelete |
+		1<<openflow.RemovedGroupDelete)
 	return openflow.SetAsync{
 		PacketInMask:    [2]uint32{1<<openflow.PacketInNoMatch | 1<<openflow.PacketInAction, 0},
 		PortStatusMask:  [2]uint32{ports, ports},
-		FlowRemovedMask: [2]uint32{1<<openflow.RemovedIdleTimeout | 1<<openflow.RemovedHardTimeout | 1<<openflow.RemovedDelete, 0},
+		FlowRemovedMask: [2]uint32{removed, 0},
 	}
 }
 

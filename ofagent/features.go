@@ -13,6 +13,13 @@ import (
 // flow-limit, a number a controller can plan with.
 const tableMaxEntries = 1000000
 
+// actionTypes are the OpenFlow actions xswitch has, in rules and in
+// groups' buckets.
+var actionTypes = []openflow.ActionType{
+	openflow.ActionTypeOutput, openflow.ActionTypePushVLAN, openflow.ActionTypePopVLAN, openflow.ActionTypeGroup,
+	openflow.ActionTypeSetNwTTL, openflow.ActionTypeDecNwTTL, openflow.ActionTypeSetField, openflow.ActionTypeExperimenter,
+}
+
 // tableFeatures describes every table, as OFPMP_TABLE_FEATURES asks:
 // what xswitch can match, write and do in it. Worked out once: it changes
 // only with the code.
@@ -41,10 +48,9 @@ var tableFeatures = sync.OnceValue(func() []openflow.TableFeatures {
 		uint16(openflow.InstructionTypeWriteActions), uint16(openflow.InstructionTypeApplyActions),
 		uint16(openflow.InstructionTypeClearActions),
 	}
-	actions := []uint16{
-		uint16(openflow.ActionTypeOutput), uint16(openflow.ActionTypePushVLAN), uint16(openflow.ActionTypePopVLAN),
-		uint16(openflow.ActionTypeSetNwTTL), uint16(openflow.ActionTypeDecNwTTL), uint16(openflow.ActionTypeSetField),
-		uint16(openflow.ActionTypeExperimenter),
+	var actions []uint16
+	for _, t := range actionTypes {
+		actions = append(actions, uint16(t))
 	}
 	out := make([]openflow.TableFeatures, flow.NumTables)
 	for t := range out {

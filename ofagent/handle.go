@@ -42,7 +42,7 @@ func (c *conn) handle(raw []byte) error {
 		c.send(xid, openflow.FeaturesReply{
 			DatapathID:   c.ba.datapathID(),
 			NTables:      flow.NumTables,
-			Capabilities: openflow.CapFlowStats | openflow.CapTableStats | openflow.CapPortStats,
+			Capabilities: openflow.CapFlowStats | openflow.CapTableStats | openflow.CapPortStats | openflow.CapGroupStats,
 		})
 	case openflow.GetConfigRequest:
 		c.mu.Lock()
@@ -66,6 +66,8 @@ func (c *conn) handle(raw []byte) error {
 		c.mu.Lock()
 		c.async = m
 		c.mu.Unlock()
+	case openflow.GroupMod:
+		c.groupMod(raw, &m)
 	case openflow.PacketOut:
 		if c.isSlave() {
 			c.sendError(raw, slaveError())
@@ -183,7 +185,7 @@ func (c *conn) queueFlowMod(raw []byte, fm *openflow.FlowMod) {
 		return
 	}
 	if mod == nil {
-		return // selects no rule: out_group names a group, and xswitch has none
+		return // selects no rule: out_port names a port xswitch cannot have
 	}
 	c.pending = append(c.pending, pendingFlowMod{raw: append([]byte(nil), raw[:min(len(raw), openflow.ErrorData)]...), mod: *mod})
 	if len(c.pending) >= maxPendingFlowMods {
@@ -273,22 +275,31 @@ func flowModFromOF(msg []byte, fm *openflow.FlowMod) (*control.FlowMod, error) {
 			Actions: actions, Instructions: bytes.Clone(wireInstructions), ResetCounts: fm.Flags&openflow.FlowFlagResetCounts != 0,
 		}, nil
 	case openflow.FlowDelete, openflow.FlowDeleteStrict:
-		if fm.OutGroup != openflow.GroupAny {
+		f, ok := outFilter(flow.Filter{Match: match, Priority: fm.Priority, HasPriority: fm.Command == openflow.FlowDeleteStrict,
+			Cookie: fm.Cookie, CookieMask: fm.CookieMask}, fm.OutPort, fm.OutGroup)
+		if !ok {
 			return nil, nil
-		}
-		f := flow.Filter{Match: match, Priority: fm.Priority, HasPriority: fm.Command == openflow.FlowDeleteStrict,
-			Cookie: fm.Cookie, CookieMask: fm.CookieMask}
-		if fm.OutPort != openflow.PortAny {
-			p, ok := portFromOF(fm.OutPort)
-			if !ok {
-				return nil, nil // no rule outputs to a port xswitch cannot have
-			}
-			f.OutPort = p
 		}
 		return &control.FlowMod{Command: control.FlowDelete, Ephemeral: true, Strict: fm.Command == openflow.FlowDeleteStrict, Filter: f}, nil
 	}
 	return nil, &openflow.DecodeError{Type: openflow.ErrFlowModFailed, Code: openflow.FlowModFailedBadCommand,
 		Reason: fmt.Sprintf("unknown flow mod command %d", fm.Command)}
+}
+
+// outFilter is f narrowed to the rules that output to port outPort and
+// send to group outGroup (openflow.PortAny, openflow.GroupAny: whatever
+// they do), as a flow delete or flow stats request asks; not ok when it
+// can select no rule, naming a port xswitch cannot have.
+func outFilter(f flow.Filter, outPort, outGroup uint32) (_ flow.Filter, ok bool) {
+	if outPort != openflow.PortAny {
+		if f.OutPort, ok = portFromOF(outPort); !ok {
+			return f, false
+		}
+	}
+	if outGroup != openflow.GroupAny {
+		f.OutGroup, f.ByOutGroup = outGroup, true
+	}
+	return f, true
 }
 
 // ruleFlags are the flow mod flags that are the rule's, which xswitch

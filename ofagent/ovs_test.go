@@ -48,6 +48,14 @@ var oracleFlows = []string{
 	"icmp,icmp_type=8,icmp_code=0,actions=drop",
 	"icmp6,icmp_type=135,actions=drop",
 	"arp,arp_op=1,arp_spa=10.0.0.1,arp_tpa=10.0.0.0/24,actions=drop",
+	"arp,arp_sha=02:00:00:00:00:01,arp_tha=00:00:00:00:00:00/01:00:00:00:00:00,actions=drop",
+	"sctp,tp_src=38412,tp_dst=0x100/0xff00,actions=drop",
+	"sctp6,sctp_dst=36412,actions=drop",
+	"ipv6,ipv6_label=0x12345,actions=drop",
+	"udp6,ipv6_label=0x5/0xf,actions=drop",
+	"icmp6,icmp_type=135,icmp_code=0,nd_target=fe80::1,nd_sll=02:00:00:00:00:01,actions=drop",
+	"icmp6,icmp_type=136,nd_target=fe80::/64,nd_tll=02:00:00:00:00:02/ff:ff:ff:00:00:00,actions=drop",
+	"icmp6,icmpv6_type=128,icmpv6_code=0,actions=drop",
 	"reg0=5,reg15=0x10/0xff,actions=drop",
 	"metadata=0x1234/0xffff,actions=drop",
 	"table=3,ip,reg3=1,metadata=7,actions=drop",
@@ -125,7 +133,7 @@ func ofctlFlowMod(t *testing.T, text string) (openflow.Match, uint8) {
 func TestOXMColumnOracle(t *testing.T) {
 	ofctltest.Require(t)
 	var contexts []flow.Match
-	for _, text := range []string{"", "ip", "ipv6", "arp", "tcp", "udp", "icmp", "icmp6", "dl_vlan=5"} {
+	for _, text := range []string{"", "ip", "ipv6", "arp", "tcp", "udp", "sctp", "icmp", "icmp6", "icmp6,icmp_type=135", "icmp6,icmp_type=136", "dl_vlan=5"} {
 		contexts = append(contexts, ruleOf(t, text+",actions=drop").Match)
 	}
 	var names, ours, canonical []string

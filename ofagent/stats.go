@@ -63,8 +63,18 @@ func (c *conn) multipart(raw []byte, xid uint32, m *openflow.MultipartRequest) {
 		}
 		body = tableFeatures()
 	case openflow.MultipartGroupFeatures:
-		body = openflow.GroupFeatures{} // no group type, no capability: xswitch has no groups
-	case openflow.MultipartGroup, openflow.MultipartGroupDesc, openflow.MultipartMeter, openflow.MultipartMeterConfig, openflow.MultipartQueue:
+		body = groupFeatures()
+	case openflow.MultipartGroup:
+		req, _ := m.Body.(openflow.GroupStatsRequest)
+		stats, err := ba.groupStats(req.GroupID)
+		if err != nil {
+			c.sendError(raw, err)
+			return
+		}
+		body = stats
+	case openflow.MultipartGroupDesc:
+		body = ba.groupDescs()
+	case openflow.MultipartMeter, openflow.MultipartMeterConfig, openflow.MultipartQueue:
 		body = []byte{} // none of them exists
 	case openflow.MultipartMeterFeatures:
 		body = make([]byte, meterFeaturesLen) // no meter, no band type, no capability
@@ -86,16 +96,9 @@ func (ba *bridgeAgent) selectFlows(req *openflow.FlowStatsRequest) ([]*flow.Entr
 	if err != nil {
 		return nil, err
 	}
-	if req.OutGroup != openflow.GroupAny {
-		return nil, nil // xswitch has no groups
-	}
-	f := flow.Filter{Match: match, Cookie: req.Cookie, CookieMask: req.CookieMask}
-	if req.OutPort != openflow.PortAny {
-		p, ok := portFromOF(req.OutPort)
-		if !ok {
-			return nil, nil
-		}
-		f.OutPort = p
+	f, ok := outFilter(flow.Filter{Match: match, Cookie: req.Cookie, CookieMask: req.CookieMask}, req.OutPort, req.OutGroup)
+	if !ok {
+		return nil, nil
 	}
 	ba.br.SyncFastPath()
 	return ba.br.Flows().Select(f, false), nil

@@ -49,6 +49,8 @@ func corpusRules(t testing.TB) (texts []string, rules []flow.Rule) {
 var roundTripKnownDifferent = map[string]string{
 	"actions=push_vlan:0x8100,mod_vlan_vid:10,output:1": "OVS sends mod_vlan_vid on an untagged frame as push_vlan and set_field, " +
 		"which xswitch reads as mod_vlan_vid again; here the push_vlan is the rule's own, and the two do the same to every frame",
+	"sctp,actions=mod_tp_dst:1234,output:1": "OpenFlow 1.3 carries mod_tp_dst of an SCTP port as set_field to sctp_dst, as OVS sends it, " +
+		"which xswitch reads as that: the same write",
 }
 
 // TestCorpusRoundTrip: every corpus rule xswitch accepts, taken to
@@ -153,7 +155,11 @@ func TestMatchErrors(t *testing.T) {
 		fields []openflow.OXM
 		code   uint16
 	}{
-		{"no such field (OXM_OF_SCTP_SRC)", []openflow.OXM{ethIPv4, basic(10, 132), basic(17, 0, 1)}, openflow.BadMatchBadField},
+		{"no such field (OXM_OF_IPV6_EXTHDR)", []openflow.OXM{ethIPv6, basic(39, 0, 1)}, openflow.BadMatchBadField},
+		{"sctp_src under TCP", []openflow.OXM{ethIPv4, ipTCP, basic(17, 0, 1)}, openflow.BadMatchBadPrereq},
+		{"nd_target of an echo request", []openflow.OXM{ethIPv6, basic(10, 58), basic(29, 128), basic(31, 0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1)},
+			openflow.BadMatchBadPrereq},
+		{"nd_tll of a solicitation", []openflow.OXM{ethIPv6, basic(10, 58), basic(29, 135), basic(33, 2, 0, 0, 0, 0, 1)}, openflow.BadMatchBadPrereq},
 		{"no such field (mpls_label)", []openflow.OXM{basic(34, 0, 0, 0, 1)}, openflow.BadMatchBadField},
 		{"an experimenter field", []openflow.OXM{{Class: openflow.OXMClassExperimenter, Field: 1, Experimenter: 0x4f4e4600, Value: []byte{1}}}, openflow.BadMatchBadField},
 		{"eth_type of 3 bytes", []openflow.OXM{basic(5, 8, 0, 0)}, openflow.BadMatchBadLen},
@@ -328,8 +334,13 @@ func TestActionErrors(t *testing.T) {
 		{"output to OFPP_MAX", apply(openflow.ActionOutput{Port: openflow.PortMax}), none, openflow.ErrBadAction, openflow.BadActionBadOutPort},
 		{"output to ANY", apply(openflow.ActionOutput{Port: openflow.PortAny}), none, openflow.ErrBadAction, openflow.BadActionBadOutPort},
 		{"set_field of ip_proto", apply(openflow.ActionSetField{Field: basic(10, 6)}), tcp, openflow.ErrBadAction, openflow.BadActionBadSetType},
-		{"set_field of arp_spa", apply(openflow.ActionSetField{Field: basic(22, 1, 2, 3, 4)}), none, openflow.ErrBadAction, openflow.BadActionBadSetType},
-		{"set_field of no field", apply(openflow.ActionSetField{Field: basic(17, 0, 1)}), none, openflow.ErrBadAction, openflow.BadActionBadSetType},
+		{"set_field of arp_spa without arp", apply(openflow.ActionSetField{Field: basic(22, 1, 2, 3, 4)}), none,
+			openflow.ErrBadAction, openflow.BadActionMatchInconsistent},
+		{"set_field of icmp_type under icmp6", apply(openflow.ActionSetField{Field: basic(19, 3)}), ruleOf(t, "icmp6,actions=drop").Match,
+			openflow.ErrBadAction, openflow.BadActionMatchInconsistent},
+		{"set_field of nd_sll under an advertisement", apply(openflow.ActionSetField{Field: basic(32, 2, 0, 0, 0, 0, 1)}),
+			ruleOf(t, "icmp6,icmp_type=136,actions=drop").Match, openflow.ErrBadAction, openflow.BadActionMatchInconsistent},
+		{"set_field of no field (ipv6_exthdr)", apply(openflow.ActionSetField{Field: basic(39, 0, 1)}), none, openflow.ErrBadAction, openflow.BadActionBadSetType},
 		{"set_field of tcp_dst without tcp", apply(openflow.ActionSetField{Field: basic(14, 0, 80)}), none,
 			openflow.ErrBadAction, openflow.BadActionMatchInconsistent},
 		{"set_field of udp_dst under tcp", apply(openflow.ActionSetField{Field: basic(16, 0, 53)}), tcp,
@@ -341,8 +352,10 @@ func TestActionErrors(t *testing.T) {
 			openflow.ErrBadAction, openflow.BadActionMatchInconsistent},
 		{"goto_table back", []openflow.Instruction{openflow.InstructionGotoTable{TableID: 0}}, none,
 			openflow.ErrBadInstruction, openflow.BadInstructionBadTableID},
-		{"meter", []openflow.Instruction{openflow.InstructionMeter{MeterID: 1}}, none,
-			openflow.ErrBadInstruction, openflow.BadInstructionUnsupInst},
+		{"meter 0", []openflow.Instruction{openflow.InstructionMeter{MeterID: 0}}, none,
+			openflow.ErrMeterModFailed, uint16(flow.MeterInvalid)},
+		{"meter all", []openflow.Instruction{openflow.InstructionMeter{MeterID: flow.MeterAll}}, none,
+			openflow.ErrMeterModFailed, uint16(flow.MeterInvalid)},
 		{"experimenter instruction", []openflow.Instruction{openflow.InstructionExperimenter{Experimenter: 1}}, none,
 			openflow.ErrBadInstruction, openflow.BadInstructionUnsupInst},
 	} {

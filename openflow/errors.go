@@ -92,9 +92,21 @@ const (
 	FlowModFailedBadCommand = 6
 	FlowModFailedBadFlags   = 7
 
-	GroupModFailedInvalidGroup = 8
-	GroupModFailedBadType      = 10
-	GroupModFailedEPERM        = 14
+	GroupModFailedGroupExists         = 0
+	GroupModFailedInvalidGroup        = 1
+	GroupModFailedWeightUnsupported   = 2
+	GroupModFailedOutOfGroups         = 3
+	GroupModFailedOutOfBuckets        = 4
+	GroupModFailedChainingUnsupported = 5
+	GroupModFailedWatchUnsupported    = 6
+	GroupModFailedLoop                = 7
+	GroupModFailedUnknownGroup        = 8
+	GroupModFailedChainedGroup        = 9
+	GroupModFailedBadType             = 10
+	GroupModFailedBadCommand          = 11
+	GroupModFailedBadBucket           = 12
+	GroupModFailedBadWatch            = 13
+	GroupModFailedEPERM               = 14
 
 	PortModFailedBadPort = 0
 

@@ -244,7 +244,7 @@ type (
 )
 
 // Unsupported is a message of a type xswitch does not implement
-// (GROUP_MOD, PORT_MOD, TABLE_MOD, METER_MOD, QUEUE_GET_CONFIG_*): its
+// (PORT_MOD, TABLE_MOD, METER_MOD, QUEUE_GET_CONFIG_*): its
 // body undecoded, so that the agent can refuse it with the right error.
 type Unsupported struct {
 	MsgType Type
@@ -376,6 +376,8 @@ func appendBody(b []byte, m Message) ([]byte, Type) {
 		b = append(b, 0, 0)
 		b = appendMatch(b, m.Match)
 		return AppendInstructions(b, m.Instructions), m.Type()
+	case GroupMod:
+		return appendGroupMod(b, m), m.Type()
 	case RoleRequest:
 		return appendRole(b, RoleReply(m)), m.Type()
 	case RoleReply:
@@ -636,7 +638,9 @@ func decodeBody(t Type, p []byte) (Message, error) {
 			return GetAsyncReply(a), nil
 		}
 		return a, nil
-	case TypeGroupMod, TypePortMod, TypeTableMod, TypeQueueGetConfigRequest, TypeQueueGetConfigReply, TypeMeterMod:
+	case TypeGroupMod:
+		return decodeGroupMod(p)
+	case TypePortMod, TypeTableMod, TypeQueueGetConfigRequest, TypeQueueGetConfigReply, TypeMeterMod:
 		return Unsupported{MsgType: t, Body: bytesOrNil(p)}, nil
 	}
 	return nil, errorf(ErrBadRequest, BadRequestBadType, "message type %d", uint8(t))

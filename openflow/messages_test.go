@@ -24,7 +24,15 @@ var (
 		CurrSpeed: 10000000, MaxSpeed: 10000000,
 	}
 	testFlowStatsRequest = FlowStatsRequest{TableID: TableAll, OutPort: PortAny, OutGroup: GroupAny, Cookie: 0x10, CookieMask: 0xff, Match: testMatch}
-	testTableFeatures    = TableFeatures{
+	testBuckets          = []Bucket{
+		{Weight: 2, WatchPort: PortAny, WatchGroup: GroupAny, Actions: []Action{ActionOutput{Port: 1}}},
+		{Weight: 1, WatchPort: PortAny, WatchGroup: GroupAny, Actions: []Action{ActionSetField{Field: basic(OXMEthDst, 2, 0, 0, 0, 0, 9)}, ActionGroup{GroupID: 7}}},
+	}
+	testFFBuckets = []Bucket{
+		{WatchPort: 3, WatchGroup: GroupAny, Actions: []Action{ActionOutput{Port: 3}}},
+		{WatchPort: PortAny, WatchGroup: 7, Actions: []Action{ActionGroup{GroupID: 7}}},
+	}
+	testTableFeatures = TableFeatures{
 		TableID: 0, Name: "classifier", MetadataMatch: ^uint64(0), MetadataWrite: ^uint64(0), MaxEntries: 1000000,
 		Properties: []TableFeatureProp{
 			{Type: TableFeatureInstructions, InstructionIDs: []uint16{uint16(InstructionTypeGotoTable), uint16(InstructionTypeApplyActions)}},
@@ -71,7 +79,11 @@ var testMessages = []Message{
 	GetAsyncRequest{},
 	GetAsyncReply{PacketInMask: [2]uint32{7, 0}, PortStatusMask: [2]uint32{7, 7}, FlowRemovedMask: [2]uint32{15, 0}},
 	SetAsync{PacketInMask: [2]uint32{3, 1}, PortStatusMask: [2]uint32{7, 7}, FlowRemovedMask: [2]uint32{0, 0}},
-	Unsupported{MsgType: TypeGroupMod, Body: []byte{0, 0, 0, 0, 0, 0, 0, 1}},
+	Unsupported{MsgType: TypePortMod, Body: []byte{0, 0, 0, 0, 0, 0, 0, 1}},
+	GroupMod{Command: GroupCommandAdd, GroupType: GroupTypeSelect, GroupID: 1, Buckets: testBuckets},
+	GroupMod{Command: GroupCommandModify, GroupType: GroupTypeFastFailover, GroupID: GroupMax, Buckets: testFFBuckets},
+	GroupMod{Command: GroupCommandDelete, GroupType: GroupTypeAll, GroupID: GroupAll},
+	GroupMod{Command: GroupCommandAdd, GroupType: GroupTypeIndirect, GroupID: 2, Buckets: []Bucket{{WatchPort: PortAny, WatchGroup: GroupAny}}},
 	Unsupported{MsgType: TypeMeterMod},
 
 	MultipartRequest{MType: MultipartDesc},
@@ -81,6 +93,8 @@ var testMessages = []Message{
 	MultipartRequest{MType: MultipartPortStats, Body: PortStatsRequest{PortNo: PortAny}},
 	MultipartRequest{MType: MultipartPortDesc},
 	MultipartRequest{MType: MultipartGroupFeatures},
+	MultipartRequest{MType: MultipartGroup, Body: GroupStatsRequest{GroupID: GroupAll}},
+	MultipartRequest{MType: MultipartGroupDesc},
 	MultipartRequest{MType: MultipartMeterFeatures},
 	MultipartRequest{MType: MultipartTableFeatures, Body: []TableFeatures(nil)},
 	MultipartRequest{MType: MultipartTableFeatures, Flags: MultipartRequestMore, Body: []TableFeatures{testTableFeatures}},
@@ -102,6 +116,15 @@ var testMessages = []Message{
 	MultipartReply{MType: MultipartPortDesc, Body: []Port{testPort, {PortNo: PortLocal, Name: "br0", Config: PortConfigPortDown, State: PortStateLinkDown}}},
 	MultipartReply{MType: MultipartTableFeatures, Body: []TableFeatures{testTableFeatures, {TableID: 1, Name: "t1"}}},
 	MultipartReply{MType: MultipartGroupFeatures, Body: GroupFeatures{Types: 1, Capabilities: 2, MaxGroups: [4]uint32{1, 2, 3, 4}, Actions: [4]uint32{5, 6, 7, 8}}},
+	MultipartReply{MType: MultipartGroup, Body: []GroupStats{
+		{GroupID: 1, RefCount: 2, PacketCount: 30, ByteCount: 4000, DurationSec: 5, DurationNsec: 6, Buckets: []BucketCounter{{10, 1000}, {20, 3000}}},
+		{GroupID: 2},
+	}},
+	MultipartReply{MType: MultipartGroupDesc, Body: []GroupDesc{
+		{GroupType: GroupTypeSelect, GroupID: 1, Buckets: testBuckets},
+		{GroupType: GroupTypeFastFailover, GroupID: 3, Buckets: testFFBuckets},
+		{GroupType: GroupTypeAll, GroupID: 4},
+	}},
 	MultipartReply{MType: MultipartMeterFeatures, Body: []byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}},
 }
 
@@ -157,6 +180,7 @@ func TestHelloVersions(t *testing.T) {
 
 func TestDecodeErrors(t *testing.T) {
 	flowMod := Append(nil, 1, FlowMod{Match: testMatch})
+	groupMod := Append(nil, 1, GroupMod{Command: GroupCommandAdd, GroupType: GroupTypeSelect, GroupID: 1, Buckets: testBuckets})
 	for _, c := range []struct {
 		name string
 		b    []byte
@@ -183,6 +207,14 @@ func TestDecodeErrors(t *testing.T) {
 		{"desc request with a body", Append(nil, 1, MultipartRequest{MType: MultipartDesc, Body: []byte{0}}), ErrBadRequest, BadRequestBadLen},
 		{"table stats not a multiple", Append(nil, 1, MultipartReply{MType: MultipartTable, Body: make([]byte, 25)}), ErrBadRequest, BadRequestBadLen},
 		{"flow stats length short", Append(nil, 1, MultipartReply{MType: MultipartFlow, Body: make([]byte, 48)}), ErrBadRequest, BadRequestBadLen},
+		{"bucket shorter than its header", patch(bytes.Clone(groupMod), 16, 0, 8), ErrGroupModFailed, GroupModFailedBadBucket},
+		{"bucket past the message", patch(bytes.Clone(groupMod), 16, 1, 0), ErrGroupModFailed, GroupModFailedBadBucket},
+		{"buckets end short", patch(append(bytes.Clone(groupMod[:16]), make([]byte, 8)...), 2, 0, 24), ErrGroupModFailed, GroupModFailedBadBucket},
+		{"action past its bucket", patch(bytes.Clone(groupMod), 16+16+2, 0, 24), ErrBadAction, BadActionBadLen},
+		{"group mod short", patch(Append(nil, 1, GroupMod{})[:12], 2, 0, 12), ErrBadRequest, BadRequestBadLen},
+		{"group stats request short", Append(nil, 1, MultipartRequest{MType: MultipartGroup, Body: []byte{0, 0, 0, 1}}), ErrBadRequest, BadRequestBadLen},
+		{"group desc request with a body", Append(nil, 1, MultipartRequest{MType: MultipartGroupDesc, Body: make([]byte, 8)}), ErrBadRequest, BadRequestBadLen},
+		{"bucket counters not a multiple", Append(nil, 1, MultipartReply{MType: MultipartGroup, Body: patch(make([]byte, 48), 1, 48)}), ErrBadRequest, BadRequestBadLen},
 		{"table features property past", patch(Append(nil, 1, MultipartRequest{MType: MultipartTableFeatures, Body: []TableFeatures{testTableFeatures}}), 16+64+2, 0x7f), ErrBadRequest, BadRequestBadLen},
 	} {
 		_, _, err := Decode(c.b)

@@ -34,9 +34,11 @@ const (
 // MultipartRequest is OFPT_MULTIPART_REQUEST. Decode gives Body by MType:
 //
 //	MultipartDesc, MultipartTable, MultipartPortDesc,
-//	MultipartGroupFeatures, MultipartMeterFeatures: nil
+//	MultipartGroupDesc, MultipartGroupFeatures,
+//	MultipartMeterFeatures:                         nil
 //	MultipartFlow, MultipartAggregate:              FlowStatsRequest
 //	MultipartPortStats:                             PortStatsRequest
+//	MultipartGroup:                                 GroupStatsRequest
 //	MultipartTableFeatures:                         []TableFeatures
 //	the others:                                     []byte, undecoded
 //
@@ -56,6 +58,8 @@ type MultipartRequest struct {
 //	MultipartPortStats:     []PortStats
 //	MultipartPortDesc:      []Port
 //	MultipartTableFeatures: []TableFeatures
+//	MultipartGroup:         []GroupStats
+//	MultipartGroupDesc:     []GroupDesc
 //	MultipartGroupFeatures: GroupFeatures
 //	the others:             []byte, undecoded
 //
@@ -229,6 +233,9 @@ func appendMultipartBody(b []byte, body any) []byte {
 	case PortStatsRequest:
 		b = be.AppendUint32(b, m.PortNo)
 		return append(b, 0, 0, 0, 0)
+	case GroupStatsRequest:
+		b = be.AppendUint32(b, m.GroupID)
+		return append(b, 0, 0, 0, 0)
 	case Desc:
 		for _, f := range [...]struct {
 			s     string
@@ -274,6 +281,10 @@ func multipartItems(body any) (n int, item func(b []byte, i int) []byte) {
 		return len(m), func(b []byte, i int) []byte { return appendPort(b, m[i]) }
 	case []TableFeatures:
 		return len(m), func(b []byte, i int) []byte { return appendTableFeatures(b, m[i]) }
+	case []GroupStats:
+		return len(m), func(b []byte, i int) []byte { return appendGroupStats(b, m[i]) }
+	case []GroupDesc:
+		return len(m), func(b []byte, i int) []byte { return appendGroupDesc(b, m[i]) }
 	}
 	return 0, nil
 }
@@ -285,7 +296,8 @@ const maxMessageLen = 0xffff
 // items need to keep each message within 65535 bytes, with
 // MultipartReplyMore in the flags of all but the last. A body that is not
 // a list ([]FlowStats, []TableStats, []PortStats, []Port,
-// []TableFeatures) makes one message, as Append does.
+// []TableFeatures, []GroupStats, []GroupDesc) makes one message, as
+// Append does.
 func AppendMultipartReplies(b []byte, xid uint32, r MultipartReply) []byte {
 	n, item := multipartItems(r.Body)
 	if item == nil {
@@ -456,8 +468,12 @@ func decodeMultipartRequest(p []byte) (Message, error) {
 	}
 	m := MultipartRequest{MType: t, Flags: flags}
 	switch t {
-	case MultipartDesc, MultipartTable, MultipartPortDesc, MultipartGroupFeatures, MultipartMeterFeatures:
+	case MultipartDesc, MultipartTable, MultipartPortDesc, MultipartGroupDesc, MultipartGroupFeatures, MultipartMeterFeatures:
 		err = exactly(TypeMultipartRequest, p, 0)
+	case MultipartGroup:
+		if err = exactly(TypeMultipartRequest, p, groupStatsReqLen); err == nil {
+			m.Body = GroupStatsRequest{GroupID: binary.BigEndian.Uint32(p)}
+		}
 	case MultipartFlow, MultipartAggregate:
 		m.Body, err = decodeFlowStatsRequest(p)
 	case MultipartPortStats:
@@ -516,6 +532,10 @@ func decodeMultipartReply(p []byte) (Message, error) {
 		m.Body, err = decodeFixedList(p, portLen, decodePort)
 	case MultipartTableFeatures:
 		m.Body, err = decodeTableFeaturesList(p)
+	case MultipartGroup:
+		m.Body, err = decodeGroupStatsList(p)
+	case MultipartGroupDesc:
+		m.Body, err = decodeGroupDescList(p)
 	case MultipartGroupFeatures:
 		if err = exactly(mt, p, groupFeaturesLen); err == nil {
 			g := GroupFeatures{Types: be.Uint32(p), Capabilities: be.Uint32(p[4:])}

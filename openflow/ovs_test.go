@@ -157,6 +157,26 @@ DP Description: br0`},
     all group:
        max_groups=0x1
        actions: output`},
+	{GroupMod{Command: GroupCommandAdd, GroupType: GroupTypeSelect, GroupID: 1, Buckets: testBuckets}, `OFPT_GROUP_MOD (OF1.3) (xid=0x11):
+ ADD group_id=1,type=select,bucket=weight:2,actions=output:1,bucket=actions=set_field:02:00:00:00:00:09->eth_dst,group:7`},
+	{GroupMod{Command: GroupCommandModify, GroupType: GroupTypeFastFailover, GroupID: 5, Buckets: testFFBuckets}, `OFPT_GROUP_MOD (OF1.3) (xid=0x11):
+ MOD group_id=5,type=ff,bucket=watch_port:3,actions=output:3,bucket=watch_group:7,actions=group:7`},
+	{GroupMod{Command: GroupCommandDelete, GroupType: GroupTypeAll, GroupID: GroupAll}, `OFPT_GROUP_MOD (OF1.3) (xid=0x11):
+ DEL group_id=4294967292,type=all`},
+	{MultipartRequest{MType: MultipartGroup, Body: GroupStatsRequest{GroupID: 9}}, `OFPST_GROUP request (OF1.3) (xid=0x11): group_id=9`},
+	{MultipartRequest{MType: MultipartGroupDesc}, `OFPST_GROUP_DESC request (OF1.3) (xid=0x11): group_id=ALL`},
+	{MultipartReply{MType: MultipartGroup, Body: []GroupStats{
+		{GroupID: 1, RefCount: 2, PacketCount: 30, ByteCount: 4000, DurationSec: 5, DurationNsec: 6, Buckets: []BucketCounter{{10, 1000}, {20, 3000}}},
+		{GroupID: 2},
+	}}, `OFPST_GROUP reply (OF1.3) (xid=0x11):
+ group_id=1,duration=5.000000006s,ref_count=2,packet_count=30,byte_count=4000,bucket0:packet_count=10,byte_count=1000,bucket1:packet_count=20,byte_count=3000
+ group_id=2,duration=0s,ref_count=0,packet_count=0,byte_count=0`},
+	{MultipartReply{MType: MultipartGroupDesc, Body: []GroupDesc{
+		{GroupType: GroupTypeSelect, GroupID: 1, Buckets: testBuckets},
+		{GroupType: GroupTypeIndirect, GroupID: 4, Buckets: []Bucket{{WatchPort: PortAny, WatchGroup: GroupAny}}},
+	}}, `OFPST_GROUP_DESC reply (OF1.3) (xid=0x11):
+ group_id=1,type=select,bucket=weight:2,actions=output:1,bucket=actions=set_field:02:00:00:00:00:09->eth_dst,group:7
+ group_id=4,type=indirect,bucket=actions=drop`},
 }
 
 // fullTableFeatures has every property Open vSwitch requires in 1.3.
@@ -199,7 +219,7 @@ func ofSwitch(t *testing.T, replies map[MultipartType]any) *ofctltest.Switch {
 			reply = BarrierReply{}
 		case EchoRequest:
 			reply = EchoReply(m)
-		case FlowMod, PacketOut:
+		case FlowMod, PacketOut, GroupMod:
 			return nil, nil // no reply unless refused
 		case MultipartRequest:
 			body, ok := replies[m.MType]
@@ -247,6 +267,9 @@ func TestOVSOfctl(t *testing.T) {
 		MultipartPortStats:     []PortStats{{PortNo: 7, RxPackets: 11, TxPackets: 12, RxBytes: 1300, TxBytes: 1400, DurationSec: 3}},
 		MultipartDesc:          Desc{MfrDesc: "xswitch", HWDesc: "AF_XDP", SWDesc: "0.1", SerialNum: "none", DPDesc: "br0"},
 		MultipartTableFeatures: []TableFeatures{fullTableFeatures},
+		MultipartGroupDesc:     []GroupDesc{{GroupType: GroupTypeSelect, GroupID: 1, Buckets: testBuckets}},
+		MultipartGroup: []GroupStats{{GroupID: 1, RefCount: 2, PacketCount: 30, ByteCount: 4000, DurationSec: 5,
+			Buckets: []BucketCounter{{10, 1000}, {20, 3000}}}},
 	}
 	// ovs-ofctl asks for these to parse names in flows.
 	tableNames := MultipartRequest{MType: MultipartTableFeatures, Body: []TableFeatures(nil)}
@@ -284,6 +307,15 @@ func TestOVSOfctl(t *testing.T) {
 			[]Message{hello, tableNames, hello, portNames, hello, PacketOut{BufferID: NoBuffer, InPort: PortController, Data: testFrame}, BarrierRequest{}}, nil},
 		{[]string{"dump-desc"}, []Message{hello, MultipartRequest{MType: MultipartDesc}},
 			[]string{"Manufacturer: xswitch", "DP Description: br0"}},
+		{[]string{"add-group", "group_id=1,type=select,bucket=weight:2,output:1,bucket=set_field:02:00:00:00:00:09->eth_dst,group:7"},
+			[]Message{hello, tableNames, hello, portNames, hello, GroupMod{Command: GroupCommandAdd, GroupType: GroupTypeSelect, GroupID: 1, Buckets: testBuckets}, BarrierRequest{}}, nil},
+		{[]string{"mod-group", "group_id=5,type=ff,bucket=watch_port:3,output:3,bucket=watch_group:7,group:7"},
+			[]Message{hello, tableNames, hello, portNames, hello, GroupMod{Command: GroupCommandModify, GroupType: GroupTypeFastFailover, GroupID: 5, Buckets: testFFBuckets}, BarrierRequest{}}, nil},
+		{[]string{"del-groups"}, []Message{hello, tableNames, hello, portNames, hello, GroupMod{Command: GroupCommandDelete, GroupID: GroupAll}, BarrierRequest{}}, nil},
+		{[]string{"dump-groups"}, []Message{hello, MultipartRequest{MType: MultipartGroupDesc}},
+			[]string{"group_id=1,type=select,bucket=weight:2,actions=output:1,bucket=actions=set_field:02:00:00:00:00:09->eth_dst,group:7"}},
+		{[]string{"dump-group-stats"}, []Message{hello, tableNames, hello, portNames, hello, MultipartRequest{MType: MultipartGroup, Body: GroupStatsRequest{GroupID: GroupAll}}},
+			[]string{"group_id=1,duration=5s,ref_count=2,packet_count=30,byte_count=4000,bucket0:packet_count=10,byte_count=1000,bucket1:packet_count=20,byte_count=3000"}},
 	} {
 		sw := ofSwitch(t, replies)
 		args := append([]string{"-O", "OpenFlow13", c.args[0], sw.Target()}, c.args[1:]...)

@@ -87,6 +87,7 @@ type Bridge struct {
 	drops  *dropCounters
 
 	fp        *fastPath // nil: no fast path
+	meters    *meterBank
 	watchDone chan struct{}
 	stopWatch chan struct{}
 
@@ -147,7 +148,9 @@ func New(name string, flows *flow.Table, opts Options) (*Bridge, error) {
 		fp := newFastPath(dp, place.tables, place.drops, len(place.fdb.slots))
 		fp.publish(cls, flows)
 		b.fp, place.fp = fp, fp
+		place.meters = newMeterBank(dp, place.epoch)
 	}
+	b.meters = place.meters
 	for i := range place.count {
 		place.index = i
 		f, err := newForwarder(opts, cls, place)

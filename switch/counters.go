@@ -42,6 +42,7 @@ const (
 	// (packetin.go): the frame's other outputs happen.
 	dropControllerQueue
 	dropControllerRate
+	dropMeter        // a drop band of the meter it went through
 	dropVLAN         // NORMAL: in a VLAN the input port does not carry
 	dropReserved     // NORMAL: to a reserved group address (reserved.go)
 	dropStorm        // NORMAL: flooded beyond the port's storm limit (storm.go)
@@ -56,7 +57,7 @@ const numPipelineDrops = dropVLAN
 // DropReasons names the pipeline's reasons, as PipelineDrops and the
 // metrics give them.
 var DropReasons = [numPipelineDrops]string{"rule", "table_miss", "loop", "ttl", "no_copy", "port_down",
-	"controller_queue", "controller_rate"}
+	"controller_queue", "controller_rate", "meter"}
 
 // DropCounts are frames dropped by the pipeline, by reason, in the order
 // of DropReasons.

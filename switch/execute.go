@@ -12,7 +12,8 @@ type executor struct {
 	run    frameRun
 	copies copyPool
 	// saved is the frame as each clone bracket open in run found it.
-	saved [maxCloneNest]savedRun
+	saved  [maxCloneNest]savedRun
+	meters *meterBank // the bridge's
 }
 
 // frameRun is one frame's run of its decision.
@@ -97,6 +98,10 @@ func (f *forwarder) execute(r *frameRun, actions []flow.Action) {
 			r.shared = true
 		case actSetTunnelID:
 			r.tunnel.ID = uint32(a.Imm.Lo)
+		case actMeter:
+			if !f.meterFrame(r, a) {
+				return
+			}
 		case actToController:
 			// Sent, as far as the pipeline's drops go, even if the
 			// packet-in is lost: that is counted as such.
@@ -247,6 +252,8 @@ func rewrite(a *flow.Action, frame []byte, l *flow.Layout) ([]byte, bool) {
 		setTOS(frame, l, header.ECNMask, uint8(a.Value))
 	case flow.ActSetNwTTL:
 		setTTL(frame, l, uint8(a.Value))
+	case flow.ActSetField:
+		setField(frame, l, a.Field, a.Imm)
 	}
 	return frame, true
 }

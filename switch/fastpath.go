@@ -269,7 +269,8 @@ func readsHeaders(a flow.Action) bool {
 	case flow.ActOutput, flow.ActNormal, flow.ActFlood, flow.ActAll, flow.ActInPort,
 		flow.ActSetDlSrc, flow.ActSetDlDst, flow.ActSetVLANVID, flow.ActSetVLANPCP, flow.ActStripVLAN, flow.ActPushVLAN,
 		flow.ActResubmit, flow.ActGotoTable, flow.ActClearActions, flow.ActWriteActions, flow.ActWriteMetadata,
-		flow.ActController: // whose decisions stay in user space
+		flow.ActController, // whose decisions stay in user space
+		flow.ActMeter:      // whose remark reads the DSCP as the frame runs, in both paths
 		return false // the addresses and the tag they read are NORMAL's, always in the mask
 	case flow.ActLoad, flow.ActSetField:
 		return !a.Field.Carried // a constant into a register is no read; into a header, a rewrite

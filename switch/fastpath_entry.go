@@ -18,12 +18,19 @@ import (
 // is a constant delta. What the program can carry for now: rewrites of
 // the MAC addresses; pushing, popping and changing a tag; NORMAL's VLAN
 // forms; IPv4 addresses, TOS and TTL, dec_ttl, and TCP/UDP ports over
-// IPv4, their checksums updated; the IPv6 hop limit; one output to a port
-// that forwards; and a drop the rules chose. Everything else stays with
+// IPv4, their checksums updated; the IPv6 hop limit; a meter (the
+// program reads its bands from the meter's slot as each frame runs); one
+// output to a port that forwards, a group's bucket included (a bracket
+// whose copy goes nowhere leaves the frame as it was); and a drop the
+// rules chose. Everything else stays with
 // user space: packet-ins, floods and several outputs (the program
 // redirects a frame once), IPv6 addresses, traffic class and ports,
-// output(max_len=), and a VLAN operation after a pop (the key does not
-// say whether a second tag is left). A frame from a tunnel comes taken
+// SCTP ports (whose CRC32c the program does not compute), the fields
+// that set_field writes as such (ARP's, ICMP's, neighbour discovery's,
+// the flow label), output(max_len=), and a VLAN operation after a pop
+// (the key does not say whether a second tag is left); and IPv6
+// neighbour discovery, whose target address the program's key has no
+// room for (bpf.KeyOf). A frame from a tunnel comes taken
 // apart by its underlay's program; one sent to a tunnel leaves with the
 // tunnel's outer headers pushed, through its underlay.
 
@@ -35,6 +42,9 @@ func (f *forwarder) fastPathEntry(d *decision, h *flow.Headers) (e datapath.Entr
 	why = fmt.Sprintf("more than the %d operations the program runs", len(e.Ops))
 	k := flow.Key{Headers: *h}
 	tagKnown := true // false after a pop: a second tag may be left
+	// metered: a meter runs before the operations that follow, and its
+	// remark may change the DSCP the key says.
+	metered := false
 	out, outputs := uint32(0), 0
 	// The tun_id a frame leaves a tunnel whose key is flow with, and how
 	// much longer than it came the operations so far made the frame.
@@ -124,6 +134,9 @@ func (f *forwarder) fastPathEntry(d *decision, h *flow.Headers) (e datapath.Entr
 	if len(d.controllers) > 0 {
 		return e, "a packet-in to the controller, which user space makes"
 	}
+	if k.IsND() {
+		return e, "IPv6 neighbour discovery, which the program leaves to user space"
+	}
 	for i := range d.actions {
 		a := &d.actions[i]
 		if outputs > 0 && a.Type != actCloneEnd {
@@ -192,8 +205,11 @@ func (f *forwarder) fastPathEntry(d *decision, h *flow.Headers) (e datapath.Entr
 			if !k.HasPorts() {
 				break
 			}
-			if k.DlType != flow.EtherTypeIPv4 {
+			switch {
+			case k.DlType != flow.EtherTypeIPv4:
 				return e, "a port rewrite over IPv6"
+			case k.NwProto == flow.ProtoSCTP:
+				return e, "an SCTP port rewrite"
 			}
 			port, off := k.TpSrc, uint8(header.SrcPortOffset)
 			if a.Type == flow.ActSetTpDst {
@@ -214,6 +230,9 @@ func (f *forwarder) fastPathEntry(d *decision, h *flow.Headers) (e datapath.Entr
 			}
 			ok = setTTL(ttl)
 		case flow.ActSetNwTOS, flow.ActSetNwECN:
+			if metered {
+				return e, "a TOS rewrite after a meter, whose remark it would not know"
+			}
 			mask := uint8(header.DSCPMask)
 			if a.Type == flow.ActSetNwECN {
 				mask = header.ECNMask
@@ -255,6 +274,15 @@ func (f *forwarder) fastPathEntry(d *decision, h *flow.Headers) (e datapath.Entr
 			}
 		case actSetTunnelID:
 			tunnelID = uint32(a.Imm.Lo)
+		case actMeter:
+			switch {
+			case a.Port == noMeterSlot:
+				return e, fmt.Sprintf("meter %d, which the bridge does not have", a.Meter)
+			case len(ops) > 0:
+				return e, "a meter after a rewrite: the program runs a meter first, if at all"
+			}
+			ok = op(datapath.Op{Type: datapath.OpMeter, Tunnel: uint32(a.Port), Delta: a.Meter, Len: ipVersion(k.DlType)})
+			metered = true
 		default:
 			return e, unoffloaded(a.Type)
 		}
@@ -267,7 +295,12 @@ func (f *forwarder) fastPathEntry(d *decision, h *flow.Headers) (e datapath.Entr
 	case outputs == 1:
 		e.Out = out
 	case d.dropped == dropRule:
-		e.Out, e.Ops = datapath.OutDrop, [len(e.Ops)]datapath.Op{}
+		e.Out = datapath.OutDrop
+		if !metered {
+			// The rewrites of a frame that goes nowhere are not run;
+			// a meter's are, for it counts the frame as rewritten.
+			e.Ops = [len(e.Ops)]datapath.Op{}
+		}
 	default:
 		return e, fmt.Sprintf("a %s drop, which user space counts", DropReasons[d.dropped])
 	}
@@ -287,16 +320,31 @@ func unoffloaded(t flow.ActionType) string {
 	return "an action the program does not run"
 }
 
+// ipVersion is the version of the IP header of frames of EtherType
+// dlType, whose DSCP a meter's remark changes: 0 for none.
+func ipVersion(dlType uint16) uint8 {
+	switch dlType {
+	case flow.EtherTypeIPv4:
+		return 4
+	case flow.EtherTypeIPv6:
+		return 6
+	}
+	return 0
+}
+
 // l4Csum names the checksum a change of the IPv4 pseudo-header or of the
-// ports updates, if the frame has one.
+// ports updates, if the frame has one: SCTP's CRC32c covers no
+// pseudo-header.
 func l4Csum(k *flow.Key) uint8 {
 	switch {
 	case !k.HasPorts():
 		return 0
 	case k.NwProto == flow.ProtoTCP:
 		return datapath.CsumTCP
+	case k.NwProto == flow.ProtoUDP:
+		return datapath.CsumUDP
 	}
-	return datapath.CsumUDP
+	return 0
 }
 
 // be16 puts a 16-bit value in the frame's byte order, as the program's

@@ -6,7 +6,9 @@ import (
 	"math/rand/v2"
 	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/cilium/ebpf"
 
@@ -58,38 +60,14 @@ func randomOffloadPipeline(rnd *rand.Rand) []string {
 			kinds = 14
 		}
 		for range rnd.IntN(4) {
-			switch rnd.IntN(kinds) {
-			case 0:
-				actions = append(actions, fmt.Sprintf("mod_dl_src:02:00:00:00:00:%02x", rnd.IntN(256)))
-			case 1:
-				actions = append(actions, fmt.Sprintf("set_field:00:00:00:00:%02x:00/00:00:00:00:ff:00->eth_dst", rnd.IntN(256)))
-			case 2:
-				actions = append(actions, []string{"push_vlan:0x8100", "push_vlan:0x88a8"}[rnd.IntN(2)])
-			case 3:
-				actions = append(actions, "strip_vlan")
-			case 4:
-				actions = append(actions, fmt.Sprintf("mod_vlan_vid:%d", rnd.IntN(4096)))
-			case 5:
-				actions = append(actions, fmt.Sprintf("mod_vlan_pcp:%d", rnd.IntN(8)))
-			case 6:
-				actions = append(actions, fmt.Sprintf("mod_nw_src:10.%d.%d.%d", rnd.IntN(256), rnd.IntN(256), rnd.IntN(256)))
-			case 7:
-				actions = append(actions, fmt.Sprintf("set_field:%d.0.0.0/255.0.0.0->ip_dst", rnd.IntN(256)))
-			case 8:
-				actions = append(actions, fmt.Sprintf("mod_tp_src:%d", rnd.IntN(65536)))
-			case 9:
-				actions = append(actions, fmt.Sprintf("set_field:0x%x/0xff00->udp_dst", rnd.IntN(65536)))
-			case 10:
-				actions = append(actions, "dec_ttl")
-			case 11:
-				actions = append(actions, fmt.Sprintf("mod_nw_ttl:%d", rnd.IntN(256)))
-			case 12:
-				actions = append(actions, fmt.Sprintf("mod_nw_tos:%d", rnd.IntN(64)<<2))
-			case 13:
-				actions = append(actions, fmt.Sprintf("mod_nw_ecn:%d", rnd.IntN(4)))
-			}
+			actions = append(actions, randomRewrite(rnd, kinds))
 		}
-		switch rnd.IntN(7) {
+		switch rnd.IntN(8) {
+		case 7:
+			actions = append(actions, "group:1") // randomGroup's
+			if rnd.IntN(3) == 0 {
+				actions = append(actions, randomRewrite(rnd, kinds), "output:2") // after the group's copies
+			}
 		case 0, 1:
 			actions = append(actions, "NORMAL")
 		case 2, 3:
@@ -102,6 +80,15 @@ func randomOffloadPipeline(rnd *rand.Rand) []string {
 			if len(actions) == 0 {
 				actions = []string{"drop"}
 			}
+		}
+		if rnd.IntN(4) == 0 {
+			// Through one of differentialMeters: first, in place of a
+			// drop, which no other action may accompany.
+			meter := fmt.Sprintf("meter:%d", 1+rnd.IntN(3))
+			if len(actions) == 1 && actions[0] == "drop" {
+				actions = nil
+			}
+			actions = append([]string{meter}, actions...)
 		}
 		match := ""
 		switch rnd.IntN(3) {
@@ -116,6 +103,109 @@ func randomOffloadPipeline(rnd *rand.Rand) []string {
 		flows = append(flows, fmt.Sprintf("priority=%d,%sactions=%s", rnd.IntN(3), match, strings.Join(actions, ",")))
 	}
 	return flows
+}
+
+// randomRewrite is one of the rewrites the fast path carries, of the
+// first kinds (6: those of frames that need not be IP).
+func randomRewrite(rnd *rand.Rand, kinds int) string {
+	switch rnd.IntN(kinds) {
+	case 0:
+		return fmt.Sprintf("mod_dl_src:02:00:00:00:00:%02x", rnd.IntN(256))
+	case 1:
+		return fmt.Sprintf("set_field:00:00:00:00:%02x:00/00:00:00:00:ff:00->eth_dst", rnd.IntN(256))
+	case 2:
+		return []string{"push_vlan:0x8100", "push_vlan:0x88a8"}[rnd.IntN(2)]
+	case 3:
+		return "strip_vlan"
+	case 4:
+		return fmt.Sprintf("mod_vlan_vid:%d", rnd.IntN(4096))
+	case 5:
+		return fmt.Sprintf("mod_vlan_pcp:%d", rnd.IntN(8))
+	case 6:
+		return fmt.Sprintf("mod_nw_src:10.%d.%d.%d", rnd.IntN(256), rnd.IntN(256), rnd.IntN(256))
+	case 7:
+		return fmt.Sprintf("set_field:%d.0.0.0/255.0.0.0->ip_dst", rnd.IntN(256))
+	case 8:
+		return fmt.Sprintf("mod_tp_src:%d", rnd.IntN(65536))
+	case 9:
+		return fmt.Sprintf("set_field:0x%x/0xff00->udp_dst", rnd.IntN(65536))
+	case 10:
+		return "dec_ttl"
+	case 11:
+		return fmt.Sprintf("mod_nw_ttl:%d", rnd.IntN(256))
+	case 12:
+		return fmt.Sprintf("mod_nw_tos:%d", rnd.IntN(64)<<2)
+	}
+	return fmt.Sprintf("mod_nw_ecn:%d", rnd.IntN(4))
+}
+
+// randomGroup is group 1, which randomOffloadPipeline's rules may send
+// to: of any type, each bucket rewriting (IP rewrites leave other frames
+// alone) and sending to port 2 or 3; a fast failover bucket watches a
+// port.
+func randomGroup(rnd *rand.Rand) string {
+	typ := []string{"all", "select", "indirect", "ff"}[rnd.IntN(4)]
+	n := 1 + rnd.IntN(3)
+	if typ == "indirect" {
+		n = 1
+	}
+	g := "group_id=1,type=" + typ
+	for range n {
+		var actions []string
+		if typ == "ff" {
+			actions = append(actions, fmt.Sprintf("watch_port:%d", 1+rnd.IntN(3)))
+		}
+		for range rnd.IntN(3) {
+			actions = append(actions, randomRewrite(rnd, 14))
+		}
+		actions = append(actions, fmt.Sprintf("output:%d", 2+rnd.IntN(2)))
+		g += ",bucket=" + strings.Join(actions, ",")
+	}
+	return g
+}
+
+// withRandomGroup is the table of flows with randomGroup's group 1.
+func withRandomGroup(t testing.TB, rnd *rand.Rand, flows ...string) *flow.Table {
+	t.Helper()
+	g, err := flow.ParseGroup(randomGroup(rnd), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups, err := flow.NewGroupTable().Add(g, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A version of its own: followers of tables (tableReaders) take a
+	// version's changes from the version they followed, as the one it
+	// was made from, and test tables of one number are unrelated.
+	return flow.NewTable(rules(t, flows...).Entries(), 1000+uniqueVersions.Add(2)).WithGroups(groups)
+}
+
+// uniqueVersions numbers withRandomGroup's tables, two by two, as
+// WithGroups takes the next number, and past those of other test tables.
+var uniqueVersions atomic.Uint64
+
+// differentialMeters are the meters randomOffloadPipeline's rules send
+// frames through: one whose rate no frame exceeds, one whose dscp_remark
+// band every frame exceeds, one whose drop band every frame exceeds
+// (setDifferentialMeters puts their bands' times an hour ahead), so that
+// both paths take the same band whenever they run a frame.
+var differentialMeters = []string{
+	"meter=1 kbps bands=type=drop rate=4000000000",
+	"meter=2 pktps bands=type=dscp_remark rate=1 prec_level=1",
+	"meter=3 pktps bands=type=drop rate=1",
+}
+
+// setDifferentialMeters gives mb differentialMeters, meters 2 and 3
+// exceeded for the next hour.
+func setDifferentialMeters(t *testing.T, mb *meterBank) {
+	t.Helper()
+	if err := mb.set(meterTable(t, differentialMeters...)); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []uint32{2, 3} {
+		mb.slots[mb.slot(id)].Bands[0].Tat = uint64(monoAt(time.Now()) + int64(time.Hour))
+	}
 }
 
 // TestFastPathDoesWhatUserSpaceDoes is the fast path's differential test:
@@ -133,7 +223,7 @@ func TestFastPathDoesWhatUserSpaceDoes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var carried, redirected, dropped, frames, ipRewrites int
+	var carried, redirected, dropped, frames, ipRewrites, grouped, metered int
 	for seed := range uint64(150) {
 		rnd := rand.New(rand.NewPCG(seed, 13))
 		text := randomOffloadPipeline(rnd)
@@ -141,7 +231,14 @@ func TestFastPathDoesWhatUserSpaceDoes(t *testing.T) {
 		for _, p := range f.ports {
 			p.takesRedirects.Store(true)
 		}
-		f.flows.Publish(rules(t, text...))
+		f.flows.Publish(withRandomGroup(t, rnd, text...))
+		// The program's meters, in maps of its own, are user space's.
+		setDifferentialMeters(t, f.meters)
+		for slot := range uint32(len(differentialMeters)) {
+			if err := objs.Meters.Put(slot, f.meters.slots[slot]); err != nil {
+				t.Fatal(err)
+			}
+		}
 		// Stations for NORMAL to resolve: 2 on port 2 in VLANs 0, 10
 		// and 20; 3 on port 3, the access port of VLAN 10.
 		send(f, ports, 1, frame(broadcast, mac(2), "hello"), tagged(10, frame(broadcast, mac(2), "hello")),
@@ -186,6 +283,12 @@ func TestFastPathDoesWhatUserSpaceDoes(t *testing.T) {
 				continue
 			}
 			carried++
+			if len(d.groupHits) > 0 {
+				grouped++
+			}
+			if entry.Ops[0].Type == datapath.OpMeter {
+				metered++
+			}
 			for _, o := range entry.Ops {
 				if o.Type == datapath.OpSetL3 || o.Type == datapath.OpSetL4 {
 					ipRewrites++
@@ -229,9 +332,9 @@ func TestFastPathDoesWhatUserSpaceDoes(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d frames: %d decisions with a fast path entry (%d sent, %d dropped; %d rewrite IP or L4 fields)",
-		frames, carried, redirected, dropped, ipRewrites)
-	if redirected < frames/5 || dropped == 0 || ipRewrites < frames/20 {
+	t.Logf("%d frames: %d decisions with a fast path entry (%d sent, %d dropped; %d rewrite IP or L4 fields, %d through a group, %d metered)",
+		frames, carried, redirected, dropped, ipRewrites, grouped, metered)
+	if redirected < frames/5 || dropped == 0 || ipRewrites < frames/20 || grouped < frames/50 || metered < frames/20 {
 		t.Errorf("only %d of %d decisions sent and %d dropped in the fast path: the test hardly tests it", redirected, frames, dropped)
 	}
 }

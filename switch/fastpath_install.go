@@ -26,10 +26,12 @@ type fpInstalled struct {
 	l2      bool          // in flows_l2 (isL2Mask(mask))
 	// lenDelta is how much longer than it came a frame leaves (tags).
 	lenDelta int
-	// What the kernel counted so far, already credited; active is when
-	// it last carried a frame, on the forwarders' clock.
-	packets, bytes uint64
-	active         int64
+	// What the kernel counted so far, already credited, of it what the
+	// entry's meter dropped; active is when it last carried a frame, on
+	// the forwarders' clock.
+	packets, bytes        uint64
+	metered, meteredBytes uint64
+	active                int64
 }
 
 type fpPending struct {

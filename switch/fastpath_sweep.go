@@ -64,21 +64,27 @@ func (fp *fastPath) credit(r *fpInstalled, carried datapath.Counts, wall time.Ti
 	if dp == 0 {
 		return false
 	}
-	r.packets, r.bytes = carried.Packets, carried.Bytes
+	// Of them, the frames its meter dropped went nowhere else.
+	dm, dmb := carried.Metered-r.metered, carried.MeteredBytes-r.meteredBytes
+	r.packets, r.bytes, r.metered, r.meteredBytes = carried.Packets, carried.Bytes, carried.Metered, carried.MeteredBytes
 	credit(fp.tables, r.rules, r.lookups, r.groups, dp, db, wall)
 	r.in.counters.rxPackets.Add(dp)
 	r.in.counters.rxBytes.Add(db)
+	if dm > 0 {
+		fp.drops[dropMeter].Add(dm)
+		r.in.counters.dropped[dropMeter].Add(dm)
+	}
 	if r.out != nil {
-		sent := uint64(int64(db) + int64(dp)*int64(r.lenDelta))
-		r.out.counters.txPackets.Add(dp)
+		sent := uint64(int64(db-dmb) + int64(dp-dm)*int64(r.lenDelta))
+		r.out.counters.txPackets.Add(dp - dm)
 		r.out.counters.txBytes.Add(sent)
 		if d := fp.ports[r.via]; d != nil {
-			d.packets += dp
+			d.packets += dp - dm
 			d.bytes += sent
 		}
 	} else {
-		fp.drops[dropRule].Add(dp)
-		r.in.counters.dropped[dropRule].Add(dp)
+		fp.drops[dropRule].Add(dp - dm)
+		r.in.counters.dropped[dropRule].Add(dp - dm)
 	}
 	fp.hits.Add(dp)
 	if fdb != nil {

@@ -74,19 +74,22 @@ type threadPlace struct {
 	drops        *dropCounters
 	loopLogged   *atomic.Bool
 	fp           *fastPath // nil: none
+	meters       *meterBank
 	pinReady     chan struct{}
 }
 
 // firstOf returns the place of the first of count threads, with the MAC
-// table they share: locked per set when there is more than one.
+// table they share (locked per set when there is more than one), and
+// meters in memory of their own, until a fast path's take their place.
 func firstOf(count int, opts Options) threadPlace {
 	fdb := newMACTable(opts.MACTableSize, opts.MACAging)
 	if count > 1 {
 		fdb.locks = make([]sync.Mutex, fdb.setMask+1)
 	}
-	return threadPlace{fdb: fdb, epoch: time.Now(), count: count,
+	epoch := time.Now()
+	return threadPlace{fdb: fdb, epoch: epoch, count: count,
 		tables: new([flow.NumTables]tableCounters), drops: new(dropCounters), loopLogged: new(atomic.Bool),
-		pinReady: make(chan struct{}, 1)}
+		meters: newMeterBank(nil, epoch), pinReady: make(chan struct{}, 1)}
 }
 
 func newForwarder(opts Options, flows *flow.Classifier, place threadPlace) (*forwarder, error) {
@@ -119,7 +122,7 @@ func newForwarder(opts Options, flows *flow.Classifier, place threadPlace) (*for
 			tunBatchMetas: make([]port.TunnelMeta, 0, batchSize),
 		},
 		decisions:   newDecisionCache(cmp.Or(opts.CacheSize, DefaultCacheSize)),
-		executor:    executor{copies: newCopyPool(batchSize)},
+		executor:    executor{copies: newCopyPool(batchSize), meters: place.meters},
 		batchCounts: batchCounts{tableCounters: place.tables, bridgeDrops: place.drops, loopLogged: place.loopLogged},
 		fastPathThread: fastPathThread{
 			fp: place.fp,
@@ -130,7 +133,7 @@ func newForwarder(opts Options, flows *flow.Classifier, place threadPlace) (*for
 		},
 		packetInThread: packetInThread{pins: newPacketInQueue(packetInSlots/place.count, packetInBytes/place.count), pinReady: place.pinReady},
 	}
-	f.decisions.tr.in = xlateIn{view: &f.view, learn: f.learn}
+	f.decisions.tr.in = xlateIn{view: &f.view, learn: f.learn, meters: place.meters}
 	f.rebuild()
 	return f, nil
 }

@@ -22,15 +22,10 @@ import (
 // groups is a new table version, which a decision that used a group does
 // not survive.
 
-// actCloneStart and actCloneEnd bracket what runs on a copy of the frame.
-// actCloneStart's Value is the index of its actCloneEnd in the decision's
-// actions, where execution goes on if the bracket's frame is dropped
-// (dec_ttl), and its Port the copies the bracket may make, for which the
-// outermost makes room. They appear only in decisions.
-const (
-	actCloneStart flow.ActionType = 250
-	actCloneEnd   flow.ActionType = 249
-)
+// An actCloneStart's Value is the index of its actCloneEnd in the
+// decision's actions, where execution goes on if the bracket's frame is
+// dropped (dec_ttl), and its Port the copies the bracket may make, for
+// which the outermost makes room.
 
 // maxCloneNest bounds the brackets open at once: buckets of groups that
 // chain to groups. A translation that would open more is cut as a loop.

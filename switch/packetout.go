@@ -67,7 +67,7 @@ func (b *Bridge) hasOFPort(ofport uint16) bool {
 // checkPacketOut refuses what a packet-out's actions may not have.
 func (b *Bridge) checkPacketOut(actions []flow.Action) error {
 	for _, a := range actions {
-		if a.Type == 0 || a.Type > flow.ActController {
+		if a.Type == 0 || a.Type > flow.ActController && a.Type != flow.ActMeter {
 			return fmt.Errorf("unknown action type %d", a.Type)
 		}
 		switch a.Type {
@@ -75,7 +75,7 @@ func (b *Bridge) checkPacketOut(actions []flow.Action) error {
 			if a.Port != flow.TablePort && !b.hasOFPort(a.Port) {
 				return fmt.Errorf("output to port %d, which bridge %s does not have", a.Port, b.name)
 			}
-		case flow.ActGotoTable, flow.ActWriteActions, flow.ActClearActions, flow.ActWriteMetadata:
+		case flow.ActGotoTable, flow.ActWriteActions, flow.ActClearActions, flow.ActWriteMetadata, flow.ActMeter:
 			return fmt.Errorf("%s is an instruction, and a packet-out has only actions", instructionNames[a.Type])
 		case flow.ActLoad, flow.ActSetField, flow.ActMove:
 			if a.Field == nil || a.Type == flow.ActMove && a.Src == nil {
@@ -87,7 +87,7 @@ func (b *Bridge) checkPacketOut(actions []flow.Action) error {
 }
 
 var instructionNames = map[flow.ActionType]string{flow.ActGotoTable: "goto_table", flow.ActWriteActions: "write_actions",
-	flow.ActClearActions: "clear_actions", flow.ActWriteMetadata: "write_metadata"}
+	flow.ActClearActions: "clear_actions", flow.ActWriteMetadata: "write_metadata", flow.ActMeter: "meter"}
 
 // packetOut runs a packet-out on the forwarder: its actions are worked
 // out as a rule's would be, and run on a copy of the frame, which leaves

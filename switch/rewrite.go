@@ -24,10 +24,21 @@ package vswitch
 //   - a UDP checksum of 0 means "none" and stays 0; one that comes out 0 is
 //     sent as 0xffff (RFC 768);
 //   - the ICMP checksum covers no pseudo-header, so address rewrites leave
-//     it alone.
+//     it alone;
+//   - SCTP's checksum is a CRC32c of the SCTP packet, with no pseudo-header
+//     either, which no few additions update: a port rewrite computes it
+//     over the packet before and after, and changes it by the difference,
+//     as OVS does, so that a right one stays right and a wrong one as
+//     wrong (a first fragment's covers bytes the frame has not, and is
+//     changed as OVS changes it, over the fragment's).
+//
+// Fields that no action of their own rewrites (set_field to arp_sha,
+// nd_target, icmp_type, ipv6_label...) are written where their
+// flow.InFrame says, by setField.
 
 import (
 	"encoding/binary"
+	"hash/crc32"
 
 	"github.com/xswitch/xswitch/flow"
 	"github.com/xswitch/xswitch/header"
@@ -102,9 +113,7 @@ func setIPv4Addr(frame []byte, l *flow.Layout, fieldOff int, addr [4]byte) {
 	// The address is in the IPv4 header and in the TCP/UDP pseudo-header.
 	delta := header.Delta32(old, updated)
 	header.IPv4(frame[l.L3:]).UpdateChecksum(delta)
-	if l.L4Proto != 0 {
-		updateL4Checksum(frame, l, delta)
-	}
+	updatePseudoHeaderChecksum(frame, l, delta)
 	copy(field, addr[:])
 }
 
@@ -129,22 +138,91 @@ func setIPv6Addr(frame []byte, l *flow.Layout, fieldOff int, addr flow.Value) {
 		delta += header.Delta32(uint32(old>>32), uint32(half>>32)) + header.Delta32(uint32(old), uint32(half))
 		binary.BigEndian.PutUint64(field[8*i:], half)
 	}
-	if l.L4Proto != 0 {
-		updateL4Checksum(frame, l, delta)
-	}
+	updatePseudoHeaderChecksum(frame, l, delta)
 }
 
 func setL4Port(frame []byte, l *flow.Layout, fieldOff int, port uint16) {
 	if !l.HasPorts() {
 		return
 	}
-	field := frame[l.L4+fieldOff:]
+	field := frame[l.L4+fieldOff : l.L4+fieldOff+2]
 	old := binary.BigEndian.Uint16(field)
 	if old == port {
 		return
 	}
-	updateL4Checksum(frame, l, header.Delta16(old, port))
+	if l.L4Proto == flow.ProtoSCTP {
+		writeSCTP(frame, l, field, flow.Value{Lo: uint64(port)}, 16)
+		return
+	}
+	updatePseudoHeaderChecksum(frame, l, header.Delta16(old, port))
 	binary.BigEndian.PutUint16(field, port)
+}
+
+// setField writes v, the whole value of field f, where f.Frame says it
+// is, in a frame that has that header: a field in an ICMP or ICMPv6
+// header (neighbour discovery's are) with its checksum updated for the
+// words that changed, one in an SCTP header with its CRC32c.
+func setField(frame []byte, l *flow.Layout, f *flow.Field, v flow.Value) {
+	at, ok := l.Header(f.Frame.Header)
+	if !ok {
+		return
+	}
+	start := at + f.Frame.Off
+	field := frame[start : start+f.Frame.Len]
+	switch f.Frame.Header {
+	case flow.InARP, flow.InIPv6: // no checksum covers them
+		putBits(field, v, f.Bits)
+	case flow.InSCTP:
+		writeSCTP(frame, l, field, v, f.Bits)
+	default:
+		// The checksum sums 16-bit words from the ICMP header's start:
+		// the words around the field change by the difference.
+		words := frame[l.L4+(start-l.L4)&^1 : l.L4+(start+len(field)-l.L4+1)&^1]
+		var delta uint32
+		for i := 0; i < len(words); i += 2 {
+			delta += uint32(^binary.BigEndian.Uint16(words[i:]))
+		}
+		putBits(field, v, f.Bits)
+		for i := 0; i < len(words); i += 2 {
+			delta += uint32(binary.BigEndian.Uint16(words[i:]))
+		}
+		header.ICMP(frame[l.L4:]).UpdateChecksum(delta)
+	}
+}
+
+// putBits writes the low bits bits of v into field, big-endian, keeping
+// the bits of field above them: the traffic class beside the flow label.
+func putBits(field []byte, v flow.Value, bits uint) {
+	mask := flow.Ones(bits)
+	for i := len(field) - 1; i >= 0; i-- {
+		m := byte(mask.Lo)
+		field[i] = field[i]&^m | byte(v.Lo)&m
+		v, mask = v.Shr(8), mask.Shr(8)
+	}
+}
+
+// castagnoli is SCTP's CRC32c.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// writeSCTP writes v's low bits bits into field, in the SCTP header of the
+// packet at l.L4, and changes the packet's CRC32c by the difference.
+func writeSCTP(frame []byte, l *flow.Layout, field []byte, v flow.Value, bits uint) {
+	packet := frame[l.L4:ipPacketEnd(frame, l)]
+	checksum := packet[header.SCTPChecksumOffset : header.SCTPChecksumOffset+4]
+	stored := binary.LittleEndian.Uint32(checksum)
+	clear(checksum)
+	before := crc32.Checksum(packet, castagnoli)
+	putBits(field, v, bits)
+	binary.LittleEndian.PutUint32(checksum, stored^before^crc32.Checksum(packet, castagnoli))
+}
+
+// ipPacketEnd is where the frame's IP packet ends, before any Ethernet
+// padding: the layout's IP header says, and the frame holds it whole.
+func ipPacketEnd(frame []byte, l *flow.Layout) int {
+	if l.IPVersion == 6 {
+		return l.L3 + header.IPv6Len + int(binary.BigEndian.Uint16(frame[l.L3+header.IPv6PayloadLenOffset:]))
+	}
+	return l.L3 + int(header.IPv4(frame[l.L3:]).TotalLen())
 }
 
 // decTTL decrements the IPv4 TTL or the IPv6 hop limit. It returns false,
@@ -295,14 +373,16 @@ func outerTag(frame []byte) (tagged, ok bool) {
 	return true, len(frame) >= header.EthernetLen+header.VLANTagLen
 }
 
-// updateL4Checksum applies delta to the TCP, UDP or ICMPv6 checksum.
-func updateL4Checksum(frame []byte, l *flow.Layout, delta uint32) {
+// updatePseudoHeaderChecksum applies delta to the checksum that covers
+// the IP pseudo-header and the ports: TCP's, UDP's or ICMPv6's, if the
+// frame has one.
+func updatePseudoHeaderChecksum(frame []byte, l *flow.Layout, delta uint32) {
 	switch l.L4Proto {
 	case flow.ProtoTCP:
 		header.TCP(frame[l.L4:]).UpdateChecksum(delta)
+	case flow.ProtoUDP:
+		header.UDP(frame[l.L4:]).UpdateChecksum(delta)
 	case flow.ProtoICMPv6:
 		header.ICMP(frame[l.L4:]).UpdateChecksum(delta)
-	default:
-		header.UDP(frame[l.L4:]).UpdateChecksum(delta)
 	}
 }

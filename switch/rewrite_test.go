@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"math/rand/v2"
 	"net"
 	"slices"
@@ -48,7 +49,10 @@ type frameSpec struct {
 	ip6Dst        [16]byte
 	ttl           uint8
 	tos           uint8 // IPv4 TOS, IPv6 traffic class
-	tpSrc, tpDst  uint16
+	flowLabel     uint32
+	tpSrc, tpDst  uint16 // TCP, UDP and SCTP ports
+	icmpType      uint8
+	icmpCode      uint8
 	payload       []byte
 	frag          fragKind
 	fragLen       int // upper-layer bytes in the first fragment, a multiple of 8
@@ -60,9 +64,9 @@ func (s frameSpec) String() string {
 	if s.v6 {
 		ip = "ipv6"
 	}
-	return fmt.Sprintf("{tags %x %s options %d hbh %v %v nocsum %v ttl %d ports %d>%d payload %d frag %d/%d pad %d}",
-		s.tags, ip, s.ipOptionWords, s.hopByHop, s.proto, s.udpNoChecksum, s.ttl, s.tpSrc, s.tpDst,
-		len(s.payload), s.frag, s.fragLen, s.padding)
+	return fmt.Sprintf("{tags %x %s options %d hbh %v %v nocsum %v ttl %d label %#x ports %d>%d icmp %d/%d payload %d frag %d/%d pad %d}",
+		s.tags, ip, s.ipOptionWords, s.hopByHop, s.proto, s.udpNoChecksum, s.ttl, s.flowLabel, s.tpSrc, s.tpDst,
+		s.icmpType, s.icmpCode, len(s.payload), s.frag, s.fragLen, s.padding)
 }
 
 func (s frameSpec) l3() int { return header.EthernetLen + header.VLANTagLen*len(s.tags) }
@@ -81,7 +85,11 @@ func (s frameSpec) ipHeaderLen() int {
 func (s frameSpec) l3Visible() bool { return len(s.tags) <= flow.MaxVLANTags }
 
 func (s frameSpec) hasPorts() bool {
-	return s.proto == layers.IPProtocolTCP || s.proto == layers.IPProtocolUDP
+	return s.proto == layers.IPProtocolTCP || s.proto == layers.IPProtocolUDP || s.proto == layers.IPProtocolSCTP
+}
+
+func (s frameSpec) isICMP() bool {
+	return s.proto == layers.IPProtocolICMPv4 || s.proto == layers.IPProtocolICMPv6
 }
 
 func (s frameSpec) withTags(tags []vlanTag) frameSpec {
@@ -97,7 +105,7 @@ func (s frameSpec) build(t testing.TB) []byte {
 	var ipLayer gopacket.SerializableLayer
 	etherType := uint16(header.EtherTypeIPv4)
 	if s.v6 {
-		ip := &layers.IPv6{Version: 6, NextHeader: s.proto, HopLimit: s.ttl, TrafficClass: s.tos,
+		ip := &layers.IPv6{Version: 6, NextHeader: s.proto, HopLimit: s.ttl, TrafficClass: s.tos, FlowLabel: s.flowLabel,
 			SrcIP: net.IP(slices.Clone(s.ip6Src[:])), DstIP: net.IP(slices.Clone(s.ip6Dst[:]))}
 		if s.hopByHop {
 			ip.NextHeader = layers.IPProtocolIPv6HopByHop
@@ -127,10 +135,12 @@ func (s frameSpec) build(t testing.TB) []byte {
 			t.Fatal(err)
 		}
 		l4 = udp
+	case layers.IPProtocolSCTP:
+		l4 = &layers.SCTP{SrcPort: layers.SCTPPort(s.tpSrc), DstPort: layers.SCTPPort(s.tpDst), VerificationTag: 0xdeadbeef}
 	case layers.IPProtocolICMPv4:
-		l4 = &layers.ICMPv4{TypeCode: layers.CreateICMPv4TypeCode(layers.ICMPv4TypeEchoRequest, 0), Id: 7, Seq: 1}
+		l4 = &layers.ICMPv4{TypeCode: layers.CreateICMPv4TypeCode(s.icmpType, s.icmpCode), Id: 7, Seq: 1}
 	case layers.IPProtocolICMPv6:
-		icmp := &layers.ICMPv6{TypeCode: layers.CreateICMPv6TypeCode(layers.ICMPv6TypeEchoRequest, 0)}
+		icmp := &layers.ICMPv6{TypeCode: layers.CreateICMPv6TypeCode(s.icmpType, s.icmpCode)}
 		if err := icmp.SetNetworkLayerForChecksum(network); err != nil {
 			t.Fatal(err)
 		}
@@ -231,6 +241,15 @@ func checkChecksums(t testing.TB, s frameSpec, packet []byte) {
 	}
 	pseudo += uint32(s.proto) + uint32(len(upper))
 	csumOff := header.ICMPChecksumOffset
+	if s.proto == layers.IPProtocolSCTP {
+		sctp := slices.Clone(upper)
+		stored := binary.LittleEndian.Uint32(sctp[header.SCTPChecksumOffset:])
+		clear(sctp[header.SCTPChecksumOffset : header.SCTPChecksumOffset+4])
+		if want := crc32.Checksum(sctp, crc32.MakeTable(crc32.Castagnoli)); stored != want {
+			t.Fatalf("%v: SCTP CRC32c %#08x, recomputed %#08x", s, stored, want)
+		}
+		return
+	}
 	switch s.proto {
 	case layers.IPProtocolTCP:
 		csumOff = header.TCPChecksumOffset
@@ -474,10 +493,81 @@ func setVLANPCPAction(pcp uint8) rewriteAction {
 	}
 }
 
+// fieldAction is the write of v into field name where its flow.InFrame
+// says: what the pipeline makes of set_field to a field without an
+// action of its own. set changes the spec as the write must.
+func fieldAction(name string, v uint64, set func(s *frameSpec)) rewriteAction {
+	f, ok := flow.FieldByName(name)
+	if !ok || f.Frame == nil {
+		panic("no field " + name + " written where it is in the frame")
+	}
+	return rewriteAction{
+		name:    fmt.Sprintf("setField(%s, %#x)", name, v),
+		needsIP: true,
+		apply:   func(fr []byte, l *flow.Layout) ([]byte, bool) { setField(fr, l, f, flow.Value{Lo: v}); return fr, true },
+		expect: func(s frameSpec) (frameSpec, bool) {
+			if s.l3Visible() {
+				set(&s)
+			}
+			return s, true
+		},
+	}
+}
+
+func icmpTypeAction(name string, typ uint8) rewriteAction {
+	return fieldAction(name, uint64(typ), func(s *frameSpec) {
+		if s.isICMP() && s.frag != laterFragment {
+			s.icmpType = typ
+		}
+	})
+}
+
+func icmpCodeAction(name string, code uint8) rewriteAction {
+	return fieldAction(name, uint64(code), func(s *frameSpec) {
+		if s.isICMP() && s.frag != laterFragment {
+			s.icmpCode = code
+		}
+	})
+}
+
+func sctpPortAction(dst bool, port uint16) rewriteAction {
+	name := "sctp_src"
+	if dst {
+		name = "sctp_dst"
+	}
+	return fieldAction(name, uint64(port), func(s *frameSpec) {
+		switch {
+		case s.proto != layers.IPProtocolSCTP || s.frag == laterFragment:
+		case dst:
+			s.tpDst = port
+		default:
+			s.tpSrc = port
+		}
+	})
+}
+
+func flowLabelAction(label uint32) rewriteAction {
+	return fieldAction("ipv6_label", uint64(label), func(s *frameSpec) {
+		if s.v6 {
+			s.flowLabel = label
+		}
+	})
+}
+
 // fixedActions covers each rewrite with ordinary and extreme arguments, and
 // with arguments equal to the fields of the base spec.
 func fixedActions() []rewriteAction {
 	return []rewriteAction{
+		icmpTypeAction("icmp_type", 0),
+		icmpTypeAction("icmpv6_type", 0xff),
+		icmpCodeAction("icmp_code", 3),
+		icmpCodeAction("icmpv6_code", 0),
+		sctpPortAction(false, 0),
+		sctpPortAction(true, 0xffff),
+		sctpPortAction(false, baseSpec().tpSrc),
+		flowLabelAction(0),
+		flowLabelAction(0xfffff),
+		flowLabelAction(0x12345),
 		dlSrcAction([6]byte{0x02, 0, 0, 0, 0, 0x99}),
 		dlDstAction([6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}),
 		nwSrcAction([4]byte{192, 0, 2, 99}),
@@ -513,17 +603,19 @@ func fixedActions() []rewriteAction {
 
 func baseSpec() frameSpec {
 	return frameSpec{
-		dlDst:   [6]byte{0x02, 0, 0, 0, 0, 2},
-		dlSrc:   [6]byte{0x02, 0, 0, 0, 0, 1},
-		proto:   layers.IPProtocolTCP,
-		ip4Src:  [4]byte{10, 0, 0, 1},
-		ip4Dst:  [4]byte{10, 0, 0, 2},
-		ip6Src:  [16]byte{0: 0xfd, 15: 1},
-		ip6Dst:  [16]byte{0: 0xfd, 15: 2},
-		ttl:     64,
-		tpSrc:   40000,
-		tpDst:   443,
-		payload: []byte("0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz"),
+		dlDst:     [6]byte{0x02, 0, 0, 0, 0, 2},
+		dlSrc:     [6]byte{0x02, 0, 0, 0, 0, 1},
+		proto:     layers.IPProtocolTCP,
+		ip4Src:    [4]byte{10, 0, 0, 1},
+		ip4Dst:    [4]byte{10, 0, 0, 2},
+		ip6Src:    [16]byte{0: 0xfd, 15: 1},
+		ip6Dst:    [16]byte{0: 0xfd, 15: 2},
+		ttl:       64,
+		tpSrc:     40000,
+		tpDst:     443,
+		icmpType:  8,
+		flowLabel: 0xabcde,
+		payload:   []byte("0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz"),
 	}
 }
 
@@ -553,7 +645,17 @@ func namedSpecs() map[string]frameSpec {
 	add("ipv6/udp", func(s *frameSpec) { s.v6, s.proto = true, layers.IPProtocolUDP })
 	add("ipv6/udp without checksum", func(s *frameSpec) { s.v6, s.proto, s.udpNoChecksum = true, layers.IPProtocolUDP, true })
 	add("ipv6 hop-by-hop/tcp", func(s *frameSpec) { s.v6, s.hopByHop = true, true })
-	add("ipv6/icmpv6", func(s *frameSpec) { s.v6, s.proto = true, layers.IPProtocolICMPv6 })
+	add("ipv6/icmpv6", func(s *frameSpec) { s.v6, s.proto, s.icmpType = true, layers.IPProtocolICMPv6, 128 })
+	add("ipv4/icmp port unreachable", func(s *frameSpec) { s.proto, s.icmpType, s.icmpCode = layers.IPProtocolICMPv4, 3, 3 })
+	add("ipv4 first fragment/icmp", func(s *frameSpec) { s.proto, s.frag, s.fragLen = layers.IPProtocolICMPv4, firstFragment, 16 })
+	add("ipv4/sctp", func(s *frameSpec) { s.proto = layers.IPProtocolSCTP })
+	add("ipv4 with options/sctp", func(s *frameSpec) { s.proto, s.ipOptionWords = layers.IPProtocolSCTP, 2 })
+	add("ipv4/sctp padded", func(s *frameSpec) { s.proto, s.payload, s.padding = layers.IPProtocolSCTP, []byte{1}, 17 })
+	add("ipv6/sctp", func(s *frameSpec) { s.v6, s.proto = true, layers.IPProtocolSCTP })
+	add("ipv6 hop-by-hop/sctp", func(s *frameSpec) { s.v6, s.hopByHop, s.proto = true, true, layers.IPProtocolSCTP })
+	add("ipv6 later fragment/sctp", func(s *frameSpec) {
+		s.v6, s.proto, s.frag, s.fragLen = true, layers.IPProtocolSCTP, laterFragment, 24
+	})
 	add("ipv6 hop limit 1", func(s *frameSpec) { s.v6, s.ttl = true, 1 })
 	add("ipv6 first fragment/udp", func(s *frameSpec) {
 		s.v6, s.proto, s.frag, s.fragLen = true, layers.IPProtocolUDP, firstFragment, 16
@@ -622,7 +724,7 @@ func randomSpec(r *rand.Rand) frameSpec {
 		s.tags = append(s.tags, vlanTag{tpid, uint16(r.Uint32())})
 	}
 	headerLen := header.UDPLen
-	switch r.IntN(3) {
+	switch r.IntN(4) {
 	case 0:
 		s.proto, headerLen = layers.IPProtocolTCP, header.TCPMinLen
 	case 1:
@@ -633,15 +735,25 @@ func randomSpec(r *rand.Rand) frameSpec {
 		if s.v6 {
 			s.proto = layers.IPProtocolICMPv6
 		}
+		// Not neighbour discovery, whose message the frame has not.
+		s.icmpType, s.icmpCode = uint8(r.IntN(135)), uint8(r.Uint32())
+	case 3:
+		s.proto, headerLen = layers.IPProtocolSCTP, header.SCTPLen
 	}
+	s.flowLabel = r.Uint32() & header.IPv6FlowLabelMask
 	if s.v6 {
 		s.hopByHop = r.IntN(3) == 0
 	} else {
 		s.ipOptionWords = r.IntN(11)
 	}
-	// A first fragment carries the whole upper-layer header.
+	// A first fragment carries the whole upper-layer header. An SCTP
+	// packet's CRC32c covers all of it, which a first fragment has not:
+	// its port rewrites are OVS's, not right (see rewrite.go).
 	if upperLen := headerLen + len(s.payload); r.IntN(2) == 0 && upperLen > 32 {
 		s.frag = firstFragment + fragKind(r.IntN(2))
+		if s.proto == layers.IPProtocolSCTP {
+			s.frag = laterFragment
+		}
 		s.fragLen = 8 * (3 + r.IntN((upperLen-25)/8))
 	}
 	if r.IntN(4) == 0 {
@@ -659,7 +771,19 @@ func randomAction(r *rand.Rand, s frameSpec) rewriteAction {
 	if r.IntN(8) == 0 {
 		port = s.tpSrc
 	}
-	switch r.IntN(17) {
+	switch r.IntN(24) {
+	case 17:
+		return icmpTypeAction("icmp_type", uint8(r.Uint32()))
+	case 18:
+		return icmpCodeAction("icmpv6_code", uint8(r.Uint32()))
+	case 19:
+		return sctpPortAction(false, port)
+	case 20:
+		return sctpPortAction(true, port)
+	case 21:
+		return flowLabelAction(r.Uint32() & header.IPv6FlowLabelMask)
+	case 22:
+		return setTOSAction("setDSCP", header.DSCPMask, uint8(r.Uint32())) // beside the flow label
 	case 15:
 		return ip6Action(false, ip6)
 	case 16:
@@ -1070,6 +1194,30 @@ func TestRewritesAllocateNothing(t *testing.T) {
 	if allocs != 0 {
 		t.Errorf("IPv6 rewrites allocate %v times per run, want 0", allocs)
 	}
+	for _, c := range []struct {
+		spec  func(s *frameSpec)
+		field string
+	}{
+		{func(s *frameSpec) { s.proto = layers.IPProtocolSCTP }, "sctp_src"},
+		{func(s *frameSpec) { s.v6, s.proto = true, layers.IPProtocolSCTP }, "sctp_dst"},
+		{func(s *frameSpec) { s.proto = layers.IPProtocolICMPv4 }, "icmp_type"},
+		{func(s *frameSpec) { s.v6, s.proto = true, layers.IPProtocolICMPv6 }, "icmpv6_code"},
+		{func(s *frameSpec) { s.v6 = true }, "ipv6_label"},
+	} {
+		s := baseSpec()
+		c.spec(&s)
+		frame := s.build(t)
+		l := layoutOf(frame)
+		f, _ := flow.FieldByName(c.field)
+		v := uint64(0)
+		allocs = testing.AllocsPerRun(100, func() {
+			v++
+			setField(frame, l, f, flow.Value{Lo: v & 0xff})
+		})
+		if allocs != 0 {
+			t.Errorf("set_field to %s allocates %v times per run, want 0", c.field, allocs)
+		}
+	}
 }
 
 func FuzzRewrites(f *testing.F) {
@@ -1141,4 +1289,203 @@ func BenchmarkRewrites(b *testing.B) {
 			}
 		})
 	}
+}
+
+// arpSpec and ndSpec are an ARP frame and a neighbour discovery message,
+// for the rewrites of their fields, serialized from scratch as frameSpec
+// is.
+type arpSpec struct {
+	tags     []vlanTag
+	op       uint16
+	sha, tha [6]byte
+	spa, tpa [4]byte
+}
+
+func (s arpSpec) build(t testing.TB) []byte {
+	t.Helper()
+	buf := gopacket.NewSerializeBuffer()
+	if err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true},
+		&layers.ARP{AddrType: layers.LinkTypeEthernet, Protocol: layers.EthernetTypeIPv4, HwAddressSize: 6, ProtAddressSize: 4,
+			Operation: s.op, SourceHwAddress: s.sha[:], SourceProtAddress: s.spa[:], DstHwAddress: s.tha[:], DstProtAddress: s.tpa[:]}); err != nil {
+		t.Fatal(err)
+	}
+	return linkLayer(s.tags, header.EtherTypeARP, buf.Bytes())
+}
+
+type ndSpec struct {
+	typ      uint8 // 135 or 136
+	target   [16]byte
+	sll, tll []byte // the options, when not nil
+}
+
+func (s ndSpec) build(t testing.TB) []byte {
+	t.Helper()
+	ip := &layers.IPv6{Version: 6, NextHeader: layers.IPProtocolICMPv6, HopLimit: 255, FlowLabel: 0x54321,
+		SrcIP: net.ParseIP("fd00::1"), DstIP: net.ParseIP("ff02::1:ff00:2")}
+	icmp := &layers.ICMPv6{TypeCode: layers.CreateICMPv6TypeCode(s.typ, 0)}
+	if err := icmp.SetNetworkLayerForChecksum(ip); err != nil {
+		t.Fatal(err)
+	}
+	body := append([]byte{0x60, 0, 0, 0}, s.target[:]...)
+	if s.sll != nil {
+		body = append(append(body, header.NDOptSourceLinkAddr, 1), s.sll...)
+	}
+	if s.tll != nil {
+		body = append(append(body, header.NDOptTargetLinkAddr, 1), s.tll...)
+	}
+	buf := gopacket.NewSerializeBuffer()
+	if err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true},
+		ip, icmp, gopacket.Payload(body)); err != nil {
+		t.Fatal(err)
+	}
+	return linkLayer(nil, header.EtherTypeIPv6, buf.Bytes())
+}
+
+// linkLayer puts an Ethernet header, and tags, in front of packet.
+func linkLayer(tags []vlanTag, etherType uint16, packet []byte) []byte {
+	frame := []byte{0x02, 0, 0, 0, 0, 2, 0x02, 0, 0, 0, 0, 1}
+	for _, tag := range tags {
+		frame = binary.BigEndian.AppendUint16(frame, tag.tpid)
+		frame = binary.BigEndian.AppendUint16(frame, tag.tci)
+	}
+	frame = binary.BigEndian.AppendUint16(frame, etherType)
+	return append(frame, packet...)
+}
+
+// TestARPAndNDRewritesMatchFullRecomputation: set_field to ARP's fields
+// and to neighbour discovery's gives the frame serialized from scratch
+// with the field changed, the ICMPv6 checksum recomputed; and a message
+// without the option a field is in is left alone, as are frames without
+// the header.
+func TestARPAndNDRewritesMatchFullRecomputation(t *testing.T) {
+	write := func(name string, v flow.Value, frame []byte) []byte {
+		f, _ := flow.FieldByName(name)
+		frame = slices.Clone(frame)
+		setField(frame, layoutOf(frame), f, v)
+		return frame
+	}
+	mac := [6]byte{0x0a, 0xbb, 0xcc, 0xdd, 0xee, 0xff}
+	macValue := flow.ValueOfBytes(mac[:])
+	for _, tags := range [][]vlanTag{nil, {{header.EtherTypeQinQ, 5}, {header.EtherTypeVLAN, 6}}} {
+		base := arpSpec{tags: tags, op: 1, sha: [6]byte{2, 0, 0, 0, 0, 1}, spa: [4]byte{10, 0, 0, 1}, tpa: [4]byte{10, 0, 0, 2}}
+		for _, c := range []struct {
+			name string
+			v    flow.Value
+			edit func(s *arpSpec)
+		}{
+			{"arp_op", flow.Value{Lo: 2}, func(s *arpSpec) { s.op = 2 }},
+			{"arp_op", flow.Value{Lo: 0xff}, func(s *arpSpec) { s.op = 0xff }},
+			{"arp_spa", flow.Value{Lo: 0xc0000263}, func(s *arpSpec) { s.spa = [4]byte{192, 0, 2, 99} }},
+			{"arp_tpa", flow.Value{Lo: 0xffffffff}, func(s *arpSpec) { s.tpa = [4]byte{255, 255, 255, 255} }},
+			{"arp_sha", macValue, func(s *arpSpec) { s.sha = mac }},
+			{"arp_tha", macValue, func(s *arpSpec) { s.tha = mac }},
+			{"arp_tha", flow.Value{}, func(s *arpSpec) {}},
+		} {
+			want := base
+			c.edit(&want)
+			if got := write(c.name, c.v, base.build(t)); !bytes.Equal(got, want.build(t)) {
+				t.Errorf("%s := %#x, tags %x:\n got %x\nwant %x", c.name, c.v, tags, got, want.build(t))
+			}
+		}
+	}
+	// ARP of another protocol is no ARP the key reads: left alone.
+	other := arpSpec{op: 1}.build(t)
+	binary.BigEndian.PutUint16(other[header.EthernetLen+2:], header.EtherTypeIPv6)
+	if got := write("arp_sha", macValue, other); !bytes.Equal(got, other) {
+		t.Errorf("arp_sha written into ARP for IPv6:\n got %x\nwant %x", got, other)
+	}
+
+	target := [16]byte{0: 0xfd, 15: 2}
+	newTarget := [16]byte{0: 0xfe, 1: 0x80, 15: 0x99}
+	ns := ndSpec{typ: 135, target: target, sll: []byte{2, 0, 0, 0, 0, 1}}
+	na := ndSpec{typ: 136, target: target, tll: []byte{2, 0, 0, 0, 0, 2}}
+	both := ndSpec{typ: 135, target: target, sll: []byte{2, 0, 0, 0, 0, 1}, tll: []byte{2, 0, 0, 0, 0, 2}}
+	for _, c := range []struct {
+		name  string
+		v     flow.Value
+		on    ndSpec
+		after func(s ndSpec) ndSpec
+	}{
+		{"nd_target", flow.ValueOfBytes(newTarget[:]), ns, func(s ndSpec) ndSpec { s.target = newTarget; return s }},
+		{"nd_target", flow.ValueOfBytes(newTarget[:]), na, func(s ndSpec) ndSpec { s.target = newTarget; return s }},
+		{"nd_sll", macValue, ns, func(s ndSpec) ndSpec { s.sll = mac[:]; return s }},
+		{"nd_tll", macValue, na, func(s ndSpec) ndSpec { s.tll = mac[:]; return s }},
+		{"nd_sll", macValue, both, func(s ndSpec) ndSpec { s.sll = mac[:]; return s }},
+		{"nd_tll", macValue, both, func(s ndSpec) ndSpec { s.tll = mac[:]; return s }},
+		{"nd_tll", macValue, ns, func(s ndSpec) ndSpec { return s }}, // no such option
+		{"nd_sll", macValue, na, func(s ndSpec) ndSpec { return s }},
+		{"icmpv6_type", flow.Value{Lo: 136}, ns, func(s ndSpec) ndSpec { s.typ = 136; return s }},
+	} {
+		if got, want := write(c.name, c.v, c.on.build(t)), c.after(c.on).build(t); !bytes.Equal(got, want) {
+			t.Errorf("%s := %#x on %+v:\n got %x\nwant %x", c.name, c.v, c.on, got, want)
+		}
+	}
+}
+
+// TestNewFieldsThroughThePipeline: rules that match on the new fields and
+// set_field them, through translation and the decision cache, send what
+// serializing from scratch gives; frames that the matches do not take go
+// to the next rule.
+func TestNewFieldsThroughThePipeline(t *testing.T) {
+	ports := newPorts(3)
+	f := testForwarder(t, 64, ports...)
+	f.flows.Publish(rules(t,
+		"priority=10,arp,arp_sha=02:00:00:00:00:01,arp_op=1,actions=set_field:2->arp_op,set_field:0a:bb:cc:dd:ee:ff->arp_tha,load:0xc0000263->NXM_OF_ARP_TPA[],output:2",
+		"priority=10,icmp6,icmp_type=135,nd_target=fd00::2,nd_sll=02:00:00:00:00:01,actions=set_field:fe80::99->nd_target,set_field:0a:bb:cc:dd:ee:ff->nd_sll,output:2",
+		"priority=10,sctp,sctp_dst=443,actions=set_field:7->sctp_src,output:2",
+		"priority=10,udp6,ipv6_label=0xabcde,actions=set_field:0x12345->ipv6_label,output:2",
+		"priority=10,icmp,icmp_type=8,actions=set_field:0->icmp_type,set_field:3->icmp_code,output:2",
+		"priority=0,actions=output:3"))
+
+	arp := arpSpec{op: 1, sha: [6]byte{2, 0, 0, 0, 0, 1}, spa: [4]byte{10, 0, 0, 1}, tpa: [4]byte{10, 0, 0, 2}}
+	arpOut := arp
+	arpOut.op, arpOut.tha, arpOut.tpa = 2, [6]byte{0x0a, 0xbb, 0xcc, 0xdd, 0xee, 0xff}, [4]byte{192, 0, 2, 99}
+	otherARP := arp
+	otherARP.sha = [6]byte{2, 0, 0, 0, 0, 9}
+
+	ns := ndSpec{typ: 135, target: [16]byte{0: 0xfd, 15: 2}, sll: []byte{2, 0, 0, 0, 0, 1}}
+	nsOut := ns
+	nsOut.target, nsOut.sll = [16]byte{0: 0xfe, 1: 0x80, 15: 0x99}, []byte{0x0a, 0xbb, 0xcc, 0xdd, 0xee, 0xff}
+	otherNS := ns
+	otherNS.target = [16]byte{0: 0xfd, 15: 3}
+
+	sctp := baseSpec()
+	sctp.proto, sctp.tpDst = layers.IPProtocolSCTP, 443
+	sctpOut := sctp
+	sctpOut.tpSrc = 7
+	label := baseSpec()
+	label.v6, label.proto = true, layers.IPProtocolUDP
+	labelOut := label
+	labelOut.flowLabel = 0x12345
+	otherLabel := label
+	otherLabel.flowLabel = 0xabcdf
+	icmp := baseSpec()
+	icmp.proto = layers.IPProtocolICMPv4
+	icmpOut := icmp
+	icmpOut.icmpType, icmpOut.icmpCode = 0, 3
+
+	var toPort2, toPort3 [][]byte
+	for _, c := range []struct {
+		in, out []byte
+		matched bool
+	}{
+		{arp.build(t), arpOut.build(t), true},
+		{otherARP.build(t), otherARP.build(t), false},
+		{ns.build(t), nsOut.build(t), true},
+		{otherNS.build(t), otherNS.build(t), false},
+		{sctp.build(t), sctpOut.build(t), true},
+		{label.build(t), labelOut.build(t), true},
+		{otherLabel.build(t), otherLabel.build(t), false},
+		{icmp.build(t), icmpOut.build(t), true},
+	} {
+		ports[0].Inject(c.in)
+		if c.matched {
+			toPort2 = append(toPort2, c.out)
+		} else {
+			toPort3 = append(toPort3, c.out)
+		}
+	}
+	forwardAll(f)
+	wantFrames(t, ports[1], toPort2...)
+	wantFrames(t, ports[2], toPort3...)
 }

@@ -85,7 +85,7 @@ func (f *forwarder) trace(h flow.Headers) TraceResult {
 		t.res.Final = flow.Key{Headers: h}
 		return t.res
 	}
-	tr := translator{in: xlateIn{view: &f.view, obs: t}}
+	tr := translator{in: xlateIn{view: &f.view, obs: t, meters: f.meters}}
 	var d decision
 	tr.translate(f.flows.Load(), &h, &d, f.now())
 	t.res.Final = tr.key

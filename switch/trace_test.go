@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/xswitch/xswitch/flow"
 	"github.com/xswitch/xswitch/port/porttest"
@@ -154,5 +155,64 @@ func TestTraceOfSplitHorizon(t *testing.T) {
 	h.TunID, h.TunSrc, h.TunDst = 42, tbRemote(0).As4(), tbLocal.As4()
 	if res := tb.b.Trace(h.Headers); !slices.Equal(res.Outputs, []uint16{1}) {
 		t.Errorf("trace of a broadcast from a tunnel: outputs %v; want the access port, 1, alone", res.Outputs)
+	}
+}
+
+// Trace says which buckets of a group a packet takes and why, and
+// forwarding takes the same: every bucket of an all group; the first live
+// bucket of a fast failover group, the next once its port's link is down.
+func TestTraceOfGroups(t *testing.T) {
+	b := newTestBridge(t)
+	ports := newPorts(3)
+	for _, p := range ports {
+		if _, err := b.AddPort(p, PortOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	groups := flow.NewGroupTable()
+	for _, text := range []string{
+		"group_id=1,type=all,bucket=mod_dl_src:02:00:00:00:00:99,output:2,bucket=output:3",
+		"group_id=2,type=ff,bucket=watch_port:2,output:2,bucket=watch_port:3,output:3",
+	} {
+		g, err := flow.ParseGroup(text, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if groups, err = groups.Add(g, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.SetFlows(rules(t, "priority=10,dl_dst=02:00:00:00:00:0a,actions=group:1", "priority=10,dl_dst=02:00:00:00:00:0b,actions=group:2").
+		WithGroups(groups))
+
+	toAll := frame(mac(10), mac(1), "to every bucket")
+	res, notes := traced(t, b, 1, toAll)
+	if !slices.Equal(res.Outputs, []uint16{2, 3}) || !strings.Contains(notes, "type all: each of its 2 buckets on a copy of the frame") {
+		t.Errorf("trace of an all group: outputs %v, notes\n%s", res.Outputs, notes)
+	}
+	if got := leftBy(t, ports[0], ports, toAll); !slices.Equal(got, []uint16{2, 3}) {
+		t.Errorf("an all group's frame left by %v, want 2 and 3", got)
+	}
+
+	toFF := frame(mac(11), mac(1), "to the first live bucket")
+	for _, c := range []struct {
+		p2Up bool
+		want uint16
+		note string
+	}{
+		{true, 2, "type fast failover: bucket 0, the first live one"},
+		{false, 3, "type fast failover: bucket 1, the first live one"},
+		{true, 2, "type fast failover: bucket 0, the first live one"},
+	} {
+		if err := b.SetPortLink(ports[1].Name(), c.p2Up); err != nil {
+			t.Fatal(err)
+		}
+		res, notes := traced(t, b, 1, toFF)
+		if !slices.Equal(res.Outputs, []uint16{c.want}) || !strings.Contains(notes, c.note) {
+			t.Errorf("port 2 up %v: trace of a fast failover group: outputs %v, notes\n%s", c.p2Up, res.Outputs, notes)
+		}
+		if got := leftBy(t, ports[0], ports, toFF); !slices.Equal(got, []uint16{c.want}) {
+			t.Errorf("port 2 up %v: the fast failover group's frame left by %v, want %d", c.p2Up, got, c.want)
+		}
 	}
 }

@@ -67,27 +67,32 @@ type decision struct {
 	offer *fpOffer
 }
 
-// actNormalTo and actNormalFlood are NORMAL resolved in a decision: send
-// to slot Port, or flood from slot Port, in VLAN Value, in the form each
-// port wants. They appear only in decisions.
+// The actions that appear only in decisions, numbered down from the top
+// of flow.ActionType's range, which flow's own never reach.
 const (
-	actNormalTo    flow.ActionType = 255
-	actNormalFlood flow.ActionType = 254
+	// actNormalTo and actNormalFlood are NORMAL resolved: send to slot
+	// Port, or flood from slot Port, in VLAN Value, in the form each port
+	// wants.
+	actNormalTo flow.ActionType = 255 - iota
+	actNormalFlood
+	// actToController is a CONTROLLER action: it sends the packet-in of
+	// the decision's controllers[Port].
+	actToController
+	// actSetTunnelID is the tun_id a frame leaves by a tunnel whose key
+	// is flow with from then on (Imm.Lo), emitted before an output when
+	// the tables changed it.
+	actSetTunnelID
+	// actNormalDrop is NORMAL resolved to send the frame nowhere, counted
+	// by the reason in Value (a normalDrop).
+	actNormalDrop
+	// actMeter is a meter instruction: the frame goes through the meter
+	// in slot Port, if it is still meter Meter (meters.go).
+	actMeter
+	// actCloneStart and actCloneEnd bracket what runs on a copy of the
+	// frame (groups.go).
+	actCloneStart
+	actCloneEnd
 )
-
-// actNormalDrop is NORMAL resolved to send the frame nowhere, counted by
-// the reason in Value (a normalDrop). It appears only in decisions.
-const actNormalDrop flow.ActionType = 251
-
-// actToController is a CONTROLLER action in a decision: it sends the
-// packet-in of the decision's controllers[Port]. It appears only in
-// decisions.
-const actToController flow.ActionType = 253
-
-// actSetTunnelID is the tun_id a frame leaves by a tunnel whose key is
-// flow with from then on (Imm.Lo), emitted before an output when the
-// tables changed it. It appears only in decisions.
-const actSetTunnelID flow.ActionType = 252
 
 // maxMACDeps bounds the entries one decision relies on: past it, NORMAL
 // stays NORMAL.
@@ -135,6 +140,9 @@ type xlateIn struct {
 	learn func(key uint64, slot uint16, now int64) macDep
 	// obs, when set, is told every step (trace.go); learn is then nil.
 	obs observer
+	// meters are the bridge's, whose slots meter instructions name (nil:
+	// none).
+	meters *meterBank
 }
 
 // observer sees a translation as it happens: trace runs the forwarders'
@@ -318,6 +326,8 @@ func (tr *translator) action(a flow.Action, fromSet bool, depth int) bool {
 	case flow.ActNormal:
 		c := tr.normal()
 		normal = &c
+	case flow.ActMeter:
+		tr.emit(flow.Action{Type: actMeter, Port: tr.in.meters.slot(a.Meter), Meter: a.Meter})
 	case flow.ActLoad, flow.ActSetField, flow.ActMove, flow.ActWriteMetadata:
 		if a.Field.Carried {
 			a.ApplyToKey(&tr.key)

@@ -159,7 +159,7 @@ func TestFastPathCountsItsDrops(t *testing.T) {
 			t.Errorf("fast path drops %q: %d (present %v), want 0", reason, got, ok)
 		}
 	}
-	want := fmt.Sprintf("fast path drops: %d (rule=%d, op_failed=0, port_gone=0, restore_failed=0)", kernel["rule"], kernel["rule"])
+	want := fmt.Sprintf("fast path drops: %d (rule=%d, op_failed=0, port_gone=0, restore_failed=0, meter=0)", kernel["rule"], kernel["rule"])
 	if out := r.d.x(t, "pmd-stats-show", r.br); !strings.Contains(out, want) {
 		t.Errorf("pmd-stats-show has no %q:\n%s", want, out)
 	}

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net"
-	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
+	"golang.org/x/sys/unix"
 
 	"github.com/xswitch/xswitch/internal/testenv"
 )
@@ -39,66 +39,71 @@ func flowFrame(t testing.TB, src net.HardwareAddr, sport uint16) []byte {
 	return buf.Bytes()
 }
 
-// udpArrivals collects, per UDP source port, the frames from src that
-// arrive in namespace ns until stop is called.
-type udpArrivals struct {
-	stop  chan struct{}
-	ports chan map[uint16]int
+// tally counts, by a key of each, the frames from one source address
+// that arrive in a namespace, until done.
+type tally struct {
+	stop   chan struct{}
+	counts chan map[int]int
 }
 
-func collectUDP(t testing.TB, ns string, src net.HardwareAddr) *udpArrivals {
+// tallyFrames starts a tally of the UDP datagrams (over IPv4, without
+// options) from src that arrive in namespace ns, by key(frame).
+func tallyFrames(t testing.TB, ns string, src net.HardwareAddr, key func(frame []byte) int) *tally {
 	t.Helper()
 	fd := sniffSocket(t, ns)
-	a := &udpArrivals{stop: make(chan struct{}), ports: make(chan map[uint16]int, 1)}
+	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 16<<20); err != nil {
+		t.Fatalf("SO_RCVBUFFORCE: %v", err)
+	}
+	a := &tally{stop: make(chan struct{}), counts: make(chan map[int]int, 1)}
 	go func() {
-		got := map[uint16]int{}
+		got := map[int]int{}
 		buf, oob := make([]byte, 65536), make([]byte, 256)
 		for {
 			select {
 			case <-a.stop:
-				a.ports <- got
+				a.counts <- got
 				return
 			default:
 			}
 			f, ok, err := receiveFrame(fd, buf, oob)
 			if err != nil {
-				a.ports <- nil
+				a.counts <- nil
 				return
 			}
-			if ok && len(f.frame) >= 14+20+8 && net.HardwareAddr(f.frame[6:12]).String() == src.String() {
-				got[binary.BigEndian.Uint16(f.frame[14+20:])]++
+			if ok && len(f.frame) >= 14+20+8 && net.HardwareAddr(f.frame[6:12]).String() == src.String() &&
+				binary.BigEndian.Uint16(f.frame[12:]) == 0x0800 && f.frame[14] == 0x45 && f.frame[14+9] == 17 {
+				got[key(f.frame)]++
 			}
 		}
 	}()
 	return a
 }
 
-func (a *udpArrivals) done(t testing.TB) map[uint16]int {
+// byUDPSource keys a frame by its UDP source port.
+func byUDPSource(frame []byte) int { return int(binary.BigEndian.Uint16(frame[14+20:])) }
+
+// byTOS keys a frame by its IPv4 TOS.
+func byTOS(frame []byte) int { return int(frame[15]) }
+
+func (a *tally) done(t testing.TB) map[int]int {
 	t.Helper()
 	close(a.stop)
-	got := <-a.ports
+	got := <-a.counts
 	if got == nil {
 		t.Fatal("reading the packet socket failed")
 	}
 	return got
 }
 
-// groupStats reads dump-group-stats' line of group id: the group's
-// packet count and its buckets', in order.
-func groupStats(t testing.TB, d *daemon, br string, id int) (packets int, buckets []int) {
+// xswitchGroupStats reads xswitch dump-group-stats' counts of group id.
+func xswitchGroupStats(t testing.TB, d *daemon, br string, id int) groupStats {
 	t.Helper()
 	out := d.x(t, "dump-group-stats", br, strconv.Itoa(id))
-	line := strings.TrimSpace(out)
-	m := regexp.MustCompile(`^group_id=` + strconv.Itoa(id) + `,.*?packet_count=(\d+)`).FindStringSubmatch(line)
-	if m == nil {
+	g, ok := parseGroupStats(out)[id]
+	if !ok {
 		t.Fatalf("dump-group-stats %d: no counts in %q", id, out)
 	}
-	packets, _ = strconv.Atoi(m[1])
-	for _, b := range regexp.MustCompile(`bucket\d+:packet_count=(\d+)`).FindAllStringSubmatch(line, -1) {
-		n, _ := strconv.Atoi(b[1])
-		buckets = append(buckets, n)
-	}
-	return packets, buckets
+	return g
 }
 
 // settle gives frames in flight time to arrive, and the fast path's
@@ -117,8 +122,8 @@ func TestGroupAllSendsEachBucketItsCopy(t *testing.T) {
 	d.x(t, "add-flow", br, fmt.Sprintf("priority=100,in_port=%s,udp,actions=group:1", p1.name))
 
 	src := net.HardwareAddr{0x02, 0xaa, 0, 0, 0, 1}
-	at2, at3 := collectUDP(t, p2.ns, src), collectUDP(t, p3.ns, src)
-	tos2, tos3 := startTOSWatch(t, p2.ns, src), startTOSWatch(t, p3.ns, src)
+	at2, at3 := tallyFrames(t, p2.ns, src, byUDPSource), tallyFrames(t, p3.ns, src, byUDPSource)
+	tos2, tos3 := tallyFrames(t, p2.ns, src, byTOS), tallyFrames(t, p3.ns, src, byTOS)
 	raw := openRaw(t, p1.ns, src)
 	const frames = 50
 	for i := range frames {
@@ -126,7 +131,7 @@ func TestGroupAllSendsEachBucketItsCopy(t *testing.T) {
 	}
 	settle()
 	got2, got3 := at2.done(t), at3.done(t)
-	for _, got := range []map[uint16]int{got2, got3} {
+	for _, got := range []map[int]int{got2, got3} {
 		total := 0
 		for _, n := range got {
 			total += n
@@ -135,15 +140,14 @@ func TestGroupAllSendsEachBucketItsCopy(t *testing.T) {
 			t.Errorf("a bucket's port received %d frames, want each of the %d once: %v", total, frames, got)
 		}
 	}
-	if tos := tos2.done(t); tos != 32 {
-		t.Errorf("bucket 0's frames left with TOS %d, want its mod_nw_tos:32", tos)
+	if tos := tos2.done(t); tos[32] != frames {
+		t.Errorf("bucket 0's frames left with TOS %v, want all %d with its mod_nw_tos:32", tos, frames)
 	}
-	if tos := tos3.done(t); tos != 0 {
-		t.Errorf("bucket 1's frames left with TOS %d: bucket 0's rewrite leaked into its copy", tos)
+	if tos := tos3.done(t); tos[0] != frames {
+		t.Errorf("bucket 1's frames left with TOS %v, want all %d with 0: bucket 0's rewrite leaked into its copy", tos, frames)
 	}
-	packets, buckets := groupStats(t, d, br, 1)
-	if packets != frames || len(buckets) != 2 || buckets[0] != frames || buckets[1] != frames {
-		t.Errorf("dump-group-stats: %d packets, buckets %v; want %d, [%d %d]", packets, buckets, frames, frames, frames)
+	if g := xswitchGroupStats(t, d, br, 1); g.packets != frames || fmt.Sprint(g.buckets) != fmt.Sprint([]int{frames, frames}) {
+		t.Errorf("dump-group-stats: %d packets, buckets %v; want %d, [%d %d]", g.packets, g.buckets, frames, frames, frames)
 	}
 
 	// Groups are saved as rules are: a restart brings them back.
@@ -163,46 +167,6 @@ func TestGroupAllSendsEachBucketItsCopy(t *testing.T) {
 	}
 }
 
-// tosWatch remembers the TOS of the last frame from src to arrive in a
-// namespace.
-type tosWatch struct {
-	stop chan struct{}
-	tos  chan int
-}
-
-func startTOSWatch(t testing.TB, ns string, src net.HardwareAddr) *tosWatch {
-	t.Helper()
-	fd := sniffSocket(t, ns)
-	w := &tosWatch{stop: make(chan struct{}), tos: make(chan int, 1)}
-	go func() {
-		last := -1
-		buf, oob := make([]byte, 65536), make([]byte, 256)
-		for {
-			select {
-			case <-w.stop:
-				w.tos <- last
-				return
-			default:
-			}
-			f, ok, err := receiveFrame(fd, buf, oob)
-			if err != nil {
-				w.tos <- -2
-				return
-			}
-			if ok && len(f.frame) > 15 && net.HardwareAddr(f.frame[6:12]).String() == src.String() {
-				last = int(f.frame[15])
-			}
-		}
-	}()
-	return w
-}
-
-func (w *tosWatch) done(t testing.TB) int {
-	t.Helper()
-	close(w.stop)
-	return <-w.tos
-}
-
 // A select group spreads flows over its buckets by weight, each flow on
 // one bucket; removing a bucket moves only the flows that took it.
 func TestGroupSelectSpreadsFlowsByWeight(t *testing.T) {
@@ -220,10 +184,10 @@ func TestGroupSelectSpreadsFlowsByWeight(t *testing.T) {
 
 	src := net.HardwareAddr{0x02, 0xaa, 0, 0, 0, 2}
 	const flows = 1000
-	send := func() []map[uint16]int {
-		var at []*udpArrivals
+	send := func() []map[int]int {
+		var at []*tally
 		for _, h := range outs {
-			at = append(at, collectUDP(t, h.ns, src))
+			at = append(at, tallyFrames(t, h.ns, src, byUDPSource))
 		}
 		raw := openRaw(t, in.ns, src)
 		for round := range 2 { // each flow twice: it must take one bucket both times
@@ -236,14 +200,14 @@ func TestGroupSelectSpreadsFlowsByWeight(t *testing.T) {
 			_ = round
 		}
 		settle()
-		var got []map[uint16]int
+		var got []map[int]int
 		for _, a := range at {
 			got = append(got, a.done(t))
 		}
 		return got
 	}
 	got := send()
-	where := map[uint16]int{}
+	where := map[int]int{}
 	for b, ports := range got {
 		for p, n := range ports {
 			if n != 2 {
@@ -273,8 +237,8 @@ func TestGroupSelectSpreadsFlowsByWeight(t *testing.T) {
 	if chi2 > 13.82 {
 		t.Errorf("flows per bucket %v do not follow weights %v: chi-square %.2f > 13.82", counts, weights, chi2)
 	}
-	if _, buckets := groupStats(t, d, br, 7); fmt.Sprint(buckets) != fmt.Sprint([]int{2 * counts[0], 2 * counts[1], 2 * counts[2]}) {
-		t.Errorf("dump-group-stats buckets %v, want twice the flows each port received %v", buckets, counts)
+	if g := xswitchGroupStats(t, d, br, 7); fmt.Sprint(g.buckets) != fmt.Sprint([]int{2 * counts[0], 2 * counts[1], 2 * counts[2]}) {
+		t.Errorf("dump-group-stats buckets %v, want twice the flows each port received %v", g.buckets, counts)
 	}
 
 	// Remove the last bucket: its flows move, the others' stay.

@@ -1,7 +1,7 @@
 // The operations of an entry (fp_op_type), run on the frame in order:
 // MAC and VLAN rewrites, tag push and pop, IP and L4 field rewrites with
-// their checksums (csum.h), and the push of a tunnel's outer headers
-// (encap.h).
+// their checksums (csum.h), a meter (meter.h), and the push of a tunnel's
+// outer headers (encap.h).
 
 #ifndef XSWITCH_ACTIONS_H
 #define XSWITCH_ACTIONS_H
@@ -17,6 +17,7 @@
 #include "csum.h"
 #include "encap.h"
 #include "hash.h"
+#include "meter.h"
 
 static __always_inline int set_dl(struct xdp_md *ctx, struct fp_op *op)
 {
@@ -136,10 +137,10 @@ static __always_inline int run_op(struct xdp_md *ctx, struct fp_op *op, __u32 *l
 }
 
 // run_ops runs f's operations on the frame, whose IP header is at l3, of
-// the flow whose key is flow. It returns 0 when the frame no longer has
-// the room or the tag an operation needs, which user space never installs
-// for the frame's key (only a driver without headroom for a tag could
-// cause it): the entry is not this frame's, whose bytes may be half
+// the flow whose key is flow (fp_run). It fails when the frame no longer
+// has the room or the tag an operation needs, which user space never
+// installs for the frame's key (only a driver without headroom for a tag
+// could cause it): the entry is not this frame's, whose bytes may be half
 // rewritten.
 static __always_inline int run_ops(struct xdp_md *ctx, struct fp_flow *f, __u32 l3, struct fp_key *flow)
 {
@@ -155,13 +156,17 @@ static __always_inline int run_ops(struct xdp_md *ctx, struct fp_flow *f, __u32 
 			push = op; // always the last (fp_op_type)
 			break;
 		}
+		if (op->type == FP_OP_METER)
+			continue; // the first, which fastpath.c ran before
 		if (!run_op(ctx, op, &l3))
-			return 0;
+			return FP_RUN_FAILED;
 	}
 	// Out of the loop, the flow's hash is worked out for a push alone:
 	// in it, the compiler hoists the hash ahead of the operations, and
 	// every frame an entry takes pays for it (30 ns under BPF_PROG_RUN).
-	return !push || tunnel_push(ctx, push, flow_hash(flow));
+	if (push && !tunnel_push(ctx, push, flow_hash(flow)))
+		return FP_RUN_FAILED;
+	return FP_RUN_OK;
 }
 
 #endif

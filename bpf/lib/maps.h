@@ -1,8 +1,8 @@
 // The fast path's maps. Every port of a bridge runs its own copy of the
 // program, and all share the bridge's flows, flows_l2, state, state_slot,
-// tx_ports, tunnels, tunnels_in and drops (bpf.FastpathShared); xsks_map
-// and oversize are the port's own (xsk.h), tunnel_listen its underlay's
-// (tunnel.h), parsed the tests'.
+// tx_ports, tunnels, tunnels_in, meters, meter_counts and drops
+// (bpf.FastpathShared); xsks_map and oversize are the port's own (xsk.h),
+// tunnel_listen its underlay's (tunnel.h), parsed the tests'.
 
 #ifndef XSWITCH_MAPS_H
 #define XSWITCH_MAPS_H
@@ -76,6 +76,24 @@ struct {
 	__type(key, struct fp_tunnel_key);
 	__type(value, struct fp_tunnel_in);
 } tunnels_in SEC(".maps");
+
+// The bridge's meters by slot, which user space and the programs update
+// together in the map's memory (structs.h's fp_meter); and what the
+// programs counted of each, per CPU.
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, FP_MAX_METERS);
+	__type(key, __u32);
+	__type(value, struct fp_meter);
+} meters SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, FP_MAX_METERS);
+	__type(key, __u32);
+	__type(value, struct fp_meter_counts);
+} meter_counts SEC(".maps");
 
 // The frames the program dropped, by fp_drop_reason: the kernel's own
 // count, which pmd-stats-show prints apart from the pipeline's drops.

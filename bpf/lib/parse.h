@@ -5,9 +5,14 @@
 // 802.1Q/802.1ad tags (behind a third, dl_type is that tag's TPID, as in
 // OVS and the extractor), ARP for IPv4 over Ethernet, IPv4 without
 // options whose lengths hold, IPv6 without extension headers, and TCP,
-// UDP, ICMP and ICMPv6 headers. It gives up on 802.3 frames, IPv4
-// options, IPv6 extension headers, multicast source addresses and
-// anything cut short.
+// UDP, SCTP, ICMP and ICMPv6 headers. It gives up on 802.3 frames, IPv4
+// options, IPv6 extension headers, IPv6 neighbour discovery (whose
+// target and link-layer addresses the key has no room for), multicast
+// source addresses and anything cut short.
+//
+// The key holds some fields of the flow key where others that never
+// meet them in one frame are (bpf.KeyOf): an IPv6 frame's flow label in
+// nw_src, an ARP frame's hardware addresses in ipv6_src.
 
 #ifndef XSWITCH_PARSE_H
 #define XSWITCH_PARSE_H
@@ -79,6 +84,15 @@ static __always_inline int parse_l4(struct cursor *c, void *ip_end, struct fp_ke
 		k->tp_dst = udp->dest;
 		return 1;
 	}
+	case IPPROTO_SCTP: {
+		struct sctp_common *sctp = take(c, sizeof(*sctp));
+
+		if (!sctp || c->pos > ip_end)
+			return 0;
+		k->tp_src = sctp->source;
+		k->tp_dst = sctp->dest;
+		return 1;
+	}
 	case IPPROTO_ICMP:
 	case IPPROTO_ICMPV6: {
 		// ICMPv6's header is its common part; the extractor asks
@@ -86,6 +100,9 @@ static __always_inline int parse_l4(struct cursor *c, void *ip_end, struct fp_ke
 		struct icmp_common *icmp = take(c, ipv6 ? sizeof(*icmp) : ICMPV4_HLEN);
 
 		if (!icmp || c->pos > ip_end)
+			return 0;
+		if (ipv6 && icmp->code == 0 &&
+		    (icmp->type == NDISC_NEIGHBOUR_SOLICITATION || icmp->type == NDISC_NEIGHBOUR_ADVERTISEMENT))
 			return 0;
 		k->tp_src = bpf_htons(icmp->type);
 		k->tp_dst = bpf_htons(icmp->code);
@@ -141,6 +158,9 @@ static __always_inline int parse_ipv6(struct cursor *c, struct fp_key *k)
 	k->nw_proto = ip->nexthdr;
 	k->nw_tos = ip->priority << 4 | ip->flow_lbl[0] >> 4;
 	k->nw_ttl = ip->hop_limit;
+	k->nw_src[1] = ip->flow_lbl[0] & 0x0f; // the flow label, in nw_src
+	k->nw_src[2] = ip->flow_lbl[1];
+	k->nw_src[3] = ip->flow_lbl[2];
 	return parse_l4(c, c->pos + payload, k, 1);
 }
 
@@ -155,6 +175,8 @@ static __always_inline int parse_arp(struct cursor *c, struct fp_key *k)
 	k->nw_proto = bpf_ntohs(arp->ar_op) & 0xff;
 	__builtin_memcpy(k->nw_src, arp->ar_sip, 4);
 	__builtin_memcpy(k->nw_dst, arp->ar_tip, 4);
+	__builtin_memcpy(k->ipv6_src, arp->ar_sha, ETH_ALEN); // arp_sha and arp_tha, in ipv6_src
+	__builtin_memcpy(k->ipv6_src + ETH_ALEN, arp->ar_tha, ETH_ALEN);
 	return 1;
 }
 

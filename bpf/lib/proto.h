@@ -66,6 +66,23 @@ struct icmp_common {
 
 #define ICMPV4_HLEN 8
 
+// An IPv6 neighbour solicitation and advertisement are ICMPv6's types 135
+// and 136 with code 0.
+#define NDISC_NEIGHBOUR_SOLICITATION 135
+#define NDISC_NEIGHBOUR_ADVERTISEMENT 136
+
+// SCTP's common header (RFC 9260): the ports, the verification tag, the
+// CRC32c.
+
+struct sctp_common {
+	__be16 source;
+	__be16 dest;
+	__be32 vtag;
+	__le32 checksum;
+};
+
+_Static_assert(sizeof(struct sctp_common) == 12, "SCTP's common header is 12 bytes");
+
 // VXLAN (RFC 7348) and Geneve (RFC 8926) headers, without Geneve's
 // options: 8 bytes each, with the VNI in the high 24 bits of the second
 // word (vni is VNI << 8, in network order).

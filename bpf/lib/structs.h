@@ -46,9 +46,9 @@ struct fp_key {
 	__u8 nw_tos;
 	__u8 nw_ttl;
 	__u8 nw_frag;
-	__u8 nw_src[4];
+	__u8 nw_src[4]; // IPv6: the flow label, 20 bits
 	__u8 nw_dst[4];
-	__u8 ipv6_src[16];
+	__u8 ipv6_src[16]; // ARP: arp_sha and arp_tha
 	__u8 ipv6_dst[16];
 	__u16 tp_src; // ICMP: the type, as a 16-bit value in network order
 	__u16 tp_dst; // ICMP: the code
@@ -106,6 +106,11 @@ enum fp_op_type {
 	// The outer headers of tunnel slot tunnel, with VNI vni: the last
 	// operation, before the output to the tunnel's underlay.
 	FP_OP_TUNNEL_PUSH,
+	// The frame through the meter in slot tunnel of meters, if it is still
+	// meter delta's (fp_meter): its bands may drop the frame, or remark
+	// the DSCP of its IP header, of version len (4 or 6; 0: none). The
+	// first operation, if there is one.
+	FP_OP_METER,
 };
 
 // Which checksums an FP_OP_SET_L3 or FP_OP_SET_L4 updates, by adding
@@ -127,8 +132,8 @@ struct fp_op {
 	__be16 mask;
 	__u8 mac[6];
 	__u8 value[4]; // FP_OP_SET_L3, FP_OP_SET_L4
-	__u32 delta;   // FP_OP_SET_L3, FP_OP_SET_L4; FP_OP_TUNNEL_PUSH: the VNI
-	__u32 tunnel;  // FP_OP_TUNNEL_PUSH: the tunnel's slot in tunnels
+	__u32 delta;   // FP_OP_SET_L3, FP_OP_SET_L4; FP_OP_TUNNEL_PUSH: the VNI; FP_OP_METER: the meter's id
+	__u32 tunnel;  // FP_OP_TUNNEL_PUSH: the tunnel's slot in tunnels; FP_OP_METER: the meter's in meters
 };
 
 #define FP_MAX_OPS 6
@@ -141,10 +146,12 @@ struct fp_flow {
 	// long for the tunnel it would enter.
 	__u32 max_len;
 	struct fp_op ops[FP_MAX_OPS];
-	// This CPU's count of the frames and bytes the entry carried. When
-	// it last carried one is when the sweeper finds the count grown: a
-	// clock read per frame would cost more than the lookup.
+	// This CPU's count of the frames and bytes the entry carried, and of
+	// them, those its meter dropped. When it last carried one is when the
+	// sweeper finds the count grown: a clock read per frame would cost
+	// more than the lookup.
 	__u64 packets, bytes;
+	__u64 metered, metered_bytes;
 };
 
 // How keys are looked up (switch/fastpath.go's keyMask): whole, in flows;
@@ -199,6 +206,55 @@ struct fp_tunnel_in {
 	__be32 local;
 };
 
+// Meters (switch/meters.go, flow.MaxMeters and flow.MaxMeterBands): the
+// bridge's, each in a slot of meters, whose memory user space maps. Each
+// band's tat is the theoretical arrival time of its GCRA (the generic
+// cell rate algorithm, a token bucket kept as a time), on the kernel's
+// CLOCK_MONOTONIC in nanoseconds: a frame finds the band's rate exceeded
+// when tat lies more than tolerance ahead of now, and a frame the band
+// lets through moves tat on by its cost at the band's rate. User space
+// and the programs update the same tat with atomic operations, so a
+// meter has one budget whichever path carries its frames. The rest, the
+// configuration, is written by user space alone.
+#define FP_MAX_METERS 1024
+#define FP_MAX_BANDS 8
+
+// The band types, OpenFlow's OFPMBT_*.
+enum fp_band_type {
+	FP_BAND_DROP = 1,
+	FP_BAND_DSCP_REMARK = 2,
+};
+
+struct fp_band {
+	__u64 tat;       // atomic, in the program and in user space
+	__u64 tolerance; // ns: the burst the band takes at its rate
+	__u32 rate;      // kilobits or packets a second, as the meter's pktps says
+	__u8 type;       // fp_band_type
+	__u8 prec_level; // FP_BAND_DSCP_REMARK: drop precedence levels to add
+	__u16 pad;
+};
+
+struct fp_meter {
+	__u32 id; // the OpenFlow meter in the slot; 0: none
+	__u8 pktps;
+	__u8 n_bands;
+	__u16 pad;
+	struct fp_band bands[FP_MAX_BANDS];
+};
+
+_Static_assert(offsetof(struct fp_meter, bands) % 8 == 0 && sizeof(struct fp_band) % 8 == 0 &&
+		       sizeof(struct fp_meter) % 8 == 0,
+	       "every tat is 8-byte aligned in the map's memory, for the atomics of both sides");
+
+// What the programs counted of a meter, per CPU: the frames and bytes
+// sent through it, and those each band applied to. User space adds its
+// own.
+struct fp_meter_counts {
+	__u64 packets, bytes;
+	__u64 band_packets[FP_MAX_BANDS];
+	__u64 band_bytes[FP_MAX_BANDS];
+};
+
 // What the program stores of each frame with record_key set (tests).
 struct fp_parsed {
 	__u32 ok; // 1: the key is the frame's; 0: the parser gave up
@@ -213,6 +269,7 @@ enum fp_drop_reason {
 	FP_DROP_OP_FAILED, // an operation did not fit the frame (run_ops)
 	FP_DROP_PORT_GONE, // the output's tx_ports slot emptied since the lookup
 	FP_DROP_RESTORE,   // a tunnel frame's popped headers could not be put back
+	FP_DROP_METER,     // a drop band of the entry's meter
 	FP_DROP_REASONS,   // how many there are
 };
 

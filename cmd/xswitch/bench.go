@@ -37,7 +37,7 @@ const defaultBenchWorkloads = "udp64,udp1500,tcp,ping"
 const defaultBenchCases = "xswitch,xswitch-busy,xswitch-flows,linux-bridge,ovs,ovs-flows,xdp-redirect"
 
 // moreBenchCases are the cases bench runs only when asked to.
-const moreBenchCases = "xswitch-pipeline,ovs-pipeline,xswitch-userspace,xswitch-controller,ovs-controller," +
+const moreBenchCases = "xswitch-pipeline,ovs-pipeline,xswitch-select,ovs-select,xswitch-userspace,xswitch-controller,ovs-controller," +
 	"xswitch-vxlan,xswitch-xswitch-vxlan,kernel-vxlan,ovs-vxlan"
 
 // benchFlows is how many flows the -flows cases install.
@@ -119,6 +119,9 @@ client and server and ping run on CPU 0. The cases:
   xswitch-pipeline, ovs-pipeline (only when asked for)
                  a pipeline of three tables (bench.PipelineFlows): classify by
                  input port into reg0, an ACL, NORMAL, joined by goto_table
+  xswitch-select, ovs-select (only when asked for)
+                 the bench frames through a select group of four buckets,
+                 each to the receiver (bench.SelectGroupRules)
   xswitch-userspace (only when asked for)
                  xswitch with daemon --fast-path off: every frame through the
                  forwarding thread
@@ -187,19 +190,23 @@ func benchCases(names []string) ([]bench.Case, error) {
 		case "xswitch-busy":
 			cases = append(cases, xswitchBenchCase(name, xswitchBench{busyPoll: true}))
 		case "xswitch-flows":
-			cases = append(cases, xswitchBenchCase(name, xswitchBench{flows: bench.ManyFlows(benchFlows)}))
+			cases = append(cases, xswitchBenchCase(name, xswitchBench{rules: bench.Rules{Flows: bench.ManyFlows(benchFlows)}}))
 		case "linux-bridge":
 			cases = append(cases, bench.LinuxBridge())
 		case "xdp-redirect":
 			cases = append(cases, bench.XDPRedirect())
 		case "ovs":
-			cases = append(cases, bench.OVS(name, nil))
+			cases = append(cases, bench.OVS(name, bench.Rules{}))
 		case "ovs-flows":
-			cases = append(cases, bench.OVS(name, bench.ManyFlows(benchFlows)))
+			cases = append(cases, bench.OVS(name, bench.Rules{Flows: bench.ManyFlows(benchFlows)}))
 		case "xswitch-pipeline":
-			cases = append(cases, xswitchBenchCase(name, xswitchBench{flows: bench.PipelineFlows()}))
+			cases = append(cases, xswitchBenchCase(name, xswitchBench{rules: bench.Rules{Flows: bench.PipelineFlows()}}))
 		case "ovs-pipeline":
-			cases = append(cases, bench.OVS(name, bench.PipelineFlows()))
+			cases = append(cases, bench.OVS(name, bench.Rules{Flows: bench.PipelineFlows()}))
+		case "xswitch-select":
+			cases = append(cases, xswitchBenchCase(name, xswitchBench{rules: bench.SelectGroupRules()}))
+		case "ovs-select":
+			cases = append(cases, bench.OVS(name, bench.SelectGroupRules()))
 		case "xswitch-userspace":
 			cases = append(cases, xswitchBenchCase(name, xswitchBench{userspace: true}))
 		case "xswitch-controller":
@@ -229,9 +236,9 @@ func benchCases(names []string) ([]bench.Case, error) {
 // default flags and only those the case is about, as a host runs it and
 // as an outside harness measures it.
 type xswitchBench struct {
-	flows     []string // installed after the ports; none: NORMAL
-	busyPoll  bool     // --busy-poll
-	userspace bool     // --fast-path off
+	rules     bench.Rules // installed after the ports; no flows: NORMAL
+	busyPoll  bool        // --busy-poll
+	userspace bool        // --fast-path off
 	// controller points the bridge at a bench.Controller in fail mode
 	// secure, which sends every frame through itself.
 	controller bool
@@ -301,7 +308,12 @@ func setupXswitchBench(ctx context.Context, undo *undoStack, hosts bench.Hosts, 
 	if xb.controller {
 		return useBenchController(ctx, undo, client, bridge)
 	}
-	if len(xb.flows) == 0 {
+	if len(xb.rules.Groups) > 0 {
+		if _, err := client.call(api.Request{Verb: api.VerbAddGroups, Bridge: bridge, Groups: xb.rules.Groups}); err != nil {
+			return err
+		}
+	}
+	if len(xb.rules.Flows) == 0 {
 		return nil
 	}
 	// The flows replace the new bridge's NORMAL rule, as the OVS cases'
@@ -309,7 +321,7 @@ func setupXswitchBench(ctx context.Context, undo *undoStack, hosts bench.Hosts, 
 	if _, err := client.call(api.Request{Verb: api.VerbDelFlows, Bridge: bridge}); err != nil {
 		return err
 	}
-	if _, err := client.call(api.Request{Verb: api.VerbAddFlows, Bridge: bridge, Flows: xb.flows}); err != nil {
+	if _, err := client.call(api.Request{Verb: api.VerbAddFlows, Bridge: bridge, Flows: xb.rules.Flows}); err != nil {
 		return err
 	}
 	resp, err := client.call(api.Request{Verb: api.VerbShow, Bridge: bridge})
@@ -319,8 +331,8 @@ func setupXswitchBench(ctx context.Context, undo *undoStack, hosts bench.Hosts, 
 	if len(resp.Bridges) != 1 {
 		return fmt.Errorf("show %s answered %d bridges", bridge, len(resp.Bridges))
 	}
-	if n := resp.Bridges[0].Flows; n != len(xb.flows) {
-		return fmt.Errorf("bridge %s holds %d flows after adding %d", bridge, n, len(xb.flows))
+	if n := resp.Bridges[0].Flows; n != len(xb.rules.Flows) {
+		return fmt.Errorf("bridge %s holds %d flows after adding %d", bridge, n, len(xb.rules.Flows))
 	}
 	return nil
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -40,16 +39,12 @@ streamed to the daemon, which saves the rules as one change.`,
 		Args:              cobra.ExactArgs(2),
 		ValidArgsFunction: c.completeBridgeThenFile,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var r io.Reader = cmd.InOrStdin()
-			if name := args[1]; name != "-" {
-				f, err := os.Open(name)
-				if err != nil {
-					return err
-				}
-				defer f.Close()
-				r = f
+			r, err := openInput(cmd, args[1])
+			if err != nil {
+				return err
 			}
-			_, err := c.callWithBody(api.Request{Verb: api.VerbAddFlows, Bridge: args[0]}, r)
+			defer r.Close()
+			_, err = c.callWithBody(api.Request{Verb: api.VerbAddFlows, Bridge: args[0]}, r)
 			return err
 		},
 	}

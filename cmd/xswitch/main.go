@@ -102,6 +102,8 @@ Exit codes:
 		c.addGroupCommand(), c.addGroupsCommand(), c.modGroupCommand(), c.delGroupsCommand(),
 		c.insertBucketsCommand(), c.removeBucketsCommand(),
 		c.dumpGroupsCommand(api.VerbDumpGroups), c.dumpGroupsCommand(api.VerbDumpGroupStats),
+		c.addMeterCommand(), c.modMeterCommand(), c.delMetersCommand(),
+		c.dumpMetersCommand(api.VerbDumpMeters), c.dumpMetersCommand(api.VerbMeterStats),
 		c.setCommand(), c.getCommand(), c.addCommand(), c.removeCommand(), c.clearCommand(), c.rstpShowCommand(), c.setSTPCommand(),
 		c.setControllerCommand(), c.delControllerCommand(), c.getControllerCommand(),
 		c.setFailModeCommand(), c.delFailModeCommand(), c.getFailModeCommand(),

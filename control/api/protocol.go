@@ -28,6 +28,8 @@ type Request struct {
 	// insert-buckets and remove-buckets take.
 	Flows  []string `json:"flows,omitempty"`
 	Groups []string `json:"groups,omitempty"`
+	// Meters are meters, for add-meter and mod-meter.
+	Meters []string `json:"meters,omitempty"`
 	// Stream says that add-flows' rules follow the request on the
 	// connection, from the line after it, one per line as in an add-flows
 	// file, until the client shuts its side down: a file of any size, in
@@ -38,7 +40,8 @@ type Request struct {
 	FlowLines []int `json:"-"`
 	// Match selects rules for mod-flows, del-flows and dump-flows, and
 	// describes the packet for trace; for del-groups, dump-groups and
-	// dump-group-stats, it names a group ("group_id=N", or N).
+	// dump-group-stats, it names a group ("group_id=N", or N); for
+	// del-meters, dump-meters and meter-stats, a meter ("meter=N", or N).
 	Match  string `json:"match,omitempty"`
 	Strict bool   `json:"strict,omitempty"`
 	// Table and Record name a row for set, get, add, remove and clear;
@@ -83,6 +86,12 @@ const (
 	VerbRemoveBuckets  = "remove-buckets"
 	VerbDumpGroups     = "dump-groups"
 	VerbDumpGroupStats = "dump-group-stats"
+	// The meter verbs, as ovs-ofctl's.
+	VerbAddMeter   = "add-meter"
+	VerbModMeter   = "mod-meter"
+	VerbDelMeters  = "del-meters"
+	VerbDumpMeters = "dump-meters"
+	VerbMeterStats = "meter-stats"
 	// The controller verbs; get-controller and get-fail-mode read show.
 	VerbSetController = "set-controller"
 	VerbDelController = "del-controller"
@@ -114,6 +123,8 @@ type Response struct {
 	FastPath []FastPathEntry `json:"fastpath,omitempty"`
 	// Groups are dump-groups' and dump-group-stats' groups, by id.
 	Groups []GroupStatus `json:"groups,omitempty"`
+	// Meters are dump-meters' and meter-stats' meters, by id.
+	Meters []MeterStatus `json:"meters,omitempty"`
 }
 
 // FastPathEntry is one entry of the in-kernel fast path: the exact flow
@@ -153,6 +164,27 @@ type GroupStatus struct {
 	Packets     uint64         `json:"packet_count"`
 	Bytes       uint64         `json:"byte_count"`
 	Buckets     []BucketCounts `json:"buckets"`
+}
+
+// MeterStatus is one meter as dump-meters and meter-stats show it: as
+// each prints it (Text, StatsText), and its counters, which include what
+// the fast path carried.
+type MeterStatus struct {
+	ID          uint32       `json:"meter_id"`
+	Text        string       `json:"meter"`
+	StatsText   string       `json:"-"`
+	FlowCount   uint32       `json:"flow_count"`
+	Packets     uint64       `json:"packet_in_count"`
+	Bytes       uint64       `json:"byte_in_count"`
+	DurationSec float64      `json:"duration"`
+	Bands       []BandCounts `json:"bands"`
+}
+
+// BandCounts are the frames and bytes one band of a meter applied to, in
+// the meter's band order.
+type BandCounts struct {
+	Packets uint64 `json:"packet_count"`
+	Bytes   uint64 `json:"byte_count"`
 }
 
 // BucketCounts are one bucket's counters, in the group's bucket order.

@@ -45,6 +45,11 @@ type BridgeConfig struct {
 	// Groups are the bridge's groups in ovs-ofctl syntax (add-group's), by
 	// id.
 	Groups []string `json:"groups,omitempty"`
+	// Meters are the bridge's meters in ovs-ofctl syntax (add-meter's), by
+	// id. Unlike rules and groups, they are part of the configuration:
+	// they change seldom, and a change saves it whole. Never modified in
+	// place, only replaced.
+	Meters []string `json:"meters,omitempty"`
 	// Released are OpenFlow port numbers that ports had until lately,
 	// kept from reuse for a while.
 	Released []ReleasedPort `json:"released_ofports,omitempty"`
@@ -101,6 +106,7 @@ func (c *Config) Clone() *Config {
 			Flows:       b.Flows,     // never modified in place, only replaced
 			Installed:   b.Installed, // likewise
 			Groups:      b.Groups,    // likewise
+			Meters:      b.Meters,    // likewise
 			Released:    append([]ReleasedPort(nil), b.Released...),
 			RSTPEnable:  b.RSTPEnable,
 			OtherConfig: b.OtherConfig, // likewise

@@ -116,6 +116,30 @@ func (bc *BridgeConfig) ParseGroups(texts []string) ([]flow.Group, error) {
 	return groups, nil
 }
 
+// MeterTable is the bridge's meters.
+func (bc *BridgeConfig) MeterTable() (*flow.MeterTable, error) {
+	mt := flow.NewMeterTable()
+	for _, text := range bc.Meters {
+		m, err := flow.ParseMeter(text)
+		if err == nil {
+			mt, err = mt.Add(m)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("meter %q: %w", text, err)
+		}
+	}
+	return mt, nil
+}
+
+// FormatMeters writes a meter table as BridgeConfig.Meters holds it.
+func FormatMeters(mt *flow.MeterTable) []string {
+	var texts []string
+	for _, m := range mt.Meters() {
+		texts = append(texts, flow.FormatMeter(*m))
+	}
+	return texts
+}
+
 // formatGroups is how a snapshot saves a table's groups.
 func formatGroups(t *flow.Table) []string {
 	var texts []string

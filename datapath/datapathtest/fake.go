@@ -27,6 +27,10 @@ type Fake struct {
 	entries [2]map[datapath.Key]*fakeEntry // by l2, keyed as the map is
 	tunnels map[uint32]port.TunnelHeader
 	in      map[datapath.TunnelKey]datapath.TunnelIn
+	meters  []datapath.Meter
+	// MeterCounts are what the programs counted of each meter slot: the
+	// test plays them.
+	MeterCounts []datapath.MeterCounts
 }
 
 type fakeEntry struct {
@@ -36,7 +40,8 @@ type fakeEntry struct {
 
 // New makes an empty Fake.
 func New() *Fake {
-	return &Fake{entries: [2]map[datapath.Key]*fakeEntry{{}, {}}, tunnels: map[uint32]port.TunnelHeader{}, in: map[datapath.TunnelKey]datapath.TunnelIn{}}
+	return &Fake{entries: [2]map[datapath.Key]*fakeEntry{{}, {}}, tunnels: map[uint32]port.TunnelHeader{}, in: map[datapath.TunnelKey]datapath.TunnelIn{},
+		meters: make([]datapath.Meter, flow.MaxMeters), MeterCounts: make([]datapath.MeterCounts, flow.MaxMeters)}
 }
 
 // stored is key as the l2 table or the other keeps it.
@@ -148,6 +153,22 @@ func (f *Fake) SetTunnelHeaders(place uint32, h port.TunnelHeader) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.tunnels[place] = h
+	return nil
+}
+
+func (f *Fake) MeterSlots() []datapath.Meter { return f.meters }
+
+func (f *Fake) AddMeterCounts(slot uint32, c *datapath.MeterCounts) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c.Add(&f.MeterCounts[slot])
+	return nil
+}
+
+func (f *Fake) ResetMeterCounts(slot uint32) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.MeterCounts[slot] = datapath.MeterCounts{}
 	return nil
 }
 

@@ -129,6 +129,7 @@ const (
 	typeFlowMod        = 14
 	typeBarrierRequest = 20
 	typeBarrierReply   = 21
+	typeMeterMod       = 29
 	headerLen          = 8
 )
 
@@ -230,31 +231,58 @@ func (s *Switch) serve(conn net.Conn, handle Handler) error {
 // Switch, and returns the FLOW_MOD ovs-ofctl sent for it.
 func AddFlow(t testing.TB, flow string) []byte {
 	t.Helper()
+	msg, out, err := modify(t, "add-flow", typeFlowMod, flow)
+	if err != nil {
+		t.Fatalf("ovs-ofctl add-flow %q: %v: %s", flow, err, out)
+	}
+	return msg
+}
+
+// AddMeter runs `ovs-ofctl -O OpenFlow13 add-meter` with meter against a
+// Switch, and returns the METER_MOD ovs-ofctl sent for it, or, if it
+// refused the meter, what it said.
+func AddMeter(t testing.TB, meter string) (msg, refusal []byte) {
+	t.Helper()
+	msg, out, err := modify(t, "add-meter", typeMeterMod, meter)
+	if err != nil {
+		return nil, out
+	}
+	return msg, nil
+}
+
+// modify runs an ovs-ofctl command that sends one message of type typ
+// with arg to a Switch, and returns that message, or ovs-ofctl's output
+// and error when it sent nothing.
+func modify(t testing.TB, cmd string, typ byte, arg string) (msg, out []byte, err error) {
+	t.Helper()
 	s := NewSwitch(t, func(msg []byte) ([]byte, error) {
 		switch msg[1] {
 		case typeHello:
 			return []byte{version, typeHello, 0, headerLen, 0, 0, 0, 0}, nil
-		case typeFlowMod:
+		case typ:
 			return nil, nil
 		case typeBarrierRequest:
 			// The reply, of the request's xid, ends ovs-ofctl's run.
 			return append([]byte{version, typeBarrierReply, 0, headerLen}, msg[4:8]...), nil
 		}
-		return nil, fmt.Errorf("add-flow sent message type %d", msg[1])
+		return nil, fmt.Errorf("%s sent message type %d", cmd, msg[1])
 	})
 	// --no-names, or ovs-ofctl first asks for the TABLE_FEATURES and
 	// PORT_DESC, to learn the tables' and ports' names.
-	out, err := Run(t, "--no-names", "-O", "OpenFlow13", "add-flow", s.Target(), flow)
-	if err != nil {
-		t.Fatalf("ovs-ofctl add-flow %q: %v: %s", flow, err, out)
-	}
+	out, err = Run(t, "--no-names", "-O", "OpenFlow13", cmd, s.Target(), arg)
 	got := s.Received()
+	if err != nil {
+		if len(got) > 0 {
+			t.Fatalf("ovs-ofctl %s %q failed (%v: %s) after it sent %d messages", cmd, arg, err, out, len(got))
+		}
+		return nil, out, err
+	}
 	var types []byte
 	for _, m := range got {
 		types = append(types, m[1])
 	}
-	if want := []byte{typeHello, typeFlowMod, typeBarrierRequest}; !slices.Equal(types, want) {
-		t.Fatalf("ovs-ofctl add-flow %q sent messages of types %v, not %v", flow, types, want)
+	if want := []byte{typeHello, typ, typeBarrierRequest}; !slices.Equal(types, want) {
+		t.Fatalf("ovs-ofctl %s %q sent messages of types %v, not %v", cmd, arg, types, want)
 	}
-	return got[1]
+	return got[1], out, nil
 }
