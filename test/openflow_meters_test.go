@@ -2,15 +2,19 @@ package test
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/xswitch/xswitch/internal/testenv"
 )
 
-// Meters over OpenFlow 1.3 from ovs-ofctl's meter verbs.
+// Meters over OpenFlow 1.3 from real clients: ovs-ofctl's meter verbs
+// and an os-ken application.
 
 var meterStatsLine = regexp.MustCompile(`meter:(\d+) flow_count:(\d+) packet_in_count:(\d+) byte_in_count:\d+ duration:[0-9.]+s bands:((?:\n\d+: packet_count:\d+ byte_count:\d+)*)`)
 var bandPackets = regexp.MustCompile(`\d+: packet_count:(\d+)`)
@@ -134,4 +138,56 @@ func TestOpenFlowOvsOfctlMeters(t *testing.T) {
 func meterLines(dump string) string {
 	_, lines, _ := strings.Cut(dump, "\n")
 	return lines
+}
+
+// TestOpenFlowOsKenMeters: an os-ken application sends a meter with no
+// bands and one with a band of rate 0, which the switch refuses with the
+// spec's errors (OFPMMFC_OUT_OF_BANDS, as Open vSwitch answers the first,
+// and OFPMMFC_BAD_RATE), then a meter and a flow through it, over which
+// pings cross; METER_CONFIG gives back that meter alone.
+func TestOpenFlowOsKenMeters(t *testing.T) {
+	testenv.RequireRoot(t)
+	requireTool(t, "osken-manager")
+	r := newRig(t, 2)
+	d, br, a, b := r.d, r.br, r.hosts[0], r.hosts[1]
+	ports := ofports(t, d, br)
+	port := freeTCPPort(t)
+	app, err := filepath.Abs("osken/meters.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "replies")
+	t.Setenv("XSWITCH_TEST_PORTS", fmt.Sprintf("%d,%d", ports[a.name], ports[b.name]))
+	t.Setenv("XSWITCH_TEST_OUT", out)
+	ctl := &osken{t: t, port: port}
+	ctl.bg = startBackground(t, "osken-manager", "--ofp-listen-host", "127.0.0.1", "--ofp-tcp-listen-port", strconv.Itoa(port), app)
+	d.x(t, "set-fail-mode", br, "secure")
+	d.x(t, "set-controller", br, fmt.Sprintf("tcp:127.0.0.1:%d", port))
+	waitConnected(t, d, br, true, 15*time.Second)
+	waitPing(t, a.ns, b.addr, 10*time.Second)
+	requirePing(t, a.ns, b.addr, 56)
+	if flows := d.x(t, "dump-flows", br); !strings.Contains(flows, "actions=meter:3,") {
+		t.Errorf("the application's flow through its meter is not in dump-flows:\n%s", flows)
+	}
+	const drop = 1
+	want := []string{
+		"error type=12 code=11\n", // the meter with no bands
+		"error type=12 code=6\n",  // the band of rate 0
+		fmt.Sprintf("meter-config meter_id=3 flags=2 bands=[(%d, 10000)]\n", drop),
+	}
+	var got []byte
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if got, _ = os.ReadFile(out); strings.Count(string(got), "\n") >= len(want) {
+			break
+		}
+	}
+	ctl.stop()
+	for _, w := range want {
+		if !strings.Contains(string(got), w) {
+			t.Errorf("the application did not get %q; it got:\n%s\nits output:\n%s", w, got, ctl.bg.output.String())
+		}
+	}
+	if n := strings.Count(string(got), "meter-config"); n != 1 {
+		t.Errorf("METER_CONFIG gave %d meters, want the one added:\n%s", n, got)
+	}
 }
