@@ -3,9 +3,9 @@ package bench
 import "fmt"
 
 // Rules are what a case installs in a switch, in ovs-ofctl syntax: its
-// groups, then its flows in place of the switch's own.
+// groups and meters, then its flows in place of the switch's own.
 type Rules struct {
-	Groups, Flows []string
+	Groups, Meters, Flows []string
 }
 
 // SelectGroupRules send the bench frame from the generator's port through
@@ -18,6 +18,14 @@ func SelectGroupRules() Rules {
 	}
 	return Rules{Groups: []string{group},
 		Flows: []string{fmt.Sprintf("priority=%d,udp,in_port=%d,actions=group:1", forwardPriority, genOFPort), defaultFlow}}
+}
+
+// MeterRules send the bench frame from the generator's port through a
+// meter far above any rate it reaches, to the receiver's port, and switch
+// the rest as usual: what metering costs per frame.
+func MeterRules() Rules {
+	return Rules{Meters: []string{"meter=1 pktps bands=type=drop rate=100000000"},
+		Flows: []string{fmt.Sprintf("priority=%d,udp,in_port=%d,actions=meter:1,output:%d", forwardPriority, genOFPort, rcvOFPort), defaultFlow}}
 }
 
 // Ports as ManyFlows's flows number them: the generator's veth is added

@@ -367,7 +367,7 @@ func (o *ovsInstance) waitPolled(ctx context.Context, ports ...string) error {
 var flowCount = regexp.MustCompile(`flow_count=(\d+)`)
 
 // installRules replaces bridge's flows with rules' flows, if there are
-// any, after adding its groups, and checks that the bridge holds as many
+// any, after adding its groups and meters, and checks that the bridge holds as many
 // flows as it should.
 func (o *ovsInstance) installRules(ctx context.Context, bridge string, rules Rules) error {
 	mgmt := "unix:" + o.path(bridge+".mgmt")
@@ -377,6 +377,11 @@ func (o *ovsInstance) installRules(ctx context.Context, bridge string, rules Rul
 			return err
 		}
 		if _, err := o.run(ctx, "ovs-ofctl", "-O", "OpenFlow13", "add-groups", mgmt, file); err != nil {
+			return err
+		}
+	}
+	for _, m := range rules.Meters {
+		if _, err := o.run(ctx, "ovs-ofctl", "-O", "OpenFlow13", "add-meter", mgmt, m); err != nil {
 			return err
 		}
 	}

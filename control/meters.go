@@ -101,11 +101,13 @@ func (d *Daemon) applyMeterMods(bridge string, mods []MeterMod) error {
 }
 
 // Meters returns bridge's meters (id, flow.MeterAll: all of them) with
-// their counters, which include what the fast path carried.
+// their counters, which include what the fast path carried. It holds the
+// verb lock while it reads the kernel's counts, so that the bridge is not
+// closed under it.
 func (d *Daemon) Meters(bridge string, id uint32) ([]api.MeterStatus, error) {
 	d.mu.Lock()
+	defer d.mu.Unlock()
 	b, err := d.bridge(bridge)
-	d.mu.Unlock()
 	if err != nil {
 		return nil, err
 	}

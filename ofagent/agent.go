@@ -49,8 +49,8 @@ type Options struct {
 // Switch is what the agent asks of the daemon, and all it may: the
 // bridges' controller settings and what removes their rules, the bridges
 // themselves for what crosses the wire frame by frame and for their
-// tables, typed edits of their tables and groups, their groups' counters,
-// and their ports. *control.Daemon is one.
+// tables, typed edits of their tables, groups and meters, their groups'
+// and meters' counters, and their ports. *control.Daemon is one.
 type Switch interface {
 	// OnControllers and OnFlowsRemoved have the agent told, in order and
 	// without the daemon's lock held, of every bridge's controller
@@ -65,6 +65,8 @@ type Switch interface {
 	PortStats(bridge string) ([]control.PortCounters, error)
 	ApplyGroupMod(bridge string, m control.GroupMod) error
 	Groups(bridge string, id uint32) ([]api.GroupStatus, error)
+	ApplyMeterMod(bridge string, m control.MeterMod) error
+	Meters(bridge string, id uint32) ([]api.MeterStatus, error)
 }
 
 // Agent runs every bridge's controller connections.

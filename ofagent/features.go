@@ -46,7 +46,7 @@ var tableFeatures = sync.OnceValue(func() []openflow.TableFeatures {
 	instructions := []uint16{
 		uint16(openflow.InstructionTypeGotoTable), uint16(openflow.InstructionTypeWriteMetadata),
 		uint16(openflow.InstructionTypeWriteActions), uint16(openflow.InstructionTypeApplyActions),
-		uint16(openflow.InstructionTypeClearActions),
+		uint16(openflow.InstructionTypeClearActions), uint16(openflow.InstructionTypeMeter),
 	}
 	var actions []uint16
 	for _, t := range actionTypes {

@@ -3,7 +3,6 @@ package ofagent
 import (
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/xswitch/xswitch/control"
 	"github.com/xswitch/xswitch/flow"
@@ -168,9 +167,8 @@ func (ba *bridgeAgent) groupStats(id uint32) ([]openflow.GroupStats, error) {
 	}
 	var out []openflow.GroupStats
 	for _, g := range groups {
-		d := time.Duration(g.DurationSec * float64(time.Second))
-		s := openflow.GroupStats{GroupID: g.ID, RefCount: uint32(g.RefCount), PacketCount: g.Packets, ByteCount: g.Bytes,
-			DurationSec: uint32(d / time.Second), DurationNsec: uint32(d % time.Second)}
+		s := openflow.GroupStats{GroupID: g.ID, RefCount: uint32(g.RefCount), PacketCount: g.Packets, ByteCount: g.Bytes}
+		s.DurationSec, s.DurationNsec = durationToOF(g.DurationSec)
 		for _, b := range g.Buckets {
 			s.Buckets = append(s.Buckets, openflow.BucketCounter{PacketCount: b.Packets, ByteCount: b.Bytes})
 		}

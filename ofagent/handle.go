@@ -68,6 +68,8 @@ func (c *conn) handle(raw []byte) error {
 		c.mu.Unlock()
 	case openflow.GroupMod:
 		c.groupMod(raw, &m)
+	case openflow.MeterMod:
+		c.meterMod(raw, &m)
 	case openflow.PacketOut:
 		if c.isSlave() {
 			c.sendError(raw, slaveError())
@@ -227,6 +229,10 @@ func flowModError(err error) error {
 		return &openflow.DecodeError{Type: openflow.ErrFlowModFailed, Code: openflow.FlowModFailedOverlap, Reason: err.Error()}
 	case errors.Is(err, vswitch.ErrNoGroup):
 		return &openflow.DecodeError{Type: openflow.ErrBadAction, Code: openflow.BadActionBadOutGroup, Reason: err.Error()}
+	case errors.Is(err, vswitch.ErrNoMeter):
+		// Open vSwitch's answer (ofproto_check_ofpacts), though the
+		// specification's text for UNKNOWN_METER would fit too.
+		return &openflow.DecodeError{Type: openflow.ErrMeterModFailed, Code: openflow.MeterModFailedInvalidMeter, Reason: err.Error()}
 	}
 	return &openflow.DecodeError{Type: openflow.ErrFlowModFailed, Code: openflow.FlowModFailedUnknown, Reason: err.Error()}
 }

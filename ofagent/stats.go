@@ -74,10 +74,21 @@ func (c *conn) multipart(raw []byte, xid uint32, m *openflow.MultipartRequest) {
 		body = stats
 	case openflow.MultipartGroupDesc:
 		body = ba.groupDescs()
-	case openflow.MultipartMeter, openflow.MultipartMeterConfig, openflow.MultipartQueue:
-		body = []byte{} // none of them exists
+	case openflow.MultipartMeter:
+		req, _ := m.Body.(openflow.MeterRequest)
+		stats, err := ba.meterStats(req.MeterID)
+		if err != nil {
+			c.sendError(raw, err)
+			return
+		}
+		body = stats
+	case openflow.MultipartMeterConfig:
+		req, _ := m.Body.(openflow.MeterRequest)
+		body = ba.meterConfigs(req.MeterID)
 	case openflow.MultipartMeterFeatures:
-		body = make([]byte, meterFeaturesLen) // no meter, no band type, no capability
+		body = meterFeatures()
+	case openflow.MultipartQueue:
+		body = []byte{} // xswitch has no queues
 	default:
 		c.sendError(raw, &openflow.DecodeError{Type: openflow.ErrBadRequest, Code: openflow.BadRequestBadMultipart,
 			Reason: fmt.Sprintf("multipart type %d is not supported", m.MType)})
@@ -85,9 +96,6 @@ func (c *conn) multipart(raw []byte, xid uint32, m *openflow.MultipartRequest) {
 	}
 	c.write(openflow.AppendMultipartReplies(nil, xid, openflow.MultipartReply{MType: m.MType, Body: body}), false)
 }
-
-// meterFeaturesLen is the length of ofp_meter_features.
-const meterFeaturesLen = 16
 
 // selectFlows gives the rules a flow or aggregate stats request selects,
 // their counters brought up to date with what the fast path carried.
@@ -102,6 +110,13 @@ func (ba *bridgeAgent) selectFlows(req *openflow.FlowStatsRequest) ([]*flow.Entr
 	}
 	ba.br.SyncFastPath()
 	return ba.br.Flows().Select(f, false), nil
+}
+
+// durationToOF splits a duration in seconds as OpenFlow's counters
+// carry it: whole seconds, and the nanoseconds beyond them.
+func durationToOF(sec float64) (s, ns uint32) {
+	d := time.Duration(sec * float64(time.Second))
+	return uint32(d / time.Second), uint32(d % time.Second)
 }
 
 func flowStats(entries []*flow.Entry, now time.Time) []openflow.FlowStats {

@@ -119,7 +119,18 @@ const (
 	RoleRequestFailedUnsup   = 1
 	RoleRequestFailedBadRole = 2
 
-	MeterModFailedUnknown = 0
+	MeterModFailedUnknown      = 0
+	MeterModFailedMeterExists  = 1
+	MeterModFailedInvalidMeter = 2
+	MeterModFailedUnknownMeter = 3
+	MeterModFailedBadCommand   = 4
+	MeterModFailedBadFlags     = 5
+	MeterModFailedBadRate      = 6
+	MeterModFailedBadBurst     = 7
+	MeterModFailedBadBand      = 8
+	MeterModFailedBadBandValue = 9
+	MeterModFailedOutOfMeters  = 10
+	MeterModFailedOutOfBands   = 11
 
 	TableFeaturesFailedBadTable    = 0
 	TableFeaturesFailedBadArgument = 4

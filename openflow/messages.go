@@ -244,7 +244,7 @@ type (
 )
 
 // Unsupported is a message of a type xswitch does not implement
-// (PORT_MOD, TABLE_MOD, METER_MOD, QUEUE_GET_CONFIG_*): its
+// (PORT_MOD, TABLE_MOD, QUEUE_GET_CONFIG_*): its
 // body undecoded, so that the agent can refuse it with the right error.
 type Unsupported struct {
 	MsgType Type
@@ -378,6 +378,8 @@ func appendBody(b []byte, m Message) ([]byte, Type) {
 		return AppendInstructions(b, m.Instructions), m.Type()
 	case GroupMod:
 		return appendGroupMod(b, m), m.Type()
+	case MeterMod:
+		return appendMeterMod(b, m), m.Type()
 	case RoleRequest:
 		return appendRole(b, RoleReply(m)), m.Type()
 	case RoleReply:
@@ -640,7 +642,9 @@ func decodeBody(t Type, p []byte) (Message, error) {
 		return a, nil
 	case TypeGroupMod:
 		return decodeGroupMod(p)
-	case TypePortMod, TypeTableMod, TypeQueueGetConfigRequest, TypeQueueGetConfigReply, TypeMeterMod:
+	case TypeMeterMod:
+		return decodeMeterMod(p)
+	case TypePortMod, TypeTableMod, TypeQueueGetConfigRequest, TypeQueueGetConfigReply:
 		return Unsupported{MsgType: t, Body: bytesOrNil(p)}, nil
 	}
 	return nil, errorf(ErrBadRequest, BadRequestBadType, "message type %d", uint8(t))

@@ -28,6 +28,10 @@ var (
 		{Weight: 2, WatchPort: PortAny, WatchGroup: GroupAny, Actions: []Action{ActionOutput{Port: 1}}},
 		{Weight: 1, WatchPort: PortAny, WatchGroup: GroupAny, Actions: []Action{ActionSetField{Field: basic(OXMEthDst, 2, 0, 0, 0, 0, 9)}, ActionGroup{GroupID: 7}}},
 	}
+	testMeterBands = []MeterBand{
+		{Type: MeterBandDrop, Rate: 1000, BurstSize: 100},
+		{Type: MeterBandDSCPRemark, Rate: 500, BurstSize: 50, PrecLevel: 2},
+	}
 	testFFBuckets = []Bucket{
 		{WatchPort: 3, WatchGroup: GroupAny, Actions: []Action{ActionOutput{Port: 3}}},
 		{WatchPort: PortAny, WatchGroup: 7, Actions: []Action{ActionGroup{GroupID: 7}}},
@@ -84,7 +88,9 @@ var testMessages = []Message{
 	GroupMod{Command: GroupCommandModify, GroupType: GroupTypeFastFailover, GroupID: GroupMax, Buckets: testFFBuckets},
 	GroupMod{Command: GroupCommandDelete, GroupType: GroupTypeAll, GroupID: GroupAll},
 	GroupMod{Command: GroupCommandAdd, GroupType: GroupTypeIndirect, GroupID: 2, Buckets: []Bucket{{WatchPort: PortAny, WatchGroup: GroupAny}}},
-	Unsupported{MsgType: TypeMeterMod},
+	MeterMod{Command: MeterCommandAdd, Flags: MeterFlagKbps | MeterFlagBurst | MeterFlagStats, MeterID: 1, Bands: testMeterBands},
+	MeterMod{Command: MeterCommandModify, Flags: MeterFlagPktps, MeterID: MeterMax, Bands: testMeterBands[1:]},
+	MeterMod{Command: MeterCommandDelete, MeterID: MeterAll},
 
 	MultipartRequest{MType: MultipartDesc},
 	MultipartRequest{MType: MultipartFlow, Body: testFlowStatsRequest},
@@ -96,6 +102,8 @@ var testMessages = []Message{
 	MultipartRequest{MType: MultipartGroup, Body: GroupStatsRequest{GroupID: GroupAll}},
 	MultipartRequest{MType: MultipartGroupDesc},
 	MultipartRequest{MType: MultipartMeterFeatures},
+	MultipartRequest{MType: MultipartMeter, Body: MeterRequest{MeterID: MeterAll}},
+	MultipartRequest{MType: MultipartMeterConfig, Body: MeterRequest{MeterID: 7}},
 	MultipartRequest{MType: MultipartTableFeatures, Body: []TableFeatures(nil)},
 	MultipartRequest{MType: MultipartTableFeatures, Flags: MultipartRequestMore, Body: []TableFeatures{testTableFeatures}},
 	MultipartRequest{MType: MultipartQueue, Body: []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}},
@@ -125,7 +133,15 @@ var testMessages = []Message{
 		{GroupType: GroupTypeFastFailover, GroupID: 3, Buckets: testFFBuckets},
 		{GroupType: GroupTypeAll, GroupID: 4},
 	}},
-	MultipartReply{MType: MultipartMeterFeatures, Body: []byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}},
+	MultipartReply{MType: MultipartMeterFeatures, Body: MeterFeatures{MaxMeter: 1024, BandTypes: 6, Capabilities: 0xf, MaxBands: 8, MaxColor: 1}},
+	MultipartReply{MType: MultipartMeter, Body: []MeterStats{
+		{MeterID: 1, FlowCount: 2, PacketInCount: 30, ByteInCount: 4000, DurationSec: 5, DurationNsec: 6, Bands: []MeterBandStats{{10, 1000}, {20, 3000}}},
+		{MeterID: 2},
+	}},
+	MultipartReply{MType: MultipartMeterConfig, Body: []MeterConfig{
+		{Flags: MeterFlagKbps | MeterFlagBurst, MeterID: 1, Bands: testMeterBands},
+		{Flags: MeterFlagPktps, MeterID: 2},
+	}},
 }
 
 func TestRoundTrip(t *testing.T) {
@@ -180,6 +196,7 @@ func TestHelloVersions(t *testing.T) {
 
 func TestDecodeErrors(t *testing.T) {
 	flowMod := Append(nil, 1, FlowMod{Match: testMatch})
+	meterMod := Append(nil, 1, MeterMod{Command: MeterCommandAdd, Flags: MeterFlagKbps, MeterID: 1, Bands: testMeterBands})
 	groupMod := Append(nil, 1, GroupMod{Command: GroupCommandAdd, GroupType: GroupTypeSelect, GroupID: 1, Buckets: testBuckets})
 	for _, c := range []struct {
 		name string
@@ -215,6 +232,18 @@ func TestDecodeErrors(t *testing.T) {
 		{"group stats request short", Append(nil, 1, MultipartRequest{MType: MultipartGroup, Body: []byte{0, 0, 0, 1}}), ErrBadRequest, BadRequestBadLen},
 		{"group desc request with a body", Append(nil, 1, MultipartRequest{MType: MultipartGroupDesc, Body: make([]byte, 8)}), ErrBadRequest, BadRequestBadLen},
 		{"bucket counters not a multiple", Append(nil, 1, MultipartReply{MType: MultipartGroup, Body: patch(make([]byte, 48), 1, 48)}), ErrBadRequest, BadRequestBadLen},
+		{"meter band of an experimenter", patch(bytes.Clone(meterMod), 16, 0xff, 0xff), ErrMeterModFailed, MeterModFailedBadBand},
+		{"meter band of an unknown type", patch(bytes.Clone(meterMod), 16, 0, 3), ErrMeterModFailed, MeterModFailedBadBand},
+		{"meter band shorter than its type", patch(bytes.Clone(meterMod), 18, 0, 8), ErrBadRequest, BadRequestBadLen},
+		{"meter band past the message", patch(bytes.Clone(meterMod), 18, 0, 40), ErrBadRequest, BadRequestBadLen},
+		{"meter band shorter than its header", patch(bytes.Clone(meterMod), 18, 0, 2), ErrBadRequest, BadRequestBadLen},
+		{"meter bands end short", patch(append(bytes.Clone(meterMod), 0, 1), 2, 0, byte(len(meterMod)+2)), ErrBadRequest, BadRequestBadLen},
+		{"meter mod short", patch(Append(nil, 1, MeterMod{})[:12], 2, 0, 12), ErrBadRequest, BadRequestBadLen},
+		{"meter stats request short", Append(nil, 1, MultipartRequest{MType: MultipartMeter, Body: []byte{0, 0, 0, 1}}), ErrBadRequest, BadRequestBadLen},
+		{"meter config request without a body", Append(nil, 1, MultipartRequest{MType: MultipartMeterConfig}), ErrBadRequest, BadRequestBadLen},
+		{"meter stats shorter than their length", Append(nil, 1, MultipartReply{MType: MultipartMeter, Body: patch(make([]byte, 40), 4, 0, 39)}), ErrBadRequest, BadRequestBadLen},
+		{"meter band stats not a multiple", Append(nil, 1, MultipartReply{MType: MultipartMeter, Body: patch(make([]byte, 48), 4, 0, 48)}), ErrBadRequest, BadRequestBadLen},
+		{"meter features short", Append(nil, 1, MultipartReply{MType: MultipartMeterFeatures, Body: make([]byte, 12)}), ErrBadRequest, BadRequestBadLen},
 		{"table features property past", patch(Append(nil, 1, MultipartRequest{MType: MultipartTableFeatures, Body: []TableFeatures{testTableFeatures}}), 16+64+2, 0x7f), ErrBadRequest, BadRequestBadLen},
 	} {
 		_, _, err := Decode(c.b)

@@ -39,6 +39,7 @@ const (
 //	MultipartFlow, MultipartAggregate:              FlowStatsRequest
 //	MultipartPortStats:                             PortStatsRequest
 //	MultipartGroup:                                 GroupStatsRequest
+//	MultipartMeter, MultipartMeterConfig:           MeterRequest
 //	MultipartTableFeatures:                         []TableFeatures
 //	the others:                                     []byte, undecoded
 //
@@ -61,6 +62,9 @@ type MultipartRequest struct {
 //	MultipartGroup:         []GroupStats
 //	MultipartGroupDesc:     []GroupDesc
 //	MultipartGroupFeatures: GroupFeatures
+//	MultipartMeter:         []MeterStats
+//	MultipartMeterConfig:   []MeterConfig
+//	MultipartMeterFeatures: MeterFeatures
 //	the others:             []byte, undecoded
 //
 // Append encodes Body by its Go type, whatever MType says; a reply with
@@ -236,6 +240,11 @@ func appendMultipartBody(b []byte, body any) []byte {
 	case GroupStatsRequest:
 		b = be.AppendUint32(b, m.GroupID)
 		return append(b, 0, 0, 0, 0)
+	case MeterRequest:
+		b = be.AppendUint32(b, m.MeterID)
+		return append(b, 0, 0, 0, 0)
+	case MeterFeatures:
+		return appendMeterFeatures(b, m)
 	case Desc:
 		for _, f := range [...]struct {
 			s     string
@@ -285,6 +294,10 @@ func multipartItems(body any) (n int, item func(b []byte, i int) []byte) {
 		return len(m), func(b []byte, i int) []byte { return appendGroupStats(b, m[i]) }
 	case []GroupDesc:
 		return len(m), func(b []byte, i int) []byte { return appendGroupDesc(b, m[i]) }
+	case []MeterStats:
+		return len(m), func(b []byte, i int) []byte { return appendMeterStats(b, m[i]) }
+	case []MeterConfig:
+		return len(m), func(b []byte, i int) []byte { return appendMeterConfig(b, m[i]) }
 	}
 	return 0, nil
 }
@@ -296,8 +309,8 @@ const maxMessageLen = 0xffff
 // items need to keep each message within 65535 bytes, with
 // MultipartReplyMore in the flags of all but the last. A body that is not
 // a list ([]FlowStats, []TableStats, []PortStats, []Port,
-// []TableFeatures, []GroupStats, []GroupDesc) makes one message, as
-// Append does.
+// []TableFeatures, []GroupStats, []GroupDesc, []MeterStats,
+// []MeterConfig) makes one message, as Append does.
 func AppendMultipartReplies(b []byte, xid uint32, r MultipartReply) []byte {
 	n, item := multipartItems(r.Body)
 	if item == nil {
@@ -474,6 +487,10 @@ func decodeMultipartRequest(p []byte) (Message, error) {
 		if err = exactly(TypeMultipartRequest, p, groupStatsReqLen); err == nil {
 			m.Body = GroupStatsRequest{GroupID: binary.BigEndian.Uint32(p)}
 		}
+	case MultipartMeter, MultipartMeterConfig:
+		if err = exactly(TypeMultipartRequest, p, meterRequestLen); err == nil {
+			m.Body = MeterRequest{MeterID: binary.BigEndian.Uint32(p)}
+		}
 	case MultipartFlow, MultipartAggregate:
 		m.Body, err = decodeFlowStatsRequest(p)
 	case MultipartPortStats:
@@ -544,6 +561,12 @@ func decodeMultipartReply(p []byte) (Message, error) {
 			}
 			m.Body = g
 		}
+	case MultipartMeter:
+		m.Body, err = decodeMeterStatsList(p)
+	case MultipartMeterConfig:
+		m.Body, err = decodeMeterConfigList(p)
+	case MultipartMeterFeatures:
+		m.Body, err = decodeMeterFeatures(p)
 	default:
 		m.Body = bytesOrNil(p)
 	}

@@ -177,6 +177,37 @@ DP Description: br0`},
 	}}, `OFPST_GROUP_DESC reply (OF1.3) (xid=0x11):
  group_id=1,type=select,bucket=weight:2,actions=output:1,bucket=actions=set_field:02:00:00:00:00:09->eth_dst,group:7
  group_id=4,type=indirect,bucket=actions=drop`},
+	{MeterMod{Command: MeterCommandAdd, Flags: MeterFlagKbps | MeterFlagBurst | MeterFlagStats, MeterID: 1, Bands: testMeterBands}, `OFPT_METER_MOD (OF1.3) (xid=0x11): ADD meter=1 kbps burst stats bands=
+type=drop rate=1000 burst_size=100
+type=dscp_remark rate=500 burst_size=50 prec_level=2`},
+	{MeterMod{Command: MeterCommandModify, Flags: MeterFlagPktps, MeterID: 7, Bands: testMeterBands[:1]}, `OFPT_METER_MOD (OF1.3) (xid=0x11): MOD meter=7 pktps bands=
+type=drop rate=1000`},
+	{MeterMod{Command: MeterCommandDelete, MeterID: MeterAll}, `OFPT_METER_MOD (OF1.3) (xid=0x11): DEL meter=all bands=`},
+	{MultipartRequest{MType: MultipartMeter, Body: MeterRequest{MeterID: MeterAll}}, `OFPST_METER request (OF1.3) (xid=0x11): meter=all`},
+	{MultipartRequest{MType: MultipartMeterConfig, Body: MeterRequest{MeterID: 7}}, `OFPST_METER_CONFIG request (OF1.3) (xid=0x11): meter=7`},
+	{MultipartRequest{MType: MultipartMeterFeatures}, `OFPST_METER_FEATURES request (OF1.3) (xid=0x11):`},
+	{MultipartReply{MType: MultipartMeterFeatures, Body: MeterFeatures{MaxMeter: 1024, BandTypes: 6, Capabilities: 0xf, MaxBands: 8}}, `OFPST_METER_FEATURES reply (OF1.3) (xid=0x11):
+max_meter:1024 max_bands:8 max_color:0
+band_types: drop dscp_remark
+capabilities: kbps pktps burst stats`},
+	{MultipartReply{MType: MultipartMeter, Body: []MeterStats{
+		{MeterID: 1, FlowCount: 2, PacketInCount: 30, ByteInCount: 4000, DurationSec: 5, DurationNsec: 6, Bands: []MeterBandStats{{10, 1000}, {20, 3000}}},
+		{MeterID: 2},
+	}}, `OFPST_METER reply (OF1.3) (xid=0x11):
+meter:1 flow_count:2 packet_in_count:30 byte_in_count:4000 duration:5.000000006s bands:
+0: packet_count:10 byte_count:1000
+1: packet_count:20 byte_count:3000
+
+meter:2 flow_count:0 packet_in_count:0 byte_in_count:0 duration:0s bands:`},
+	{MultipartReply{MType: MultipartMeterConfig, Body: []MeterConfig{
+		{Flags: MeterFlagKbps | MeterFlagBurst, MeterID: 1, Bands: testMeterBands},
+		{Flags: MeterFlagPktps, MeterID: 2},
+	}}, `OFPST_METER_CONFIG reply (OF1.3) (xid=0x11):
+meter=1 kbps burst bands=
+type=drop rate=1000 burst_size=100
+type=dscp_remark rate=500 burst_size=50 prec_level=2
+
+meter=2 pktps bands=`},
 }
 
 // fullTableFeatures has every property Open vSwitch requires in 1.3.
@@ -219,7 +250,7 @@ func ofSwitch(t *testing.T, replies map[MultipartType]any) *ofctltest.Switch {
 			reply = BarrierReply{}
 		case EchoRequest:
 			reply = EchoReply(m)
-		case FlowMod, PacketOut, GroupMod:
+		case FlowMod, PacketOut, GroupMod, MeterMod:
 			return nil, nil // no reply unless refused
 		case MultipartRequest:
 			body, ok := replies[m.MType]
@@ -270,6 +301,10 @@ func TestOVSOfctl(t *testing.T) {
 		MultipartGroupDesc:     []GroupDesc{{GroupType: GroupTypeSelect, GroupID: 1, Buckets: testBuckets}},
 		MultipartGroup: []GroupStats{{GroupID: 1, RefCount: 2, PacketCount: 30, ByteCount: 4000, DurationSec: 5,
 			Buckets: []BucketCounter{{10, 1000}, {20, 3000}}}},
+		MultipartMeterConfig: []MeterConfig{{Flags: MeterFlagKbps | MeterFlagBurst | MeterFlagStats, MeterID: 1, Bands: testMeterBands}},
+		MultipartMeter: []MeterStats{{MeterID: 1, FlowCount: 2, PacketInCount: 30, ByteInCount: 4000, DurationSec: 5,
+			Bands: []MeterBandStats{{10, 1000}, {20, 3000}}}},
+		MultipartMeterFeatures: MeterFeatures{MaxMeter: 1024, BandTypes: 6, Capabilities: 0xf, MaxBands: 8},
 	}
 	// ovs-ofctl asks for these to parse names in flows.
 	tableNames := MultipartRequest{MType: MultipartTableFeatures, Body: []TableFeatures(nil)}
@@ -316,6 +351,18 @@ func TestOVSOfctl(t *testing.T) {
 			[]string{"group_id=1,type=select,bucket=weight:2,actions=output:1,bucket=actions=set_field:02:00:00:00:00:09->eth_dst,group:7"}},
 		{[]string{"dump-group-stats"}, []Message{hello, tableNames, hello, portNames, hello, MultipartRequest{MType: MultipartGroup, Body: GroupStatsRequest{GroupID: GroupAll}}},
 			[]string{"group_id=1,duration=5s,ref_count=2,packet_count=30,byte_count=4000,bucket0:packet_count=10,byte_count=1000,bucket1:packet_count=20,byte_count=3000"}},
+		{[]string{"add-meter", "meter=1,kbps,burst,stats,bands=type=drop,rate=1000,burst_size=100,type=dscp_remark,rate=500,burst_size=50,prec_level=2"},
+			[]Message{hello, MeterMod{Command: MeterCommandAdd, Flags: MeterFlagKbps | MeterFlagBurst | MeterFlagStats, MeterID: 1, Bands: testMeterBands}, BarrierRequest{}}, nil},
+		{[]string{"mod-meter", "meter=7 pktps bands=type=drop rate=1000"},
+			[]Message{hello, MeterMod{Command: MeterCommandModify, Flags: MeterFlagPktps, MeterID: 7, Bands: []MeterBand{{Type: MeterBandDrop, Rate: 1000}}}, BarrierRequest{}}, nil},
+		{[]string{"del-meters"}, []Message{hello, MeterMod{Command: MeterCommandDelete, MeterID: MeterAll}, BarrierRequest{}}, nil},
+		{[]string{"del-meter", "meter=3"}, []Message{hello, MeterMod{Command: MeterCommandDelete, MeterID: 3}, BarrierRequest{}}, nil},
+		{[]string{"dump-meters"}, []Message{hello, MultipartRequest{MType: MultipartMeterConfig, Body: MeterRequest{MeterID: MeterAll}}},
+			[]string{"meter=1 kbps burst stats bands=\ntype=drop rate=1000 burst_size=100\ntype=dscp_remark rate=500 burst_size=50 prec_level=2"}},
+		{[]string{"meter-stats", "meter=1"}, []Message{hello, MultipartRequest{MType: MultipartMeter, Body: MeterRequest{MeterID: 1}}},
+			[]string{"meter:1 flow_count:2 packet_in_count:30 byte_in_count:4000 duration:5s bands:\n0: packet_count:10 byte_count:1000\n1: packet_count:20 byte_count:3000"}},
+		{[]string{"meter-features"}, []Message{hello, MultipartRequest{MType: MultipartMeterFeatures}},
+			[]string{"max_meter:1024 max_bands:8 max_color:0\nband_types: drop dscp_remark\ncapabilities: kbps pktps burst stats"}},
 	} {
 		sw := ofSwitch(t, replies)
 		args := append([]string{"-O", "OpenFlow13", c.args[0], sw.Target()}, c.args[1:]...)

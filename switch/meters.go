@@ -55,8 +55,8 @@ const noMeterSlot = flow.MaxMeters
 const defaultMeterBurst = 50 * time.Millisecond
 
 // ErrNoMeter is the error of a rule whose meter instruction names a meter
-// the bridge does not have (OpenFlow's OFPMMFC_UNKNOWN_METER, of type
-// METER_MOD_FAILED): errors.Is finds it.
+// the bridge does not have (over OpenFlow, OFPMMFC_INVALID_METER of type
+// METER_MOD_FAILED, as OVS answers it): errors.Is finds it.
 var ErrNoMeter = errors.New("no such meter")
 
 // meterBank is a bridge's meters at work.

@@ -107,11 +107,13 @@ func TestMACFloodCannotEvictOtherPortsStations(t *testing.T) {
 	// A leak grows with the frames: 8 MiB over the measured 100,000
 	// is 80 bytes a frame. Built with -race (as the daemon is when the
 	// tests are), the race detector's shadow memory follows the heap's
-	// churn, and the same daemon grows by 7-8.5 MiB here where it grows by
-	// under 1 MiB without it: a leak must then be twice as large to show.
+	// churn, and the same daemon grows by 7-19 MiB here (under a second
+	// test's load; the key of 120 bytes churns more than the 88 it was)
+	// where it grows by 1.6-2.2 MiB without it: a leak must then be three
+	// times as large to show.
 	allowance := 8.0 * (1 << 20)
 	if race.Enabled {
-		allowance *= 2
+		allowance *= 3
 	}
 	if rssAfter > rssWarm+allowance {
 		t.Errorf("the daemon's memory grew from %.1f to %.1f MiB during the last %d frames of the flood, with the table already full",

@@ -37,7 +37,7 @@ const defaultBenchWorkloads = "udp64,udp1500,tcp,ping"
 const defaultBenchCases = "xswitch,xswitch-busy,xswitch-flows,linux-bridge,ovs,ovs-flows,xdp-redirect"
 
 // moreBenchCases are the cases bench runs only when asked to.
-const moreBenchCases = "xswitch-pipeline,ovs-pipeline,xswitch-select,ovs-select,xswitch-userspace,xswitch-controller,ovs-controller," +
+const moreBenchCases = "xswitch-pipeline,ovs-pipeline,xswitch-select,ovs-select,xswitch-meter,ovs-meter,xswitch-userspace,xswitch-controller,ovs-controller," +
 	"xswitch-vxlan,xswitch-xswitch-vxlan,kernel-vxlan,ovs-vxlan"
 
 // benchFlows is how many flows the -flows cases install.
@@ -122,6 +122,9 @@ client and server and ping run on CPU 0. The cases:
   xswitch-select, ovs-select (only when asked for)
                  the bench frames through a select group of four buckets,
                  each to the receiver (bench.SelectGroupRules)
+  xswitch-meter, ovs-meter (only when asked for)
+                 the bench frames through a meter far above their rate
+                 (bench.MeterRules)
   xswitch-userspace (only when asked for)
                  xswitch with daemon --fast-path off: every frame through the
                  forwarding thread
@@ -207,6 +210,10 @@ func benchCases(names []string) ([]bench.Case, error) {
 			cases = append(cases, xswitchBenchCase(name, xswitchBench{rules: bench.SelectGroupRules()}))
 		case "ovs-select":
 			cases = append(cases, bench.OVS(name, bench.SelectGroupRules()))
+		case "xswitch-meter":
+			cases = append(cases, xswitchBenchCase(name, xswitchBench{rules: bench.MeterRules()}))
+		case "ovs-meter":
+			cases = append(cases, bench.OVS(name, bench.MeterRules()))
 		case "xswitch-userspace":
 			cases = append(cases, xswitchBenchCase(name, xswitchBench{userspace: true}))
 		case "xswitch-controller":
@@ -310,6 +317,11 @@ func setupXswitchBench(ctx context.Context, undo *undoStack, hosts bench.Hosts, 
 	}
 	if len(xb.rules.Groups) > 0 {
 		if _, err := client.call(api.Request{Verb: api.VerbAddGroups, Bridge: bridge, Groups: xb.rules.Groups}); err != nil {
+			return err
+		}
+	}
+	for _, m := range xb.rules.Meters {
+		if _, err := client.call(api.Request{Verb: api.VerbAddMeter, Bridge: bridge, Meters: []string{m}}); err != nil {
 			return err
 		}
 	}
