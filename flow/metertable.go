@@ -19,15 +19,11 @@ const (
 // forwarders read it without locks while a change makes the next one,
 // as with Table and GroupTable.
 type MeterTable struct {
-	meters  map[uint32]*Meter
-	version uint64
+	meters map[uint32]*Meter
 }
 
 // NewMeterTable returns an empty meter table.
 func NewMeterTable() *MeterTable { return &MeterTable{meters: map[uint32]*Meter{}} }
-
-// Version increases with every change.
-func (t *MeterTable) Version() uint64 { return t.version }
 
 // Len is how many meters there are.
 func (t *MeterTable) Len() int { return len(t.meters) }
@@ -111,12 +107,12 @@ func (t *MeterTable) Modify(m Meter) (*MeterTable, error) {
 // caller's to do (MeterOf).
 func (t *MeterTable) Delete(id uint32) (*MeterTable, []uint32) {
 	if id == MeterAll {
-		return &MeterTable{meters: map[uint32]*Meter{}, version: t.version + 1}, slices.Sorted(maps.Keys(t.meters))
+		return &MeterTable{meters: map[uint32]*Meter{}}, slices.Sorted(maps.Keys(t.meters))
 	}
 	if _, ok := t.meters[id]; !ok {
 		return t, nil
 	}
-	next := &MeterTable{meters: maps.Clone(t.meters), version: t.version + 1}
+	next := &MeterTable{meters: maps.Clone(t.meters)}
 	delete(next.meters, id)
 	return next, []uint32{id}
 }
@@ -126,7 +122,7 @@ func (t *MeterTable) with(m Meter) (*MeterTable, error) {
 		return nil, err
 	}
 	m.Bands = slices.Clone(m.Bands)
-	next := &MeterTable{meters: maps.Clone(t.meters), version: t.version + 1}
+	next := &MeterTable{meters: maps.Clone(t.meters)}
 	next.meters[m.ID] = &m
 	return next, nil
 }

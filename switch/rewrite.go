@@ -217,12 +217,20 @@ func writeSCTP(frame []byte, l *flow.Layout, field []byte, v flow.Value, bits ui
 }
 
 // ipPacketEnd is where the frame's IP packet ends, before any Ethernet
-// padding: the layout's IP header says, and the frame holds it whole.
+// padding: the layout's IP header says, and the frame holds it whole. A
+// length of 0 (as a segmentation offload leaves it) is read as the
+// extractor reads it, gopacket's way: to the frame's end.
 func ipPacketEnd(frame []byte, l *flow.Layout) int {
+	var end int
 	if l.IPVersion == 6 {
-		return l.L3 + header.IPv6Len + int(binary.BigEndian.Uint16(frame[l.L3+header.IPv6PayloadLenOffset:]))
+		end = l.L3 + header.IPv6Len + int(binary.BigEndian.Uint16(frame[l.L3+header.IPv6PayloadLenOffset:]))
+	} else {
+		end = l.L3 + int(header.IPv4(frame[l.L3:]).TotalLen())
 	}
-	return l.L3 + int(header.IPv4(frame[l.L3:]).TotalLen())
+	if end <= l.L4 || end > len(frame) {
+		return len(frame)
+	}
+	return end
 }
 
 // decTTL decrements the IPv4 TTL or the IPv6 hop limit. It returns false,
