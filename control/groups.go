@@ -214,28 +214,40 @@ func checkGroups(b *vswitch.Bridge, actions []flow.Action) error {
 	return vswitch.CheckGroups(b.Name(), b.Flows().Groups(), actions)
 }
 
-// groupStatus is group g of table t as dump-groups and dump-group-stats
-// report it.
-func groupStatus(t *flow.Table, g *flow.GroupEntry, now time.Time) api.GroupStatus {
+// groupStatus is group g as dump-groups and dump-group-stats report it,
+// refs being how many rules and groups send to it.
+func groupStatus(g *flow.GroupEntry, refs int, now time.Time) api.GroupStatus {
 	counts, buckets := g.Stats()
 	s := api.GroupStatus{ID: g.ID, Text: flow.FormatGroup(g.Group), DurationSec: now.Sub(g.Installed).Seconds(),
-		Packets: counts.Packets, Bytes: counts.Bytes, Buckets: make([]api.BucketCounts, len(buckets))}
+		RefCount: refs, Packets: counts.Packets, Bytes: counts.Bytes, Buckets: make([]api.BucketCounts, len(buckets))}
 	for i, c := range buckets {
 		s.Buckets[i] = api.BucketCounts{Packets: c.Packets, Bytes: c.Bytes}
 	}
-	for _, e := range t.Entries() {
-		if e.SendsToGroup(g.ID) {
-			s.RefCount++
-		}
-	}
-	for _, o := range t.Groups().Groups() {
-		if o.ID != g.ID && slices.ContainsFunc(o.Buckets, func(b flow.Bucket) bool {
-			return slices.ContainsFunc(b.Actions, func(a flow.Action) bool { return a.Type == flow.ActGroup && a.Group == g.ID })
-		}) {
-			s.RefCount++
-		}
-	}
 	return s
+}
+
+// groupRefs counts, by group id, the rules and the other groups of t that
+// send to each group (OpenFlow's ref_count), in one pass over each.
+func groupRefs(t *flow.Table) map[uint32]int {
+	refs := map[uint32]int{}
+	var sent []uint32
+	for _, e := range t.Entries() {
+		sent = sent[:0]
+		for _, a := range e.Actions {
+			if a.Type == flow.ActGroup && !slices.Contains(sent, a.Group) {
+				sent = append(sent, a.Group)
+				refs[a.Group]++
+			}
+		}
+	}
+	for _, g := range t.Groups().Groups() {
+		for _, id := range g.Chained() {
+			if id != g.ID {
+				refs[id]++
+			}
+		}
+	}
+	return refs
 }
 
 // Groups returns bridge's groups (id, flow.GroupAllGroups: all of them)
@@ -249,10 +261,11 @@ func (d *Daemon) Groups(bridge string, id uint32) ([]api.GroupStatus, error) {
 	}
 	b.SyncFastPath()
 	t, now := b.Flows(), time.Now()
+	refs := groupRefs(t)
 	out := []api.GroupStatus{}
 	for _, g := range t.Groups().Groups() {
 		if id == flow.GroupAllGroups || g.ID == id {
-			out = append(out, groupStatus(t, g, now))
+			out = append(out, groupStatus(g, refs[g.ID], now))
 		}
 	}
 	return out, nil

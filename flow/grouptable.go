@@ -160,7 +160,7 @@ func (t *GroupTable) Delete(id uint32) (*GroupTable, []uint32, error) {
 		return t, nil, nil
 	}
 	for _, g := range t.groups {
-		if g.ID != id && slices.Contains(g.chained(), id) {
+		if g.ID != id && slices.Contains(g.Chained(), id) {
 			return nil, nil, groupModError(GroupChained, "group %d forwards to group %d: delete it first", g.ID, id)
 		}
 	}
@@ -195,7 +195,7 @@ func (t *GroupTable) check(g *Group) error {
 			}
 		}
 	}
-	for _, c := range g.chained() {
+	for _, c := range g.Chained() {
 		if _, ok := t.groups[c]; !ok {
 			return groupModError(GroupUnknown, "group %d forwards to group %d, which does not exist", g.ID, c)
 		}
@@ -214,7 +214,7 @@ func (t *GroupTable) reaches(from, to uint32, seen map[uint32]bool) bool {
 		return false
 	}
 	seen[from] = true
-	for _, c := range g.chained() {
+	for _, c := range g.Chained() {
 		if c == to || t.reaches(c, to, seen) {
 			return true
 		}
@@ -222,8 +222,8 @@ func (t *GroupTable) reaches(from, to uint32, seen map[uint32]bool) bool {
 	return false
 }
 
-// chained lists the groups g's buckets forward to.
-func (g *Group) chained() []uint32 {
+// Chained lists the groups g's buckets forward to.
+func (g *Group) Chained() []uint32 {
 	var out []uint32
 	for _, b := range g.Buckets {
 		for _, a := range b.Actions {
