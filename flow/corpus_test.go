@@ -267,7 +267,7 @@ func corpusRead(t *testing.T, file string) []string {
 func corpusWrites(t *testing.T) []string {
 	t.Helper()
 	var contexts []Match
-	texts := []string{"", "ip", "ipv6", "tcp", "udp", "sctp", "arp", "icmp", "icmp6", "icmp6,icmp_type=135", "icmp6,icmp_type=136", "dl_vlan=5"}
+	texts := []string{"", "ip", "ipv6", "tcp", "udp", "sctp", "arp", "icmp", "icmp6", "icmp6,icmp_type=135", "icmp6,icmp_type=136", "dl_vlan=5", "mpls"}
 	for _, text := range texts {
 		r, err := ParseRule(text+",actions=drop", nil)
 		if err != nil {
