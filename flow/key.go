@@ -242,7 +242,7 @@ func (k *Key) hasL4() bool {
 }
 
 // IsMPLS reports whether the frame is MPLS, unicast or multicast.
-func (k *Key) IsMPLS() bool { return header.IsMPLS(k.DlType) }
+func (h *Headers) IsMPLS() bool { return header.IsMPLS(h.DlType) }
 
 // mplsLabels is how many entries of an MPLS frame's label stack the key
 // holds, as OVS's flow_count_mpls_labels counts them: to the bottom of

@@ -386,3 +386,51 @@ func updatePseudoHeaderChecksum(frame []byte, l *flow.Layout, delta uint32) {
 		header.ICMP(frame[l.L4:]).UpdateChecksum(delta)
 	}
 }
+
+// pushMPLS inserts label stack entry lse after the EtherType the key's
+// was read from, and writes etherType there: onto a frame that was not
+// MPLS, its packet goes under the stack. The frame grows by 4 bytes into
+// its capacity: the result is false, and the frame unchanged, when the
+// capacity has no room for them. An 802.3 frame, which has no EtherType
+// to write, is left as it is.
+func pushMPLS(frame []byte, l *flow.Layout, etherType uint16, lse uint32) ([]byte, bool) {
+	if l.EtherType == 0 {
+		return frame, true
+	}
+	if cap(frame)-len(frame) < header.MPLSLen {
+		return frame, false
+	}
+	at := l.EtherType + 2
+	n := len(frame)
+	frame = frame[:n+header.MPLSLen]
+	copy(frame[at+header.MPLSLen:], frame[at:n])
+	binary.BigEndian.PutUint32(frame[at:], lse)
+	binary.BigEndian.PutUint16(frame[l.EtherType:], etherType)
+	l.PushMPLS()
+	return frame, true
+}
+
+// popMPLS takes an MPLS frame's top label stack entry off and writes
+// etherType in its place; the frame shrinks by 4 bytes. A frame that is
+// not MPLS is left as it is.
+func popMPLS(frame []byte, l *flow.Layout, etherType uint16) []byte {
+	if !l.MPLS || len(frame) < l.EtherType+2+header.MPLSLen {
+		return frame
+	}
+	at := l.EtherType + 2
+	bottom := binary.BigEndian.Uint32(frame[at:])&header.MPLSBOSMask != 0
+	copy(frame[at:], frame[at+header.MPLSLen:])
+	binary.BigEndian.PutUint16(frame[l.EtherType:], etherType)
+	l.PopMPLS(etherType, bottom)
+	return frame[:len(frame)-header.MPLSLen]
+}
+
+// setMPLS sets the bits of mask in an MPLS frame's top label stack entry
+// to value's. No checksum covers the stack.
+func setMPLS(frame []byte, l *flow.Layout, mask, value uint32) {
+	if !l.MPLS || len(frame) < l.EtherType+2+header.MPLSLen {
+		return
+	}
+	entry := frame[l.EtherType+2:]
+	binary.BigEndian.PutUint32(entry, binary.BigEndian.Uint32(entry)&^mask|value&mask)
+}
