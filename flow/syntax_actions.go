@@ -129,12 +129,7 @@ func parseActions(text string, m *Match, ports PortNames) ([]Action, error) {
 			return nil, fmt.Errorf("%s requires %s", label, needs.what)
 		}
 		for _, a := range as {
-			if a.Type == ActPushMPLS || a.Type == ActPopMPLS {
-				// The frame's network header is under a label stack, or
-				// is whatever the pop says: nothing is known of it.
-				after.Key.DlType, after.Mask.DlType = a.Value, math.MaxUint16
-				after.Key.NwProto = 0
-			}
+			after.Follow(a)
 		}
 		actions = append(actions, as...)
 	}
@@ -304,7 +299,8 @@ func parseAction(name, arg string, hasArg bool, m *Match, ports PortNames) ([]Ac
 			a, needs := DecTTLAction()
 			return one(a, needs, nil)
 		case "dec_mpls_ttl":
-			return one(Action{Type: ActDecMPLSTTL}, actionNeedsMPLS, nil)
+			a, needs := DecMPLSTTLAction()
+			return one(a, needs, nil)
 		}
 		return one(Action{Type: ActStripVLAN}, nil, nil)
 	}
@@ -366,7 +362,8 @@ func parseAction(name, arg string, hasArg bool, m *Match, ports PortNames) ([]Ac
 			return one(Action{}, nil, err)
 		}
 		if name == "pop_mpls" {
-			return one(Action{Type: ActPopMPLS, Value: uint16(etherType)}, actionNeedsMPLS, nil)
+			a, needs := PopMPLSAction(uint16(etherType))
+			return one(a, needs, nil)
 		}
 		a, err := PushMPLSAction(uint16(etherType))
 		return one(a, nil, err)
@@ -427,6 +424,31 @@ func setMPLSAction(name, arg string) (Action, error) {
 	f.set(&k, Value{Lo: n})
 	return mplsSetAction(typ, k.MPLS[0]), nil
 }
+
+// Follow makes m say what the frame is after a, as OVS checks the actions
+// after it (ofpacts_check): push_mpls and pop_mpls give it their
+// EtherType, and nothing is known of its network header, which is under
+// a label stack, or whatever the pop says it is.
+func (m *Match) Follow(a Action) {
+	if a.Type == ActPushMPLS || a.Type == ActPopMPLS {
+		m.Key.DlType, m.Mask.DlType = a.Value, math.MaxUint16
+		m.Key.NwProto = 0
+	}
+}
+
+// PopMPLSAction is pop_mpls, the frame's EtherType becoming etherType,
+// and what it needs of the match.
+func PopMPLSAction(etherType uint16) (Action, *Prerequisite) {
+	return Action{Type: ActPopMPLS, Value: etherType}, actionNeedsMPLS
+}
+
+// SetMPLSTTLAction is set_mpls_ttl, and what it needs of the match.
+func SetMPLSTTLAction(ttl uint8) (Action, *Prerequisite) {
+	return Action{Type: ActSetMPLSTTL, Value: uint16(ttl)}, actionNeedsMPLS
+}
+
+// DecMPLSTTLAction is dec_mpls_ttl, and what it needs of the match.
+func DecMPLSTTLAction() (Action, *Prerequisite) { return Action{Type: ActDecMPLSTTL}, actionNeedsMPLS }
 
 // DecTTLAction is dec_ttl and what it needs of the match.
 func DecTTLAction() (Action, *Prerequisite) { return Action{Type: ActDecTTL}, actionNeedsIP }
