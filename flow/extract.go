@@ -565,6 +565,7 @@ func (m *mplsLayer) NextLayerType() gopacket.LayerType { return stopDecoding }
 
 var (
 	errIPv4Version      = errors.New("IPv4 header with another IP version")
+	errIPv4TotalLength  = errors.New("IPv4 total length 0")
 	errIPv6Version      = errors.New("IPv6 header with another IP version")
 	errIPv6ExtTruncated = errors.New("truncated IPv6 extension header")
 	errTCPTruncated     = errors.New("truncated TCP header")
@@ -596,6 +597,12 @@ func (ip *ipv4Layer) DecodeFromBytes(data []byte, df gopacket.DecodeFeedback) er
 	}
 	if ip.Version != 4 {
 		return errIPv4Version
+	}
+	if header.IPv4(data).TotalLen() == 0 {
+		// gopacket takes a total length of 0 for the frame's (TCP
+		// segmentation offload's); to OVS it is less than the header, as
+		// to the rewrites that find the packet's end by it.
+		return errIPv4TotalLength
 	}
 	return nil
 }

@@ -356,6 +356,7 @@ func exMalformed(tb testing.TB) []exCase {
 		{name: "ipv4/total length past the frame", frame: edit(ipv4TCP, func(f []byte) { f[ip+2] = 0x40 }),
 			want: exIPv4Key(ProtoTCP, 43210, 443)},
 		{name: "ipv4/total length under the header", frame: edit(ipv4TCP, func(f []byte) { f[ip+2], f[ip+3] = 0, 19 }), want: l2},
+		{name: "ipv4/total length 0", frame: edit(ipv4TCP, func(f []byte) { f[ip+2], f[ip+3] = 0, 0 }), want: l2},
 		{name: "ipv4/total length cuts tcp", frame: edit(ipv4TCP, func(f []byte) { f[ip+2], f[ip+3] = 0, 30 }), want: l3},
 		{name: "ipv4/version 6", frame: edit(ipv4TCP, func(f []byte) { f[ip] = 0x65 }), want: l2},
 		{name: "ipv4/tcp data offset 15", frame: edit(ipv4TCP, func(f []byte) { f[tcp+12] = 0xf0 }), want: l3},
