@@ -178,18 +178,19 @@ type Layout struct {
 	// Net is where the network and transport headers are; none in an
 	// MPLS frame, whose packet is under its label stack.
 	Net
-	// EtherType is where the field is that the key's DlType was read
-	// from, in the Ethernet header or the last VLAN tag the key looks
-	// through: push_mpls and pop_mpls write theirs there, and the label
-	// stack starts after it. 0 for an 802.3 frame, which has none.
-	EtherType int
-	// MPLS says that a label stack starts after the EtherType.
-	MPLS bool
 	// Under is where the headers of the packet under an MPLS frame's
 	// label stack are, as the key's UnderMPLS says: what Net becomes
 	// when pop_mpls takes the last label off, naming that packet's
 	// EtherType.
 	Under Net
+	// EtherType is where the field is that the key's DlType was read
+	// from, in the Ethernet header or the last VLAN tag the key looks
+	// through: push_mpls and pop_mpls write theirs there, and the label
+	// stack starts after it. 0 for an 802.3 frame, which has none.
+	// (Layout is copied for every frame: it is kept small.)
+	EtherType uint16
+	// MPLS says that a label stack starts after the EtherType.
+	MPLS bool
 }
 
 // Net is where a frame's network and transport headers are.
@@ -206,7 +207,7 @@ type Net struct {
 	// addresses of the link-layer address options the key read are (0:
 	// none).
 	ND       bool
-	SLL, TLL int
+	SLL, TLL uint16
 }
 
 // HasPorts reports whether the frame has a TCP, UDP or SCTP header.
@@ -231,9 +232,9 @@ func (l *Net) Header(h FrameHeader) (int, bool) {
 	case InND:
 		return l.L4, l.ND
 	case InNDSLL:
-		return l.L4 + l.SLL, l.SLL != 0
+		return l.L4 + int(l.SLL), l.SLL != 0
 	case InNDTLL:
-		return l.L4 + l.TLL, l.TLL != 0
+		return l.L4 + int(l.TLL), l.TLL != 0
 	}
 	return 0, false
 }
@@ -244,7 +245,7 @@ func (l *Layout) Shift(n int) {
 	l.Net.shift(n)
 	l.Under.shift(n)
 	if l.EtherType != 0 {
-		l.EtherType += n
+		l.EtherType = uint16(int(l.EtherType) + n)
 	}
 }
 
@@ -306,7 +307,7 @@ func (e *Extractor) locate(typ gopacket.LayerType, frame []byte, l *Net) {
 		e.layout.EtherType = 0
 		if uint16(e.dot1q.Type) >= header.MinEtherType {
 			// The tag's EtherType follows its TCI.
-			e.layout.EtherType = cap(frame) - cap(e.dot1q.Contents) + header.VLANTCIOffset
+			e.layout.EtherType = uint16(cap(frame) - cap(e.dot1q.Contents) + header.VLANTCIOffset)
 		}
 	case layers.LayerTypeIPv4:
 		if !e.ipv4.feedback.truncated {
@@ -336,7 +337,7 @@ func (e *Extractor) locate(typ gopacket.LayerType, frame []byte, l *Net) {
 		if l.IPVersion == 6 {
 			l.L4Proto, l.L4 = ProtoICMPv6, cap(frame)-cap(e.icmpv6.Contents)
 			nd := &e.icmpv6.nd
-			l.ND, l.SLL, l.TLL = nd.target, nd.sll, nd.tll
+			l.ND, l.SLL, l.TLL = nd.target, uint16(nd.sll), uint16(nd.tll)
 		}
 	case layers.LayerTypeARP:
 		if e.arp.ipv4OverEthernet() {

@@ -546,15 +546,15 @@ func exCheckLayout(tb testing.TB, frame []byte, k *Key, l Layout) {
 	case !l.MPLS && (l.Under != Net{}):
 		tb.Errorf("layout %+v: headers under no label stack", l)
 	}
-	if l.EtherType != 0 && binary.BigEndian.Uint16(frame[l.EtherType:]) != k.DlType && !k.IsMPLS() && k.UnderMPLS == 0 {
+	if l.EtherType != 0 && binary.BigEndian.Uint16(frame[int(l.EtherType):]) != k.DlType && !k.IsMPLS() && k.UnderMPLS == 0 {
 		tb.Errorf("layout %+v: no EtherType %#04x there", l, k.DlType)
 	}
 	if l.ND && !k.IsND() || l.L4Proto == ProtoICMPv6 && !l.ND && k.NDTarget != [16]byte{} || !l.ND && (l.SLL != 0 || l.TLL != 0) {
 		tb.Errorf("layout %+v: neighbour discovery, but the key %+v is not, or the other way round", l, k)
 	}
 	if l.ND && (l.L4+24 > len(frame) || k.NDTarget != [16]byte{} && [16]byte(frame[l.L4+8:]) != k.NDTarget ||
-		l.SLL != 0 && (l.L4+l.SLL+6 > len(frame) || [6]byte(frame[l.L4+l.SLL:]) != k.ArpSHA) ||
-		l.TLL != 0 && (l.L4+l.TLL+6 > len(frame) || [6]byte(frame[l.L4+l.TLL:]) != k.ArpTHA)) {
+		l.SLL != 0 && (l.L4+int(l.SLL)+6 > len(frame) || [6]byte(frame[l.L4+int(l.SLL):]) != k.ArpSHA) ||
+		l.TLL != 0 && (l.L4+int(l.TLL)+6 > len(frame) || [6]byte(frame[l.L4+int(l.TLL):]) != k.ArpTHA)) {
 		tb.Errorf("layout %+v: no neighbour discovery message the key %+v was read from", l, k)
 	}
 	switch l.IPVersion {

@@ -217,7 +217,7 @@ func TestMPLSKeyFollowsTheFrame(t *testing.T) {
 				pushed++
 			}
 			if a.Type == flow.ActPopMPLS && layout.MPLS {
-				bottom := binary.BigEndian.Uint32(frame[layout.EtherType+2:])&header.MPLSBOSMask != 0
+				bottom := binary.BigEndian.Uint32(frame[int(layout.EtherType)+2:])&header.MPLSBOSMask != 0
 				misnamed = misnamed || bottom == header.IsMPLS(a.Value) ||
 					bottom && a.Value != map[uint8]uint16{4: flow.EtherTypeIPv4, 6: flow.EtherTypeIPv6}[layout.Under.IPVersion]
 			}

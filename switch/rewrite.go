@@ -400,12 +400,13 @@ func pushMPLS(frame []byte, l *flow.Layout, etherType uint16, lse uint32) ([]byt
 	if cap(frame)-len(frame) < header.MPLSLen {
 		return frame, false
 	}
-	at := l.EtherType + 2
+	typ := int(l.EtherType)
+	at := typ + 2
 	n := len(frame)
 	frame = frame[:n+header.MPLSLen]
 	copy(frame[at+header.MPLSLen:], frame[at:n])
 	binary.BigEndian.PutUint32(frame[at:], lse)
-	binary.BigEndian.PutUint16(frame[l.EtherType:], etherType)
+	binary.BigEndian.PutUint16(frame[typ:], etherType)
 	l.PushMPLS()
 	return frame, true
 }
@@ -414,13 +415,14 @@ func pushMPLS(frame []byte, l *flow.Layout, etherType uint16, lse uint32) ([]byt
 // etherType in its place; the frame shrinks by 4 bytes. A frame that is
 // not MPLS is left as it is.
 func popMPLS(frame []byte, l *flow.Layout, etherType uint16) []byte {
-	if !l.MPLS || len(frame) < l.EtherType+2+header.MPLSLen {
+	typ := int(l.EtherType)
+	if !l.MPLS || len(frame) < typ+2+header.MPLSLen {
 		return frame
 	}
-	at := l.EtherType + 2
+	at := typ + 2
 	bottom := binary.BigEndian.Uint32(frame[at:])&header.MPLSBOSMask != 0
 	copy(frame[at:], frame[at+header.MPLSLen:])
-	binary.BigEndian.PutUint16(frame[l.EtherType:], etherType)
+	binary.BigEndian.PutUint16(frame[typ:], etherType)
 	l.PopMPLS(etherType, bottom)
 	return frame[:len(frame)-header.MPLSLen]
 }
@@ -428,9 +430,10 @@ func popMPLS(frame []byte, l *flow.Layout, etherType uint16) []byte {
 // setMPLS sets the bits of mask in an MPLS frame's top label stack entry
 // to value's. No checksum covers the stack.
 func setMPLS(frame []byte, l *flow.Layout, mask, value uint32) {
-	if !l.MPLS || len(frame) < l.EtherType+2+header.MPLSLen {
+	at := int(l.EtherType) + 2
+	if !l.MPLS || len(frame) < at+header.MPLSLen {
 		return
 	}
-	entry := frame[l.EtherType+2:]
+	entry := frame[at:]
 	binary.BigEndian.PutUint32(entry, binary.BigEndian.Uint32(entry)&^mask|value&mask)
 }

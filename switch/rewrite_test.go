@@ -1258,7 +1258,7 @@ func FuzzRewrites(f *testing.F) {
 		// A label pushed, set and popped gives the frame, and its layout,
 		// back; the sets stay within the label.
 		if l.EtherType != 0 {
-			was := binary.BigEndian.Uint16(data[l.EtherType:])
+			was := binary.BigEndian.Uint16(data[int(l.EtherType):])
 			entry := uint32(0x12345000 | header.MPLSBOSMask)
 			if l.MPLS {
 				entry &^= header.MPLSBOSMask
