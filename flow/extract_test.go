@@ -636,7 +636,7 @@ func BenchmarkExtract(b *testing.B) {
 	}
 	for _, name := range []string{
 		"ipv4/tcp", "vlan/ipv4/udp", "ipv6/tcp", "arp", "icmp", "icmpv6/neighbour solicitation",
-		"ipv6/later fragment", "ipv6/hop-by-hop/mldv2",
+		"ipv6/later fragment", "ipv6/hop-by-hop/mldv2", "mpls/ipv4/tcp", "mplsm/two labels/ipv6/udp",
 	} {
 		frame := frames[name]
 		b.Run(name, func(b *testing.B) {
