@@ -83,7 +83,7 @@ func exactMatch(key flow.Key, given flow.Key) flow.Match {
 		h := mask.Headers
 		mask.Headers = flow.Headers{TunID: h.TunID, TunSrc: h.TunSrc, TunDst: h.TunDst, InPort: h.InPort,
 			DlDst: h.DlDst, DlSrc: h.DlSrc, DlType: math.MaxUint16, VLANTCI: h.VLANTCI}
-		mask.MPLS[0] = math.MaxUint32
+		mask.MPLS = math.MaxUint32
 	}
 	return flow.Match{Key: key.And(&mask), Mask: mask}
 }

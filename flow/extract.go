@@ -154,6 +154,7 @@ func (e *Extractor) extractUnderMPLS(frame []byte, k *Key) {
 		e.fill(typ, &under)
 		e.locate(typ, frame, &e.layout.Under)
 	}
+	under.NDTarget = k.NDTarget // the stack's, not a target's (Headers.MPLS)
 	if e.layout.Under.etherType() != etherType {
 		// Cut short, as far as the key goes.
 		e.layout.Under = Net{}
@@ -358,7 +359,9 @@ func (e *Extractor) fill(typ gopacket.LayerType, k *Key) {
 		copy(k.DlSrc[:], e.eth.SrcMAC)
 		k.DlType = e.eth.dlType
 	case layers.LayerTypeMPLS:
-		k.MPLS = e.mpls.stack
+		for i, lse := range e.mpls.stack {
+			k.setMPLSEntry(i, lse)
+		}
 	case layers.LayerTypeDot1Q:
 		if k.VLANTCI == 0 {
 			// The outermost tag starts the Ethernet payload.

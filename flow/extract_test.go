@@ -287,7 +287,9 @@ func exWellFormed(tb testing.TB) []exCase {
 	}
 	mplsKey := func(k Key, dlType uint16, stack ...uint32) Key {
 		k.UnderMPLS, k.DlType = uint32(k.DlType), dlType
-		copy(k.MPLS[:], stack)
+		for i, lse := range stack {
+			k.setMPLSEntry(i, lse)
+		}
 		return k
 	}
 	add("mpls/ipv4/tcp", mplsKey(exIPv4Key(ProtoTCP, 43210, 443), EtherTypeMPLS, 100<<12|5<<9|1<<8|63),
@@ -327,7 +329,7 @@ func exMalformed(tb testing.TB) []exCase {
 	const ip, ip6, tcp = 14, 14, 14 + 20 // where the headers start
 	mplsIPv4 := exSerialize(tb, exEth(layers.EthernetTypeMPLSUnicast), &layers.MPLS{Label: 100, StackBottom: true},
 		exIPv4(layers.IPProtocolTCP), exTCP(), exPayload)
-	mplsKey := exWith(exL2Key(EtherTypeMPLS), func(k *Key) { k.MPLS[0] = 100<<12 | 1<<8 })
+	mplsKey := exWith(exL2Key(EtherTypeMPLS), func(k *Key) { k.MPLS = 100<<12 | 1<<8 })
 	var stacked []gopacket.SerializableLayer
 	stacked = append(stacked, exEth(layers.EthernetTypeDot1Q))
 	for i := range 20 {
@@ -392,7 +394,7 @@ func exMalformed(tb testing.TB) []exCase {
 		{name: "mpls/ipv4 version 5", ok: true, frame: edit(mplsIPv4, func(f []byte) { f[18] = 0x55 }), want: mplsKey},
 		{name: "mpls/no bottom of stack", frame: exSerialize(tb, exEth(layers.EthernetTypeMPLSUnicast),
 			&layers.MPLS{Label: 100, TTL: 1}, &layers.MPLS{Label: 200, TTL: 2}),
-			want: exWith(mplsKey, func(k *Key) { k.MPLS[0], k.MPLS[1] = 100<<12|1, 200<<12|2 })},
+			want: exWith(mplsKey, func(k *Key) { k.MPLS = 100<<12 | 1; k.setMPLSEntry(1, 200<<12|2) })},
 		{name: "runt", frame: ipv4TCP[:13]},
 		{name: "empty"},
 	}
@@ -474,10 +476,10 @@ func exSubKey(k, whole *Key) (string, bool) {
 		if name == "DlType" || name == "NwProto" {
 			continue
 		}
-		if name == "MPLS" {
+		if name == "NDTarget" && k.IsMPLS() {
 			// A stack cut short has the entries before the cut.
-			for j, lse := range k.MPLS {
-				if lse != 0 && lse != whole.MPLS[j] {
+			for j := 1; j < MaxMPLSLabels; j++ {
+				if lse := k.MPLSEntry(j); lse != 0 && lse != whole.MPLSEntry(j) {
 					return name, false
 				}
 			}
@@ -505,14 +507,15 @@ func exCheckInvariants(tb testing.TB, k *Key, inPort uint16) {
 	if k.VLANTCI != 0 && k.VLANTCI&VLANCFI == 0 {
 		tb.Errorf("VLANTCI %#04x without CFI", k.VLANTCI)
 	}
-	if k.IsMPLS() != (k.MPLS != [MaxMPLSLabels]uint32{}) && k.MPLS != [MaxMPLSLabels]uint32{} ||
+	if !k.IsMPLS() && k.MPLS != 0 || k.IsMPLS() && [8]byte(k.NDTarget[8:]) != [8]byte{} ||
 		k.UnderMPLS != 0 && (!k.IsMPLS() || k.UnderMPLS != EtherTypeIPv4 && k.UnderMPLS != EtherTypeIPv6) {
-		tb.Errorf("MPLS fields %#x under %#04x in a frame of type %#04x", k.MPLS, k.UnderMPLS, k.DlType)
+		tb.Errorf("MPLS fields %#x %x under %#04x in a frame of type %#04x", k.MPLS, k.NDTarget, k.UnderMPLS, k.DlType)
 	}
-	if k.UnderMPLS != 0 {
-		// The packet under the stack is the frame's, to its fields.
+	if k.IsMPLS() {
+		// The packet under the stack, if the key holds one, is the
+		// frame's, to its fields; but nd_target's bytes hold the stack.
 		under := *k
-		under.DlType, under.UnderMPLS, under.MPLS = uint16(k.UnderMPLS), 0, [MaxMPLSLabels]uint32{}
+		under.DlType, under.UnderMPLS, under.MPLS, under.NDTarget = uint16(k.UnderMPLS), 0, 0, [16]byte{}
 		k = &under
 	}
 	isIP := k.DlType == EtherTypeIPv4 || k.DlType == EtherTypeIPv6
@@ -540,7 +543,7 @@ func exCheckLayout(tb testing.TB, frame []byte, k *Key, l Layout) {
 		tb.Errorf("layout %+v: headers under the label stack, which the key %+v has not", l, k)
 	case l.MPLS && k.UnderMPLS != 0:
 		under := *k
-		under.DlType = uint16(k.UnderMPLS)
+		under.DlType, under.NDTarget = uint16(k.UnderMPLS), [16]byte{}
 		exCheckLayout(tb, frame, &under, Layout{Net: l.Under})
 		return
 	case !l.MPLS && (l.Under != Net{}):

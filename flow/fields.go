@@ -317,7 +317,7 @@ func rewriteMPLS(typ ActionType) func([]Action, *Key, *Key) ([]Action, bool) {
 		if !old.IsMPLS() {
 			return out, false
 		}
-		return append(out, mplsSetAction(typ, updated.MPLS[0])), true
+		return append(out, mplsSetAction(typ, updated.MPLS)), true
 	}
 }
 
@@ -636,16 +636,16 @@ func fieldTable() []*Field {
 
 	// The top label stack entry's parts, as OVS names them: none takes
 	// a mask, and the bottom of stack bit is the frame's to say.
-	get, set = bitsOf32(func(k *Key) *uint32 { return &k.MPLS[0] }, header.MPLSLabelShift, 20)
+	get, set = bitsOf32(func(k *Key) *uint32 { return &k.MPLS }, header.MPLSLabelShift, 20)
 	add(&Field{Name: "mpls_label", Aliases: []string{"OXM_OF_MPLS_LABEL"}, Bits: 20, Writable: true, Needs: needsMPLS,
 		OXM: []OXMCode{oxm(oxmBasic, 34, 4)}, syntax: syntaxDecimal, rewrite: rewriteMPLS(ActSetMPLSLabel)}, get, set)
-	get, set = bitsOf32(func(k *Key) *uint32 { return &k.MPLS[0] }, header.MPLSTCShift, 3)
+	get, set = bitsOf32(func(k *Key) *uint32 { return &k.MPLS }, header.MPLSTCShift, 3)
 	add(&Field{Name: "mpls_tc", Aliases: []string{"OXM_OF_MPLS_TC"}, Bits: 3, Writable: true, Needs: needsMPLS,
 		OXM: []OXMCode{oxm(oxmBasic, 35, 1)}, syntax: syntaxDecimal, rewrite: rewriteMPLS(ActSetMPLSTC)}, get, set)
-	get, set = bitsOf32(func(k *Key) *uint32 { return &k.MPLS[0] }, 0, 8)
+	get, set = bitsOf32(func(k *Key) *uint32 { return &k.MPLS }, 0, 8)
 	add(&Field{Name: "mpls_ttl", Aliases: []string{"NXM_NX_MPLS_TTL"}, Bits: 8, Writable: true, Needs: needsMPLS,
 		OXM: []OXMCode{oxm(oxmNXM1, 30, 1)}, syntax: syntaxDecimal, rewrite: rewriteMPLS(ActSetMPLSTTL)}, get, set)
-	get, set = bitsOf32(func(k *Key) *uint32 { return &k.MPLS[0] }, header.MPLSBOSShift, 1)
+	get, set = bitsOf32(func(k *Key) *uint32 { return &k.MPLS }, header.MPLSBOSShift, 1)
 	add(&Field{Name: "mpls_bos", Aliases: []string{"OXM_OF_MPLS_BOS"}, Bits: 1, readOnly: true, Needs: needsMPLS,
 		OXM: []OXMCode{oxm(oxmBasic, 36, 1)}, syntax: syntaxDecimal}, get, set)
 

@@ -87,24 +87,47 @@ type Headers struct {
 	ArpTHA    [6]byte
 	// NDTarget is an IPv6 neighbour discovery message's target address.
 	NDTarget [16]byte
-	// MPLS is an MPLS frame's label stack from the top, as OVS's struct
-	// flow keeps it: up to MaxMPLSLabels entries, each the 32-bit word of
-	// the wire, zero past the bottom of the stack. Matches read the top
-	// entry.
-	MPLS [MaxMPLSLabels]uint32
-	// UnderMPLS is the EtherType of the IP packet under an MPLS frame's
-	// whole label stack (IPv4 or IPv6, by its version field), whose
-	// fields the key's network and transport fields then hold: those a
-	// frame would have whose last label pop_mpls takes off, naming that
-	// EtherType. 0 for any other frame, whose network fields, if it is
-	// MPLS, are zero. (A uint32, so that Headers has no padding.)
+	// MPLS is an MPLS frame's top label stack entry, the 32-bit word of
+	// the wire, which matches read. The key holds the next entries too,
+	// as OVS's struct flow does, up to MaxMPLSLabels (MPLSEntry), zero
+	// past the bottom of the stack, in NDTarget's bytes: an MPLS frame
+	// has no neighbour discovery target to match on, and the key keeps
+	// none of a packet under its stack.
+	MPLS uint32
+	// UnderMPLS is the EtherType of the packet under an MPLS frame's
+	// whole label stack whose fields the key's network and transport
+	// fields then hold (but nd_target): those a frame would have whose
+	// last label pop_mpls takes off, naming that EtherType. The extractor
+	// reads an IPv4 or IPv6 packet there, by its version field; a push
+	// keeps the fields of the frame it pushes onto. 0 for any other
+	// frame, whose network fields, if it is MPLS, are zero.
 	UnderMPLS uint32
 }
+
+// Headers is 128 bytes: past that, Go hashes a map key (the decision
+// cache's) by a slower loop, which costs forwarding a few percent.
 
 // MaxMPLSLabels is how many label stack entries the key holds, as OVS's
 // flow does (FLOW_MAX_MPLS_LABELS): past them, a frame's stack is only
 // pushed onto or popped from as far as the key knows it.
 const MaxMPLSLabels = 3
+
+// MPLSEntry returns entry i (from 0, the top; i < MaxMPLSLabels) of an
+// MPLS frame's label stack, as the key holds it.
+func (h *Headers) MPLSEntry(i int) uint32 {
+	if i == 0 {
+		return h.MPLS
+	}
+	return binary.BigEndian.Uint32(h.NDTarget[4*(i-1):])
+}
+
+func (h *Headers) setMPLSEntry(i int, lse uint32) {
+	if i == 0 {
+		h.MPLS = lse
+		return
+	}
+	binary.BigEndian.PutUint32(h.NDTarget[4*(i-1):], lse)
+}
 
 // VLANCFI marks VLANTCI as present (OVS's VLAN_CFI).
 const VLANCFI = 0x1000
@@ -145,10 +168,8 @@ func (h *Headers) Widen(m *Headers) {
 	h.TpSrc |= m.TpSrc
 	h.TpDst |= m.TpDst
 	h.IPv6Label |= m.IPv6Label
+	h.MPLS |= m.MPLS
 	h.UnderMPLS |= m.UnderMPLS
-	for i := range h.MPLS {
-		h.MPLS[i] |= m.MPLS[i]
-	}
 	for _, f := range [][2][]byte{{h.TunSrc[:], m.TunSrc[:]}, {h.TunDst[:], m.TunDst[:]}, {h.DlDst[:], m.DlDst[:]}, {h.DlSrc[:], m.DlSrc[:]}, {h.NwSrc[:], m.NwSrc[:]},
 		{h.NwDst[:], m.NwDst[:]}, {h.IPv6Src[:], m.IPv6Src[:]}, {h.IPv6Dst[:], m.IPv6Dst[:]},
 		{h.ArpSHA[:], m.ArpSHA[:]}, {h.ArpTHA[:], m.ArpTHA[:]}, {h.NDTarget[:], m.NDTarget[:]}} {
@@ -192,9 +213,7 @@ func maskKey(dst, k, m *Key) {
 	and48(&dst.ArpSHA, &k.ArpSHA, &m.ArpSHA)
 	and48(&dst.ArpTHA, &k.ArpTHA, &m.ArpTHA)
 	and128(&dst.NDTarget, &k.NDTarget, &m.NDTarget)
-	for i := range dst.MPLS {
-		dst.MPLS[i] = k.MPLS[i] & m.MPLS[i]
-	}
+	dst.MPLS = k.MPLS & m.MPLS
 	dst.UnderMPLS = k.UnderMPLS & m.UnderMPLS
 	dst.Metadata = k.Metadata & m.Metadata
 	for i := range k.Regs {
@@ -253,7 +272,8 @@ func (k *Key) mplsLabels() int {
 		return 0
 	}
 	n := 0
-	for i, lse := range k.MPLS {
+	for i := range MaxMPLSLabels {
+		lse := k.MPLSEntry(i)
 		if lse&header.MPLSBOSMask != 0 {
 			return i + 1
 		}
@@ -276,8 +296,10 @@ func (k *Key) pushMPLS(etherType uint16) (ok bool) {
 	case n >= MaxMPLSLabels:
 		return false
 	case n > 0:
-		copy(k.MPLS[1:], k.MPLS[:n])
-		k.MPLS[0] &^= header.MPLSBOSMask
+		for i := n; i > 0; i-- {
+			k.setMPLSEntry(i, k.MPLSEntry(i-1))
+		}
+		k.MPLS &^= header.MPLSBOSMask
 	default:
 		label, tc, ttl := uint32(header.MPLSLabelIPv4Null), uint32(0), uint32(64)
 		if k.DlType == EtherTypeIPv6 {
@@ -289,10 +311,12 @@ func (k *Key) pushMPLS(etherType uint16) (ok bool) {
 				ttl = uint32(k.NwTTL)
 			}
 		}
-		k.MPLS[0] = label<<header.MPLSLabelShift | tc<<header.MPLSTCShift&header.MPLSTCMask | header.MPLSBOSMask | ttl
+		k.MPLS = label<<header.MPLSLabelShift | tc<<header.MPLSTCShift&header.MPLSTCMask | header.MPLSBOSMask | ttl
 		if !k.IsMPLS() {
-			// The packet's fields stay, under the stack, for a pop to show.
-			k.UnderMPLS = uint32(k.DlType)
+			// The packet's fields stay, under the stack, for a pop to
+			// show; its neighbour discovery target gives its place to
+			// the stack.
+			k.UnderMPLS, k.NDTarget = uint32(k.DlType), [16]byte{}
 		}
 	}
 	k.DlType = etherType
@@ -311,12 +335,14 @@ func (k *Key) popMPLS(etherType uint16) (ok bool) {
 	switch {
 	case n == 0:
 		return true // nothing to pop
-	case n == MaxMPLSLabels && k.MPLS[n-1]&header.MPLSBOSMask == 0:
+	case n == MaxMPLSLabels && k.MPLSEntry(n-1)&header.MPLSBOSMask == 0:
 		return false
 	}
-	bottom := k.MPLS[0]&header.MPLSBOSMask != 0
-	copy(k.MPLS[:], k.MPLS[1:n])
-	k.MPLS[n-1] = 0
+	bottom := k.MPLS&header.MPLSBOSMask != 0
+	for i := 1; i < n; i++ {
+		k.setMPLSEntry(i-1, k.MPLSEntry(i))
+	}
+	k.setMPLSEntry(n-1, 0)
 	k.DlType = etherType
 	switch {
 	case !bottom && header.IsMPLS(etherType):
@@ -329,7 +355,7 @@ func (k *Key) popMPLS(etherType uint16) (ok bool) {
 	if !header.IsMPLS(etherType) {
 		// A frame of another EtherType has no label stack to the key,
 		// whatever its bytes say.
-		k.MPLS = [MaxMPLSLabels]uint32{}
+		k.MPLS, k.NDTarget = 0, [16]byte{}
 	}
 	return true
 }

@@ -9,14 +9,23 @@ func TestMPLSActionsOnTheKey(t *testing.T) {
 	ip := exIPv4Key(ProtoTCP, 43210, 443) // TOS 0xb9: DSCP 46, whose low 3 bits are 6; TTL 64
 	ip.NwTTL = 9
 	ip6 := exIPv6Key(ProtoUDP, 5353, 53) // traffic class 0x2a: DSCP 10; hop limit 63
+	nd := exIPv6Key(ProtoICMPv6, 135, 0)
+	nd.NDTarget, nd.ArpSHA = [16]byte(exIP6B), [6]byte(exMACA)
+	noTarget := nd
+	noTarget.NDTarget = [16]byte{}
 	arp := exL2Key(EtherTypeARP)
 	arp.NwProto, arp.NwSrc, arp.ArpSHA = 1, [4]byte(exIP4A), [6]byte(exMACA)
 	mpls := func(k Key, dlType uint16, stack ...uint32) Key {
 		if !k.IsMPLS() {
 			k.UnderMPLS = uint32(k.DlType)
 		}
-		k.DlType, k.MPLS = dlType, [MaxMPLSLabels]uint32{}
-		copy(k.MPLS[:], stack)
+		k.DlType, k.NDTarget = dlType, [16]byte{}
+		for i := range MaxMPLSLabels {
+			k.setMPLSEntry(i, 0)
+			if i < len(stack) {
+				k.setMPLSEntry(i, stack[i])
+			}
+		}
 		return k
 	}
 	const bos = 1 << 8
@@ -44,6 +53,10 @@ func TestMPLSActionsOnTheKey(t *testing.T) {
 		{"push onto as many as the key holds: dropped", deep, []Action{{Type: ActPushMPLS, Value: EtherTypeMPLS}}, deep, true},
 		{"push and pop: the packet again", ip, []Action{{Type: ActPushMPLS, Value: EtherTypeMPLS}, {Type: ActPopMPLS, Value: EtherTypeIPv4}},
 			ip, false},
+		// nd_target's bytes hold the stack: the key keeps no target under it.
+		{"push and pop of neighbour discovery: its target given up", nd, []Action{{Type: ActPushMPLS, Value: EtherTypeMPLS},
+			{Type: ActPushMPLS, Value: EtherTypeMPLS}, {Type: ActPopMPLS, Value: EtherTypeMPLS}, {Type: ActPopMPLS, Value: EtherTypeIPv6}},
+			noTarget, false},
 		{"pop to another packet than the one under it: no network fields", mpls(ip, EtherTypeMPLS, lse(5, 0, 7)|bos),
 			[]Action{{Type: ActPopMPLS, Value: EtherTypeIPv6}}, exL2Key(EtherTypeIPv6), false},
 		{"pop of a label that is not the bottom: the next on top", mpls(ip, EtherTypeMPLS, lse(5, 0, 7), lse(6, 0, 8)|bos),

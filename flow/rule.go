@@ -388,11 +388,11 @@ func (a *Action) ApplyToKey(k *Key) (keep bool) {
 	case ActDecMPLSTTL:
 		// As OVS, which stops a frame that is not MPLS too: dec_mpls_ttl
 		// needs an MPLS match, or a push before it.
-		ttl := k.MPLS[0] & header.MPLSTTLMask
+		ttl := k.MPLS & header.MPLSTTLMask
 		if !k.IsMPLS() || ttl <= 1 {
 			return false
 		}
-		k.MPLS[0]--
+		k.MPLS--
 	}
 	return true
 }
@@ -412,7 +412,7 @@ func (a *Action) mplsValue() Value {
 // of label stack entry lse.
 func mplsSetAction(typ ActionType, lse uint32) Action {
 	var k Key
-	k.MPLS[0] = lse
+	k.MPLS = lse
 	v := mplsFields[typ].get(&k)
 	if typ == ActSetMPLSLabel {
 		return Action{Type: typ, Imm: v}

@@ -422,7 +422,7 @@ func setMPLSAction(name, arg string) (Action, error) {
 	}
 	var k Key
 	f.set(&k, Value{Lo: n})
-	return mplsSetAction(typ, k.MPLS[0]), nil
+	return mplsSetAction(typ, k.MPLS), nil
 }
 
 // Follow makes m say what the frame is after a, as OVS checks the actions

@@ -157,6 +157,7 @@ func orKeys(a, b *Key) Key {
 		TpDst:   a.TpDst | b.TpDst,
 
 		IPv6Label: a.IPv6Label | b.IPv6Label,
+		MPLS:      a.MPLS | b.MPLS,
 		UnderMPLS: a.UnderMPLS | b.UnderMPLS,
 	}, Metadata: a.Metadata | b.Metadata, Table: a.Table | b.Table}
 	orBytes(out.TunSrc[:], a.TunSrc[:], b.TunSrc[:])
@@ -170,9 +171,6 @@ func orKeys(a, b *Key) Key {
 	orBytes(out.ArpSHA[:], a.ArpSHA[:], b.ArpSHA[:])
 	orBytes(out.ArpTHA[:], a.ArpTHA[:], b.ArpTHA[:])
 	orBytes(out.NDTarget[:], a.NDTarget[:], b.NDTarget[:])
-	for i := range out.MPLS {
-		out.MPLS[i] = a.MPLS[i] | b.MPLS[i]
-	}
 	for i := range out.Regs {
 		out.Regs[i] = a.Regs[i] | b.Regs[i]
 	}

@@ -171,9 +171,9 @@ func (t *tracer) step(a flow.Action, written []flow.Action, key *flow.Key, nest 
 		case dropped && !key.IsMPLS():
 			step.Notes = append(step.Notes, "not an MPLS frame: dropped, counted as a ttl drop, as OVS stops it")
 		case dropped:
-			step.Notes = append(step.Notes, fmt.Sprintf("MPLS TTL %d would reach 0: dropped", key.MPLS[0]&header.MPLSTTLMask))
+			step.Notes = append(step.Notes, fmt.Sprintf("MPLS TTL %d would reach 0: dropped", key.MPLS&header.MPLSTTLMask))
 		default:
-			step.Notes = append(step.Notes, fmt.Sprintf("MPLS TTL is now %d", key.MPLS[0]&header.MPLSTTLMask))
+			step.Notes = append(step.Notes, fmt.Sprintf("MPLS TTL is now %d", key.MPLS&header.MPLSTTLMask))
 		}
 	case flow.ActPushMPLS, flow.ActPopMPLS:
 		if dropped {

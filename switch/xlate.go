@@ -371,9 +371,9 @@ func (tr *translator) mpls(a flow.Action) (keep bool) {
 	}
 	switch a.Type {
 	case flow.ActPushMPLS:
-		a.Imm = flow.Value{Lo: uint64(tr.key.MPLS[0])}
+		a.Imm = flow.Value{Lo: uint64(tr.key.MPLS)}
 	case flow.ActDecMPLSTTL:
-		a = flow.Action{Type: flow.ActSetMPLSTTL, Value: uint16(tr.key.MPLS[0] & header.MPLSTTLMask)}
+		a = flow.Action{Type: flow.ActSetMPLSTTL, Value: uint16(tr.key.MPLS & header.MPLSTTLMask)}
 	}
 	tr.emit(a)
 	return true
