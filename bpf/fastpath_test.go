@@ -188,6 +188,38 @@ func TestFastpathLeavesNeighbourDiscoveryToUserSpace(t *testing.T) {
 	}
 }
 
+// mplsFrames are MPLS frames, which the fast path leaves to user space:
+// the key has no room for their label stack.
+func mplsFrames(tb testing.TB) map[string][]byte {
+	src, dst := net.HardwareAddr{2, 0, 0, 0, 0, 1}, net.HardwareAddr{2, 0, 0, 0, 0, 2}
+	eth := func(t layers.EthernetType) *layers.Ethernet {
+		return &layers.Ethernet{SrcMAC: src, DstMAC: dst, EthernetType: t}
+	}
+	ip4 := &layers.IPv4{Version: 4, TTL: 64, Protocol: layers.IPProtocolUDP, SrcIP: net.IP{10, 0, 0, 1}, DstIP: net.IP{10, 0, 0, 2}}
+	udp := &layers.UDP{SrcPort: 5353, DstPort: 53}
+	if err := udp.SetNetworkLayerForChecksum(ip4); err != nil {
+		tb.Fatal(err)
+	}
+	payload := gopacket.Payload("some payload bytes")
+	return map[string][]byte{
+		"mpls/ipv4/udp": serialize(tb, eth(layers.EthernetTypeMPLSUnicast), &layers.MPLS{Label: 100, StackBottom: true, TTL: 64},
+			ip4, udp, payload),
+		"mplsm/two labels/ipv4/udp": serialize(tb, eth(layers.EthernetTypeMPLSMulticast), &layers.MPLS{Label: 16, TTL: 9},
+			&layers.MPLS{Label: 17, StackBottom: true, TTL: 9}, ip4, udp, payload),
+		"vlan/mpls/ipv4/udp": serialize(tb, eth(layers.EthernetTypeDot1Q), &layers.Dot1Q{VLANIdentifier: 5, Type: layers.EthernetTypeMPLSUnicast},
+			&layers.MPLS{Label: 3, StackBottom: true, TTL: 1}, ip4, udp, payload),
+	}
+}
+
+func TestFastpathLeavesMPLSToUserSpace(t *testing.T) {
+	p := loadParser(t)
+	for name, frame := range mplsFrames(t) {
+		if _, ok := p.parse(t, frame); ok {
+			t.Errorf("%s: the fast path read it", name)
+		}
+	}
+}
+
 func TestFastpathParsesTheCommonFrames(t *testing.T) {
 	p := loadParser(t)
 	e := flow.NewExtractor()
@@ -212,6 +244,9 @@ func TestFastpathAgreesWithTheExtractor(t *testing.T) {
 		if p.check(t, e, frame) {
 			read++
 		}
+	}
+	for name, frame := range mplsFrames(t) {
+		frames[name] = frame
 	}
 	for _, frame := range frames {
 		for n := 14; n <= len(frame); n++ {
@@ -263,6 +298,9 @@ func extractorCorpus(tb testing.TB) [][]byte {
 
 func FuzzFastpathParser(f *testing.F) {
 	for _, frame := range commonFrames(f) {
+		f.Add(frame)
+	}
+	for _, frame := range mplsFrames(f) {
 		f.Add(frame)
 	}
 	p := loadParser(f)

@@ -2,6 +2,7 @@ package control
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/xswitch/xswitch/control/api"
@@ -75,6 +76,14 @@ func exactMatch(key flow.Key, given flow.Key) flow.Match {
 	}
 	if key.NwTTL != 0 {
 		mask.NwTTL = 0xff
+	}
+	if key.IsMPLS() {
+		// The frame's network fields are under its label stack, where no
+		// match reads them: the stack's top entry shows instead.
+		h := mask.Headers
+		mask.Headers = flow.Headers{TunID: h.TunID, TunSrc: h.TunSrc, TunDst: h.TunDst, InPort: h.InPort,
+			DlDst: h.DlDst, DlSrc: h.DlSrc, DlType: math.MaxUint16, VLANTCI: h.VLANTCI}
+		mask.MPLS = math.MaxUint32
 	}
 	return flow.Match{Key: key.And(&mask), Mask: mask}
 }

@@ -11,13 +11,20 @@ type ActionSet struct {
 }
 
 // The kinds of action an action set holds, in the order it runs them:
-// pop, push, decrement TTL, set (one per field), output.
+// pop, push, decrement TTL, set (one per field), output, as OVS orders
+// them (ACTION_SET_ORDER).
 type setKind uint8
 
 const (
 	setPopVLAN setKind = iota
+	setPopMPLS
+	setPushMPLS
 	setPushVLAN
 	setDecTTL
+	setDecMPLSTTL
+	setMPLSLabel
+	setMPLSTC
+	setMPLSTTL
 	setDlSrc
 	setDlDst
 	setVLANVID
@@ -45,6 +52,18 @@ func kindInSet(a ActionType) (setKind, bool) {
 		return setPushVLAN, true
 	case ActDecTTL:
 		return setDecTTL, true
+	case ActPopMPLS:
+		return setPopMPLS, true
+	case ActPushMPLS:
+		return setPushMPLS, true
+	case ActDecMPLSTTL:
+		return setDecMPLSTTL, true
+	case ActSetMPLSLabel:
+		return setMPLSLabel, true
+	case ActSetMPLSTC:
+		return setMPLSTC, true
+	case ActSetMPLSTTL:
+		return setMPLSTTL, true
 	case ActSetDlSrc:
 		return setDlSrc, true
 	case ActSetDlDst:

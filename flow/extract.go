@@ -47,9 +47,14 @@ type Extractor struct {
 	layers  gopacket.DecodingLayerContainer
 	decoded []gopacket.LayerType
 	layout  Layout
+	// underIPv4 and underIPv6 read the packet under an MPLS label stack,
+	// over the same layers, into decodedUnder.
+	underIPv4, underIPv6 *gopacket.DecodingLayerParser
+	decodedUnder         []gopacket.LayerType
 
 	eth      ethernetLayer
 	dot1q    dot1qLayer
+	mpls     mplsLayer
 	arp      arpLayer
 	ipv4     ipv4Layer
 	ipv6     ipv6Layer
@@ -69,10 +74,11 @@ func NewExtractor() *Extractor {
 	e := &Extractor{
 		// Ethernet, two tags, IPv6, a few extension headers, L4: more only
 		// for odd frames, for which growing once is fine.
-		decoded:  make([]gopacket.LayerType, 0, 16),
-		routing:  ipv6ExtHeader{layerType: layers.LayerTypeIPv6Routing},
-		destOpts: ipv6ExtHeader{layerType: layers.LayerTypeIPv6Destination},
-		ah:       ipv6ExtHeader{layerType: layers.LayerTypeIPSecAH},
+		decoded:      make([]gopacket.LayerType, 0, 16),
+		decodedUnder: make([]gopacket.LayerType, 0, 16),
+		routing:      ipv6ExtHeader{layerType: layers.LayerTypeIPv6Routing},
+		destOpts:     ipv6ExtHeader{layerType: layers.LayerTypeIPv6Destination},
+		ah:           ipv6ExtHeader{layerType: layers.LayerTypeIPSecAH},
 	}
 	// Options take at least one byte of a header's 40 bytes of options:
 	// with this capacity, option lists never grow, and never allocate.
@@ -80,7 +86,7 @@ func NewExtractor() *Extractor {
 
 	var container gopacket.DecodingLayerContainer = gopacket.DecodingLayerSparse(nil)
 	for _, l := range []gopacket.DecodingLayer{
-		&e.eth, &e.dot1q, &e.arp, &e.ipv4, &e.ipv6, &e.routing, &e.destOpts, &e.ah, &e.fragment,
+		&e.eth, &e.dot1q, &e.mpls, &e.arp, &e.ipv4, &e.ipv6, &e.routing, &e.destOpts, &e.ah, &e.fragment,
 		&e.tcp, &e.udp, &e.sctp, &e.icmpv4, &e.icmpv6,
 	} {
 		container = container.Put(l)
@@ -91,6 +97,12 @@ func NewExtractor() *Extractor {
 	// Without it, every frame that ends in a protocol the key ignores would
 	// be an error, and building that error allocates.
 	e.parser.IgnoreUnsupported = true
+	e.underIPv4 = gopacket.NewDecodingLayerParser(layers.LayerTypeIPv4)
+	e.underIPv6 = gopacket.NewDecodingLayerParser(layers.LayerTypeIPv6)
+	for _, p := range []*gopacket.DecodingLayerParser{e.underIPv4, e.underIPv6} {
+		p.SetDecodingLayerContainer(container)
+		p.IgnoreUnsupported = true
+	}
 	return e
 }
 
@@ -105,13 +117,55 @@ func (e *Extractor) Extract(frame []byte, inPort uint16, k *Key) (ok bool) {
 	e.layout = Layout{}
 	for _, typ := range e.decoded {
 		e.fill(typ, k)
-		e.locate(typ, frame)
+		e.locate(typ, frame, &e.layout.Net)
 	}
-	return err == nil && !e.parser.Truncated && !e.endsBeforeHeader()
+	ok = err == nil && !e.parser.Truncated && !e.endsBeforeHeader(e.decoded)
+	e.layout.MPLS = k.IsMPLS()
+	if ok && e.layout.MPLS {
+		e.extractUnderMPLS(frame, k)
+	}
+	return ok
 }
 
-// Layout is where the last frame's IP and TCP or UDP headers are, if the
-// key was read from them.
+// extractUnderMPLS reads the packet under an MPLS frame's label stack,
+// if the stack ends within the key's entries and the packet is IP by its
+// version field, whole and well formed: what a pop of the stack would
+// show (Headers.UnderMPLS). Any other packet is no error: the frame is
+// MPLS, whose packet OVS does not read.
+func (e *Extractor) extractUnderMPLS(frame []byte, k *Key) {
+	packet := e.mpls.Payload
+	if !e.mpls.bottom || len(packet) == 0 {
+		return
+	}
+	parser, etherType := e.underIPv4, uint16(EtherTypeIPv4)
+	switch packet[0] >> 4 {
+	case 4:
+	case 6:
+		parser, etherType = e.underIPv6, EtherTypeIPv6
+	default:
+		return
+	}
+	err := parser.DecodeLayers(packet, &e.decodedUnder)
+	if err != nil || parser.Truncated || e.endsBeforeHeader(e.decodedUnder) {
+		return
+	}
+	under := *k
+	for _, typ := range e.decodedUnder {
+		e.fill(typ, &under)
+		e.locate(typ, frame, &e.layout.Under)
+	}
+	under.NDTarget = k.NDTarget // the stack's, not a target's (Headers.MPLS)
+	if e.layout.Under.etherType() != etherType {
+		// Cut short, as far as the key goes.
+		e.layout.Under = Net{}
+		return
+	}
+	*k = under
+	k.UnderMPLS = uint32(etherType)
+}
+
+// Layout is where the last frame's headers are, if the key was read from
+// them.
 func (e *Extractor) Layout() Layout { return e.layout }
 
 // Layout is where a frame's headers are, for the actions that rewrite
@@ -122,6 +176,26 @@ func (e *Extractor) Layout() Layout { return e.layout }
 // a field the key does not have leaves the frame as it is, as in OVS,
 // whose actions change only fields of the flow key.
 type Layout struct {
+	// Net is where the network and transport headers are; none in an
+	// MPLS frame, whose packet is under its label stack.
+	Net
+	// Under is where the headers of the packet under an MPLS frame's
+	// label stack are, as the key's UnderMPLS says: what Net becomes
+	// when pop_mpls takes the last label off, naming that packet's
+	// EtherType.
+	Under Net
+	// EtherType is where the field is that the key's DlType was read
+	// from, in the Ethernet header or the last VLAN tag the key looks
+	// through: push_mpls and pop_mpls write theirs there, and the label
+	// stack starts after it. 0 for an 802.3 frame, which has none.
+	// (Layout is copied for every frame: it is kept small.)
+	EtherType uint16
+	// MPLS says that a label stack starts after the EtherType.
+	MPLS bool
+}
+
+// Net is where a frame's network and transport headers are.
+type Net struct {
 	L3, L4    int   // offsets from the frame's start
 	IPVersion uint8 // 4 or 6; 0 when the frame has no such IP header
 	// L4Proto is ProtoTCP, ProtoUDP, ProtoSCTP, ProtoICMP (over IPv4) or
@@ -134,19 +208,19 @@ type Layout struct {
 	// addresses of the link-layer address options the key read are (0:
 	// none).
 	ND       bool
-	SLL, TLL int
+	SLL, TLL uint16
 }
 
 // HasPorts reports whether the frame has a TCP, UDP or SCTP header.
-func (l *Layout) HasPorts() bool {
+func (l *Net) HasPorts() bool {
 	return l.L4Proto == ProtoTCP || l.L4Proto == ProtoUDP || l.L4Proto == ProtoSCTP
 }
 
 // HasICMP reports whether the frame has an ICMP or ICMPv6 header.
-func (l *Layout) HasICMP() bool { return l.L4Proto == ProtoICMP || l.L4Proto == ProtoICMPv6 }
+func (l *Net) HasICMP() bool { return l.L4Proto == ProtoICMP || l.L4Proto == ProtoICMPv6 }
 
 // Header returns where header h starts in the frame, if the frame has it.
-func (l *Layout) Header(h FrameHeader) (int, bool) {
+func (l *Net) Header(h FrameHeader) (int, bool) {
 	switch h {
 	case InARP:
 		return l.L3, l.ARP
@@ -159,9 +233,9 @@ func (l *Layout) Header(h FrameHeader) (int, bool) {
 	case InND:
 		return l.L4, l.ND
 	case InNDSLL:
-		return l.L4 + l.SLL, l.SLL != 0
+		return l.L4 + int(l.SLL), l.SLL != 0
 	case InNDTLL:
-		return l.L4 + l.TLL, l.TLL != 0
+		return l.L4 + int(l.TLL), l.TLL != 0
 	}
 	return 0, false
 }
@@ -169,17 +243,73 @@ func (l *Layout) Header(h FrameHeader) (int, bool) {
 // Shift moves the layout by n bytes, for a tag pushed (4) or popped (-4)
 // in front of the headers.
 func (l *Layout) Shift(n int) {
+	l.Net.shift(n)
+	l.Under.shift(n)
+	if l.EtherType != 0 {
+		l.EtherType = uint16(int(l.EtherType) + n)
+	}
+}
+
+func (l *Net) shift(n int) {
 	l.L3 += n
 	l.L4 += n
+}
+
+// PushMPLS moves the layout for a label stack entry pushed after the
+// EtherType: the frame's headers go under the stack, if they were not.
+func (l *Layout) PushMPLS() {
+	if !l.MPLS {
+		l.MPLS, l.Under, l.Net = true, l.Net, Net{}
+	}
+	l.Under.shift(header.MPLSLen)
+}
+
+// PopMPLS moves the layout for the top label stack entry taken off, with
+// etherType written in its place. bottom says it was the last: the packet
+// under the stack is then the frame's, if etherType names it.
+func (l *Layout) PopMPLS(etherType uint16, bottom bool) {
+	l.Under.shift(-header.MPLSLen)
+	switch {
+	case !bottom && header.IsMPLS(etherType):
+		return
+	case bottom && etherType == l.Under.etherType():
+		l.Net = l.Under
+	default:
+		l.Net = Net{}
+	}
+	l.MPLS, l.Under = false, Net{}
+}
+
+// etherType is the EtherType of the packet whose headers l places, if it
+// places any.
+func (l *Net) etherType() uint16 {
+	switch {
+	case l.IPVersion == 4:
+		return EtherTypeIPv4
+	case l.IPVersion == 6:
+		return EtherTypeIPv6
+	case l.ARP:
+		return EtherTypeARP
+	}
+	return 0
 }
 
 // locate records in e.layout where the header of the layer of type typ
 // starts. gopacket's layers slice the bytes they decode without limiting
 // their capacity, so a header's capacity tells how far into the frame it
 // starts.
-func (e *Extractor) locate(typ gopacket.LayerType, frame []byte) {
-	l := &e.layout
+func (e *Extractor) locate(typ gopacket.LayerType, frame []byte, l *Net) {
 	switch typ {
+	case layers.LayerTypeEthernet:
+		if header.Ethernet(frame).Type() >= header.MinEtherType {
+			e.layout.EtherType = header.EthernetTypeOffset
+		}
+	case layers.LayerTypeDot1Q:
+		e.layout.EtherType = 0
+		if uint16(e.dot1q.Type) >= header.MinEtherType {
+			// The tag's EtherType follows its TCI.
+			e.layout.EtherType = uint16(cap(frame) - cap(e.dot1q.Contents) + header.VLANTCIOffset)
+		}
 	case layers.LayerTypeIPv4:
 		if !e.ipv4.feedback.truncated {
 			l.IPVersion, l.L3 = 4, cap(frame)-cap(e.ipv4.Contents)
@@ -208,7 +338,7 @@ func (e *Extractor) locate(typ gopacket.LayerType, frame []byte) {
 		if l.IPVersion == 6 {
 			l.L4Proto, l.L4 = ProtoICMPv6, cap(frame)-cap(e.icmpv6.Contents)
 			nd := &e.icmpv6.nd
-			l.ND, l.SLL, l.TLL = nd.target, nd.sll, nd.tll
+			l.ND, l.SLL, l.TLL = nd.target, uint16(nd.sll), uint16(nd.tll)
 		}
 	case layers.LayerTypeARP:
 		if e.arp.ipv4OverEthernet() {
@@ -228,6 +358,10 @@ func (e *Extractor) fill(typ gopacket.LayerType, k *Key) {
 		copy(k.DlDst[:], e.eth.DstMAC)
 		copy(k.DlSrc[:], e.eth.SrcMAC)
 		k.DlType = e.eth.dlType
+	case layers.LayerTypeMPLS:
+		for i, lse := range e.mpls.stack {
+			k.setMPLSEntry(i, lse)
+		}
 	case layers.LayerTypeDot1Q:
 		if k.VLANTCI == 0 {
 			// The outermost tag starts the Ethernet payload.
@@ -302,11 +436,11 @@ func (e *Extractor) fill(typ gopacket.LayerType, k *Key) {
 // endsBeforeHeader reports whether the frame ends where a header the key
 // reads should start: gopacket stops quietly at an empty payload, whatever
 // the last layer announced.
-func (e *Extractor) endsBeforeHeader() bool {
-	if len(e.decoded) == 0 {
+func (e *Extractor) endsBeforeHeader(decoded []gopacket.LayerType) bool {
+	if len(decoded) == 0 {
 		return false
 	}
-	last, _ := e.layers.Decoder(e.decoded[len(e.decoded)-1])
+	last, _ := e.layers.Decoder(decoded[len(decoded)-1])
 	_, known := e.layers.Decoder(last.NextLayerType())
 	return known && len(last.LayerPayload()) == 0
 }
@@ -348,6 +482,8 @@ func etherTypeNextLayer(dlType uint16) gopacket.LayerType {
 		return layers.LayerTypeIPv4
 	case EtherTypeIPv6:
 		return layers.LayerTypeIPv6
+	case EtherTypeMPLS, EtherTypeMPLSMulticast:
+		return layers.LayerTypeMPLS
 	}
 	return stopDecoding
 }
@@ -396,8 +532,44 @@ func (d *dot1qLayer) NextLayerType() gopacket.LayerType {
 	return next
 }
 
+// mplsLayer reads an MPLS label stack as OVS's parse_mpls does: entries
+// to the bottom of the stack, or to the frame's end, of which the key
+// keeps the first MaxMPLSLabels. What follows is read apart
+// (Extractor.extractUnderMPLS).
+type mplsLayer struct {
+	layers.BaseLayer
+	stack [MaxMPLSLabels]uint32
+	// bottom says that the stack ends within the entries kept.
+	bottom bool
+}
+
+// DecodeFromBytes reads the stack. A frame that ends before the bottom of
+// its stack is cut short, as a frame that ends inside any header the key
+// reads is, where OVS reads what there is.
+func (m *mplsLayer) DecodeFromBytes(data []byte, df gopacket.DecodeFeedback) error {
+	m.stack, m.bottom = [MaxMPLSLabels]uint32{}, false
+	n, ended := 0, false
+	for !ended && len(data)-n >= header.MPLSLen {
+		lse := binary.BigEndian.Uint32(data[n:])
+		ended = lse&header.MPLSBOSMask != 0
+		if i := n / header.MPLSLen; i < len(m.stack) {
+			m.stack[i], m.bottom = lse, ended
+		}
+		n += header.MPLSLen
+	}
+	if !ended {
+		df.SetTruncated()
+	}
+	m.BaseLayer = layers.BaseLayer{Contents: data[:n], Payload: data[n:]}
+	return nil
+}
+
+func (m *mplsLayer) CanDecode() gopacket.LayerClass    { return layers.LayerTypeMPLS }
+func (m *mplsLayer) NextLayerType() gopacket.LayerType { return stopDecoding }
+
 var (
 	errIPv4Version      = errors.New("IPv4 header with another IP version")
+	errIPv4TotalLength  = errors.New("IPv4 total length 0")
 	errIPv6Version      = errors.New("IPv6 header with another IP version")
 	errIPv6ExtTruncated = errors.New("truncated IPv6 extension header")
 	errTCPTruncated     = errors.New("truncated TCP header")
@@ -429,6 +601,12 @@ func (ip *ipv4Layer) DecodeFromBytes(data []byte, df gopacket.DecodeFeedback) er
 	}
 	if ip.Version != 4 {
 		return errIPv4Version
+	}
+	if header.IPv4(data).TotalLen() == 0 {
+		// gopacket takes a total length of 0 for the frame's (TCP
+		// segmentation offload's); to OVS it is less than the header, as
+		// to the rewrites that find the packet's end by it.
+		return errIPv4TotalLength
 	}
 	return nil
 }

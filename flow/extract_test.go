@@ -280,6 +280,35 @@ func exWellFormed(tb testing.TB) []exCase {
 	add("ipv4/udp/padded", exIPv4Key(ProtoUDP, 5353, 53),
 		exEth(layers.EthernetTypeIPv4), exIPv4(layers.IPProtocolUDP), exUDP(false)).headerEnd = 14 + 20 + 8
 
+	// MPLS: the key holds the label stack, and the IP packet under a
+	// stack that ends within its entries, as a pop would show it.
+	lse := func(label uint32, tc uint8, bottom bool, ttl uint8) *layers.MPLS {
+		return &layers.MPLS{Label: label, TrafficClass: tc, StackBottom: bottom, TTL: ttl}
+	}
+	mplsKey := func(k Key, dlType uint16, stack ...uint32) Key {
+		k.UnderMPLS, k.DlType = uint32(k.DlType), dlType
+		for i, lse := range stack {
+			k.setMPLSEntry(i, lse)
+		}
+		return k
+	}
+	add("mpls/ipv4/tcp", mplsKey(exIPv4Key(ProtoTCP, 43210, 443), EtherTypeMPLS, 100<<12|5<<9|1<<8|63),
+		exEth(layers.EthernetTypeMPLSUnicast), lse(100, 5, true, 63), exIPv4(layers.IPProtocolTCP), exTCP(), exPayload).headerEnd = 18
+	add("mplsm/two labels/ipv6/udp", mplsKey(exIPv6Key(ProtoUDP, 5353, 53), EtherTypeMPLSMulticast, 0xfffff<<12|7<<9|255, 16<<12|1<<8|1),
+		exEth(layers.EthernetTypeMPLSMulticast), lse(0xfffff, 7, false, 255), lse(16, 0, true, 1),
+		exIPv6(layers.IPProtocolUDP), exUDP(false), exPayload).headerEnd = 22
+	add("vlan/mpls/ipv4/udp", exWith(mplsKey(exIPv4Key(ProtoUDP, 5353, 53), EtherTypeMPLS, 3<<12|1<<8|64),
+		func(k *Key) { k.VLANTCI = VLANCFI | 9 }),
+		exEth(layers.EthernetTypeDot1Q), vlan(0, 9, layers.EthernetTypeMPLSUnicast), lse(3, 0, true, 64),
+		exIPv4(layers.IPProtocolUDP), exUDP(false), exPayload).headerEnd = 22
+	// Past the entries the key holds, the packet is not read.
+	add("mpls/four labels/ipv4", mplsKey(exL2Key(0), EtherTypeMPLS, 1<<12|1, 2<<12|2, 3<<12|3),
+		exEth(layers.EthernetTypeMPLSUnicast), lse(1, 0, false, 1), lse(2, 0, false, 2), lse(3, 0, false, 3), lse(4, 0, true, 4),
+		exIPv4(layers.IPProtocolTCP), exTCP(), exPayload).headerEnd = 30
+	// A pseudowire's control word, not IP: the frame is MPLS all the same.
+	add("mpls/control word", mplsKey(exL2Key(0), EtherTypeMPLS, 7<<12|1<<8|64),
+		exEth(layers.EthernetTypeMPLSUnicast), lse(7, 0, true, 64), gopacket.Payload{0, 0, 0, 0}, exPayload).headerEnd = 18
+
 	for _, c := range cases {
 		if c.headerEnd <= 0 {
 			tb.Fatalf("%s: no header end", c.name)
@@ -298,6 +327,9 @@ func exMalformed(tb testing.TB) []exCase {
 		return f
 	}
 	const ip, ip6, tcp = 14, 14, 14 + 20 // where the headers start
+	mplsIPv4 := exSerialize(tb, exEth(layers.EthernetTypeMPLSUnicast), &layers.MPLS{Label: 100, StackBottom: true},
+		exIPv4(layers.IPProtocolTCP), exTCP(), exPayload)
+	mplsKey := exWith(exL2Key(EtherTypeMPLS), func(k *Key) { k.MPLS = 100<<12 | 1<<8 })
 	var stacked []gopacket.SerializableLayer
 	stacked = append(stacked, exEth(layers.EthernetTypeDot1Q))
 	for i := range 20 {
@@ -326,6 +358,7 @@ func exMalformed(tb testing.TB) []exCase {
 		{name: "ipv4/total length past the frame", frame: edit(ipv4TCP, func(f []byte) { f[ip+2] = 0x40 }),
 			want: exIPv4Key(ProtoTCP, 43210, 443)},
 		{name: "ipv4/total length under the header", frame: edit(ipv4TCP, func(f []byte) { f[ip+2], f[ip+3] = 0, 19 }), want: l2},
+		{name: "ipv4/total length 0", frame: edit(ipv4TCP, func(f []byte) { f[ip+2], f[ip+3] = 0, 0 }), want: l2},
 		{name: "ipv4/total length cuts tcp", frame: edit(ipv4TCP, func(f []byte) { f[ip+2], f[ip+3] = 0, 30 }), want: l3},
 		{name: "ipv4/version 6", frame: edit(ipv4TCP, func(f []byte) { f[ip] = 0x65 }), want: l2},
 		{name: "ipv4/tcp data offset 15", frame: edit(ipv4TCP, func(f []byte) { f[tcp+12] = 0xf0 }), want: l3},
@@ -354,6 +387,14 @@ func exMalformed(tb testing.TB) []exCase {
 				Protocol: layers.EthernetTypeIPv4, HwAddressSize: 6, ProtAddressSize: 4, Operation: 1,
 				SourceHwAddress: exMACA, DstHwAddress: exMACB, SourceProtAddress: exIP4A, DstProtAddress: exIP4B}),
 			func(f []byte) { f[14+4] = 255 }), want: exL2Key(EtherTypeARP)},
+		// What is under a label stack is no header of the frame's: a
+		// packet there cut short is only not read.
+		{name: "mpls/ipv4 total length past the frame", ok: true,
+			frame: edit(mplsIPv4, func(f []byte) { f[18+2] = 0x40 }), want: mplsKey},
+		{name: "mpls/ipv4 version 5", ok: true, frame: edit(mplsIPv4, func(f []byte) { f[18] = 0x55 }), want: mplsKey},
+		{name: "mpls/no bottom of stack", frame: exSerialize(tb, exEth(layers.EthernetTypeMPLSUnicast),
+			&layers.MPLS{Label: 100, TTL: 1}, &layers.MPLS{Label: 200, TTL: 2}),
+			want: exWith(mplsKey, func(k *Key) { k.MPLS = 100<<12 | 1; k.setMPLSEntry(1, 200<<12|2) })},
 		{name: "runt", frame: ipv4TCP[:13]},
 		{name: "empty"},
 	}
@@ -435,6 +476,15 @@ func exSubKey(k, whole *Key) (string, bool) {
 		if name == "DlType" || name == "NwProto" {
 			continue
 		}
+		if name == "NDTarget" && k.IsMPLS() {
+			// A stack cut short has the entries before the cut.
+			for j := 1; j < MaxMPLSLabels; j++ {
+				if lse := k.MPLSEntry(j); lse != 0 && lse != whole.MPLSEntry(j) {
+					return name, false
+				}
+			}
+			continue
+		}
 		if f := kv.Field(i); !f.IsZero() && !f.Equal(wv.Field(i)) {
 			return name, false
 		}
@@ -457,6 +507,17 @@ func exCheckInvariants(tb testing.TB, k *Key, inPort uint16) {
 	if k.VLANTCI != 0 && k.VLANTCI&VLANCFI == 0 {
 		tb.Errorf("VLANTCI %#04x without CFI", k.VLANTCI)
 	}
+	if !k.IsMPLS() && k.MPLS != 0 || k.IsMPLS() && [8]byte(k.NDTarget[8:]) != [8]byte{} ||
+		k.UnderMPLS != 0 && (!k.IsMPLS() || k.UnderMPLS != EtherTypeIPv4 && k.UnderMPLS != EtherTypeIPv6) {
+		tb.Errorf("MPLS fields %#x %x under %#04x in a frame of type %#04x", k.MPLS, k.NDTarget, k.UnderMPLS, k.DlType)
+	}
+	if k.IsMPLS() {
+		// The packet under the stack, if the key holds one, is the
+		// frame's, to its fields; but nd_target's bytes hold the stack.
+		under := *k
+		under.DlType, under.UnderMPLS, under.MPLS, under.NDTarget = uint16(k.UnderMPLS), 0, 0, [16]byte{}
+		k = &under
+	}
 	isIP := k.DlType == EtherTypeIPv4 || k.DlType == EtherTypeIPv6
 	if !isIP && (k.NwTOS != 0 || k.NwTTL != 0 || k.NwFrag != 0 || k.TpSrc != 0 || k.TpDst != 0) {
 		tb.Errorf("IP fields in a frame of type %#04x: %+v", k.DlType, k)
@@ -473,12 +534,30 @@ func exCheckInvariants(tb testing.TB, k *Key, inPort uint16) {
 // read from, whole.
 func exCheckLayout(tb testing.TB, frame []byte, k *Key, l Layout) {
 	tb.Helper()
+	switch {
+	case l.MPLS != k.IsMPLS():
+		tb.Errorf("layout %+v: MPLS, but the key %+v is not, or the other way round", l, k)
+	case l.MPLS && (l.Net != Net{}):
+		tb.Errorf("layout %+v: headers above the label stack", l)
+	case l.MPLS && k.UnderMPLS == 0 && (l.Under != Net{}):
+		tb.Errorf("layout %+v: headers under the label stack, which the key %+v has not", l, k)
+	case l.MPLS && k.UnderMPLS != 0:
+		under := *k
+		under.DlType, under.NDTarget = uint16(k.UnderMPLS), [16]byte{}
+		exCheckLayout(tb, frame, &under, Layout{Net: l.Under})
+		return
+	case !l.MPLS && (l.Under != Net{}):
+		tb.Errorf("layout %+v: headers under no label stack", l)
+	}
+	if l.EtherType != 0 && binary.BigEndian.Uint16(frame[int(l.EtherType):]) != k.DlType && !k.IsMPLS() && k.UnderMPLS == 0 {
+		tb.Errorf("layout %+v: no EtherType %#04x there", l, k.DlType)
+	}
 	if l.ND && !k.IsND() || l.L4Proto == ProtoICMPv6 && !l.ND && k.NDTarget != [16]byte{} || !l.ND && (l.SLL != 0 || l.TLL != 0) {
 		tb.Errorf("layout %+v: neighbour discovery, but the key %+v is not, or the other way round", l, k)
 	}
 	if l.ND && (l.L4+24 > len(frame) || k.NDTarget != [16]byte{} && [16]byte(frame[l.L4+8:]) != k.NDTarget ||
-		l.SLL != 0 && (l.L4+l.SLL+6 > len(frame) || [6]byte(frame[l.L4+l.SLL:]) != k.ArpSHA) ||
-		l.TLL != 0 && (l.L4+l.TLL+6 > len(frame) || [6]byte(frame[l.L4+l.TLL:]) != k.ArpTHA)) {
+		l.SLL != 0 && (l.L4+int(l.SLL)+6 > len(frame) || [6]byte(frame[l.L4+int(l.SLL):]) != k.ArpSHA) ||
+		l.TLL != 0 && (l.L4+int(l.TLL)+6 > len(frame) || [6]byte(frame[l.L4+int(l.TLL):]) != k.ArpTHA)) {
 		tb.Errorf("layout %+v: no neighbour discovery message the key %+v was read from", l, k)
 	}
 	switch l.IPVersion {
@@ -560,7 +639,7 @@ func BenchmarkExtract(b *testing.B) {
 	}
 	for _, name := range []string{
 		"ipv4/tcp", "vlan/ipv4/udp", "ipv6/tcp", "arp", "icmp", "icmpv6/neighbour solicitation",
-		"ipv6/later fragment", "ipv6/hop-by-hop/mldv2",
+		"ipv6/later fragment", "ipv6/hop-by-hop/mldv2", "mpls/ipv4/tcp", "mplsm/two labels/ipv6/udp",
 	} {
 		frame := frames[name]
 		b.Run(name, func(b *testing.B) {

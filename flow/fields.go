@@ -310,6 +310,17 @@ func rewriteVLAN(out []Action, old, updated *Key) ([]Action, bool) {
 	return out, true
 }
 
+// rewriteMPLS gives an MPLS frame's top label stack entry the updated
+// key's: the part of it that the field is, by its set_mpls_ action.
+func rewriteMPLS(typ ActionType) func([]Action, *Key, *Key) ([]Action, bool) {
+	return func(out []Action, old, updated *Key) ([]Action, bool) {
+		if !old.IsMPLS() {
+			return out, false
+		}
+		return append(out, mplsSetAction(typ, updated.MPLS)), true
+	}
+}
+
 // OXMCode is one OXM (or NXM) TLV type.
 type OXMCode struct {
 	Class uint16
@@ -448,6 +459,8 @@ func init() {
 	}
 	fieldVLANTCI, fieldIPv6Src, fieldIPv6Dst = fieldsByName["vlan_tci"], fieldsByName["ipv6_src"], fieldsByName["ipv6_dst"]
 	fieldMetadata = fieldsByName["metadata"]
+	mplsFields = map[ActionType]*Field{ActSetMPLSLabel: fieldsByName["mpls_label"],
+		ActSetMPLSTC: fieldsByName["mpls_tc"], ActSetMPLSTTL: fieldsByName["mpls_ttl"]}
 }
 
 // Accessors for fields stored in Key members of each type.
@@ -473,6 +486,12 @@ func bitsOf8(at func(*Key) *uint8, shift, n uint) (func(*Key) Value, func(*Key, 
 	mask := uint8(Ones(n).Lo) << shift
 	return func(k *Key) Value { return Value{Lo: uint64(*at(k)&mask) >> shift} },
 		func(k *Key, v Value) { *at(k) = *at(k)&^mask | uint8(v.Lo)<<shift&mask }
+}
+
+func bitsOf32(at func(*Key) *uint32, shift, n uint) (func(*Key) Value, func(*Key, Value)) {
+	mask := uint32(Ones(n).Lo) << shift
+	return func(k *Key) Value { return Value{Lo: uint64(*at(k)&mask) >> shift} },
+		func(k *Key, v Value) { *at(k) = *at(k)&^mask | uint32(v.Lo)<<shift&mask }
 }
 
 // bytesField is a field stored as bytes, big-endian: an address.
@@ -538,6 +557,7 @@ func fieldTable() []*Field {
 		{"tcp6", EtherTypeIPv6, ProtoTCP, true}, {"udp6", EtherTypeIPv6, ProtoUDP, true},
 		{"sctp", EtherTypeIPv4, ProtoSCTP, true}, {"sctp6", EtherTypeIPv6, ProtoSCTP, true},
 		{"arp", EtherTypeARP, 0, false},
+		{"mpls", EtherTypeMPLS, 0, false}, {"mplsm", EtherTypeMPLSMulticast, 0, false},
 	} {
 		var m Match
 		m.Key.DlType, m.Mask.DlType = s.dlType, math.MaxUint16
@@ -613,6 +633,21 @@ func fieldTable() []*Field {
 	add(&Field{Name: "dl_dst", Aliases: []string{"eth_dst", "NXM_OF_ETH_DST", "OXM_OF_ETH_DST"}, Bits: 48,
 		Maskable: true, Writable: true, OXM: []OXMCode{oxm(oxmBasic, 3, 6), oxm(oxmNXM0, 1, 6)}, syntax: syntaxMAC,
 		rewrite: rewriteMAC(ActSetDlDst, func(k *Key) *[6]byte { return &k.DlDst })}, get, set)
+
+	// The top label stack entry's parts, as OVS names them: none takes
+	// a mask, and the bottom of stack bit is the frame's to say.
+	get, set = bitsOf32(func(k *Key) *uint32 { return &k.MPLS }, header.MPLSLabelShift, 20)
+	add(&Field{Name: "mpls_label", Aliases: []string{"OXM_OF_MPLS_LABEL"}, Bits: 20, Writable: true, Needs: needsMPLS,
+		OXM: []OXMCode{oxm(oxmBasic, 34, 4)}, syntax: syntaxDecimal, rewrite: rewriteMPLS(ActSetMPLSLabel)}, get, set)
+	get, set = bitsOf32(func(k *Key) *uint32 { return &k.MPLS }, header.MPLSTCShift, 3)
+	add(&Field{Name: "mpls_tc", Aliases: []string{"OXM_OF_MPLS_TC"}, Bits: 3, Writable: true, Needs: needsMPLS,
+		OXM: []OXMCode{oxm(oxmBasic, 35, 1)}, syntax: syntaxDecimal, rewrite: rewriteMPLS(ActSetMPLSTC)}, get, set)
+	get, set = bitsOf32(func(k *Key) *uint32 { return &k.MPLS }, 0, 8)
+	add(&Field{Name: "mpls_ttl", Aliases: []string{"NXM_NX_MPLS_TTL"}, Bits: 8, Writable: true, Needs: needsMPLS,
+		OXM: []OXMCode{oxm(oxmNXM1, 30, 1)}, syntax: syntaxDecimal, rewrite: rewriteMPLS(ActSetMPLSTTL)}, get, set)
+	get, set = bitsOf32(func(k *Key) *uint32 { return &k.MPLS }, header.MPLSBOSShift, 1)
+	add(&Field{Name: "mpls_bos", Aliases: []string{"OXM_OF_MPLS_BOS"}, Bits: 1, readOnly: true, Needs: needsMPLS,
+		OXM: []OXMCode{oxm(oxmBasic, 36, 1)}, syntax: syntaxDecimal}, get, set)
 
 	get, set = bytesField(func(k *Key) []byte { return k.NwSrc[:] })
 	add(&Field{Name: "nw_src", Aliases: []string{"ip_src", "NXM_OF_IP_SRC", "OXM_OF_IPV4_SRC"}, Bits: 32, Maskable: true,

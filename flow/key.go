@@ -27,6 +27,13 @@ import (
 //   - VLANTCI is the outermost 802.1Q tag's TCI with the CFI bit (0x1000)
 //     forced on, so that "no tag" (0) and "tag with VID 0" differ; DlType is
 //     then the EtherType inside the tag.
+//   - An MPLS frame has its label stack in MPLS, and no network header as
+//     far as a match goes: OVS's flow_extract reads nothing past the
+//     stack, and no match on a network field can name an MPLS frame (the
+//     field needs dl_type=ip, ipv6 or arp). The key keeps there what a pop
+//     of the whole stack would show (UnderMPLS), where OVS, which
+//     recirculates a packet whose last label a rule popped, would read it
+//     again.
 //
 // fields.go describes each field once, for the parser, the formatter and
 // the actions that read and write fields.
@@ -80,6 +87,46 @@ type Headers struct {
 	ArpTHA    [6]byte
 	// NDTarget is an IPv6 neighbour discovery message's target address.
 	NDTarget [16]byte
+	// MPLS is an MPLS frame's top label stack entry, the 32-bit word of
+	// the wire, which matches read. The key holds the next entries too,
+	// as OVS's struct flow does, up to MaxMPLSLabels (MPLSEntry), zero
+	// past the bottom of the stack, in NDTarget's bytes: an MPLS frame
+	// has no neighbour discovery target to match on, and the key keeps
+	// none of a packet under its stack.
+	MPLS uint32
+	// UnderMPLS is the EtherType of the packet under an MPLS frame's
+	// whole label stack whose fields the key's network and transport
+	// fields then hold (but nd_target): those a frame would have whose
+	// last label pop_mpls takes off, naming that EtherType. The extractor
+	// reads an IPv4 or IPv6 packet there, by its version field; a push
+	// keeps the fields of the frame it pushes onto. 0 for any other
+	// frame, whose network fields, if it is MPLS, are zero.
+	UnderMPLS uint32
+}
+
+// Headers is 128 bytes: past that, Go hashes a map key (the decision
+// cache's) by a slower loop, which costs forwarding a few percent.
+
+// MaxMPLSLabels is how many label stack entries the key holds, as OVS's
+// flow does (FLOW_MAX_MPLS_LABELS): past them, a frame's stack is only
+// pushed onto or popped from as far as the key knows it.
+const MaxMPLSLabels = 3
+
+// MPLSEntry returns entry i (from 0, the top; i < MaxMPLSLabels) of an
+// MPLS frame's label stack, as the key holds it.
+func (h *Headers) MPLSEntry(i int) uint32 {
+	if i == 0 {
+		return h.MPLS
+	}
+	return binary.BigEndian.Uint32(h.NDTarget[4*(i-1):])
+}
+
+func (h *Headers) setMPLSEntry(i int, lse uint32) {
+	if i == 0 {
+		h.MPLS = lse
+		return
+	}
+	binary.BigEndian.PutUint32(h.NDTarget[4*(i-1):], lse)
 }
 
 // VLANCFI marks VLANTCI as present (OVS's VLAN_CFI).
@@ -97,6 +144,9 @@ const (
 	EtherTypeARP  = header.EtherTypeARP
 	EtherTypeVLAN = header.EtherTypeVLAN
 	EtherTypeIPv6 = header.EtherTypeIPv6
+
+	EtherTypeMPLS          = header.EtherTypeMPLS
+	EtherTypeMPLSMulticast = header.EtherTypeMPLSMulticast
 
 	ProtoICMP   = header.ProtoICMP
 	ProtoTCP    = header.ProtoTCP
@@ -118,6 +168,8 @@ func (h *Headers) Widen(m *Headers) {
 	h.TpSrc |= m.TpSrc
 	h.TpDst |= m.TpDst
 	h.IPv6Label |= m.IPv6Label
+	h.MPLS |= m.MPLS
+	h.UnderMPLS |= m.UnderMPLS
 	for _, f := range [][2][]byte{{h.TunSrc[:], m.TunSrc[:]}, {h.TunDst[:], m.TunDst[:]}, {h.DlDst[:], m.DlDst[:]}, {h.DlSrc[:], m.DlSrc[:]}, {h.NwSrc[:], m.NwSrc[:]},
 		{h.NwDst[:], m.NwDst[:]}, {h.IPv6Src[:], m.IPv6Src[:]}, {h.IPv6Dst[:], m.IPv6Dst[:]},
 		{h.ArpSHA[:], m.ArpSHA[:]}, {h.ArpTHA[:], m.ArpTHA[:]}, {h.NDTarget[:], m.NDTarget[:]}} {
@@ -161,6 +213,8 @@ func maskKey(dst, k, m *Key) {
 	and48(&dst.ArpSHA, &k.ArpSHA, &m.ArpSHA)
 	and48(&dst.ArpTHA, &k.ArpTHA, &m.ArpTHA)
 	and128(&dst.NDTarget, &k.NDTarget, &m.NDTarget)
+	dst.MPLS = k.MPLS & m.MPLS
+	dst.UnderMPLS = k.UnderMPLS & m.UnderMPLS
 	dst.Metadata = k.Metadata & m.Metadata
 	for i := range k.Regs {
 		dst.Regs[i] = k.Regs[i] & m.Regs[i]
@@ -204,4 +258,113 @@ func (k *Key) IsND() bool {
 // fragment.
 func (k *Key) hasL4() bool {
 	return (k.DlType == EtherTypeIPv4 || k.DlType == EtherTypeIPv6) && k.NwFrag&FragLater == 0
+}
+
+// IsMPLS reports whether the frame is MPLS, unicast or multicast.
+func (h *Headers) IsMPLS() bool { return header.IsMPLS(h.DlType) }
+
+// mplsLabels is how many entries of an MPLS frame's label stack the key
+// holds, as OVS's flow_count_mpls_labels counts them: to the bottom of
+// the stack, or the entries that are not zero when the stack goes on
+// past the key.
+func (k *Key) mplsLabels() int {
+	if !k.IsMPLS() {
+		return 0
+	}
+	n := 0
+	for i := range MaxMPLSLabels {
+		lse := k.MPLSEntry(i)
+		if lse&header.MPLSBOSMask != 0 {
+			return i + 1
+		}
+		if lse != 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// pushMPLS is push_mpls to the key, as OVS's flow_push_mpls: onto an
+// MPLS frame, a copy of the top entry that is not the bottom; onto
+// another, an entry of the explicit null label for the packet's IP
+// version, the DSCP's low 3 bits as TC (as OVS takes them) and the IP
+// TTL, 64 if there is none or it is 0, at the bottom of the stack. ok is
+// false when the stack is as deep as the key holds, which OVS drops.
+func (k *Key) pushMPLS(etherType uint16) (ok bool) {
+	n := k.mplsLabels()
+	switch {
+	case n >= MaxMPLSLabels:
+		return false
+	case n > 0:
+		for i := n; i > 0; i-- {
+			k.setMPLSEntry(i, k.MPLSEntry(i-1))
+		}
+		k.MPLS &^= header.MPLSBOSMask
+	default:
+		label, tc, ttl := uint32(header.MPLSLabelIPv4Null), uint32(0), uint32(64)
+		if k.DlType == EtherTypeIPv6 {
+			label = header.MPLSLabelIPv6Null
+		}
+		if k.DlType == EtherTypeIPv4 || k.DlType == EtherTypeIPv6 {
+			tc = uint32(k.NwTOS >> 2)
+			if k.NwTTL != 0 {
+				ttl = uint32(k.NwTTL)
+			}
+		}
+		k.MPLS = label<<header.MPLSLabelShift | tc<<header.MPLSTCShift&header.MPLSTCMask | header.MPLSBOSMask | ttl
+		if !k.IsMPLS() {
+			// The packet's fields stay, under the stack, for a pop to
+			// show; its neighbour discovery target gives its place to
+			// the stack.
+			k.UnderMPLS, k.NDTarget = uint32(k.DlType), [16]byte{}
+		}
+	}
+	k.DlType = etherType
+	return true
+}
+
+// popMPLS is pop_mpls to the key, as OVS's flow_pop_mpls: the next entry
+// comes to the top, and the frame is of etherType. When the entry popped
+// was the bottom of the stack and etherType names the packet under it,
+// the key shows that packet's fields, as OVS's recirculation of the
+// popped frame reads them; otherwise the frame has no network fields. ok
+// is false when the key does not know what the stack holds past its
+// entries, which OVS drops.
+func (k *Key) popMPLS(etherType uint16) (ok bool) {
+	n := k.mplsLabels()
+	switch {
+	case n == 0:
+		return true // nothing to pop
+	case n == MaxMPLSLabels && k.MPLSEntry(n-1)&header.MPLSBOSMask == 0:
+		return false
+	}
+	bottom := k.MPLS&header.MPLSBOSMask != 0
+	for i := 1; i < n; i++ {
+		k.setMPLSEntry(i-1, k.MPLSEntry(i))
+	}
+	k.setMPLSEntry(n-1, 0)
+	k.DlType = etherType
+	switch {
+	case !bottom && header.IsMPLS(etherType):
+		return true
+	case bottom && uint32(etherType) == k.UnderMPLS:
+		k.UnderMPLS = 0
+	default:
+		k.clearNetwork()
+	}
+	if !header.IsMPLS(etherType) {
+		// A frame of another EtherType has no label stack to the key,
+		// whatever its bytes say.
+		k.MPLS, k.NDTarget = 0, [16]byte{}
+	}
+	return true
+}
+
+// clearNetwork zeroes the key's network and transport fields.
+func (k *Key) clearNetwork() {
+	h := &k.Headers
+	h.NwProto, h.NwTOS, h.NwTTL, h.NwFrag = 0, 0, 0, 0
+	h.NwSrc, h.NwDst, h.IPv6Src, h.IPv6Dst, h.IPv6Label = [4]byte{}, [4]byte{}, [16]byte{}, [16]byte{}, 0
+	h.TpSrc, h.TpDst, h.ArpSHA, h.ArpTHA, h.NDTarget = 0, 0, [6]byte{}, [6]byte{}, [16]byte{}
+	h.UnderMPLS = 0
 }

@@ -9,7 +9,11 @@
 // frame's bytes but to read them, no port and no clock of its own.
 package flow
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/xswitch/xswitch/header"
+)
 
 // Match is a masked key: a frame matches when its key, masked, equals Key.
 // Key holds no bits outside Mask.
@@ -204,6 +208,20 @@ const (
 	// first: the frame goes through meter Meter, whose bands may drop it
 	// or raise its DSCP's drop precedence, before the rule's actions.
 	ActMeter
+
+	// The MPLS actions. push_mpls and pop_mpls take the label stack entry
+	// after the EtherType on and off, and write their EtherType (Value)
+	// there; in a decision, ActPushMPLS's Imm.Lo is the entry it pushes,
+	// which translation works out from the key. The sets write a part of
+	// the top entry: ActSetMPLSLabel the label (Imm.Lo), ActSetMPLSTC the
+	// TC (Value), ActSetMPLSTTL the TTL (Value). ActDecMPLSTTL drops the
+	// frame when its TTL would reach 0, as dec_ttl does.
+	ActPushMPLS
+	ActPopMPLS
+	ActSetMPLSLabel
+	ActSetMPLSTC
+	ActSetMPLSTTL
+	ActDecMPLSTTL
 )
 
 // OpenFlow's packet-in reasons (OFPR_*), which an ActController's Table
@@ -286,7 +304,8 @@ const ThisTable = 255
 
 // ApplyToKey makes the change that a runs on a frame to the frame's key,
 // so that a later table sees the frame as the actions left it. keep is
-// false when a drops the frame (dec_ttl of a TTL of 1 or 0). A header
+// false when a drops the frame (dec_ttl or dec_mpls_ttl of a TTL of 1 or
+// 0, a push or pop of MPLS that OVS drops, see Key.pushMPLS). A header
 // rewrite changes the key only where the frame has that header, as the
 // rewrite itself does; strip_vlan leaves no tag in the key, since the key
 // keeps only the outer one. It allocates nothing.
@@ -357,6 +376,46 @@ func (a *Action) ApplyToKey(k *Key) (keep bool) {
 			return false
 		}
 		k.NwTTL--
+	case ActPushMPLS:
+		return k.pushMPLS(a.Value)
+	case ActPopMPLS:
+		return k.popMPLS(a.Value)
+	case ActSetMPLSLabel, ActSetMPLSTC, ActSetMPLSTTL:
+		if k.IsMPLS() {
+			f := mplsFields[a.Type]
+			f.set(k, a.mplsValue())
+		}
+	case ActDecMPLSTTL:
+		// As OVS, which stops a frame that is not MPLS too: dec_mpls_ttl
+		// needs an MPLS match, or a push before it.
+		ttl := k.MPLS & header.MPLSTTLMask
+		if !k.IsMPLS() || ttl <= 1 {
+			return false
+		}
+		k.MPLS--
 	}
 	return true
+}
+
+// mplsFields are the fields that the set_mpls_ actions write.
+var mplsFields map[ActionType]*Field
+
+// mplsValue is the value a set_mpls_ action writes.
+func (a *Action) mplsValue() Value {
+	if a.Type == ActSetMPLSLabel {
+		return a.Imm
+	}
+	return Value{Lo: uint64(a.Value)}
+}
+
+// mplsSetAction is the set_mpls_ action of type typ that writes its part
+// of label stack entry lse.
+func mplsSetAction(typ ActionType, lse uint32) Action {
+	var k Key
+	k.MPLS = lse
+	v := mplsFields[typ].get(&k)
+	if typ == ActSetMPLSLabel {
+		return Action{Type: typ, Imm: v}
+	}
+	return Action{Type: typ, Value: uint16(v.Lo)}
 }

@@ -21,8 +21,9 @@ var (
 		holds: func(m *Match) bool { return isTCPMatch(m) || isUDPMatch(m) || isSCTPMatch(m) },
 		what:  "a tcp, udp or sctp match",
 	}
-	actionNeedsTCP = &Prerequisite{holds: isTCPMatch, what: "a tcp match"}
-	actionNeedsUDP = &Prerequisite{holds: isUDPMatch, what: "a udp match"}
+	actionNeedsMPLS = &Prerequisite{holds: isMPLSMatch, what: "an MPLS match (mpls or mplsm), or a push_mpls before it"}
+	actionNeedsTCP  = &Prerequisite{holds: isTCPMatch, what: "a tcp match"}
+	actionNeedsUDP  = &Prerequisite{holds: isUDPMatch, what: "a udp match"}
 )
 
 // reservedPorts are the ports that actions name by word; OVS spells them in
@@ -43,6 +44,11 @@ func parseActions(text string, m *Match, ports PortNames) ([]Action, error) {
 	}
 	var actions []Action
 	instruction := ""
+	// The match as the actions so far leave the frame: push_mpls and
+	// pop_mpls change its EtherType, for the actions after them, as OVS
+	// checks them (ofpacts_check).
+	after := *m
+	m = &after
 	for _, item := range items {
 		name, arg, hasArg, err := splitAction(item)
 		if err != nil {
@@ -121,6 +127,9 @@ func parseActions(text string, m *Match, ports PortNames) ([]Action, error) {
 				label = "set_field to " + field
 			}
 			return nil, fmt.Errorf("%s requires %s", label, needs.what)
+		}
+		for _, a := range as {
+			after.Follow(a)
 		}
 		actions = append(actions, as...)
 	}
@@ -250,6 +259,8 @@ var actionNames = map[string]bool{
 	"mod_nw_tos": true, "mod_nw_ecn": true, "mod_nw_ttl": true, "mod_vlan_pcp": true,
 	"set_field": true, "load": true, "move": true, "resubmit": true,
 	"set_tunnel": true, "set_tunnel64": true, "group": true,
+	"push_mpls": true, "pop_mpls": true, "set_mpls_label": true, "set_mpls_tc": true,
+	"set_mpls_ttl": true, "dec_mpls_ttl": true,
 }
 
 // parseAction parses one action other than drop, of a rule whose match is
@@ -279,12 +290,16 @@ func parseAction(name, arg string, hasArg bool, m *Match, ports PortNames) ([]Ac
 		return one(bareOutput(name, ports))
 	}
 	switch name {
-	case "strip_vlan", "pop_vlan", "dec_ttl":
+	case "strip_vlan", "pop_vlan", "dec_ttl", "dec_mpls_ttl":
 		if hasArg {
 			return one(Action{}, nil, fmt.Errorf("action %q takes no argument", name))
 		}
-		if name == "dec_ttl" {
+		switch name {
+		case "dec_ttl":
 			a, needs := DecTTLAction()
+			return one(a, needs, nil)
+		case "dec_mpls_ttl":
+			a, needs := DecMPLSTTLAction()
 			return one(a, needs, nil)
 		}
 		return one(Action{Type: ActStripVLAN}, nil, nil)
@@ -341,6 +356,20 @@ func parseAction(name, arg string, hasArg bool, m *Match, ports PortNames) ([]Ac
 		return one(Action{Type: ActSetNwTTL, Value: uint16(ttl)}, actionNeedsIP, err)
 	case "push_vlan":
 		return one(pushVLANAction(arg))
+	case "push_mpls", "pop_mpls":
+		etherType, err := numberFromText(name, arg, math.MaxUint16)
+		if err != nil {
+			return one(Action{}, nil, err)
+		}
+		if name == "pop_mpls" {
+			a, needs := PopMPLSAction(uint16(etherType))
+			return one(a, needs, nil)
+		}
+		a, err := PushMPLSAction(uint16(etherType))
+		return one(a, nil, err)
+	case "set_mpls_label", "set_mpls_tc", "set_mpls_ttl":
+		a, err := setMPLSAction(name, arg)
+		return one(a, actionNeedsMPLS, err)
 	case "mod_nw_src", "mod_nw_dst":
 		typ := ActSetNwSrc
 		if name == "mod_nw_dst" {
@@ -358,6 +387,68 @@ func parseAction(name, arg string, hasArg bool, m *Match, ports PortNames) ([]Ac
 		return setFieldAction(arg)
 	}
 }
+
+// PushMPLSAction is push_mpls of a label stack entry, the frame's
+// EtherType becoming etherType.
+func PushMPLSAction(etherType uint16) (Action, error) {
+	if !header.IsMPLS(etherType) {
+		return Action{}, fmt.Errorf("push_mpls 0x%04x: want 0x%04x or 0x%04x", etherType, EtherTypeMPLS, EtherTypeMPLSMulticast)
+	}
+	return Action{Type: ActPushMPLS, Value: etherType}, nil
+}
+
+// setMPLSAction parses set_mpls_label, set_mpls_tc or set_mpls_ttl, with
+// ovs-ofctl's words for values out of range.
+func setMPLSAction(name, arg string) (Action, error) {
+	var typ ActionType
+	var what string
+	switch name {
+	case "set_mpls_label":
+		typ, what = ActSetMPLSLabel, "MPLS label"
+	case "set_mpls_tc":
+		typ, what = ActSetMPLSTC, "MPLS TC"
+	default:
+		typ, what = ActSetMPLSTTL, "MPLS TTL"
+	}
+	f := mplsFields[typ]
+	n, err := numberFromText(what, arg, math.MaxUint32)
+	switch {
+	case err != nil && typ == ActSetMPLSLabel:
+		return Action{}, err
+	case err != nil || typ == ActSetMPLSTTL && n > math.MaxUint8:
+		return Action{}, fmt.Errorf("invalid %s %q", what, arg)
+	case n > f.full().Lo:
+		return Action{}, fmt.Errorf("%s: not a valid %s", arg, what)
+	}
+	var k Key
+	f.set(&k, Value{Lo: n})
+	return mplsSetAction(typ, k.MPLS), nil
+}
+
+// Follow makes m say what the frame is after a, as OVS checks the actions
+// after it (ofpacts_check): push_mpls and pop_mpls give it their
+// EtherType, and nothing is known of its network header, which is under
+// a label stack, or whatever the pop says it is.
+func (m *Match) Follow(a Action) {
+	if a.Type == ActPushMPLS || a.Type == ActPopMPLS {
+		m.Key.DlType, m.Mask.DlType = a.Value, math.MaxUint16
+		m.Key.NwProto = 0
+	}
+}
+
+// PopMPLSAction is pop_mpls, the frame's EtherType becoming etherType,
+// and what it needs of the match.
+func PopMPLSAction(etherType uint16) (Action, *Prerequisite) {
+	return Action{Type: ActPopMPLS, Value: etherType}, actionNeedsMPLS
+}
+
+// SetMPLSTTLAction is set_mpls_ttl, and what it needs of the match.
+func SetMPLSTTLAction(ttl uint8) (Action, *Prerequisite) {
+	return Action{Type: ActSetMPLSTTL, Value: uint16(ttl)}, actionNeedsMPLS
+}
+
+// DecMPLSTTLAction is dec_mpls_ttl, and what it needs of the match.
+func DecMPLSTTLAction() (Action, *Prerequisite) { return Action{Type: ActDecMPLSTTL}, actionNeedsMPLS }
 
 // DecTTLAction is dec_ttl and what it needs of the match.
 func DecTTLAction() (Action, *Prerequisite) { return Action{Type: ActDecTTL}, actionNeedsIP }
@@ -674,10 +765,11 @@ func SetFieldAction(f *Field, v Value) (Action, *Prerequisite, error) {
 	if v.BitLen() > int(f.Bits) {
 		return Action{}, nil, fmt.Errorf("set_field: %#x does not fit in %s's %d bits", v.Lo, f.Name, f.Bits)
 	}
-	if f.Carried || f == fieldVLANTCI || f.Frame != nil {
+	if f.Carried || f == fieldVLANTCI || f.Frame != nil || f == mplsFields[ActSetMPLSTTL] {
 		// vlan_tci and the fields with an InFrame have no mod_ action:
 		// the pipeline works the write out (Field.AppendRewrites), as it
-		// does a load's.
+		// does a load's. OpenFlow 1.3 has set_field to mpls_ttl apart
+		// from set_mpls_ttl, which OVS keeps apart.
 		return Action{Type: ActSetField, Field: f, Imm: v, Mask: f.full()}, f.actionNeeds(), nil
 	}
 	switch f.Name {
@@ -708,6 +800,10 @@ func SetFieldAction(f *Field, v Value) (Action, *Prerequisite, error) {
 	case "tcp_src", "udp_src", "tcp_dst", "udp_dst":
 		h := maskedHeaders[f.Name]
 		return Action{Type: h.typ, Value: uint16(v.Lo)}, h.needs, nil
+	case "mpls_label":
+		return Action{Type: ActSetMPLSLabel, Imm: v}, actionNeedsMPLS, nil
+	case "mpls_tc":
+		return Action{Type: ActSetMPLSTC, Value: uint16(v.Lo)}, actionNeedsMPLS, nil
 	}
 	return Action{}, nil, fmt.Errorf("set_field: unsupported field %q", f.Name)
 }
@@ -872,6 +968,20 @@ func actionText(a Action) string {
 		return "group:" + strconv.FormatUint(uint64(a.Group), 10)
 	case ActMeter:
 		return "meter:" + strconv.FormatUint(uint64(a.Meter), 10)
+	case ActPushMPLS:
+		return fmt.Sprintf("push_mpls:0x%04x", a.Value)
+	case ActPopMPLS:
+		return fmt.Sprintf("pop_mpls:0x%04x", a.Value)
+	case ActSetMPLSLabel:
+		// set_mpls_label and set_mpls_tc are set_field in OpenFlow 1.3,
+		// as OVS sends them, and prints them back.
+		return fmt.Sprintf("set_field:%d->mpls_label", a.Imm.Lo)
+	case ActSetMPLSTC:
+		return fmt.Sprintf("set_field:%d->mpls_tc", a.Value)
+	case ActSetMPLSTTL:
+		return fmt.Sprintf("set_mpls_ttl(%d)", a.Value)
+	case ActDecMPLSTTL:
+		return "dec_mpls_ttl"
 	}
 	return fmt.Sprintf("unknown_action_type_%d", a.Type)
 }

@@ -55,6 +55,10 @@ func isNDMatch(m *Match, typ uint16) bool {
 		isND && (typ == 0 || m.Key.TpSrc == typ)
 }
 
+func isMPLSMatch(m *Match) bool {
+	return hasDlType(m, EtherTypeMPLS) || hasDlType(m, EtherTypeMPLSMulticast)
+}
+
 func isICMPMatch(m *Match) bool {
 	return hasDlType(m, EtherTypeIPv4) && hasNwProto(m, ProtoICMP) ||
 		hasDlType(m, EtherTypeIPv6) && hasNwProto(m, ProtoICMPv6)
@@ -98,6 +102,7 @@ var (
 		holds: func(m *Match) bool { return hasDlType(m, EtherTypeIPv6) && hasNwProto(m, ProtoICMPv6) },
 		what:  "icmp6 (dl_type=0x86dd, nw_proto=58)",
 	}
+	needsMPLS = &Prerequisite{holds: isMPLSMatch, what: "mpls or mplsm (dl_type=0x8847 or 0x8848)"}
 	needsVLAN = &Prerequisite{
 		holds: func(m *Match) bool { return m.Mask.VLANTCI&VLANCFI != 0 && m.Key.VLANTCI&VLANCFI != 0 },
 		what:  "a VLAN tag (dl_vlan=N, or vlan_tci=0x1000/0x1000)",
@@ -152,6 +157,8 @@ func orKeys(a, b *Key) Key {
 		TpDst:   a.TpDst | b.TpDst,
 
 		IPv6Label: a.IPv6Label | b.IPv6Label,
+		MPLS:      a.MPLS | b.MPLS,
+		UnderMPLS: a.UnderMPLS | b.UnderMPLS,
 	}, Metadata: a.Metadata | b.Metadata, Table: a.Table | b.Table}
 	orBytes(out.TunSrc[:], a.TunSrc[:], b.TunSrc[:])
 	orBytes(out.TunDst[:], a.TunDst[:], b.TunDst[:])
@@ -362,6 +369,10 @@ func protocolShorthandOf(m *Match) (name string, impliesProto bool) {
 		return "ipv6", false
 	case hasDlType(m, EtherTypeARP):
 		return "arp", false
+	case hasDlType(m, EtherTypeMPLS):
+		return "mpls", false
+	case hasDlType(m, EtherTypeMPLSMulticast):
+		return "mplsm", false
 	}
 	return "", false
 }

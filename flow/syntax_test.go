@@ -238,6 +238,20 @@ func TestParseActions(t *testing.T) {
 		{"tcp,actions=mod_tp_src:1000", []Action{{Type: ActSetTpSrc, Value: 1000}}, "mod_tp_src:1000"},
 		{"udp6,actions=mod_tp_dst:53", []Action{{Type: ActSetTpDst, Value: 53}}, "mod_tp_dst:53"},
 		{"ip,actions=dec_ttl", []Action{{Type: ActDecTTL}}, "dec_ttl"},
+		// MPLS: set_mpls_label and set_mpls_tc are set_field in OpenFlow
+		// 1.3, as ovs-ofctl prints them there; a push makes the frame
+		// MPLS for the actions after it, a pop makes it what it says.
+		{"ip,actions=push_mpls:0x8847,set_mpls_label:10,set_mpls_tc(3),set_mpls_ttl:64,dec_mpls_ttl", []Action{
+			{Type: ActPushMPLS, Value: 0x8847}, {Type: ActSetMPLSLabel, Imm: Value{Lo: 10}}, {Type: ActSetMPLSTC, Value: 3},
+			{Type: ActSetMPLSTTL, Value: 64}, {Type: ActDecMPLSTTL}},
+			"push_mpls:0x8847,set_field:10->mpls_label,set_field:3->mpls_tc,set_mpls_ttl(64),dec_mpls_ttl"},
+		{"mpls,actions=set_field:0x10->mpls_label,set_field:7->mpls_tc", []Action{
+			{Type: ActSetMPLSLabel, Imm: Value{Lo: 16}}, {Type: ActSetMPLSTC, Value: 7}}, "set_field:16->mpls_label,set_field:7->mpls_tc"},
+		{"mplsm,actions=pop_mpls:0x0800,mod_nw_src:10.0.0.1,dec_ttl", []Action{
+			{Type: ActPopMPLS, Value: 0x0800}, {Type: ActSetNwSrc, IPv4: [4]byte{10, 0, 0, 1}}, {Type: ActDecTTL}},
+			"pop_mpls:0x0800,mod_nw_src:10.0.0.1,dec_ttl"},
+		{"mpls,actions=pop_mpls:34887,pop_mpls:0x86dd", []Action{{Type: ActPopMPLS, Value: 0x8847}, {Type: ActPopMPLS, Value: 0x86dd}},
+			"pop_mpls:0x8847,pop_mpls:0x86dd"},
 		{"ipv6,actions=dec_ttl", []Action{{Type: ActDecTTL}}, "dec_ttl"},
 		{"actions=set_field:02:00:00:00:00:01->eth_src", []Action{{Type: ActSetDlSrc, MAC: mac1}}, "mod_dl_src:02:00:00:00:00:01"},
 		{"actions=set_field:02:00:00:00:00:01->dl_dst", []Action{{Type: ActSetDlDst, MAC: mac1}}, "mod_dl_dst:02:00:00:00:00:01"},
@@ -354,6 +368,21 @@ func TestFormatDumpLine(t *testing.T) {
 func TestParseRuleErrors(t *testing.T) {
 	tests := []struct{ in, want string }{
 		{"nw_dest=1.2.3.4,actions=drop", `unknown field "nw_dest"`},
+		{"mpls_label=5,actions=drop", `field "mpls_label" requires mpls or mplsm (dl_type=0x8847 or 0x8848)`},
+		{"mpls,mpls_label=5/0xff,actions=drop", `invalid mpls_label "5/0xff"`},
+		{"mpls,mpls_tc=8,actions=drop", `mpls_tc 8 out of range`},
+		{"mpls,actions=set_field:1->mpls_bos", `mpls_bos is read-only`},
+		{"mpls,actions=copy_ttl_in", `unknown action "copy_ttl_in"`},
+		{"mpls,actions=copy_ttl_out", `unknown action "copy_ttl_out"`},
+		{"actions=push_mpls:0x0800", `push_mpls 0x0800: want 0x8847 or 0x8848`},
+		{"mpls,actions=pop_mpls", `action "pop_mpls" needs an argument (pop_mpls:VALUE)`},
+		{"mpls,actions=set_mpls_label:1048576", `1048576: not a valid MPLS label`},
+		{"mpls,actions=set_mpls_tc:8", `8: not a valid MPLS TC`},
+		{"mpls,actions=set_mpls_ttl:300", `invalid MPLS TTL "300"`},
+		{"ip,actions=set_mpls_label:5", `set_mpls_label requires an MPLS match (mpls or mplsm), or a push_mpls before it`},
+		{"actions=pop_mpls:0x0800", `pop_mpls requires an MPLS match (mpls or mplsm), or a push_mpls before it`},
+		{"ip,actions=push_mpls:0x8847,mod_nw_src:10.0.0.1", `mod_nw_src requires an IPv4 match (ip)`},
+		{"mpls,actions=pop_mpls:0x0800,set_mpls_ttl:5", `set_mpls_ttl requires an MPLS match (mpls or mplsm), or a push_mpls before it`},
 		{"ip,nw_dst=300.1.1.1,actions=drop", `invalid IPv4 address "300.1.1.1"`},
 		{"ip,nw_dst=10.0.0.0/33,actions=drop", `invalid IPv4 mask "33"`},
 		{"ip,nw_dst=10.0.0.0/255.0.0.300,actions=drop", `invalid IPv4 mask "255.0.0.300"`},

@@ -101,7 +101,7 @@ var (
 	bridgeIdle        = bridgeDesc("forwarder_idle_seconds_total", "Time the bridge's forwarding thread spent asleep waiting for frames.")
 
 	bridgeDropped = prometheus.NewDesc(prometheus.BuildFQName(namespace, "pipeline", "dropped_total"),
-		"Frames the pipeline sent nowhere, by reason: rule (the rules said so), table_miss, loop (the depth or resubmit limit), ttl, no_copy, port_down (outputs only to ports the bridge does not have up), meter (a drop band of a meter); and packet-ins lost, the frame sent on otherwise: controller_queue (the queue to the agent was full), controller_rate (the controller's rate limit).",
+		"Frames the pipeline sent nowhere, by reason: rule (the rules said so), table_miss, loop (the depth or resubmit limit), ttl (dec_ttl, dec_mpls_ttl), no_copy, port_down (outputs only to ports the bridge does not have up), meter (a drop band of a meter), mpls (a push_mpls or pop_mpls on a label stack deeper than the key holds); and packet-ins lost, the frame sent on otherwise: controller_queue (the queue to the agent was full), controller_rate (the controller's rate limit).",
 		[]string{"bridge", "reason"}, nil)
 	portPipelineDropped = portDesc("rx_pipeline_dropped_total",
 		"Frames received on the port that the pipeline sent nowhere, by reason (as xswitch_pipeline_dropped_total).", "reason")

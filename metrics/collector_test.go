@@ -122,12 +122,13 @@ xswitch_bridge_forwarder_busy_seconds_total{bridge="br0"} 1.5
 # HELP xswitch_bridge_forwarder_idle_seconds_total Time the bridge's forwarding thread spent asleep waiting for frames.
 # TYPE xswitch_bridge_forwarder_idle_seconds_total counter
 xswitch_bridge_forwarder_idle_seconds_total{bridge="br0"} 30
-# HELP xswitch_pipeline_dropped_total Frames the pipeline sent nowhere, by reason: rule (the rules said so), table_miss, loop (the depth or resubmit limit), ttl, no_copy, port_down (outputs only to ports the bridge does not have up), meter (a drop band of a meter); and packet-ins lost, the frame sent on otherwise: controller_queue (the queue to the agent was full), controller_rate (the controller's rate limit).
+# HELP xswitch_pipeline_dropped_total Frames the pipeline sent nowhere, by reason: rule (the rules said so), table_miss, loop (the depth or resubmit limit), ttl (dec_ttl, dec_mpls_ttl), no_copy, port_down (outputs only to ports the bridge does not have up), meter (a drop band of a meter), mpls (a push_mpls or pop_mpls on a label stack deeper than the key holds); and packet-ins lost, the frame sent on otherwise: controller_queue (the queue to the agent was full), controller_rate (the controller's rate limit).
 # TYPE xswitch_pipeline_dropped_total counter
 xswitch_pipeline_dropped_total{bridge="br0",reason="controller_queue"} 0
 xswitch_pipeline_dropped_total{bridge="br0",reason="controller_rate"} 0
 xswitch_pipeline_dropped_total{bridge="br0",reason="loop"} 1
 xswitch_pipeline_dropped_total{bridge="br0",reason="meter"} 0
+xswitch_pipeline_dropped_total{bridge="br0",reason="mpls"} 0
 xswitch_pipeline_dropped_total{bridge="br0",reason="no_copy"} 0
 xswitch_pipeline_dropped_total{bridge="br0",reason="port_down"} 0
 xswitch_pipeline_dropped_total{bridge="br0",reason="rule"} 0
@@ -139,6 +140,7 @@ xswitch_port_rx_pipeline_dropped_total{bridge="br0",port="p1",reason="controller
 xswitch_port_rx_pipeline_dropped_total{bridge="br0",port="p1",reason="controller_rate"} 0
 xswitch_port_rx_pipeline_dropped_total{bridge="br0",port="p1",reason="loop"} 0
 xswitch_port_rx_pipeline_dropped_total{bridge="br0",port="p1",reason="meter"} 0
+xswitch_port_rx_pipeline_dropped_total{bridge="br0",port="p1",reason="mpls"} 0
 xswitch_port_rx_pipeline_dropped_total{bridge="br0",port="p1",reason="no_copy"} 0
 xswitch_port_rx_pipeline_dropped_total{bridge="br0",port="p1",reason="port_down"} 2
 xswitch_port_rx_pipeline_dropped_total{bridge="br0",port="p1",reason="rule"} 0
@@ -168,9 +170,9 @@ xswitch_table_matched_total{bridge="br0",table="3"} 7
 		t.Fatal(err)
 	}
 	// The down port has no counters and no info, only its up series: 18
-	// counters, 9 drop reasons and info and up for p1, up for p2, 7 bridge
-	// series, 9 drop reasons and 3 series for each of 2 tables.
-	if want := 18 + 9 + 2 + 1 + 7 + 9 + 6; testutil.CollectAndCount(c) != want {
+	// counters, 10 drop reasons and info and up for p1, up for p2, 7 bridge
+	// series, 10 drop reasons and 3 series for each of 2 tables.
+	if want := 18 + 10 + 2 + 1 + 7 + 10 + 6; testutil.CollectAndCount(c) != want {
 		t.Errorf("collected %d series; want %d", testutil.CollectAndCount(c), want)
 	}
 }

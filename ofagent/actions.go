@@ -35,23 +35,25 @@ func fieldNamed(name string) *flow.Field {
 }
 
 var (
-	fieldDlSrc   = fieldNamed("dl_src")
-	fieldDlDst   = fieldNamed("dl_dst")
-	fieldVLANVID = fieldNamed("vlan_vid")
-	fieldVLANPCP = fieldNamed("vlan_pcp")
-	fieldNwSrc   = fieldNamed("nw_src")
-	fieldNwDst   = fieldNamed("nw_dst")
-	fieldIPv6Src = fieldNamed("ipv6_src")
-	fieldIPv6Dst = fieldNamed("ipv6_dst")
-	fieldIPDSCP  = fieldNamed("ip_dscp")
-	fieldNwECN   = fieldNamed("nw_ecn")
-	fieldNwTTL   = fieldNamed("nw_ttl")
-	fieldTCPSrc  = fieldNamed("tcp_src")
-	fieldTCPDst  = fieldNamed("tcp_dst")
-	fieldUDPSrc  = fieldNamed("udp_src")
-	fieldUDPDst  = fieldNamed("udp_dst")
-	fieldSCTPSrc = fieldNamed("sctp_src")
-	fieldSCTPDst = fieldNamed("sctp_dst")
+	fieldDlSrc     = fieldNamed("dl_src")
+	fieldDlDst     = fieldNamed("dl_dst")
+	fieldVLANVID   = fieldNamed("vlan_vid")
+	fieldVLANPCP   = fieldNamed("vlan_pcp")
+	fieldNwSrc     = fieldNamed("nw_src")
+	fieldNwDst     = fieldNamed("nw_dst")
+	fieldIPv6Src   = fieldNamed("ipv6_src")
+	fieldIPv6Dst   = fieldNamed("ipv6_dst")
+	fieldIPDSCP    = fieldNamed("ip_dscp")
+	fieldNwECN     = fieldNamed("nw_ecn")
+	fieldNwTTL     = fieldNamed("nw_ttl")
+	fieldTCPSrc    = fieldNamed("tcp_src")
+	fieldTCPDst    = fieldNamed("tcp_dst")
+	fieldUDPSrc    = fieldNamed("udp_src")
+	fieldUDPDst    = fieldNamed("udp_dst")
+	fieldSCTPSrc   = fieldNamed("sctp_src")
+	fieldSCTPDst   = fieldNamed("sctp_dst")
+	fieldMPLSLabel = fieldNamed("mpls_label")
+	fieldMPLSTC    = fieldNamed("mpls_tc")
 )
 
 // hasVLAN reports whether m says the frame has a tag, as a set_field of
@@ -111,7 +113,11 @@ func instructionsFromOF(is []openflow.Instruction, m flow.Match) ([]flow.Action,
 		}
 		out = append(out, flow.Action{Type: flow.ActMeter, Meter: meter.MeterID})
 	}
-	applied, err := actionsFromOF(apply, m)
+	// One decoder for both lists: the written actions are checked
+	// against the frame the applied ones leave, as Open vSwitch checks
+	// them.
+	d := actionDecoder{cur: m}
+	applied, err := d.actions(apply)
 	if err != nil {
 		return nil, err
 	}
@@ -120,7 +126,7 @@ func instructionsFromOF(is []openflow.Instruction, m flow.Match) ([]flow.Action,
 		out = append(out, flow.Action{Type: flow.ActClearActions})
 	}
 	if hasWrite {
-		written, err := actionsFromOF(write, m)
+		written, err := d.actions(write)
 		if err != nil {
 			return nil, err
 		}
@@ -188,7 +194,8 @@ func isInstruction(t flow.ActionType) bool {
 // actionDecoder reads an action list for a rule with match m. cur is
 // what the frame is known to be at the action being read: push_vlan
 // gives it a tag, which a set_field of vlan_vid then needs, and pop_vlan
-// takes it away, as Open vSwitch checks them. anyFrame says that the
+// takes it away; push_mpls and pop_mpls give it their EtherType
+// (flow.Match.Follow), as Open vSwitch checks them. anyFrame says that the
 // list has no match of its own, a group's bucket's: its prerequisites are
 // not checked.
 type actionDecoder struct {
@@ -214,9 +221,13 @@ func (d *actionDecoder) actions(as []openflow.Action) ([]flow.Action, error) {
 			i++
 			d.tag()
 		}
+		n := len(out)
 		var err error
 		if out, err = d.appendAction(out, as[i]); err != nil {
 			return nil, err
+		}
+		for _, a := range out[n:] {
+			d.cur.Follow(a)
 		}
 	}
 	return out, nil
@@ -272,6 +283,21 @@ func (d *actionDecoder) action(oa openflow.Action) (flow.Action, error) {
 	case openflow.ActionPopVLAN:
 		d.untag()
 		return flow.Action{Type: flow.ActStripVLAN}, nil
+	case openflow.ActionPushMPLS:
+		fa, err := flow.PushMPLSAction(a.EtherType)
+		if err != nil {
+			return flow.Action{}, actionError(openflow.BadActionBadArgument, "%v", err)
+		}
+		return fa, nil
+	case openflow.ActionPopMPLS:
+		fa, needs := flow.PopMPLSAction(a.EtherType)
+		return d.checked(fa, needs, nil, "pop_mpls")
+	case openflow.ActionSetMPLSTTL:
+		fa, needs := flow.SetMPLSTTLAction(a.TTL)
+		return d.checked(fa, needs, nil, "set_mpls_ttl")
+	case openflow.ActionDecMPLSTTL:
+		fa, needs := flow.DecMPLSTTLAction()
+		return d.checked(fa, needs, nil, "dec_mpls_ttl")
 	case openflow.ActionSetNwTTL:
 		fa, needs, err := flow.SetFieldAction(fieldNwTTL, flow.Value{Lo: uint64(a.TTL)})
 		return d.checked(fa, needs, err, "set_nw_ttl")
@@ -541,6 +567,20 @@ func appendActionOF(out []openflow.Action, a flow.Action, m *flow.Match, tagged 
 		return append(out, setFieldOF(fieldNwECN, flow.Value{Lo: uint64(a.Value)}))
 	case flow.ActSetNwTTL:
 		return append(out, openflow.ActionSetNwTTL{TTL: uint8(a.Value)})
+	case flow.ActPushMPLS:
+		return append(out, openflow.ActionPushMPLS{EtherType: a.Value})
+	case flow.ActPopMPLS:
+		return append(out, openflow.ActionPopMPLS{EtherType: a.Value})
+	case flow.ActSetMPLSLabel:
+		// OpenFlow 1.3 has set_field for the label and the TC, which
+		// Open vSwitch sends, and an action of its own for the TTL.
+		return append(out, setFieldOF(fieldMPLSLabel, a.Imm))
+	case flow.ActSetMPLSTC:
+		return append(out, setFieldOF(fieldMPLSTC, flow.Value{Lo: uint64(a.Value)}))
+	case flow.ActSetMPLSTTL:
+		return append(out, openflow.ActionSetMPLSTTL{TTL: uint8(a.Value)})
+	case flow.ActDecMPLSTTL:
+		return append(out, openflow.ActionDecMPLSTTL{})
 	case flow.ActLoad:
 		return append(out, loadOF(a.Field, uint(a.Ofs), uint(a.NBits), a.Imm.Shr(uint(a.Ofs))))
 	case flow.ActSetField:

@@ -160,7 +160,10 @@ func TestMatchErrors(t *testing.T) {
 		{"nd_target of an echo request", []openflow.OXM{ethIPv6, basic(10, 58), basic(29, 128), basic(31, 0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1)},
 			openflow.BadMatchBadPrereq},
 		{"nd_tll of a solicitation", []openflow.OXM{ethIPv6, basic(10, 58), basic(29, 135), basic(33, 2, 0, 0, 0, 0, 1)}, openflow.BadMatchBadPrereq},
-		{"no such field (mpls_label)", []openflow.OXM{basic(34, 0, 0, 0, 1)}, openflow.BadMatchBadField},
+		{"no such field (pbb_isid)", []openflow.OXM{basic(37, 0, 0, 1)}, openflow.BadMatchBadField},
+		{"mpls_label without mpls", []openflow.OXM{basic(34, 0, 0, 0, 1)}, openflow.BadMatchBadPrereq},
+		{"mpls_label beyond 20 bits", []openflow.OXM{basic(5, 0x88, 0x47), basic(34, 0, 0x10, 0, 0)}, openflow.BadMatchBadValue},
+		{"a mask on mpls_tc", []openflow.OXM{basic(5, 0x88, 0x47), masked(basic(35, 1), 1)}, openflow.BadMatchBadMask},
 		{"an experimenter field", []openflow.OXM{{Class: openflow.OXMClassExperimenter, Field: 1, Experimenter: 0x4f4e4600, Value: []byte{1}}}, openflow.BadMatchBadField},
 		{"eth_type of 3 bytes", []openflow.OXM{basic(5, 8, 0, 0)}, openflow.BadMatchBadLen},
 		{"in_port of 2 bytes", []openflow.OXM{basic(0, 0, 1)}, openflow.BadMatchBadLen},
@@ -322,7 +325,17 @@ func TestActionErrors(t *testing.T) {
 		code uint16
 	}{
 		{"copy_ttl_out", apply(openflow.ActionCopyTTLOut{}), none, openflow.ErrBadAction, openflow.BadActionBadType},
-		{"push_mpls", apply(openflow.ActionPushMPLS{EtherType: 0x8847}), none, openflow.ErrBadAction, openflow.BadActionBadType},
+		{"copy_ttl_in", apply(openflow.ActionCopyTTLIn{}), none, openflow.ErrBadAction, openflow.BadActionBadType},
+		{"push_mpls of IPv4", apply(openflow.ActionPushMPLS{EtherType: 0x0800}), none, openflow.ErrBadAction, openflow.BadActionBadArgument},
+		{"pop_mpls without mpls", apply(openflow.ActionPopMPLS{EtherType: 0x0800}), tcp, openflow.ErrBadAction, openflow.BadActionMatchInconsistent},
+		{"set_mpls_ttl without mpls", apply(openflow.ActionSetMPLSTTL{TTL: 5}), none, openflow.ErrBadAction, openflow.BadActionMatchInconsistent},
+		{"dec_mpls_ttl without mpls", apply(openflow.ActionDecMPLSTTL{}), none, openflow.ErrBadAction, openflow.BadActionMatchInconsistent},
+		{"set_field of mpls_label without mpls", apply(openflow.ActionSetField{Field: basic(34, 0, 0, 0, 5)}), none,
+			openflow.ErrBadAction, openflow.BadActionMatchInconsistent},
+		{"set_field of mpls_bos", apply(openflow.ActionSetField{Field: basic(36, 1)}), ruleOf(t, "mpls,actions=drop").Match,
+			openflow.ErrBadAction, openflow.BadActionBadSetType},
+		{"set_field of ip_dscp after push_mpls", apply(openflow.ActionPushMPLS{EtherType: 0x8847}, openflow.ActionSetField{Field: basic(8, 1)}),
+			tcp, openflow.ErrBadAction, openflow.BadActionMatchInconsistent},
 		{"set_queue", apply(openflow.ActionSetQueue{QueueID: 1}), none, openflow.ErrBadAction, openflow.BadActionBadType},
 		{"a reserved group", apply(openflow.ActionGroup{GroupID: openflow.GroupAny}), none, openflow.ErrBadAction, openflow.BadActionBadOutGroup},
 		{"another experimenter's action", apply(openflow.ActionExperimenter{Experimenter: 0x00002321, Data: []byte{0, 1, 0, 0, 0, 0}}), none,
@@ -361,6 +374,18 @@ func TestActionErrors(t *testing.T) {
 	} {
 		_, err := instructionsFromOF(tc.is, tc.m)
 		wantCode(t, tc.name, err, tc.typ, tc.code)
+	}
+	// push_mpls makes the frame MPLS for the actions after it, in
+	// write_actions too; pop_mpls makes it what it says.
+	if _, err := instructionsFromOF([]openflow.Instruction{
+		apply(openflow.ActionPushMPLS{EtherType: 0x8848}, openflow.ActionSetField{Field: basic(34, 0, 0, 0, 5)})[0],
+		openflow.InstructionWriteActions{Actions: []openflow.Action{openflow.ActionDecMPLSTTL{}}},
+	}, tcp); err != nil {
+		t.Errorf("push_mpls and the MPLS actions after it: %v", err)
+	}
+	if _, err := actionsFromOF([]openflow.Action{openflow.ActionPopMPLS{EtherType: 0x0800}, openflow.ActionDecNwTTL{}},
+		ruleOf(t, "mpls,actions=drop").Match); err != nil {
+		t.Errorf("pop_mpls to IPv4 and dec_ttl: %v", err)
 	}
 	// push_vlan gives set_field of vlan_vid its tag.
 	as, err := actionsFromOF([]openflow.Action{openflow.ActionPushVLAN{EtherType: 0x88a8},

@@ -42,7 +42,10 @@ const (
 	// (packetin.go): the frame's other outputs happen.
 	dropControllerQueue
 	dropControllerRate
-	dropMeter        // a drop band of the meter it went through
+	dropMeter // a drop band of the meter it went through
+	// A push_mpls onto a label stack as deep as the key holds, or a
+	// pop_mpls from one deeper, which OVS drops (flow.Key's MPLS).
+	dropMPLS
 	dropVLAN         // NORMAL: in a VLAN the input port does not carry
 	dropReserved     // NORMAL: to a reserved group address (reserved.go)
 	dropStorm        // NORMAL: flooded beyond the port's storm limit (storm.go)
@@ -51,13 +54,18 @@ const (
 	numDropReasons
 )
 
+// stopsActions reports whether the frame was dropped by an action that
+// stops the actions after it: dec_ttl, dec_mpls_ttl, or an MPLS push or
+// pop OVS drops.
+func (r dropReason) stopsActions() bool { return r == dropTTL || r == dropMPLS }
+
 // numPipelineDrops are the pipeline's reasons, the first ones.
 const numPipelineDrops = dropVLAN
 
 // DropReasons names the pipeline's reasons, as PipelineDrops and the
 // metrics give them.
 var DropReasons = [numPipelineDrops]string{"rule", "table_miss", "loop", "ttl", "no_copy", "port_down",
-	"controller_queue", "controller_rate", "meter"}
+	"controller_queue", "controller_rate", "meter", "mpls"}
 
 // DropCounts are frames dropped by the pipeline, by reason, in the order
 // of DropReasons.

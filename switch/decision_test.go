@@ -272,12 +272,18 @@ func BenchmarkHitAndExecute(b *testing.B) {
 			"table=1,priority=0,actions=goto_table:2",
 			"table=2,priority=0,actions=NORMAL"}},
 		{"rewrite", 2, []string{"priority=0,udp,actions=mod_nw_dst:10.0.0.9,mod_tp_dst:99,output:2"}},
+		// A label edge and a label switch (mplsSpec's frame).
+		{"mpls-push", 2, []string{"priority=0,udp,actions=push_mpls:0x8847,set_mpls_label:16,output:2"}},
+		{"mpls-swap", 2, []string{"priority=0,mpls,actions=set_mpls_label:17,dec_mpls_ttl,output:2"}},
 	} {
 		b.Run(tt.name, func(b *testing.B) {
 			f, _ := benchForwarder(b, 3, 1)
 			tbl := rules(b, tt.flows...)
 			f.flows.Publish(tbl)
 			frame := udpFrame(b, mac(tt.dst), mac(1), net.IPv4(10, 0, 0, 1), net.IPv4(10, 0, 0, 2), 1000, 5000, make([]byte, 18))
+			if strings.HasPrefix(tt.flows[0], "priority=0,mpls") {
+				frame = mplsSpec{labels: []layers.MPLS{lse(16, 0, true, 64)}, ttl: 64}.build(b)
+			}
 			if !f.extractor.Extract(frame, 1, &f.key) {
 				b.Fatal("the bench frame does not extract")
 			}

@@ -417,3 +417,59 @@ func TestFastPathAndUserSpaceAgreeOnTheNewFields(t *testing.T) {
 		}
 	}
 }
+
+// TestFastPathAndUserSpaceAgreeOnMPLS: the fast path leaves MPLS to user
+// space, saying so: the parser hands MPLS frames over, and no entry
+// carries a decision that pushes, pops or sets a label; under the same
+// tables it carries the rest, and agrees with user space on them.
+func TestFastPathAndUserSpaceAgreeOnMPLS(t *testing.T) {
+	bed := newFastPathBed(t, 64, trunk(), trunk(), trunk())
+	bed.fp.publish(bed.cls, rules(t,
+		"priority=10,mpls,mpls_label=100,actions=pop_mpls:0x0800,output:2",
+		"priority=10,mpls,mpls_label=200,actions=output:3",
+		"priority=10,udp,tp_dst=5000,nw_ttl=9,actions=push_mpls:0x8847,set_mpls_label:7,output:2",
+		"priority=10,udp,tp_dst=5000,nw_ttl=10,actions=mod_nw_ttl:11,output:2",
+		"priority=0,actions=output:3"))
+	frames := map[string][]byte{
+		"mpls 100":   mplsSpec{labels: []layers.MPLS{lse(100, 0, true, 5)}, ttl: 9}.build(t),
+		"mpls 200":   mplsSpec{tags: []uint16{10}, labels: []layers.MPLS{lse(200, 0, false, 5), lse(201, 0, true, 5)}, ttl: 9}.build(t),
+		"mpls other": mplsSpec{labels: []layers.MPLS{lse(300, 0, true, 5)}, v6: true, ttl: 9}.build(t),
+		"ip to push": mplsSpec{ttl: 9}.build(t),
+		"ip":         mplsSpec{ttl: 10}.build(t),
+		"ipv6":       mplsSpec{v6: true, ttl: 10}.build(t),
+	}
+	names := slices.Sorted(maps.Keys(frames))
+	hits := map[string]int{}
+	for round := range 3 {
+		for _, name := range names {
+			fr := frames[name]
+			k := bed.kernel(t, 0, fr)
+			sent, on := bed.userSpace(0, bytes.Clone(fr))
+			if len(sent) != 1 {
+				t.Fatalf("%s: user space sent it %d times", name, len(sent))
+			}
+			if !k.hit {
+				continue
+			}
+			hits[name]++
+			if !k.redirected || bed.bps[on[0]].slot != uint16(k.slot) || !bytes.Equal(sent[0], k.frame) {
+				t.Errorf("round %d, %s: the fast path sent %x to slot %d; user space %x to port %d", round, name, k.frame, k.slot, sent[0], on[0]+1)
+			}
+		}
+	}
+	for _, name := range names {
+		mpls := strings.HasPrefix(name, "mpls") || name == "ip to push"
+		switch {
+		case mpls && hits[name] > 0:
+			t.Errorf("%s: carried by the fast path %d times, but MPLS is user space's", name, hits[name])
+		case !mpls && hits[name] == 0:
+			t.Errorf("%s: never carried by the fast path", name)
+		}
+		var k flow.Key
+		bed.f.extractor.Extract(frames[name], bed.bps[0].ofport, &k)
+		why := bed.f.fastPathVerdict(k.Headers)
+		if mpls != strings.Contains(why, "MPLS") {
+			t.Errorf("%s: the fast path says %q", name, why)
+		}
+	}
+}

@@ -151,8 +151,10 @@ func (f *forwarder) rewriteFrame(r *frameRun, a *flow.Action) bool {
 		}
 	}
 	frame, keep := rewrite(a, r.frame, &r.layout)
-	if !keep && !r.copied && (a.Type == flow.ActPushVLAN || a.Type == flow.ActSetVLANVID || a.Type == flow.ActSetVLANPCP) {
-		// No room before the next frame's bytes for the tag: a copy has it.
+	if !keep && !r.copied && (a.Type == flow.ActPushVLAN || a.Type == flow.ActSetVLANVID || a.Type == flow.ActSetVLANPCP ||
+		a.Type == flow.ActPushMPLS) {
+		// No room before the next frame's bytes for the tag or the
+		// label: a copy has it.
 		if !f.ownCopy(r) {
 			return false
 		}
@@ -165,7 +167,6 @@ func (f *forwarder) rewriteFrame(r *frameRun, a *flow.Action) bool {
 		}
 		return false
 	}
-	r.layout.Shift(len(frame) - len(r.frame)) // a tag pushed or popped
 	r.frame = frame
 	return true
 }
@@ -204,10 +205,25 @@ func (f *forwarder) makeRoom(frame []byte, copied bool, n int) []byte {
 }
 
 // rewrite applies one header-changing action to the frame whose headers
-// are where l says. It returns the frame, which a VLAN push or pop moves,
-// and false when the frame must be dropped.
+// are where l says, and moves l with them. It returns the frame, which a
+// push or pop makes longer or shorter, and false when the frame must be
+// dropped.
 func rewrite(a *flow.Action, frame []byte, l *flow.Layout) ([]byte, bool) {
 	switch a.Type {
+	case flow.ActStripVLAN, flow.ActPushVLAN, flow.ActSetVLANVID, flow.ActSetVLANPCP:
+		out, keep := rewriteVLAN(a, frame)
+		l.Shift(len(out) - len(frame)) // a tag pushed or popped
+		return out, keep
+	case flow.ActPushMPLS:
+		return pushMPLS(frame, l, a.Value, uint32(a.Imm.Lo))
+	case flow.ActPopMPLS:
+		return popMPLS(frame, l, a.Value), true
+	case flow.ActSetMPLSLabel:
+		setMPLS(frame, l, header.MPLSLabelMask, uint32(a.Imm.Lo)<<header.MPLSLabelShift)
+	case flow.ActSetMPLSTC:
+		setMPLS(frame, l, header.MPLSTCMask, uint32(a.Value)<<header.MPLSTCShift)
+	case flow.ActSetMPLSTTL:
+		setMPLS(frame, l, header.MPLSTTLMask, uint32(a.Value))
 	case flow.ActSetDlSrc:
 		if mac, ok := maskedMAC(a, frame, 6); ok {
 			setDlSrc(frame, mac)
@@ -238,14 +254,6 @@ func rewrite(a *flow.Action, frame []byte, l *flow.Layout) ([]byte, bool) {
 		setIPv6Dst(frame, l, a.Imm)
 	case flow.ActDecTTL:
 		return frame, decTTL(frame, l)
-	case flow.ActStripVLAN:
-		return stripVLAN(frame), true
-	case flow.ActPushVLAN:
-		return pushVLAN(frame, a.Value)
-	case flow.ActSetVLANVID:
-		return setVLANVID(frame, a.Value)
-	case flow.ActSetVLANPCP:
-		return setVLANPCP(frame, uint8(a.Value))
 	case flow.ActSetNwTOS:
 		setTOS(frame, l, header.DSCPMask, uint8(a.Value))
 	case flow.ActSetNwECN:
@@ -256,6 +264,19 @@ func rewrite(a *flow.Action, frame []byte, l *flow.Layout) ([]byte, bool) {
 		setField(frame, l, a.Field, a.Imm)
 	}
 	return frame, true
+}
+
+// rewriteVLAN applies a VLAN action to the frame.
+func rewriteVLAN(a *flow.Action, frame []byte) ([]byte, bool) {
+	switch a.Type {
+	case flow.ActStripVLAN:
+		return stripVLAN(frame), true
+	case flow.ActPushVLAN:
+		return pushVLAN(frame, a.Value)
+	case flow.ActSetVLANVID:
+		return setVLANVID(frame, a.Value)
+	}
+	return setVLANPCP(frame, uint8(a.Value))
 }
 
 // maskedMAC, maskedIPv4 and maskedPort are what an address or port set

@@ -28,9 +28,11 @@ import (
 // SCTP ports (whose CRC32c the program does not compute), the fields
 // that set_field writes as such (ARP's, ICMP's, neighbour discovery's,
 // the flow label), output(max_len=), and a VLAN operation after a pop
-// (the key does not say whether a second tag is left); and IPv6
+// (the key does not say whether a second tag is left); IPv6
 // neighbour discovery, whose target address the program's key has no
-// room for (bpf.KeyOf). A frame from a tunnel comes taken
+// room for (bpf.KeyOf); and MPLS, frames and pushes alike, whose label
+// stack the program's key has no room for either (its parser hands MPLS
+// frames to user space). A frame from a tunnel comes taken
 // apart by its underlay's program; one sent to a tunnel leaves with the
 // tunnel's outer headers pushed, through its underlay.
 
@@ -136,6 +138,9 @@ func (f *forwarder) fastPathEntry(d *decision, h *flow.Headers) (e datapath.Entr
 	}
 	if k.IsND() {
 		return e, "IPv6 neighbour discovery, which the program leaves to user space"
+	}
+	if k.IsMPLS() {
+		return e, "an MPLS frame, which the program leaves to user space"
 	}
 	for i := range d.actions {
 		a := &d.actions[i]
@@ -316,6 +321,8 @@ func unoffloaded(t flow.ActionType) string {
 		return "NORMAL drops it, which user space counts"
 	case flow.ActNormal:
 		return "NORMAL runs per frame: its source is not learned, or the decision relies on too many MAC-table entries"
+	case flow.ActPushMPLS, flow.ActPopMPLS, flow.ActSetMPLSLabel, flow.ActSetMPLSTC, flow.ActSetMPLSTTL:
+		return "an MPLS push, pop or set, which the program leaves to user space"
 	}
 	return "an action the program does not run"
 }

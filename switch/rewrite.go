@@ -218,8 +218,8 @@ func writeSCTP(frame []byte, l *flow.Layout, field []byte, v flow.Value, bits ui
 
 // ipPacketEnd is where the frame's IP packet ends, before any Ethernet
 // padding: the layout's IP header says, and the frame holds it whole. A
-// length of 0 (as a segmentation offload leaves it) is read as the
-// extractor reads it, gopacket's way: to the frame's end.
+// length past the frame, or IPv6's payload length of 0 (a jumbogram's), is
+// read as the extractor reads it, gopacket's way: to the frame's end.
 func ipPacketEnd(frame []byte, l *flow.Layout) int {
 	var end int
 	if l.IPVersion == 6 {
@@ -393,4 +393,55 @@ func updatePseudoHeaderChecksum(frame []byte, l *flow.Layout, delta uint32) {
 	case flow.ProtoICMPv6:
 		header.ICMP(frame[l.L4:]).UpdateChecksum(delta)
 	}
+}
+
+// pushMPLS inserts label stack entry lse after the EtherType the key's
+// was read from, and writes etherType there: onto a frame that was not
+// MPLS, its packet goes under the stack. The frame grows by 4 bytes into
+// its capacity: the result is false, and the frame unchanged, when the
+// capacity has no room for them. An 802.3 frame, which has no EtherType
+// to write, is left as it is.
+func pushMPLS(frame []byte, l *flow.Layout, etherType uint16, lse uint32) ([]byte, bool) {
+	if l.EtherType == 0 {
+		return frame, true
+	}
+	if cap(frame)-len(frame) < header.MPLSLen {
+		return frame, false
+	}
+	typ := int(l.EtherType)
+	at := typ + 2
+	n := len(frame)
+	frame = frame[:n+header.MPLSLen]
+	copy(frame[at+header.MPLSLen:], frame[at:n])
+	binary.BigEndian.PutUint32(frame[at:], lse)
+	binary.BigEndian.PutUint16(frame[typ:], etherType)
+	l.PushMPLS()
+	return frame, true
+}
+
+// popMPLS takes an MPLS frame's top label stack entry off and writes
+// etherType in its place; the frame shrinks by 4 bytes. A frame that is
+// not MPLS is left as it is.
+func popMPLS(frame []byte, l *flow.Layout, etherType uint16) []byte {
+	typ := int(l.EtherType)
+	if !l.MPLS || len(frame) < typ+2+header.MPLSLen {
+		return frame
+	}
+	at := typ + 2
+	bottom := binary.BigEndian.Uint32(frame[at:])&header.MPLSBOSMask != 0
+	copy(frame[at:], frame[at+header.MPLSLen:])
+	binary.BigEndian.PutUint16(frame[typ:], etherType)
+	l.PopMPLS(etherType, bottom)
+	return frame[:len(frame)-header.MPLSLen]
+}
+
+// setMPLS sets the bits of mask in an MPLS frame's top label stack entry
+// to value's. No checksum covers the stack.
+func setMPLS(frame []byte, l *flow.Layout, mask, value uint32) {
+	at := int(l.EtherType) + 2
+	if !l.MPLS || len(frame) < at+header.MPLSLen {
+		return
+	}
+	entry := frame[at:]
+	binary.BigEndian.PutUint32(entry, binary.BigEndian.Uint32(entry)&^mask|value&mask)
 }

@@ -1224,6 +1224,7 @@ func FuzzRewrites(f *testing.F) {
 	for _, s := range namedSpecs() {
 		f.Add(s.build(f))
 	}
+	f.Add(mplsSpec{tags: []uint16{5}, labels: []layers.MPLS{lse(16, 1, false, 9), lse(17, 0, true, 9)}, ttl: 9}.build(f))
 	const guard = 8
 	f.Fuzz(func(t *testing.T, data []byte) {
 		l := layoutOf(data)
@@ -1252,6 +1253,22 @@ func FuzzRewrites(f *testing.F) {
 			pushed, ok := pushVLAN(withRoom(data), header.EtherTypeVLAN)
 			if got := stripVLAN(pushed); !ok || !bytes.Equal(got, data) {
 				t.Fatalf("push then strip: %x, want %x", got, data)
+			}
+		}
+		// A label pushed, set and popped gives the frame, and its layout,
+		// back; the sets stay within the label.
+		if l.EtherType != 0 {
+			was := binary.BigEndian.Uint16(data[int(l.EtherType):])
+			entry := uint32(0x12345000 | header.MPLSBOSMask)
+			if l.MPLS {
+				entry &^= header.MPLSBOSMask
+			}
+			ml := *l
+			pushed, ok := pushMPLS(withRoom(data), &ml, header.EtherTypeMPLS, entry)
+			setMPLS(pushed, &ml, header.MPLSTTLMask, 7)
+			setMPLS(pushed, &ml, header.MPLSLabelMask|header.MPLSTCMask, 0xfffffe00)
+			if got := popMPLS(pushed, &ml, was); !ok || !bytes.Equal(got, data) || ml != *l {
+				t.Fatalf("push, set and pop of a label: %x, layout %+v; want %x, %+v", got, ml, data, *l)
 			}
 		}
 	})

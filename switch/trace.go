@@ -89,7 +89,7 @@ func (f *forwarder) trace(h flow.Headers) TraceResult {
 	var d decision
 	tr.translate(f.flows.Load(), &h, &d, f.now())
 	t.res.Final = tr.key
-	if d.dropped == dropLoop || d.dropped == dropTTL {
+	if d.dropped == dropLoop || d.dropped.stopsActions() {
 		t.res.Outputs = t.res.Outputs[:0]
 	}
 	if slot, ok := f.slot(h.InPort); ok && f.stp[slot] == stpLearning {
@@ -165,6 +165,20 @@ func (t *tracer) step(a flow.Action, written []flow.Action, key *flow.Key, nest 
 			step.Notes = append(step.Notes, fmt.Sprintf("TTL %d would reach 0: dropped", key.NwTTL))
 		} else if key.DlType == flow.EtherTypeIPv4 || key.DlType == flow.EtherTypeIPv6 {
 			step.Notes = append(step.Notes, fmt.Sprintf("TTL is now %d", key.NwTTL))
+		}
+	case flow.ActDecMPLSTTL:
+		switch {
+		case dropped && !key.IsMPLS():
+			step.Notes = append(step.Notes, "not an MPLS frame: dropped, counted as a ttl drop, as OVS stops it")
+		case dropped:
+			step.Notes = append(step.Notes, fmt.Sprintf("MPLS TTL %d would reach 0: dropped", key.MPLS&header.MPLSTTLMask))
+		default:
+			step.Notes = append(step.Notes, fmt.Sprintf("MPLS TTL is now %d", key.MPLS&header.MPLSTTLMask))
+		}
+	case flow.ActPushMPLS, flow.ActPopMPLS:
+		if dropped {
+			step.Notes = append(step.Notes, fmt.Sprintf("the label stack is deeper than the %d entries the key holds: dropped, as OVS drops it",
+				flow.MaxMPLSLabels))
 		}
 	}
 	t.res.Steps = append(t.res.Steps, step)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/xswitch/xswitch/flow"
+	"github.com/xswitch/xswitch/header"
 )
 
 // Translation: the pipeline worked out once per flow.
@@ -207,7 +208,7 @@ func (tr *translator) start(t *flow.Table, headers *flow.Headers, d *decision, n
 func (tr *translator) end(more bool) {
 	if more && !tr.missed {
 		tr.set.Each(func(a flow.Action) {
-			if tr.d.dropped != dropTTL {
+			if !tr.d.dropped.stopsActions() {
 				tr.action(a, true, 0)
 			}
 		})
@@ -334,6 +335,8 @@ func (tr *translator) action(a flow.Action, fromSet bool, depth int) bool {
 		} else {
 			tr.writeHeader(a)
 		}
+	case flow.ActPushMPLS, flow.ActPopMPLS, flow.ActSetMPLSLabel, flow.ActSetMPLSTC, flow.ActSetMPLSTTL, flow.ActDecMPLSTTL:
+		keep = tr.mpls(a)
 	default:
 		// A header rewrite: the frame gets it, and later tables see it.
 		tr.emit(a)
@@ -343,9 +346,36 @@ func (tr *translator) action(a flow.Action, fromSet bool, depth int) bool {
 		tr.in.obs.step(a, nil, &tr.key, tr.inResubmit, fromSet, !keep, normal)
 	}
 	if !keep {
+		// dec_ttl and dec_mpls_ttl drop the frame (and count it) when
+		// they run; so does a push or pop of MPLS that OVS drops.
 		tr.d.dropped = dropTTL
-		return false // dec_ttl drops the frame (and counts it) when it runs
+		if a.Type == flow.ActPushMPLS || a.Type == flow.ActPopMPLS {
+			tr.d.dropped = dropMPLS
+		}
+		return false
 	}
+	return true
+}
+
+// mpls works an MPLS action out on the key, and gives the frame what it
+// changed: push_mpls the entry the key worked out, dec_mpls_ttl the TTL it
+// leaves. An action that changes nothing, on a frame it does not fit, adds
+// nothing. keep is false when the action drops the frame.
+func (tr *translator) mpls(a flow.Action) (keep bool) {
+	before := tr.key
+	if !a.ApplyToKey(&tr.key) {
+		return false
+	}
+	if tr.key == before {
+		return true
+	}
+	switch a.Type {
+	case flow.ActPushMPLS:
+		a.Imm = flow.Value{Lo: uint64(tr.key.MPLS)}
+	case flow.ActDecMPLSTTL:
+		a = flow.Action{Type: flow.ActSetMPLSTTL, Value: uint16(tr.key.MPLS & header.MPLSTTLMask)}
+	}
+	tr.emit(a)
 	return true
 }
 

@@ -7,8 +7,9 @@
 // options whose lengths hold, IPv6 without extension headers, and TCP,
 // UDP, SCTP, ICMP and ICMPv6 headers. It gives up on 802.3 frames, IPv4
 // options, IPv6 extension headers, IPv6 neighbour discovery (whose
-// target and link-layer addresses the key has no room for), multicast
-// source addresses and anything cut short.
+// target and link-layer addresses the key has no room for), MPLS (whose
+// label stack, and the packet under it, the key has no room for either),
+// multicast source addresses and anything cut short.
 //
 // The key holds some fields of the flow key where others that never
 // meet them in one frame are (bpf.KeyOf): an IPv6 frame's flow label in
@@ -218,6 +219,9 @@ static __always_inline int parse(struct xdp_md *ctx, struct fp_key *k, __u32 *l3
 		return parse_ipv6(&c, k);
 	case bpf_htons(ETH_P_ARP):
 		return parse_arp(&c, k);
+	case bpf_htons(ETH_P_MPLS_UC):
+	case bpf_htons(ETH_P_MPLS_MC):
+		return 0;
 	}
 	return 1;
 }

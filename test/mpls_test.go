@@ -1,0 +1,127 @@
+package test
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/gopacket"
+	"github.com/google/gopacket/layers"
+
+	"github.com/xswitch/xswitch/internal/testenv"
+)
+
+// mplsFrame is a UDP datagram from src to dst over IPv4, of TOS tos and
+// TTL ttl, under the label stack entries labels (none: a plain IPv4
+// frame), serialized from scratch.
+func mplsFrame(t testing.TB, dst, src net.HardwareAddr, tos, ttl uint8, labels ...layers.MPLS) []byte {
+	t.Helper()
+	typ := layers.EthernetTypeIPv4
+	if len(labels) > 0 {
+		typ = layers.EthernetTypeMPLSUnicast
+	}
+	ls := []gopacket.SerializableLayer{&layers.Ethernet{SrcMAC: src, DstMAC: dst, EthernetType: typ}}
+	for i := range labels {
+		ls = append(ls, &labels[i])
+	}
+	ip := &layers.IPv4{Version: 4, TOS: tos, TTL: ttl, Protocol: layers.IPProtocolUDP,
+		SrcIP: net.IP{10, 99, 0, 1}, DstIP: net.IP{10, 99, 0, 2}}
+	udp := &layers.UDP{SrcPort: 4000, DstPort: 5000}
+	if err := udp.SetNetworkLayerForChecksum(ip); err != nil {
+		t.Fatal(err)
+	}
+	ls = append(ls, ip, udp, gopacket.Payload("a datagram under labels, long enough for no padding"))
+	buf := gopacket.NewSerializeBuffer()
+	if err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true}, ls...); err != nil {
+		t.Fatal(err)
+	}
+	return bytes.Clone(buf.Bytes())
+}
+
+// TestMPLSOnTheWire sends frames from made-up stations between two
+// namespaces through rules that match on mpls_label and mpls_bos, pop a
+// label, push one, and drop the labels no rule names: a labelled frame
+// arrives popped, as the IPv4 frame under its label; an IPv4 frame
+// arrives with the label pushed, its TC, TTL and bottom of stack as OVS
+// works them out of the IP header; the rule of the frame's label is the
+// one that takes it; every frame byte for byte, with the fast path on
+// (which leaves MPLS to user space, and says so) and off.
+func TestMPLSOnTheWire(t *testing.T) {
+	testenv.RequireRoot(t)
+	for _, mode := range []string{"auto", "off"} {
+		t.Run("fast path "+mode, func(t *testing.T) {
+			r := newRig(t, 2, "--fast-path", mode)
+			d, br, a, b := r.d, r.br, r.hosts[0], r.hosts[1]
+			nums := ofports(t, d, br)
+			bMAC, _ := net.ParseMAC(nsMAC(t, b.ns, "eth0"))
+			station := func(n byte) net.HardwareAddr { return net.HardwareAddr{2, 0xaa, 0, 0, 0, n} }
+			popped, passed, dropped, pushed := station(1), station(2), station(3), station(4)
+			flows := fmt.Sprintf(`priority=100,in_port=%[1]d,mpls,mpls_label=100,mpls_bos=1 actions=pop_mpls:0x0800,output:%[2]d
+priority=100,in_port=%[1]d,mpls,mpls_label=200 actions=output:%[2]d
+priority=90,in_port=%[1]d,mpls actions=drop
+priority=100,in_port=%[1]d,ip,dl_src=%[3]s,nw_dst=10.99.0.2 actions=push_mpls:0x8847,set_mpls_label:300,output:%[2]d
+priority=0 actions=NORMAL
+`, nums[a.name], nums[b.name], pushed)
+			file := filepath.Join(t.TempDir(), "mpls.flows")
+			if err := os.WriteFile(file, []byte(flows), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			d.x(t, "add-flows", br, file)
+
+			lse := func(label uint32, tc uint8, bottom bool, ttl uint8) layers.MPLS {
+				return layers.MPLS{Label: label, TrafficClass: tc, StackBottom: bottom, TTL: ttl}
+			}
+			send := map[string][]byte{
+				"popped":  mplsFrame(t, bMAC, popped, 0x10, 33, lse(100, 2, true, 9)),
+				"passed":  mplsFrame(t, bMAC, passed, 0, 33, lse(200, 1, false, 7), lse(201, 0, true, 7)),
+				"dropped": mplsFrame(t, bMAC, dropped, 0, 33, lse(250, 0, true, 9)),
+				// DSCP 46: TC 6, the DSCP's low bits, as OVS takes them.
+				"pushed": mplsFrame(t, bMAC, pushed, 0xb8, 17),
+			}
+			want := map[string][]byte{
+				"popped": mplsFrame(t, bMAC, popped, 0x10, 33),
+				"passed": send["passed"],
+				"pushed": mplsFrame(t, bMAC, pushed, 0xb8, 17, lse(300, 6, true, 17)),
+			}
+			if tr := d.x(t, "trace", br, fmt.Sprintf("in_port=%d,mpls,mpls_label=200", nums[a.name])); mode == "auto" && !fastPathOff() &&
+				!strings.Contains(tr, "no (an MPLS frame, which the program leaves to user space)") {
+				t.Errorf("trace of a labelled frame does not say the fast path leaves it to user space:\n%s", tr)
+			}
+			sniff := sniffSocket(t, b.ns)
+			out := openRaw(t, a.ns, popped)
+			const n = 20
+			names := []string{"popped", "passed", "dropped", "pushed"}
+			for range n {
+				for _, name := range names {
+					out.send(t, send[name])
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			got := map[string]int{}
+			buf, oob := make([]byte, 65536), make([]byte, 256)
+			for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline) && got["popped"]+got["passed"]+got["pushed"] < 3*n; {
+				arr, ok, err := receiveFrame(sniff, buf, oob)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !ok || !bytes.HasPrefix(arr.frame[6:12], []byte{2, 0xaa}) {
+					continue
+				}
+				name := names[arr.frame[11]-1]
+				got[name]++
+				if !bytes.Equal(arr.frame, want[name]) {
+					t.Errorf("%s frame arrived as\n%x\nwant\n%x", name, arr.frame, want[name])
+				}
+			}
+			// A straggler of the dropped kind would have come by now.
+			if got["popped"] != n || got["passed"] != n || got["pushed"] != n || got["dropped"] != 0 {
+				t.Errorf("arrived %v, want %d popped, passed and pushed, 0 dropped", got, n)
+			}
+		})
+	}
+}
