@@ -76,10 +76,16 @@ func NewExtractor() *Extractor {
 		// for odd frames, for which growing once is fine.
 		decoded:      make([]gopacket.LayerType, 0, 16),
 		decodedUnder: make([]gopacket.LayerType, 0, 16),
-		routing:      ipv6ExtHeader{layerType: layers.LayerTypeIPv6Routing},
-		destOpts:     ipv6ExtHeader{layerType: layers.LayerTypeIPv6Destination},
-		ah:           ipv6ExtHeader{layerType: layers.LayerTypeIPSecAH},
 	}
+	// The extension headers name the next header in the IPv6 layer's
+	// walk of the chain, as each one decodes: the parser decodes a second
+	// header of a kind into the same layer, so that the fill that follows
+	// sees only the last.
+	walk := &e.ipv6.extHdrs
+	e.routing = ipv6ExtHeader{layerType: layers.LayerTypeIPv6Routing, walk: walk}
+	e.destOpts = ipv6ExtHeader{layerType: layers.LayerTypeIPv6Destination, walk: walk}
+	e.ah = ipv6ExtHeader{layerType: layers.LayerTypeIPSecAH, walk: walk}
+	e.fragment.walk = walk
 	// Options take at least one byte of a header's 40 bytes of options:
 	// with this capacity, option lists never grow, and never allocate.
 	e.ipv4.Options = make([]layers.IPv4Option, 0, 40)
@@ -398,6 +404,7 @@ func (e *Extractor) fill(typ gopacket.LayerType, k *Key) {
 		k.NwTOS = ip.TrafficClass
 		k.NwTTL = ip.HopLimit
 		k.IPv6Label = ip.FlowLabel
+		k.IPv6ExtHdr = ip.extHdrs.Bits()
 	case layers.LayerTypeIPv6Routing:
 		k.NwProto = uint8(e.routing.nextHeader)
 	case layers.LayerTypeIPv6Destination:
@@ -635,6 +642,8 @@ type ipv6Layer struct {
 	feedback truncationFeedback
 	// truncated says the frame ends before the packet does.
 	truncated bool
+	// extHdrs are the headers the chain named, as far as it decoded.
+	extHdrs ExtHdrWalk
 }
 
 func (ip *ipv6Layer) DecodeFromBytes(data []byte, df gopacket.DecodeFeedback) error {
@@ -642,6 +651,13 @@ func (ip *ipv6Layer) DecodeFromBytes(data []byte, df gopacket.DecodeFeedback) er
 	err := ip.IPv6.DecodeFromBytes(data, &ip.feedback)
 	if err == nil && ip.Version != 6 {
 		err = errIPv6Version
+	}
+	ip.extHdrs = ExtHdrWalk{}
+	if err == nil {
+		ip.extHdrs.Next(uint8(ip.NextHeader))
+		if ip.HopByHop != nil {
+			ip.extHdrs.Next(uint8(ip.HopByHop.NextHeader))
+		}
 	}
 	if err != nil || ip.HopByHop == nil || ip.Length == 0 {
 		ip.truncated = ip.feedback.truncated
@@ -709,6 +725,7 @@ type ipv6ExtHeader struct {
 	layers.BaseLayer
 	layerType  gopacket.LayerType
 	nextHeader layers.IPProtocol
+	walk       *ExtHdrWalk
 }
 
 func (h *ipv6ExtHeader) DecodeFromBytes(data []byte, df gopacket.DecodeFeedback) error {
@@ -725,6 +742,7 @@ func (h *ipv6ExtHeader) DecodeFromBytes(data []byte, df gopacket.DecodeFeedback)
 		return errIPv6ExtTruncated
 	}
 	h.nextHeader = layers.IPProtocol(data[0])
+	h.walk.Next(data[0])
 	h.BaseLayer = layers.BaseLayer{Contents: data[:size], Payload: data[size:]}
 	return nil
 }
@@ -739,6 +757,7 @@ type ipv6FragmentHeader struct {
 	nextHeader layers.IPProtocol
 	offset     uint16 // in 8-byte units
 	more       bool
+	walk       *ExtHdrWalk
 }
 
 func (f *ipv6FragmentHeader) DecodeFromBytes(data []byte, df gopacket.DecodeFeedback) error {
@@ -747,6 +766,7 @@ func (f *ipv6FragmentHeader) DecodeFromBytes(data []byte, df gopacket.DecodeFeed
 		return errIPv6ExtTruncated
 	}
 	f.nextHeader = layers.IPProtocol(data[0])
+	f.walk.Next(data[0])
 	offsetAndFlags := binary.BigEndian.Uint16(data[2:4])
 	f.offset = offsetAndFlags >> 3
 	f.more = offsetAndFlags&1 != 0

@@ -226,35 +226,73 @@ func exWellFormed(tb testing.TB) []exCase {
 	longDatagram := gopacket.Payload{0x14, 0xe9, 0x00, 0x35, 0x20, 0x00, 0x00, 0x00}
 	add("ipv4/first fragment of a long datagram/udp", exWith(exIPv4Key(ProtoUDP, 5353, 53), func(k *Key) { k.NwFrag = FragAny }),
 		exEth(layers.EthernetTypeIPv4), fragment(exIPv4(layers.IPProtocolUDP), 0), longDatagram, exPayload)
-	add("ipv6/first fragment of a long datagram/udp", exWith(exIPv6Key(ProtoUDP, 5353, 53), func(k *Key) { k.NwFrag = FragAny }),
+	add("ipv6/first fragment of a long datagram/udp", exWith(exIPv6Key(ProtoUDP, 5353, 53), func(k *Key) { k.NwFrag, k.IPv6ExtHdr = FragAny, ExtHdrFrag }),
 		exEth(layers.EthernetTypeIPv6), exIPv6(layers.IPProtocolIPv6Fragment), ipv6Fragment(0, true), longDatagram, exPayload)
 	add("ipv4/later fragment", exWith(exIPv4Key(ProtoUDP, 0, 0), func(k *Key) { k.NwFrag = FragAny | FragLater }),
 		exEth(layers.EthernetTypeIPv4), fragment(exIPv4(layers.IPProtocolUDP), 185), exUDP(false), exPayload).headerEnd = 34
 	add("ipv4/last fragment", exWith(exIPv4Key(ProtoUDP, 0, 0), func(k *Key) { k.NwFrag = FragAny | FragLater }),
 		exEth(layers.EthernetTypeIPv4), &layers.IPv4{Version: 4, IHL: 5, TOS: 0xb9, TTL: 64, FragOffset: 185,
 			Protocol: layers.IPProtocolUDP, SrcIP: exIP4A, DstIP: exIP4B}, exPayload)
-	add("ipv6/first fragment/udp", exWith(exIPv6Key(ProtoUDP, 5353, 53), func(k *Key) { k.NwFrag = FragAny }),
+	add("ipv6/first fragment/udp", exWith(exIPv6Key(ProtoUDP, 5353, 53), func(k *Key) { k.NwFrag, k.IPv6ExtHdr = FragAny, ExtHdrFrag }),
 		exEth(layers.EthernetTypeIPv6), exIPv6(layers.IPProtocolIPv6Fragment), ipv6Fragment(0, true), exUDP(false), exPayload)
-	add("ipv6/atomic fragment/udp", exIPv6Key(ProtoUDP, 5353, 53),
+	add("ipv6/atomic fragment/udp", exWith(exIPv6Key(ProtoUDP, 5353, 53), func(k *Key) { k.IPv6ExtHdr = ExtHdrFrag }),
 		exEth(layers.EthernetTypeIPv6), exIPv6(layers.IPProtocolIPv6Fragment), ipv6Fragment(0, false), exUDP(false), exPayload)
-	add("ipv6/later fragment", exWith(exIPv6Key(ProtoUDP, 0, 0), func(k *Key) { k.NwFrag = FragAny | FragLater }),
+	add("ipv6/later fragment", exWith(exIPv6Key(ProtoUDP, 0, 0), func(k *Key) { k.NwFrag, k.IPv6ExtHdr = FragAny|FragLater, ExtHdrFrag }),
 		exEth(layers.EthernetTypeIPv6), exIPv6(layers.IPProtocolIPv6Fragment), ipv6Fragment(100, true), exUDP(false), exPayload).headerEnd = 14 + 40 + 8
 	// Router alert and a 0-byte PadN: an MLD report's hop-by-hop header.
-	add("ipv6/hop-by-hop/mldv2", exIPv6Key(ProtoICMPv6, 143, 0),
+	add("ipv6/hop-by-hop/mldv2", exWith(exIPv6Key(ProtoICMPv6, 143, 0), func(k *Key) { k.IPv6ExtHdr = ExtHdrHop }),
 		exEth(layers.EthernetTypeIPv6), exIPv6(layers.IPProtocolIPv6HopByHop),
 		gopacket.Payload{byte(layers.IPProtocolICMPv6), 0, 5, 2, 0, 0, 1, 0}, mldv2Report, exPayload).allocates = true
-	add("ipv6/destination options/routing/destination options/udp", exIPv6Key(ProtoUDP, 5353, 53),
+	// Two destination options headers, one each side of the routing
+	// header, as RFC 8200 orders them.
+	add("ipv6/destination options/routing/destination options/udp",
+		exWith(exIPv6Key(ProtoUDP, 5353, 53), func(k *Key) { k.IPv6ExtHdr = ExtHdrDest | ExtHdrRouter }),
 		exEth(layers.EthernetTypeIPv6), exIPv6(layers.IPProtocolIPv6Destination),
 		gopacket.Payload{byte(layers.IPProtocolIPv6Routing), 0, 1, 4, 0, 0, 0, 0},
 		gopacket.Payload{byte(layers.IPProtocolIPv6Destination), 2, 0, 0, 0, 0, 0, 0, // type 0, one address
 			0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
 		gopacket.Payload{byte(layers.IPProtocolUDP), 1, 1, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
 		exUDP(false), exPayload)
-	add("ipv6/ah/tcp", exIPv6Key(ProtoTCP, 43210, 443),
+	add("ipv6/ah/tcp", exWith(exIPv6Key(ProtoTCP, 43210, 443), func(k *Key) { k.IPv6ExtHdr = ExtHdrAuth }),
 		exEth(layers.EthernetTypeIPv6), exIPv6(layers.IPProtocolAH),
 		gopacket.Payload{byte(layers.IPProtocolTCP), 4, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, // 24 bytes, 12 of ICV
 			1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12},
 		exTCP(), exPayload)
+	// ipv6_exthdr: extension headers of 8 bytes (a routing header with
+	// no address, options of one PadN) naming the next one.
+	extHdr := func(next layers.IPProtocol, routing bool) gopacket.Payload {
+		if routing {
+			return gopacket.Payload{byte(next), 0, 0, 0, 0, 0, 0, 0}
+		}
+		return gopacket.Payload{byte(next), 0, 1, 4, 0, 0, 0, 0}
+	}
+	exthdr := func(k Key, bits uint16) Key { return exWith(k, func(k *Key) { k.IPv6ExtHdr = bits }) }
+	add("ipv6/esp", exthdr(exIPv6Key(50, 0, 0), ExtHdrESP),
+		exEth(layers.EthernetTypeIPv6), exIPv6(layers.IPProtocolESP), exPayload)
+	add("ipv6/no next header", exthdr(exIPv6Key(59, 0, 0), ExtHdrNoNext),
+		exEth(layers.EthernetTypeIPv6), exIPv6(layers.IPProtocolNoNextHeader), exPayload)
+	add("ipv6/routing/no next header", exthdr(exIPv6Key(59, 0, 0), ExtHdrRouter|ExtHdrNoNext),
+		exEth(layers.EthernetTypeIPv6), exIPv6(layers.IPProtocolIPv6Routing), extHdr(layers.IPProtocolNoNextHeader, true), exPayload)
+	// A conformance suite's frame: hop-by-hop and AH, ipv6_exthdr=68.
+	add("ipv6/hop-by-hop/ah/tcp", exthdr(exIPv6Key(ProtoTCP, 43210, 443), ExtHdrHop|ExtHdrAuth),
+		exEth(layers.EthernetTypeIPv6), exIPv6(layers.IPProtocolIPv6HopByHop), extHdr(layers.IPProtocolAH, false),
+		gopacket.Payload{byte(layers.IPProtocolTCP), 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1}, exTCP(), exPayload).allocates = true
+	add("ipv6/routing/routing/udp", exthdr(exIPv6Key(ProtoUDP, 5353, 53), ExtHdrRouter|ExtHdrUnrep),
+		exEth(layers.EthernetTypeIPv6), exIPv6(layers.IPProtocolIPv6Routing), extHdr(layers.IPProtocolIPv6Routing, true),
+		extHdr(layers.IPProtocolUDP, true), exUDP(false), exPayload)
+	add("ipv6/first fragment/routing/udp", exthdr(exWith(exIPv6Key(ProtoUDP, 5353, 53), func(k *Key) { k.NwFrag = FragAny }),
+		ExtHdrFrag|ExtHdrRouter|ExtHdrUnseq),
+		exEth(layers.EthernetTypeIPv6), exIPv6(layers.IPProtocolIPv6Fragment),
+		append(gopacket.Payload{byte(layers.IPProtocolIPv6Routing)}, ipv6Fragment(0, true)[1:]...),
+		extHdr(layers.IPProtocolUDP, true), exUDP(false), exPayload)
+	add("ipv6/destination options x3/udp", exthdr(exIPv6Key(ProtoUDP, 5353, 53), ExtHdrDest|ExtHdrUnrep),
+		exEth(layers.EthernetTypeIPv6), exIPv6(layers.IPProtocolIPv6Destination), extHdr(layers.IPProtocolIPv6Destination, false),
+		extHdr(layers.IPProtocolIPv6Destination, false), extHdr(layers.IPProtocolUDP, false), exUDP(false), exPayload)
+	// A hop-by-hop header anywhere but first is out of order; the key
+	// reads no further.
+	add("ipv6/routing/hop-by-hop", exthdr(exIPv6Key(0, 0, 0), ExtHdrRouter|ExtHdrHop|ExtHdrUnseq),
+		exEth(layers.EthernetTypeIPv6), exIPv6(layers.IPProtocolIPv6Routing), extHdr(layers.IPProtocolIPv6HopByHop, true),
+		exPayload)
 	withOptions := exIPv4(layers.IPProtocolTCP)
 	withOptions.Options = []layers.IPv4Option{
 		{OptionType: 148, OptionLength: 4, OptionData: []byte{0, 0}}, // router alert
@@ -377,7 +415,7 @@ func exMalformed(tb testing.TB) []exCase {
 		{name: "ipv6/hop-by-hop/no icmpv6 header/trailer", frame: append(exSerialize(tb,
 			exEth(layers.EthernetTypeIPv6), exIPv6(layers.IPProtocolIPv6HopByHop),
 			gopacket.Payload{byte(layers.IPProtocolICMPv6), 0, 5, 2, 0, 0, 1, 0}), 0x80, 0, 0, 0, 0, 0, 0, 0),
-			want: exIPv6Key(ProtoICMPv6, 0, 0)},
+			want: exWith(exIPv6Key(ProtoICMPv6, 0, 0), func(k *Key) { k.IPv6ExtHdr = ExtHdrHop })},
 		// As in OVS, the key looks through two tags: the third one's TPID
 		// is its dl_type.
 		{name: "20 stacked tags", frame: exSerialize(tb, stacked...), ok: true,
@@ -468,12 +506,20 @@ func TestExtractTruncated(t *testing.T) {
 
 // exSubKey reports whether every field of k is zero or the one of whole,
 // except those a cut frame changes: the EtherType after a cut tag, the
-// protocol after a cut IPv6 extension header. It names the first one that is not.
+// protocol after a cut IPv6 extension header, and ipv6_exthdr, which has
+// the bits of the headers named before the cut. It names the first one that is not.
 func exSubKey(k, whole *Key) (string, bool) {
 	kv, wv := reflect.ValueOf(k.Headers), reflect.ValueOf(whole.Headers)
 	for i := range kv.NumField() {
 		name := kv.Type().Field(i).Name
 		if name == "DlType" || name == "NwProto" {
+			continue
+		}
+		if name == "IPv6ExtHdr" {
+			// The headers named before the cut.
+			if k.IPv6ExtHdr&^whole.IPv6ExtHdr != 0 {
+				return name, false
+			}
 			continue
 		}
 		if name == "NDTarget" && k.IsMPLS() {

@@ -102,6 +102,10 @@ type Headers struct {
 	// keeps the fields of the frame it pushes onto. 0 for any other
 	// frame, whose network fields, if it is MPLS, are zero.
 	UnderMPLS uint32
+	// IPv6ExtHdr is OpenFlow's ipv6_exthdr pseudo-field: which extension
+	// headers an IPv6 packet has, and whether they repeat or come out of
+	// RFC 8200's order (the IPv6ExtHdr bits, ExtHdrWalk).
+	IPv6ExtHdr uint16
 }
 
 // Headers is 128 bytes: past that, Go hashes a map key (the decision
@@ -170,6 +174,7 @@ func (h *Headers) Widen(m *Headers) {
 	h.IPv6Label |= m.IPv6Label
 	h.MPLS |= m.MPLS
 	h.UnderMPLS |= m.UnderMPLS
+	h.IPv6ExtHdr |= m.IPv6ExtHdr
 	for _, f := range [][2][]byte{{h.TunSrc[:], m.TunSrc[:]}, {h.TunDst[:], m.TunDst[:]}, {h.DlDst[:], m.DlDst[:]}, {h.DlSrc[:], m.DlSrc[:]}, {h.NwSrc[:], m.NwSrc[:]},
 		{h.NwDst[:], m.NwDst[:]}, {h.IPv6Src[:], m.IPv6Src[:]}, {h.IPv6Dst[:], m.IPv6Dst[:]},
 		{h.ArpSHA[:], m.ArpSHA[:]}, {h.ArpTHA[:], m.ArpTHA[:]}, {h.NDTarget[:], m.NDTarget[:]}} {
@@ -215,6 +220,7 @@ func maskKey(dst, k, m *Key) {
 	and128(&dst.NDTarget, &k.NDTarget, &m.NDTarget)
 	dst.MPLS = k.MPLS & m.MPLS
 	dst.UnderMPLS = k.UnderMPLS & m.UnderMPLS
+	dst.IPv6ExtHdr = k.IPv6ExtHdr & m.IPv6ExtHdr
 	dst.Metadata = k.Metadata & m.Metadata
 	for i := range k.Regs {
 		dst.Regs[i] = k.Regs[i] & m.Regs[i]
@@ -366,5 +372,5 @@ func (k *Key) clearNetwork() {
 	h.NwProto, h.NwTOS, h.NwTTL, h.NwFrag = 0, 0, 0, 0
 	h.NwSrc, h.NwDst, h.IPv6Src, h.IPv6Dst, h.IPv6Label = [4]byte{}, [4]byte{}, [16]byte{}, [16]byte{}, 0
 	h.TpSrc, h.TpDst, h.ArpSHA, h.ArpTHA, h.NDTarget = 0, 0, [6]byte{}, [6]byte{}, [16]byte{}
-	h.UnderMPLS = 0
+	h.UnderMPLS, h.IPv6ExtHdr = 0, 0
 }

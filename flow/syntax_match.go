@@ -144,43 +144,14 @@ func (b *matchBuilder) checkPrerequisites() error {
 
 // orKeys returns the bits set in a or b (the counterpart of Key.And).
 func orKeys(a, b *Key) Key {
-	out := Key{Headers: Headers{
-		TunID:   a.TunID | b.TunID,
-		InPort:  a.InPort | b.InPort,
-		DlType:  a.DlType | b.DlType,
-		VLANTCI: a.VLANTCI | b.VLANTCI,
-		NwProto: a.NwProto | b.NwProto,
-		NwTOS:   a.NwTOS | b.NwTOS,
-		NwTTL:   a.NwTTL | b.NwTTL,
-		NwFrag:  a.NwFrag | b.NwFrag,
-		TpSrc:   a.TpSrc | b.TpSrc,
-		TpDst:   a.TpDst | b.TpDst,
-
-		IPv6Label: a.IPv6Label | b.IPv6Label,
-		MPLS:      a.MPLS | b.MPLS,
-		UnderMPLS: a.UnderMPLS | b.UnderMPLS,
-	}, Metadata: a.Metadata | b.Metadata, Table: a.Table | b.Table}
-	orBytes(out.TunSrc[:], a.TunSrc[:], b.TunSrc[:])
-	orBytes(out.TunDst[:], a.TunDst[:], b.TunDst[:])
-	orBytes(out.DlDst[:], a.DlDst[:], b.DlDst[:])
-	orBytes(out.DlSrc[:], a.DlSrc[:], b.DlSrc[:])
-	orBytes(out.NwSrc[:], a.NwSrc[:], b.NwSrc[:])
-	orBytes(out.NwDst[:], a.NwDst[:], b.NwDst[:])
-	orBytes(out.IPv6Src[:], a.IPv6Src[:], b.IPv6Src[:])
-	orBytes(out.IPv6Dst[:], a.IPv6Dst[:], b.IPv6Dst[:])
-	orBytes(out.ArpSHA[:], a.ArpSHA[:], b.ArpSHA[:])
-	orBytes(out.ArpTHA[:], a.ArpTHA[:], b.ArpTHA[:])
-	orBytes(out.NDTarget[:], a.NDTarget[:], b.NDTarget[:])
+	out := *a
+	out.Headers.Widen(&b.Headers)
+	out.Metadata |= b.Metadata
 	for i := range out.Regs {
-		out.Regs[i] = a.Regs[i] | b.Regs[i]
+		out.Regs[i] |= b.Regs[i]
 	}
+	out.Table |= b.Table
 	return out
-}
-
-func orBytes(dst, a, b []byte) {
-	for i := range dst {
-		dst[i] = a[i] | b[i]
-	}
 }
 
 // maskedIPFromText reads "ADDR", "ADDR/PREFIXLEN" or "ADDR/MASK" of an

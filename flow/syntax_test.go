@@ -118,6 +118,15 @@ func TestParseMatchFields(t *testing.T) {
 		{"ip,ip_frag=later", matchOf(isIPv4, func(k, m *Key) { k.NwFrag, m.NwFrag = 3, 3 }), "ip,ip_frag=later"},
 		{"ip,ip_frag=yes", matchOf(isIPv4, func(k, m *Key) { k.NwFrag, m.NwFrag = 1, 1 }), "ip,ip_frag=yes"},
 		{"ipv6,ip_frag=not_later", matchOf(isIPv6, func(k, m *Key) { m.NwFrag = 2 }), "ipv6,ip_frag=not_later"},
+		{"ipv6,ipv6_exthdr=+hop-frag", matchOf(isIPv6, func(k, m *Key) {
+			k.IPv6ExtHdr, m.IPv6ExtHdr = ExtHdrHop, ExtHdrHop|ExtHdrFrag
+		}), "ipv6,ipv6_exthdr=-frag+hop"},
+		{"ipv6,ipv6_exthdr=68", matchOf(isIPv6, func(k, m *Key) { k.IPv6ExtHdr, m.IPv6ExtHdr = 68, 0x1ff }), "ipv6,ipv6_exthdr=auth|hop"},
+		{"ipv6,ipv6_exthdr=hop|auth", matchOf(isIPv6, func(k, m *Key) { k.IPv6ExtHdr, m.IPv6ExtHdr = 68, 0x1ff }), "ipv6,ipv6_exthdr=auth|hop"},
+		{"ipv6,ipv6_exthdr=0", matchOf(isIPv6, func(k, m *Key) { m.IPv6ExtHdr = 0x1ff }), "ipv6,ipv6_exthdr=0"},
+		{"ipv6,ipv6_exthdr=0x101/0x181", matchOf(isIPv6, func(k, m *Key) {
+			k.IPv6ExtHdr, m.IPv6ExtHdr = 0x101, 0x181
+		}), "ipv6,ipv6_exthdr=+nonext-unrep+unseq"},
 		{"tcp,tp_src=1024,tp_dst=80", matchOf(isIPv4, isTCP, func(k, m *Key) {
 			k.TpSrc, m.TpSrc, k.TpDst, m.TpDst = 1024, 0xffff, 80, 0xffff
 		}), "tcp,tp_src=1024,tp_dst=80"},
@@ -372,6 +381,12 @@ func TestParseRuleErrors(t *testing.T) {
 		{"mpls,mpls_label=5/0xff,actions=drop", `invalid mpls_label "5/0xff"`},
 		{"mpls,mpls_tc=8,actions=drop", `mpls_tc 8 out of range`},
 		{"mpls,actions=set_field:1->mpls_bos", `mpls_bos is read-only`},
+		{"ipv6_exthdr=+hop,actions=drop", `field "ipv6_exthdr" requires ipv6 (dl_type=0x86dd)`},
+		{"ipv6,ipv6_exthdr=+hop+bogus,actions=drop", `ipv6_exthdr: unknown flag "bogus" (want nonext, esp, auth, dest, frag, router, hop, unrep, unseq)`},
+		{"ipv6,ipv6_exthdr=hop|x,actions=drop", `ipv6_exthdr: unknown flag "x" (want nonext, esp, auth, dest, frag, router, hop, unrep, unseq)`},
+		{"ipv6,ipv6_exthdr=+hop-hop,actions=drop", `ipv6_exthdr: "+hop-hop" names hop twice`},
+		{"ipv6,ipv6_exthdr=0x200,actions=drop", `ipv6_exthdr 0x200 out of range`},
+		{"ipv6,actions=set_field:1->ipv6_exthdr", `ipv6_exthdr is read-only`},
 		{"mpls,actions=copy_ttl_in", `unknown action "copy_ttl_in"`},
 		{"mpls,actions=copy_ttl_out", `unknown action "copy_ttl_out"`},
 		{"actions=push_mpls:0x0800", `push_mpls 0x0800: want 0x8847 or 0x8848`},

@@ -33,12 +33,18 @@ const (
 
 // IP protocol numbers (IPv4's protocol, IPv6's next header).
 const (
-	ProtoICMP         = 1
-	ProtoTCP          = 6
-	ProtoUDP          = 17
-	ProtoIPv6Fragment = 44
-	ProtoICMPv6       = 58
-	ProtoSCTP         = 132
+	ProtoIPv6HopByHop    = 0
+	ProtoICMP            = 1
+	ProtoTCP             = 6
+	ProtoUDP             = 17
+	ProtoIPv6Routing     = 43
+	ProtoIPv6Fragment    = 44
+	ProtoESP             = 50
+	ProtoAH              = 51
+	ProtoICMPv6          = 58
+	ProtoIPv6NoNext      = 59
+	ProtoIPv6Destination = 60
+	ProtoSCTP            = 132
 )
 
 // DSCPMask and ECNMask are the parts of the IPv4 TOS byte and of the IPv6

@@ -141,6 +141,9 @@ func TestOXMColumnOracle(t *testing.T) {
 	}
 	var names, ours, canonical []string
 	for _, f := range flow.Fields() {
+		if f.Name == "ipv6_exthdr" {
+			continue // which Open vSwitch lacks: TestMatchIPv6ExtHdr
+		}
 		for i := range f.OXM {
 			c := &f.OXM[i]
 			var m flow.Match

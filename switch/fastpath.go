@@ -249,6 +249,12 @@ func keyMaskOf(t *flow.Table, readers bool) *flow.Headers {
 	for _, k := range t.Masks() {
 		m.Widen(&k.Headers)
 	}
+	if m.IPv6ExtHdr != 0 {
+		// The program's key has no ipv6_exthdr: the frames it reads have
+		// no extension header, and their ipv6_exthdr follows from the
+		// protocol (ESP's, no next header's).
+		m.NwProto = 0xff
+	}
 	return &m
 }
 

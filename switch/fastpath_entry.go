@@ -32,9 +32,11 @@ import (
 // neighbour discovery, whose target address the program's key has no
 // room for (bpf.KeyOf); and MPLS, frames and pushes alike, whose label
 // stack the program's key has no room for either (its parser hands MPLS
-// frames to user space). A frame from a tunnel comes taken
-// apart by its underlay's program; one sent to a tunnel leaves with the
-// tunnel's outer headers pushed, through its underlay.
+// frames to user space); and IPv6 packets with extension headers, which
+// the program's parser hands to user space too, so that its key has no
+// ipv6_exthdr. A frame from a tunnel comes taken apart by its underlay's
+// program; one sent to a tunnel leaves with the tunnel's outer headers
+// pushed, through its underlay.
 
 // fastPathEntry returns the fast path's entry for decision d of the flow
 // with headers h, or why the XDP program cannot carry it.
@@ -141,6 +143,11 @@ func (f *forwarder) fastPathEntry(d *decision, h *flow.Headers) (e datapath.Entr
 	}
 	if k.IsMPLS() {
 		return e, "an MPLS frame, which the program leaves to user space"
+	}
+	if h.IPv6ExtHdr&^(flow.ExtHdrESP|flow.ExtHdrNoNext) != 0 {
+		// The entry would serve the packet without them, whose
+		// ipv6_exthdr differs.
+		return e, "IPv6 extension headers, which the program leaves to user space"
 	}
 	for i := range d.actions {
 		a := &d.actions[i]

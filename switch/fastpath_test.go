@@ -3,12 +3,14 @@ package vswitch
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/xswitch/xswitch/datapath"
 	"github.com/xswitch/xswitch/datapath/datapathtest"
 	"github.com/xswitch/xswitch/flow"
+	"github.com/xswitch/xswitch/header"
 	"github.com/xswitch/xswitch/port/porttest"
 )
 
@@ -187,7 +189,7 @@ func TestKeyMask(t *testing.T) {
 // out afresh.
 func TestMaskedFramesGetTheSameDecision(t *testing.T) {
 	matches := []string{"", "udp,", "tcp,tp_dst=80,", "ip,nw_src=10.0.0.0/8,", "udp,tp_src=0x1000/0xf000,", "dl_vlan=10,",
-		"dl_dst=02:00:00:00:00:02,", "ip,nw_tos=4,", "icmp,", "ipv6,", "arp,"}
+		"dl_dst=02:00:00:00:00:02,", "ip,nw_tos=4,", "icmp,", "ipv6,", "arp,", "ipv6,ipv6_exthdr=+esp,", "ipv6,ipv6_exthdr=-nonext,"}
 	actions := []string{"NORMAL", "output:2", "output:3", "drop", "IN_PORT", "strip_vlan,output:2", "mod_vlan_vid:7,output:3",
 		"mod_dl_src:02:00:00:00:00:09,NORMAL", "load:0x1->NXM_NX_REG1[],resubmit(,1)"}
 	var compared, carried int
@@ -233,6 +235,31 @@ func TestMaskedFramesGetTheSameDecision(t *testing.T) {
 	}
 }
 
+// An IPv6 packet with extension headers has no entry: the program leaves
+// such packets to user space, and its key has no ipv6_exthdr, so that the
+// entry would take the packet without them, which the table may send
+// elsewhere.
+func TestFastPathLeavesIPv6ExtensionHeadersToUserSpace(t *testing.T) {
+	f, _ := vlanForwarder(t, trunk(), trunk(), access(10))
+	for _, p := range f.ports {
+		p.takesRedirects.Store(true)
+	}
+	table := rules(t, "priority=10,ipv6,ipv6_exthdr=+hop,actions=drop", "priority=0,actions=output:2")
+	f.flows.Publish(table)
+	f.fpView = &fpView{table: table, mask: keyMask(table)}
+	h := flow.Headers{InPort: 1, DlSrc: [6]byte{2, 0, 0, 0, 0, 1}, DlDst: [6]byte{2, 0, 0, 0, 0, 2}, DlType: flow.EtherTypeIPv6,
+		NwProto: flow.ProtoUDP, TpSrc: 1000, TpDst: 53}
+	if _, why := decide(f, h); why != "" {
+		t.Fatalf("the packet without extension headers: no entry (%s)", why)
+	}
+	for _, bits := range []uint16{flow.ExtHdrHop, flow.ExtHdrFrag, flow.ExtHdrDest | flow.ExtHdrRouter} {
+		h.IPv6ExtHdr = bits
+		if _, why := decide(f, h); !strings.Contains(why, "IPv6 extension headers") {
+			t.Errorf("ipv6_exthdr %#x: why = %q, want the program leaves extension headers to user space", bits, why)
+		}
+	}
+}
+
 // decide works the decision for h out afresh, without learning, and
 // returns its fast path entry.
 func decide(f *forwarder, h flow.Headers) (datapath.Entry, string) {
@@ -255,7 +282,8 @@ func randomHeaders(rnd *rand.Rand) flow.Headers {
 		h.NwProto = uint8(1 + rnd.IntN(2))
 	case 1:
 		h.DlType = flow.EtherTypeIPv6
-		h.NwProto = []uint8{flow.ProtoUDP, flow.ProtoTCP, flow.ProtoICMPv6}[rnd.IntN(3)]
+		h.NwProto = []uint8{flow.ProtoUDP, flow.ProtoTCP, flow.ProtoICMPv6, header.ProtoESP, header.ProtoIPv6NoNext}[rnd.IntN(5)]
+		h.IPv6ExtHdr = parsedExtHdr(h.NwProto)
 		h.IPv6Src[0], h.IPv6Dst[15] = 0xfd, byte(rnd.IntN(256))
 	default:
 		h.DlType = flow.EtherTypeIPv4
@@ -264,10 +292,18 @@ func randomHeaders(rnd *rand.Rand) flow.Headers {
 		h.NwDst = [4]byte{10, 0, 0, byte(rnd.IntN(256))}
 		h.NwTOS, h.NwTTL = uint8(rnd.IntN(4))<<2, uint8(rnd.IntN(256))
 	}
-	if h.DlType != flow.EtherTypeARP {
+	if h.DlType != flow.EtherTypeARP && h.IPv6ExtHdr == 0 {
 		h.TpSrc, h.TpDst = uint16(rnd.IntN(65536)), []uint16{80, 53, uint16(rnd.IntN(65536))}[rnd.IntN(3)]
 	}
 	return h
+}
+
+// parsedExtHdr is the ipv6_exthdr of an IPv6 packet of protocol proto
+// without extension headers, the only kind the program reads.
+func parsedExtHdr(proto uint8) uint16 {
+	var w flow.ExtHdrWalk
+	w.Next(proto)
+	return w.Bits()
 }
 
 // underMask returns b with a's bits where mask has them.
@@ -289,6 +325,9 @@ func underMask(a, b flow.Headers, mask *flow.Headers) flow.Headers {
 	mixBytes(a.NwDst[:], b.NwDst[:], mask.NwDst[:])
 	mixBytes(a.IPv6Src[:], b.IPv6Src[:], mask.IPv6Src[:])
 	mixBytes(a.IPv6Dst[:], b.IPv6Dst[:], mask.IPv6Dst[:])
+	if b.DlType == flow.EtherTypeIPv6 {
+		b.IPv6ExtHdr = parsedExtHdr(b.NwProto)
+	}
 	return b
 }
 

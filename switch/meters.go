@@ -166,18 +166,7 @@ func (mb *meterBank) meter(slot uint16, id uint32, length int, now int64) (flow.
 		units = uint64(time.Second)
 	}
 	shared := &mb.slots[slot]
-	var exceeded uint32
-	var rate uint32
-	applied := -1
-	for i := range cfg.bands {
-		b := &cfg.bands[i]
-		if atomic.LoadUint64(&shared.Bands[i].Tat) > t+b.tolerance {
-			exceeded |= 1 << i
-			if b.rate > rate {
-				applied, rate = i, b.rate
-			}
-		}
-	}
+	exceeded, applied := cfg.exceeded(shared, t)
 	c := &mb.counts[slot]
 	c.packets.Add(1)
 	c.bytes.Add(uint64(length))
@@ -198,6 +187,41 @@ func (mb *meterBank) meter(slot uint16, id uint32, length int, now int64) (flow.
 		}
 	}
 	return typ, levels
+}
+
+// exceeded returns the bands a frame at t, on CLOCK_MONOTONIC, exceeds in
+// the meter's shared memory, and of them the one that applies (-1: none),
+// the highest rate's.
+func (cfg *meterConfig) exceeded(shared *datapath.Meter, t uint64) (exceeded uint32, applied int) {
+	var rate uint32
+	applied = -1
+	for i := range cfg.bands {
+		b := &cfg.bands[i]
+		if atomic.LoadUint64(&shared.Bands[i].Tat) > t+b.tolerance {
+			exceeded |= 1 << i
+			if b.rate > rate {
+				applied, rate = i, b.rate
+			}
+		}
+	}
+	return exceeded, applied
+}
+
+// peek is what the meter in slot, if it is meter id, would do with a
+// frame at now (the forwarders' clock) without running it: the meter
+// (nil: the slot is not the meter's), and the band that would apply (-1:
+// none). Trace's look at a meter, which takes no budget and counts
+// nothing.
+func (mb *meterBank) peek(slot uint16, id uint32, now int64) (*meterConfig, int) {
+	if mb == nil || int(slot) >= len(mb.configs) {
+		return nil, -1
+	}
+	cfg := mb.configs[slot].Load()
+	if cfg == nil || cfg.id != id {
+		return nil, -1
+	}
+	_, applied := cfg.exceeded(&mb.slots[slot], uint64(mb.monoEpoch+now))
+	return cfg, applied
 }
 
 // nsecBitsPerKbps makes a frame's bytes its cost at a band's rate in

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"math/rand/v2"
 	"net"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -265,6 +267,49 @@ func TestMeterDropsAndRemarksInUserSpace(t *testing.T) {
 		if tos := sent[i][header.EthernetLen+header.IPv4TOSOffset]; tos != want || !ip.ChecksumValid() {
 			t.Errorf("frame %d left with TOS %#x (checksum holds: %v); want %#x", i, tos, ip.ChecksumValid(), want)
 		}
+	}
+}
+
+// Trace says what a meter would do with a frame of the packet's now, and
+// only looks: however often it looks, the frame that follows passes, and
+// takes the budget, after which trace says a frame would be dropped.
+func TestTraceOfAMeter(t *testing.T) {
+	f, ports := meterForwarder(t, "meter=1 pktps bands=type=drop rate=1")
+	fr := udpFrame(t, mac(2), mac(1), net.IPv4(10, 0, 0, 1), net.IPv4(10, 0, 0, 2), 1, 2, []byte("payload"))
+	var k flow.Key
+	if !flow.NewExtractor().Extract(fr, 1, &k) {
+		t.Fatal("the test frame does not extract")
+	}
+	note := func() string {
+		t.Helper()
+		for _, s := range f.trace(k.Headers).Steps {
+			if s.Action == "meter:1" {
+				return strings.Join(s.Notes, "; ")
+			}
+		}
+		t.Fatal("the trace has no meter:1 step")
+		return ""
+	}
+	const meter = "meter 1 (drop above 1 pktps), judging each frame as it comes; "
+	for range 10 {
+		if got, want := note(), meter+"a frame now is within every band's rate: it goes on as it is"; got != want {
+			t.Fatalf("trace of a meter with its budget: %q, want %q", got, want)
+		}
+	}
+	ports[0].Inject(fr)
+	forwardAll(f)
+	if sent := ports[1].Transmitted(); len(sent) != 1 {
+		t.Fatalf("%d frames through a meter of 1 a second that trace looked at; want 1", len(sent))
+	}
+	if got, want := note(), meter+"a frame now exceeds 1 pktps: dropped"; got != want {
+		t.Errorf("trace of a meter without budget: %q, want %q", got, want)
+	}
+	f.flows.Publish(rules(t, "in_port=1,actions=meter:2,output:2"))
+	steps := f.trace(k.Headers).Steps
+	if !slices.ContainsFunc(steps, func(s TraceStep) bool {
+		return s.Action == "meter:2" && slices.Contains(s.Notes, "the bridge has no meter 2: nothing is metered")
+	}) {
+		t.Errorf("trace of a meter the bridge lacks does not say so: %+v", steps)
 	}
 }
 

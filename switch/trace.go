@@ -64,7 +64,7 @@ func (b *Bridge) Trace(h flow.Headers) TraceResult {
 }
 
 func (f *forwarder) trace(h flow.Headers) TraceResult {
-	t := &tracer{v: &f.view, res: TraceResult{Steps: []TraceStep{}, Outputs: []uint16{}}}
+	t := &tracer{v: &f.view, meters: f.meters, now: f.now(), res: TraceResult{Steps: []TraceStep{}, Outputs: []uint16{}}}
 	if isMulticast(h.DlSrc[:]) {
 		// As receive: no station has one, and learning it would poison
 		// the MAC table.
@@ -87,7 +87,7 @@ func (f *forwarder) trace(h flow.Headers) TraceResult {
 	}
 	tr := translator{in: xlateIn{view: &f.view, obs: t, meters: f.meters}}
 	var d decision
-	tr.translate(f.flows.Load(), &h, &d, f.now())
+	tr.translate(f.flows.Load(), &h, &d, t.now)
 	t.res.Final = tr.key
 	if d.dropped == dropLoop || d.dropped.stopsActions() {
 		t.res.Outputs = t.res.Outputs[:0]
@@ -103,8 +103,10 @@ func (f *forwarder) trace(h flow.Headers) TraceResult {
 // and action down, with where the actions that send the packet send it,
 // by the view's ports as execution reads them.
 type tracer struct {
-	v   *view
-	res TraceResult
+	v      *view
+	meters *meterBank
+	now    int64 // the forwarders' clock as the trace runs
+	res    TraceResult
 }
 
 func (t *tracer) lookup(key *flow.Key, e *flow.Entry, nest int) {
@@ -175,6 +177,8 @@ func (t *tracer) step(a flow.Action, written []flow.Action, key *flow.Key, nest 
 		default:
 			step.Notes = append(step.Notes, fmt.Sprintf("MPLS TTL is now %d", key.MPLS&header.MPLSTTLMask))
 		}
+	case flow.ActMeter:
+		step.Notes = append(step.Notes, t.meter(a.Meter))
 	case flow.ActPushMPLS, flow.ActPopMPLS:
 		if dropped {
 			step.Notes = append(step.Notes, fmt.Sprintf("the label stack is deeper than the %d entries the key holds: dropped, as OVS drops it",
@@ -182,6 +186,35 @@ func (t *tracer) step(a flow.Action, written []flow.Action, key *flow.Key, nest 
 		}
 	}
 	t.res.Steps = append(t.res.Steps, step)
+}
+
+// meter says what meter id is and what it would do with a frame of the
+// packet's now: a meter judges each frame as it comes, by the budget its
+// bands have left, in user space and the fast path alike.
+func (t *tracer) meter(id uint32) string {
+	cfg, applied := t.meters.peek(t.meters.slot(id), id, t.now)
+	if cfg == nil {
+		return fmt.Sprintf("the bridge has no meter %d: nothing is metered", id)
+	}
+	unit := "kbps"
+	if cfg.pktps {
+		unit = "pktps"
+	}
+	bands := make([]string, len(cfg.bands))
+	for i, b := range cfg.bands {
+		bands[i] = fmt.Sprintf("%s above %d %s", b.typ, b.rate, unit)
+	}
+	verdict := "a frame now is within every band's rate: it goes on as it is"
+	if applied >= 0 {
+		b := &cfg.bands[applied]
+		verdict = fmt.Sprintf("a frame now exceeds %d %s: ", b.rate, unit)
+		if b.typ == flow.BandDrop {
+			verdict += "dropped"
+		} else {
+			verdict += fmt.Sprintf("its DSCP's drop precedence raised by %d", b.precLevel)
+		}
+	}
+	return fmt.Sprintf("meter %d (%s), judging each frame as it comes; %s", id, strings.Join(bands, ", "), verdict)
 }
 
 // output sends the packet to ports as execution would, saying which it

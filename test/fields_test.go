@@ -103,3 +103,101 @@ priority=0 actions=NORMAL
 		})
 	}
 }
+
+// ipv6Frame is an IPv6 packet from src to dst whose fixed header names
+// next, with body after that header.
+func ipv6Frame(dst, src net.HardwareAddr, next uint8, body ...[]byte) []byte {
+	payload := bytes.Join(body, nil)
+	ip := []byte{0x60, 0, 0, 0, byte(len(payload) >> 8), byte(len(payload)), next, 64}
+	ip = append(ip, net.ParseIP("fd00:99::1")...)
+	ip = append(ip, net.ParseIP("fd00:99::2")...)
+	return ethFrame(dst, src, header.EtherTypeIPv6, append(ip, payload...))
+}
+
+// TestIPv6ExtHdrOnTheWire: IPv6 packets from made-up stations through
+// rules on ipv6_exthdr, OpenFlow's pseudo-field of the extension headers a
+// packet has: a conformance suite's hop-by-hop and AH packet meets the
+// rule of exactly those (ipv6_exthdr=68), an ESP packet the rule of ESP,
+// a hop-by-hop header after a routing header the rule of headers out of
+// order, and a packet without extension headers the rule of none; each
+// arrives, or not, as its rule says, and each rule counts its packets,
+// with the fast path on (which carries the ESP packets and those without
+// extension headers, and leaves the others to user space) and off.
+func TestIPv6ExtHdrOnTheWire(t *testing.T) {
+	testenv.RequireRoot(t)
+	tcp := []byte{0x0f, 0xa0, 0x13, 0x88, 0, 0, 0, 1, 0, 0, 0, 0, 0x50, 0x02, 0xff, 0xff, 0, 0, 0, 0}
+	data := []byte("a TCP segment behind IPv6 extension headers")
+	hopTo := func(next uint8) []byte { return []byte{next, 0, 1, 4, 0, 0, 0, 0} } // one PadN
+	for _, mode := range []string{"auto", "off"} {
+		t.Run("fast path "+mode, func(t *testing.T) {
+			r := newRig(t, 2, "--fast-path", mode)
+			d, br, a, b := r.d, r.br, r.hosts[0], r.hosts[1]
+			nums := ofports(t, d, br)
+			bMAC, _ := net.ParseMAC(nsMAC(t, b.ns, "eth0"))
+			station := func(n byte) net.HardwareAddr { return net.HardwareAddr{2, 0xaa, 0, 0, 0, n} }
+			flows := fmt.Sprintf(`priority=100,in_port=%[1]d,ipv6,ipv6_exthdr=0x44 actions=output:%[2]d
+priority=100,in_port=%[1]d,ipv6,ipv6_exthdr=+esp actions=output:%[2]d
+priority=100,in_port=%[1]d,ipv6,ipv6_exthdr=+unseq actions=drop
+priority=100,in_port=%[1]d,ipv6,ipv6_exthdr=0 actions=drop
+priority=0 actions=NORMAL
+`, nums[a.name], nums[b.name])
+			file := filepath.Join(t.TempDir(), "exthdr.flows")
+			if err := os.WriteFile(file, []byte(flows), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			d.x(t, "add-flows", br, file)
+			names := []string{"hop-auth", "esp", "unseq", "none"}
+			send := map[string][]byte{
+				"hop-auth": ipv6Frame(bMAC, station(1), header.ProtoIPv6HopByHop, hopTo(header.ProtoAH),
+					[]byte{header.ProtoTCP, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1}, tcp, data),
+				"esp":   ipv6Frame(bMAC, station(2), header.ProtoESP, []byte{0, 0, 1, 0, 0, 0, 0, 1}, data),
+				"unseq": ipv6Frame(bMAC, station(3), header.ProtoIPv6Routing, []byte{header.ProtoIPv6HopByHop, 0, 0, 0, 0, 0, 0, 0}, hopTo(header.ProtoTCP), tcp, data),
+				"none":  ipv6Frame(bMAC, station(4), header.ProtoTCP, tcp, data),
+			}
+			fastPath := mode == "auto" && !fastPathOff()
+			var carried0 uint64
+			if fastPath {
+				carried0 = kernelCarried(t, d, br)
+			}
+			sniff := sniffSocket(t, b.ns)
+			out := openRaw(t, a.ns, station(1))
+			const n = 20
+			for range n {
+				for _, name := range names {
+					out.send(t, send[name])
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			got := map[string]int{}
+			buf, oob := make([]byte, 65536), make([]byte, 256)
+			for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline) && got["hop-auth"]+got["esp"] < 2*n; {
+				arr, ok, err := receiveFrame(sniff, buf, oob)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !ok || !bytes.HasPrefix(arr.frame[6:12], []byte{2, 0xaa}) {
+					continue
+				}
+				name := names[arr.frame[11]-1]
+				got[name]++
+				if !bytes.Equal(arr.frame, send[name]) {
+					t.Errorf("%s packet arrived as\n%x\nwant\n%x", name, arr.frame, send[name])
+				}
+			}
+			// A straggler of the dropped kinds would have come by now.
+			if got["hop-auth"] != n || got["esp"] != n || got["unseq"] != 0 || got["none"] != 0 {
+				t.Errorf("arrived %v, want %d hop-auth and esp, 0 unseq and none", got, n)
+			}
+			for _, rule := range []string{"ipv6_exthdr=auth|hop", "ipv6_exthdr=+esp", "ipv6_exthdr=+unseq", "ipv6_exthdr=0 "} {
+				if got := flowPackets(t, d, br, rule); got != n {
+					t.Errorf("the rule of %s counted %d packets, want %d", rule, got, n)
+				}
+			}
+			if fastPath {
+				if carried := kernelCarried(t, d, br) - carried0; carried < n {
+					t.Errorf("the fast path carried %d packets, want most of the %d ESP ones and those without extension headers", carried, 2*n)
+				}
+			}
+		})
+	}
+}
