@@ -208,28 +208,41 @@ func TestMatchErrors(t *testing.T) {
 	}
 }
 
-func TestMatchVLAN(t *testing.T) {
-	for _, tc := range []struct {
-		fields []openflow.OXM
-		want   string
-	}{
-		{[]openflow.OXM{basic(6, 0, 0)}, "vlan_tci=0x0000"},
-		{[]openflow.OXM{basic(6, 0x10, 0x05)}, "dl_vlan=5"},
-		{[]openflow.OXM{masked(basic(6, 0x10, 0), 0x10, 0)}, "vlan_tci=0x1000/0x1000"},
-		{[]openflow.OXM{masked(basic(6, 0x10, 0), 0x10, 0), basic(7, 5)}, "dl_vlan_pcp=5"},
-		{[]openflow.OXM{basic(6, 0x10, 0x07), basic(7, 5)}, "dl_vlan=7,dl_vlan_pcp=5"},
-		{[]openflow.OXM{{Class: openflow.OXMClassNXM0, Field: 4, Value: []byte{0x20, 0}, Mask: []byte{0x20, 0}}}, "vlan_tci=0x2000/0x2000"},
-	} {
-		m, err := matchFromOF(openflow.Match{Fields: tc.fields}, 0)
+// matchReading is OXM fields and the match they read as; sentBack says
+// matchToOF sends that match as those very fields.
+type matchReading struct {
+	fields   []openflow.OXM
+	want     string
+	sentBack bool
+}
+
+func checkMatchReadings(t *testing.T, readings []matchReading) {
+	t.Helper()
+	for _, r := range readings {
+		m, err := matchFromOF(openflow.Match{Fields: r.fields}, 0)
 		if err != nil {
-			t.Errorf("%v: %v", tc.fields, err)
+			t.Errorf("%v: %v", r.fields, err)
 			continue
 		}
 		m.Mask.Table = 0
-		if got := flow.FormatMatch(m); got != tc.want {
-			t.Errorf("%v reads as %q, want %q", tc.fields, got, tc.want)
+		if got := flow.FormatMatch(m); got != r.want {
+			t.Errorf("%v reads as %q, want %q", r.fields, got, r.want)
+		}
+		if back := matchToOF(m); r.sentBack && !reflect.DeepEqual(back.Fields, r.fields) {
+			t.Errorf("%s goes back as %v, want %v", r.want, back.Fields, r.fields)
 		}
 	}
+}
+
+func TestMatchVLAN(t *testing.T) {
+	checkMatchReadings(t, []matchReading{
+		{fields: []openflow.OXM{basic(6, 0, 0)}, want: "vlan_tci=0x0000"},
+		{fields: []openflow.OXM{basic(6, 0x10, 0x05)}, want: "dl_vlan=5"},
+		{fields: []openflow.OXM{masked(basic(6, 0x10, 0), 0x10, 0)}, want: "vlan_tci=0x1000/0x1000"},
+		{fields: []openflow.OXM{masked(basic(6, 0x10, 0), 0x10, 0), basic(7, 5)}, want: "dl_vlan_pcp=5"},
+		{fields: []openflow.OXM{basic(6, 0x10, 0x07), basic(7, 5)}, want: "dl_vlan=7,dl_vlan_pcp=5"},
+		{fields: []openflow.OXM{{Class: openflow.OXMClassNXM0, Field: 4, Value: []byte{0x20, 0}, Mask: []byte{0x20, 0}}}, want: "vlan_tci=0x2000/0x2000"},
+	})
 }
 
 // TestMatchIPv6ExtHdr reads OXM_OF_IPV6_EXTHDR, which ovs-ofctl has no
@@ -237,26 +250,10 @@ func TestMatchVLAN(t *testing.T) {
 // spec's bytes: a conformance suite's ipv6_exthdr=68 (hop-by-hop and AH),
 // and a masked match.
 func TestMatchIPv6ExtHdr(t *testing.T) {
-	for _, tc := range []struct {
-		fields []openflow.OXM
-		want   string
-	}{
-		{[]openflow.OXM{ethIPv6, basic(39, 0, 68)}, "ipv6,ipv6_exthdr=auth|hop"},
-		{[]openflow.OXM{ethIPv6, masked(basic(39, 0, 0x40), 0, 0x50)}, "ipv6,ipv6_exthdr=-frag+hop"},
-	} {
-		m, err := matchFromOF(openflow.Match{Fields: tc.fields}, 0)
-		if err != nil {
-			t.Errorf("%v: %v", tc.fields, err)
-			continue
-		}
-		m.Mask.Table = 0
-		if got := flow.FormatMatch(m); got != tc.want {
-			t.Errorf("%v reads as %q, want %q", tc.fields, got, tc.want)
-		}
-		if back := matchToOF(m); !reflect.DeepEqual(back.Fields, tc.fields) {
-			t.Errorf("%s goes back as %v, want %v", tc.want, back.Fields, tc.fields)
-		}
-	}
+	checkMatchReadings(t, []matchReading{
+		{fields: []openflow.OXM{ethIPv6, basic(39, 0, 68)}, want: "ipv6,ipv6_exthdr=auth|hop", sentBack: true},
+		{fields: []openflow.OXM{ethIPv6, masked(basic(39, 0, 0x40), 0, 0x50)}, want: "ipv6,ipv6_exthdr=-frag+hop", sentBack: true},
+	})
 }
 
 func TestMatchTable(t *testing.T) {

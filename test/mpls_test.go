@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
@@ -59,8 +58,7 @@ func TestMPLSOnTheWire(t *testing.T) {
 			d, br, a, b := r.d, r.br, r.hosts[0], r.hosts[1]
 			nums := ofports(t, d, br)
 			bMAC, _ := net.ParseMAC(nsMAC(t, b.ns, "eth0"))
-			station := func(n byte) net.HardwareAddr { return net.HardwareAddr{2, 0xaa, 0, 0, 0, n} }
-			popped, passed, dropped, pushed := station(1), station(2), station(3), station(4)
+			popped, passed, dropped, pushed := madeUp(1), madeUp(2), madeUp(3), madeUp(4)
 			flows := fmt.Sprintf(`priority=100,in_port=%[1]d,mpls,mpls_label=100,mpls_bos=1 actions=pop_mpls:0x0800,output:%[2]d
 priority=100,in_port=%[1]d,mpls,mpls_label=200 actions=output:%[2]d
 priority=90,in_port=%[1]d,mpls actions=drop
@@ -92,36 +90,7 @@ priority=0 actions=NORMAL
 				!strings.Contains(tr, "no (an MPLS frame, which the program leaves to user space)") {
 				t.Errorf("trace of a labelled frame does not say the fast path leaves it to user space:\n%s", tr)
 			}
-			sniff := sniffSocket(t, b.ns)
-			out := openRaw(t, a.ns, popped)
-			const n = 20
-			names := []string{"popped", "passed", "dropped", "pushed"}
-			for range n {
-				for _, name := range names {
-					out.send(t, send[name])
-				}
-				time.Sleep(5 * time.Millisecond)
-			}
-			got := map[string]int{}
-			buf, oob := make([]byte, 65536), make([]byte, 256)
-			for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline) && got["popped"]+got["passed"]+got["pushed"] < 3*n; {
-				arr, ok, err := receiveFrame(sniff, buf, oob)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if !ok || !bytes.HasPrefix(arr.frame[6:12], []byte{2, 0xaa}) {
-					continue
-				}
-				name := names[arr.frame[11]-1]
-				got[name]++
-				if !bytes.Equal(arr.frame, want[name]) {
-					t.Errorf("%s frame arrived as\n%x\nwant\n%x", name, arr.frame, want[name])
-				}
-			}
-			// A straggler of the dropped kind would have come by now.
-			if got["popped"] != n || got["passed"] != n || got["pushed"] != n || got["dropped"] != 0 {
-				t.Errorf("arrived %v, want %d popped, passed and pushed, 0 dropped", got, n)
-			}
+			stationFrames(t, a.ns, b.ns, []string{"popped", "passed", "dropped", "pushed"}, send, want)
 		})
 	}
 }

@@ -1,6 +1,7 @@
 package test
 
 import (
+	"bytes"
 	"encoding/binary"
 	"net"
 	"sync/atomic"
@@ -116,4 +117,57 @@ func (c *frameCounter) count(t testing.TB) int {
 		t.Fatal("reading the packet socket failed")
 	}
 	return n
+}
+
+// madeUp is made-up station n's MAC address, 02:aa:00:00:00:n: the
+// frames stationFrames sends come from madeUp(i+1) for kind i.
+func madeUp(n byte) net.HardwareAddr { return net.HardwareAddr{2, 0xaa, 0, 0, 0, n} }
+
+// stationFrames sends 20 rounds of one frame of each of kinds, send[kind]
+// from madeUp(i+1) for kinds[i], out of namespace from's eth0, and
+// checks what namespace to's eth0 receives: every kind that want has
+// arrives 20 times, byte for byte as want says; no kind that want lacks
+// arrives (a straggler of it would have come by the time the others all
+// did). It pauses between rounds, so that a batch installs the fast
+// path's entries.
+func stationFrames(t *testing.T, from, to string, kinds []string, send, want map[string][]byte) {
+	t.Helper()
+	sniff := sniffSocket(t, to)
+	out := openRaw(t, from, madeUp(1))
+	const rounds = 20
+	for range rounds {
+		for _, kind := range kinds {
+			out.send(t, send[kind])
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	got := map[string]int{}
+	arrived := 0
+	buf, oob := make([]byte, 65536), make([]byte, 256)
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline) && arrived < rounds*len(want); {
+		arr, ok, err := receiveFrame(sniff, buf, oob)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok || !bytes.HasPrefix(arr.frame[6:12], madeUp(0)[:5]) || int(arr.frame[11]) > len(kinds) || arr.frame[11] == 0 {
+			continue
+		}
+		kind := kinds[arr.frame[11]-1]
+		got[kind]++
+		if _, wanted := want[kind]; wanted {
+			arrived++
+		}
+		if !bytes.Equal(arr.frame, want[kind]) {
+			t.Errorf("%s frame arrived as\n%x\nwant\n%x", kind, arr.frame, want[kind])
+		}
+	}
+	for _, kind := range kinds {
+		wantN := 0
+		if _, ok := want[kind]; ok {
+			wantN = rounds
+		}
+		if got[kind] != wantN {
+			t.Errorf("%d %s frames arrived, want %d (all arrivals: %v)", got[kind], kind, wantN, got)
+		}
+	}
 }
