@@ -46,11 +46,11 @@ func mplsFrame(t testing.TB, dst, src net.HardwareAddr, tos, ttl uint8, labels .
 // namespaces through rules that match on mpls_label and mpls_bos, pop a
 // label, push one, copy a label's TTL into the IPv4 header under it, and
 // drop the labels no rule names: a labelled frame arrives popped, as the
-// IPv4 frame under its label; an IPv4 frame
-// arrives with the label pushed, its TC, TTL and bottom of stack as OVS
-// works them out of the IP header; the rule of the frame's label is the
-// one that takes it; every frame byte for byte, with the fast path on
-// (which leaves MPLS to user space, and says so) and off.
+// IPv4 frame under its label; an IPv4 frame arrives with the label
+// pushed, its TC, TTL and bottom of stack as OVS works them out of the IP
+// header; the rule of the frame's label is the one that takes it; every
+// frame byte for byte, with the fast path on (which leaves MPLS to user
+// space, and says so) and off.
 func TestMPLSOnTheWire(t *testing.T) {
 	testenv.RequireRoot(t)
 	for _, mode := range []string{"auto", "off"} {
