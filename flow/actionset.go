@@ -11,15 +11,18 @@ type ActionSet struct {
 }
 
 // The kinds of action an action set holds, in the order it runs them:
-// pop, push, decrement TTL, set (one per field), output, as OVS orders
-// them (ACTION_SET_ORDER).
+// copy TTL inwards, pop, push, copy TTL outwards, decrement TTL, set (one
+// per field), output, as the spec and OVS (ACTION_SET_ORDER, which has no
+// copies) order them.
 type setKind uint8
 
 const (
-	setPopVLAN setKind = iota
+	setCopyTTLIn setKind = iota
+	setPopVLAN
 	setPopMPLS
 	setPushMPLS
 	setPushVLAN
+	setCopyTTLOut
 	setDecTTL
 	setDecMPLSTTL
 	setMPLSLabel
@@ -58,6 +61,10 @@ func kindInSet(a ActionType) (setKind, bool) {
 		return setPushMPLS, true
 	case ActDecMPLSTTL:
 		return setDecMPLSTTL, true
+	case ActCopyTTLIn:
+		return setCopyTTLIn, true
+	case ActCopyTTLOut:
+		return setCopyTTLOut, true
 	case ActSetMPLSLabel:
 		return setMPLSLabel, true
 	case ActSetMPLSTC:

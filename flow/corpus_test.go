@@ -177,6 +177,8 @@ const (
 var corpusLenient = map[string]string{
 	"actions=strip_vlan,push_vlan:0x8100,output:1": "OVS refuses strip_vlan without a VLAN match in OpenFlow 1.1+ and has no push_vlan in 1.0, " +
 		"so no protocol carries the pair; xswitch takes both, each doing nothing to a frame they do not fit, as in OVS's own datapath",
+	"mpls,actions=copy_ttl_in,output:1":  corpusCopyTTL,
+	"mpls,actions=copy_ttl_out,output:1": corpusCopyTTL,
 	// corpusWrites'
 	"dl_vlan=5,actions=load:0x1005->vlan_vid[],output:1":      corpusVLANVID,
 	"dl_vlan=5,actions=move:vlan_vid[]->reg0[0..12],output:1": corpusVLANVID,
@@ -184,6 +186,9 @@ var corpusLenient = map[string]string{
 	"arp,actions=move:arp_op[]->reg0[0..7],output:1":          corpusARPOp,
 	"arp,actions=move:reg0[0..7]->arp_op[],output:1":          corpusARPOp,
 }
+
+const corpusCopyTTL = "OpenFlow 1.3's copy_ttl_in and copy_ttl_out, which OVS lacks (its switch answers OFPBAC_BAD_TYPE) " +
+	"and conformance suites test"
 
 const corpusARPOp = "xswitch's arp_op has the 8 bits that the key keeps of the opcode, in load and move too, " +
 	"where OVS's field is 16 bits wide and keeps 8 of them"

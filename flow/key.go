@@ -366,6 +366,34 @@ func (k *Key) popMPLS(etherType uint16) (ok bool) {
 	return true
 }
 
+// copyTTLOut is copy_ttl_out to the key: the top label stack entry takes
+// the TTL of the entry under it, or at the bottom of the stack that of
+// the IP packet under it. A frame that is not MPLS, or whose bottom entry
+// has no IP packet under it that the key knows, has no TTL to copy.
+func (k *Key) copyTTLOut() {
+	switch {
+	case !k.IsMPLS():
+	case k.MPLS&header.MPLSBOSMask == 0:
+		k.MPLS = k.MPLS&^header.MPLSTTLMask | k.MPLSEntry(1)&header.MPLSTTLMask
+	case k.UnderMPLS != 0:
+		k.MPLS = k.MPLS&^header.MPLSTTLMask | uint32(k.NwTTL)
+	}
+}
+
+// copyTTLIn is copy_ttl_in to the key: the top entry's TTL goes to the
+// entry under it, or at the bottom of the stack to the IP packet under
+// it, as copyTTLOut finds them.
+func (k *Key) copyTTLIn() {
+	ttl := k.MPLS & header.MPLSTTLMask
+	switch {
+	case !k.IsMPLS():
+	case k.MPLS&header.MPLSBOSMask == 0:
+		k.setMPLSEntry(1, k.MPLSEntry(1)&^header.MPLSTTLMask|ttl)
+	case k.UnderMPLS != 0:
+		k.NwTTL = uint8(ttl)
+	}
+}
+
 // clearNetwork zeroes the key's network and transport fields.
 func (k *Key) clearNetwork() {
 	h := &k.Headers

@@ -215,13 +215,19 @@ const (
 	// which translation works out from the key. The sets write a part of
 	// the top entry: ActSetMPLSLabel the label (Imm.Lo), ActSetMPLSTC the
 	// TC (Value), ActSetMPLSTTL the TTL (Value). ActDecMPLSTTL drops the
-	// frame when its TTL would reach 0, as dec_ttl does.
+	// frame when its TTL would reach 0, as dec_ttl does. ActCopyTTLOut
+	// copies the TTL of the header under the top entry (the next entry,
+	// or the IP packet under the stack) into the top entry, and
+	// ActCopyTTLIn the top entry's TTL into that header, as OpenFlow 1.3
+	// has them (Open vSwitch has neither).
 	ActPushMPLS
 	ActPopMPLS
 	ActSetMPLSLabel
 	ActSetMPLSTC
 	ActSetMPLSTTL
 	ActDecMPLSTTL
+	ActCopyTTLOut
+	ActCopyTTLIn
 )
 
 // OpenFlow's packet-in reasons (OFPR_*), which an ActController's Table
@@ -393,6 +399,10 @@ func (a *Action) ApplyToKey(k *Key) (keep bool) {
 			return false
 		}
 		k.MPLS--
+	case ActCopyTTLOut:
+		k.copyTTLOut()
+	case ActCopyTTLIn:
+		k.copyTTLIn()
 	}
 	return true
 }

@@ -260,7 +260,7 @@ var actionNames = map[string]bool{
 	"set_field": true, "load": true, "move": true, "resubmit": true,
 	"set_tunnel": true, "set_tunnel64": true, "group": true,
 	"push_mpls": true, "pop_mpls": true, "set_mpls_label": true, "set_mpls_tc": true,
-	"set_mpls_ttl": true, "dec_mpls_ttl": true,
+	"set_mpls_ttl": true, "dec_mpls_ttl": true, "copy_ttl_out": true, "copy_ttl_in": true,
 }
 
 // parseAction parses one action other than drop, of a rule whose match is
@@ -290,7 +290,7 @@ func parseAction(name, arg string, hasArg bool, m *Match, ports PortNames) ([]Ac
 		return one(bareOutput(name, ports))
 	}
 	switch name {
-	case "strip_vlan", "pop_vlan", "dec_ttl", "dec_mpls_ttl":
+	case "strip_vlan", "pop_vlan", "dec_ttl", "dec_mpls_ttl", "copy_ttl_out", "copy_ttl_in":
 		if hasArg {
 			return one(Action{}, nil, fmt.Errorf("action %q takes no argument", name))
 		}
@@ -300,6 +300,12 @@ func parseAction(name, arg string, hasArg bool, m *Match, ports PortNames) ([]Ac
 			return one(a, needs, nil)
 		case "dec_mpls_ttl":
 			a, needs := DecMPLSTTLAction()
+			return one(a, needs, nil)
+		case "copy_ttl_out":
+			a, needs := CopyTTLOutAction()
+			return one(a, needs, nil)
+		case "copy_ttl_in":
+			a, needs := CopyTTLInAction()
 			return one(a, needs, nil)
 		}
 		return one(Action{Type: ActStripVLAN}, nil, nil)
@@ -449,6 +455,14 @@ func SetMPLSTTLAction(ttl uint8) (Action, *Prerequisite) {
 
 // DecMPLSTTLAction is dec_mpls_ttl, and what it needs of the match.
 func DecMPLSTTLAction() (Action, *Prerequisite) { return Action{Type: ActDecMPLSTTL}, actionNeedsMPLS }
+
+// CopyTTLOutAction and CopyTTLInAction are copy_ttl_out and copy_ttl_in,
+// and what they need of the match: xswitch copies TTLs within a label
+// stack and between it and the IP packet under it, not between IP headers
+// (the key reads one).
+func CopyTTLOutAction() (Action, *Prerequisite) { return Action{Type: ActCopyTTLOut}, actionNeedsMPLS }
+
+func CopyTTLInAction() (Action, *Prerequisite) { return Action{Type: ActCopyTTLIn}, actionNeedsMPLS }
 
 // DecTTLAction is dec_ttl and what it needs of the match.
 func DecTTLAction() (Action, *Prerequisite) { return Action{Type: ActDecTTL}, actionNeedsIP }
@@ -982,6 +996,10 @@ func actionText(a Action) string {
 		return fmt.Sprintf("set_mpls_ttl(%d)", a.Value)
 	case ActDecMPLSTTL:
 		return "dec_mpls_ttl"
+	case ActCopyTTLOut:
+		return "copy_ttl_out"
+	case ActCopyTTLIn:
+		return "copy_ttl_in"
 	}
 	return fmt.Sprintf("unknown_action_type_%d", a.Type)
 }

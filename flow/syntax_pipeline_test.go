@@ -91,8 +91,8 @@ func TestPipelineActionsOnTheKey(t *testing.T) {
 	}
 }
 
-// TestActionSetOrder: the action set runs pop, push, dec_ttl, the field
-// sets, then the output, whatever the order they were written in, and a
+// TestActionSetOrder: the action set runs copy_ttl_in, pop, push,
+// copy_ttl_out, dec_ttl, the field sets, then the output, whatever the order they were written in, and a
 // later write of a kind replaces an earlier one.
 func TestActionSetOrder(t *testing.T) {
 	var set ActionSet
@@ -114,6 +114,19 @@ func TestActionSetOrder(t *testing.T) {
 	}
 	set.Clear()
 	set.Each(func(a Action) { t.Errorf("a cleared set runs %s", actionText(a)) })
+
+	// The TTL copies: inwards before the pops, outwards after the pushes.
+	r, err := ParseRule("mpls,actions=write_actions(output:2,copy_ttl_out,dec_mpls_ttl,push_mpls:0x8847,pop_mpls:0x8847,copy_ttl_in)", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	written, _ := WrittenActions(r.Actions, 0)
+	set.Write(written)
+	got = got[:0]
+	set.Each(func(a Action) { got = append(got, a) })
+	if want := "copy_ttl_in,pop_mpls:0x8847,push_mpls:0x8847,copy_ttl_out,dec_mpls_ttl,output:2"; FormatActions(got) != want {
+		t.Errorf("the action set runs %s, want %s", FormatActions(got), want)
+	}
 }
 
 // TestParseMaskedSetField: a set_field of part of a field is the loads of

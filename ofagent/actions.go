@@ -298,6 +298,12 @@ func (d *actionDecoder) action(oa openflow.Action) (flow.Action, error) {
 	case openflow.ActionDecMPLSTTL:
 		fa, needs := flow.DecMPLSTTLAction()
 		return d.checked(fa, needs, nil, "dec_mpls_ttl")
+	case openflow.ActionCopyTTLOut:
+		fa, needs := flow.CopyTTLOutAction()
+		return d.checked(fa, needs, nil, "copy_ttl_out")
+	case openflow.ActionCopyTTLIn:
+		fa, needs := flow.CopyTTLInAction()
+		return d.checked(fa, needs, nil, "copy_ttl_in")
 	case openflow.ActionSetNwTTL:
 		fa, needs, err := flow.SetFieldAction(fieldNwTTL, flow.Value{Lo: uint64(a.TTL)})
 		return d.checked(fa, needs, err, "set_nw_ttl")
@@ -581,6 +587,10 @@ func appendActionOF(out []openflow.Action, a flow.Action, m *flow.Match, tagged 
 		return append(out, openflow.ActionSetMPLSTTL{TTL: uint8(a.Value)})
 	case flow.ActDecMPLSTTL:
 		return append(out, openflow.ActionDecMPLSTTL{})
+	case flow.ActCopyTTLOut:
+		return append(out, openflow.ActionCopyTTLOut{})
+	case flow.ActCopyTTLIn:
+		return append(out, openflow.ActionCopyTTLIn{})
 	case flow.ActLoad:
 		return append(out, loadOF(a.Field, uint(a.Ofs), uint(a.NBits), a.Imm.Shr(uint(a.Ofs))))
 	case flow.ActSetField:

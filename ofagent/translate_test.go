@@ -299,12 +299,23 @@ func TestActionsToOF(t *testing.T) {
 		{"ipv6,actions=set_field:2001:db8::/96->ipv6_src", []openflow.Action{openflow.NXRegLoad2{Field: openflow.OXM{Class: openflow.OXMClassOpenFlowBasic,
 			Field: 26, Value: []byte{0x20, 0x01, 0x0d, 0xb8, 15: 0}, Mask: []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 15: 0}}}}},
 		{"actions=set_field:2->in_port", []openflow.Action{setField(basic(0, 0, 0, 0, 2))}},
+		// OpenFlow 1.3's TTL copies, which Open vSwitch refuses as
+		// OFPBAC_BAD_TYPE: no peer to compare with but the spec.
+		{"mpls,actions=copy_ttl_out,copy_ttl_in,output:2", []openflow.Action{openflow.ActionCopyTTLOut{}, openflow.ActionCopyTTLIn{},
+			openflow.ActionOutput{Port: 2}}},
 	} {
 		r := ruleOf(t, tc.flow)
 		got := actionsToOF(r.Actions, r.Match)
 		if !equalActions(got, tc.want) {
 			t.Errorf("%s:\n\tgot  %#v\n\twant %#v", tc.flow, got, tc.want)
 		}
+	}
+	// And back: a conformance suite's copy_ttl_out on an MPLS match.
+	mpls := ruleOf(t, "mpls,actions=drop").Match
+	back, err := instructionsFromOF([]openflow.Instruction{openflow.InstructionApplyActions{Actions: []openflow.Action{
+		openflow.ActionCopyTTLOut{}, openflow.ActionCopyTTLIn{}, openflow.ActionOutput{Port: 2}}}}, mpls)
+	if got := flow.FormatActions(back); err != nil || got != "copy_ttl_out,copy_ttl_in,output:2" {
+		t.Errorf("copy_ttl_out, copy_ttl_in, output:2 read as %q, %v", got, err)
 	}
 }
 
@@ -350,8 +361,8 @@ func TestActionErrors(t *testing.T) {
 		typ  openflow.ErrorType
 		code uint16
 	}{
-		{"copy_ttl_out", apply(openflow.ActionCopyTTLOut{}), none, openflow.ErrBadAction, openflow.BadActionBadType},
-		{"copy_ttl_in", apply(openflow.ActionCopyTTLIn{}), none, openflow.ErrBadAction, openflow.BadActionBadType},
+		{"copy_ttl_out without mpls", apply(openflow.ActionCopyTTLOut{}), none, openflow.ErrBadAction, openflow.BadActionMatchInconsistent},
+		{"copy_ttl_in without mpls", apply(openflow.ActionCopyTTLIn{}), tcp, openflow.ErrBadAction, openflow.BadActionMatchInconsistent},
 		{"push_mpls of IPv4", apply(openflow.ActionPushMPLS{EtherType: 0x0800}), none, openflow.ErrBadAction, openflow.BadActionBadArgument},
 		{"pop_mpls without mpls", apply(openflow.ActionPopMPLS{EtherType: 0x0800}), tcp, openflow.ErrBadAction, openflow.BadActionMatchInconsistent},
 		{"set_mpls_ttl without mpls", apply(openflow.ActionSetMPLSTTL{TTL: 5}), none, openflow.ErrBadAction, openflow.BadActionMatchInconsistent},

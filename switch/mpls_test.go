@@ -149,6 +149,50 @@ func TestMPLSThroughThePipeline(t *testing.T) {
 	}
 }
 
+// TestMPLSCopiesTTLs: copy_ttl_out gives the top label the TTL of the
+// next label, or of the IP packet under the stack; copy_ttl_in gives the
+// top label's TTL to them, the IPv4 checksum right: a conformance suite's
+// frames (a label of TTL 64 over IPv4 or IPv6 of TTL 32), and two labels,
+// each leaving as gopacket serializes what it should be.
+func TestMPLSCopiesTTLs(t *testing.T) {
+	ports := newPorts(2)
+	f := testForwarder(t, 64, ports...)
+	f.flows.Publish(rules(t,
+		"priority=10,mpls,mpls_label=100,actions=copy_ttl_out,output:2",
+		"priority=10,mpls,mpls_label=101,actions=copy_ttl_in,output:2",
+		"priority=10,mpls,mpls_label=200,actions=copy_ttl_out,output:2",
+		"priority=10,mpls,mpls_label=201,actions=copy_ttl_in,output:2",
+		// Into the packet under the stack, which the pop shows.
+		"priority=10,mpls,mpls_label=300,actions=copy_ttl_in,pop_mpls:0x0800,goto_table:1",
+		"table=1,priority=10,ip,nw_ttl=64,actions=output:2",
+		"priority=0,actions=drop"))
+	out4 := mplsSpec{labels: []layers.MPLS{lse(100, 3, true, 64)}, tos: 32, ttl: 32}
+	out6 := mplsSpec{labels: []layers.MPLS{lse(100, 3, true, 64)}, v6: true, tos: 32, ttl: 32}
+	in4 := mplsSpec{labels: []layers.MPLS{lse(101, 3, true, 64)}, tos: 32, ttl: 32}
+	in6 := mplsSpec{labels: []layers.MPLS{lse(101, 3, true, 64)}, v6: true, ttl: 32}
+	outTwo := mplsSpec{labels: []layers.MPLS{lse(200, 0, false, 9), lse(7, 0, true, 5)}, ttl: 3}
+	inTwo := mplsSpec{labels: []layers.MPLS{lse(201, 0, false, 9), lse(7, 0, true, 5)}, ttl: 3}
+	popped := mplsSpec{labels: []layers.MPLS{lse(300, 0, true, 64)}, ttl: 2}
+	for _, s := range []mplsSpec{out4, out6, in4, in6, outTwo, inTwo, popped} {
+		ports[0].Inject(s.build(t))
+	}
+	forwardAll(f)
+	with := func(s mplsSpec, edit func(*mplsSpec)) []byte {
+		s.labels = append([]layers.MPLS(nil), s.labels...)
+		edit(&s)
+		return s.build(t)
+	}
+	wantFrames(t, ports[1],
+		with(out4, func(s *mplsSpec) { s.labels[0].TTL = 32 }),
+		with(out6, func(s *mplsSpec) { s.labels[0].TTL = 32 }),
+		with(in4, func(s *mplsSpec) { s.ttl = 64 }),
+		with(in6, func(s *mplsSpec) { s.ttl = 64 }),
+		with(outTwo, func(s *mplsSpec) { s.labels[0].TTL = 5 }),
+		with(inTwo, func(s *mplsSpec) { s.labels[1].TTL = 9 }),
+		with(popped, func(s *mplsSpec) { s.labels, s.ttl = nil, 64 }),
+	)
+}
+
 // TestMPLSKeyFollowsTheFrame is the property that translation rests on:
 // random MPLS actions (and IP ones, which a pop may make fit) worked out
 // by the translator on a frame's key, and run by the executor on the
@@ -189,7 +233,8 @@ func TestMPLSKeyFollowsTheFrame(t *testing.T) {
 			case 5:
 				a = flow.Action{Type: flow.ActSetMPLSTC, Value: uint16(rnd.IntN(8))}
 			case 6:
-				a = flow.Action{Type: []flow.ActionType{flow.ActSetMPLSTTL, flow.ActDecMPLSTTL}[rnd.IntN(2)], Value: uint16(rnd.IntN(256))}
+				ttlActions := []flow.ActionType{flow.ActSetMPLSTTL, flow.ActDecMPLSTTL, flow.ActCopyTTLOut, flow.ActCopyTTLIn}
+				a = flow.Action{Type: ttlActions[rnd.IntN(len(ttlActions))], Value: uint16(rnd.IntN(256))}
 			case 7:
 				a = flow.Action{Type: flow.ActDecTTL}
 			default:

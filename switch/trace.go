@@ -179,6 +179,18 @@ func (t *tracer) step(a flow.Action, written []flow.Action, key *flow.Key, nest 
 		}
 	case flow.ActMeter:
 		step.Notes = append(step.Notes, t.meter(a.Meter))
+	case flow.ActCopyTTLOut:
+		if key.IsMPLS() {
+			step.Notes = append(step.Notes, fmt.Sprintf("MPLS TTL is now %d", key.MPLS&header.MPLSTTLMask))
+		}
+	case flow.ActCopyTTLIn:
+		switch {
+		case !key.IsMPLS():
+		case key.MPLS&header.MPLSBOSMask == 0:
+			step.Notes = append(step.Notes, fmt.Sprintf("the next label's TTL is now %d", key.MPLSEntry(1)&header.MPLSTTLMask))
+		case key.UnderMPLS != 0:
+			step.Notes = append(step.Notes, fmt.Sprintf("the TTL of the IP packet under the label stack is now %d", key.NwTTL))
+		}
 	case flow.ActPushMPLS, flow.ActPopMPLS:
 		if dropped {
 			step.Notes = append(step.Notes, fmt.Sprintf("the label stack is deeper than the %d entries the key holds: dropped, as OVS drops it",

@@ -335,7 +335,8 @@ func (tr *translator) action(a flow.Action, fromSet bool, depth int) bool {
 		} else {
 			tr.writeHeader(a)
 		}
-	case flow.ActPushMPLS, flow.ActPopMPLS, flow.ActSetMPLSLabel, flow.ActSetMPLSTC, flow.ActSetMPLSTTL, flow.ActDecMPLSTTL:
+	case flow.ActPushMPLS, flow.ActPopMPLS, flow.ActSetMPLSLabel, flow.ActSetMPLSTC, flow.ActSetMPLSTTL, flow.ActDecMPLSTTL,
+		flow.ActCopyTTLOut, flow.ActCopyTTLIn:
 		keep = tr.mpls(a)
 	default:
 		// A header rewrite: the frame gets it, and later tables see it.

@@ -44,12 +44,13 @@ func mplsFrame(t testing.TB, dst, src net.HardwareAddr, tos, ttl uint8, labels .
 
 // TestMPLSOnTheWire sends frames from made-up stations between two
 // namespaces through rules that match on mpls_label and mpls_bos, pop a
-// label, push one, and drop the labels no rule names: a labelled frame
-// arrives popped, as the IPv4 frame under its label; an IPv4 frame
-// arrives with the label pushed, its TC, TTL and bottom of stack as OVS
-// works them out of the IP header; the rule of the frame's label is the
-// one that takes it; every frame byte for byte, with the fast path on
-// (which leaves MPLS to user space, and says so) and off.
+// label, push one, copy a label's TTL into the IPv4 header under it, and
+// drop the labels no rule names: a labelled frame arrives popped, as the
+// IPv4 frame under its label; an IPv4 frame arrives with the label
+// pushed, its TC, TTL and bottom of stack as OVS works them out of the IP
+// header; the rule of the frame's label is the one that takes it; every
+// frame byte for byte, with the fast path on (which leaves MPLS to user
+// space, and says so) and off.
 func TestMPLSOnTheWire(t *testing.T) {
 	testenv.RequireRoot(t)
 	for _, mode := range []string{"auto", "off"} {
@@ -58,8 +59,9 @@ func TestMPLSOnTheWire(t *testing.T) {
 			d, br, a, b := r.d, r.br, r.hosts[0], r.hosts[1]
 			nums := ofports(t, d, br)
 			bMAC, _ := net.ParseMAC(nsMAC(t, b.ns, "eth0"))
-			popped, passed, dropped, pushed := madeUp(1), madeUp(2), madeUp(3), madeUp(4)
+			popped, passed, dropped, pushed, copied := madeUp(1), madeUp(2), madeUp(3), madeUp(4), madeUp(5)
 			flows := fmt.Sprintf(`priority=100,in_port=%[1]d,mpls,mpls_label=100,mpls_bos=1 actions=pop_mpls:0x0800,output:%[2]d
+priority=100,in_port=%[1]d,mpls,mpls_label=150 actions=copy_ttl_in,pop_mpls:0x0800,output:%[2]d
 priority=100,in_port=%[1]d,mpls,mpls_label=200 actions=output:%[2]d
 priority=90,in_port=%[1]d,mpls actions=drop
 priority=100,in_port=%[1]d,ip,dl_src=%[3]s,nw_dst=10.99.0.2 actions=push_mpls:0x8847,set_mpls_label:300,output:%[2]d
@@ -80,17 +82,20 @@ priority=0 actions=NORMAL
 				"dropped": mplsFrame(t, bMAC, dropped, 0, 33, lse(250, 0, true, 9)),
 				// DSCP 46: TC 6, the DSCP's low bits, as OVS takes them.
 				"pushed": mplsFrame(t, bMAC, pushed, 0xb8, 17),
+				"copied": mplsFrame(t, bMAC, copied, 0, 33, lse(150, 0, true, 77)),
 			}
 			want := map[string][]byte{
 				"popped": mplsFrame(t, bMAC, popped, 0x10, 33),
 				"passed": send["passed"],
 				"pushed": mplsFrame(t, bMAC, pushed, 0xb8, 17, lse(300, 6, true, 17)),
+				// The label's TTL in the IPv4 header, its checksum right.
+				"copied": mplsFrame(t, bMAC, copied, 0, 77),
 			}
 			if tr := d.x(t, "trace", br, fmt.Sprintf("in_port=%d,mpls,mpls_label=200", nums[a.name])); mode == "auto" && !fastPathOff() &&
 				!strings.Contains(tr, "no (an MPLS frame, which the program leaves to user space)") {
 				t.Errorf("trace of a labelled frame does not say the fast path leaves it to user space:\n%s", tr)
 			}
-			stationFrames(t, a.ns, b.ns, []string{"popped", "passed", "dropped", "pushed"}, send, want)
+			stationFrames(t, a.ns, b.ns, []string{"popped", "passed", "dropped", "pushed", "copied"}, send, want)
 		})
 	}
 }
