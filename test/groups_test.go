@@ -167,6 +167,51 @@ func TestGroupAllSendsEachBucketItsCopy(t *testing.T) {
 	}
 }
 
+// An indirect group is a next hop that rules share: the rules of three
+// kinds of traffic send to it, and one mod-group moves them all to
+// another port at once, its rewrite with them.
+func TestGroupIndirectIsOneNextHop(t *testing.T) {
+	testenv.RequireRoot(t)
+	r := newRig(t, 3)
+	d, br, p1, p2, p3 := r.d, r.br, r.hosts[0], r.hosts[1], r.hosts[2]
+	d.x(t, "add-group", br, fmt.Sprintf("group_id=5,type=indirect,bucket=mod_nw_tos:8,output:%s", p2.name))
+	for _, sport := range []int{1000, 1001, 1002} {
+		d.x(t, "add-flow", br, fmt.Sprintf("priority=100,in_port=%s,udp,tp_src=%d,actions=group:5", p1.name, sport))
+	}
+	src := net.HardwareAddr{0x02, 0xaa, 0, 0, 0, 5}
+	raw := openRaw(t, p1.ns, src)
+	const frames = 30
+	round := func(tos uint8) (at2, at3 int) {
+		t.Helper()
+		tally2, tally3 := tallyFrames(t, p2.ns, src, byTOS), tallyFrames(t, p3.ns, src, byTOS)
+		for i := range frames {
+			raw.send(t, flowFrame(t, src, uint16(1000+i%3)))
+		}
+		settle()
+		got2, got3 := tally2.done(t), tally3.done(t)
+		for _, got := range []map[int]int{got2, got3} {
+			for key, n := range got {
+				if key != int(tos) {
+					t.Errorf("%d frames left with TOS %d, want %d (the bucket's mod_nw_tos)", n, key, tos)
+				}
+			}
+		}
+		return got2[int(tos)], got3[int(tos)]
+	}
+	if at2, at3 := round(8); at2 != frames || at3 != 0 {
+		t.Errorf("through the indirect group to %s: %d frames there, %d at %s; want %d and 0", p2.name, at2, at3, p3.name, frames)
+	}
+	d.x(t, "mod-group", br, fmt.Sprintf("group_id=5,type=indirect,bucket=mod_nw_tos:16,output:%s", p3.name))
+	if at2, at3 := round(16); at2 != 0 || at3 != frames {
+		t.Errorf("after mod-group to %s: %d frames at %s, %d there; want 0 and %d", p3.name, at2, p2.name, at3, frames)
+	}
+	// A modified group's counters start over, as OVS's, whose modify
+	// makes a new group (its creation time kept).
+	if g := xswitchGroupStats(t, d, br, 5); g.packets != frames || fmt.Sprint(g.buckets) != fmt.Sprint([]int{frames}) {
+		t.Errorf("dump-group-stats after mod-group: %d packets, buckets %v; want %d, [%d]", g.packets, g.buckets, frames, frames)
+	}
+}
+
 // A select group spreads flows over its buckets by weight, each flow on
 // one bucket; removing a bucket moves only the flows that took it.
 func TestGroupSelectSpreadsFlowsByWeight(t *testing.T) {
