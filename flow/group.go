@@ -329,7 +329,12 @@ func parseBucketActions(items []string, ports PortNames) ([]Action, error) {
 			}
 			return nil, nil
 		}
-		as, _, err := parseAction(name, arg, hasArg, &any, ports)
+		var as []Action
+		if name == "set_field" && hasArg {
+			as, _, err = setFieldAction(arg, SetFieldActionsOfAnyFrame)
+		} else {
+			as, _, err = parseAction(name, arg, hasArg, &any, ports)
+		}
 		if err != nil {
 			return nil, err
 		}

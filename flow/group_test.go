@@ -33,6 +33,8 @@ var groupCases = []string{
 	"group_id=6,type=all,bucket=actions=drop",
 	"group_id=6,type=all,bucket=output:NORMAL",
 	"group_id=6,type=all,bucket=push_vlan:0x8100,set_field:4196->vlan_vid,output:2",
+	"group_id=6,type=all,bucket=set_field:80->tcp_src,output:1,bucket=set_field:53->udp_dst,mod_tp_src:7,output:2",
+	"group_id=6,type=all,bucket=set_field:0x50/0xf0->tcp_dst,output:1",
 	"group_id=4294967040,type=all",
 	// Refused by both.
 	"group_id=7,type=indirect,bucket=output:1,bucket=output:2",
@@ -86,6 +88,26 @@ func TestGroupsAsOVSReadsThem(t *testing.T) {
 		again, err := ParseGroup(FormatGroup(g), nil)
 		if err != nil || FormatGroup(again) != FormatGroup(g) {
 			t.Errorf("%q: FormatGroup's %q does not parse back: %v", text, FormatGroup(g), err)
+		}
+	}
+}
+
+// A bucket's set_field to a TCP or UDP port is that field's, as OVS prints
+// it back, not mod_tp_src, which writes any protocol's port: no match says
+// what a bucket's frame is.
+func TestBucketSetFieldKeepsItsField(t *testing.T) {
+	for text, want := range map[string]string{
+		"group_id=1,type=all,bucket=set_field:80->tcp_src,output:1":        "group_id=1,type=all,bucket=actions=set_field:80->tcp_src,output:1",
+		"group_id=1,type=all,bucket=set_field:53->udp_dst,output:1":        "group_id=1,type=all,bucket=actions=set_field:53->udp_dst,output:1",
+		"group_id=1,type=all,bucket=mod_tp_src:80,output:1":                "group_id=1,type=all,bucket=actions=mod_tp_src:80,output:1",
+		"group_id=1,type=all,bucket=set_field:0x50/0xf0->tcp_dst,output:1": "group_id=1,type=all,bucket=actions=load:0x5->tcp_dst[4..7],output:1",
+	} {
+		g, err := ParseGroup(text, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := FormatGroup(g); got != want {
+			t.Errorf("%s\n prints as %s\n want      %s", text, got, want)
 		}
 	}
 }

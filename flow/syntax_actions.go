@@ -328,7 +328,7 @@ func parseAction(name, arg string, hasArg bool, m *Match, ports PortNames) ([]Ac
 	case "set_tunnel", "set_tunnel64":
 		// OVS's older words for set_field to tun_id; ovs-ofctl reads
 		// either back as that.
-		return setFieldAction(arg + "->tun_id")
+		return setFieldAction(arg+"->tun_id", SetFieldActions)
 	case "load":
 		return one(loadAction(arg, m))
 	case "move":
@@ -390,7 +390,7 @@ func parseAction(name, arg string, hasArg bool, m *Match, ports PortNames) ([]Ac
 		port, err := numberFromText(name, arg, math.MaxUint16)
 		return one(Action{Type: typ, Value: uint16(port)}, actionNeedsPorts, err)
 	default: // set_field
-		return setFieldAction(arg)
+		return setFieldAction(arg, SetFieldActions)
 	}
 }
 
@@ -669,8 +669,9 @@ func PushVLANAction(tpid uint16) (Action, error) {
 	return Action{Type: ActPushVLAN, Value: tpid}, nil
 }
 
-// setFieldAction parses set_field's "VALUE[/MASK]->FIELD".
-func setFieldAction(arg string) ([]Action, *Prerequisite, error) {
+// setFieldAction parses set_field's "VALUE[/MASK]->FIELD", into actions
+// as actions makes them (SetFieldActions, or SetFieldActionsOfAnyFrame).
+func setFieldAction(arg string, actions func(f *Field, v, mask Value) ([]Action, *Prerequisite, error)) ([]Action, *Prerequisite, error) {
 	value, name, ok := cutLast(arg, "->")
 	if !ok {
 		return nil, nil, fmt.Errorf("set_field %q: want VALUE->FIELD", arg)
@@ -692,7 +693,7 @@ func setFieldAction(arg string) ([]Action, *Prerequisite, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return SetFieldActions(f, v, mask)
+	return actions(f, v, mask)
 }
 
 // setFieldValue reads set_field's value (and mask) for field f, called
@@ -767,6 +768,22 @@ func SetFieldActions(f *Field, v, mask Value) ([]Action, *Prerequisite, error) {
 		loads = append(loads, a)
 	}
 	return loads, needs, nil
+}
+
+// SetFieldActionsOfAnyFrame are SetFieldActions where no match says what
+// the frame is (a group's bucket), as OpenFlow's set_field means them: a
+// whole TCP or UDP port is written as itself (ActSetField), which
+// translation makes only on a frame of that protocol, where the mod_
+// action would write the port of whichever of TCP, UDP and SCTP the frame
+// has. A part of a port is a load, which translation checks the same way.
+func SetFieldActionsOfAnyFrame(f *Field, v, mask Value) ([]Action, *Prerequisite, error) {
+	if h, ok := maskedHeaders[f.Name]; ok && (h.typ == ActSetTpSrc || h.typ == ActSetTpDst) && mask == f.full() {
+		if v.BitLen() > int(f.Bits) {
+			return nil, nil, fmt.Errorf("set_field: %#x does not fit in %s's %d bits", v.Lo, f.Name, f.Bits)
+		}
+		return []Action{{Type: ActSetField, Field: f, Imm: v, Mask: mask}}, h.needs, nil
+	}
+	return SetFieldActions(f, v, mask)
 }
 
 // SetFieldAction is set_field of v into the whole of field f, and what it

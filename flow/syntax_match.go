@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/xswitch/xswitch/header"
 )
@@ -26,6 +27,22 @@ type Prerequisite struct {
 
 // Holds reports whether m says what p asks for.
 func (p *Prerequisite) Holds(m *Match) bool { return p.holds(m) }
+
+// HoldsFor reports whether a frame whose key is k meets p: whether a match
+// of exactly k would.
+func (p *Prerequisite) HoldsFor(k *Key) bool {
+	m := Match{Key: *k, Mask: exactMask}
+	return p.holds(&m)
+}
+
+// exactMask is the mask of every bit of a key.
+var exactMask = func() (m Key) {
+	b := (*[unsafe.Sizeof(m)]byte)(unsafe.Pointer(&m))
+	for i := range b {
+		b[i] = 0xff
+	}
+	return m
+}()
 
 // String says what p asks for, for error messages.
 func (p *Prerequisite) String() string { return p.what }

@@ -433,7 +433,11 @@ func (d *actionDecoder) setField(out []flow.Action, o openflow.OXM, masked bool)
 		}
 		v = flow.Value{Lo: uint64(p)}
 	}
-	as, needs, err := flow.SetFieldActions(f, v, mask)
+	setField := flow.SetFieldActions
+	if d.anyFrame {
+		setField = flow.SetFieldActionsOfAnyFrame
+	}
+	as, needs, err := setField(f, v, mask)
 	if err := d.check(needs, err, "set_field to "+f.Name); err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package ofagent
 import (
 	"encoding/binary"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -206,13 +207,16 @@ func TestAgentGroupModFromSlave(t *testing.T) {
 }
 
 // TestBucketsRoundTrip: a group's buckets, sent back as OpenFlow, read
-// as the same buckets.
+// as the same buckets. (Not a bucket's mod_tp_src or mod_tp_dst, which
+// write whichever port the frame has: OpenFlow 1.3 has no such action,
+// and they go out as set_field to UDP's, and come back so.)
 func TestBucketsRoundTrip(t *testing.T) {
 	for _, text := range []string{
-		"group_id=1,type=select,bucket=weight:5,mod_dl_dst:02:00:00:00:00:01,output:1,bucket=weight:0,mod_nw_src:10.0.0.1,mod_tp_dst:99,output:2",
+		"group_id=1,type=select,bucket=weight:5,mod_dl_dst:02:00:00:00:00:01,output:1,bucket=weight:0,mod_nw_src:10.0.0.1,set_field:99->tcp_dst,output:2",
 		"group_id=2,type=ff,bucket=watch_port:3,output:3,bucket=watch_group:1,group:1,bucket=watch_port:LOCAL,mod_vlan_vid:7,LOCAL",
 		"group_id=3,type=all,bucket=strip_vlan,set_field:5->reg3,resubmit(,2),bucket=actions=drop",
 		"group_id=4,type=indirect,bucket=dec_ttl,output:NORMAL",
+		"group_id=5,type=all,bucket=set_field:80->tcp_src,set_field:53->udp_dst,output:1",
 	} {
 		g, err := flow.ParseGroup(text, nil)
 		if err != nil {
@@ -228,5 +232,20 @@ func TestBucketsRoundTrip(t *testing.T) {
 		if err != nil || flow.FormatGroup(mod.Group) != flow.FormatGroup(g) {
 			t.Errorf("%s reads back as %s, %v", text, flow.FormatGroup(mod.Group), err)
 		}
+	}
+	// A bucket's set_field to a port goes out as that port's field: OXM
+	// tcp_src is 13, udp_dst 16, where the match does not say which.
+	g, err := flow.ParseGroup("group_id=5,type=all,bucket=set_field:80->tcp_src,set_field:53->udp_dst,output:1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fields []uint8
+	for _, a := range bucketsToOF(&g)[0].Actions {
+		if sf, ok := a.(openflow.ActionSetField); ok {
+			fields = append(fields, sf.Field.Field)
+		}
+	}
+	if !slices.Equal(fields, []uint8{13, 16}) {
+		t.Errorf("a bucket's set_field to tcp_src and udp_dst goes out as OXM fields %v, want [13 16]", fields)
 	}
 }

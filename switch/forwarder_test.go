@@ -256,6 +256,11 @@ func loopForwarder(tb testing.TB, frames [][]byte, vlan portVLAN) (*forwarder, *
 // to flow i%flows, so with more than one flow no two successive frames
 // share a key.
 func benchForwarder(tb testing.TB, nports, flows int) (*forwarder, *porttest.Port) {
+	return benchForwarderOf(tb, nports, flows, func([]byte) {})
+}
+
+// benchForwarderOf is benchForwarder whose frames edit changes first.
+func benchForwarderOf(tb testing.TB, nports, flows int, edit func(frame []byte)) (*forwarder, *porttest.Port) {
 	frames := make([][]byte, DefaultBatchSize)
 	for i := range frames {
 		flow := i % flows
@@ -263,6 +268,7 @@ func benchForwarder(tb testing.TB, nports, flows int) (*forwarder, *porttest.Por
 		// 64 bytes on the wire less the FCS: 14 + 20 + 8 + 18.
 		frames[i] = udpFrame(tb, mac(station), mac(1), net.IPv4(10, 0, 0, 1), net.IPv4(10, 0, 0, station),
 			uint16(1000+flow), 5000, make([]byte, 18))
+		edit(frames[i])
 	}
 	f, loop := loopForwarder(tb, frames, portVLAN{})
 	for i := 2; i <= nports; i++ {

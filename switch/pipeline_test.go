@@ -4,9 +4,11 @@ import (
 	"net"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/google/gopacket/layers"
 
+	"github.com/xswitch/xswitch/flow"
 	"github.com/xswitch/xswitch/header"
 	"github.com/xswitch/xswitch/internal/race"
 	"github.com/xswitch/xswitch/port/porttest"
@@ -343,4 +345,29 @@ func TestOutputToTableRunsThePipelineAgain(t *testing.T) {
 	if got := f.bridgeDrops[dropLoop].Load(); got != 1 {
 		t.Errorf("loop drops = %d; want 1, the frame that TABLE sent round for ever", got)
 	}
+}
+
+// A group's bucket has no match to say what the frame is: its set_field
+// to tcp_src writes TCP's port, and leaves a UDP frame's as it is, as
+// OpenFlow's set_field (and OVS) does, where mod_tp_src would write
+// either.
+func TestBucketSetFieldWritesOnlyItsProtocol(t *testing.T) {
+	ports := newPorts(2)
+	f := testForwarder(t, 64, ports...)
+	g, err := flow.ParseGroup("group_id=1,type=all,bucket=set_field:80->tcp_src,output:2", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups, err := flow.NewGroupTable().Add(g, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.flows.Publish(rules(t, "in_port=1,actions=group:1").WithGroups(groups))
+	spec := frameSpec{proto: layers.IPProtocolTCP, ttl: 64, tpSrc: 1000, tpDst: 5000, payload: []byte("a segment")}
+	tcp, udp := spec, spec
+	udp.proto = layers.IPProtocolUDP
+	ports[0].Inject(tcp.build(t), udp.build(t))
+	forwardAll(f)
+	tcp.tpSrc = 80
+	wantFrames(t, ports[1], tcp.build(t), udp.build(t))
 }

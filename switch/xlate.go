@@ -422,6 +422,11 @@ func isTableMiss(e *flow.Entry) bool {
 // the frame's exactly, so a move's source bits are known here. A frame
 // without the field's header keeps its key, as it keeps its bytes.
 func (tr *translator) writeHeader(a flow.Action) {
+	if needs := a.Field.Needs; needs != nil && !needs.HoldsFor(&tr.key) {
+		// The frame lacks the field (a bucket's set_field to tcp_src on
+		// a UDP frame): the write does nothing, as in OVS.
+		return
+	}
 	before := tr.key
 	a.ApplyToKey(&tr.key)
 	var ok bool
