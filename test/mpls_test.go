@@ -4,15 +4,11 @@ import (
 	"bytes"
 	"fmt"
 	"net"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
-
-	"github.com/xswitch/xswitch/internal/testenv"
 )
 
 // mplsFrame is a UDP datagram from src to dst over IPv4, of TOS tos and
@@ -52,50 +48,37 @@ func mplsFrame(t testing.TB, dst, src net.HardwareAddr, tos, ttl uint8, labels .
 // frame byte for byte, with the fast path on (which leaves MPLS to user
 // space, and says so) and off.
 func TestMPLSOnTheWire(t *testing.T) {
-	testenv.RequireRoot(t)
-	for _, mode := range []string{"auto", "off"} {
-		t.Run("fast path "+mode, func(t *testing.T) {
-			r := newRig(t, 2, "--fast-path", mode)
-			d, br, a, b := r.d, r.br, r.hosts[0], r.hosts[1]
-			nums := ofports(t, d, br)
-			bMAC, _ := net.ParseMAC(nsMAC(t, b.ns, "eth0"))
-			popped, passed, dropped, pushed, copied := madeUp(1), madeUp(2), madeUp(3), madeUp(4), madeUp(5)
-			flows := fmt.Sprintf(`priority=100,in_port=%[1]d,mpls,mpls_label=100,mpls_bos=1 actions=pop_mpls:0x0800,output:%[2]d
+	onTheWire(t, func(t *testing.T, w *wire) {
+		popped, passed, dropped, pushed, copied := madeUp(1), madeUp(2), madeUp(3), madeUp(4), madeUp(5)
+		w.addFlows(t, fmt.Sprintf(`priority=100,in_port=%[1]d,mpls,mpls_label=100,mpls_bos=1 actions=pop_mpls:0x0800,output:%[2]d
 priority=100,in_port=%[1]d,mpls,mpls_label=150 actions=copy_ttl_in,pop_mpls:0x0800,output:%[2]d
 priority=100,in_port=%[1]d,mpls,mpls_label=200 actions=output:%[2]d
 priority=90,in_port=%[1]d,mpls actions=drop
 priority=100,in_port=%[1]d,ip,dl_src=%[3]s,nw_dst=10.99.0.2 actions=push_mpls:0x8847,set_mpls_label:300,output:%[2]d
 priority=0 actions=NORMAL
-`, nums[a.name], nums[b.name], pushed)
-			file := filepath.Join(t.TempDir(), "mpls.flows")
-			if err := os.WriteFile(file, []byte(flows), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			d.x(t, "add-flows", br, file)
-
-			lse := func(label uint32, tc uint8, bottom bool, ttl uint8) layers.MPLS {
-				return layers.MPLS{Label: label, TrafficClass: tc, StackBottom: bottom, TTL: ttl}
-			}
-			send := map[string][]byte{
-				"popped":  mplsFrame(t, bMAC, popped, 0x10, 33, lse(100, 2, true, 9)),
-				"passed":  mplsFrame(t, bMAC, passed, 0, 33, lse(200, 1, false, 7), lse(201, 0, true, 7)),
-				"dropped": mplsFrame(t, bMAC, dropped, 0, 33, lse(250, 0, true, 9)),
-				// DSCP 46: TC 6, the DSCP's low bits, as OVS takes them.
-				"pushed": mplsFrame(t, bMAC, pushed, 0xb8, 17),
-				"copied": mplsFrame(t, bMAC, copied, 0, 33, lse(150, 0, true, 77)),
-			}
-			want := map[string][]byte{
-				"popped": mplsFrame(t, bMAC, popped, 0x10, 33),
-				"passed": send["passed"],
-				"pushed": mplsFrame(t, bMAC, pushed, 0xb8, 17, lse(300, 6, true, 17)),
-				// The label's TTL in the IPv4 header, its checksum right.
-				"copied": mplsFrame(t, bMAC, copied, 0, 77),
-			}
-			if tr := d.x(t, "trace", br, fmt.Sprintf("in_port=%d,mpls,mpls_label=200", nums[a.name])); mode == "auto" && !fastPathOff() &&
-				!strings.Contains(tr, "no (an MPLS frame, which the program leaves to user space)") {
-				t.Errorf("trace of a labelled frame does not say the fast path leaves it to user space:\n%s", tr)
-			}
-			stationFrames(t, a.ns, b.ns, []string{"popped", "passed", "dropped", "pushed", "copied"}, send, want)
-		})
-	}
+`, w.inA, w.inB, pushed))
+		lse := func(label uint32, tc uint8, bottom bool, ttl uint8) layers.MPLS {
+			return layers.MPLS{Label: label, TrafficClass: tc, StackBottom: bottom, TTL: ttl}
+		}
+		send := map[string][]byte{
+			"popped":  mplsFrame(t, w.bMAC, popped, 0x10, 33, lse(100, 2, true, 9)),
+			"passed":  mplsFrame(t, w.bMAC, passed, 0, 33, lse(200, 1, false, 7), lse(201, 0, true, 7)),
+			"dropped": mplsFrame(t, w.bMAC, dropped, 0, 33, lse(250, 0, true, 9)),
+			// DSCP 46: TC 6, the DSCP's low bits, as OVS takes them.
+			"pushed": mplsFrame(t, w.bMAC, pushed, 0xb8, 17),
+			"copied": mplsFrame(t, w.bMAC, copied, 0, 33, lse(150, 0, true, 77)),
+		}
+		want := map[string][]byte{
+			"popped": mplsFrame(t, w.bMAC, popped, 0x10, 33),
+			"passed": send["passed"],
+			"pushed": mplsFrame(t, w.bMAC, pushed, 0xb8, 17, lse(300, 6, true, 17)),
+			// The label's TTL in the IPv4 header, its checksum right.
+			"copied": mplsFrame(t, w.bMAC, copied, 0, 77),
+		}
+		if tr := w.d.x(t, "trace", w.br, fmt.Sprintf("in_port=%d,mpls,mpls_label=200", w.inA)); w.fastPath &&
+			!strings.Contains(tr, "no (an MPLS frame, which the program leaves to user space)") {
+			t.Errorf("trace of a labelled frame does not say the fast path leaves it to user space:\n%s", tr)
+		}
+		stationFrames(t, w.a.ns, w.b.ns, []string{"popped", "passed", "dropped", "pushed", "copied"}, send, want)
+	})
 }

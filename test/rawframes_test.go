@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"encoding/binary"
 	"net"
+	"os"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/xswitch/xswitch/internal/testenv"
 	"golang.org/x/sys/unix"
 )
 
@@ -170,4 +173,43 @@ func stationFrames(t *testing.T, from, to string, kinds []string, send, want map
 			t.Errorf("%d %s frames arrived, want %d (all arrivals: %v)", got[kind], kind, wantN, got)
 		}
 	}
+}
+
+// wire is a rig of two hosts, from whose first (a) made-up stations send
+// frames to the second (b) through the rules a test adds: what onTheWire
+// gives each of its runs.
+type wire struct {
+	*rig
+	a, b nsPort
+	// inA and inB are a's and b's OpenFlow ports.
+	inA, inB int
+	bMAC     net.HardwareAddr
+	// fastPath says the daemon runs its in-kernel fast path.
+	fastPath bool
+}
+
+// onTheWire runs test twice, in a new rig of two hosts each time: with the
+// daemon's fast path on (unless the suite turns it off) and off.
+func onTheWire(t *testing.T, test func(t *testing.T, w *wire)) {
+	testenv.RequireRoot(t)
+	for _, mode := range []string{"auto", "off"} {
+		t.Run("fast path "+mode, func(t *testing.T) {
+			r := newRig(t, 2, "--fast-path", mode)
+			w := &wire{rig: r, a: r.hosts[0], b: r.hosts[1], fastPath: mode == "auto" && !fastPathOff()}
+			nums := ofports(t, r.d, r.br)
+			w.inA, w.inB = nums[w.a.name], nums[w.b.name]
+			w.bMAC, _ = net.ParseMAC(nsMAC(t, w.b.ns, "eth0"))
+			test(t, w)
+		})
+	}
+}
+
+// addFlows adds the rules of flows, one a line, as add-flows FILE does.
+func (w *wire) addFlows(t *testing.T, flows string) {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "flows")
+	if err := os.WriteFile(file, []byte(flows), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w.d.x(t, "add-flows", w.br, file)
 }
