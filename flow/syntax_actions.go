@@ -289,26 +289,12 @@ func parseAction(name, arg string, hasArg bool, m *Match, ports PortNames) ([]Ac
 		}
 		return one(bareOutput(name, ports))
 	}
-	switch name {
-	case "strip_vlan", "pop_vlan", "dec_ttl", "dec_mpls_ttl", "copy_ttl_out", "copy_ttl_in":
+	if bare, ok := bareActions[name]; ok {
 		if hasArg {
 			return one(Action{}, nil, fmt.Errorf("action %q takes no argument", name))
 		}
-		switch name {
-		case "dec_ttl":
-			a, needs := DecTTLAction()
-			return one(a, needs, nil)
-		case "dec_mpls_ttl":
-			a, needs := DecMPLSTTLAction()
-			return one(a, needs, nil)
-		case "copy_ttl_out":
-			a, needs := CopyTTLOutAction()
-			return one(a, needs, nil)
-		case "copy_ttl_in":
-			a, needs := CopyTTLInAction()
-			return one(a, needs, nil)
-		}
-		return one(Action{Type: ActStripVLAN}, nil, nil)
+		a, needs := bare()
+		return one(a, needs, nil)
 	}
 	if !hasArg {
 		return one(Action{}, nil, fmt.Errorf("action %q needs an argument (%s:VALUE)", name, name))
@@ -463,6 +449,19 @@ func DecMPLSTTLAction() (Action, *Prerequisite) { return Action{Type: ActDecMPLS
 func CopyTTLOutAction() (Action, *Prerequisite) { return Action{Type: ActCopyTTLOut}, actionNeedsMPLS }
 
 func CopyTTLInAction() (Action, *Prerequisite) { return Action{Type: ActCopyTTLIn}, actionNeedsMPLS }
+
+// bareActions are the actions that take no argument, by name: each makes
+// its action and says what it needs of the match.
+var bareActions = map[string]func() (Action, *Prerequisite){
+	"strip_vlan":   stripVLANAction,
+	"pop_vlan":     stripVLANAction,
+	"dec_ttl":      DecTTLAction,
+	"dec_mpls_ttl": DecMPLSTTLAction,
+	"copy_ttl_out": CopyTTLOutAction,
+	"copy_ttl_in":  CopyTTLInAction,
+}
+
+func stripVLANAction() (Action, *Prerequisite) { return Action{Type: ActStripVLAN}, nil }
 
 // DecTTLAction is dec_ttl and what it needs of the match.
 func DecTTLAction() (Action, *Prerequisite) { return Action{Type: ActDecTTL}, actionNeedsIP }
@@ -777,13 +776,11 @@ func SetFieldActions(f *Field, v, mask Value) ([]Action, *Prerequisite, error) {
 // action would write the port of whichever of TCP, UDP and SCTP the frame
 // has. A part of a port is a load, which translation checks the same way.
 func SetFieldActionsOfAnyFrame(f *Field, v, mask Value) ([]Action, *Prerequisite, error) {
-	if h, ok := maskedHeaders[f.Name]; ok && (h.typ == ActSetTpSrc || h.typ == ActSetTpDst) && mask == f.full() {
-		if v.BitLen() > int(f.Bits) {
-			return nil, nil, fmt.Errorf("set_field: %#x does not fit in %s's %d bits", v.Lo, f.Name, f.Bits)
-		}
-		return []Action{{Type: ActSetField, Field: f, Imm: v, Mask: mask}}, h.needs, nil
+	as, needs, err := SetFieldActions(f, v, mask)
+	if err == nil && len(as) == 1 && (as[0].Type == ActSetTpSrc || as[0].Type == ActSetTpDst) && as[0].Mask.IsZero() {
+		as[0] = Action{Type: ActSetField, Field: f, Imm: v, Mask: mask}
 	}
-	return SetFieldActions(f, v, mask)
+	return as, needs, err
 }
 
 // SetFieldAction is set_field of v into the whole of field f, and what it

@@ -224,8 +224,6 @@ func rewrite(a *flow.Action, frame []byte, l *flow.Layout) ([]byte, bool) {
 		setMPLS(frame, l, header.MPLSTCMask, uint32(a.Value)<<header.MPLSTCShift)
 	case flow.ActSetMPLSTTL:
 		setMPLS(frame, l, header.MPLSTTLMask, uint32(a.Value))
-	case flow.ActCopyTTLOut:
-		copyTTLOut(frame, l)
 	case flow.ActCopyTTLIn:
 		copyTTLIn(frame, l)
 	case flow.ActSetDlSrc:

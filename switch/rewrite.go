@@ -435,48 +435,25 @@ func popMPLS(frame []byte, l *flow.Layout, etherType uint16) []byte {
 	return frame[:len(frame)-header.MPLSLen]
 }
 
-// copyTTLOut copies into an MPLS frame's top label stack entry the TTL of
-// the header under it: the next entry, or below the bottom of the stack,
-// the IP packet the layout has there (flow.Key's copyTTLOut).
-func copyTTLOut(frame []byte, l *flow.Layout) {
-	if top, next, _ := mplsTTLs(frame, l); next != nil {
-		*top = *next
-	}
-}
-
-// copyTTLIn copies an MPLS frame's top entry's TTL into the header under
-// it, as copyTTLOut finds it, an IPv4 header's checksum updated.
+// copyTTLIn copies an MPLS frame's top label stack entry's TTL into the
+// header under it, as flow.Key's copyTTLIn finds it: the next entry, or
+// below the bottom of the stack the IP packet the layout has there, an
+// IPv4 header's checksum updated. (copy_ttl_out is a set_mpls_ttl of the
+// TTL translation reads in the key.)
 func copyTTLIn(frame []byte, l *flow.Layout) {
-	top, next, inIP := mplsTTLs(frame, l)
-	switch {
-	case next == nil:
-	case inIP:
-		putTTL(frame, &flow.Layout{Net: l.Under}, *top)
-	default:
-		*next = *top
-	}
-}
-
-// mplsTTLs finds an MPLS frame's top label stack entry's TTL byte and the
-// TTL (hop limit) byte of the header under the entry: the next entry's,
-// or, inIP, the IP packet's the layout has under the stack (nil: none).
-func mplsTTLs(frame []byte, l *flow.Layout) (top, next *byte, inIP bool) {
 	at := int(l.EtherType) + 2
 	if !l.MPLS || len(frame) < at+header.MPLSLen {
-		return nil, nil, false
+		return
 	}
-	top = &frame[at+header.MPLSLen-1]
-	switch under := &l.Under; {
+	ttl := frame[at+header.MPLSLen-1]
+	switch {
 	case binary.BigEndian.Uint32(frame[at:])&header.MPLSBOSMask == 0:
-		if len(frame) >= at+2*header.MPLSLen {
-			next = &frame[at+2*header.MPLSLen-1]
+		if next := at + 2*header.MPLSLen - 1; next < len(frame) {
+			frame[next] = ttl
 		}
-	case under.IPVersion == 4:
-		next, inIP = &frame[under.L3+header.IPv4TTLOffset], true
-	case under.IPVersion == 6:
-		next, inIP = &frame[under.L3+header.IPv6HopLimitOffset], true
+	case l.Under.IPVersion != 0:
+		putTTL(frame, &flow.Layout{Net: l.Under}, ttl)
 	}
-	return top, next, inIP
 }
 
 // setMPLS sets the bits of mask in an MPLS frame's top label stack entry

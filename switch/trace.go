@@ -168,21 +168,17 @@ func (t *tracer) step(a flow.Action, written []flow.Action, key *flow.Key, nest 
 		} else if key.DlType == flow.EtherTypeIPv4 || key.DlType == flow.EtherTypeIPv6 {
 			step.Notes = append(step.Notes, fmt.Sprintf("TTL is now %d", key.NwTTL))
 		}
-	case flow.ActDecMPLSTTL:
+	case flow.ActDecMPLSTTL, flow.ActCopyTTLOut:
 		switch {
 		case dropped && !key.IsMPLS():
 			step.Notes = append(step.Notes, "not an MPLS frame: dropped, counted as a ttl drop, as OVS stops it")
 		case dropped:
 			step.Notes = append(step.Notes, fmt.Sprintf("MPLS TTL %d would reach 0: dropped", key.MPLS&header.MPLSTTLMask))
-		default:
+		case key.IsMPLS():
 			step.Notes = append(step.Notes, fmt.Sprintf("MPLS TTL is now %d", key.MPLS&header.MPLSTTLMask))
 		}
 	case flow.ActMeter:
 		step.Notes = append(step.Notes, t.meter(a.Meter))
-	case flow.ActCopyTTLOut:
-		if key.IsMPLS() {
-			step.Notes = append(step.Notes, fmt.Sprintf("MPLS TTL is now %d", key.MPLS&header.MPLSTTLMask))
-		}
 	case flow.ActCopyTTLIn:
 		switch {
 		case !key.IsMPLS():

@@ -359,9 +359,10 @@ func (tr *translator) action(a flow.Action, fromSet bool, depth int) bool {
 }
 
 // mpls works an MPLS action out on the key, and gives the frame what it
-// changed: push_mpls the entry the key worked out, dec_mpls_ttl the TTL it
-// leaves. An action that changes nothing, on a frame it does not fit, adds
-// nothing. keep is false when the action drops the frame.
+// changed: push_mpls the entry the key worked out, dec_mpls_ttl and
+// copy_ttl_out the top entry's TTL they leave. An action that changes
+// nothing, on a frame it does not fit, adds nothing. keep is false when
+// the action drops the frame.
 func (tr *translator) mpls(a flow.Action) (keep bool) {
 	before := tr.key
 	if !a.ApplyToKey(&tr.key) {
@@ -373,7 +374,7 @@ func (tr *translator) mpls(a flow.Action) (keep bool) {
 	switch a.Type {
 	case flow.ActPushMPLS:
 		a.Imm = flow.Value{Lo: uint64(tr.key.MPLS)}
-	case flow.ActDecMPLSTTL:
+	case flow.ActDecMPLSTTL, flow.ActCopyTTLOut:
 		a = flow.Action{Type: flow.ActSetMPLSTTL, Value: uint16(tr.key.MPLS & header.MPLSTTLMask)}
 	}
 	tr.emit(a)
