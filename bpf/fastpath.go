@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xswitch/xswitch/flow"
+	"github.com/xswitch/xswitch/header"
 )
 
 // Headers converts a key the fast path's parser read into the
@@ -43,6 +44,14 @@ func (k *FastpathFpKey) Headers() flow.Headers {
 	switch h.DlType {
 	case flow.EtherTypeIPv6:
 		h.IPv6Label, h.NwSrc = binary.BigEndian.Uint32(h.NwSrc[:]), [4]byte{}
+		// The parser leaves frames with extension headers to user space
+		// but for the two that end the chain, which are the protocol.
+		switch h.NwProto {
+		case header.ProtoESP:
+			h.IPv6ExtHdr = flow.ExtHdrESP
+		case header.ProtoIPv6NoNext:
+			h.IPv6ExtHdr = flow.ExtHdrNoNext
+		}
 	case flow.EtherTypeARP:
 		h.ArpSHA, h.ArpTHA, h.IPv6Src = [6]byte(h.IPv6Src[:6]), [6]byte(h.IPv6Src[6:12]), [16]byte{}
 	}
