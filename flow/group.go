@@ -454,9 +454,15 @@ func FormatGroup(g Group) string {
 		}
 		b.WriteByte(')')
 	}
+	// Ids in order from 0 are what parsing gives buckets without one;
+	// any other id needs all of them written, as parsing fills the gaps.
+	inOrder := true
 	for i, bk := range g.Buckets {
+		inOrder = inOrder && bk.ID == uint32(i)
+	}
+	for _, bk := range g.Buckets {
 		b.WriteString(",bucket=")
-		if bk.ID != uint32(i) {
+		if !inOrder {
 			fmt.Fprintf(&b, "bucket_id:%d,", bk.ID)
 		}
 		if g.Type == GroupSelect && bk.Weight != 1 {
