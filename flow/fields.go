@@ -695,11 +695,11 @@ func fieldTable() []*Field {
 		print: printIPv6Label, Frame: &InFrame{InIPv6, 1, 3}}, get, set)
 	// Which extension headers the packet has (ExtHdrWalk): OpenFlow 1.3's
 	// pseudo-field, which Open vSwitch does not have, so the flow syntax
-	// is xswitch's (ExtHdrNoNext's comment and on: "+hop-frag", or a
-	// number as OpenFlow carries it).
+	// is xswitch's, that of tcp_flags in ovs-ofctl (extHdrNames).
 	get, set = u16Field(func(k *Key) *uint16 { return &k.IPv6ExtHdr })
+	parseFlags, printFlags := extHdrNames.syntax()
 	add(&Field{Name: "ipv6_exthdr", Aliases: []string{"OXM_OF_IPV6_EXTHDR"}, Bits: 9, Maskable: true, readOnly: true,
-		Needs: needsIPv6, OXM: []OXMCode{oxm(oxmBasic, 39, 2)}, syntax: syntaxHex, parse: parseExtHdr, print: printExtHdr}, get, set)
+		Needs: needsIPv6, OXM: []OXMCode{oxm(oxmBasic, 39, 2)}, syntax: syntaxHex, parse: parseFlags, print: printFlags}, get, set)
 
 	get, set = u8Field(func(k *Key) *uint8 { return &k.NwProto })
 	add(&Field{Name: "nw_proto", Aliases: []string{"ip_proto", "NXM_OF_IP_PROTO", "OXM_OF_IP_PROTO"}, Bits: 8, readOnly: true,

@@ -126,7 +126,7 @@ func parseActions(text string, m *Match, ports PortNames) ([]Action, error) {
 				_, field, _ := cutLast(arg, "->")
 				label = "set_field to " + field
 			}
-			return nil, fmt.Errorf("%s requires %s", label, needs.what)
+			return nil, fmt.Errorf("%s requires %s", label, needs.Unmet(m))
 		}
 		for _, a := range as {
 			after.Follow(a)

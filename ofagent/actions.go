@@ -344,7 +344,7 @@ func (d *actionDecoder) check(needs *flow.Prerequisite, err error, what string) 
 	case err != nil:
 		return actionError(openflow.BadActionBadSetArgument, "%v", err)
 	case needs != nil && !d.anyFrame && !needs.Holds(&d.cur):
-		return actionError(openflow.BadActionMatchInconsistent, "%s requires %s", what, needs)
+		return actionError(openflow.BadActionMatchInconsistent, "%s requires %s", what, needs.Unmet(&d.cur))
 	}
 	return nil
 }
