@@ -2,6 +2,7 @@ package openflow
 
 import (
 	"errors"
+	"net/netip"
 	"reflect"
 	"strings"
 	"testing"
@@ -64,6 +65,18 @@ var everyAction = []struct {
 	{a: NXController{MaxLen: 64, ControllerID: 3, Reason: 0}, ovs: "controller(reason=no_match,max_len=64,id=3)"},
 	{a: NXController2{MaxLen: 0xffff, Reason: 1, UserData: []byte{1, 2}, Pause: true}, ovs: "controller(userdata=01.02,pause)"},
 	{a: NXController2{MaxLen: 100, ControllerID: 2, Reason: 2, MeterID: 7}, ovs: "controller(reason=invalid_ttl,max_len=100,id=2,meter_id=7)"},
+	{a: NXConntrack{Flags: NXCTCommit, ZoneImm: 5, RecircTable: 3}, ovs: "ct(commit,table=3,zone=5)"},
+	{a: NXConntrack{RecircTable: NXCTNoTable, Actions: []Action{NXNAT{}}}, ovs: "ct(nat)"},
+	{a: NXConntrack{Flags: NXCTCommit | NXCTForce, ZoneSrc: nxmReg0, ZoneOfs: 16, ZoneNBits: 16, RecircTable: NXCTNoTable, Alg: 21, Actions: []Action{
+		NXNAT{Flags: NXNATSrc | NXNATProtoRand, Min: netip.MustParseAddr("10.0.0.1"), Max: netip.MustParseAddr("10.0.0.2"), ProtoMin: 1000, ProtoMax: 2000},
+		ActionSetField{Field: OXM{Class: OXMClassNXM1, Field: 107, Value: []byte{0, 0, 0, 1}}},
+		NXRegLoad{Ofs: 0, NBits: 4, Dst: 0x0001d810, Value: 5},
+	}}, ovs: "ct(commit,force,zone=NXM_NX_REG0[16..31],nat(src=10.0.0.1-10.0.0.2:1000-2000,random),exec(set_field:0x1->ct_mark,load:0x5->NXM_NX_CT_LABEL[0..3]),alg=ftp)"},
+	{a: NXConntrack{Flags: NXCTCommit, RecircTable: NXCTNoTable, Actions: []Action{
+		NXNAT{Flags: NXNATDst | NXNATPersistent, Min: netip.MustParseAddr("fe80::1"), ProtoMin: 80},
+	}}, ovs: "ct(commit,nat(dst=[fe80::1]:80,persistent))"},
+	{a: NXNAT{Flags: NXNATSrc}, ovs: "bad OpenFlow13 actions: OFPBAC_BAD_SET_ARGUMENT", want: "ffff 0010 00002320 0024 0000 0001 0000"},
+	{a: NXCTClear{}, ovs: "ct_clear"},
 }
 
 // TestActionsOFCtl has ovs-ofctl decode the encoding of each action and
