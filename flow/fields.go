@@ -605,6 +605,8 @@ func fieldTable() []*Field {
 	add(&Field{Name: "metadata", Aliases: []string{"OXM_OF_METADATA"}, Bits: 64, Maskable: true, Writable: true, Carried: true,
 		OXM: []OXMCode{oxm(oxmBasic, 2, 8)}, syntax: syntaxHex}, func(k *Key) Value { return Value{Lo: k.Metadata} }, func(k *Key, v Value) { k.Metadata = v.Lo })
 
+	addCTFields(add)
+
 	get, set = u16Field(func(k *Key) *uint16 { return &k.InPort })
 	// OXM_OF_IN_PORT holds the port's 32-bit OpenFlow 1.3 number,
 	// NXM_OF_IN_PORT its 16-bit one, which load and move name.
@@ -916,9 +918,9 @@ func (f *Field) formatValue(v, mask Value) string {
 		return fmt.Sprintf("0x%04x/0x%04x", v.Lo, mask.Lo)
 	case syntaxHex:
 		if full {
-			return fmt.Sprintf("%#x", v.Lo)
+			return hexText(v)
 		}
-		return fmt.Sprintf("%#x/%#x", v.Lo, mask.Lo)
+		return hexText(v) + "/" + hexText(mask)
 	case syntaxPort:
 		if full {
 			return portText(uint16(v.Lo))
@@ -929,6 +931,14 @@ func (f *Field) formatValue(v, mask Value) string {
 		return formatDecimal(v)
 	}
 	return fmt.Sprintf("%#x/%#x", v.Lo, mask.Lo)
+}
+
+// hexText prints v in hexadecimal, 0x first, all 128 bits of it.
+func hexText(v Value) string {
+	if v.Hi != 0 {
+		return fmt.Sprintf("0x%x%016x", v.Hi, v.Lo)
+	}
+	return fmt.Sprintf("%#x", v.Lo)
 }
 
 func formatDecimal(v Value) string {

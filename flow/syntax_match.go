@@ -199,6 +199,7 @@ func orKeys(a, b *Key) Key {
 	for i := range out.Regs {
 		out.Regs[i] |= b.Regs[i]
 	}
+	out.CT.Widen(&b.CT)
 	out.Table |= b.Table
 	return out
 }

@@ -277,10 +277,7 @@ func GotoTableAction(table, from uint8) (Action, error) {
 
 // loadText prints a load of v into dst.
 func loadText(dst subfield, v Value) string {
-	if v.Hi != 0 {
-		return fmt.Sprintf("load:0x%x%016x->%s", v.Hi, v.Lo, dst)
-	}
-	return fmt.Sprintf("load:%#x->%s", v.Lo, dst)
+	return fmt.Sprintf("load:%s->%s", hexText(v), dst)
 }
 
 // pipelineActionText prints the pipeline's actions; ok is false for any
