@@ -10,7 +10,8 @@ package flow
 // commits its connection (with a mark and a label, and an address
 // translation), and sends a copy of it on to ct(table=N) with the
 // connection's fields filled in, where rules match on them; the frame
-// itself goes on with the actions after ct(), untracked again.
+// itself goes on with the actions after ct(), untracked again. This file
+// has the fields; syntax_conntrack.go the actions.
 
 // CTFields are the fields of a Key that the connection tracker fills in.
 // Src and Dst are the addresses of the original direction of the
@@ -84,8 +85,8 @@ var (
 )
 
 // addCTFields adds the connection tracking fields to the field table, in
-// the order ovs-ofctl prints them. None may be written yet: ct_mark and
-// ct_label will be, in a ct()'s exec().
+// the order ovs-ofctl prints them. Only ct_mark and ct_label may be
+// written, and only in a ct()'s exec().
 func addCTFields(add func(*Field, func(*Key) Value, func(*Key, Value)) *Field) {
 	parseState, printState := ctStateNames.syntax()
 	get, set := u8Field(func(k *Key) *uint8 { return &k.CT.State })
@@ -94,12 +95,12 @@ func addCTFields(add func(*Field, func(*Key) Value, func(*Key, Value)) *Field) {
 	get, set = u16Field(func(k *Key) *uint16 { return &k.CT.Zone })
 	add(&Field{Name: "ct_zone", Aliases: []string{"NXM_NX_CT_ZONE"}, Bits: 16, readOnly: true,
 		OXM: []OXMCode{oxm(oxmNXM1, 106, 2)}, syntax: syntaxDecimal}, get, set)
-	add(&Field{Name: "ct_mark", Aliases: []string{"NXM_NX_CT_MARK"}, Bits: 32, Maskable: true, Carried: true,
-		OXM: []OXMCode{oxm(oxmNXM1, 107, 4)}, syntax: syntaxHex},
+	add(&Field{Name: "ct_mark", Aliases: []string{"NXM_NX_CT_MARK"}, Bits: 32, Maskable: true, Writable: true, Carried: true,
+		CTOnly: true, OXM: []OXMCode{oxm(oxmNXM1, 107, 4)}, syntax: syntaxHex},
 		func(k *Key) Value { return Value{Lo: uint64(k.CT.Mark)} }, func(k *Key, v Value) { k.CT.Mark = uint32(v.Lo) })
 	get, set = bytesField(func(k *Key) []byte { return k.CT.Label[:] })
-	add(&Field{Name: "ct_label", Aliases: []string{"NXM_NX_CT_LABEL"}, Bits: 128, Maskable: true, Carried: true,
-		OXM: []OXMCode{oxm(oxmNXM1, 108, 16)}, syntax: syntaxHex}, get, set)
+	add(&Field{Name: "ct_label", Aliases: []string{"NXM_NX_CT_LABEL"}, Bits: 128, Maskable: true, Writable: true, Carried: true,
+		CTOnly: true, OXM: []OXMCode{oxm(oxmNXM1, 108, 16)}, syntax: syntaxHex}, get, set)
 	for _, dir := range []struct {
 		name, nxm string
 		at        func(*Key) *[16]byte

@@ -125,6 +125,10 @@ type Field struct {
 	// and move write them in the key alone. A header field that is
 	// Writable has a rewrite instead.
 	Carried bool
+	// CTOnly fields (ct_mark and ct_label) are a connection's, which the
+	// actions in a ct()'s exec() alone write, as in OVS: a set_field,
+	// load or move to one anywhere else is refused (CheckPlace).
+	CTOnly bool
 	// Needs is what the rest of a match must say for the field to make
 	// sense (nil: nothing).
 	Needs *Prerequisite

@@ -120,6 +120,11 @@ func parseActions(text string, m *Match, ports PortNames) ([]Action, error) {
 		if err != nil {
 			return nil, err
 		}
+		for _, a := range as {
+			if err := CheckPlace(a, false); err != nil {
+				return nil, err
+			}
+		}
 		if needs != nil && !needs.holds(m) {
 			label := name
 			if name == "set_field" {
@@ -276,6 +281,17 @@ func parseAction(name, arg string, hasArg bool, m *Match, ports PortNames) ([]Ac
 	if strings.EqualFold(name, "controller") {
 		a, err := controllerAction(arg)
 		return one(a, nil, err)
+	}
+	switch name {
+	case "ct":
+		return one(ctAction(arg, m, ports))
+	case "ct_clear":
+		if hasArg {
+			return one(Action{}, nil, fmt.Errorf("action %q takes no argument", name))
+		}
+		return one(Action{Type: ActCTClear}, nil, nil)
+	case "nat":
+		return one(Action{}, nil, errors.New(`cannot have NAT action outside of "ct" action: write ct(nat...)`))
 	}
 	if typ, ok := reservedPorts[strings.ToUpper(name)]; ok {
 		if hasArg {
@@ -982,6 +998,10 @@ func actionText(a Action) string {
 		return fmt.Sprintf("set_mpls_ttl(%d)", a.Value)
 	case ActDecMPLSTTL:
 		return "dec_mpls_ttl"
+	case ActCT:
+		return ctText(a.CT)
+	case ActCTClear:
+		return "ct_clear"
 	}
 	return fmt.Sprintf("unknown_action_type_%d", a.Type)
 }

@@ -209,12 +209,31 @@ var mplsOracleFlows = []string{
 	"mplsm,actions=write_actions(dec_mpls_ttl,pop_mpls:0x86dd,output:2)",
 }
 
-// TestMPLSActionsOracle: ovs-ofctl add-flow -O OpenFlow13 sends each MPLS
-// flow's instructions as instructionsToOF encodes the rule xswitch parses
-// from it, byte for byte, and instructionsFromOF reads them as that rule;
-// ovs-ofctl ofp-print prints xswitch's FLOW_MOD of the rule as it prints
-// its own.
-func TestMPLSActionsOracle(t *testing.T) {
+// ctOracleFlows are flows of ct() in each of its forms, and ct_clear.
+var ctOracleFlows = []string{
+	"ip,actions=ct()",
+	"ip,actions=ct(commit,table=3,zone=5),ct_clear,output:1",
+	"ip,actions=ct(commit,force,zone=NXM_NX_REG0[16..31])",
+	"ip,actions=ct(zone=NXM_OF_IN_PORT[],table=0,nat)",
+	"tcp,actions=ct(commit,nat(src=10.0.0.1-10.0.0.2:1000-2000,persistent,random),alg=ftp)",
+	"udp6,actions=ct(commit,nat(dst=[fe80::1]-[fe80::2]:80,hash),alg=tftp)",
+	"ipv6,actions=ct(commit,nat(src=fe80::1))",
+	"ip,actions=ct(commit,nat(dst),exec(set_field:1->ct_mark,set_field:0x1234567890abcdef1234567890abcdef->ct_label))",
+	"ip,actions=ct(commit,exec(set_field:0x5/0xf->ct_mark,set_field:0x10000000000000001/0x30000000000000001->ct_label))",
+	"ip,actions=ct(commit,exec(load:1->NXM_NX_CT_MARK[3],load:0x1234567890abcdef->NXM_NX_CT_LABEL[32..95],move:NXM_NX_REG0[]->NXM_NX_CT_LABEL[96..127]))",
+	"ip,ct_state=+est,actions=ct(commit,exec(move:NXM_NX_CT_NW_SRC[]->NXM_NX_CT_MARK[])),move:NXM_NX_CT_LABEL[0..31]->NXM_NX_REG1[]",
+}
+
+// TestMPLSActionsOracle and TestCTActionsOracle: ovs-ofctl add-flow -O
+// OpenFlow13 sends each flow's instructions as instructionsToOF encodes
+// the rule xswitch parses from it, byte for byte, and instructionsFromOF
+// reads them as that rule; ovs-ofctl ofp-print prints xswitch's FLOW_MOD
+// of the rule as it prints its own.
+func TestMPLSActionsOracle(t *testing.T) { checkActionsOracle(t, mplsOracleFlows) }
+
+func TestCTActionsOracle(t *testing.T) { checkActionsOracle(t, ctOracleFlows) }
+
+func checkActionsOracle(t *testing.T, flows []string) {
 	ofctltest.Require(t)
 	printed := func(msg []byte) string {
 		out, err := ofctltest.Run(t, "ofp-print", hex.EncodeToString(msg))
@@ -224,7 +243,7 @@ func TestMPLSActionsOracle(t *testing.T) {
 		_, text, _ := strings.Cut(string(out), "ADD ")
 		return strings.TrimSpace(text)
 	}
-	for _, text := range mplsOracleFlows {
+	for _, text := range flows {
 		r := ruleOf(t, text)
 		sent := ofctltest.AddFlow(t, text)
 		_, msg, err := openflow.Decode(sent)
