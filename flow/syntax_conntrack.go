@@ -59,9 +59,9 @@ type NAT struct {
 	// (a bare nat) applies what the connection has.
 	Src, Dst bool
 	// Min to Max are the addresses to translate to, Max invalid for Min
-	// alone; Min invalid for none (the tracker keeps the address and
-	// translates ports, or does nothing). MinPort to MaxPort are the
-	// ports, 0 for none, MaxPort 0 for MinPort alone.
+	// alone, Min invalid for no range; MinPort to MaxPort are the ports,
+	// which only follow addresses, 0 for none, MaxPort 0 for MinPort
+	// alone. OpenFlow may give a Max equal to Min, the flow syntax not.
 	Min, Max         netip.Addr
 	MinPort, MaxPort uint16
 	// Persistent keeps a client's address the same across connections;
@@ -220,7 +220,7 @@ func ctAction(arg string, m *Match, ports PortNames) (Action, *Prerequisite, err
 func (c *Conntrack) parseZone(text string, m *Match) error {
 	if text != "" && text[0] >= '0' && text[0] <= '9' {
 		n, err := numberFromText("ct zone", text, 0xffff)
-		c.Zone, c.ZoneSrc = uint16(n), nil
+		c.Zone, c.ZoneSrc, c.ZoneOfs = uint16(n), nil, 0
 		return err
 	}
 	sf, err := parseSubfield(text, m)
@@ -308,9 +308,6 @@ func natAction(text string) (*NAT, error) {
 				return nil, err
 			}
 		}
-	}
-	if n.Src && n.Dst {
-		return nil, errors.New(`nat: may only specify one of "src" or "dst"`)
 	}
 	return n, n.check()
 }
@@ -457,8 +454,9 @@ func ctText(c *Conntrack) string {
 	return "ct(" + strings.Join(parts, ",") + ")"
 }
 
-// String prints n as ovs-ofctl does, but for the flags of a nat(src) or
-// nat(dst) without a range, which it leaves out although they are there.
+// String prints n as ovs-ofctl does (a range's end only when it is not
+// its start), but for the flags of a nat(src) or nat(dst) without a
+// range, which ovs-ofctl leaves out although they are there.
 func (n *NAT) String() string {
 	if !n.Src && !n.Dst {
 		return "nat"
@@ -477,12 +475,12 @@ func (n *NAT) String() string {
 			return a.String()
 		}
 		b.WriteString("=" + addr(n.Min))
-		if n.Max.IsValid() {
+		if n.Max.IsValid() && n.Max != n.Min {
 			b.WriteString("-" + addr(n.Max))
 		}
 		if n.MinPort != 0 {
 			b.WriteString(":" + strconv.Itoa(int(n.MinPort)))
-			if n.MaxPort != 0 {
+			if n.MaxPort != 0 && n.MaxPort != n.MinPort {
 				b.WriteString("-" + strconv.Itoa(int(n.MaxPort)))
 			}
 		}

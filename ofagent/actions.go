@@ -400,19 +400,17 @@ func (d *actionDecoder) conntrack(a openflow.NXConntrack) (flow.Action, error) {
 	}
 	nested := actionDecoder{cur: d.cur, anyFrame: d.anyFrame, inCT: true}
 	for _, na := range a.Actions {
-		nat, ok := na.(openflow.NXNAT)
-		if !ok {
-			var err error
-			if c.Exec, err = nested.appendAction(c.Exec, na); err != nil {
-				return flow.Action{}, err
-			}
-			continue
-		}
-		if c.NAT != nil {
-			return flow.Action{}, actionError(openflow.BadActionBadArgument, "ct: a second nat")
-		}
 		var err error
-		if c.NAT, err = natFromOF(nat); err != nil {
+		switch na := na.(type) {
+		case openflow.NXNAT:
+			if c.NAT != nil {
+				return flow.Action{}, actionError(openflow.BadActionBadArgument, "ct: a second nat")
+			}
+			c.NAT, err = natFromOF(na)
+		default:
+			c.Exec, err = nested.appendAction(c.Exec, na)
+		}
+		if err != nil {
 			return flow.Action{}, err
 		}
 	}

@@ -574,3 +574,19 @@ func TestCTActionErrorsOracle(t *testing.T) {
 		wantCode(t, tc.name, err, openflow.ErrBadAction, tc.code)
 	}
 }
+
+// TestNATRangeOfOneFromOF: a range that OpenFlow gives as its start and
+// an end equal to it prints as its start, as ovs-ofctl prints it, and
+// goes back to OpenFlow as it came.
+func TestNATRangeOfOneFromOF(t *testing.T) {
+	ip := ruleOf(t, "ip,actions=drop").Match
+	a := openflow.NXConntrack{Flags: openflow.NXCTCommit, RecircTable: openflow.NXCTNoTable, Actions: []openflow.Action{
+		openflow.NXNAT{Flags: openflow.NXNATSrc, Min: netip.MustParseAddr("10.0.0.1"), Max: netip.MustParseAddr("10.0.0.1"), ProtoMin: 80, ProtoMax: 80}}}
+	as, err := actionsFromOF([]openflow.Action{a}, ip)
+	if err != nil || flow.FormatActions(as) != "ct(commit,nat(src=10.0.0.1:80))" {
+		t.Fatalf("reads as %s, %v; want ct(commit,nat(src=10.0.0.1:80))", flow.FormatActions(as), err)
+	}
+	if back := actionsToOF(as, ip); !reflect.DeepEqual(back, []openflow.Action{a}) {
+		t.Errorf("goes back as %#v, not as it came, %#v", back, a)
+	}
+}
