@@ -117,6 +117,9 @@ func TestCTActionErrors(t *testing.T) {
 		{"ip,actions=ct(alg=21)", `ct: invalid conntrack helper "21" (want ftp or tftp)`},
 		{"ip,actions=ct(bogus)", `invalid argument to "ct" action: "bogus" (want commit, force, table, zone, alg, nat or exec)`},
 		{"ip,actions=ct(commit,nat(src),nat(dst))", `ct: nat given twice`},
+		{"ip,actions=ct(nat(src)x)", `ct: action "nat(src)x": text after its closing parenthesis`},
+		{"ip,actions=ct(commit,exec(nat(src)y))", `action "nat(src)y": text after its closing parenthesis`},
+		{"ip,actions=ct(commit,nat(src(x)y))", `nat: action "src(x)y": text after its closing parenthesis`},
 		{"ip,actions=ct(commit)x", `action "ct(commit)x": text after its closing parenthesis`},
 		{"ip,actions=ct(commit,exec(output:1)", `unbalanced parentheses in actions "ct(commit,exec(output:1)"`},
 		// What ct needs of the match.

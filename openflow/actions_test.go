@@ -186,6 +186,13 @@ func TestDecodeActionsErrors(t *testing.T) {
 		{"controller2 max_len of 1 byte", "ffff 0018 00002320 0025 000000000000 0000 0005 00000000", BadActionBadLen},
 		{"controller2 with property 9", "ffff 0018 00002320 0025 000000000000 0009 0004 00000000", BadActionBadArgument},
 		{"controller2 with meter 0", "ffff 0018 00002320 0025 000000000000 0005 0008 00000000", BadActionBadArgument},
+		{"ct of 16 bytes", "ffff 0010 00002320 0023 0000 00000000", BadActionBadLen},
+		{"ct with a nested action cut", "ffff 0020 00002320 0023 0001 00000000 0000 ff 000000 0000 0000 0010 00000001", BadActionBadLen},
+		{"nat with IPv4 and IPv6 parts", "ffff 0010 00002320 0024 0000 0001 0005", BadActionBadArgument},
+		{"nat with a part it does not define", "ffff 0010 00002320 0024 0000 0001 0040", BadActionBadArgument},
+		{"nat with its range cut", "ffff 0010 00002320 0024 0000 0001 0001", BadActionBadLen},
+		{"nat with port 0", "ffff 0018 00002320 0024 0000 0001 0010 0000 000000000000", BadActionBadArgument},
+		{"ct_clear of 24 bytes", "ffff 0018 00002320 002b 000000000000 0000000000000000", BadActionBadLen},
 	} {
 		got, err := DecodeActions(unhex(t, c.hex))
 		var de *DecodeError
