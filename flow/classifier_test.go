@@ -13,10 +13,10 @@ import (
 
 // keyFieldSizes are the byte sizes of Key's fields, in order, as keyBytes
 // lays them out.
-var keyFieldSizes = []int{8, 4, 4, 2, 6, 6, 2, 2, 1, 1, 1, 1, 4, 4, 16, 16, 2, 2, 1}
+var keyFieldSizes = []int{8, 4, 4, 2, 6, 6, 2, 2, 1, 1, 1, 1, 4, 4, 16, 16, 2, 2, 4, 2, 1, 1, 2, 2, 16, 16, 16, 1}
 
 // keyLen is the length of keyBytes' layout.
-const keyLen = 83
+const keyLen = 143
 
 func keyBytes(k *Key) []byte {
 	be := binary.BigEndian
@@ -36,6 +36,14 @@ func keyBytes(k *Key) []byte {
 	b = append(b, k.IPv6Dst[:]...)
 	b = be.AppendUint16(b, k.TpSrc)
 	b = be.AppendUint16(b, k.TpDst)
+	b = be.AppendUint32(b, k.CT.Mark)
+	b = be.AppendUint16(b, k.CT.Zone)
+	b = append(b, k.CT.State, k.CT.NwProto)
+	b = be.AppendUint16(b, k.CT.TpSrc)
+	b = be.AppendUint16(b, k.CT.TpDst)
+	b = append(b, k.CT.Label[:]...)
+	b = append(b, k.CT.Src[:]...)
+	b = append(b, k.CT.Dst[:]...)
 	return append(b, k.Table)
 }
 
@@ -58,7 +66,16 @@ func keyFromBytes(b []byte) Key {
 	copy(k.IPv6Dst[:], b[46:])
 	k.TpSrc = be.Uint16(b[62:])
 	k.TpDst = be.Uint16(b[64:])
-	k.Table = b[66]
+	b = b[66:]
+	k.CT.Mark = be.Uint32(b)
+	k.CT.Zone = be.Uint16(b[4:])
+	k.CT.State, k.CT.NwProto = b[6], b[7]
+	k.CT.TpSrc = be.Uint16(b[8:])
+	k.CT.TpDst = be.Uint16(b[10:])
+	copy(k.CT.Label[:], b[12:])
+	copy(k.CT.Src[:], b[28:])
+	copy(k.CT.Dst[:], b[44:])
+	k.Table = b[60]
 	return k
 }
 
@@ -173,6 +190,22 @@ func (g *ruleGen) randomMask() Key {
 	if some() {
 		m.TpDst = []uint16{0xffff, 0xff00}[g.pick(2)]
 	}
+	if some() {
+		m.CT.State = []uint8{0xff, CTTracked | CTEstablished, CTNew}[g.pick(3)]
+	}
+	if some() {
+		m.CT.Zone = 0xffff
+	}
+	if some() {
+		m.CT.Mark = []uint32{^uint32(0), 0xff}[g.pick(2)]
+	}
+	if some() {
+		m.CT.Label = prefix16(64 * (1 + g.pick(2)))
+	}
+	if some() {
+		m.CT.Src = prefix16(32 * (1 + g.pick(4)))
+		m.CT.NwProto, m.CT.TpDst = 0xff, 0xffff
+	}
 	return m
 }
 
@@ -205,6 +238,11 @@ func (g *ruleGen) randomKey() Key {
 	k.IPv6Dst = v6Pool[g.pick(len(v6Pool))]
 	k.TpSrc = []uint16{22, 80, 443, 0x1f90}[g.pick(4)]
 	k.TpDst = []uint16{22, 80, 443, 0x1f90}[g.pick(4)]
+	if g.pick(2) == 0 { // through ct(table=N)
+		k.CT = CTFields{State: []uint8{CTTracked | CTNew, CTTracked | CTEstablished, CTTracked | CTInvalid}[g.pick(3)],
+			Zone: uint16(g.pick(3)), Mark: uint32(g.pick(3)), NwProto: k.NwProto, TpSrc: k.TpSrc, TpDst: k.TpDst, Src: k.IPv6Src, Dst: k.IPv6Dst}
+		k.CT.Label[15] = byte(g.pick(3))
+	}
 	k.Table = uint8(g.pick(3))
 	if wild() {
 		k.InPort = uint16(g.rnd.Uint32())
@@ -733,9 +771,14 @@ func TestMaskKeyAndWidenAreBytewise(t *testing.T) {
 		widened := m
 		widened.Widen(&m2.Headers)
 		want := bytewise(&m, &m2, func(x, y byte) byte { return x | y })
-		want.Table, want.Metadata, want.Regs = m.Table, m.Metadata, m.Regs // Widen is of Headers
+		want.Table, want.Metadata, want.Regs, want.CT = m.Table, m.Metadata, m.Regs, m.CT // Widen is of Headers
 		if widened != want {
 			t.Fatalf("Widen(%+v, %+v) = %+v, want %+v", m, m2, widened, want)
+		}
+		widenedCT := m.CT
+		widenedCT.Widen(&m2.CT)
+		if want := bytewise(&m, &m2, func(x, y byte) byte { return x | y }); widenedCT != want.CT {
+			t.Fatalf("CTFields.Widen(%+v, %+v) = %+v, want %+v", m.CT, m2.CT, widenedCT, want.CT)
 		}
 	}
 }

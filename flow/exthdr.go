@@ -1,11 +1,6 @@
 package flow
 
-import (
-	"fmt"
-	"strings"
-
-	"github.com/xswitch/xswitch/header"
-)
+import "github.com/xswitch/xswitch/header"
 
 // The bits of ipv6_exthdr (Headers.IPv6ExtHdr), OpenFlow 1.3's
 // OFPIEH_* flags.
@@ -22,8 +17,10 @@ const (
 )
 
 // extHdrNames are the flags' names in the flow syntax, bit by bit: the
-// spec's names, lower case.
-var extHdrNames = [...]string{"nonext", "esp", "auth", "dest", "frag", "router", "hop", "unrep", "unseq"}
+// spec's names, lower case. The field reads and prints as ovs-ofctl
+// reads and prints tcp_flags: "+hop-frag", "auth|hop", or 0x44/0x1ff as
+// OpenFlow carries it.
+var extHdrNames = flagNames{"nonext", "esp", "auth", "dest", "frag", "router", "hop", "unrep", "unseq"}
 
 // ExtHdrWalk works out ipv6_exthdr as a parser walks an IPv6 packet's
 // header chain: Next takes each next-header value the chain names, the
@@ -102,97 +99,3 @@ func (w *ExtHdrWalk) see(bit uint16, rank uint8) {
 
 // Bits is ipv6_exthdr for the headers named so far.
 func (w *ExtHdrWalk) Bits() uint16 { return w.bits }
-
-// parseExtHdr reads ipv6_exthdr's value as ovs-ofctl reads tcp_flags:
-// "+hop-frag" (the flags with + set, those with - clear, the others
-// either way), "hop|auth" (exactly those set), or a number with an
-// optional mask, as OpenFlow carries it.
-func parseExtHdr(f *Field, text string) (Match, error) {
-	var m Match
-	switch {
-	case text != "" && (text[0] == '+' || text[0] == '-'):
-		for rest := text; rest != ""; {
-			set := rest[0] == '+'
-			if !set && rest[0] != '-' {
-				return m, fmt.Errorf("%s: %q: each flag starts with + or -", f.Name, text)
-			}
-			name := rest[1:]
-			if i := strings.IndexAny(name, "+-"); i >= 0 {
-				name, rest = name[:i], name[i:]
-			} else {
-				rest = ""
-			}
-			bit, err := extHdrBit(f, name)
-			if err != nil {
-				return m, err
-			}
-			if m.Mask.IPv6ExtHdr&bit != 0 {
-				return m, fmt.Errorf("%s: %q names %s twice", f.Name, text, name)
-			}
-			m.Mask.IPv6ExtHdr |= bit
-			if set {
-				m.Key.IPv6ExtHdr |= bit
-			}
-		}
-	case text != "" && text[0] >= 'a' && text[0] <= 'z':
-		for name := range strings.SplitSeq(text, "|") {
-			bit, err := extHdrBit(f, name)
-			if err != nil {
-				return m, err
-			}
-			m.Key.IPv6ExtHdr |= bit
-		}
-		m.Mask.IPv6ExtHdr = uint16(f.full().Lo)
-	default:
-		v, mask, err := f.parseValue(text, nil)
-		if err != nil {
-			return m, err
-		}
-		m.Key.IPv6ExtHdr, m.Mask.IPv6ExtHdr = uint16(v.Lo), uint16(mask.Lo)
-	}
-	return m, nil
-}
-
-func extHdrBit(f *Field, name string) (uint16, error) {
-	for i, n := range extHdrNames {
-		if n == name {
-			return 1 << i, nil
-		}
-	}
-	return 0, fmt.Errorf("%s: unknown flag %q (want %s)", f.Name, name, strings.Join(extHdrNames[:], ", "))
-}
-
-// printExtHdr prints ipv6_exthdr as ovs-ofctl prints tcp_flags: the flags
-// set, "|"-separated, when the match holds every bit; each bit it holds,
-// +set or -clear, when it holds some.
-func printExtHdr(f *Field, m *Match) string {
-	v, mask := m.Key.IPv6ExtHdr, m.Mask.IPv6ExtHdr
-	if mask == 0 {
-		return ""
-	}
-	full := mask == uint16(f.full().Lo)
-	if full && v == 0 {
-		return f.Name + "=0"
-	}
-	var b strings.Builder
-	b.WriteString(f.Name + "=")
-	for i, name := range extHdrNames {
-		bit := uint16(1) << i
-		switch {
-		case full && v&bit == 0:
-			continue
-		case full:
-			if b.Len() > len(f.Name)+1 {
-				b.WriteByte('|')
-			}
-		case mask&bit == 0:
-			continue
-		case v&bit != 0:
-			b.WriteByte('+')
-		default:
-			b.WriteByte('-')
-		}
-		b.WriteString(name)
-	}
-	return b.String()
-}

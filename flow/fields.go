@@ -125,6 +125,10 @@ type Field struct {
 	// and move write them in the key alone. A header field that is
 	// Writable has a rewrite instead.
 	Carried bool
+	// CTOnly fields (ct_mark and ct_label) are a connection's, which the
+	// actions in a ct()'s exec() alone write, as in OVS: a set_field,
+	// load or move to one anywhere else is refused (CheckPlace).
+	CTOnly bool
 	// Needs is what the rest of a match must say for the field to make
 	// sense (nil: nothing).
 	Needs *Prerequisite
@@ -605,6 +609,8 @@ func fieldTable() []*Field {
 	add(&Field{Name: "metadata", Aliases: []string{"OXM_OF_METADATA"}, Bits: 64, Maskable: true, Writable: true, Carried: true,
 		OXM: []OXMCode{oxm(oxmBasic, 2, 8)}, syntax: syntaxHex}, func(k *Key) Value { return Value{Lo: k.Metadata} }, func(k *Key, v Value) { k.Metadata = v.Lo })
 
+	addCTFields(add)
+
 	get, set = u16Field(func(k *Key) *uint16 { return &k.InPort })
 	// OXM_OF_IN_PORT holds the port's 32-bit OpenFlow 1.3 number,
 	// NXM_OF_IN_PORT its 16-bit one, which load and move name.
@@ -695,11 +701,11 @@ func fieldTable() []*Field {
 		print: printIPv6Label, Frame: &InFrame{InIPv6, 1, 3}}, get, set)
 	// Which extension headers the packet has (ExtHdrWalk): OpenFlow 1.3's
 	// pseudo-field, which Open vSwitch does not have, so the flow syntax
-	// is xswitch's (ExtHdrNoNext's comment and on: "+hop-frag", or a
-	// number as OpenFlow carries it).
+	// is xswitch's, that of tcp_flags in ovs-ofctl (extHdrNames).
 	get, set = u16Field(func(k *Key) *uint16 { return &k.IPv6ExtHdr })
+	parseFlags, printFlags := extHdrNames.syntax()
 	add(&Field{Name: "ipv6_exthdr", Aliases: []string{"OXM_OF_IPV6_EXTHDR"}, Bits: 9, Maskable: true, readOnly: true,
-		Needs: needsIPv6, OXM: []OXMCode{oxm(oxmBasic, 39, 2)}, syntax: syntaxHex, parse: parseExtHdr, print: printExtHdr}, get, set)
+		Needs: needsIPv6, OXM: []OXMCode{oxm(oxmBasic, 39, 2)}, syntax: syntaxHex, parse: parseFlags, print: printFlags}, get, set)
 
 	get, set = u8Field(func(k *Key) *uint8 { return &k.NwProto })
 	add(&Field{Name: "nw_proto", Aliases: []string{"ip_proto", "NXM_OF_IP_PROTO", "OXM_OF_IP_PROTO"}, Bits: 8, readOnly: true,
@@ -916,9 +922,9 @@ func (f *Field) formatValue(v, mask Value) string {
 		return fmt.Sprintf("0x%04x/0x%04x", v.Lo, mask.Lo)
 	case syntaxHex:
 		if full {
-			return fmt.Sprintf("%#x", v.Lo)
+			return hexText(v)
 		}
-		return fmt.Sprintf("%#x/%#x", v.Lo, mask.Lo)
+		return hexText(v) + "/" + hexText(mask)
 	case syntaxPort:
 		if full {
 			return portText(uint16(v.Lo))
@@ -929,6 +935,14 @@ func (f *Field) formatValue(v, mask Value) string {
 		return formatDecimal(v)
 	}
 	return fmt.Sprintf("%#x/%#x", v.Lo, mask.Lo)
+}
+
+// hexText prints v in hexadecimal, 0x first, all 128 bits of it.
+func hexText(v Value) string {
+	if v.Hi != 0 {
+		return fmt.Sprintf("0x%x%016x", v.Hi, v.Lo)
+	}
+	return fmt.Sprintf("%#x", v.Lo)
 }
 
 func formatDecimal(v Value) string {

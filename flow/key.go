@@ -8,7 +8,8 @@ import (
 
 // Key is what the flow tables match on: the header fields of one frame and
 // the port it arrived on (Headers), and what the pipeline carries along
-// with the frame from table to table: metadata and registers.
+// with the frame from table to table: metadata, registers, and what the
+// connection tracker said of it (CT).
 //
 // It is a packed, comparable struct of fixed-size arrays with no pointers,
 // so that it hashes as plain memory when it is a map key (the classifier's
@@ -41,6 +42,10 @@ type Key struct {
 	Headers
 	Metadata uint64
 	Regs     [NumRegs]uint32
+	// CT is what the connection tracker says of the frame: zero (-trk)
+	// until a ct() sends it on to a table with its connection's fields
+	// filled in.
+	CT CTFields
 	// Table is the table the key is looked up in. Every rule matches it
 	// exactly (a rule lives in one table), so one classifier holds the
 	// whole pipeline. A frame starts in table 0.
@@ -225,6 +230,15 @@ func maskKey(dst, k, m *Key) {
 	for i := range k.Regs {
 		dst.Regs[i] = k.Regs[i] & m.Regs[i]
 	}
+	dst.CT.Mark = k.CT.Mark & m.CT.Mark
+	dst.CT.Zone = k.CT.Zone & m.CT.Zone
+	dst.CT.State = k.CT.State & m.CT.State
+	dst.CT.NwProto = k.CT.NwProto & m.CT.NwProto
+	dst.CT.TpSrc = k.CT.TpSrc & m.CT.TpSrc
+	dst.CT.TpDst = k.CT.TpDst & m.CT.TpDst
+	and128(&dst.CT.Label, &k.CT.Label, &m.CT.Label)
+	and128(&dst.CT.Src, &k.CT.Src, &m.CT.Src)
+	and128(&dst.CT.Dst, &k.CT.Dst, &m.CT.Dst)
 	dst.Table = k.Table & m.Table
 }
 

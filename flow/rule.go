@@ -228,6 +228,12 @@ const (
 	ActDecMPLSTTL
 	ActCopyTTLOut
 	ActCopyTTLIn
+
+	// ActCT is ct(): the frame goes through the connection tracker, as
+	// CT says, and goes on untracked, its key's CT fields zero
+	// (conntrack.go). ActCTClear is ct_clear: the frame is untracked.
+	ActCT
+	ActCTClear
 )
 
 // OpenFlow's packet-in reasons (OFPR_*), which an ActController's Table
@@ -273,6 +279,10 @@ type Action struct {
 	Field, Src         *Field
 	Imm, Mask          Value
 	Ofs, SrcOfs, NBits uint8 // ActMove
+
+	// CT is ActCT's arguments, shared by every copy of the action: many,
+	// and rare, they are not worth a place of their own in every action.
+	CT *Conntrack
 }
 
 // SetAddress makes addr, a MAC (ActSetDlSrc, ActSetDlDst) or IPv4 address
@@ -403,6 +413,11 @@ func (a *Action) ApplyToKey(k *Key) (keep bool) {
 		k.copyTTLOut()
 	case ActCopyTTLIn:
 		k.copyTTLIn()
+	case ActCT, ActCTClear:
+		// ct()'s copy goes on in its table, tracked; the frame, after
+		// it, is untracked, as after ct_clear (OVS's
+		// flow_clear_conntrack).
+		k.CT = CTFields{}
 	}
 	return true
 }

@@ -120,13 +120,18 @@ func parseActions(text string, m *Match, ports PortNames) ([]Action, error) {
 		if err != nil {
 			return nil, err
 		}
+		for _, a := range as {
+			if err := CheckPlace(a, false); err != nil {
+				return nil, err
+			}
+		}
 		if needs != nil && !needs.holds(m) {
 			label := name
 			if name == "set_field" {
 				_, field, _ := cutLast(arg, "->")
 				label = "set_field to " + field
 			}
-			return nil, fmt.Errorf("%s requires %s", label, needs.what)
+			return nil, fmt.Errorf("%s requires %s", label, needs.Unmet(m))
 		}
 		for _, a := range as {
 			after.Follow(a)
@@ -261,6 +266,7 @@ var actionNames = map[string]bool{
 	"set_tunnel": true, "set_tunnel64": true, "group": true,
 	"push_mpls": true, "pop_mpls": true, "set_mpls_label": true, "set_mpls_tc": true,
 	"set_mpls_ttl": true, "dec_mpls_ttl": true, "copy_ttl_out": true, "copy_ttl_in": true,
+	"ct_clear": true,
 }
 
 // parseAction parses one action other than drop, of a rule whose match is
@@ -276,6 +282,12 @@ func parseAction(name, arg string, hasArg bool, m *Match, ports PortNames) ([]Ac
 	if strings.EqualFold(name, "controller") {
 		a, err := controllerAction(arg)
 		return one(a, nil, err)
+	}
+	switch name {
+	case "ct":
+		return one(ctAction(arg, m, ports))
+	case "nat":
+		return one(Action{}, nil, errors.New(`cannot have NAT action outside of "ct" action: write ct(nat...)`))
 	}
 	if typ, ok := reservedPorts[strings.ToUpper(name)]; ok {
 		if hasArg {
@@ -459,9 +471,11 @@ var bareActions = map[string]func() (Action, *Prerequisite){
 	"dec_mpls_ttl": DecMPLSTTLAction,
 	"copy_ttl_out": CopyTTLOutAction,
 	"copy_ttl_in":  CopyTTLInAction,
+	"ct_clear":     ctClearAction,
 }
 
 func stripVLANAction() (Action, *Prerequisite) { return Action{Type: ActStripVLAN}, nil }
+func ctClearAction() (Action, *Prerequisite)   { return Action{Type: ActCTClear}, nil }
 
 // DecTTLAction is dec_ttl and what it needs of the match.
 func DecTTLAction() (Action, *Prerequisite) { return Action{Type: ActDecTTL}, actionNeedsIP }
@@ -1014,6 +1028,10 @@ func actionText(a Action) string {
 		return "copy_ttl_out"
 	case ActCopyTTLIn:
 		return "copy_ttl_in"
+	case ActCT:
+		return ctText(a.CT)
+	case ActCTClear:
+		return "ct_clear"
 	}
 	return fmt.Sprintf("unknown_action_type_%d", a.Type)
 }

@@ -28,6 +28,10 @@ var syntaxFuzzSeeds = []string{
 	"in_port=CONTROLLER,actions=controller(reason=invalid_ttl,max_len=5,id=3),CONTROLLER:64,TABLE,write_actions(CONTROLLER)",
 	"send_flow_rem no_byte_counts idle_timeout=5 no_packet_counts priority=5 ip actions=NORMAL",
 	"dl_vlan=5,actions=push_vlan:0x88a8,set_field:0x1201/0xefff->vlan_tci,move:dl_vlan_pcp[]->reg0[0..2],load:1->dl_vlan[3]",
+	"ct_state=+trk+est-new,ct_zone=5,ct_mark=0x1/0xff,ct_label=0x1/0x1,ip,actions=ct(commit,zone=NXM_NX_REG0[0..15],table=3," +
+		"nat(src=10.0.0.1-10.0.0.9:1000-2000,persistent,random),exec(set_field:1->ct_mark,set_field:0x5/0xf->ct_label,move:reg1[]->ct_mark[])),ct_clear",
+	"ct_state=est|trk,ct_nw_proto=6,ct_nw_src=10.0.0.0/8,ct_tp_dst=0x50/0xfff0,ip,actions=ct(table=1,nat),move:ct_nw_dst[]->reg2[]",
+	"tcp6,ct_state=0x22/0x33,ct_nw_proto=6,ct_ipv6_dst=fe80::/64,actions=ct(commit,force,alg=ftp,nat(dst=[fe80::1]-[fe80::2]:80),exec(load:1->ct_label[127]))",
 }
 
 // FuzzParseRule checks that ParseRule never panics and that every rule it

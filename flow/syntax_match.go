@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/bits"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"unsafe"
@@ -23,6 +24,9 @@ import (
 type Prerequisite struct {
 	holds func(m *Match) bool
 	what  string // "ip or ipv6 (dl_type=0x0800 or 0x86dd)"
+	// all, for a prerequisite that is several (allNeeded), are they, so
+	// that an error names the one a match lacks (Unmet).
+	all []*Prerequisite
 }
 
 // Holds reports whether m says what p asks for.
@@ -46,6 +50,51 @@ var exactMask = func() (m Key) {
 
 // String says what p asks for, for error messages.
 func (p *Prerequisite) String() string { return p.what }
+
+// Unmet says what of p m lacks, for error messages: of a prerequisite
+// that is several, the first that m does not meet.
+func (p *Prerequisite) Unmet(m *Match) string {
+	for _, q := range p.all {
+		if !q.holds(m) {
+			return q.Unmet(m)
+		}
+	}
+	return p.what
+}
+
+// allNeeded is a prerequisite that holds when each of ps does (nil ones
+// ask nothing): nil when they ask nothing, the one when they ask one
+// thing.
+func allNeeded(ps ...*Prerequisite) *Prerequisite {
+	var all []*Prerequisite
+	for _, p := range ps {
+		if p != nil && !slices.Contains(all, p) {
+			all = append(all, p)
+		}
+	}
+	switch len(all) {
+	case 0:
+		return nil
+	case 1:
+		return all[0]
+	}
+	whats := make([]string, len(all))
+	for i, p := range all {
+		whats[i] = p.what
+	}
+	return &Prerequisite{
+		holds: func(m *Match) bool {
+			for _, p := range all {
+				if !p.holds(m) {
+					return false
+				}
+			}
+			return true
+		},
+		what: strings.Join(whats, " and "),
+		all:  all,
+	}
+}
 
 func hasDlType(m *Match, dlType uint16) bool {
 	return m.Mask.DlType == math.MaxUint16 && m.Key.DlType == dlType
@@ -153,7 +202,7 @@ func (b *matchBuilder) add(name string, part Match, needs *Prerequisite) error {
 func (b *matchBuilder) checkPrerequisites() error {
 	for _, f := range b.fields {
 		if f.needs != nil && !f.needs.holds(&b.match) {
-			return fmt.Errorf("field %q requires %s", f.name, f.needs.what)
+			return fmt.Errorf("field %q requires %s", f.name, f.needs.Unmet(&b.match))
 		}
 	}
 	return nil
@@ -167,6 +216,7 @@ func orKeys(a, b *Key) Key {
 	for i := range out.Regs {
 		out.Regs[i] |= b.Regs[i]
 	}
+	out.CT.Widen(&b.CT)
 	out.Table |= b.Table
 	return out
 }

@@ -200,18 +200,7 @@ func MoveAction(src *Field, srcOfs uint, dst *Field, dstOfs, nbits uint) (Action
 		return Action{}, nil, err
 	}
 	return Action{Type: ActMove, Src: src, SrcOfs: uint8(srcOfs), Field: dst, Ofs: uint8(dstOfs),
-		NBits: uint8(nbits)}, bothNeeded(src.actionNeeds(), dst.actionNeeds()), nil
-}
-
-// bothNeeded is a prerequisite that holds when a and b both do.
-func bothNeeded(a, b *Prerequisite) *Prerequisite {
-	switch {
-	case a == nil || a == b:
-		return b
-	case b == nil:
-		return a
-	}
-	return &Prerequisite{holds: func(m *Match) bool { return a.holds(m) && b.holds(m) }, what: a.what + " and " + b.what}
+		NBits: uint8(nbits)}, allNeeded(src.actionNeeds(), dst.actionNeeds()), nil
 }
 
 // writeMetadataAction parses write_metadata's "VALUE[/MASK]".
@@ -288,10 +277,7 @@ func GotoTableAction(table, from uint8) (Action, error) {
 
 // loadText prints a load of v into dst.
 func loadText(dst subfield, v Value) string {
-	if v.Hi != 0 {
-		return fmt.Sprintf("load:0x%x%016x->%s", v.Hi, v.Lo, dst)
-	}
-	return fmt.Sprintf("load:%#x->%s", v.Lo, dst)
+	return fmt.Sprintf("load:%s->%s", hexText(v), dst)
 }
 
 // pipelineActionText prints the pipeline's actions; ok is false for any

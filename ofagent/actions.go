@@ -2,6 +2,7 @@ package ofagent
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 
 	"github.com/xswitch/xswitch/flow"
@@ -197,10 +198,12 @@ func isInstruction(t flow.ActionType) bool {
 // takes it away; push_mpls and pop_mpls give it their EtherType
 // (flow.Match.Follow), as Open vSwitch checks them. anyFrame says that the
 // list has no match of its own, a group's bucket's: its prerequisites are
-// not checked.
+// not checked. inCT says that the list is a ct()'s, which holds writes of
+// the connection's fields alone (flow.CheckPlace).
 type actionDecoder struct {
 	cur      flow.Match
 	anyFrame bool
+	inCT     bool
 }
 
 // actionsFromOF gives a plain action list (PACKET_OUT's, and those inside
@@ -256,17 +259,37 @@ func (d *actionDecoder) untag() { d.cur.Key.VLANTCI, d.cur.Mask.VLANTCI = 0, 0 }
 // of part of a field, one for each run of its mask's bits
 // (flow.SetFieldActions).
 func (d *actionDecoder) appendAction(out []flow.Action, oa openflow.Action) ([]flow.Action, error) {
+	n := len(out)
+	var err error
 	switch a := oa.(type) {
 	case openflow.ActionSetField:
-		return d.setField(out, a.Field, false)
+		out, err = d.setField(out, a.Field, false)
 	case openflow.NXRegLoad2:
-		return d.setField(out, a.Field, true)
+		out, err = d.setField(out, a.Field, true)
+	default:
+		var fa flow.Action
+		if fa, err = d.action(oa); err == nil {
+			out = append(out, fa)
+		}
 	}
-	a, err := d.action(oa)
 	if err != nil {
 		return nil, err
 	}
-	return append(out, a), nil
+	for _, a := range out[n:] {
+		if err := flow.CheckPlace(a, d.inCT); err != nil {
+			return nil, placeError(err)
+		}
+	}
+	return out, nil
+}
+
+// placeError is the OpenFlow error of an action where it may not be, as
+// Open vSwitch answers it (ofpacts_verify_nested).
+func placeError(err error) error {
+	if errors.Is(err, flow.ErrCTFieldOutsideCT) {
+		return actionError(openflow.BadActionBadSetArgument, "%v", err)
+	}
+	return actionError(openflow.BadActionBadArgument, "%v", err)
 }
 
 func (d *actionDecoder) action(oa openflow.Action) (flow.Action, error) {
@@ -328,6 +351,12 @@ func (d *actionDecoder) action(oa openflow.Action) (flow.Action, error) {
 			return flow.Action{}, actionError(openflow.BadActionBadOutGroup, "group %#x is a reserved group", a.GroupID)
 		}
 		return flow.Action{Type: flow.ActGroup, Group: a.GroupID}, nil
+	case openflow.NXConntrack:
+		return d.conntrack(a)
+	case openflow.NXCTClear:
+		return flow.Action{Type: flow.ActCTClear}, nil
+	case openflow.NXNAT:
+		return flow.Action{}, actionError(openflow.BadActionBadSetArgument, `Cannot have NAT action outside of "ct" action`)
 	case openflow.ActionExperimenter:
 		return experimenterFromOF(a)
 	}
@@ -350,9 +379,109 @@ func (d *actionDecoder) check(needs *flow.Prerequisite, err error, what string) 
 	case err != nil:
 		return actionError(openflow.BadActionBadSetArgument, "%v", err)
 	case needs != nil && !d.anyFrame && !needs.Holds(&d.cur):
-		return actionError(openflow.BadActionMatchInconsistent, "%s requires %s", what, needs)
+		return actionError(openflow.BadActionMatchInconsistent, "%s requires %s", what, needs.Unmet(&d.cur))
 	}
 	return nil
+}
+
+// conntrack reads NXAST_CT: its arguments, and the actions it runs, of
+// which an NXAST_NAT is its nat and the others, writes of the
+// connection's fields, its exec.
+func (d *actionDecoder) conntrack(a openflow.NXConntrack) (flow.Action, error) {
+	if a.Flags&^(openflow.NXCTCommit|openflow.NXCTForce) != 0 {
+		return flow.Action{}, actionError(openflow.BadActionBadArgument, "ct: unknown flags %#x", a.Flags)
+	}
+	c := &flow.Conntrack{Commit: a.Flags&openflow.NXCTCommit != 0, Force: a.Flags&openflow.NXCTForce != 0,
+		Zone: a.ZoneImm, Table: a.RecircTable, Alg: a.Alg}
+	if a.ZoneSrc != 0 {
+		f, ok := subfieldFromOF(a.ZoneSrc)
+		switch {
+		case !ok:
+			return flow.Action{}, actionError(openflow.BadActionBadArgument, "ct: zone from field %#x, which xswitch does not have", a.ZoneSrc)
+		case a.ZoneNBits != 16:
+			// Open vSwitch's answer (decode_ct_zone).
+			return flow.Action{}, actionError(openflow.BadActionBadSetLen, "ct: zone of %d bits, not 16", a.ZoneNBits)
+		}
+		c.ZoneSrc, c.ZoneOfs = f, uint8(min(a.ZoneOfs, 0xff))
+	}
+	nested := actionDecoder{cur: d.cur, anyFrame: d.anyFrame, inCT: true}
+	for _, na := range a.Actions {
+		var err error
+		switch na := na.(type) {
+		case openflow.NXNAT:
+			if c.NAT != nil {
+				return flow.Action{}, actionError(openflow.BadActionBadArgument, "ct: a second nat")
+			}
+			c.NAT, err = natFromOF(na)
+		default:
+			c.Exec, err = nested.appendAction(c.Exec, na)
+		}
+		if err != nil {
+			return flow.Action{}, err
+		}
+	}
+	fa, needs, err := flow.CTAction(c)
+	if err != nil {
+		return flow.Action{}, actionError(openflow.BadActionBadArgument, "%v", err)
+	}
+	return d.checked(fa, needs, nil, "ct")
+}
+
+// natFlags are NXAST_NAT's flags, by what they set of a flow.NAT.
+var natFlags = []struct {
+	bit uint16
+	set func(n *flow.NAT) *bool
+}{
+	{openflow.NXNATSrc, func(n *flow.NAT) *bool { return &n.Src }},
+	{openflow.NXNATDst, func(n *flow.NAT) *bool { return &n.Dst }},
+	{openflow.NXNATPersistent, func(n *flow.NAT) *bool { return &n.Persistent }},
+	{openflow.NXNATProtoHash, func(n *flow.NAT) *bool { return &n.Hash }},
+	{openflow.NXNATProtoRand, func(n *flow.NAT) *bool { return &n.Random }},
+}
+
+// natFromOF reads NXAST_NAT, which flow.CTAction checks.
+func natFromOF(a openflow.NXNAT) (*flow.NAT, error) {
+	n := &flow.NAT{Min: a.Min, Max: a.Max, MinPort: a.ProtoMin, MaxPort: a.ProtoMax}
+	flags := a.Flags
+	for _, f := range natFlags {
+		*f.set(n) = flags&f.bit != 0
+		flags &^= f.bit
+	}
+	if flags != 0 {
+		return nil, actionError(openflow.BadActionBadArgument, "nat: unknown flags %#x", flags)
+	}
+	return n, nil
+}
+
+// natToOF is NXAST_NAT of n.
+func natToOF(n *flow.NAT) openflow.NXNAT {
+	a := openflow.NXNAT{Min: n.Min, Max: n.Max, ProtoMin: n.MinPort, ProtoMax: n.MaxPort}
+	for _, f := range natFlags {
+		if *f.set(n) {
+			a.Flags |= f.bit
+		}
+	}
+	return a
+}
+
+// conntrackToOF is NXAST_CT of c, for a rule with match m: its nat first,
+// as Open vSwitch sends a ct() that says it first.
+func conntrackToOF(c *flow.Conntrack, m flow.Match) openflow.NXConntrack {
+	a := openflow.NXConntrack{ZoneImm: c.Zone, RecircTable: c.Table, Alg: c.Alg}
+	if c.Commit {
+		a.Flags |= openflow.NXCTCommit
+	}
+	if c.Force {
+		a.Flags |= openflow.NXCTForce
+	}
+	if c.ZoneSrc != nil {
+		a.ZoneImm, a.ZoneSrc, a.ZoneOfs, a.ZoneNBits = 0, subfieldToOF(c.ZoneSrc), uint16(c.ZoneOfs), 16
+	}
+	if c.NAT != nil {
+		a.Actions = append(a.Actions, natToOF(c.NAT))
+	}
+	a.Actions = append(a.Actions, actionsToOF(c.Exec, m)...)
+	return a
 }
 
 func outputFromOF(a openflow.ActionOutput) (flow.Action, error) {
@@ -608,6 +737,10 @@ func appendActionOF(out []openflow.Action, a flow.Action, m *flow.Match, tagged 
 			port = ofPort10InPort
 		}
 		return append(out, openflow.NXResubmit{InPort: port, Table: a.Table})
+	case flow.ActCT:
+		return append(out, conntrackToOF(a.CT, *m))
+	case flow.ActCTClear:
+		return append(out, openflow.NXCTClear{})
 	}
 	panic(fmt.Sprintf("ofagent: action %d has no OpenFlow form", a.Type))
 }

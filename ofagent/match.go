@@ -107,7 +107,7 @@ func matchFromOF(om openflow.Match, table uint8) (flow.Match, error) {
 	}
 	for _, nd := range needs[:n] {
 		if !nd.code.Needs.Holds(&m) {
-			return flow.Match{}, matchError(openflow.BadMatchBadPrereq, "field %s requires %s", nd.field.Name, nd.code.Needs)
+			return flow.Match{}, matchError(openflow.BadMatchBadPrereq, "field %s requires %s", nd.field.Name, nd.code.Needs.Unmet(&m))
 		}
 	}
 	if table != allTables {

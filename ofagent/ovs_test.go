@@ -62,6 +62,11 @@ var oracleFlows = []string{
 	"table=3,ip,reg3=1,metadata=7,actions=drop",
 	"mpls,mpls_label=100,mpls_tc=3,mpls_bos=1,actions=drop",
 	"mplsm,mpls_label=1048575,mpls_ttl=64,actions=drop",
+	"ct_state=+trk+est-new,ct_zone=5,ct_mark=0x5/0xff,ct_label=0x1/0x1,ip,actions=drop",
+	"ct_state=0x21/0x23,ct_label=0x1234567890abcdef1234567890abcdef,actions=drop",
+	"ct_state=trk|est,ct_mark=7,actions=drop",
+	"ip,ct_state=+est,ct_nw_src=10.0.0.0/8,ct_nw_dst=1.2.3.4,ct_nw_proto=6,ct_tp_src=1024,ct_tp_dst=0x50/0xfff0,actions=drop",
+	"ipv6,ct_state=+trk-inv,ct_ipv6_src=fe80::/64,ct_ipv6_dst=::1,ct_nw_proto=58,actions=drop",
 }
 
 // sameMeaning are the oracle flows whose match ovs-ofctl encodes as
@@ -136,7 +141,8 @@ func ofctlFlowMod(t *testing.T, text string) (openflow.Match, uint8) {
 func TestOXMColumnOracle(t *testing.T) {
 	ofctltest.Require(t)
 	var contexts []flow.Match
-	for _, text := range []string{"", "ip", "ipv6", "arp", "tcp", "udp", "sctp", "icmp", "icmp6", "icmp6,icmp_type=135", "icmp6,icmp_type=136", "dl_vlan=5", "mpls"} {
+	for _, text := range []string{"", "ip", "ipv6", "arp", "tcp", "udp", "sctp", "icmp", "icmp6", "icmp6,icmp_type=135", "icmp6,icmp_type=136", "dl_vlan=5", "mpls",
+		"ip,ct_state=+est", "ipv6,ct_state=+est", "ip,ct_state=+est,ct_nw_proto=6"} {
 		contexts = append(contexts, ruleOf(t, text+",actions=drop").Match)
 	}
 	var names, ours, canonical []string
@@ -164,6 +170,10 @@ func TestOXMColumnOracle(t *testing.T) {
 			case "nw_tos":
 				v.Lo = 4
 			}
+			// The context may match on the field itself, ct_nw_proto
+			// for its own prerequisite: the TLV says it instead.
+			f.Set(&m.Key, flow.Value{})
+			f.Set(&m.Mask, flow.Value{})
 			wire := matchToOF(m)
 			wire.Fields = append(wire.Fields, openflow.OXM{Class: c.Class, Field: c.Num, Value: valueBytes(v, c.Bytes)})
 			f.Set(&m.Key, v)
@@ -199,12 +209,31 @@ var mplsOracleFlows = []string{
 	"mplsm,actions=write_actions(dec_mpls_ttl,pop_mpls:0x86dd,output:2)",
 }
 
-// TestMPLSActionsOracle: ovs-ofctl add-flow -O OpenFlow13 sends each MPLS
-// flow's instructions as instructionsToOF encodes the rule xswitch parses
-// from it, byte for byte, and instructionsFromOF reads them as that rule;
-// ovs-ofctl ofp-print prints xswitch's FLOW_MOD of the rule as it prints
-// its own.
-func TestMPLSActionsOracle(t *testing.T) {
+// ctOracleFlows are flows of ct() in each of its forms, and ct_clear.
+var ctOracleFlows = []string{
+	"ip,actions=ct()",
+	"ip,actions=ct(commit,table=3,zone=5),ct_clear,output:1",
+	"ip,actions=ct(commit,force,zone=NXM_NX_REG0[16..31])",
+	"ip,actions=ct(zone=NXM_OF_IN_PORT[],table=0,nat)",
+	"tcp,actions=ct(commit,nat(src=10.0.0.1-10.0.0.2:1000-2000,persistent,random),alg=ftp)",
+	"udp6,actions=ct(commit,nat(dst=[fe80::1]-[fe80::2]:80,hash),alg=tftp)",
+	"ipv6,actions=ct(commit,nat(src=fe80::1))",
+	"ip,actions=ct(commit,nat(dst),exec(set_field:1->ct_mark,set_field:0x1234567890abcdef1234567890abcdef->ct_label))",
+	"ip,actions=ct(commit,exec(set_field:0x5/0xf->ct_mark,set_field:0x10000000000000001/0x30000000000000001->ct_label))",
+	"ip,actions=ct(commit,exec(load:1->NXM_NX_CT_MARK[3],load:0x1234567890abcdef->NXM_NX_CT_LABEL[32..95],move:NXM_NX_REG0[]->NXM_NX_CT_LABEL[96..127]))",
+	"ip,ct_state=+est,actions=ct(commit,exec(move:NXM_NX_CT_NW_SRC[]->NXM_NX_CT_MARK[])),move:NXM_NX_CT_LABEL[0..31]->NXM_NX_REG1[]",
+}
+
+// TestMPLSActionsOracle and TestCTActionsOracle: ovs-ofctl add-flow -O
+// OpenFlow13 sends each flow's instructions as instructionsToOF encodes
+// the rule xswitch parses from it, byte for byte, and instructionsFromOF
+// reads them as that rule; ovs-ofctl ofp-print prints xswitch's FLOW_MOD
+// of the rule as it prints its own.
+func TestMPLSActionsOracle(t *testing.T) { checkActionsOracle(t, mplsOracleFlows) }
+
+func TestCTActionsOracle(t *testing.T) { checkActionsOracle(t, ctOracleFlows) }
+
+func checkActionsOracle(t *testing.T, flows []string) {
 	ofctltest.Require(t)
 	printed := func(msg []byte) string {
 		out, err := ofctltest.Run(t, "ofp-print", hex.EncodeToString(msg))
@@ -214,7 +243,7 @@ func TestMPLSActionsOracle(t *testing.T) {
 		_, text, _ := strings.Cut(string(out), "ADD ")
 		return strings.TrimSpace(text)
 	}
-	for _, text := range mplsOracleFlows {
+	for _, text := range flows {
 		r := ruleOf(t, text)
 		sent := ofctltest.AddFlow(t, text)
 		_, msg, err := openflow.Decode(sent)

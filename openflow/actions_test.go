@@ -2,6 +2,7 @@ package openflow
 
 import (
 	"errors"
+	"net/netip"
 	"reflect"
 	"strings"
 	"testing"
@@ -64,6 +65,18 @@ var everyAction = []struct {
 	{a: NXController{MaxLen: 64, ControllerID: 3, Reason: 0}, ovs: "controller(reason=no_match,max_len=64,id=3)"},
 	{a: NXController2{MaxLen: 0xffff, Reason: 1, UserData: []byte{1, 2}, Pause: true}, ovs: "controller(userdata=01.02,pause)"},
 	{a: NXController2{MaxLen: 100, ControllerID: 2, Reason: 2, MeterID: 7}, ovs: "controller(reason=invalid_ttl,max_len=100,id=2,meter_id=7)"},
+	{a: NXConntrack{Flags: NXCTCommit, ZoneImm: 5, RecircTable: 3}, ovs: "ct(commit,table=3,zone=5)"},
+	{a: NXConntrack{RecircTable: NXCTNoTable, Actions: []Action{NXNAT{}}}, ovs: "ct(nat)"},
+	{a: NXConntrack{Flags: NXCTCommit | NXCTForce, ZoneSrc: nxmReg0, ZoneOfs: 16, ZoneNBits: 16, RecircTable: NXCTNoTable, Alg: 21, Actions: []Action{
+		NXNAT{Flags: NXNATSrc | NXNATProtoRand, Min: netip.MustParseAddr("10.0.0.1"), Max: netip.MustParseAddr("10.0.0.2"), ProtoMin: 1000, ProtoMax: 2000},
+		ActionSetField{Field: OXM{Class: OXMClassNXM1, Field: 107, Value: []byte{0, 0, 0, 1}}},
+		NXRegLoad{Ofs: 0, NBits: 4, Dst: 0x0001d810, Value: 5},
+	}}, ovs: "ct(commit,force,zone=NXM_NX_REG0[16..31],nat(src=10.0.0.1-10.0.0.2:1000-2000,random),exec(set_field:0x1->ct_mark,load:0x5->NXM_NX_CT_LABEL[0..3]),alg=ftp)"},
+	{a: NXConntrack{Flags: NXCTCommit, RecircTable: NXCTNoTable, Actions: []Action{
+		NXNAT{Flags: NXNATDst | NXNATPersistent, Min: netip.MustParseAddr("fe80::1"), ProtoMin: 80},
+	}}, ovs: "ct(commit,nat(dst=[fe80::1]:80,persistent))"},
+	{a: NXNAT{Flags: NXNATSrc}, ovs: "bad OpenFlow13 actions: OFPBAC_BAD_SET_ARGUMENT", want: "ffff 0010 00002320 0024 0000 0001 0000"},
+	{a: NXCTClear{}, ovs: "ct_clear"},
 }
 
 // TestActionsOFCtl has ovs-ofctl decode the encoding of each action and
@@ -173,6 +186,13 @@ func TestDecodeActionsErrors(t *testing.T) {
 		{"controller2 max_len of 1 byte", "ffff 0018 00002320 0025 000000000000 0000 0005 00000000", BadActionBadLen},
 		{"controller2 with property 9", "ffff 0018 00002320 0025 000000000000 0009 0004 00000000", BadActionBadArgument},
 		{"controller2 with meter 0", "ffff 0018 00002320 0025 000000000000 0005 0008 00000000", BadActionBadArgument},
+		{"ct of 16 bytes", "ffff 0010 00002320 0023 0000 00000000", BadActionBadLen},
+		{"ct with a nested action cut", "ffff 0020 00002320 0023 0001 00000000 0000 ff 000000 0000 0000 0010 00000001", BadActionBadLen},
+		{"nat with IPv4 and IPv6 parts", "ffff 0010 00002320 0024 0000 0001 0005", BadActionBadArgument},
+		{"nat with a part it does not define", "ffff 0010 00002320 0024 0000 0001 0040", BadActionBadArgument},
+		{"nat with its range cut", "ffff 0010 00002320 0024 0000 0001 0001", BadActionBadLen},
+		{"nat with port 0", "ffff 0018 00002320 0024 0000 0001 0010 0000 000000000000", BadActionBadArgument},
+		{"ct_clear of 24 bytes", "ffff 0018 00002320 002b 000000000000 0000000000000000", BadActionBadLen},
 	} {
 		got, err := DecodeActions(unhex(t, c.hex))
 		var de *DecodeError

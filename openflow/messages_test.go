@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"net/netip"
 	"reflect"
 	"strings"
 	"testing"
@@ -73,6 +74,13 @@ var testMessages = []Message{
 		IdleTimeout: 10, HardTimeout: 20, PacketCount: 3, ByteCount: 300, Match: testMatch},
 	PortStatus{Reason: PortModify, Desc: testPort},
 	PacketOut{BufferID: NoBuffer, InPort: PortController, Data: []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}},
+	PacketOut{BufferID: NoBuffer, InPort: 1, Actions: []Action{
+		NXConntrack{Flags: NXCTCommit, ZoneImm: 3, RecircTable: 2, Actions: []Action{
+			NXNAT{Flags: NXNATDst, Min: netip.MustParseAddr("fe80::1"), Max: netip.MustParseAddr("fe80::2"), ProtoMin: 80},
+			ActionSetField{Field: OXM{Class: OXMClassNXM1, Field: 107, Value: []byte{0, 0, 0, 1}}},
+		}},
+		NXCTClear{}, ActionOutput{Port: 2},
+	}, Data: []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}},
 	FlowMod{Cookie: 0x1234, CookieMask: 0, TableID: 0, Command: FlowAdd, IdleTimeout: 60, HardTimeout: 0, Priority: 1000,
 		BufferID: NoBuffer, OutPort: PortAny, OutGroup: GroupAny, Flags: FlowFlagSendFlowRem | FlowFlagCheckOverlap, Match: testMatch},
 	FlowMod{Command: FlowDeleteStrict, TableID: TableAll, BufferID: NoBuffer, OutPort: PortAny, OutGroup: GroupAny},

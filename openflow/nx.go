@@ -1,6 +1,9 @@
 package openflow
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"net/netip"
+)
 
 // NiciraExperimenter is the experimenter id of Nicira's (Open vSwitch's)
 // extensions.
@@ -50,6 +53,58 @@ type (
 		Pause        bool
 		MeterID      uint32 // 0: none (a meter id starts at 1)
 	}
+	// NXConntrack is NXAST_CT: the frame goes through the connection
+	// tracker. Its zone is ZoneImm, or when ZoneSrc (a field's NXM
+	// header) is not 0, that field's ZoneNBits bits from ZoneOfs.
+	// RecircTable is where a copy goes on, NXCTNoTable for none. Actions
+	// run in the tracker: an NXNAT, and writes of ct_mark and ct_label.
+	NXConntrack struct {
+		Flags              uint16 // NXCTCommit, NXCTForce
+		ZoneSrc            uint32
+		ZoneOfs, ZoneNBits uint16
+		ZoneImm            uint16
+		RecircTable        uint8
+		Alg                uint16 // the port of the protocol of an ALG (21: FTP), 0 for none
+		Actions            []Action
+	}
+	// NXNAT is NXAST_NAT, which only an NXConntrack's Actions hold. The
+	// range's parts are there when they are set: Min and Max (both of
+	// one family), ProtoMin and ProtoMax when not 0.
+	NXNAT struct {
+		Flags              uint16 // NXNAT*
+		Min, Max           netip.Addr
+		ProtoMin, ProtoMax uint16
+	}
+	// NXCTClear is NXAST_CT_CLEAR.
+	NXCTClear struct{}
+)
+
+// NXConntrack's flags (NX_CT_F_*) and its RecircTable for no table
+// (NX_CT_RECIRC_NONE).
+const (
+	NXCTCommit  = 1 << 0
+	NXCTForce   = 1 << 1
+	NXCTNoTable = 0xff
+)
+
+// NXNAT's flags (NX_NAT_F_*).
+const (
+	NXNATSrc        = 1 << 0
+	NXNATDst        = 1 << 1
+	NXNATPersistent = 1 << 2
+	NXNATProtoHash  = 1 << 3
+	NXNATProtoRand  = 1 << 4
+)
+
+// The parts of an NXAST_NAT's range (enum nx_nat_range), in the order
+// they follow its header.
+const (
+	nxNATIPv4Min  = 1 << 0
+	nxNATIPv4Max  = 1 << 1
+	nxNATIPv6Min  = 1 << 2
+	nxNATIPv6Max  = 1 << 3
+	nxNATProtoMin = 1 << 4
+	nxNATProtoMax = 1 << 5
 )
 
 // The Nicira actions are experimenter actions.
@@ -59,6 +114,9 @@ func (NXRegLoad2) ActionType() ActionType    { return ActionTypeExperimenter }
 func (NXRegMove) ActionType() ActionType     { return ActionTypeExperimenter }
 func (NXController) ActionType() ActionType  { return ActionTypeExperimenter }
 func (NXController2) ActionType() ActionType { return ActionTypeExperimenter }
+func (NXConntrack) ActionType() ActionType   { return ActionTypeExperimenter }
+func (NXNAT) ActionType() ActionType         { return ActionTypeExperimenter }
+func (NXCTClear) ActionType() ActionType     { return ActionTypeExperimenter }
 
 // The subtypes of the Nicira actions (nx_action_header.subtype).
 const (
@@ -68,7 +126,10 @@ const (
 	nxastResubmitTable = 14
 	nxastController    = 20
 	nxastRegLoad2      = 33
+	nxastCT            = 35
+	nxastNAT           = 36
 	nxastController2   = 37
+	nxastCTClear       = 43
 )
 
 // The properties of NXAST_CONTROLLER2 (enum nx_action_controller2_prop_type).
@@ -140,6 +201,51 @@ func appendNX(b []byte, a Action) []byte {
 		if a.MeterID != 0 {
 			b = appendProp(b, nxac2MeterID, be.AppendUint32(nil, a.MeterID))
 		}
+	case NXConntrack:
+		b = be.AppendUint16(b, nxastCT)
+		b = be.AppendUint16(b, a.Flags)
+		b = be.AppendUint32(b, a.ZoneSrc)
+		if a.ZoneSrc != 0 {
+			b = be.AppendUint16(b, a.ZoneOfs<<6|(a.ZoneNBits-1)&0x3f)
+		} else {
+			b = be.AppendUint16(b, a.ZoneImm)
+		}
+		b = append(b, a.RecircTable, 0, 0, 0)
+		b = be.AppendUint16(b, a.Alg)
+		b = AppendActions(b, a.Actions)
+	case NXNAT:
+		b = be.AppendUint16(b, nxastNAT)
+		b = append(b, 0, 0)
+		b = be.AppendUint16(b, a.Flags)
+		at := len(b)
+		b = append(b, 0, 0)
+		var present uint16
+		for _, p := range []struct {
+			addr netip.Addr
+			v4   uint16
+			v6   uint16
+		}{{a.Min, nxNATIPv4Min, nxNATIPv6Min}, {a.Max, nxNATIPv4Max, nxNATIPv6Max}} {
+			switch {
+			case p.addr.Is4():
+				present |= p.v4
+			case p.addr.Is6():
+				present |= p.v6
+			default:
+				continue
+			}
+			b = append(b, p.addr.AsSlice()...)
+		}
+		if a.ProtoMin != 0 {
+			present |= nxNATProtoMin
+			b = be.AppendUint16(b, a.ProtoMin)
+		}
+		if a.ProtoMax != 0 {
+			present |= nxNATProtoMax
+			b = be.AppendUint16(b, a.ProtoMax)
+		}
+		be.PutUint16(b[at:], present)
+	case NXCTClear:
+		b = be.AppendUint16(b, nxastCTClear)
 	default:
 		cannotEncode(a)
 	}
@@ -162,6 +268,7 @@ var nxLen = map[uint16]int{
 	nxastRegMove:       24,
 	nxastRegLoad:       24,
 	nxastController:    16,
+	nxastCTClear:       16,
 }
 
 // decodeNX decodes the Nicira action b (whose length decodeAction checked).
@@ -202,6 +309,12 @@ func decodeNX(b []byte) (Action, error) {
 		return NXController{MaxLen: be.Uint16(b[10:]), ControllerID: be.Uint16(b[12:]), Reason: b[14]}, nil
 	case nxastController2:
 		return decodeController2(b)
+	case nxastCT:
+		return decodeConntrack(b)
+	case nxastNAT:
+		return decodeNAT(b)
+	case nxastCTClear:
+		return NXCTClear{}, nil
 	}
 	return nil, errorf(ErrBadAction, BadActionBadExpType, "Nicira action subtype %d", st)
 }
@@ -278,4 +391,75 @@ func decodeController2(b []byte) (Action, error) {
 		}
 	}
 	return c, nil
+}
+
+// decodeConntrack decodes NXAST_CT: 24 bytes, then the actions it runs.
+func decodeConntrack(b []byte) (Action, error) {
+	if len(b) < 24 {
+		return nil, errorf(ErrBadAction, BadActionBadLen, "ct: length %d, under 24", len(b))
+	}
+	be := binary.BigEndian
+	c := NXConntrack{Flags: be.Uint16(b[10:]), ZoneSrc: be.Uint32(b[12:]), RecircTable: b[18], Alg: be.Uint16(b[22:])}
+	if c.ZoneSrc != 0 {
+		on := be.Uint16(b[16:])
+		c.ZoneOfs, c.ZoneNBits = on>>6, on&0x3f+1
+	} else {
+		c.ZoneImm = be.Uint16(b[16:])
+	}
+	var err error
+	if c.Actions, err = DecodeActions(b[24:]); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// decodeNAT decodes NXAST_NAT: 16 bytes, then the parts of its range
+// that it says are there, padded to 8 bytes.
+func decodeNAT(b []byte) (Action, error) {
+	be := binary.BigEndian
+	n := NXNAT{Flags: be.Uint16(b[12:])}
+	present := be.Uint16(b[14:])
+	opts := b[16:]
+	take := func(size int) ([]byte, error) {
+		if len(opts) < size {
+			return nil, errorf(ErrBadAction, BadActionBadLen, "nat: range of %d bytes, cut", len(b)-16)
+		}
+		v := opts[:size]
+		opts = opts[size:]
+		return v, nil
+	}
+	switch {
+	case present&^(nxNATIPv4Min|nxNATIPv4Max|nxNATIPv6Min|nxNATIPv6Max|nxNATProtoMin|nxNATProtoMax) != 0,
+		present&(nxNATIPv4Min|nxNATIPv4Max) != 0 && present&(nxNATIPv6Min|nxNATIPv6Max) != 0:
+		return nil, errorf(ErrBadAction, BadActionBadArgument, "nat: range parts %#x", present)
+	}
+	for _, p := range []struct {
+		bit  uint16
+		size int
+		addr *netip.Addr
+	}{{nxNATIPv4Min, 4, &n.Min}, {nxNATIPv4Max, 4, &n.Max}, {nxNATIPv6Min, 16, &n.Min}, {nxNATIPv6Max, 16, &n.Max}} {
+		if present&p.bit != 0 {
+			v, err := take(p.size)
+			if err != nil {
+				return nil, err
+			}
+			*p.addr, _ = netip.AddrFromSlice(v)
+		}
+	}
+	for _, p := range []struct {
+		bit  uint16
+		port *uint16
+	}{{nxNATProtoMin, &n.ProtoMin}, {nxNATProtoMax, &n.ProtoMax}} {
+		if present&p.bit != 0 {
+			v, err := take(2)
+			if err != nil {
+				return nil, err
+			}
+			if *p.port = be.Uint16(v); *p.port == 0 {
+				// 0 is what encoding leaves out.
+				return nil, errorf(ErrBadAction, BadActionBadArgument, "nat: port 0")
+			}
+		}
+	}
+	return n, nil
 }

@@ -43,7 +43,7 @@ func (b *Bridge) PacketOut(inPort uint16, actions []flow.Action, frame []byte) e
 	if inPort != flow.ControllerPort && inPort != flow.LocalPort && !b.hasOFPort(inPort) {
 		return fmt.Errorf("packet-out: bridge %s has no port %d", b.name, inPort)
 	}
-	if err := CheckGroups(b.name, b.Flows().Groups(), actions); err != nil {
+	if err := errors.Join(CheckGroups(b.name, b.Flows().Groups(), actions), CheckConntrack(actions)); err != nil {
 		return fmt.Errorf("packet-out: %w", err)
 	}
 	if err := b.checkPacketOut(actions); err != nil {
