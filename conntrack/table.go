@@ -1,0 +1,267 @@
+package conntrack
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// The table: connections live in slots of a slab of fixed-size chunks,
+// which never move once made, and are found through per-shard maps from
+// each of their two tuples to their slot. A tuple's shard is picked by its
+// hash; a connection's two tuples are usually in different shards.
+//
+// Locks, always taken in this order: the shards a change touches (in
+// shard order, each once), then a connection's mu. A lookup holds its
+// shard only until it holds the connection, so forwarding threads on
+// different connections meet only when their tuples share a shard. Slots
+// are taken and given back under the slab's own lock, innermost, only
+// when connections are made and removed.
+
+const (
+	shardBits = 10
+	numShards = 1 << shardBits
+	chunkBits = 12
+	chunkSize = 1 << chunkBits
+	// maxChunks bounds the slab: 64M connections, whatever maxconns says.
+	maxChunks = 1 << 14
+	maxSlots  = maxChunks * chunkSize
+)
+
+type shard struct {
+	mu sync.Mutex
+	m  map[Tuple]uint32
+	// Keep each shard's lock on a cache line of its own.
+	_ [64 - 16]byte
+}
+
+type chunk [chunkSize]conn
+
+type slab struct {
+	mu       sync.Mutex
+	freeHead uint32 // a free slot + 1; 0 when none
+	used     uint32 // slots below this have been handed out at least once
+	chunks   [maxChunks]atomic.Pointer[chunk]
+}
+
+func (s *slab) conn(slot uint32) *conn {
+	return &s.chunks[slot>>chunkBits].Load()[slot&(chunkSize-1)]
+}
+
+// take hands out a free slot, making a chunk when all are used, or
+// reports that the slab is full.
+func (s *slab) take() (uint32, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.freeHead != 0 {
+		slot := s.freeHead - 1
+		s.freeHead = s.conn(slot).nextFree
+		return slot, true
+	}
+	if s.used == maxSlots {
+		return 0, false
+	}
+	slot := s.used
+	if slot&(chunkSize-1) == 0 {
+		c := new(chunk)
+		for i := range c {
+			c[i].gen = 1
+		}
+		s.chunks[slot>>chunkBits].Store(c)
+	}
+	s.used++
+	return slot, true
+}
+
+// give returns a slot whose connection is gone.
+func (s *slab) give(slot uint32) {
+	s.mu.Lock()
+	s.conn(slot).nextFree = s.freeHead
+	s.freeHead = slot + 1
+	s.mu.Unlock()
+}
+
+func (t *Tracker) shardOf(k *Tuple) int {
+	return int(k.hash(t.seed) >> (64 - shardBits))
+}
+
+// lockPair locks the shards of two tuples, in shard order, and returns
+// them; they may be one shard.
+func (t *Tracker) lockPair(a, b *Tuple) (*shard, *shard) {
+	ia, ib := t.shardOf(a), t.shardOf(b)
+	sa, sb := &t.shards[ia], &t.shards[ib]
+	switch {
+	case ia == ib:
+		sa.mu.Lock()
+	case ia < ib:
+		sa.mu.Lock()
+		sb.mu.Lock()
+	default:
+		sb.mu.Lock()
+		sa.mu.Lock()
+	}
+	return sa, sb
+}
+
+func unlockPair(sa, sb *shard) {
+	sa.mu.Unlock()
+	if sb != sa {
+		sb.mu.Unlock()
+	}
+}
+
+// lookup finds the live, unexpired connection with tuple k and returns it
+// locked, with whether k is its reply direction. A connection past its
+// time is gone as far as packets go, before the sweep removes it, as in
+// OVS.
+func (t *Tracker) lookup(k *Tuple, now int64) (c *conn, slot uint32, reply bool) {
+	s := &t.shards[t.shardOf(k)]
+	s.mu.Lock()
+	slot, ok := s.m[*k]
+	if !ok {
+		s.mu.Unlock()
+		return nil, 0, false
+	}
+	c = t.slab.conn(slot)
+	c.mu.Lock()
+	s.mu.Unlock()
+	if now >= c.expires.Load() {
+		c.mu.Unlock()
+		return nil, 0, false
+	}
+	return c, slot, c.key[0] != *k
+}
+
+// byHandle returns h's connection locked, if it still lives.
+func (t *Tracker) byHandle(h Handle) *conn {
+	slot := h.slot()
+	if h == 0 || slot >= maxSlots || t.slab.chunks[slot>>chunkBits].Load() == nil {
+		return nil
+	}
+	c := t.slab.conn(slot)
+	c.mu.Lock()
+	if !c.live || c.gen != h.gen() {
+		c.mu.Unlock()
+		return nil
+	}
+	return c
+}
+
+// insertResult says how placing a new connection's tuples went.
+type insertResult uint8
+
+const (
+	inserted insertResult = iota
+	// origTaken: a live connection already has the new one's original
+	// tuple (another thread committed the same packet's connection).
+	origTaken
+	// replyTaken: a live connection has the reply tuple: NAT tries
+	// another; without NAT the commit fails, as the kernel's does on a
+	// clash.
+	replyTaken
+)
+
+// insert places locked, unpublished connection c (in slot) under both
+// its tuples. A connection past its time that holds either is removed
+// first: it no longer counts, as in OVS's lookups.
+func (t *Tracker) insert(c *conn, slot uint32, now int64) insertResult {
+	k0, k1 := &c.key[0], &c.key[1]
+	for {
+		sa, sb := t.lockPair(k0, k1)
+		res, stale, staleGen, found := t.holder(sa, k0, now, origTaken)
+		if !found && *k1 != *k0 {
+			res, stale, staleGen, found = t.holder(sb, k1, now, replyTaken)
+		}
+		if !found {
+			if sa.m == nil {
+				sa.m = make(map[Tuple]uint32)
+			}
+			sa.m[*k0] = slot
+			if sb.m == nil {
+				sb.m = make(map[Tuple]uint32)
+			}
+			sb.m[*k1] = slot
+			c.live = true
+		}
+		unlockPair(sa, sb)
+		if !found {
+			return inserted
+		}
+		if staleGen == 0 {
+			return res
+		}
+		t.removeExpired(stale, staleGen, now)
+	}
+}
+
+// holder looks k up in locked shard s: found says some connection holds
+// it; a live one makes the insertion fail with taken, one past its time
+// is returned (slot and generation) to be removed first.
+func (t *Tracker) holder(s *shard, k *Tuple, now int64, taken insertResult) (res insertResult, slot, gen uint32, found bool) {
+	old, ok := s.m[*k]
+	if !ok {
+		return inserted, 0, 0, false
+	}
+	if oc := t.slab.conn(old); now >= oc.expires.Load() {
+		return inserted, old, oc.gen, true
+	}
+	return taken, 0, 0, true
+}
+
+// remove takes the connection in slot out of the table if it is still
+// generation gen, counting it in why, and reports whether it did.
+func (t *Tracker) remove(slot, gen uint32, why *atomic.Uint64) bool {
+	return t.drop(slot, gen, why, false, 0)
+}
+
+// removeExpired is remove for a connection found past its time at now:
+// it stays if a packet has re-armed its timer since.
+func (t *Tracker) removeExpired(slot, gen uint32, now int64) bool {
+	return t.drop(slot, gen, &t.stats.expired, true, now)
+}
+
+func (t *Tracker) drop(slot, gen uint32, why *atomic.Uint64, onlyExpired bool, now int64) bool {
+	c := t.slab.conn(slot)
+	c.mu.Lock()
+	if !c.live || c.gen != gen {
+		c.mu.Unlock()
+		return false
+	}
+	k0, k1 := c.key[0], c.key[1]
+	c.mu.Unlock()
+
+	sa, sb := t.lockPair(&k0, &k1)
+	c.mu.Lock()
+	if !c.live || c.gen != gen || onlyExpired && now < c.expires.Load() {
+		c.mu.Unlock()
+		unlockPair(sa, sb)
+		return false
+	}
+	delete(sa.m, k0)
+	delete(sb.m, k1)
+	c.live = false
+	c.gen++
+	if c.gen == 0 {
+		c.gen = 1
+	}
+	c.mu.Unlock()
+	unlockPair(sa, sb)
+
+	t.release(k0.Zone)
+	t.slab.give(slot)
+	why.Add(1)
+	return true
+}
+
+// each calls f, under the shard's lock, for every connection whose
+// original tuple is in shard s: every connection once over all shards.
+// f must not lock shards.
+func (t *Tracker) each(s *shard, f func(slot uint32, c *conn)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, slot := range s.m {
+		c := t.slab.conn(slot)
+		if c.key[0] == k {
+			f(slot, c)
+		}
+	}
+}
