@@ -119,7 +119,11 @@ func TestICMPRelated(t *testing.T) {
 		{"time exceeded from a router", icmpErr("10.9.9.9", "10.1.1.1", ttlExceeded, 0, out), track, 2, "+trk+rel+rpl"},
 		{"about a reply, from the client", icmpErr("10.1.1.1", "10.1.1.2", unreach, portUnreach, back), track, 3, "+trk+rel"},
 		{"not to the quoted packet's sender", icmpErr("10.1.1.2", "10.1.1.3", unreach, portUnreach, out), track, 3, "+trk+inv"},
-		{"quote cut short", func() *Packet { p := icmpErr("10.1.1.2", "10.1.1.1", unreach, portUnreach, out); p.Inner.Valid = false; return p }(), track, 3, "+trk+inv"},
+		{"quote cut short", func() *Packet {
+			p := icmpErr("10.1.1.2", "10.1.1.1", unreach, portUnreach, out)
+			p.Inner.Valid = false
+			return p
+		}(), track, 3, "+trk+inv"},
 		{"an error about an error", icmpErr("10.1.1.2", "10.1.1.1", unreach, 1, icmpErr("10.1.1.1", "10.1.1.2", unreach, 1, back)), track, 3, "+trk+inv"},
 		{"v6 SYN", out6, commit, 4, "+trk+new"},
 		{"packet too big", icmpErr("fc00::9", "fc00::1", tooBig, 0, out6), track, 5, "+trk+rel+rpl"},

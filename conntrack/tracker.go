@@ -115,8 +115,11 @@ func (t *Tracker) Execute(p *Packet, a *Action, now int64) Rewrite {
 		md.State = 0
 	}
 	if md.cached && !a.Force {
+		// The packet's connection is known, unless its headers changed
+		// since (OVS forgets it whenever an action sets an address or
+		// port) or this is another zone.
 		if c := t.byHandle(md.Conn); c != nil {
-			if c.key[0].Zone == a.Zone {
+			if k, _, ok := p.key(a.Zone); ok && k == c.key[b2u(md.reply)] {
 				return t.executeCached(c, p, a)
 			}
 			c.mu.Unlock()
