@@ -13,7 +13,9 @@ import (
 //
 // key, nat and the slot's place in the maps are set while the connection
 // is created and do not change while it lives; everything else is
-// guarded by mu, but expires, which the sweep reads without it.
+// guarded by mu, but expires, which the sweep reads without it as it
+// runs through the slab (a free slot's is never, so the sweep passes it
+// by).
 type conn struct {
 	mu  sync.Mutex
 	gen uint32 // the slot's generation: Handle's check

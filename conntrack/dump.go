@@ -174,18 +174,14 @@ func (f *Filter) exactTuple() (Tuple, bool) {
 // their time are left out, as OVS leaves them.
 func (t *Tracker) Dump(f *Filter, now int64) []Entry {
 	var out []Entry
-	for i := range t.shards {
-		t.each(&t.shards[i], func(slot uint32, c *conn) {
-			c.mu.Lock()
-			defer c.mu.Unlock()
-			if now >= c.expires.Load() {
-				return
-			}
+	t.scan(nil, func(slot uint32, c *conn) bool {
+		if now < c.expires.Load() {
 			if e := t.entry(c, slot, now); f == nil || f.matches(&e) {
 				out = append(out, e)
 			}
-		})
-	}
+		}
+		return false
+	}, nil, false, now)
 	slices.SortFunc(out, func(a, b Entry) int { return compareTuples(&a.Orig, &b.Orig) })
 	return out
 }
@@ -213,53 +209,24 @@ func (t *Tracker) Flush(f *Filter, now int64) int {
 			return int(b2u(t.remove(slot, gen, &t.stats.flushed)))
 		}
 	}
-	return t.removeAll(func(slot uint32, c *conn) bool {
+	return t.scan(nil, func(slot uint32, c *conn) bool {
 		if f == nil {
 			return true
 		}
 		e := t.entry(c, slot, now)
 		return f.matches(&e)
-	}, false, 0)
+	}, &t.stats.flushed, false, now)
 }
 
 // Sweep removes the connections past their time at now and returns how
 // many. The caller runs it from time to time (OVS's clean thread sweeps
 // every 20 s by default): a connection's time is exact whenever the
 // sweep runs, since lookups ignore expired connections; the sweep only
-// frees their room.
+// frees their room. It reads each slot's expiry without a lock, and locks
+// only the connections past their time.
 func (t *Tracker) Sweep(now int64) int {
-	return t.removeAll(func(_ uint32, c *conn) bool { return now >= c.expires.Load() }, true, now)
-}
-
-type victim struct{ slot, gen uint32 }
-
-// removeAll removes every connection that pick (called with the
-// connection locked) selects, shard by shard, each shard's lock held
-// only while it is read; onlyExpired spares one a packet re-armed since.
-func (t *Tracker) removeAll(pick func(slot uint32, c *conn) bool, onlyExpired bool, now int64) int {
-	t.sweepMu.Lock()
-	defer t.sweepMu.Unlock()
-	why := &t.stats.flushed
-	if onlyExpired {
-		why = &t.stats.expired
-	}
-	n := 0
-	for i := range t.shards {
-		t.victims = t.victims[:0]
-		t.each(&t.shards[i], func(slot uint32, c *conn) {
-			c.mu.Lock()
-			if pick(slot, c) {
-				t.victims = append(t.victims, victim{slot, c.gen})
-			}
-			c.mu.Unlock()
-		})
-		for _, v := range t.victims {
-			if t.drop(v.slot, v.gen, why, onlyExpired, now) {
-				n++
-			}
-		}
-	}
-	return n
+	return t.scan(func(c *conn) bool { return now < c.expires.Load() },
+		func(_ uint32, c *conn) bool { return now >= c.expires.Load() }, &t.stats.expired, true, now)
 }
 
 // Format writes e as dpctl/dump-conntrack does: verbose adds the id, the

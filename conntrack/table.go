@@ -1,6 +1,7 @@
 package conntrack
 
 import (
+	"math"
 	"sync"
 	"sync/atomic"
 )
@@ -29,10 +30,19 @@ const (
 
 type shard struct {
 	mu sync.Mutex
-	m  map[Tuple]uint32
+	m  map[Tuple]ref
 	// Keep each shard's lock on a cache line of its own.
 	_ [64 - 16]byte
 }
+
+// ref is a map entry: the slot of the connection a tuple is of, and
+// whether the tuple is its reply direction, so that a sweep passes over
+// reply entries without reading their connections.
+type ref uint32
+
+func makeRef(slot uint32, reply bool) ref { return ref(slot<<1 | uint32(b2u(reply))) }
+func (r ref) slot() uint32                { return uint32(r >> 1) }
+func (r ref) reply() bool                 { return r&1 != 0 }
 
 type chunk [chunkSize]conn
 
@@ -41,6 +51,16 @@ type slab struct {
 	freeHead uint32 // a free slot + 1; 0 when none
 	used     uint32 // slots below this have been handed out at least once
 	chunks   [maxChunks]atomic.Pointer[chunk]
+}
+
+// never is the expiry of a free slot.
+const never = math.MaxInt64
+
+// highWater is the number of slots handed out so far: those a scan reads.
+func (s *slab) highWater() uint32 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.used
 }
 
 func (s *slab) conn(slot uint32) *conn {
@@ -65,6 +85,7 @@ func (s *slab) take() (uint32, bool) {
 		c := new(chunk)
 		for i := range c {
 			c[i].gen = 1
+			c[i].expires.Store(never)
 		}
 		s.chunks[slot>>chunkBits].Store(c)
 	}
@@ -72,8 +93,9 @@ func (s *slab) take() (uint32, bool) {
 	return slot, true
 }
 
-// give returns a slot whose connection is gone.
+// give returns a slot whose connection is gone (or was never made).
 func (s *slab) give(slot uint32) {
+	s.conn(slot).expires.Store(never)
 	s.mu.Lock()
 	s.conn(slot).nextFree = s.freeHead
 	s.freeHead = slot + 1
@@ -116,19 +138,19 @@ func unlockPair(sa, sb *shard) {
 func (t *Tracker) lookup(k *Tuple, now int64) (c *conn, slot uint32, reply bool) {
 	s := &t.shards[t.shardOf(k)]
 	s.mu.Lock()
-	slot, ok := s.m[*k]
+	r, ok := s.m[*k]
 	if !ok {
 		s.mu.Unlock()
 		return nil, 0, false
 	}
-	c = t.slab.conn(slot)
+	c = t.slab.conn(r.slot())
 	c.mu.Lock()
 	s.mu.Unlock()
 	if now >= c.expires.Load() {
 		c.mu.Unlock()
 		return nil, 0, false
 	}
-	return c, slot, c.key[0] != *k
+	return c, r.slot(), r.reply()
 }
 
 // byHandle returns h's connection locked, if it still lives.
@@ -173,13 +195,15 @@ func (t *Tracker) insert(c *conn, slot uint32, now int64) insertResult {
 		}
 		if !found {
 			if sa.m == nil {
-				sa.m = make(map[Tuple]uint32)
+				sa.m = make(map[Tuple]ref)
 			}
-			sa.m[*k0] = slot
-			if sb.m == nil {
-				sb.m = make(map[Tuple]uint32)
+			sa.m[*k0] = makeRef(slot, false)
+			if *k1 != *k0 {
+				if sb.m == nil {
+					sb.m = make(map[Tuple]ref)
+				}
+				sb.m[*k1] = makeRef(slot, true)
 			}
-			sb.m[*k1] = slot
 			c.live = true
 		}
 		unlockPair(sa, sb)
@@ -197,12 +221,12 @@ func (t *Tracker) insert(c *conn, slot uint32, now int64) insertResult {
 // it; a live one makes the insertion fail with taken, one past its time
 // is returned (slot and generation) to be removed first.
 func (t *Tracker) holder(s *shard, k *Tuple, now int64, taken insertResult) (res insertResult, slot, gen uint32, found bool) {
-	old, ok := s.m[*k]
+	r, ok := s.m[*k]
 	if !ok {
 		return inserted, 0, 0, false
 	}
-	if oc := t.slab.conn(old); now >= oc.expires.Load() {
-		return inserted, old, oc.gen, true
+	if oc := t.slab.conn(r.slot()); now >= oc.expires.Load() {
+		return inserted, r.slot(), oc.gen, true
 	}
 	return taken, 0, 0, true
 }
@@ -252,16 +276,38 @@ func (t *Tracker) drop(slot, gen uint32, why *atomic.Uint64, onlyExpired bool, n
 	return true
 }
 
-// each calls f, under the shard's lock, for every connection whose
-// original tuple is in shard s: every connection once over all shards.
-// f must not lock shards.
-func (t *Tracker) each(s *shard, f func(slot uint32, c *conn)) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for k, slot := range s.m {
-		c := t.slab.conn(slot)
-		if c.key[0] == k {
-			f(slot, c)
+// scan calls f with every live connection, locked, reading the slab in
+// order a chunk at a time (sequential reads, which the memory system
+// streams), and after each chunk removes those f chose (counting them in
+// why; with onlyExpired, only if still past now). Free slots, whose
+// expiry is never, are passed over without taking their lock, and so are
+// the connections skip (if not nil) passes over. One scan runs at a
+// time.
+func (t *Tracker) scan(skip func(c *conn) bool, f func(slot uint32, c *conn) (remove bool), why *atomic.Uint64, onlyExpired bool, now int64) int {
+	t.sweepMu.Lock()
+	defer t.sweepMu.Unlock()
+	n := 0
+	for base := uint32(0); base < t.slab.highWater(); base += chunkSize {
+		ch := t.slab.chunks[base>>chunkBits].Load()
+		t.victims = t.victims[:0]
+		for i := range ch {
+			c := &ch[i]
+			if c.expires.Load() == never || skip != nil && skip(c) {
+				continue
+			}
+			c.mu.Lock()
+			if c.live && f(base+uint32(i), c) {
+				t.victims = append(t.victims, victim{base + uint32(i), c.gen})
+			}
+			c.mu.Unlock()
+		}
+		for _, v := range t.victims {
+			if t.drop(v.slot, v.gen, why, onlyExpired, now) {
+				n++
+			}
 		}
 	}
+	return n
 }
+
+type victim struct{ slot, gen uint32 }

@@ -36,7 +36,7 @@ type Tracker struct {
 	stats       counters
 	zoneCount   [numZones]atomic.Int32
 
-	sweepMu sync.Mutex // one sweep or flush at a time, for victims
+	sweepMu sync.Mutex // one scan at a time, for victims
 	victims []victim
 	shards  [numShards]shard
 	slab    slab
