@@ -20,19 +20,35 @@ func checkInvariants(t *testing.T, tr *Tracker, now int64, allZones bool) {
 	for i := range tr.shards {
 		s := &tr.shards[i]
 		s.mu.Lock()
-		for k, r := range s.m {
+		n := 0
+		for pos, e := range s.idx.slots {
+			if e == 0 {
+				continue
+			}
+			n++
 			entries++
+			r := entryRef(e)
 			c := tr.slab.conn(r.slot())
-			if !c.live || c.key[b2u(r.reply())] != k {
-				t.Fatalf("map entry %+v names slot %d (reply %v) holding %+v (live %v)", k, r.slot(), r.reply(), c.key, c.live)
+			k := c.key[b2u(r.reply())]
+			if !c.live {
+				t.Fatalf("index entry %#x names slot %d, free", e, r.slot())
+			}
+			if at, found, ok := s.idx.find(&tr.slab, &k, entryHash(e)); !ok || at != pos || found != r {
+				t.Fatalf("entry %#x at %d for %+v found at %d as %v (%v)", e, pos, k, at, found, ok)
+			}
+			if ts, h := tr.place(&k); ts != s || h != entryHash(e) {
+				t.Fatalf("%+v in the wrong shard or with the wrong hash", k)
 			}
 			if !r.reply() {
 				conns++
 				zones[k.Zone]++
 				if c.key[1] == k {
-					entries++ // one map entry for both directions
+					entries++ // one entry for both directions
 				}
 			}
+		}
+		if n != s.idx.n {
+			t.Fatalf("index counts %d entries, holds %d", s.idx.n, n)
 		}
 		s.mu.Unlock()
 	}

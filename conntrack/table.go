@@ -7,9 +7,10 @@ import (
 )
 
 // The table: connections live in slots of a slab of fixed-size chunks,
-// which never move once made, and are found through per-shard maps from
-// each of their two tuples to their slot. A tuple's shard is picked by its
-// hash; a connection's two tuples are usually in different shards.
+// which never move once made, and are found through per-shard indexes
+// from each of their two tuples to their slot. A tuple's shard is picked
+// by the top bits of its hash, its place in the shard's index by the low
+// ones; a connection's two tuples are usually in different shards.
 //
 // Locks, always taken in this order: the shards a change touches (in
 // shard order, each once), then a connection's mu. A lookup holds its
@@ -29,15 +30,14 @@ const (
 )
 
 type shard struct {
-	mu sync.Mutex
-	m  map[Tuple]ref
+	mu  sync.Mutex
+	idx index
 	// Keep each shard's lock on a cache line of its own.
-	_ [64 - 16]byte
+	_ [64 - 40]byte
 }
 
-// ref is a map entry: the slot of the connection a tuple is of, and
-// whether the tuple is its reply direction, so that a sweep passes over
-// reply entries without reading their connections.
+// ref is what an index entry names: the slot of the connection a tuple
+// is of, and whether the tuple is its reply direction.
 type ref uint32
 
 func makeRef(slot uint32, reply bool) ref { return ref(slot<<1 | uint32(b2u(reply))) }
@@ -102,15 +102,23 @@ func (s *slab) give(slot uint32) {
 	s.mu.Unlock()
 }
 
-func (t *Tracker) shardOf(k *Tuple) int {
-	return int(k.hash(t.seed) >> (64 - shardBits))
+// place is where tuple k goes: its shard and its hash in the shard.
+func (t *Tracker) place(k *Tuple) (*shard, uint32) {
+	i, h := t.hashOf(k)
+	return &t.shards[i], h
+}
+
+func (t *Tracker) hashOf(k *Tuple) (shard int, h uint32) {
+	x := k.hash(t.seed)
+	return int(x >> (64 - shardBits)), uint32(x)
 }
 
 // lockPair locks the shards of two tuples, in shard order, and returns
-// them; they may be one shard.
-func (t *Tracker) lockPair(a, b *Tuple) (*shard, *shard) {
-	ia, ib := t.shardOf(a), t.shardOf(b)
-	sa, sb := &t.shards[ia], &t.shards[ib]
+// them and the tuples' hashes; they may be one shard.
+func (t *Tracker) lockPair(a, b *Tuple) (sa, sb *shard, ha, hb uint32) {
+	ia, ha := t.hashOf(a)
+	ib, hb := t.hashOf(b)
+	sa, sb = &t.shards[ia], &t.shards[ib]
 	switch {
 	case ia == ib:
 		sa.mu.Lock()
@@ -121,7 +129,7 @@ func (t *Tracker) lockPair(a, b *Tuple) (*shard, *shard) {
 		sb.mu.Lock()
 		sa.mu.Lock()
 	}
-	return sa, sb
+	return sa, sb, ha, hb
 }
 
 func unlockPair(sa, sb *shard) {
@@ -136,9 +144,9 @@ func unlockPair(sa, sb *shard) {
 // time is gone as far as packets go, before the sweep removes it, as in
 // OVS.
 func (t *Tracker) lookup(k *Tuple, now int64) (c *conn, slot uint32, reply bool) {
-	s := &t.shards[t.shardOf(k)]
+	s, h := t.place(k)
 	s.mu.Lock()
-	r, ok := s.m[*k]
+	_, r, ok := s.idx.find(&t.slab, k, h)
 	if !ok {
 		s.mu.Unlock()
 		return nil, 0, false
@@ -188,21 +196,15 @@ const (
 func (t *Tracker) insert(c *conn, slot uint32, now int64) insertResult {
 	k0, k1 := &c.key[0], &c.key[1]
 	for {
-		sa, sb := t.lockPair(k0, k1)
-		res, stale, staleGen, found := t.holder(sa, k0, now, origTaken)
+		sa, sb, ha, hb := t.lockPair(k0, k1)
+		res, stale, staleGen, found := t.holder(sa, k0, ha, now, origTaken)
 		if !found && *k1 != *k0 {
-			res, stale, staleGen, found = t.holder(sb, k1, now, replyTaken)
+			res, stale, staleGen, found = t.holder(sb, k1, hb, now, replyTaken)
 		}
 		if !found {
-			if sa.m == nil {
-				sa.m = make(map[Tuple]ref)
-			}
-			sa.m[*k0] = makeRef(slot, false)
+			sa.idx.add(ha, makeRef(slot, false))
 			if *k1 != *k0 {
-				if sb.m == nil {
-					sb.m = make(map[Tuple]ref)
-				}
-				sb.m[*k1] = makeRef(slot, true)
+				sb.idx.add(hb, makeRef(slot, true))
 			}
 			c.live = true
 		}
@@ -217,11 +219,12 @@ func (t *Tracker) insert(c *conn, slot uint32, now int64) insertResult {
 	}
 }
 
-// holder looks k up in locked shard s: found says some connection holds
-// it; a live one makes the insertion fail with taken, one past its time
-// is returned (slot and generation) to be removed first.
-func (t *Tracker) holder(s *shard, k *Tuple, now int64, taken insertResult) (res insertResult, slot, gen uint32, found bool) {
-	r, ok := s.m[*k]
+// holder looks k (hash h) up in locked shard s: found says some
+// connection holds it; a live one makes the insertion fail with taken,
+// one past its time is returned (slot and generation) to be removed
+// first.
+func (t *Tracker) holder(s *shard, k *Tuple, h uint32, now int64, taken insertResult) (res insertResult, slot, gen uint32, found bool) {
+	_, r, ok := s.idx.find(&t.slab, k, h)
 	if !ok {
 		return inserted, 0, 0, false
 	}
@@ -253,15 +256,21 @@ func (t *Tracker) drop(slot, gen uint32, why *atomic.Uint64, onlyExpired bool, n
 	k0, k1 := c.key[0], c.key[1]
 	c.mu.Unlock()
 
-	sa, sb := t.lockPair(&k0, &k1)
+	sa, sb, ha, hb := t.lockPair(&k0, &k1)
 	c.mu.Lock()
 	if !c.live || c.gen != gen || onlyExpired && now < c.expires.Load() {
 		c.mu.Unlock()
 		unlockPair(sa, sb)
 		return false
 	}
-	delete(sa.m, k0)
-	delete(sb.m, k1)
+	// Each tuple's entry is found again after the other's removal, which
+	// may have moved it.
+	if i, _, ok := sa.idx.find(&t.slab, &k0, ha); ok {
+		sa.idx.removeAt(i)
+	}
+	if i, _, ok := sb.idx.find(&t.slab, &k1, hb); ok && k1 != k0 {
+		sb.idx.removeAt(i)
+	}
 	c.live = false
 	c.gen++
 	if c.gen == 0 {
