@@ -106,7 +106,7 @@ const maxAttempts = 3
 // same times.)
 //
 // A packet of an established connection costs a hash, two uncontended
-// locks, one map lookup and its protocol's checks: no allocation and no
+// locks, one index probe and its protocol's checks: no allocation and no
 // system call.
 func (t *Tracker) Execute(p *Packet, a *Action, now int64) Rewrite {
 	md := &p.CT
