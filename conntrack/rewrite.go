@@ -69,7 +69,7 @@ func ApplyNAT(l3 []byte, h *Header, rw Rewrite) bool {
 		if h.Proto == header.ProtoTCP {
 			header.TCP(l4).UpdateChecksum(delta)
 		} else {
-			header.UDP(l4).UpdateChecksum(delta)
+			updateUDPChecksum(l4, h.IPv6, delta)
 		}
 	case h.Proto == header.ProtoSCTP:
 		if rw&RewriteSrcPort != 0 {
@@ -88,7 +88,7 @@ func ApplyNAT(l3 []byte, h *Header, rw Rewrite) bool {
 			delta += putPort(l4[icmpEchoIDOffset:], h.ICMPID)
 		}
 		if inner == nil {
-			header.ICMP(l4).UpdateChecksum(delta)
+			updateICMPChecksum(l4, h.IPv6, delta)
 			break
 		}
 		rewriteQuoted(inner, h.IPv6, &h.Inner)
@@ -181,39 +181,76 @@ func rewriteQuoted(b []byte, ipv6 bool, q *Quoted) {
 		case q.Proto == header.ProtoTCP && len(l4) >= header.TCPChecksumOffset+2:
 			header.TCP(l4).UpdateChecksum(delta)
 		case q.Proto == header.ProtoUDP && len(l4) >= header.UDPLen:
-			header.UDP(l4).UpdateChecksum(delta)
+			updateUDPChecksum(l4, ipv6, delta)
 		}
 	case isICMP(ipv6, q.Proto):
 		delta := putPort(l4[icmpEchoIDOffset:], q.ICMPID)
 		if ipv6 {
 			delta += pseudo
 		}
-		header.ICMP(l4).UpdateChecksum(delta)
+		updateICMPChecksum(l4, ipv6, delta)
 	}
+}
+
+// updateUDPChecksum updates a UDP checksum. Over IPv4 a zero checksum
+// means none was sent and stays so; over IPv6 there is always one (RFC
+// 8200), so a zero is a sum like any other.
+func updateUDPChecksum(b []byte, ipv6 bool, delta uint32) {
+	u := header.UDP(b)
+	if !ipv6 {
+		u.UpdateChecksum(delta)
+		return
+	}
+	c := header.Update(u.Checksum(), delta)
+	if c == 0 {
+		c = 0xffff
+	}
+	u.SetChecksum(c)
+}
+
+// updateICMPChecksum updates an ICMP or ICMPv6 checksum. ICMP's covers
+// no pseudo-header, so its message may be all zeros (an echo reply with
+// identifier, sequence and data all 0), the one case where RFC 1624's
+// update gives 0 where the sum needs 0xffff; 0xffff is right whenever 0
+// is (they are the two zeros of one's complement), so it is written
+// instead.
+func updateICMPChecksum(b []byte, ipv6 bool, delta uint32) {
+	field := b[header.ICMPChecksumOffset:]
+	c := header.Update(binary.BigEndian.Uint16(field), delta)
+	if c == 0 && !ipv6 {
+		c = 0xffff
+	}
+	binary.BigEndian.PutUint16(field, c)
 }
 
 // putAddr4 writes an IPv4 address and returns what the change adds to a
-// checksum covering it.
+// checksum covering it (nothing if it is the same: RFC 1624's update of
+// an unchanged word would turn a checksum of 0xffff into 0).
 func putAddr4(field []byte, a Addr) uint32 {
-	be := binary.BigEndian
-	delta := header.Delta32(be.Uint32(field), be.Uint32(a[:4]))
-	copy(field[:4], a[:4])
-	return delta
+	return putWords(field[:4], a[:4])
 }
 
 func putAddr16(field []byte, a Addr) uint32 {
-	be := binary.BigEndian
-	var delta uint32
-	for i := 0; i < 16; i += 4 {
-		delta += header.Delta32(be.Uint32(field[i:]), be.Uint32(a[i:]))
-	}
-	copy(field[:16], a[:])
-	return delta
+	return putWords(field[:16], a[:])
 }
 
 func putPort(field []byte, p uint16) uint32 {
-	delta := header.Delta16(binary.BigEndian.Uint16(field), p)
-	binary.BigEndian.PutUint16(field, p)
+	var v [2]byte
+	binary.BigEndian.PutUint16(v[:], p)
+	return putWords(field[:2], v[:])
+}
+
+// putWords writes v over field (an even number of bytes) and returns
+// the checksum delta of the 16-bit words that changed.
+func putWords(field, v []byte) uint32 {
+	var delta uint32
+	for i := 0; i < len(field); i += 2 {
+		old, updated := binary.BigEndian.Uint16(field[i:]), binary.BigEndian.Uint16(v[i:])
+		if old != updated {
+			delta += header.Delta16(old, updated)
+		}
+	}
+	copy(field, v)
 	return delta
 }
 
