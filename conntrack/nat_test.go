@@ -1,6 +1,7 @@
 package conntrack
 
 import (
+	"bytes"
 	"encoding/hex"
 	"fmt"
 	"strings"
@@ -396,5 +397,36 @@ func TestICMPv6RelatedWithSNAT(t *testing.T) {
 	}
 	if !strings.Contains(dump(tr, t0)[0], "reply=(src=fc00::2,dst=fc00::240,sport=80,dport=40000)") {
 		t.Errorf("dump %q", dump(tr, t0))
+	}
+}
+
+// TestAddrInRange: the address a hash picks is in the range, every
+// address of a small range is picked, across the middle of an IPv6
+// address (where OVS's 64-bit halves carry), and a full IPv4 range does
+// not divide by zero.
+func TestAddrInRange(t *testing.T) {
+	for _, c := range []struct {
+		lo, hi string
+		n      int
+	}{
+		{"10.0.0.250", "10.0.1.4", 11},
+		{"fc00::ffff:ffff:ffff:fffe", "fc00:0:0:1::2", 5},
+		{"fc00::1", "fc00::1", 1},
+	} {
+		lo, hi, v6 := ip(c.lo), ip(c.hi), isV6(c.lo)
+		seen := map[Addr]bool{}
+		for h := range uint32(1000) {
+			a := addrInRange(lo, hi, h*2654435761, v6)
+			if bytes.Compare(a[:], lo[:]) < 0 || bytes.Compare(a[:], hi[:]) > 0 {
+				t.Fatalf("%s-%s: %v out of range", c.lo, c.hi, a.IP(v6))
+			}
+			seen[a] = true
+		}
+		if len(seen) != c.n {
+			t.Errorf("%s-%s: %d addresses picked, want %d", c.lo, c.hi, len(seen), c.n)
+		}
+	}
+	if a := addrInRange(ip("0.0.0.0"), ip("255.255.255.255"), 0x01020304, false); a != ip("1.2.3.4") {
+		t.Errorf("full range picked %v", a.IP(false))
 	}
 }

@@ -114,23 +114,23 @@ func (t *Tracker) Execute(p *Packet, a *Action, now int64) Rewrite {
 		// A ct() in another zone sees the packet as untracked.
 		md.State = 0
 	}
+	k, related, ok := p.key(a.Zone)
+	if !ok {
+		*md = CT{State: StateInvalid | StateTracked, Zone: a.Zone}
+		return 0
+	}
 	if md.cached && !a.Force {
 		// The packet's connection is known, unless its headers changed
 		// since (OVS forgets it whenever an action sets an address or
 		// port) or this is another zone.
 		if c := t.byHandle(md.Conn); c != nil {
-			if k, _, ok := p.key(a.Zone); ok && k == c.key[b2u(md.reply)] {
+			if k == c.key[b2u(md.reply)] {
 				return t.executeCached(c, p, a)
 			}
 			c.mu.Unlock()
 		}
 	}
 	md.cached = false
-	k, related, ok := p.key(a.Zone)
-	if !ok {
-		*md = CT{State: StateInvalid | StateTracked, Zone: a.Zone}
-		return 0
-	}
 	entry := *md
 	for attempt := 1; ; attempt++ {
 		rw, again := t.process(p, a, k, related, now, attempt < maxAttempts)
