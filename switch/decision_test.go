@@ -231,7 +231,7 @@ func TestDecisionLRUPurgeAllocatesNothing(t *testing.T) {
 	if race.Enabled {
 		t.Skip("the race detector changes allocation counts")
 	}
-	c := newDecisionCache(DefaultCacheSize)
+	c := newDecisionCache(DefaultCacheSize, translateHeaders)
 	spares := make([]*decision, 0, DefaultCacheSize)
 	c.spare = spares
 	fewest := ^uint64(0)
