@@ -54,6 +54,8 @@ type recirculation struct {
 	// key's.
 	arrival uint16
 	set     flow.ActionSet
+	// zone is the ct()'s, which trace shows the copy in.
+	zone uint16
 }
 
 // recircKey finds a recirculation's decision: the state it forked with,
@@ -83,7 +85,7 @@ func (tr *translator) conntrack(a flow.Action) {
 	// The fork goes on with the tun_id the tables gave the key so far.
 	tr.syncTunnelID()
 	if c.Table != flow.CTNoTable {
-		rec := &recirculation{key: tr.key, arrival: tr.arrival, set: tr.set}
+		rec := &recirculation{key: tr.key, arrival: tr.arrival, set: tr.set, zone: step.action.Zone}
 		rec.key.Table, rec.key.CT = c.Table, flow.CTFields{}
 		step.resume = rec
 	}
