@@ -221,7 +221,9 @@ func (f *forwarder) runConntrack(r *frameRun, step *ctStep, last bool) bool {
 	if r.dropped == dropRule {
 		r.dropped = d.dropped
 	}
+	d.running++
 	f.execute(r, d.actions)
+	d.running--
 	if last {
 		return false // the recirculation ran the frame's actions to their end
 	}
