@@ -352,7 +352,7 @@ func (d *Daemon) handleLocked(req api.Request) (api.Response, error) {
 	case api.VerbDelFlows:
 		resp.Changed, err = d.delFlows(req.Bridge, req.Match, req.Strict)
 	case api.VerbTrace:
-		resp.Trace, err = d.trace(req.Bridge, req.Match)
+		resp.Trace, err = d.trace(req.Bridge, req.Match, req.CTNext)
 	case api.VerbAddGroups, api.VerbModGroup, api.VerbDelGroups, api.VerbInsertBuckets, api.VerbRemoveBuckets:
 		err = d.groupVerb(req)
 	case api.VerbAddMeter, api.VerbModMeter, api.VerbDelMeters:

@@ -7,7 +7,6 @@ import (
 
 	"github.com/xswitch/xswitch/control/store"
 	"github.com/xswitch/xswitch/flow"
-	vswitch "github.com/xswitch/xswitch/switch"
 )
 
 // The typed flow API: what add-flow, add-flows, mod-flows and del-flows
@@ -73,8 +72,7 @@ func (d *Daemon) applyFlowMods(bridge string, mods []FlowMod) ([]int, error) {
 	}
 	for i, m := range mods {
 		if err := errors.Join(checkGroups(b, m.Rule.Actions), checkGroups(b, m.Actions),
-			b.CheckMeters(m.Rule.Actions), b.CheckMeters(m.Actions),
-			vswitch.CheckConntrack(m.Rule.Actions), vswitch.CheckConntrack(m.Actions)); err != nil {
+			b.CheckMeters(m.Rule.Actions), b.CheckMeters(m.Actions)); err != nil {
 			return nil, fmt.Errorf("flow change %d: %w", i+1, err)
 		}
 	}

@@ -2,19 +2,16 @@ package control
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/xswitch/xswitch/control/api"
 	"github.com/xswitch/xswitch/control/store"
 	"github.com/xswitch/xswitch/flow"
-	vswitch "github.com/xswitch/xswitch/switch"
 )
 
 // TestFlowModsAreOneChange: a burst of typed edits is published as one
@@ -131,33 +128,6 @@ func TestRulesToMissingGroupsAreRefused(t *testing.T) {
 	}
 	if after := dumpTexts(t, d); after != before {
 		t.Errorf("the refused changes changed the table: %q, was %q", after, before)
-	}
-}
-
-// Rules, groups and packet-outs with ct() or ct_clear are refused while
-// the datapath has no connection tracker, rather than forward as if the
-// actions were not there; the table is left as it was.
-func TestConntrackIsRefusedForNow(t *testing.T) {
-	d := quietDaemon(t, filepath.Join(t.TempDir(), "conf.json"))
-	defer d.Close()
-	d.Handle(api.Request{Verb: api.VerbAddBridge, Bridge: "br0"})
-	before := dumpTexts(t, d)
-	for _, req := range []api.Request{
-		{Verb: api.VerbAddFlows, Bridge: "br0", Flows: []string{"priority=5,ip,actions=ct(commit,table=1)"}},
-		{Verb: api.VerbAddFlows, Bridge: "br0", Flows: []string{"priority=5,actions=write_actions(output:1),goto_table:1", "table=1,actions=ct_clear,NORMAL"}},
-		{Verb: api.VerbModFlows, Bridge: "br0", Flows: []string{"ip,actions=ct(commit),NORMAL"}},
-		{Verb: api.VerbAddGroups, Bridge: "br0", Groups: []string{"group_id=1,type=all,bucket=actions=ct_clear,NORMAL"}},
-	} {
-		resp := d.Handle(req)
-		if !strings.Contains(resp.Error, vswitch.ErrNoConntrack.Error()) {
-			t.Errorf("%s %q: %q, want the refusal %q", req.Verb, append(req.Flows, req.Groups...), resp.Error, vswitch.ErrNoConntrack)
-		}
-	}
-	if after := dumpTexts(t, d); after != before {
-		t.Errorf("the refused changes changed the table: %q, was %q", after, before)
-	}
-	if _, err := d.ApplyFlowMods("br0", []FlowMod{{Command: FlowAdd, Rule: flow.Rule{Actions: []flow.Action{{Type: flow.ActCTClear}}}}}); !errors.Is(err, vswitch.ErrNoConntrack) {
-		t.Errorf("ApplyFlowMods of ct_clear: %v, want ErrNoConntrack", err)
 	}
 }
 

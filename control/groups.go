@@ -196,9 +196,6 @@ func checkBuckets(bc *store.BridgeConfig, g *flow.Group) error {
 		if err := checkLocal(bc, flow.Match{}, b.Actions); err != nil {
 			return err
 		}
-		if err := vswitch.CheckConntrack(b.Actions); err != nil {
-			return fmt.Errorf("group %d: bucket %d: %w", g.ID, b.ID, err)
-		}
 		for _, a := range b.Actions {
 			if a.Type == flow.ActOutput && a.Port < flow.MaxPort && !has(a.Port) {
 				return fmt.Errorf("group %d: bucket %d outputs to port %d: %w on bridge %s", g.ID, b.ID, a.Port, ErrBadOutPort, bc.Name)

@@ -272,12 +272,6 @@ func TestAgentFlowMods(t *testing.T) {
 	toGroup := addFlow(1, [4]byte{10, 9, 9, 9}, 1)
 	toGroup.Instructions = []openflow.Instruction{openflow.InstructionApplyActions{Actions: []openflow.Action{openflow.ActionGroup{GroupID: 7}}}}
 	c.wantError("an add to a group the bridge does not have", toGroup, openflow.ErrBadAction, openflow.BadActionBadOutGroup)
-	withCT := addFlow(1, [4]byte{10, 9, 9, 9}, 1)
-	withCT.Instructions = []openflow.Instruction{openflow.InstructionApplyActions{Actions: []openflow.Action{
-		openflow.NXConntrack{Flags: openflow.NXCTCommit, RecircTable: 1}}}}
-	c.wantError("an add with ct(), which the switch does not run yet", withCT, openflow.ErrBadAction, openflow.BadActionBadExpType)
-	c.wantError("a packet-out with ct_clear", openflow.PacketOut{BufferID: openflow.NoBuffer, InPort: openflow.PortController,
-		Actions: []openflow.Action{openflow.NXCTClear{}}, Data: make([]byte, 60)}, openflow.ErrBadAction, openflow.BadActionBadExpType)
 	noPrereq := addFlow(1, [4]byte{10, 9, 9, 9}, 1)
 	noPrereq.Match.Fields = noPrereq.Match.Fields[1:] // ipv4_dst without eth_type
 	c.wantError("a match without its prerequisite", noPrereq, openflow.ErrBadMatch, openflow.BadMatchBadPrereq)

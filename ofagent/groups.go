@@ -7,7 +7,6 @@ import (
 	"github.com/xswitch/xswitch/control"
 	"github.com/xswitch/xswitch/flow"
 	"github.com/xswitch/xswitch/openflow"
-	vswitch "github.com/xswitch/xswitch/switch"
 )
 
 // Groups over OpenFlow 1.3: GROUP_MOD into the daemon's group table, and
@@ -123,8 +122,6 @@ func groupModError(err error) error {
 		return groupError(uint16(gme.Code), "%s", gme.Msg)
 	case errors.Is(err, control.ErrBadOutPort):
 		return actionError(openflow.BadActionBadOutPort, "%v", err)
-	case errors.Is(err, vswitch.ErrNoConntrack):
-		return noConntrackError(err)
 	}
 	return groupError(openflow.GroupModFailedEPERM, "%v", err)
 }

@@ -152,8 +152,6 @@ func TestAgentGroups(t *testing.T) {
 		{"a watch in an all group", watched, openflow.ErrGroupModFailed, openflow.GroupModFailedWatchUnsupported},
 		{"a fast failover bucket that watches nothing", noWatch, openflow.ErrGroupModFailed, openflow.GroupModFailedInvalidGroup},
 		{"an action that does not decode", addGroup(7, openflow.GroupTypeAll, anyBucket(0, openflow.ActionPopPBB{})), openflow.ErrBadAction, openflow.BadActionBadType},
-		{"ct_clear, which the switch does not run yet", addGroup(7, openflow.GroupTypeAll, anyBucket(0, openflow.NXCTClear{}, outNormal)),
-			openflow.ErrBadAction, openflow.BadActionBadExpType},
 		{"a set_field of a field that cannot be written", addGroup(7, openflow.GroupTypeAll, anyBucket(0, openflow.ActionSetField{Field: openflow.OXM{
 			Class: openflow.OXMClassOpenFlowBasic, Field: openflow.OXMInPhyPort, Value: []byte{0, 0, 0, 1}}})), openflow.ErrBadAction, openflow.BadActionBadSetType},
 	} {

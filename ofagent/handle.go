@@ -233,16 +233,8 @@ func flowModError(err error) error {
 		// Open vSwitch's answer (ofproto_check_ofpacts), though the
 		// specification's text for UNKNOWN_METER would fit too.
 		return &openflow.DecodeError{Type: openflow.ErrMeterModFailed, Code: openflow.MeterModFailedInvalidMeter, Reason: err.Error()}
-	case errors.Is(err, vswitch.ErrNoConntrack):
-		return noConntrackError(err)
 	}
 	return &openflow.DecodeError{Type: openflow.ErrFlowModFailed, Code: openflow.FlowModFailedUnknown, Reason: err.Error()}
-}
-
-// noConntrackError is the OpenFlow error of actions the switch does not
-// run yet, ct() and ct_clear: that of a Nicira action a switch lacks.
-func noConntrackError(err error) error {
-	return &openflow.DecodeError{Type: openflow.ErrBadAction, Code: openflow.BadActionBadExpType, Reason: err.Error()}
 }
 
 // flowModFromOF translates fm, the OFPT_FLOW_MOD msg, into the daemon's
@@ -337,11 +329,8 @@ func (c *conn) packetOut(m *openflow.PacketOut) error {
 		return err
 	}
 	if err := c.ba.br.PacketOut(inPort, actions, m.Data); err != nil {
-		switch {
-		case errors.Is(err, vswitch.ErrNoGroup):
+		if errors.Is(err, vswitch.ErrNoGroup) {
 			return &openflow.DecodeError{Type: openflow.ErrBadAction, Code: openflow.BadActionBadOutGroup, Reason: err.Error()}
-		case errors.Is(err, vswitch.ErrNoConntrack):
-			return noConntrackError(err)
 		}
 		return &openflow.DecodeError{Type: openflow.ErrBadRequest, Code: openflow.BadRequestBadPacket, Reason: err.Error()}
 	}

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/xswitch/xswitch/conntrack"
 	"github.com/xswitch/xswitch/datapath"
 	"github.com/xswitch/xswitch/flow"
 	"github.com/xswitch/xswitch/port"
@@ -47,6 +48,10 @@ type Options struct {
 	// FastPath carries the decisions it can in the ports' XDP programs
 	// (fastpath.go).
 	FastPath bool
+	// Conntrack is the connection tracker that ct() actions use: the
+	// daemon's, which all its bridges share as OVS's datapath has one
+	// table. nil: the bridge makes its own.
+	Conntrack *conntrack.Tracker
 }
 
 func (o Options) withDefaults() Options {

@@ -38,21 +38,31 @@ import (
 // its drops are counted where NORMAL counts them.
 
 // decisionFor returns the decision for the frame whose key f.key holds,
-// under table: the cache's, checked against what it relied on, or one
-// worked out afresh, which may take the place of one whose counts are
-// pending: those go to their rules first.
+// under table.
 func (f *forwarder) decisionFor(table *flow.Table, now int64) *decision {
-	d, ok := f.decisions.get(table, &f.key.Headers)
+	return decide(f, f.decisions, table, &f.key.Headers, now)
+}
+
+// decide returns the decision for k from cache c, under table: the
+// cache's, checked against what it relied on, or one worked out afresh,
+// which may take the place of one whose counts are pending: those go to
+// their rules first.
+func decide[K comparable](f *forwarder, c *decisionCache[K], table *flow.Table, k *K, now int64) *decision {
+	d, ok := c.get(table, k)
 	switch {
+	case ok && d.running > 0:
+		// A recirculation of the frame whose run of d is under way, back
+		// where it was: d holds for the frame's table, and is not changed
+		// under its run.
 	case !ok:
 		f.flushCounts(time.Now())
 		var cut string
-		if d, cut = f.decisions.add(&f.key.Headers, now); cut != "" {
+		if d, cut = c.add(k, now); cut != "" {
 			f.logLoop(cut)
 		}
-	case !f.decisions.upToDate(d) || !f.stillHolds(d, now):
+	case !c.upToDate(d) || !f.stillHolds(d, now):
 		f.flushCounts(time.Now())
-		if cut := f.decisions.retranslate(&f.key.Headers, d, now); cut != "" {
+		if cut := c.retranslate(k, d, now); cut != "" {
 			f.logLoop(cut)
 		}
 	}
@@ -80,19 +90,23 @@ func (f *forwarder) stillHolds(d *decision, now int64) bool {
 	return true
 }
 
-// decisionCache is a forwarder's exact-match cache of decisions by
-// Headers. It does not lock: only its forwarder uses it. Decisions
-// evicted are kept for reuse, so that a miss in a steady state allocates
-// no decision, only the LRU's entry.
-type decisionCache struct {
-	lru   *simplelru.LRU[flow.Headers, *decision]
+// decisionCache is a forwarder's exact-match cache of decisions by key
+// K: a frame's Headers, or a recirculation's recircKey (conntrack.go).
+// It does not lock: only its forwarder uses it. Decisions evicted are
+// kept for reuse, so that a miss in a steady state allocates no decision,
+// only the LRU's entry.
+type decisionCache[K comparable] struct {
+	lru   *simplelru.LRU[K, *decision]
 	table *flow.Table // the current version, that of the last get
 	spare []*decision
 	tr    translator
+	// work translates a key into a decision, with the hash of the flow
+	// that picks its tunnels' outer source port.
+	work func(tr *translator, t *flow.Table, k *K, d *decision, now int64)
 
 	// last is the most recently used decision: frames come in trains of
-	// one flow, and comparing headers costs a fraction of hashing them.
-	last      flow.Headers
+	// one flow, and comparing keys costs a fraction of hashing them.
+	last      K
 	lastD     *decision
 	lastValid bool
 
@@ -102,9 +116,9 @@ type decisionCache struct {
 	hits, misses, stale counter
 }
 
-func newDecisionCache(size int) *decisionCache {
-	c := &decisionCache{}
-	lru, err := simplelru.NewLRU(size, func(_ flow.Headers, d *decision) { c.spare = append(c.spare, d) })
+func newDecisionCache[K comparable](size int, work func(*translator, *flow.Table, *K, *decision, int64)) *decisionCache[K] {
+	c := &decisionCache[K]{work: work}
+	lru, err := simplelru.NewLRU(size, func(_ K, d *decision) { c.spare = append(c.spare, d) })
 	if err != nil {
 		panic(err) // unreachable: the size is positive (Options.withDefaults)
 	}
@@ -115,7 +129,7 @@ func newDecisionCache(size int) *decisionCache {
 // upToDate reports whether d, found by the last get, holds for the current
 // table version: none of the tables it looked in, nor the groups if it
 // sent to one, changed since it was worked out.
-func (c *decisionCache) upToDate(d *decision) bool {
+func (c *decisionCache[K]) upToDate(d *decision) bool {
 	if d.table == c.table {
 		return true
 	}
@@ -131,59 +145,68 @@ func (c *decisionCache) upToDate(d *decision) bool {
 	return true
 }
 
-// retranslate works d out again for headers, in place: a table it looked
-// in, or an entry it relied on, changed. The caller flushes d's counts
+// retranslate works d out again for k, in place: a table it looked in,
+// or an entry it relied on, changed. The caller flushes d's counts
 // first.
-func (c *decisionCache) retranslate(headers *flow.Headers, d *decision, now int64) (cut string) {
+func (c *decisionCache[K]) retranslate(k *K, d *decision, now int64) (cut string) {
 	c.stale.inc()
-	return c.translate(headers, d, now)
+	return c.translate(k, d, now)
 }
 
-// translate works d out for headers under the table of the last get,
-// with the hash of the flow that picks its tunnels' outer source port.
-// A translation cut short says why in cut.
-func (c *decisionCache) translate(headers *flow.Headers, d *decision, now int64) (cut string) {
-	c.tr.translate(c.table, headers, d, now)
-	d.flowHash = datapath.FlowHash(headers)
+// translate works d out for k under the table of the last get. A
+// translation cut short says why in cut.
+func (c *decisionCache[K]) translate(k *K, d *decision, now int64) (cut string) {
+	c.work(&c.tr, c.table, k, d, now)
 	return c.tr.cut
 }
 
+// translateHeaders is how the cache of frames' decisions works one out.
+func translateHeaders(tr *translator, t *flow.Table, headers *flow.Headers, d *decision, now int64) {
+	tr.translate(t, headers, d, now)
+	d.flowHash = datapath.FlowHash(headers)
+}
+
 // forget drops every decision: the ports they send to changed.
-func (c *decisionCache) forget() {
+func (c *decisionCache[K]) forget() {
 	c.lru.Purge()
 	c.lastValid = false
 }
 
-// get returns the decision for headers, if there is one, and makes t
-// the current table version; the caller checks that the decision holds
-// for it.
-func (c *decisionCache) get(t *flow.Table, headers *flow.Headers) (*decision, bool) {
+// get returns the decision for k, if there is one, and makes t the
+// current table version; the caller checks that the decision holds for
+// it.
+func (c *decisionCache[K]) get(t *flow.Table, k *K) (*decision, bool) {
 	c.table = t
-	if c.lastValid && *headers == c.last {
+	if c.lastValid && *k == c.last {
 		c.hits.inc()
 		return c.lastD, true
 	}
-	d, ok := c.lru.Get(*headers)
+	d, ok := c.lru.Get(*k)
 	if ok {
 		c.hits.inc()
-		c.last, c.lastD, c.lastValid = *headers, d, true
+		c.last, c.lastD, c.lastValid = *k, d, true
 	}
 	return d, ok
 }
 
-// add translates headers under the table of the last get and keeps the
+// add translates k under the table of the last get and keeps the
 // decision, which may evict another: the caller flushes the counts of
 // the decisions it holds first. A translation cut short says why in cut.
-func (c *decisionCache) add(headers *flow.Headers, now int64) (d *decision, cut string) {
+func (c *decisionCache[K]) add(k *K, now int64) (d *decision, cut string) {
 	c.misses.inc()
-	if n := len(c.spare); n > 0 {
+	if n := len(c.spare); n > 0 && c.spare[n-1].running == 0 {
 		d, c.spare = c.spare[n-1], c.spare[:n-1]
 	} else {
+		// None, or one evicted while a recirculation runs it: that one
+		// is left to the collector once its run ends.
+		if n > 0 {
+			c.spare = c.spare[:n-1]
+		}
 		d = new(decision)
 	}
-	cut = c.translate(headers, d, now)
-	c.lru.Add(*headers, d)
-	c.last, c.lastD, c.lastValid = *headers, d, true
+	cut = c.translate(k, d, now)
+	c.lru.Add(*k, d)
+	c.last, c.lastD, c.lastValid = *k, d, true
 	return d, cut
 }
 
@@ -199,6 +222,7 @@ func (c *counter) value() uint64 { return c.n.Load() }
 // them: the ports they send to changed.
 func (f *forwarder) forgetDecisions() {
 	f.decisions.forget()
+	f.recircs.forget()
 	if f.fp != nil {
 		f.fp.bump()
 	}

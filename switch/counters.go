@@ -189,6 +189,15 @@ func (f *forwarder) countBatch(in *bridgePort, wall time.Time, frames, bytes, ma
 	}
 }
 
+// count counts a frame of length bytes under d, until the batch's end.
+func (f *forwarder) count(d *decision, length int) {
+	if d.packets == 0 {
+		f.counted = append(f.counted, d)
+	}
+	d.packets++
+	d.bytes += uint64(length)
+}
+
 // flushCounts credits the frames counted under each decision since the
 // last flush, as last used now.
 func (f *forwarder) flushCounts(now time.Time) {

@@ -1,6 +1,7 @@
 package vswitch
 
 import (
+	"github.com/xswitch/xswitch/conntrack"
 	"github.com/xswitch/xswitch/flow"
 	"github.com/xswitch/xswitch/header"
 	"github.com/xswitch/xswitch/port"
@@ -14,11 +15,13 @@ type executor struct {
 	// saved is the frame as each clone bracket open in run found it.
 	saved  [maxCloneNest]savedRun
 	meters *meterBank // the bridge's
+	ct     ctFrame
 }
 
 // frameRun is one frame's run of its decision.
 type frameRun struct {
-	inSlot uint16 // where it arrived: NORMAL learns it there
+	inSlot uint16      // where it arrived: NORMAL learns it there
+	table  *flow.Table // the version it is forwarded by
 	frame  []byte
 	layout flow.Layout // where frame's headers are, as extracted
 	now    int64
@@ -30,8 +33,14 @@ type frameRun struct {
 	// its rules' actions chose that; sent, whether anything queued it.
 	dropped dropReason
 	sent    bool
-	// controllers are the decision's resolved CONTROLLER actions.
+	// controllers are the decision's resolved CONTROLLER actions, and
+	// cts its ct() actions.
 	controllers []controllerSpec
+	cts         []ctStep
+	// tracked says the frame met a ct() (the executor's ct.packet is
+	// its), and recircs how many recirculations it went through.
+	tracked bool
+	recircs uint8
 	// tunnel is how the frame leaves by a tunnel port, as far as the
 	// actions run so far say.
 	tunnel port.TunnelTx
@@ -102,6 +111,12 @@ func (f *forwarder) execute(r *frameRun, actions []flow.Action) {
 			if !f.meterFrame(r, a) {
 				return
 			}
+		case actConntrack:
+			if !f.runConntrack(r, &r.cts[a.Port], i == len(actions)-1) {
+				return
+			}
+		case flow.ActCTClear:
+			f.ct.packet.CT, r.tracked = conntrack.CT{}, true
 		case actToController:
 			// Sent, as far as the pipeline's drops go, even if the
 			// packet-in is lost: that is counted as such.

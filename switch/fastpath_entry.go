@@ -330,6 +330,8 @@ func unoffloaded(t flow.ActionType) string {
 		return "NORMAL runs per frame: its source is not learned, or the decision relies on too many MAC-table entries"
 	case flow.ActPushMPLS, flow.ActPopMPLS, flow.ActSetMPLSLabel, flow.ActSetMPLSTC, flow.ActSetMPLSTTL, flow.ActCopyTTLIn:
 		return "an MPLS push, pop, set or TTL copy, which the program leaves to user space"
+	case actConntrack, flow.ActCTClear:
+		return "connection tracking, which the program leaves to user space"
 	}
 	return "an action the program does not run"
 }

@@ -219,8 +219,8 @@ func TestMaskedFramesGetTheSameDecision(t *testing.T) {
 			if f.entryKey(&a) != f.entryKey(&b) {
 				t.Fatalf("%+v and %+v differ under the mask", a, b)
 			}
-			ea, whyA := decide(f, a)
-			eb, whyB := decide(f, b)
+			ea, whyA := entryFor(f, a)
+			eb, whyB := entryFor(f, b)
 			compared++
 			if whyA != whyB || ea != eb {
 				t.Fatalf("table %q: frames equal under mask %+v decided differently:\n%+v: %+v %q\n%+v: %+v %q", flows, *mask, a, ea, whyA, b, eb, whyB)
@@ -249,20 +249,20 @@ func TestFastPathLeavesIPv6ExtensionHeadersToUserSpace(t *testing.T) {
 	f.fpView = &fpView{table: table, mask: keyMask(table)}
 	h := flow.Headers{InPort: 1, DlSrc: [6]byte{2, 0, 0, 0, 0, 1}, DlDst: [6]byte{2, 0, 0, 0, 0, 2}, DlType: flow.EtherTypeIPv6,
 		NwProto: flow.ProtoUDP, TpSrc: 1000, TpDst: 53}
-	if _, why := decide(f, h); why != "" {
+	if _, why := entryFor(f, h); why != "" {
 		t.Fatalf("the packet without extension headers: no entry (%s)", why)
 	}
 	for _, bits := range []uint16{flow.ExtHdrHop, flow.ExtHdrFrag, flow.ExtHdrDest | flow.ExtHdrRouter} {
 		h.IPv6ExtHdr = bits
-		if _, why := decide(f, h); !strings.Contains(why, "IPv6 extension headers") {
+		if _, why := entryFor(f, h); !strings.Contains(why, "IPv6 extension headers") {
 			t.Errorf("ipv6_exthdr %#x: why = %q, want the program leaves extension headers to user space", bits, why)
 		}
 	}
 }
 
-// decide works the decision for h out afresh, without learning, and
+// entryFor works the decision for h out afresh, without learning, and
 // returns its fast path entry.
-func decide(f *forwarder, h flow.Headers) (datapath.Entry, string) {
+func entryFor(f *forwarder, h flow.Headers) (datapath.Entry, string) {
 	tr := translator{in: xlateIn{view: &f.view}}
 	var d decision
 	tr.translate(f.flows.Load(), &h, &d, 0)

@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/xswitch/xswitch/conntrack"
 	"github.com/xswitch/xswitch/flow"
 	"github.com/xswitch/xswitch/port"
 )
@@ -49,7 +50,8 @@ type forwarder struct {
 	view
 	receiver
 	tunnelDemux
-	decisions *decisionCache
+	decisions *decisionCache[flow.Headers]
+	recircs   *decisionCache[recircKey] // conntrack.go
 	executor
 	transmitter
 	batchCounts
@@ -75,6 +77,7 @@ type threadPlace struct {
 	loopLogged   *atomic.Bool
 	fp           *fastPath // nil: none
 	meters       *meterBank
+	tracker      *conntrack.Tracker
 	pinReady     chan struct{}
 }
 
@@ -87,7 +90,11 @@ func firstOf(count int, opts Options) threadPlace {
 		fdb.locks = make([]sync.Mutex, fdb.setMask+1)
 	}
 	epoch := time.Now()
-	return threadPlace{fdb: fdb, epoch: epoch, count: count,
+	tracker := opts.Conntrack
+	if tracker == nil {
+		tracker = conntrack.New(conntrack.Config{})
+	}
+	return threadPlace{fdb: fdb, epoch: epoch, count: count, tracker: tracker,
 		tables: new([flow.NumTables]tableCounters), drops: new(dropCounters), loopLogged: new(atomic.Bool),
 		meters: newMeterBank(nil, epoch), pinReady: make(chan struct{}, 1)}
 }
@@ -121,8 +128,10 @@ func newForwarder(opts Options, flows *flow.Classifier, place threadPlace) (*for
 			tunBatch:      make([]port.Frame, 0, batchSize),
 			tunBatchMetas: make([]port.TunnelMeta, 0, batchSize),
 		},
-		decisions:   newDecisionCache(cmp.Or(opts.CacheSize, DefaultCacheSize)),
-		executor:    executor{copies: newCopyPool(batchSize), meters: place.meters},
+		decisions: newDecisionCache(cmp.Or(opts.CacheSize, DefaultCacheSize), translateHeaders),
+		recircs:   newDecisionCache(cmp.Or(opts.CacheSize, DefaultCacheSize), translateRecirc),
+		executor: executor{copies: newCopyPool(batchSize), meters: place.meters,
+			ct: ctFrame{tracker: place.tracker, epoch: monotonicAt(place.epoch)}},
 		batchCounts: batchCounts{tableCounters: place.tables, bridgeDrops: place.drops, loopLogged: place.loopLogged},
 		fastPathThread: fastPathThread{
 			fp: place.fp,
@@ -134,6 +143,7 @@ func newForwarder(opts Options, flows *flow.Classifier, place threadPlace) (*for
 		packetInThread: packetInThread{pins: newPacketInQueue(packetInSlots/place.count, packetInBytes/place.count), pinReady: place.pinReady},
 	}
 	f.decisions.tr.in = xlateIn{view: &f.view, learn: f.learn, meters: place.meters}
+	f.recircs.tr.in = f.decisions.tr.in
 	f.rebuild()
 	return f, nil
 }

@@ -183,12 +183,12 @@ func TestControllerIsNotOffloaded(t *testing.T) {
 	}
 	h := flow.Headers{InPort: 1, DlSrc: [6]byte{2, 0, 0, 0, 0, 1}, DlDst: [6]byte{2, 0, 0, 0, 0, 2}, DlType: flow.EtherTypeIPv4}
 	f.flows.Publish(rules(t, "actions=output:2"))
-	if _, why := decide(f, h); why != "" {
+	if _, why := entryFor(f, h); why != "" {
 		t.Fatalf("output:2 is not carried (%s): the test tests nothing", why)
 	}
 	for _, actions := range []string{"CONTROLLER,output:2", "output:2,controller(reason=no_match)", "CONTROLLER"} {
 		f.flows.Publish(rules(t, "actions="+actions))
-		if _, why := decide(f, h); !strings.Contains(why, "packet-in") {
+		if _, why := entryFor(f, h); !strings.Contains(why, "packet-in") {
 			t.Errorf("actions=%s: fast path entry refused for %q; want it refused for the packet-in", actions, why)
 		}
 	}

@@ -43,7 +43,7 @@ func (b *Bridge) PacketOut(inPort uint16, actions []flow.Action, frame []byte) e
 	if inPort != flow.ControllerPort && inPort != flow.LocalPort && !b.hasOFPort(inPort) {
 		return fmt.Errorf("packet-out: bridge %s has no port %d", b.name, inPort)
 	}
-	if err := errors.Join(CheckGroups(b.name, b.Flows().Groups(), actions), CheckConntrack(actions)); err != nil {
+	if err := CheckGroups(b.name, b.Flows().Groups(), actions); err != nil {
 		return fmt.Errorf("packet-out: %w", err)
 	}
 	if err := b.checkPacketOut(actions); err != nil {
@@ -99,7 +99,8 @@ func (f *forwarder) packetOut(inPort uint16, actions []flow.Action, frame []byte
 	wall := time.Now()
 	now := int64(wall.Sub(f.epoch))
 	d := &f.packetOutDecision
-	f.decisions.tr.translateActions(f.flows.Load(), &f.key.Headers, actions, d, now)
+	table := f.flows.Load()
+	f.decisions.tr.translateActions(table, &f.key.Headers, actions, d, now)
 	inSlot, ok := f.slot(inPort)
 	if !ok {
 		inSlot = noSlot
@@ -107,15 +108,14 @@ func (f *forwarder) packetOut(inPort uint16, actions []flow.Action, frame []byte
 	f.learnOnly = false
 	f.copies.reset()
 	r := &f.run
-	*r = frameRun{inSlot: inSlot, frame: f.copies.clone(frame), layout: f.extractor.Layout(), now: now,
-		dropped: d.dropped, copied: true, controllers: d.controllers, tunnel: port.TunnelTx{ID: uint32(f.key.TunID), Hash: datapath.FlowHash(&f.key.Headers)}}
+	*r = frameRun{inSlot: inSlot, table: table, frame: f.copies.clone(frame), layout: f.extractor.Layout(), now: now,
+		dropped: d.dropped, copied: true, controllers: d.controllers, cts: d.cts, tunnel: port.TunnelTx{ID: uint32(f.key.TunID), Hash: datapath.FlowHash(&f.key.Headers)}}
 	f.execute(r, d.actions)
 	if !r.sent {
 		f.drops.count(r.dropped)
 	}
 	r.frame, r.controllers = nil, nil
-	d.packets, d.bytes = 1, uint64(len(frame))
-	f.counted = append(f.counted, d)
+	f.count(d, len(frame))
 	f.flushCounts(wall)
 	// The bridge's drops, not a port's: the frame was received on none.
 	// NORMAL's, counted per input port only, go uncounted.

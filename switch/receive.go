@@ -128,17 +128,13 @@ func (f *forwarder) forwardFrom(slot uint16, frames []port.Frame, tunnel []port.
 // and the batch's counts go up at the batch's end.
 func (f *forwarder) forwardFrame(table *flow.Table, inSlot uint16, frame []byte, now int64) {
 	d := f.decisionFor(table, now)
-	if d.packets == 0 {
-		f.counted = append(f.counted, d) // capacity batchSize: never grows
-	}
-	d.packets++
-	d.bytes += uint64(len(frame))
+	f.count(d, len(frame))
 	if f.fp != nil && !f.learnOnly && f.ports[inSlot].fastPathIn.Load() {
 		f.offerFastPath(d, inSlot, now)
 	}
 	r := &f.run
-	*r = frameRun{inSlot: inSlot, frame: frame, layout: f.extractor.Layout(), now: now, dropped: d.dropped,
-		controllers: d.controllers, tunnel: port.TunnelTx{ID: uint32(f.key.TunID), Hash: d.flowHash}}
+	*r = frameRun{inSlot: inSlot, table: table, frame: frame, layout: f.extractor.Layout(), now: now, dropped: d.dropped,
+		controllers: d.controllers, cts: d.cts, tunnel: port.TunnelTx{ID: uint32(f.key.TunID), Hash: d.flowHash}}
 	f.execute(r, d.actions)
 	if !r.sent && !f.learnOnly {
 		f.drops.count(r.dropped)

@@ -59,6 +59,8 @@ type decision struct {
 	// flowHash is the hash of the flow's headers that picks the outer
 	// UDP source port when the frame leaves by a tunnel.
 	flowHash uint32
+	// cts are its ct() actions, each an actConntrack (conntrack.go).
+	cts []ctStep
 
 	// The current batch's frames and bytes under this decision, added to
 	// its rules' and tables' counters once per batch (flushCounts).
@@ -66,6 +68,11 @@ type decision struct {
 	// offer is the decision's state towards the fast path, made at its
 	// first offer (nil without a fast path).
 	offer *fpOffer
+	// running counts the runs of the decision under way, of a
+	// recirculation's decision, which the frame's next recirculations
+	// must neither translate again nor take for another key
+	// (conntrack.go).
+	running uint8
 }
 
 // The actions that appear only in decisions, numbered down from the top
@@ -93,6 +100,9 @@ const (
 	// frame (groups.go).
 	actCloneStart
 	actCloneEnd
+	// actConntrack is a ct() action: the frame goes through the
+	// connection tracker as the decision's cts[Port] says.
+	actConntrack
 )
 
 // maxMACDeps bounds the entries one decision relies on: past it, NORMAL
@@ -195,6 +205,8 @@ func (tr *translator) start(t *flow.Table, headers *flow.Headers, d *decision, n
 	d.rules, d.lookups, d.actions, d.dropped = d.rules[:0], d.lookups[:0], d.actions[:0], dropRule
 	d.macDeps, d.controllers = d.macDeps[:0], d.controllers[:0]
 	d.groups, d.groupHits, d.liveDeps = nil, d.groupHits[:0], d.liveDeps[:0]
+	clear(d.cts) // their recirculations go with them
+	d.cts = d.cts[:0]
 	if v := tr.in.view; v != nil {
 		d.liveness = v.liveness
 	}
@@ -329,6 +341,11 @@ func (tr *translator) action(a flow.Action, fromSet bool, depth int) bool {
 		normal = &c
 	case flow.ActMeter:
 		tr.emit(flow.Action{Type: actMeter, Port: tr.in.meters.slot(a.Meter), Meter: a.Meter})
+	case flow.ActCT:
+		tr.conntrack(a)
+	case flow.ActCTClear:
+		tr.emit(a)
+		a.ApplyToKey(&tr.key)
 	case flow.ActLoad, flow.ActSetField, flow.ActMove, flow.ActWriteMetadata:
 		if a.Field.Carried {
 			a.ApplyToKey(&tr.key)
@@ -386,12 +403,18 @@ func (tr *translator) mpls(a flow.Action) (keep bool) {
 func (tr *translator) emit(a flow.Action) {
 	switch a.Type {
 	case flow.ActOutput, flow.ActInPort, flow.ActFlood, flow.ActAll, flow.ActNormal, actNormalTo, actNormalFlood:
-		if tr.key.TunID != tr.tunnelID {
-			tr.tunnelID = tr.key.TunID
-			tr.d.actions = append(tr.d.actions, flow.Action{Type: actSetTunnelID, Imm: flow.Value{Lo: tr.tunnelID}})
-		}
+		tr.syncTunnelID()
 	}
 	tr.d.actions = append(tr.d.actions, a)
+}
+
+// syncTunnelID gives the frame the tun_id the key has, if the tables
+// changed it since the frame last got one.
+func (tr *translator) syncTunnelID() {
+	if tr.key.TunID != tr.tunnelID {
+		tr.tunnelID = tr.key.TunID
+		tr.d.actions = append(tr.d.actions, flow.Action{Type: actSetTunnelID, Imm: flow.Value{Lo: tr.tunnelID}})
+	}
 }
 
 // toController resolves a CONTROLLER action: the packet-in says which

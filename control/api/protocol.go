@@ -44,6 +44,9 @@ type Request struct {
 	// del-meters, dump-meters and meter-stats, a meter ("meter=N", or N).
 	Match  string `json:"match,omitempty"`
 	Strict bool   `json:"strict,omitempty"`
+	// CTNext are the ct_states trace follows recirculations with, one
+	// each in turn (its --ct-next).
+	CTNext []string `json:"ct_next,omitempty"`
 	// Table and Record name a row for set, get, add, remove and clear;
 	// Columns are what they set ("column[:key]=value"), read
 	// ("column[:key]") or clear, or what add and remove change (a column,
