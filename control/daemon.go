@@ -122,6 +122,7 @@ func NewDaemon(opts Options) (*Daemon, error) {
 	// Before the bridges, so that none forwards a moment without the
 	// limits.
 	applyConntrackConfig(d.conntrack, d.cfg.Conntrack)
+	d.bridgeOpts.Conntrack = d.conntrack
 	d.underlays.Closed = func(iface string) { log.Info("tunnel underlay closed", "interface", iface) }
 	for _, bc := range d.cfg.Bridges {
 		b, err := vswitch.New(bc.Name, loaded.Tables[bc.Name], d.bridgeOpts)
