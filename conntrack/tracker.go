@@ -4,8 +4,6 @@ import (
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
-
-	"golang.org/x/sys/unix"
 )
 
 // Config is how a Tracker starts.
@@ -69,15 +67,6 @@ func New(cfg Config) *Tracker {
 	t.tcpSeqCheck.Store(true)
 	t.limits.Store(&zoneLimits{})
 	return t
-}
-
-// Now reads CLOCK_MONOTONIC, in nanoseconds: the clock Execute and Sweep
-// take, for callers outside the per-packet path (a system call each
-// time).
-func Now() int64 {
-	var ts unix.Timespec
-	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
-	return ts.Nano()
 }
 
 // Action is one ct() action: ct(commit, force, zone=N, nat(...),

@@ -2,12 +2,10 @@ package vswitch
 
 import (
 	"encoding/binary"
-	"time"
 
 	"github.com/xswitch/xswitch/conntrack"
 	"github.com/xswitch/xswitch/datapath"
 	"github.com/xswitch/xswitch/flow"
-	"golang.org/x/sys/unix"
 )
 
 // Connection tracking: ct() and ct_clear, and the recirculation that
@@ -261,25 +259,6 @@ func natHeaders(h *flow.Headers, p *conntrack.Header, rw conntrack.Rewrite) {
 		h.TpDst = p.DstPort
 	}
 }
-
-// monotonicAt is t on CLOCK_MONOTONIC, the tracker's clock, worked out
-// from a reading of both clocks taken once: Go's time.Time carries a
-// monotonic reading, but not CLOCK_MONOTONIC's origin.
-func monotonicAt(t time.Time) int64 {
-	return monotonicBase.mono + int64(t.Sub(monotonicBase.wall))
-}
-
-var monotonicBase = func() (b struct {
-	wall time.Time
-	mono int64
-}) {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
-		panic(err) // unreachable on Linux
-	}
-	b.wall, b.mono = time.Now(), ts.Nano()
-	return b
-}()
 
 // translateRecirc is how the cache of recirculations works a decision
 // out for its key.
