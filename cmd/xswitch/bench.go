@@ -37,7 +37,7 @@ const defaultBenchWorkloads = "udp64,udp1500,tcp,ping"
 const defaultBenchCases = "xswitch,xswitch-busy,xswitch-flows,linux-bridge,ovs,ovs-flows,xdp-redirect"
 
 // moreBenchCases are the cases bench runs only when asked to.
-const moreBenchCases = "xswitch-pipeline,ovs-pipeline,xswitch-select,ovs-select,xswitch-meter,ovs-meter,xswitch-userspace,xswitch-controller,ovs-controller," +
+const moreBenchCases = "xswitch-pipeline,ovs-pipeline,xswitch-select,ovs-select,xswitch-meter,ovs-meter,xswitch-ct,xswitch-ct-nofastpath,ovs-ct,bridge-nft,xswitch-userspace,xswitch-controller,ovs-controller," +
 	"xswitch-vxlan,xswitch-xswitch-vxlan,kernel-vxlan,ovs-vxlan"
 
 // benchFlows is how many flows the -flows cases install.
@@ -125,6 +125,23 @@ client and server and ping run on CPU 0. The cases:
   xswitch-meter, ovs-meter (only when asked for)
                  the bench frames through a meter far above their rate
                  (bench.MeterRules)
+  xswitch-ct, xswitch-ct-nofastpath, ovs-ct, bridge-nft (only when asked for)
+                 a stateful firewall (bench.StatefulFirewallRules): IP from
+                 the generator's side committed on its way out,
+                 ct(commit),output:2; IP from the receiver's side through
+                 ct(table=1), back only +trk+est or +trk+rel; ARP switched;
+                 the rest dropped. xswitch-ct-nofastpath runs the daemon with
+                 --fast-path off. bridge-nft is the kernel's bridge with an
+                 nftables ruleset (ct state established,related accept; new
+                 connections from the generator's address accepted; policy
+                 drop) in the inet family through br_netfilter, as the
+                 bridge family has no conntrack without nf_conntrack_bridge,
+                 in a namespace of its own; needs nft. Every frame of udpN
+                 goes out from the committing side through ct(commit) on a
+                 connection the tracker holds (OVS's userspace tracker and
+                 xswitch's call it +est from its second frame; the kernel's
+                 calls one-way UDP new until a reply); tcp's segments back
+                 take the +est rule
   xswitch-userspace (only when asked for)
                  xswitch with daemon --fast-path off: every frame through the
                  forwarding thread
@@ -214,6 +231,14 @@ func benchCases(names []string) ([]bench.Case, error) {
 			cases = append(cases, xswitchBenchCase(name, xswitchBench{rules: bench.MeterRules()}))
 		case "ovs-meter":
 			cases = append(cases, bench.OVS(name, bench.MeterRules()))
+		case "xswitch-ct":
+			cases = append(cases, xswitchBenchCase(name, xswitchBench{rules: bench.StatefulFirewallRules()}))
+		case "xswitch-ct-nofastpath":
+			cases = append(cases, xswitchBenchCase(name, xswitchBench{rules: bench.StatefulFirewallRules(), userspace: true}))
+		case "ovs-ct":
+			cases = append(cases, bench.OVS(name, bench.StatefulFirewallRules()))
+		case "bridge-nft":
+			cases = append(cases, bench.BridgeNFT())
 		case "xswitch-userspace":
 			cases = append(cases, xswitchBenchCase(name, xswitchBench{userspace: true}))
 		case "xswitch-controller":
