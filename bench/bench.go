@@ -91,11 +91,17 @@ type Result struct {
 	MaxGbps    float64 `json:"max_gbps,omitempty"`
 
 	// Ping: round-trip times in microseconds, and requests without reply.
+	// TCP setup (tcpcrr): connections that failed.
 	P50Micros float64 `json:"p50_us,omitempty"`
 	P99Micros float64 `json:"p99_us,omitempty"`
 	MinMicros float64 `json:"min_us,omitempty"`
 	MaxMicros float64 `json:"max_us,omitempty"`
 	Lost      int     `json:"lost,omitempty"`
+
+	// TCP setup (tcpcrr): connections completed per second.
+	MedianCPS float64 `json:"median_cps,omitempty"`
+	MinCPS    float64 `json:"min_cps,omitempty"`
+	MaxCPS    float64 `json:"max_cps,omitempty"`
 
 	// UDP: the generator that sent the frames, the median of what it
 	// sent per second, and the share of all it sent that the receiver
@@ -113,7 +119,8 @@ type Result struct {
 
 	// UDP: the median share of the generator's CPU spent in softirq
 	// (where frames that XDP forwards are forwarded, in the sender's
-	// softirq) and of the switch's CPU spent busy, in percent.
+	// softirq) and (UDP and tcpcrr) of the switch's CPU spent busy, in
+	// percent.
 	GenSoftirqPct float64 `json:"cpu0_softirq_pct,omitempty"`
 	SwitchBusyPct float64 `json:"cpu1_busy_pct,omitempty"`
 
@@ -133,13 +140,15 @@ type samples struct {
 // and (UDP) what the generator sent, the share of that second the
 // generator's CPU spent in softirq, where a redirect in XDP runs, and the
 // switch's CPU was busy, and the busy time in ns of both CPUs that was
-// not other users' (see otherLoad).
+// not other users' (see otherLoad); for tcpcrr, the connections
+// completed and the switch's CPU share.
 type rate struct {
 	pps, bytesPerSec float64
 	sentPPS          float64
 	genSoftirq       float64
 	switchBusy       float64
 	busyNs           float64
+	conns            float64
 }
 
 // GeneratorBoundShare is the share of the frames sent that a case must
@@ -326,6 +335,17 @@ func summarize(name string, w Workload, s samples, own float64) Result {
 			}
 		}
 		r.MedianGbps, r.MinGbps, r.MaxGbps = median(gbps), slices.Min(gbps), slices.Max(gbps)
+	case KindCRR:
+		r.Samples, r.Lost = len(s.rates), s.lost
+		if len(s.rates) == 0 {
+			return r
+		}
+		cps, busy := make([]float64, len(s.rates)), make([]float64, len(s.rates))
+		for i, v := range s.rates {
+			cps[i], busy[i] = v.conns, 100*v.switchBusy
+		}
+		r.MedianCPS, r.MinCPS, r.MaxCPS = median(cps), slices.Min(cps), slices.Max(cps)
+		r.SwitchBusyPct = median(busy)
 	case KindPing:
 		r.Samples, r.Lost = len(s.rtts), s.lost
 		if len(s.rtts) == 0 {
@@ -350,6 +370,8 @@ func (r Result) brief(w Workload) string {
 			r.MedianPPS/1e6, r.MinPPS/1e6, r.MaxPPS/1e6, r.MedianGbps, 100*r.CarriedShare, r.MedianSentPPS/1e6, r.CPUNsPerFrame)
 	case KindTCP:
 		return fmt.Sprintf("%6.2f Gbit/s (%.2f-%.2f)", r.MedianGbps, r.MinGbps, r.MaxGbps)
+	case KindCRR:
+		return fmt.Sprintf("%8.0f connections/s (%.0f-%.0f), %d failed, CPU 1 %.0f%% busy", r.MedianCPS, r.MinCPS, r.MaxCPS, r.Lost, r.SwitchBusyPct)
 	default:
 		return fmt.Sprintf("p50 %.0f µs, p99 %.0f µs (%.0f-%.0f), %d replies, %d lost", r.P50Micros, r.P99Micros, r.MinMicros, r.MaxMicros, r.Samples, r.Lost)
 	}
@@ -398,6 +420,8 @@ func measure(ctx context.Context, c Case, w Workload, gen Generator, opts Option
 			s, err = measureUDP(ctx, hosts, w, gen, opts.Duration)
 		case KindTCP:
 			s, err = measureTCP(ctx, hosts, opts.Duration)
+		case KindCRR:
+			s, err = measureCRR(ctx, hosts, opts.Duration)
 		default:
 			s, err = measurePing(ctx, hosts, opts.Duration)
 		}

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -51,6 +52,41 @@ func TestSummarizePing(t *testing.T) {
 	}
 }
 
+func TestSummarizeCRR(t *testing.T) {
+	s := samples{rates: []rate{{conns: 900, switchBusy: 0.2}, {conns: 1100, switchBusy: 0.4}, {conns: 1000, switchBusy: 0.3}}, lost: 2}
+	r := summarize("x", TCPCRR(), s, 0)
+	if r.MedianCPS != 1000 || r.MinCPS != 900 || r.MaxCPS != 1100 || r.Lost != 2 || r.Samples != 3 || r.SwitchBusyPct != 30 {
+		t.Errorf("summarize tcpcrr = %+v, want 1000 connections/s (900-1100), 2 failed, 3 samples, CPU 1 30%% busy", r)
+	}
+	if r.MedianGbps != 0 || r.MedianPPS != 0 {
+		t.Errorf("tcpcrr has a frame or bit rate: %+v", r)
+	}
+}
+
+// TestMeasureCRR runs the tcpcrr client and server over a veth pair
+// between two namespaces: connections complete, none fail, and the
+// workers stop when the time is up.
+func TestMeasureCRR(t *testing.T) {
+	testenv.RequireRoot(t)
+	opts := Options{Tag: func() string { return testenv.UniqueName(t)[2:8] }, Progress: io.Discard}
+	var s samples
+	err := withPath(context.Background(), genOnlyCase(), opts, func(hosts Hosts) (err error) {
+		s, err = measureCRR(context.Background(), hosts, 3*time.Second)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.rates) != 2 || s.lost != 0 {
+		t.Fatalf("tcpcrr over a veth: %+v, want 2 seconds and no failure", s)
+	}
+	for i, r := range s.rates {
+		if r.conns < 100 {
+			t.Errorf("second %d: %.0f connections/s: too few for a veth", i, r.conns)
+		}
+	}
+}
+
 func TestPercentile(t *testing.T) {
 	for _, tc := range []struct {
 		sorted []float64
@@ -80,13 +116,14 @@ func TestParseWorkload(t *testing.T) {
 		"udp9014":    {Name: "udp9014", Kind: KindUDP, Size: 9014}, // Run checks it against the MTU
 		"tcp":        {Name: "tcp", Kind: KindTCP},
 		"ping":       {Name: "ping", Kind: KindPing},
+		"tcpcrr":     {Name: "tcpcrr", Kind: KindCRR},
 	} {
 		got, err := ParseWorkload(name)
 		if err != nil || got != want {
 			t.Errorf("ParseWorkload(%q) = %+v, %v; want %+v", name, got, err, want)
 		}
 	}
-	for _, name := range []string{"", "udp", "udp59", "udp65550", "udpx", "UDP64", "tcp2", "icmp", "udp64x", "udp64x-1", "udp64x99999", "udp64x1000x2"} {
+	for _, name := range []string{"", "udp", "udp59", "udp65550", "udpx", "UDP64", "tcp2", "tcpcrr2", "TCP_CRR", "icmp", "udp64x", "udp64x-1", "udp64x99999", "udp64x1000x2"} {
 		if w, err := ParseWorkload(name); err == nil {
 			t.Errorf("ParseWorkload(%q) = %+v, want an error", name, w)
 		}

@@ -77,19 +77,7 @@ type sender interface {
 // it hands the sender to started, whose sent the caller may read until
 // generate returns.
 func generate(ctx context.Context, kind Generator, ns, iface string, frame []byte, flows int, started chan<- sender) error {
-	return netns.Do(ns, func() error {
-		var affinity unix.CPUSet
-		if err := unix.SchedGetaffinity(0, &affinity); err != nil {
-			return fmt.Errorf("read the generator thread's CPU affinity: %w", err)
-		}
-		var pinned unix.CPUSet
-		pinned.Set(generatorCPU)
-		if err := unix.SchedSetaffinity(0, &pinned); err != nil {
-			return fmt.Errorf("pin the generator to CPU %d: %w", generatorCPU, err)
-		}
-		// The thread goes back to the runtime's pool afterwards.
-		defer unix.SchedSetaffinity(0, &affinity)
-
+	return onGeneratorCPU(ns, func() error {
 		s, err := openSender(kind, iface, frame, flows)
 		if err != nil {
 			return err
@@ -97,6 +85,26 @@ func generate(ctx context.Context, kind Generator, ns, iface string, frame []byt
 		defer s.close()
 		started <- s
 		return s.run(ctx)
+	})
+}
+
+// onGeneratorCPU runs fn on a thread of its own inside namespace ns,
+// pinned to generatorCPU: whatever fn's system calls cost the kernel is
+// the traffic's side of the measurement, away from the switch's CPU.
+func onGeneratorCPU(ns string, fn func() error) error {
+	return netns.Do(ns, func() error {
+		var affinity unix.CPUSet
+		if err := unix.SchedGetaffinity(0, &affinity); err != nil {
+			return fmt.Errorf("read the thread's CPU affinity: %w", err)
+		}
+		var pinned unix.CPUSet
+		pinned.Set(generatorCPU)
+		if err := unix.SchedSetaffinity(0, &pinned); err != nil {
+			return fmt.Errorf("pin the thread to CPU %d: %w", generatorCPU, err)
+		}
+		// The thread goes back to the runtime's pool afterwards.
+		defer unix.SchedSetaffinity(0, &affinity)
+		return fn()
 	})
 }
 

@@ -10,10 +10,10 @@ import (
 )
 
 // Workload is the traffic a measurement sends through a case. UDP, TCP,
-// Ping and ParseWorkload make them.
+// Ping, TCPCRR and ParseWorkload make them.
 type Workload struct {
 	// Name is what ParseWorkload reads and Result.Workload says: udpN,
-	// tcp or ping.
+	// tcp, ping or tcpcrr.
 	Name string
 	Kind WorkloadKind
 	Size int // of each frame of a UDP workload
@@ -37,6 +37,7 @@ const (
 	KindUDP  WorkloadKind = iota + 1 // frames and bits per second
 	KindTCP                          // bits per second
 	KindPing                         // round-trip times
+	KindCRR                          // TCP connections per second
 )
 
 // UDP is the generator's N-byte UDP frames (without FCS) as fast as the
@@ -53,6 +54,11 @@ func TCP() Workload { return Workload{Name: "tcp", Kind: KindTCP} }
 // pingInterval.
 func Ping() Workload { return Workload{Name: "ping", Kind: KindPing} }
 
+// TCPCRR is TCP connection setup: many short connections from the
+// generator's namespace to the receiver's, each a one-byte request and
+// response (see measureCRR), in connections per second.
+func TCPCRR() Workload { return Workload{Name: "tcpcrr", Kind: KindCRR} }
+
 // UDPFlows is UDP(size) with its frames spread over flows flows, in turn:
 // udpNxF.
 func UDPFlows(size, flows int) Workload {
@@ -62,18 +68,20 @@ func UDPFlows(size, flows int) Workload {
 }
 
 // ParseWorkload reads a workload's name: "udp" and a frame size (udp64,
-// udp1500), optionally "x" and a number of flows (udp64x1000), "tcp" or
-// "ping". Whether a frame size fits the veths' MTU Run checks.
+// udp1500), optionally "x" and a number of flows (udp64x1000), "tcp",
+// "ping" or "tcpcrr". Whether a frame size fits the veths' MTU Run checks.
 func ParseWorkload(name string) (Workload, error) {
 	switch name {
 	case "tcp":
 		return TCP(), nil
 	case "ping":
 		return Ping(), nil
+	case "tcpcrr":
+		return TCPCRR(), nil
 	}
 	digits, ok := strings.CutPrefix(name, "udp")
 	if !ok {
-		return Workload{}, fmt.Errorf("unknown workload %q: want udpSIZE (such as udp64), tcp or ping", name)
+		return Workload{}, fmt.Errorf("unknown workload %q: want udpSIZE (such as udp64), tcp, ping or tcpcrr", name)
 	}
 	digits, flowDigits, many := strings.Cut(digits, "x")
 	size, err := strconv.Atoi(digits)
@@ -108,9 +116,9 @@ func (w Workload) validate(mtu int) error {
 		if w.Flows < 0 || w.Flows > MaxFlows {
 			return fmt.Errorf("workload %q: %d flows is outside 1..%d", w.Name, w.Flows, MaxFlows)
 		}
-	case KindTCP, KindPing:
+	case KindTCP, KindPing, KindCRR:
 	default:
-		return fmt.Errorf("workload %q was not made by UDP, TCP, Ping or ParseWorkload", w.Name)
+		return fmt.Errorf("workload %q was not made by UDP, TCP, Ping, TCPCRR or ParseWorkload", w.Name)
 	}
 	return nil
 }

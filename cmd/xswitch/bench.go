@@ -62,6 +62,13 @@ forwarding path, under each of the workloads of --workloads in one run:
   tcp            one iperf3 stream (iperf3 -J -O 1): Gbit/s the receiver reads
   ping           an ICMP echo request every 10 ms at idle: p50 and p99
                  round-trip time in µs
+  tcpcrr         TCP connection setup, as netperf's TCP_CRR: a client in the
+                 generator's namespace connects to a server in the
+                 receiver's, sends a 1-byte request, reads the 1-byte
+                 response and the server's close, and closes, 4 connections
+                 at a time, both ends in the bench's process on CPU 0:
+                 connections per second, those that failed, CPU 1's share
+                 busy
 
 The generators (--generator), each on CPU 0:
 
@@ -174,8 +181,8 @@ afterwards, also on failure or Ctrl-C. Rates are sampled once a second and
 the first second is discarded, as are the pings of the first second; the
 rounds of each workload alternate the cases. One table per workload gives
 medians, ranges over all samples and rounds, and the ratio of each median
-to those of linux-bridge, ovs, kernel-vxlan and ovs-vxlan, of those the run
-has (for ping of p50, so above 1 is slower); UDP tables give the CPU per
+to those of linux-bridge, ovs, bridge-nft, ovs-ct, kernel-vxlan and ovs-vxlan,
+of those the run has (for ping of p50, so above 1 is slower); UDP tables give the CPU per
 frame against xdp-redirect's too, and say which generator ran and what it
 reached alone.
 A failed measurement is reported and the others go on; bench
@@ -193,7 +200,7 @@ descriptors, which needs Linux 6.6).`,
 	}
 	cmd.Flags().DurationVar(&opts.duration, "duration", 5*time.Second, "how long each case runs per workload and round (at least 2s)")
 	cmd.Flags().IntVar(&opts.rounds, "rounds", 3, "how many times each case runs per workload")
-	cmd.Flags().StringSliceVar(&opts.workloads, "workloads", strings.Split(defaultBenchWorkloads, ","), "the workloads to run, in order: udpN (N-byte frames), tcp, ping")
+	cmd.Flags().StringSliceVar(&opts.workloads, "workloads", strings.Split(defaultBenchWorkloads, ","), "the workloads to run, in order: udpN (N-byte frames), tcp, ping, tcpcrr")
 	cmd.Flags().StringSliceVar(&opts.cases, "cases", strings.Split(defaultBenchCases, ","), "the cases to run, in order")
 	cmd.Flags().IntVar(&opts.mtu, "mtu", 0, "MTU of both ends of every case's veth pairs, as add-port --mtu (default 1500)")
 	cmd.Flags().StringVar(&opts.generator, "generator", string(bench.GeneratorAuto), "how the udpN workloads' frames are sent: live, xsk, packet or auto")
@@ -530,9 +537,9 @@ func benchWorkloads(names []string) ([]bench.Workload, error) {
 
 // benchBaselines are the cases every other is compared with, in the
 // tables' column order: the Linux bridge and OVS between two namespaces,
-// then the kernel's and OVS's pairs across a tunnel. A table compares
-// with those it has a row for.
-var benchBaselines = []string{"linux-bridge", "ovs", "kernel-vxlan", "ovs-vxlan"}
+// the same as stateful firewalls, then the kernel's and OVS's pairs
+// across a tunnel. A table compares with those it has a row for.
+var benchBaselines = []string{"linux-bridge", "ovs", "bridge-nft", "ovs-ct", "kernel-vxlan", "ovs-vxlan"}
 
 // cpuBaseline is the case whose CPU per frame a UDP table compares every
 // case's with: the kernel's own redirect between the two veths.
@@ -581,6 +588,8 @@ func printBenchTable(w io.Writer, kind bench.WorkloadKind, rows []bench.Result) 
 			return fmt.Sprintf(format, x)
 		case bench.KindTCP:
 			return fmt.Sprintf("%.2fx", r.MedianGbps/base.MedianGbps)
+		case bench.KindCRR:
+			return fmt.Sprintf("%.2fx", r.MedianCPS/base.MedianCPS)
 		default:
 			return fmt.Sprintf("%.2fx", r.P50Micros/base.P50Micros)
 		}
@@ -602,6 +611,8 @@ func printBenchTable(w io.Writer, kind bench.WorkloadKind, rows []bench.Result) 
 		header = "case\tMpps\trange\tGbit/s\tof sent\tns/frame"
 	case bench.KindTCP:
 		header = "case\tGbit/s\trange"
+	case bench.KindCRR:
+		header = "case\tconn/s\trange\tfailed\tcpu1 busy"
 	default:
 		header = "case\tp50 µs\tp99 µs\trange µs\tlost"
 	}
@@ -632,6 +643,8 @@ func printBenchTable(w io.Writer, kind bench.WorkloadKind, rows []bench.Result) 
 				fmt.Sprintf("%.1f%%", 100*r.CarriedShare), fmt.Sprintf("%.0f", r.CPUNsPerFrame)}
 		case kind == bench.KindTCP:
 			figures = []string{fmt.Sprintf("%.2f", r.MedianGbps), fmt.Sprintf("%.2f-%.2f", r.MinGbps, r.MaxGbps)}
+		case kind == bench.KindCRR:
+			figures = []string{fmt.Sprintf("%.0f", r.MedianCPS), fmt.Sprintf("%.0f-%.0f", r.MinCPS, r.MaxCPS), fmt.Sprint(r.Lost), fmt.Sprintf("%.0f%%", r.SwitchBusyPct)}
 		default:
 			figures = []string{fmt.Sprintf("%.0f", r.P50Micros), fmt.Sprintf("%.0f", r.P99Micros), fmt.Sprintf("%.0f-%.0f", r.MinMicros, r.MaxMicros), fmt.Sprint(r.Lost)}
 		}
