@@ -137,19 +137,19 @@ func flowTemplate(frame []byte, flows int) []byte {
 		return frame
 	}
 	f := append([]byte(nil), frame...)
-	setFlow(f, FirstFlowPort)
+	setFlow(f, 0)
 	return f
 }
 
-// flowEditor returns the edit that gives each frame the next of flows
-// flows' source port in turn, as xdp_gen does, or nil for one flow.
+// flowEditor returns the edit that makes each frame one of the next of
+// flows flows in turn (setFlow), as xdp_gen does, or nil for one flow.
 func flowEditor(flows int) func([]byte) {
 	if flows <= 1 {
 		return nil
 	}
 	next := 0
 	return func(frame []byte) {
-		setFlow(frame, FirstFlowPort+next)
+		setFlow(frame, next)
 		if next++; next == flows {
 			next = 0
 		}
@@ -236,18 +236,8 @@ type liveSender struct {
 }
 
 func openLive(iface string, frame []byte, flows int) (_ *liveSender, err error) {
-	spec, err := benchbpf.LoadBench()
-	if err != nil {
-		return nil, fmt.Errorf("load the generator program: %w", err)
-	}
-	if err := spec.Variables[benchbpf.BenchVarGenFlows].Set(uint32(max(flows, 1))); err != nil {
-		return nil, err
-	}
-	if err := spec.Variables[benchbpf.BenchVarGenFirstPort].Set(uint16(FirstFlowPort)); err != nil {
-		return nil, err
-	}
 	l := &liveSender{}
-	if err := spec.LoadAndAssign(&l.objs, nil); err != nil {
+	if err := loadBench(&l.objs, flows, 0); err != nil {
 		return nil, fmt.Errorf("load the generator program: %w", err)
 	}
 	defer func() {
