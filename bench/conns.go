@@ -23,10 +23,10 @@ import (
 // grows with new flows (xswitch's decision cache fills up to its size in
 // the first of them). The connections are counted as the switch counts
 // them where it can say (SwitchProcess.Connections), else as the flows
-// the receiver saw. UDP connections that see no reply stay in the
-// tracker for 30 s after their last frame with OVS's timeouts, which
-// both OVS's tracker and xswitch's have: every flow gets a frame again
-// in each pass.
+// the receiver saw. A UDP connection that sees no reply stays in the
+// tracker for 60 s after its last frame, with OVS's default timeouts,
+// which xswitch's tracker has too: every flow gets a frame again in each
+// pass.
 
 // connsWarmup is how long the one flow runs before the memory before.
 const connsWarmup = 2 * time.Second
