@@ -14,6 +14,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -55,6 +56,19 @@ type Case struct {
 	// it fails. Run gives the PeerName ends their IPv4 addresses after
 	// Setup, so Setup need not.
 	Setup func(ctx context.Context, hosts Hosts) (cleanup func(), err error)
+	// Process, for a case whose switch runs as a process of its own,
+	// describes the switch of the path Setup built last, while that
+	// path is up: the conns workload measures its memory. Without it
+	// the case is skipped under conns.
+	Process func() SwitchProcess
+}
+
+// skipUnder says why c does not run under w, or nothing.
+func (c Case) skipUnder(w Workload) string {
+	if c.Skip == "" && w.Kind == KindConns && c.Process == nil {
+		return "no switch process whose memory to measure: skipped under " + w.Name
+	}
+	return c.Skip
 }
 
 // Options configure Run.
@@ -91,11 +105,17 @@ type Result struct {
 	MaxGbps    float64 `json:"max_gbps,omitempty"`
 
 	// Ping: round-trip times in microseconds, and requests without reply.
+	// TCP setup (tcpcrr): connections that failed.
 	P50Micros float64 `json:"p50_us,omitempty"`
 	P99Micros float64 `json:"p99_us,omitempty"`
 	MinMicros float64 `json:"min_us,omitempty"`
 	MaxMicros float64 `json:"max_us,omitempty"`
 	Lost      int     `json:"lost,omitempty"`
+
+	// TCP setup (tcpcrr): connections completed per second.
+	MedianCPS float64 `json:"median_cps,omitempty"`
+	MinCPS    float64 `json:"min_cps,omitempty"`
+	MaxCPS    float64 `json:"max_cps,omitempty"`
 
 	// UDP: the generator that sent the frames, the median of what it
 	// sent per second, and the share of all it sent that the receiver
@@ -113,33 +133,54 @@ type Result struct {
 
 	// UDP: the median share of the generator's CPU spent in softirq
 	// (where frames that XDP forwards are forwarded, in the sender's
-	// softirq) and of the switch's CPU spent busy, in percent.
+	// softirq) and (UDP and tcpcrr) of the switch's CPU spent busy, in
+	// percent.
 	GenSoftirqPct float64 `json:"cpu0_softirq_pct,omitempty"`
 	SwitchBusyPct float64 `json:"cpu1_busy_pct,omitempty"`
 
-	// Samples counts seconds for rates and replies for ping.
+	// conns: the connections tracked after the round, as the switch
+	// counts them if it can say (CountedBySwitch), else as the receiver
+	// counts the flows it had a frame of, each of which passed
+	// ct(commit) in the switch; the flows the receiver saw; the switch
+	// process's resident memory before (after the warm-up's one flow)
+	// and after; the difference over the connections made; and how long
+	// it took until the receiver had seen every flow. Of the round with
+	// the median bytes per connection.
+	Connections     int     `json:"connections,omitempty"`
+	CountedBySwitch bool    `json:"counted_by_switch,omitempty"`
+	FlowsSeen       int     `json:"flows_seen,omitempty"`
+	RSSBefore       uint64  `json:"rss_before_bytes,omitempty"`
+	RSSAfter        uint64  `json:"rss_after_bytes,omitempty"`
+	BytesPerConn    float64 `json:"bytes_per_connection,omitempty"`
+	FillSeconds     float64 `json:"fill_seconds,omitempty"`
+
+	// Samples counts seconds for rates, replies for ping and rounds for
+	// conns.
 	Samples int `json:"samples"`
 }
 
-// samples is what one measurement yields: per-second rates, or round-trip
-// times.
+// samples is what one measurement yields: per-second rates, round-trip
+// times, or a conns round.
 type samples struct {
 	rates []rate
 	rtts  []time.Duration
 	lost  int
+	conns []connsRound
 }
 
 // rate is one second's worth of traffic into the receiving namespace,
 // and (UDP) what the generator sent, the share of that second the
 // generator's CPU spent in softirq, where a redirect in XDP runs, and the
 // switch's CPU was busy, and the busy time in ns of both CPUs that was
-// not other users' (see otherLoad).
+// not other users' (see otherLoad); for tcpcrr, the connections
+// completed and the switch's CPU share.
 type rate struct {
 	pps, bytesPerSec float64
 	sentPPS          float64
 	genSoftirq       float64
 	switchBusy       float64
 	busyNs           float64
+	conns            float64
 }
 
 // GeneratorBoundShare is the share of the frames sent that a case must
@@ -187,12 +228,14 @@ func (s *samples) add(more samples) {
 	s.rates = append(s.rates, more.rates...)
 	s.rtts = append(s.rtts, more.rtts...)
 	s.lost += more.lost
+	s.conns = append(s.conns, more.conns...)
 }
 
 // Run measures every case under every workload for opts.Rounds rounds. The
 // rounds of a workload alternate the cases so that drift in the machine
 // affects them all alike; a UDP workload's rounds start with GenOnly, the
-// generator's own cost, which the cases' CPU figures subtract. Each
+// generator's own cost, which the cases' CPU figures subtract. Under
+// conns, the cases without a switch process are skipped. Each
 // measurement builds its path afresh in new namespaces. A failed
 // measurement is reported in its Result and the rest go on; only
 // cancellation stops Run early.
@@ -230,16 +273,23 @@ func Run(ctx context.Context, opts Options) ([]Result, error) {
 		var chooseErr error
 		if w.Kind == KindUDP {
 			cases = append([]Case{genOnlyCase()}, cases...)
+		}
+		if w.Kind == KindUDP || w.Kind == KindConns {
 			gen, chooseErr = chooseGenerator(ctx, w, opts)
 			if ctx.Err() != nil {
 				return nil, fmt.Errorf("workload %s: %w", w.Name, ctx.Err())
+			}
+		}
+		for _, c := range cases {
+			if skip := c.skipUnder(w); skip != c.Skip {
+				fmt.Fprintf(opts.Progress, "%s: %s\n", c.Name, skip)
 			}
 		}
 		got := make([]samples, len(cases))
 		failed := make([]error, len(cases))
 		for round := 1; round <= opts.Rounds && chooseErr == nil; round++ {
 			for i, c := range cases {
-				if c.Skip != "" {
+				if c.skipUnder(w) != "" {
 					continue
 				}
 				s, err := measure(ctx, c, w, gen, opts)
@@ -257,8 +307,8 @@ func Run(ctx context.Context, opts Options) ([]Result, error) {
 			}
 		}
 		for i, c := range cases {
-			r := Result{Case: c.Name, Workload: w.Name, Skipped: c.Skip}
-			if c.Skip == "" {
+			r := Result{Case: c.Name, Workload: w.Name, Skipped: c.skipUnder(w)}
+			if r.Skipped == "" {
 				r = summarize(c.Name, w, got[i], ownCost(w, c, got[0]))
 				r.Generator = gen
 			}
@@ -326,6 +376,26 @@ func summarize(name string, w Workload, s samples, own float64) Result {
 			}
 		}
 		r.MedianGbps, r.MinGbps, r.MaxGbps = median(gbps), slices.Min(gbps), slices.Max(gbps)
+	case KindCRR:
+		r.Samples, r.Lost = len(s.rates), s.lost
+		if len(s.rates) == 0 {
+			return r
+		}
+		cps, busy := make([]float64, len(s.rates)), make([]float64, len(s.rates))
+		for i, v := range s.rates {
+			cps[i], busy[i] = v.conns, 100*v.switchBusy
+		}
+		r.MedianCPS, r.MinCPS, r.MaxCPS = median(cps), slices.Min(cps), slices.Max(cps)
+		r.SwitchBusyPct = median(busy)
+	case KindConns:
+		r.Samples = len(s.conns)
+		if len(s.conns) == 0 {
+			return r
+		}
+		rounds := slices.SortedFunc(slices.Values(s.conns), func(a, b connsRound) int { return cmp.Compare(a.bytesPerConn(), b.bytesPerConn()) })
+		m := rounds[(len(rounds)-1)/2]
+		r.Connections, r.CountedBySwitch, r.FlowsSeen = m.after, m.countedBySwitch, m.seen
+		r.RSSBefore, r.RSSAfter, r.BytesPerConn, r.FillSeconds = m.rssBefore, m.rssAfter, m.bytesPerConn(), m.fill.Seconds()
 	case KindPing:
 		r.Samples, r.Lost = len(s.rtts), s.lost
 		if len(s.rtts) == 0 {
@@ -350,6 +420,15 @@ func (r Result) brief(w Workload) string {
 			r.MedianPPS/1e6, r.MinPPS/1e6, r.MaxPPS/1e6, r.MedianGbps, 100*r.CarriedShare, r.MedianSentPPS/1e6, r.CPUNsPerFrame)
 	case KindTCP:
 		return fmt.Sprintf("%6.2f Gbit/s (%.2f-%.2f)", r.MedianGbps, r.MinGbps, r.MaxGbps)
+	case KindCRR:
+		return fmt.Sprintf("%8.0f connections/s (%.0f-%.0f), %d failed, CPU 1 %.0f%% busy", r.MedianCPS, r.MinCPS, r.MaxCPS, r.Lost, r.SwitchBusyPct)
+	case KindConns:
+		by := "the receiver"
+		if r.CountedBySwitch {
+			by = "the switch"
+		}
+		return fmt.Sprintf("%d connections (as %s counts them; the receiver saw %d flows in %.1f s), RSS %.1f -> %.1f MiB: %.0f bytes/connection",
+			r.Connections, by, r.FlowsSeen, r.FillSeconds, float64(r.RSSBefore)/(1<<20), float64(r.RSSAfter)/(1<<20), r.BytesPerConn)
 	default:
 		return fmt.Sprintf("p50 %.0f µs, p99 %.0f µs (%.0f-%.0f), %d replies, %d lost", r.P50Micros, r.P99Micros, r.MinMicros, r.MaxMicros, r.Samples, r.Lost)
 	}
@@ -390,7 +469,8 @@ const (
 
 // measure builds c's path in fresh namespaces, runs w over it for
 // opts.Duration (UDP: with gen) and returns what it saw after the first
-// second, and removes everything again.
+// second, or (conns, with gen) what its switch's memory grew by, and
+// removes everything again.
 func measure(ctx context.Context, c Case, w Workload, gen Generator, opts Options) (s samples, err error) {
 	err = withPath(ctx, c, opts, func(hosts Hosts) (err error) {
 		switch w.Kind {
@@ -398,6 +478,10 @@ func measure(ctx context.Context, c Case, w Workload, gen Generator, opts Option
 			s, err = measureUDP(ctx, hosts, w, gen, opts.Duration)
 		case KindTCP:
 			s, err = measureTCP(ctx, hosts, opts.Duration)
+		case KindCRR:
+			s, err = measureCRR(ctx, hosts, opts.Duration)
+		case KindConns:
+			s, err = measureConns(ctx, hosts, w, gen, c.Process(), opts.Progress)
 		default:
 			s, err = measurePing(ctx, hosts, opts.Duration)
 		}

@@ -2,6 +2,8 @@ package bench
 
 import (
 	"context"
+	"io"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -51,6 +53,97 @@ func TestSummarizePing(t *testing.T) {
 	}
 }
 
+func TestSummarizeCRR(t *testing.T) {
+	s := samples{rates: []rate{{conns: 900, switchBusy: 0.2}, {conns: 1100, switchBusy: 0.4}, {conns: 1000, switchBusy: 0.3}}, lost: 2}
+	r := summarize("x", TCPCRR(), s, 0)
+	if r.MedianCPS != 1000 || r.MinCPS != 900 || r.MaxCPS != 1100 || r.Lost != 2 || r.Samples != 3 || r.SwitchBusyPct != 30 {
+		t.Errorf("summarize tcpcrr = %+v, want 1000 connections/s (900-1100), 2 failed, 3 samples, CPU 1 30%% busy", r)
+	}
+	if r.MedianGbps != 0 || r.MedianPPS != 0 {
+		t.Errorf("tcpcrr has a frame or bit rate: %+v", r)
+	}
+}
+
+func TestSummarizeConns(t *testing.T) {
+	rounds := []connsRound{
+		{before: 1, after: 1001, seen: 1000, rssBefore: 1 << 20, rssAfter: 1<<20 + 500e3, fill: time.Second},     // 500 bytes each
+		{before: 1, after: 1001, seen: 1000, rssBefore: 1 << 20, rssAfter: 1<<20 + 300e3, fill: 2 * time.Second}, // 300
+		{before: 1, after: 901, seen: 900, rssBefore: 2 << 20, rssAfter: 2<<20 + 360e3, fill: 3 * time.Second},   // 400
+	}
+	r := summarize("x", Conns(1000), samples{conns: rounds}, 0)
+	if r.BytesPerConn != 400 || r.Connections != 901 || r.FlowsSeen != 900 || r.RSSBefore != 2<<20 || r.FillSeconds != 3 || r.Samples != 3 {
+		t.Errorf("summarize conns = %+v, want the median round's: 400 bytes a connection, 901 connections, 900 flows seen, 2 MiB before, 3 s", r)
+	}
+	if got := (connsRound{before: 5, after: 5, rssAfter: 1e6}).bytesPerConn(); got != 0 {
+		t.Errorf("a round that made no connection costs %v bytes each, want 0", got)
+	}
+	// Memory may shrink: the figure says so rather than wrap.
+	if got := (connsRound{before: 0, after: 10, rssBefore: 2000, rssAfter: 1000}).bytesPerConn(); got != -100 {
+		t.Errorf("a round whose memory shrank by 1000 bytes over 10 connections: %v bytes each, want -100", got)
+	}
+}
+
+func TestResidentBytes(t *testing.T) {
+	rss, err := residentBytes(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rss < 1<<20 || rss > 1<<40 {
+		t.Errorf("the test's resident memory is %d bytes", rss)
+	}
+	if _, err := residentBytes(1 << 30); err == nil {
+		t.Error("residentBytes of a process that cannot exist: no error")
+	}
+}
+
+// TestMeasureConns runs a conns round over a veth pair between two
+// namespaces, the test itself standing in for the switch process: the
+// receiver sees every flow, the one of the warm-up before.
+func TestMeasureConns(t *testing.T) {
+	testenv.RequireRoot(t)
+	opts := Options{Tag: func() string { return testenv.UniqueName(t)[2:8] }, Progress: io.Discard}
+	w := Conns(5000)
+	var s samples
+	err := withPath(context.Background(), genOnlyCase(), opts, func(hosts Hosts) (err error) {
+		s, err = measureConns(context.Background(), hosts, w, GeneratorXSK, SwitchProcess{PID: os.Getpid()}, io.Discard)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.conns) != 1 {
+		t.Fatalf("a conns round returned %+v", s)
+	}
+	r := s.conns[0]
+	if r.before != 1 || r.after != w.Flows || r.seen != w.Flows || r.countedBySwitch || r.rssBefore == 0 || r.rssAfter == 0 {
+		t.Errorf("conns round %+v: want 1 flow seen before, all %d after, counted by the receiver, and both memories", r, w.Flows)
+	}
+}
+
+// TestMeasureCRR runs the tcpcrr client and server over a veth pair
+// between two namespaces: connections complete, none fail, and the
+// workers stop when the time is up.
+func TestMeasureCRR(t *testing.T) {
+	testenv.RequireRoot(t)
+	opts := Options{Tag: func() string { return testenv.UniqueName(t)[2:8] }, Progress: io.Discard}
+	var s samples
+	err := withPath(context.Background(), genOnlyCase(), opts, func(hosts Hosts) (err error) {
+		s, err = measureCRR(context.Background(), hosts, 3*time.Second)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.rates) != 2 || s.lost != 0 {
+		t.Fatalf("tcpcrr over a veth: %+v, want 2 seconds and no failure", s)
+	}
+	for i, r := range s.rates {
+		if r.conns < 100 {
+			t.Errorf("second %d: %.0f connections/s: too few for a veth", i, r.conns)
+		}
+	}
+}
+
 func TestPercentile(t *testing.T) {
 	for _, tc := range []struct {
 		sorted []float64
@@ -73,20 +166,23 @@ func TestPercentile(t *testing.T) {
 
 func TestParseWorkload(t *testing.T) {
 	for name, want := range map[string]Workload{
-		"udp64":      {Name: "udp64", Kind: KindUDP, Size: 64},
-		"udp1500":    {Name: "udp1500", Kind: KindUDP, Size: 1500},
-		"udp60":      {Name: "udp60", Kind: KindUDP, Size: 60},
-		"udp64x1000": {Name: "udp64x1000", Kind: KindUDP, Size: 64, Flows: 1000},
-		"udp9014":    {Name: "udp9014", Kind: KindUDP, Size: 9014}, // Run checks it against the MTU
-		"tcp":        {Name: "tcp", Kind: KindTCP},
-		"ping":       {Name: "ping", Kind: KindPing},
+		"udp64":        {Name: "udp64", Kind: KindUDP, Size: 64},
+		"udp1500":      {Name: "udp1500", Kind: KindUDP, Size: 1500},
+		"udp60":        {Name: "udp60", Kind: KindUDP, Size: 60},
+		"udp64x1000":   {Name: "udp64x1000", Kind: KindUDP, Size: 64, Flows: 1000},
+		"udp9014":      {Name: "udp9014", Kind: KindUDP, Size: 9014}, // Run checks it against the MTU
+		"tcp":          {Name: "tcp", Kind: KindTCP},
+		"ping":         {Name: "ping", Kind: KindPing},
+		"tcpcrr":       {Name: "tcpcrr", Kind: KindCRR},
+		"conns2":       {Name: "conns2", Kind: KindConns, Size: 64, Flows: 2},
+		"conns3000000": {Name: "conns3000000", Kind: KindConns, Size: 64, Flows: MaxConnections},
 	} {
 		got, err := ParseWorkload(name)
 		if err != nil || got != want {
 			t.Errorf("ParseWorkload(%q) = %+v, %v; want %+v", name, got, err, want)
 		}
 	}
-	for _, name := range []string{"", "udp", "udp59", "udp65550", "udpx", "UDP64", "tcp2", "icmp", "udp64x", "udp64x-1", "udp64x99999", "udp64x1000x2"} {
+	for _, name := range []string{"", "udp", "udp59", "udp65550", "udpx", "UDP64", "tcp2", "tcpcrr2", "TCP_CRR", "conns", "conns1", "conns3000001", "connsx", "conns-5", "icmp", "udp64x", "udp64x-1", "udp64x99999", "udp64x1000x2"} {
 		if w, err := ParseWorkload(name); err == nil {
 			t.Errorf("ParseWorkload(%q) = %+v, want an error", name, w)
 		}

@@ -28,6 +28,28 @@ func MeterRules() Rules {
 		Flows: []string{fmt.Sprintf("priority=%d,udp,in_port=%d,actions=meter:1,output:%d", forwardPriority, genOFPort, rcvOFPort), defaultFlow}}
 }
 
+// StatefulFirewallRules are a stateful firewall between the generator's
+// port and the receiver's, as OVS's conntrack documentation builds one:
+// IP from the generator's side is committed on its way out, IP from the
+// receiver's side is tracked and goes back only if it belongs to a
+// committed connection (+est, or +rel: an ICMP error about one), ARP is
+// switched, and everything else is dropped. The bench's traffic goes out
+// from the generator's side, so each of its frames passes ct(commit) on a
+// connection the tracker holds (OVS's userspace tracker calls it +est
+// from its second frame on); TCP's segments back, ACKs among them, pass
+// ct(table=1) and the +est rule.
+func StatefulFirewallRules() Rules {
+	return Rules{Flows: []string{
+		fmt.Sprintf("table=0,priority=100,in_port=%d,ip,actions=ct(commit),output:%d", genOFPort, rcvOFPort),
+		fmt.Sprintf("table=0,priority=100,in_port=%d,ip,actions=ct(table=1)", rcvOFPort),
+		"table=0,priority=10,arp,actions=NORMAL",
+		"table=0,priority=0,actions=drop",
+		fmt.Sprintf("table=1,priority=100,in_port=%d,ct_state=+trk+est,ip,actions=output:%d", rcvOFPort, genOFPort),
+		fmt.Sprintf("table=1,priority=100,in_port=%d,ct_state=+trk+rel,ip,actions=output:%d", rcvOFPort, genOFPort),
+		"table=1,priority=0,actions=drop",
+	}}
+}
+
 // Ports as ManyFlows's flows number them: the generator's veth is added
 // to a switch first, the receiver's second.
 const (

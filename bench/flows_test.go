@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -175,6 +176,50 @@ func TestPipelineFlowsCarryTheBenchFrame(t *testing.T) {
 		}
 		if k.Table != 2 || k.Regs[0] != uint32(in) {
 			t.Errorf("from port %d: NORMAL in table %d with reg0=%d, want table 2 and reg0=%d", in, k.Table, k.Regs[0], in)
+		}
+	}
+}
+
+// TestStatefulFirewallRules runs the bench frame and its replies through
+// the firewall's tables as the tracker would mark them: out from the
+// generator's side through ct(commit) to the receiver; back only as
+// +est or +rel, after ct(table=1); a new connection from the receiver's
+// side, and IPv6, dropped.
+func TestStatefulFirewallRules(t *testing.T) {
+	flows := StatefulFirewallRules().Flows
+	checkOVSSyntax(t, "StatefulFirewallRules", flows)
+	table := flow.NewTable(nil, 2).AddAll(parseFlows(t, flows), time.Now())
+	outcome := func(k flow.Key) string {
+		e := table.Lookup(&k)
+		if e == nil {
+			return "no rule"
+		}
+		return flow.FormatActions(e.Actions)
+	}
+	ip := func(in uint16) flow.Key {
+		return flow.Key{Headers: flow.Headers{InPort: in, DlType: flow.EtherTypeIPv4, NwProto: flow.ProtoUDP, TpDst: benchDstPort}}
+	}
+	tracked := func(in uint16, state uint8) flow.Key {
+		k := ip(in)
+		k.Table, k.CT.State = 1, flow.CTTracked|state
+		return k
+	}
+	for name, tc := range map[string]struct {
+		key  flow.Key
+		want string
+	}{
+		"out":              {ip(genOFPort), fmt.Sprintf("ct(commit),output:%d", rcvOFPort)},
+		"back":             {ip(rcvOFPort), "ct(table=1)"},
+		"back +est":        {tracked(rcvOFPort, flow.CTEstablished|flow.CTReply), fmt.Sprintf("output:%d", genOFPort)},
+		"back +rel":        {tracked(rcvOFPort, flow.CTRelated|flow.CTReply), fmt.Sprintf("output:%d", genOFPort)},
+		"back +new":        {tracked(rcvOFPort, flow.CTNew), "drop"},
+		"back +inv":        {tracked(rcvOFPort, flow.CTInvalid), "drop"},
+		"arp":              {flow.Key{Headers: flow.Headers{InPort: rcvOFPort, DlType: flow.EtherTypeARP}}, "NORMAL"},
+		"ipv6":             {flow.Key{Headers: flow.Headers{InPort: genOFPort, DlType: flow.EtherTypeIPv6}}, "drop"},
+		"the announcement": {flow.Key{Headers: flow.Headers{InPort: rcvOFPort, DlType: announceEtherType}}, "drop"},
+	} {
+		if got := outcome(tc.key); got != tc.want {
+			t.Errorf("%s: actions %q, want %q", name, got, tc.want)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"encoding/binary"
 	"fmt"
 	"net"
 
@@ -74,11 +75,22 @@ const (
 	udpPayloadOffset  = udpOffset + header.UDPLen
 )
 
-// setFlow gives a bench frame the UDP source port port and no checksum (0:
-// none, for IPv4), as xdp_gen does to spread frames over flows: a checksum
-// would have to be recomputed for each.
-func setFlow(frame []byte, port int) {
+// setFlow makes a bench frame one of flow i's, as xdp_gen does to spread
+// frames over flows: UDP source port FirstFlowPort + i % MaxFlows,
+// destination port benchDstPort + i / MaxFlows (so the first MaxFlows
+// flows differ by the source port alone), i in the payload's first 4
+// bytes, where the receiver's counter reads it (see flowSet), and no UDP
+// checksum (0: none, for IPv4), which would have to be worked out for
+// each frame.
+func setFlow(frame []byte, i int) {
 	udp := header.UDP(frame[udpOffset:])
-	udp.SetSrcPort(uint16(port))
+	udp.SetSrcPort(uint16(FirstFlowPort + i%MaxFlows))
+	udp.SetDstPort(uint16(benchDstPort + i/MaxFlows))
 	udp.SetChecksum(0)
+	binary.BigEndian.PutUint32(frame[udpPayloadOffset:], uint32(i))
+}
+
+// flowOf is the flow setFlow made frame one of.
+func flowOf(frame []byte) int {
+	return int(binary.BigEndian.Uint32(frame[udpPayloadOffset:]))
 }

@@ -100,3 +100,32 @@ func TestFlowEditor(t *testing.T) {
 		t.Errorf("source ports %v, want %v: each flow in turn, as xdp_gen", ports, want)
 	}
 }
+
+// TestSetFlowBeyondTheSourcePorts checks that flows past the source
+// ports' range differ by their destination port, and that each carries
+// its index.
+func TestSetFlowBeyondTheSourcePorts(t *testing.T) {
+	frame, err := BuildFrame(FrameConfig{
+		SrcMAC: net.HardwareAddr{2, 0, 0, 0, 0, 1}, DstMAC: net.HardwareAddr{2, 0, 0, 0, 0, 2},
+		SrcIP: net.IPv4(10, 0, 0, 1), DstIP: net.IPv4(10, 0, 0, 2), Size: MinFrameSize,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[[2]uint16]int{}
+	for _, i := range []int{0, 1, MaxFlows - 1, MaxFlows, MaxFlows + 1, 2*MaxFlows + 7, MaxConnections - 1} {
+		setFlow(frame, i)
+		udp := header.UDP(frame[udpOffset:])
+		ports := [2]uint16{udp.SrcPort(), udp.DstPort()}
+		if other, ok := seen[ports]; ok {
+			t.Errorf("flows %d and %d both have ports %v", other, i, ports)
+		}
+		seen[ports] = i
+		if want := [2]uint16{uint16(FirstFlowPort + i%MaxFlows), uint16(benchDstPort + i/MaxFlows)}; ports != want {
+			t.Errorf("flow %d: ports %v, want %v", i, ports, want)
+		}
+		if got := flowOf(frame); got != i {
+			t.Errorf("flow %d carries index %d", i, got)
+		}
+	}
+}

@@ -77,19 +77,7 @@ type sender interface {
 // it hands the sender to started, whose sent the caller may read until
 // generate returns.
 func generate(ctx context.Context, kind Generator, ns, iface string, frame []byte, flows int, started chan<- sender) error {
-	return netns.Do(ns, func() error {
-		var affinity unix.CPUSet
-		if err := unix.SchedGetaffinity(0, &affinity); err != nil {
-			return fmt.Errorf("read the generator thread's CPU affinity: %w", err)
-		}
-		var pinned unix.CPUSet
-		pinned.Set(generatorCPU)
-		if err := unix.SchedSetaffinity(0, &pinned); err != nil {
-			return fmt.Errorf("pin the generator to CPU %d: %w", generatorCPU, err)
-		}
-		// The thread goes back to the runtime's pool afterwards.
-		defer unix.SchedSetaffinity(0, &affinity)
-
+	return onGeneratorCPU(ns, func() error {
 		s, err := openSender(kind, iface, frame, flows)
 		if err != nil {
 			return err
@@ -97,6 +85,26 @@ func generate(ctx context.Context, kind Generator, ns, iface string, frame []byt
 		defer s.close()
 		started <- s
 		return s.run(ctx)
+	})
+}
+
+// onGeneratorCPU runs fn on a thread of its own inside namespace ns,
+// pinned to generatorCPU: whatever fn's system calls cost the kernel is
+// the traffic's side of the measurement, away from the switch's CPU.
+func onGeneratorCPU(ns string, fn func() error) error {
+	return netns.Do(ns, func() error {
+		var affinity unix.CPUSet
+		if err := unix.SchedGetaffinity(0, &affinity); err != nil {
+			return fmt.Errorf("read the thread's CPU affinity: %w", err)
+		}
+		var pinned unix.CPUSet
+		pinned.Set(generatorCPU)
+		if err := unix.SchedSetaffinity(0, &pinned); err != nil {
+			return fmt.Errorf("pin the thread to CPU %d: %w", generatorCPU, err)
+		}
+		// The thread goes back to the runtime's pool afterwards.
+		defer unix.SchedSetaffinity(0, &affinity)
+		return fn()
 	})
 }
 
@@ -129,19 +137,19 @@ func flowTemplate(frame []byte, flows int) []byte {
 		return frame
 	}
 	f := append([]byte(nil), frame...)
-	setFlow(f, FirstFlowPort)
+	setFlow(f, 0)
 	return f
 }
 
-// flowEditor returns the edit that gives each frame the next of flows
-// flows' source port in turn, as xdp_gen does, or nil for one flow.
+// flowEditor returns the edit that makes each frame one of the next of
+// flows flows in turn (setFlow), as xdp_gen does, or nil for one flow.
 func flowEditor(flows int) func([]byte) {
 	if flows <= 1 {
 		return nil
 	}
 	next := 0
 	return func(frame []byte) {
-		setFlow(frame, FirstFlowPort+next)
+		setFlow(frame, next)
 		if next++; next == flows {
 			next = 0
 		}
@@ -228,18 +236,8 @@ type liveSender struct {
 }
 
 func openLive(iface string, frame []byte, flows int) (_ *liveSender, err error) {
-	spec, err := benchbpf.LoadBench()
-	if err != nil {
-		return nil, fmt.Errorf("load the generator program: %w", err)
-	}
-	if err := spec.Variables[benchbpf.BenchVarGenFlows].Set(uint32(max(flows, 1))); err != nil {
-		return nil, err
-	}
-	if err := spec.Variables[benchbpf.BenchVarGenFirstPort].Set(uint16(FirstFlowPort)); err != nil {
-		return nil, err
-	}
 	l := &liveSender{}
-	if err := spec.LoadAndAssign(&l.objs, nil); err != nil {
+	if err := loadBench(&l.objs, flows, 0); err != nil {
 		return nil, fmt.Errorf("load the generator program: %w", err)
 	}
 	defer func() {

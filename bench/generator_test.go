@@ -108,9 +108,9 @@ func checkGenerated(t *testing.T, hosts Hosts, gen Generator, w Workload) error 
 		want := frame
 		if w.Flows > 1 {
 			want = append([]byte(nil), frame...)
-			setFlow(want, port)
-			if port < FirstFlowPort || port >= FirstFlowPort+w.Flows {
-				t.Errorf("source port %d is outside the %d flows from %d", port, w.Flows, FirstFlowPort)
+			setFlow(want, flowOf(f))
+			if i := flowOf(f); i >= w.Flows {
+				t.Errorf("flow %d is not one of the %d", i, w.Flows)
 			}
 		}
 		if !bytes.Equal(f, want) {

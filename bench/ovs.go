@@ -59,8 +59,13 @@ func OVS(name string, rules Rules) Case {
 	if c.Skip = ovsMissing(); c.Skip != "" {
 		return c
 	}
-	c.Setup = func(ctx context.Context, hosts Hosts) (func(), error) {
-		return setupOVS(ctx, hosts, rules, false)
+	var running *ovsInstance
+	c.Setup = func(ctx context.Context, hosts Hosts) (cleanup func(), err error) {
+		running, cleanup, err = setupOVS(ctx, hosts, rules, false)
+		return cleanup, err
+	}
+	c.Process = func() SwitchProcess {
+		return SwitchProcess{PID: running.vswitchd.cmd.Process.Pid, Connections: running.connections}
 	}
 	return c
 }
@@ -90,7 +95,8 @@ func OVSController(name string) Case {
 			return c
 		}
 		c.Setup = func(ctx context.Context, hosts Hosts) (func(), error) {
-			return setupOVS(ctx, hosts, Rules{}, true)
+			_, cleanup, err := setupOVS(ctx, hosts, Rules{}, true)
+			return cleanup, err
 		}
 	}
 	return c
@@ -112,7 +118,10 @@ type ovsInstance struct {
 	vswitchd   *daemon
 }
 
-func setupOVS(ctx context.Context, hosts Hosts, rules Rules, controller bool) (_ func(), err error) {
+// setupOVS builds an ovs case's path with rules (with the bench's
+// Controller instead, if controller is set) and returns the running Open
+// vSwitch and the cleanup that removes it all.
+func setupOVS(ctx context.Context, hosts Hosts, rules Rules, controller bool) (_ *ovsInstance, _ func(), err error) {
 	o := &ovsInstance{netns: hosts.GenPort + "-ovs"}
 	bridge := hosts.GenPort + "o"
 	var undo []func()
@@ -127,12 +136,12 @@ func setupOVS(ctx context.Context, hosts Hosts, rules Rules, controller bool) (_
 		}
 	}()
 	if err := netns.Create(o.netns); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// The veths go with their namespace.
 	undo = append(undo, func() { netns.Delete(o.netns) })
 	if err := netns.Do(o.netns, func() error { _, err := CreateVeths(hosts); return err }); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	undo = append(undo, func() {
 		if err := o.stop(); err != nil {
@@ -140,49 +149,49 @@ func setupOVS(ctx context.Context, hosts Hosts, rules Rules, controller bool) (_
 		}
 	})
 	if err := o.start(ctx); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// OpenFlow 1.3 for the pipeline's goto_table, 1.0 as OVS's default.
 	if err := o.addBridge(ctx, bridge, "protocols=OpenFlow10,OpenFlow13"); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	modes := map[string]string{}
 	for i, port := range []string{hosts.GenPort, hosts.RcvPort} {
 		mode, err := o.addPort(ctx, bridge, port, i+1)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		modes[port] = mode
 		// In native mode OVS's XDP program makes the generator's
 		// frames arrive; in generic mode, GRO must.
 		if port == hosts.GenPort && mode == xdpModeGeneric {
 			if err := enableGRO(ctx, o.netns, port); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 	}
 	if err := o.waitPolled(ctx, hosts.GenPort, hosts.RcvPort); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := o.installRules(ctx, bridge, rules); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := o.xdpModesInUse(ctx, modes); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if controller {
 		ctl, err := StartController(ctx, o.netns)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		undo = append(undo, ctl.Stop)
 		if err := o.useController(ctx, bridge, ctl); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	fmt.Fprintf(hosts.Log, "Open vSwitch bridge %s in namespace %s: afxdp ports %s in %s XDP mode, %s in %s (copying: veth has no zero-copy), all of ovs-vswitchd and its PMD thread on CPU %d, %d flows\n",
 		bridge, o.netns, hosts.GenPort, modes[hosts.GenPort], hosts.RcvPort, modes[hosts.RcvPort], SwitchCPU, max(len(rules.Flows), 1))
-	return cleanup, nil
+	return o, cleanup, nil
 }
 
 var xdpModeInUse = regexp.MustCompile(`port \d+: (\S+) \(afxdp:[^)]*xdp-mode-in-use=([a-z-]+)`)
@@ -472,6 +481,20 @@ func (o *ovsInstance) stop() error {
 		return fmt.Errorf("stopping Open vSwitch in namespace %s: %w", o.netns, err)
 	}
 	return nil
+}
+
+// connections asks ovs-vswitchd how many connections its userspace
+// tracker holds.
+func (o *ovsInstance) connections(ctx context.Context) (int, error) {
+	out, err := o.run(ctx, "ovs-appctl", "-t", o.path("ovs-vswitchd.ctl"), "dpctl/ct-get-nconns")
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(out))
+	if err != nil {
+		return 0, fmt.Errorf("ovs-appctl dpctl/ct-get-nconns printed %q, not a number", out)
+	}
+	return n, nil
 }
 
 // vsctl runs ovs-vsctl on the private database.

@@ -67,7 +67,7 @@ func assertOVSGone(t *testing.T, hosts Hosts) {
 func TestOVSSetupAndCleanup(t *testing.T) {
 	hosts, log := ovsHosts(t)
 	flows := ManyFlows(100)
-	cleanup, err := setupOVS(context.Background(), hosts, Rules{Flows: flows}, false)
+	_, cleanup, err := setupOVS(context.Background(), hosts, Rules{Flows: flows}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestOVSSetupAndCleanup(t *testing.T) {
 
 func TestOVSSetupFailureLeavesNothing(t *testing.T) {
 	hosts, _ := ovsHosts(t)
-	_, err := setupOVS(context.Background(), hosts, Rules{Flows: []string{"priority=1,no_such_field=1,actions=drop"}}, false)
+	_, _, err := setupOVS(context.Background(), hosts, Rules{Flows: []string{"priority=1,no_such_field=1,actions=drop"}}, false)
 	if err == nil || !strings.Contains(err.Error(), "no_such_field") {
 		t.Fatalf("setup with a bad flow: err = %v, want ovs-ofctl's complaint about no_such_field", err)
 	}

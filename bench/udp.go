@@ -28,31 +28,16 @@ func measureUDP(ctx context.Context, hosts Hosts, w Workload, gen Generator, dur
 	if err := announce(hosts.RcvNetns, rcvMAC, genMAC); err != nil {
 		return samples{}, err
 	}
-	cnt, err := attachCounter(hosts.RcvNetns, PeerName)
+	cnt, err := attachCounter(hosts.RcvNetns, PeerName, 0)
 	if err != nil {
 		return samples{}, err
 	}
 	defer func() { err = errors.Join(err, cnt.close()) }()
-
-	genCtx, stopGen := context.WithCancel(ctx)
-	started := make(chan sender, 1)
-	var wg sync.WaitGroup
-	var genErr error
-	wg.Go(func() {
-		defer stopGen()
-		genErr = generate(genCtx, gen, hosts.GenNetns, PeerName, frame, w.Flows, started)
-	})
-	defer func() {
-		stopGen()
-		wg.Wait()
-		err = errors.Join(err, genErr)
-	}()
-	var snd sender
-	select {
-	case snd = <-started:
-	case <-genCtx.Done():
-		return samples{}, errors.New("the generator stopped before it sent anything")
+	g, err := startGenerator(ctx, gen, hosts.GenNetns, frame, w.Flows)
+	if err != nil {
+		return samples{}, err
 	}
+	defer func() { err = errors.Join(err, g.stop()) }()
 
 	others, err := newOtherLoad()
 	if err != nil {
@@ -60,7 +45,7 @@ func measureUDP(ctx context.Context, hosts Hosts, w Workload, gen Generator, dur
 	}
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
-	last, err := readUDPCounts(cnt, snd, others)
+	last, err := readUDPCounts(cnt, g, others)
 	if err != nil {
 		return samples{}, err
 	}
@@ -68,10 +53,10 @@ func measureUDP(ctx context.Context, hosts Hosts, w Workload, gen Generator, dur
 		select {
 		case <-ctx.Done():
 			return samples{}, ctx.Err()
-		case <-genCtx.Done():
+		case <-g.stopped:
 			return samples{}, errors.New("the generator stopped early")
 		case <-tick.C:
-			now, err := readUDPCounts(cnt, snd, others)
+			now, err := readUDPCounts(cnt, g, others)
 			if err != nil {
 				return samples{}, err
 			}
@@ -85,6 +70,38 @@ func measureUDP(ctx context.Context, hosts Hosts, w Workload, gen Generator, dur
 		return samples{}, errors.New("the generator sent nothing")
 	}
 	return s, nil
+}
+
+// generating is a generator sending in a goroutine of its own.
+type generating struct {
+	sender
+	stopped <-chan struct{} // closed once it stops, by itself or by stop
+	stop    func() error    // ends it, and returns why it failed if it did
+}
+
+// startGenerator starts gen sending frame, spread over flows flows, out of
+// the PeerName end in namespace ns, and returns once it sends. The
+// sender's counts may be read until stop.
+func startGenerator(ctx context.Context, gen Generator, ns string, frame []byte, flows int) (*generating, error) {
+	genCtx, cancel := context.WithCancel(ctx)
+	started := make(chan sender, 1)
+	var wg sync.WaitGroup
+	var genErr error
+	wg.Go(func() {
+		defer cancel()
+		genErr = generate(genCtx, gen, ns, PeerName, frame, flows, started)
+	})
+	stop := func() error {
+		cancel()
+		wg.Wait()
+		return genErr
+	}
+	select {
+	case s := <-started:
+		return &generating{sender: s, stopped: genCtx.Done(), stop: stop}, nil
+	case <-genCtx.Done():
+		return nil, errors.Join(errors.New("the generator stopped before it sent anything"), stop())
+	}
 }
 
 // udpCounts are the running counts a UDP measurement samples.

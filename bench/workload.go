@@ -10,15 +10,15 @@ import (
 )
 
 // Workload is the traffic a measurement sends through a case. UDP, TCP,
-// Ping and ParseWorkload make them.
+// Ping, TCPCRR, Conns and ParseWorkload make them.
 type Workload struct {
 	// Name is what ParseWorkload reads and Result.Workload says: udpN,
-	// tcp or ping.
+	// tcp, ping, tcpcrr or connsN.
 	Name string
 	Kind WorkloadKind
-	Size int // of each frame of a UDP workload
-	// Flows is how many UDP flows the frames take turns in (source ports
-	// from FirstFlowPort on); 0 or 1: one.
+	Size int // of each frame of a UDP or conns workload
+	// Flows is how many UDP flows the frames take turns in (see setFlow),
+	// or a conns workload's connections; 0 or 1: one.
 	Flows int
 }
 
@@ -27,17 +27,27 @@ type Workload struct {
 // the bench frame's way through them.
 const FirstFlowPort = 20000
 
-// MaxFlows is the most flows a UDP workload spreads over.
+// MaxFlows is the most flows a UDP workload spreads over: one per source
+// port from FirstFlowPort up (setFlow).
 const MaxFlows = 65535 - FirstFlowPort
 
 // WorkloadKind says which of Result's figures a workload yields.
 type WorkloadKind int
 
 const (
-	KindUDP  WorkloadKind = iota + 1 // frames and bits per second
-	KindTCP                          // bits per second
-	KindPing                         // round-trip times
+	KindUDP   WorkloadKind = iota + 1 // frames and bits per second
+	KindTCP                           // bits per second
+	KindPing                          // round-trip times
+	KindCRR                           // TCP connections per second
+	KindConns                         // a switch's memory per connection it tracks
 )
+
+// MaxConnections is the most connections a conns workload makes: the
+// default limit of both OVS's userspace tracker and xswitch's.
+const MaxConnections = 3000000
+
+// connsFrameSize is the size of a conns workload's frames.
+const connsFrameSize = 64
 
 // UDP is the generator's N-byte UDP frames (without FCS) as fast as the
 // kernel transmits them, in frames and bits per second into the receiver.
@@ -53,6 +63,19 @@ func TCP() Workload { return Workload{Name: "tcp", Kind: KindTCP} }
 // pingInterval.
 func Ping() Workload { return Workload{Name: "ping", Kind: KindPing} }
 
+// TCPCRR is TCP connection setup: many short connections from the
+// generator's namespace to the receiver's, each a one-byte request and
+// response (see measureCRR), in connections per second.
+func TCPCRR() Workload { return Workload{Name: "tcpcrr", Kind: KindCRR} }
+
+// Conns is n UDP connections through a switch that tracks them, a frame
+// of each from the generator's namespace until the receiver has had one
+// of every connection (see measureConns): the switch's resident memory
+// before and after, over the connections. connsN.
+func Conns(n int) Workload {
+	return Workload{Name: "conns" + strconv.Itoa(n), Kind: KindConns, Size: connsFrameSize, Flows: n}
+}
+
 // UDPFlows is UDP(size) with its frames spread over flows flows, in turn:
 // udpNxF.
 func UDPFlows(size, flows int) Workload {
@@ -62,18 +85,29 @@ func UDPFlows(size, flows int) Workload {
 }
 
 // ParseWorkload reads a workload's name: "udp" and a frame size (udp64,
-// udp1500), optionally "x" and a number of flows (udp64x1000), "tcp" or
-// "ping". Whether a frame size fits the veths' MTU Run checks.
+// udp1500), optionally "x" and a number of flows (udp64x1000), "tcp",
+// "ping", "tcpcrr", or "conns" and a number of connections
+// (conns1000000). Whether a frame size fits the veths' MTU Run checks.
 func ParseWorkload(name string) (Workload, error) {
 	switch name {
 	case "tcp":
 		return TCP(), nil
 	case "ping":
 		return Ping(), nil
+	case "tcpcrr":
+		return TCPCRR(), nil
+	}
+	if digits, ok := strings.CutPrefix(name, "conns"); ok {
+		n, err := strconv.Atoi(digits)
+		if err != nil {
+			return Workload{}, fmt.Errorf("workload %q: %q is not a number of connections", name, digits)
+		}
+		w := Conns(n)
+		return w, w.validate(maxMTU)
 	}
 	digits, ok := strings.CutPrefix(name, "udp")
 	if !ok {
-		return Workload{}, fmt.Errorf("unknown workload %q: want udpSIZE (such as udp64), tcp or ping", name)
+		return Workload{}, fmt.Errorf("unknown workload %q: want udpSIZE (such as udp64), tcp, ping, tcpcrr or connsN", name)
 	}
 	digits, flowDigits, many := strings.Cut(digits, "x")
 	size, err := strconv.Atoi(digits)
@@ -108,9 +142,13 @@ func (w Workload) validate(mtu int) error {
 		if w.Flows < 0 || w.Flows > MaxFlows {
 			return fmt.Errorf("workload %q: %d flows is outside 1..%d", w.Name, w.Flows, MaxFlows)
 		}
-	case KindTCP, KindPing:
+	case KindConns:
+		if w.Flows < 2 || w.Flows > MaxConnections {
+			return fmt.Errorf("workload %q: %d connections is outside 2..%d", w.Name, w.Flows, MaxConnections)
+		}
+	case KindTCP, KindPing, KindCRR:
 	default:
-		return fmt.Errorf("workload %q was not made by UDP, TCP, Ping or ParseWorkload", w.Name)
+		return fmt.Errorf("workload %q was not made by UDP, TCP, Ping, TCPCRR, Conns or ParseWorkload", w.Name)
 	}
 	return nil
 }

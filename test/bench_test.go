@@ -124,6 +124,94 @@ func TestBench(t *testing.T) {
 	}
 }
 
+// TestBenchStatefulFirewall runs `xswitch bench` briefly over the
+// stateful-firewall cases and the workloads made for them: every case
+// that ran carried traffic through its firewall (UDP out, TCP both ways,
+// short connections without a failure), and under conns the switches
+// that are processes hold a connection for every flow the receiver saw,
+// at some memory each. --fast-path off is the same path for now, and is
+// left to the bench itself.
+func TestBenchStatefulFirewall(t *testing.T) {
+	testenv.RequireRoot(t)
+	namespacesBefore := namespaceNames(t)
+	linksBefore := linkNames(t)
+	const conns = 20000
+	// 3 cases x 4 workloads took about a minute here, alone.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, xswitchBin, "bench", "--cases", "xswitch-ct,ovs-ct,bridge-nft",
+		"--workloads", fmt.Sprintf("udp64,tcp,tcpcrr,conns%d", conns), "--duration", "2s", "--rounds", "1", "--json")
+	cmd.Env = clientEnv()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, runErr := cmd.Output()
+	t.Logf("xswitch bench progress:\n%s", stderr.String())
+	var results []struct {
+		Case         string  `json:"case"`
+		Workload     string  `json:"workload"`
+		Skipped      string  `json:"skipped"`
+		Error        string  `json:"error"`
+		MedianPPS    float64 `json:"median_pps"`
+		MedianGbps   float64 `json:"median_gbps"`
+		MedianCPS    float64 `json:"median_cps"`
+		Lost         int     `json:"lost"`
+		Connections  int     `json:"connections"`
+		FlowsSeen    int     `json:"flows_seen"`
+		BytesPerConn float64 `json:"bytes_per_connection"`
+		Samples      int     `json:"samples"`
+	}
+	if err := json.Unmarshal(out, &results); err != nil {
+		t.Fatalf("bench --json printed no JSON table (%v; bench: %v):\n%s", err, runErr, out)
+	}
+	if runErr != nil {
+		t.Errorf("xswitch bench: %v", runErr)
+	}
+	ran := map[string]bool{}
+	for _, r := range results {
+		if r.Skipped != "" {
+			t.Logf("%s under %s: %s", r.Case, r.Workload, r.Skipped)
+			continue
+		}
+		ran[r.Case+" "+r.Workload] = true
+		if r.Error != "" {
+			t.Errorf("case %s under %s failed: %s", r.Case, r.Workload, r.Error)
+			continue
+		}
+		var ok bool
+		switch r.Workload {
+		case "udp64":
+			ok = r.MedianPPS > 0
+		case "tcp":
+			ok = r.MedianGbps > 0
+		case "tcpcrr":
+			ok = r.MedianCPS > 0 && r.Lost == 0
+		default:
+			ok = r.FlowsSeen == conns && r.Connections == conns && r.BytesPerConn > 0
+		}
+		if !ok || r.Samples == 0 {
+			t.Errorf("case %s under %s: %+v", r.Case, r.Workload, r)
+		}
+	}
+	want := []string{"xswitch-ct udp64", "xswitch-ct tcp", "xswitch-ct tcpcrr", fmt.Sprintf("xswitch-ct conns%d", conns)}
+	if _, err := exec.LookPath("ovs-vswitchd"); err == nil {
+		want = append(want, "ovs-ct udp64", "ovs-ct tcp", "ovs-ct tcpcrr", fmt.Sprintf("ovs-ct conns%d", conns))
+	}
+	if _, err := exec.LookPath("nft"); err == nil {
+		want = append(want, "bridge-nft udp64", "bridge-nft tcp", "bridge-nft tcpcrr")
+	}
+	for _, w := range want {
+		if !ran[w] {
+			t.Errorf("%s did not run: %s", w, out)
+		}
+	}
+	if left := added(namespacesBefore, namespaceNames(t)); len(left) > 0 {
+		t.Errorf("namespaces left behind by bench: %v", left)
+	}
+	if left := added(linksBefore, linkNames(t)); len(left) > 0 {
+		t.Errorf("links left behind by bench: %v", left)
+	}
+}
+
 // TestBenchRunsSwitchesWhollyOnTheirCPU watches the processes `xswitch
 // bench` starts while it measures xswitch and OVS, and checks that every
 // thread of each switch (xswitch's daemon, ovs-vswitchd) may run on CPU 1

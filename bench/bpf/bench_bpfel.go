@@ -32,11 +32,15 @@ type BenchGenState struct {
 const (
 	BenchMapGenStates       = "gen_states"
 	BenchMapRxCounters      = "rx_counters"
+	BenchMapRxFlows         = "rx_flows"
 	BenchProgXdpCount       = "xdp_count"
 	BenchProgXdpGen         = "xdp_gen"
 	BenchProgXdpRedirectTo  = "xdp_redirect_to"
+	BenchVarCountFlows      = "count_flows"
+	BenchVarGenFirstDstPort = "gen_first_dst_port"
 	BenchVarGenFirstPort    = "gen_first_port"
 	BenchVarGenFlows        = "gen_flows"
+	BenchVarGenSrcPorts     = "gen_src_ports"
 	BenchVarRedirectIfindex = "redirect_ifindex"
 )
 
@@ -93,14 +97,18 @@ type BenchProgramSpecs struct {
 type BenchMapSpecs struct {
 	GenStates  *ebpf.MapSpec `ebpf:"gen_states"`
 	RxCounters *ebpf.MapSpec `ebpf:"rx_counters"`
+	RxFlows    *ebpf.MapSpec `ebpf:"rx_flows"`
 }
 
 // BenchVariableSpecs contains global variables before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type BenchVariableSpecs struct {
+	CountFlows      *ebpf.VariableSpec `ebpf:"count_flows"`
+	GenFirstDstPort *ebpf.VariableSpec `ebpf:"gen_first_dst_port"`
 	GenFirstPort    *ebpf.VariableSpec `ebpf:"gen_first_port"`
 	GenFlows        *ebpf.VariableSpec `ebpf:"gen_flows"`
+	GenSrcPorts     *ebpf.VariableSpec `ebpf:"gen_src_ports"`
 	RedirectIfindex *ebpf.VariableSpec `ebpf:"redirect_ifindex"`
 }
 
@@ -126,12 +134,14 @@ func (o *BenchObjects) Close() error {
 type BenchMaps struct {
 	GenStates  *ebpf.Map `ebpf:"gen_states"`
 	RxCounters *ebpf.Map `ebpf:"rx_counters"`
+	RxFlows    *ebpf.Map `ebpf:"rx_flows"`
 }
 
 func (m *BenchMaps) Close() error {
 	return _BenchClose(
 		m.GenStates,
 		m.RxCounters,
+		m.RxFlows,
 	)
 }
 
@@ -139,8 +149,11 @@ func (m *BenchMaps) Close() error {
 //
 // It can be passed to LoadBenchObjects or ebpf.CollectionSpec.LoadAndAssign.
 type BenchVariables struct {
+	CountFlows      *ebpf.Variable `ebpf:"count_flows"`
+	GenFirstDstPort *ebpf.Variable `ebpf:"gen_first_dst_port"`
 	GenFirstPort    *ebpf.Variable `ebpf:"gen_first_port"`
 	GenFlows        *ebpf.Variable `ebpf:"gen_flows"`
+	GenSrcPorts     *ebpf.Variable `ebpf:"gen_src_ports"`
 	RedirectIfindex *ebpf.Variable `ebpf:"redirect_ifindex"`
 }
 

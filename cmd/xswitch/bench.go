@@ -37,7 +37,7 @@ const defaultBenchWorkloads = "udp64,udp1500,tcp,ping"
 const defaultBenchCases = "xswitch,xswitch-busy,xswitch-flows,linux-bridge,ovs,ovs-flows,xdp-redirect"
 
 // moreBenchCases are the cases bench runs only when asked to.
-const moreBenchCases = "xswitch-pipeline,ovs-pipeline,xswitch-select,ovs-select,xswitch-meter,ovs-meter,xswitch-userspace,xswitch-controller,ovs-controller," +
+const moreBenchCases = "xswitch-pipeline,ovs-pipeline,xswitch-select,ovs-select,xswitch-meter,ovs-meter,xswitch-ct,xswitch-ct-nofastpath,ovs-ct,bridge-nft,xswitch-userspace,xswitch-controller,ovs-controller," +
 	"xswitch-vxlan,xswitch-xswitch-vxlan,kernel-vxlan,ovs-vxlan"
 
 // benchFlows is how many flows the -flows cases install.
@@ -62,6 +62,27 @@ forwarding path, under each of the workloads of --workloads in one run:
   tcp            one iperf3 stream (iperf3 -J -O 1): Gbit/s the receiver reads
   ping           an ICMP echo request every 10 ms at idle: p50 and p99
                  round-trip time in µs
+  tcpcrr         TCP connection setup, as netperf's TCP_CRR: a client in the
+                 generator's namespace connects to a server in the
+                 receiver's, sends a 1-byte request, reads the 1-byte
+                 response and the server's close, and closes, 4 connections
+                 at a time, both ends in the bench's process on CPU 0:
+                 connections per second, those that failed, CPU 1's share
+                 busy
+  connsN         memory per tracked connection, N from 2 to 3,000,000 (the
+                 trackers' default limit): the generator sends 64-byte
+                 frames of one flow for 2 s, then of each of N UDP flows in
+                 turn (source ports from 20000, then the next destination
+                 port) again and again, until the receiver has had a frame
+                 of every flow, each of which passed the switch's
+                 ct(commit), or for 3 minutes at most: the switch
+                 process's resident memory (VmRSS) after, less before,
+                 over the connections made. Connections as the switch
+                 counts them where it can say (OVS: dpctl/ct-get-nconns),
+                 else as the receiver counts the flows; how long until the
+                 receiver had seen them all. Only the cases whose switch
+                 is a process of its own (xswitch, ovs); --duration does
+                 not apply
 
 The generators (--generator), each on CPU 0:
 
@@ -125,6 +146,23 @@ client and server and ping run on CPU 0. The cases:
   xswitch-meter, ovs-meter (only when asked for)
                  the bench frames through a meter far above their rate
                  (bench.MeterRules)
+  xswitch-ct, xswitch-ct-nofastpath, ovs-ct, bridge-nft (only when asked for)
+                 a stateful firewall (bench.StatefulFirewallRules): IP from
+                 the generator's side committed on its way out,
+                 ct(commit),output:2; IP from the receiver's side through
+                 ct(table=1), back only +trk+est or +trk+rel; ARP switched;
+                 the rest dropped. xswitch-ct-nofastpath runs the daemon with
+                 --fast-path off. bridge-nft is the kernel's bridge with an
+                 nftables ruleset (ct state established,related accept; new
+                 connections from the generator's address accepted; policy
+                 drop) in the inet family through br_netfilter, as the
+                 bridge family has no conntrack without nf_conntrack_bridge,
+                 in a namespace of its own; needs nft. Every frame of udpN
+                 goes out from the committing side through ct(commit) on a
+                 connection the tracker holds (OVS's userspace tracker and
+                 xswitch's call it +est from its second frame; the kernel's
+                 calls one-way UDP new until a reply); tcp's segments back
+                 take the +est rule
   xswitch-userspace (only when asked for)
                  xswitch with daemon --fast-path off: every frame through the
                  forwarding thread
@@ -157,8 +195,9 @@ afterwards, also on failure or Ctrl-C. Rates are sampled once a second and
 the first second is discarded, as are the pings of the first second; the
 rounds of each workload alternate the cases. One table per workload gives
 medians, ranges over all samples and rounds, and the ratio of each median
-to those of linux-bridge, ovs, kernel-vxlan and ovs-vxlan, of those the run
-has (for ping of p50, so above 1 is slower); UDP tables give the CPU per
+to those of linux-bridge, ovs, bridge-nft, ovs-ct, kernel-vxlan and ovs-vxlan,
+of those the run has (for ping of p50, so above 1 is slower; for connsN of the
+bytes per connection, so above 1 is more memory); UDP tables give the CPU per
 frame against xdp-redirect's too, and say which generator ran and what it
 reached alone.
 A failed measurement is reported and the others go on; bench
@@ -176,7 +215,7 @@ descriptors, which needs Linux 6.6).`,
 	}
 	cmd.Flags().DurationVar(&opts.duration, "duration", 5*time.Second, "how long each case runs per workload and round (at least 2s)")
 	cmd.Flags().IntVar(&opts.rounds, "rounds", 3, "how many times each case runs per workload")
-	cmd.Flags().StringSliceVar(&opts.workloads, "workloads", strings.Split(defaultBenchWorkloads, ","), "the workloads to run, in order: udpN (N-byte frames), tcp, ping")
+	cmd.Flags().StringSliceVar(&opts.workloads, "workloads", strings.Split(defaultBenchWorkloads, ","), "the workloads to run, in order: udpN (N-byte frames), tcp, ping, tcpcrr, connsN (N connections)")
 	cmd.Flags().StringSliceVar(&opts.cases, "cases", strings.Split(defaultBenchCases, ","), "the cases to run, in order")
 	cmd.Flags().IntVar(&opts.mtu, "mtu", 0, "MTU of both ends of every case's veth pairs, as add-port --mtu (default 1500)")
 	cmd.Flags().StringVar(&opts.generator, "generator", string(bench.GeneratorAuto), "how the udpN workloads' frames are sent: live, xsk, packet or auto")
@@ -214,6 +253,14 @@ func benchCases(names []string) ([]bench.Case, error) {
 			cases = append(cases, xswitchBenchCase(name, xswitchBench{rules: bench.MeterRules()}))
 		case "ovs-meter":
 			cases = append(cases, bench.OVS(name, bench.MeterRules()))
+		case "xswitch-ct":
+			cases = append(cases, xswitchBenchCase(name, xswitchBench{rules: bench.StatefulFirewallRules()}))
+		case "xswitch-ct-nofastpath":
+			cases = append(cases, xswitchBenchCase(name, xswitchBench{rules: bench.StatefulFirewallRules(), userspace: true}))
+		case "ovs-ct":
+			cases = append(cases, bench.OVS(name, bench.StatefulFirewallRules()))
+		case "bridge-nft":
+			cases = append(cases, bench.BridgeNFT())
 		case "xswitch-userspace":
 			cases = append(cases, xswitchBenchCase(name, xswitchBench{userspace: true}))
 		case "xswitch-controller":
@@ -264,30 +311,39 @@ func (xb xswitchBench) daemonFlags() []string {
 }
 
 // xswitchBenchCase bridges the two namespaces through a daemon's bridge.
+// The conns workload measures the daemon's memory; it has no verb yet that
+// counts its connections, so the receiver counts them.
 func xswitchBenchCase(name string, xb xswitchBench) bench.Case {
+	var running *daemonProcess
 	return bench.Case{Name: name, Setup: func(ctx context.Context, hosts bench.Hosts) (func(), error) {
 		var undo undoStack
-		if err := setupXswitchBench(ctx, &undo, hosts, xb); err != nil {
+		d, err := setupXswitchBench(ctx, &undo, hosts, xb)
+		if err != nil {
 			undo.run()
 			return nil, err
 		}
+		running = d
 		return undo.run, nil
+	}, Process: func() bench.SwitchProcess {
+		return bench.SwitchProcess{PID: running.cmd.Process.Pid}
 	}}
 }
 
-func setupXswitchBench(ctx context.Context, undo *undoStack, hosts bench.Hosts, xb xswitchBench) error {
+// setupXswitchBench starts a daemon and builds the case's bridge in it,
+// pushing onto undo what takes it down again.
+func setupXswitchBench(ctx context.Context, undo *undoStack, hosts bench.Hosts, xb xswitchBench) (*daemonProcess, error) {
 	exe, err := os.Executable()
 	if err != nil {
-		return fmt.Errorf("finding the xswitch binary to run: %w", err)
+		return nil, fmt.Errorf("finding the xswitch binary to run: %w", err)
 	}
 	dir, err := os.MkdirTemp("", "xswitch-bench-")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	undo.push(func() { os.RemoveAll(dir) })
 	d, err := startDaemonProcess(exe, "", dir, bench.SwitchCPU, xb.daemonFlags()...)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	undo.push(func() {
 		if err := d.stop(); err != nil {
@@ -295,12 +351,12 @@ func setupXswitchBench(ctx context.Context, undo *undoStack, hosts bench.Hosts, 
 		}
 	})
 	if err := d.run(ctx, "wait-ready", "--timeout", daemonProcessTimeout.String()); err != nil {
-		return err
+		return nil, err
 	}
 	client := &cli{socket: d.sock}
 	bridge := hosts.GenPort + "x"
 	if _, err := client.call(api.Request{Verb: api.VerbAddBridge, Bridge: bridge}); err != nil {
-		return err
+		return nil, err
 	}
 	undo.push(func() { client.call(api.Request{Verb: api.VerbDelBridge, Bridge: bridge}) })
 	ports := []*api.PortConfig{
@@ -309,44 +365,44 @@ func setupXswitchBench(ctx context.Context, undo *undoStack, hosts bench.Hosts, 
 	}
 	for _, pc := range ports {
 		if _, err := client.call(api.Request{Verb: api.VerbAddPort, Bridge: bridge, AddPort: pc}); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if xb.controller {
-		return useBenchController(ctx, undo, client, bridge)
+		return d, useBenchController(ctx, undo, client, bridge)
 	}
 	if len(xb.rules.Groups) > 0 {
 		if _, err := client.call(api.Request{Verb: api.VerbAddGroups, Bridge: bridge, Groups: xb.rules.Groups}); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	for _, m := range xb.rules.Meters {
 		if _, err := client.call(api.Request{Verb: api.VerbAddMeter, Bridge: bridge, Meters: []string{m}}); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if len(xb.rules.Flows) == 0 {
-		return nil
+		return d, nil
 	}
 	// The flows replace the new bridge's NORMAL rule, as the OVS cases'
 	// replace OVS's.
 	if _, err := client.call(api.Request{Verb: api.VerbDelFlows, Bridge: bridge}); err != nil {
-		return err
+		return nil, err
 	}
 	if _, err := client.call(api.Request{Verb: api.VerbAddFlows, Bridge: bridge, Flows: xb.rules.Flows}); err != nil {
-		return err
+		return nil, err
 	}
 	resp, err := client.call(api.Request{Verb: api.VerbShow, Bridge: bridge})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if len(resp.Bridges) != 1 {
-		return fmt.Errorf("show %s answered %d bridges", bridge, len(resp.Bridges))
+		return nil, fmt.Errorf("show %s answered %d bridges", bridge, len(resp.Bridges))
 	}
 	if n := resp.Bridges[0].Flows; n != len(xb.rules.Flows) {
-		return fmt.Errorf("bridge %s holds %d flows after adding %d", bridge, n, len(xb.rules.Flows))
+		return nil, fmt.Errorf("bridge %s holds %d flows after adding %d", bridge, n, len(xb.rules.Flows))
 	}
-	return nil
+	return d, nil
 }
 
 // useBenchController points bridge at a bench.Controller in fail mode
@@ -505,9 +561,9 @@ func benchWorkloads(names []string) ([]bench.Workload, error) {
 
 // benchBaselines are the cases every other is compared with, in the
 // tables' column order: the Linux bridge and OVS between two namespaces,
-// then the kernel's and OVS's pairs across a tunnel. A table compares
-// with those it has a row for.
-var benchBaselines = []string{"linux-bridge", "ovs", "kernel-vxlan", "ovs-vxlan"}
+// the same as stateful firewalls, then the kernel's and OVS's pairs
+// across a tunnel. A table compares with those it has a row for.
+var benchBaselines = []string{"linux-bridge", "ovs", "bridge-nft", "ovs-ct", "kernel-vxlan", "ovs-vxlan"}
 
 // cpuBaseline is the case whose CPU per frame a UDP table compares every
 // case's with: the kernel's own redirect between the two veths.
@@ -556,6 +612,10 @@ func printBenchTable(w io.Writer, kind bench.WorkloadKind, rows []bench.Result) 
 			return fmt.Sprintf(format, x)
 		case bench.KindTCP:
 			return fmt.Sprintf("%.2fx", r.MedianGbps/base.MedianGbps)
+		case bench.KindCRR:
+			return fmt.Sprintf("%.2fx", r.MedianCPS/base.MedianCPS)
+		case bench.KindConns:
+			return fmt.Sprintf("%.2fx", r.BytesPerConn/base.BytesPerConn)
 		default:
 			return fmt.Sprintf("%.2fx", r.P50Micros/base.P50Micros)
 		}
@@ -577,6 +637,10 @@ func printBenchTable(w io.Writer, kind bench.WorkloadKind, rows []bench.Result) 
 		header = "case\tMpps\trange\tGbit/s\tof sent\tns/frame"
 	case bench.KindTCP:
 		header = "case\tGbit/s\trange"
+	case bench.KindCRR:
+		header = "case\tconn/s\trange\tfailed\tcpu1 busy"
+	case bench.KindConns:
+		header = "case\tconnections\tcounted by\tRSS before MiB\tRSS after MiB\tbytes/conn\tfill s"
 	default:
 		header = "case\tp50 µs\tp99 µs\trange µs\tlost"
 	}
@@ -607,6 +671,15 @@ func printBenchTable(w io.Writer, kind bench.WorkloadKind, rows []bench.Result) 
 				fmt.Sprintf("%.1f%%", 100*r.CarriedShare), fmt.Sprintf("%.0f", r.CPUNsPerFrame)}
 		case kind == bench.KindTCP:
 			figures = []string{fmt.Sprintf("%.2f", r.MedianGbps), fmt.Sprintf("%.2f-%.2f", r.MinGbps, r.MaxGbps)}
+		case kind == bench.KindCRR:
+			figures = []string{fmt.Sprintf("%.0f", r.MedianCPS), fmt.Sprintf("%.0f-%.0f", r.MinCPS, r.MaxCPS), fmt.Sprint(r.Lost), fmt.Sprintf("%.0f%%", r.SwitchBusyPct)}
+		case kind == bench.KindConns:
+			by := "receiver"
+			if r.CountedBySwitch {
+				by = "switch"
+			}
+			figures = []string{fmt.Sprint(r.Connections), by, fmt.Sprintf("%.1f", float64(r.RSSBefore)/(1<<20)), fmt.Sprintf("%.1f", float64(r.RSSAfter)/(1<<20)),
+				fmt.Sprintf("%.0f", r.BytesPerConn), fmt.Sprintf("%.1f", r.FillSeconds)}
 		default:
 			figures = []string{fmt.Sprintf("%.0f", r.P50Micros), fmt.Sprintf("%.0f", r.P99Micros), fmt.Sprintf("%.0f-%.0f", r.MinMicros, r.MaxMicros), fmt.Sprint(r.Lost)}
 		}

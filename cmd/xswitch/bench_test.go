@@ -8,7 +8,7 @@ import (
 )
 
 func TestBenchWorkloads(t *testing.T) {
-	got, err := benchWorkloads([]string{"udp64", "tcp", "ping", "udp1500"})
+	got, err := benchWorkloads([]string{"udp64", "tcp", "ping", "udp1500", "tcpcrr", "conns1000"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -16,7 +16,7 @@ func TestBenchWorkloads(t *testing.T) {
 	for _, w := range got {
 		names = append(names, w.Name)
 	}
-	if strings.Join(names, ",") != "udp64,tcp,ping,udp1500" {
+	if strings.Join(names, ",") != "udp64,tcp,ping,udp1500,tcpcrr,conns1000" {
 		t.Errorf("benchWorkloads = %v, want them in the order given", names)
 	}
 	for _, bad := range [][]string{nil, {"udp"}, {"tcp", "udp70000"}, {"iperf"}} {
@@ -39,7 +39,7 @@ func tableRows(table string) map[string][]string {
 }
 
 func TestPrintBenchTables(t *testing.T) {
-	udp, tcp, ping := bench.UDP(64), bench.TCP(), bench.Ping()
+	udp, tcp, ping, crr, conns := bench.UDP(64), bench.TCP(), bench.Ping(), bench.TCPCRR(), bench.Conns(1000)
 	results := []bench.Result{
 		{Case: bench.GenOnly, Workload: "udp64", Generator: bench.GeneratorXSK, MedianPPS: 1e6, MinPPS: 1e6, MaxPPS: 1e6, MedianGbps: 0.51,
 			MedianSentPPS: 1e6, CarriedShare: 1, GeneratorBound: true, CPUNsPerFrame: 1000, GenSoftirqPct: 50, SwitchBusyPct: 1, Samples: 4},
@@ -58,12 +58,18 @@ func TestPrintBenchTables(t *testing.T) {
 		{Case: "xswitch", Workload: "ping", P50Micros: 30, P99Micros: 90, MinMicros: 10, MaxMicros: 100, Lost: 1, Samples: 99},
 		{Case: "linux-bridge", Workload: "ping", P50Micros: 10, P99Micros: 20, MinMicros: 5, MaxMicros: 25, Samples: 100},
 		{Case: "ovs", Workload: "ping", P50Micros: 20, P99Micros: 40, MinMicros: 15, MaxMicros: 45, Samples: 100},
+		{Case: "xswitch-ct", Workload: "tcpcrr", MedianCPS: 3000, MinCPS: 2500, MaxCPS: 3500, Lost: 1, SwitchBusyPct: 60, Samples: 4},
+		{Case: "ovs-ct", Workload: "tcpcrr", MedianCPS: 2000, MinCPS: 2000, MaxCPS: 2000, SwitchBusyPct: 100, Samples: 4},
+		{Case: "bridge-nft", Workload: "tcpcrr", MedianCPS: 6000, MinCPS: 5000, MaxCPS: 7000, Samples: 4},
+		{Case: "xswitch-ct", Workload: "conns1000", Connections: 1000, FlowsSeen: 1000, RSSBefore: 10 << 20, RSSAfter: 11 << 20, BytesPerConn: 1048.576, FillSeconds: 1.25, Samples: 1},
+		{Case: "ovs-ct", Workload: "conns1000", Connections: 999, CountedBySwitch: true, FlowsSeen: 1000, RSSBefore: 20 << 20, RSSAfter: 20<<20 + 512<<10, BytesPerConn: 524.8, FillSeconds: 0.5, Samples: 1},
+		{Case: "bridge-nft", Workload: "conns1000", Skipped: "no switch process"},
 	}
 	var out strings.Builder
-	printBenchTables(&out, []bench.Workload{udp, tcp, ping}, results)
+	printBenchTables(&out, []bench.Workload{udp, tcp, ping, crr, conns}, results)
 	sections := strings.Split(out.String(), "\n\n")
-	if len(sections) != 3 {
-		t.Fatalf("want 3 tables, got %d:\n%s", len(sections), out.String())
+	if len(sections) != 5 {
+		t.Fatalf("want 5 tables, got %d:\n%s", len(sections), out.String())
 	}
 	for i, tc := range []struct {
 		heading string
@@ -92,6 +98,18 @@ func TestPrintBenchTables(t *testing.T) {
 			"xswitch":      "30 90 10-100 1 3.00x 1.50x",
 			"linux-bridge": "10 20 5-25 0 1.00x 0.50x",
 			"ovs":          "20 40 15-45 0 2.00x 1.00x",
+		}},
+		{"== tcpcrr", map[string]string{
+			"case":       "conn/s range failed cpu1 busy vs bridge-nft vs ovs-ct",
+			"xswitch-ct": "3000 2500-3500 1 60% 0.50x 1.50x",
+			"ovs-ct":     "2000 2000-2000 0 100% 0.33x 1.00x",
+			"bridge-nft": "6000 5000-7000 0 0% 1.00x 3.00x",
+		}},
+		{"== conns1000", map[string]string{
+			"case":       "connections counted by RSS before MiB RSS after MiB bytes/conn fill s vs bridge-nft vs ovs-ct",
+			"xswitch-ct": "1000 receiver 10.0 11.0 1049 1.2 - 2.00x",
+			"ovs-ct":     "999 switch 20.0 20.5 525 0.5 - 1.00x",
+			"bridge-nft": "- - - - - - - -",
 		}},
 	} {
 		if !strings.HasPrefix(sections[i], tc.heading+"\n") {
