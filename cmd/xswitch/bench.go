@@ -78,8 +78,8 @@ forwarding path, under each of the workloads of --workloads in one run:
                  ct(commit), or for 3 minutes at most: the switch
                  process's resident memory (VmRSS) after, less before,
                  over the connections made. Connections as the switch
-                 counts them where it can say (OVS: dpctl/ct-get-nconns),
-                 else as the receiver counts the flows; how long until the
+                 counts them (ct-get-nconns), else as the receiver
+                 counts the flows; how long until the
                  receiver had seen them all. Only the cases whose switch
                  is a process of its own (xswitch, ovs); --duration does
                  not apply
@@ -311,8 +311,8 @@ func (xb xswitchBench) daemonFlags() []string {
 }
 
 // xswitchBenchCase bridges the two namespaces through a daemon's bridge.
-// The conns workload measures the daemon's memory; it has no verb yet that
-// counts its connections, so the receiver counts them.
+// The conns workload measures the daemon's memory over the connections
+// it says it tracks (ct-get-nconns).
 func xswitchBenchCase(name string, xb xswitchBench) bench.Case {
 	var running *daemonProcess
 	return bench.Case{Name: name, Setup: func(ctx context.Context, hosts bench.Hosts) (func(), error) {
@@ -325,7 +325,13 @@ func xswitchBenchCase(name string, xb xswitchBench) bench.Case {
 		running = d
 		return undo.run, nil
 	}, Process: func() bench.SwitchProcess {
-		return bench.SwitchProcess{PID: running.cmd.Process.Pid}
+		return bench.SwitchProcess{PID: running.cmd.Process.Pid, Connections: func(context.Context) (int, error) {
+			resp, err := (&cli{socket: running.sock}).call(api.Request{Verb: api.VerbCTGetNConns})
+			if err != nil || resp.Conntrack == nil {
+				return 0, err
+			}
+			return int(resp.Conntrack.NConns), nil
+		}}
 	}}
 }
 
