@@ -1,0 +1,274 @@
+package test
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/xswitch/xswitch/internal/netns"
+)
+
+// Connection tracking between namespaces, as Open vSwitch's
+// tests/system-traffic.at tests it ("conntrack - ..."): the same rules,
+// typed as an OVS user types them, the same traffic (ping, TCP where OVS
+// fetches a web page, UDP), each test with the fast path on and off.
+// The rules' addresses are OVS's (10.1.1.N, fc00::N), which ovsFlows
+// moves into the test's own subnet; a rig's host i is OVS's at_ns(i-1)
+// behind port i.
+
+// ovsFlows adds rules written with system-traffic.at's addresses, after
+// moving them into the rig's subnet: 10.1.1.N becomes 10.x.y.N (and
+// 0x0a0101NN, its hex, 0x0axxyyNN), fc00::N becomes fd00:x:y::N. It
+// first checks that host i is behind OpenFlow port i, as the rules say.
+func (r *rig) ovsFlows(t *testing.T, flows string) {
+	t.Helper()
+	numbers := ofports(t, r.d, r.br)
+	for i, h := range r.hosts {
+		if numbers[h.name] != i+1 {
+			t.Fatalf("host %d is behind port %d, want %d: the rules would not mean what they say", i+1, numbers[h.name], i+1)
+		}
+	}
+	r.addFlows(t, r.n.fromOVS(flows))
+}
+
+// fromOVS moves OVS's test addresses in s into n's subnet.
+func (n *testNet) fromOVS(s string) string {
+	v4 := strings.TrimSuffix(n.ipv4(0), "0")
+	return strings.NewReplacer(
+		"10.1.1.", v4,
+		"0x0a0101", fmt.Sprintf("0x0a%02x%02x", n.x, n.y),
+		"fc00::", n.ipv6(0),
+	).Replace(s)
+}
+
+// tcpService is a TCP server in a namespace, OVS's web server: it reads a
+// line from each client, answers with its name and closes, and notes who
+// connected.
+type tcpService struct {
+	name string
+	l    net.Listener
+	mu   sync.Mutex
+	from []netip.AddrPort
+}
+
+// serveTCP starts a tcpService on addr:port in namespace ns until the test
+// ends.
+func serveTCP(t *testing.T, ns, addr string, port int, name string) *tcpService {
+	t.Helper()
+	s := &tcpService{name: name}
+	if err := netns.Do(ns, func() (err error) {
+		s.l, err = net.Listen("tcp", net.JoinHostPort(addr, strconv.Itoa(port)))
+		return err
+	}); err != nil {
+		t.Fatalf("listen in %s: %v", ns, err)
+	}
+	t.Cleanup(func() { s.l.Close() })
+	go func() {
+		for {
+			c, err := s.l.Accept()
+			if err != nil {
+				return
+			}
+			s.mu.Lock()
+			s.from = append(s.from, c.RemoteAddr().(*net.TCPAddr).AddrPort())
+			s.mu.Unlock()
+			go func() {
+				defer c.Close()
+				c.SetDeadline(time.Now().Add(10 * time.Second))
+				if _, err := bufio.NewReader(c).ReadString('\n'); err == nil {
+					fmt.Fprintln(c, s.name)
+				}
+			}()
+		}
+	}()
+	return s
+}
+
+// clients are the addresses the service accepted connections from.
+func (s *tcpService) clients() []netip.AddrPort {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]netip.AddrPort{}, s.from...)
+}
+
+// tcpTimeout is how long askTCP waits for each step: as OVS's wget (three
+// tries a second apart), SYN retransmissions included.
+const askTimeout = 3 * time.Second
+
+// askTCP connects from namespace ns (from local port lport, or any when
+// 0) to addr (host:port), sends a line and returns the line it gets back.
+func askTCP(ns string, lport int, addr string) (string, error) {
+	var answer string
+	err := netns.Do(ns, func() error {
+		d := net.Dialer{Timeout: askTimeout}
+		if lport != 0 {
+			d.LocalAddr = &net.TCPAddr{Port: lport}
+		}
+		c, err := d.Dial("tcp", addr)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(askTimeout))
+		if _, err := fmt.Fprintln(c, "hello"); err != nil {
+			return err
+		}
+		answer, err = bufio.NewReader(c).ReadString('\n')
+		answer = strings.TrimSpace(answer)
+		return err
+	})
+	return answer, err
+}
+
+// wantAnswer asks the service at addr:port from namespace ns and wants
+// the answer want.
+func wantAnswer(t testing.TB, ns, addr string, port int, want string) {
+	t.Helper()
+	got, err := askTCP(ns, 0, net.JoinHostPort(addr, strconv.Itoa(port)))
+	if err != nil || got != want {
+		t.Errorf("TCP from %s to %s port %d: answer %q, %v; want %q", ns, addr, port, got, err, want)
+	}
+}
+
+// wantNoAnswer wants no TCP connection from namespace ns to addr:port to
+// open.
+func wantNoAnswer(t testing.TB, ns, addr string, port int) {
+	t.Helper()
+	got, err := askTCP(ns, 0, net.JoinHostPort(addr, strconv.Itoa(port)))
+	if err == nil {
+		t.Errorf("TCP from %s to %s port %d: answered %q, want no connection", ns, addr, port, got)
+	}
+}
+
+// TestConntrackIPv4Ping is OVS's "conntrack - IPv4 ping": echo requests
+// from port 1 are committed, and only their replies come back from port
+// 2, established; port 2's own requests stay new and are dropped.
+func TestConntrackIPv4Ping(t *testing.T) {
+	inBothModes(t, 2, func(t *testing.T, r *rig, _ bool) {
+		r.ovsFlows(t, `priority=1,action=drop
+priority=10,arp,action=normal
+priority=100,in_port=1,icmp,action=ct(commit),2
+priority=100,in_port=2,icmp,ct_state=-trk,action=ct(table=0)
+priority=100,in_port=2,icmp,ct_state=+trk+est,action=1
+`)
+		ns0, ns1 := r.hosts[0], r.hosts[1]
+		if sent, received, out := ping(t, ns0.ns, ns1.addr, 56, 3); sent != 3 || received != 3 {
+			t.Errorf("ping from port 1: %d of %d replies, want all 3:\n%s", received, sent, out)
+		}
+		if _, received, out := ping(t, ns1.ns, ns0.addr, 56, 3); received != 0 {
+			t.Errorf("ping from port 2 got %d replies through a table that lets in only established traffic:\n%s", received, out)
+		}
+		if got := flowPackets(t, r.d, r.br, "ct_state=+est+trk"); got != 3 {
+			t.Errorf("the +est rule counted %d packets, want the 3 echo replies", got)
+		}
+		if got := flowPackets(t, r.d, r.br, "priority=1 "); got < 3 {
+			t.Errorf("the drop rule counted %d packets, want at least port 2's 3 echo requests", got)
+		}
+	})
+}
+
+// TestConntrackIPv6Ping is OVS's "conntrack - IPv6 ping": echo requests
+// and replies go through the firewall in table 1, neighbour discovery
+// and the rest through NORMAL.
+func TestConntrackIPv6Ping(t *testing.T) {
+	inBothModes(t, 2, func(t *testing.T, r *rig, _ bool) {
+		for i, h := range r.hosts {
+			mustRun(t, "ip", "-n", h.ns, "addr", "add", r.n.ipv6(i+1)+"/64", "dev", "eth0", "nodad")
+		}
+		r.ovsFlows(t, `table=0,priority=10,icmp6,icmp_type=128,action=goto_table:1
+table=0,priority=10,icmp6,icmp_type=129,action=goto_table:1
+table=0,priority=1,action=normal
+table=1,priority=100,in_port=1,icmp6,action=ct(commit),2
+table=1,priority=100,in_port=2,icmp6,ct_state=-trk,action=ct(table=0)
+table=1,priority=100,in_port=2,icmp6,ct_state=+trk+est,action=1
+table=1,priority=1,action=drop
+`)
+		ns0, ns1 := r.hosts[0].ns, r.hosts[1].ns
+		addr0, addr1 := r.n.ipv6(1), r.n.ipv6(2)
+		waitPing(t, ns0, addr1, 5*time.Second)
+		if _, received, out := ping(t, ns1, addr0, 56, 3); received != 0 {
+			t.Errorf("ping -6 from port 2 got %d replies through a table that lets in only established traffic:\n%s", received, out)
+		}
+		if sent, received, out := ping(t, ns0, addr1, 56, 3); sent != 3 || received != 3 {
+			t.Errorf("ping -6 from port 1: %d of %d replies, want all 3:\n%s", received, sent, out)
+		}
+		if got := flowPackets(t, r.d, r.br, "ct_state=+est+trk"); got < 3 {
+			t.Errorf("the +est rule counted %d packets, want at least the last 3 echo replies", got)
+		}
+		if got := flowPackets(t, r.d, r.br, "priority=1 actions=drop"); got < 3 {
+			t.Errorf("table 1's drop rule counted %d packets, want at least port 2's 3 echo requests", got)
+		}
+	})
+}
+
+// TestConntrackStatefulFirewall is OVS's "conntrack - IPv4 HTTP", a
+// stateful firewall: connections opened from port 1 go through, both
+// ways; a connection opened from port 2 does not, its SYNs new and
+// dropped by the rule for them, which counts them, and only them.
+func TestConntrackStatefulFirewall(t *testing.T) {
+	inBothModes(t, 2, func(t *testing.T, r *rig, _ bool) {
+		r.ovsFlows(t, `priority=1,action=drop
+priority=10,arp,action=normal
+priority=10,icmp,action=normal
+priority=100,in_port=1,tcp,action=ct(commit),2
+priority=100,in_port=2,ct_state=-trk,tcp,action=ct(table=0)
+priority=100,in_port=2,ct_state=+trk+est,tcp,action=1
+priority=100,in_port=2,ct_state=+trk+new,tcp,action=drop
+`)
+		ns0, ns1 := r.hosts[0], r.hosts[1]
+		serveTCP(t, ns1.ns, ns1.addr, 80, "ns1")
+		inside := serveTCP(t, ns0.ns, ns0.addr, 80, "ns0")
+		for range 3 {
+			wantAnswer(t, ns0.ns, ns1.addr, 80, "ns1")
+		}
+		newDrops := "tcp,ct_state=+new+trk,in_port=2 actions=drop"
+		if got := flowPackets(t, r.d, r.br, newDrops); got != 0 {
+			t.Errorf("the rule for new connections from port 2 counted %d packets of connections port 1 opened", got)
+		}
+		wantNoAnswer(t, ns1.ns, ns0.addr, 80)
+		if got := inside.clients(); len(got) != 0 {
+			t.Errorf("the server behind port 1 accepted connections from %v through the firewall", got)
+		}
+		// A SYN, retransmitted after 1 s and 3 s.
+		if got := flowPackets(t, r.d, r.br, newDrops); got < 2 || got > 3 {
+			t.Errorf("the rule for new connections from port 2 counted %d packets, want the 2 or 3 SYNs of one connect", got)
+		}
+		wantAnswer(t, ns0.ns, ns1.addr, 80, "ns1")
+	})
+}
+
+// TestConntrackPreserveRegisters is OVS's "conntrack - preserve
+// registers": a register loaded before ct(table=0) is there when the
+// frame comes back, so the rules of ports 3 and 4 recirculate once to
+// commit and once more to send, and connections work as between ports 1
+// and 2, which do not use registers.
+func TestConntrackPreserveRegisters(t *testing.T) {
+	inBothModes(t, 4, func(t *testing.T, r *rig, _ bool) {
+		r.ovsFlows(t, `priority=1,action=drop
+priority=10,arp,action=normal
+priority=10,icmp,action=normal
+priority=100,in_port=1,tcp,ct_state=-trk,action=ct(commit,table=0)
+priority=100,in_port=1,tcp,ct_state=+trk,action=2
+priority=100,in_port=2,tcp,ct_state=-trk,action=ct(table=0)
+priority=100,in_port=2,tcp,ct_state=+trk,action=1
+priority=100,in_port=3,tcp,ct_state=-trk,action=load:0->NXM_NX_REG0[],ct(table=0)
+priority=100,in_port=3,tcp,ct_state=+trk,reg0=0,action=load:1->NXM_NX_REG0[],ct(commit,table=0)
+priority=100,in_port=3,tcp,ct_state=+trk,reg0=1,action=4
+priority=100,in_port=4,tcp,ct_state=-trk,action=ct(commit,table=0)
+priority=100,in_port=4,tcp,ct_state=+trk,action=3
+`)
+		serveTCP(t, r.hosts[1].ns, r.hosts[1].addr, 80, "ns1")
+		serveTCP(t, r.hosts[3].ns, r.hosts[3].addr, 80, "ns3")
+		wantAnswer(t, r.hosts[0].ns, r.hosts[1].addr, 80, "ns1")
+		wantAnswer(t, r.hosts[2].ns, r.hosts[3].addr, 80, "ns3")
+		if got := flowPackets(t, r.d, r.br, "reg0=0x1,ct_state=+trk,in_port=3 "); got < 3 {
+			t.Errorf("the rule of reg0=1 counted %d packets, want every one of port 3's (at least a SYN, an ACK and a FIN)", got)
+		}
+	})
+}
