@@ -104,26 +104,37 @@ const askTimeout = 3 * time.Second
 // askTCP connects from namespace ns (from local port lport, or any when
 // 0) to addr (host:port), sends a line and returns the line it gets back.
 func askTCP(ns string, lport int, addr string) (string, error) {
-	var answer string
-	err := netns.Do(ns, func() error {
+	c, err := dialTCP(ns, lport, addr)
+	if err != nil {
+		return "", err
+	}
+	return ask(c)
+}
+
+// dialTCP opens a TCP connection from namespace ns (from local port
+// lport, or any when 0) to addr (host:port).
+func dialTCP(ns string, lport int, addr string) (net.Conn, error) {
+	var c net.Conn
+	err := netns.Do(ns, func() (err error) {
 		d := net.Dialer{Timeout: askTimeout}
 		if lport != 0 {
 			d.LocalAddr = &net.TCPAddr{Port: lport}
 		}
-		c, err := d.Dial("tcp", addr)
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		c.SetDeadline(time.Now().Add(askTimeout))
-		if _, err := fmt.Fprintln(c, "hello"); err != nil {
-			return err
-		}
-		answer, err = bufio.NewReader(c).ReadString('\n')
-		answer = strings.TrimSpace(answer)
+		c, err = d.Dial("tcp", addr)
 		return err
 	})
-	return answer, err
+	return c, err
+}
+
+// ask sends a line on c, returns the line it gets back, and closes c.
+func ask(c net.Conn) (string, error) {
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(askTimeout))
+	if _, err := fmt.Fprintln(c, "hello"); err != nil {
+		return "", err
+	}
+	answer, err := bufio.NewReader(c).ReadString('\n')
+	return strings.TrimSpace(answer), err
 }
 
 // wantAnswer asks the service at addr:port from namespace ns and wants
@@ -269,6 +280,191 @@ priority=100,in_port=4,tcp,ct_state=+trk,action=3
 		wantAnswer(t, r.hosts[2].ns, r.hosts[3].addr, 80, "ns3")
 		if got := flowPackets(t, r.d, r.br, "reg0=0x1,ct_state=+trk,in_port=3 "); got < 3 {
 			t.Errorf("the rule of reg0=1 counted %d packets, want every one of port 3's (at least a SYN, an ACK and a FIN)", got)
+		}
+	})
+}
+
+// TestConntrackZones is OVS's "conntrack - zones" and "conntrack - zones
+// from field": ports 1 and 2 commit and look up in one zone, and their
+// connections work; ports 3 and 4 commit in another zone than the one
+// their rule of replies wants, and theirs do not. The zone is a number
+// in the rule, or a register's bits.
+func TestConntrackZones(t *testing.T) {
+	tables := map[string]string{
+		"zones": `priority=1,action=drop
+priority=10,arp,action=normal
+priority=10,icmp,action=normal
+priority=100,in_port=1,tcp,action=ct(commit,zone=1),2
+priority=100,in_port=2,ct_state=-trk,tcp,action=ct(table=0,zone=1)
+priority=100,in_port=2,ct_state=+trk,ct_zone=1,tcp,action=1
+priority=100,in_port=3,tcp,action=ct(commit,zone=2),4
+priority=100,in_port=4,ct_state=-trk,tcp,action=ct(table=0,zone=2)
+priority=100,in_port=4,ct_state=+trk,ct_zone=1,tcp,action=3
+`,
+		"zones from field": `priority=1,action=drop
+priority=10,arp,action=normal
+priority=10,icmp,action=normal
+priority=100,in_port=1,tcp,action=load:0x1001->NXM_NX_REG0[0..15],ct(commit,zone=NXM_NX_REG0[0..15]),2
+priority=100,in_port=2,ct_state=-trk,tcp,action=load:0x1001->NXM_NX_REG0[0..15],ct(table=0,zone=NXM_NX_REG0[0..15])
+priority=100,in_port=2,ct_state=+trk,ct_zone=0x1001,tcp,action=1
+priority=100,in_port=3,tcp,action=load:0x1002->NXM_NX_REG0[0..15],ct(commit,zone=NXM_NX_REG0[0..15]),4
+priority=100,in_port=4,ct_state=-trk,tcp,action=load:0x1002->NXM_NX_REG0[0..15],ct(table=0,zone=NXM_NX_REG0[0..15])
+priority=100,in_port=4,ct_state=+trk,ct_zone=0x1001,tcp,action=3
+`,
+	}
+	inBothModes(t, 4, func(t *testing.T, r *rig, _ bool) {
+		serveTCP(t, r.hosts[1].ns, r.hosts[1].addr, 80, "ns1")
+		serveTCP(t, r.hosts[3].ns, r.hosts[3].addr, 80, "ns3")
+		for _, name := range []string{"zones", "zones from field"} {
+			t.Run(name, func(t *testing.T) {
+				r.d.x(t, "del-flows", r.br)
+				r.ovsFlows(t, tables[name])
+				wantAnswer(t, r.hosts[0].ns, r.hosts[1].addr, 80, "ns1")
+				wantNoAnswer(t, r.hosts[2].ns, r.hosts[3].addr, 80)
+			})
+		}
+	})
+}
+
+// TestConntrackMultipleZones is OVS's "conntrack - multiple zones": a
+// frame committed in two zones, one after the other, has its replies
+// found in the second.
+func TestConntrackMultipleZones(t *testing.T) {
+	inBothModes(t, 2, func(t *testing.T, r *rig, _ bool) {
+		r.ovsFlows(t, `priority=1,action=drop
+priority=10,arp,action=normal
+priority=10,icmp,action=normal
+priority=100,in_port=1,tcp,action=ct(commit,zone=1),ct(commit,zone=2),2
+priority=100,in_port=2,ct_state=-trk,tcp,action=ct(table=0,zone=2)
+priority=100,in_port=2,ct_state=+trk,ct_zone=2,tcp,action=1
+`)
+		serveTCP(t, r.hosts[1].ns, r.hosts[1].addr, 80, "ns1")
+		wantAnswer(t, r.hosts[0].ns, r.hosts[1].addr, 80, "ns1")
+		wantAnswer(t, r.hosts[0].ns, r.hosts[1].addr, 80, "ns1")
+	})
+}
+
+// TestConntrackZonesIsolateIdenticalTuples: two tenants on one bridge
+// with the same addresses (hosts 1 and 3 are 10.1.1.1, hosts 2 and 4
+// 10.1.1.2), each a zone of its own (the second's from a register), open
+// connections of the very same tuple at the same time; each tenant's is
+// its own, with its own mark, and both carry their data.
+func TestConntrackZonesIsolateIdenticalTuples(t *testing.T) {
+	inBothModes(t, 4, func(t *testing.T, r *rig, _ bool) {
+		for i, h := range r.hosts[2:] {
+			mustRun(t, "ip", "-n", h.ns, "addr", "flush", "dev", "eth0")
+			mustRun(t, "ip", "-n", h.ns, "addr", "add", r.n.ipv4(i+1)+"/24", "dev", "eth0")
+		}
+		r.ovsFlows(t, `priority=1,action=drop
+priority=10,in_port=1,arp,action=2
+priority=10,in_port=2,arp,action=1
+priority=10,in_port=3,arp,action=4
+priority=10,in_port=4,arp,action=3
+priority=100,in_port=1,tcp,action=ct(commit,zone=1,exec(set_field:1->ct_mark)),2
+priority=100,in_port=2,ct_state=-trk,tcp,action=ct(table=0,zone=1)
+priority=100,in_port=2,ct_state=+trk+est,ct_zone=1,ct_mark=1,tcp,action=1
+priority=100,in_port=3,tcp,action=load:2->NXM_NX_REG0[0..15],ct(commit,zone=NXM_NX_REG0[0..15],exec(set_field:2->ct_mark)),4
+priority=100,in_port=4,ct_state=-trk,tcp,action=load:2->NXM_NX_REG0[0..15],ct(table=0,zone=NXM_NX_REG0[0..15])
+priority=100,in_port=4,ct_state=+trk+est,ct_zone=2,ct_mark=2,tcp,action=3
+`)
+		server := net.JoinHostPort(r.n.ipv4(2), "80")
+		serveTCP(t, r.hosts[1].ns, r.n.ipv4(2), 80, "tenant 1")
+		serveTCP(t, r.hosts[3].ns, r.n.ipv4(2), 80, "tenant 2")
+		const lport = 40000
+		first, err := dialTCP(r.hosts[0].ns, lport, server)
+		if err != nil {
+			t.Fatalf("tenant 1's connection from port %d: %v", lport, err)
+		}
+		second, err := dialTCP(r.hosts[2].ns, lport, server)
+		if err != nil {
+			first.Close()
+			t.Fatalf("tenant 2's connection of the same tuple, while tenant 1's is open: %v", err)
+		}
+		for want, c := range map[string]net.Conn{"tenant 1": first, "tenant 2": second} {
+			if got, err := ask(c); err != nil || got != want {
+				t.Errorf("%s's connection answered %q, %v; want %q", want, got, err, want)
+			}
+		}
+	})
+}
+
+// TestConntrackMarkAndLabel is OVS's "conntrack - ct_mark", "ct_mark
+// bit-fiddling", "ct_mark from register", "ct_label", "ct_label
+// bit-fiddling" and "ct metadata, multiple zones": the mark and label
+// exec() writes at commit, whole, under a mask or from a register, are
+// what the replies' rules match; ports 3 and 4 write a mark or label
+// other than the one their rule of replies wants, and their connections
+// fail.
+func TestConntrackMarkAndLabel(t *testing.T) {
+	tables := []struct {
+		name, flows string
+		// isolated says ports 3 and 4 have rules whose replies must not
+		// match.
+		isolated bool
+	}{{"ct_mark", `priority=1,action=drop
+priority=10,arp,action=normal
+priority=10,icmp,action=normal
+priority=100,in_port=1,tcp,action=ct(commit,exec(set_field:1->ct_mark)),2
+priority=100,in_port=2,ct_state=-trk,tcp,action=ct(table=0)
+priority=100,in_port=2,ct_state=+trk,ct_mark=1,tcp,action=1
+priority=100,in_port=3,tcp,action=ct(commit,exec(set_field:2->ct_mark)),4
+priority=100,in_port=4,ct_state=-trk,tcp,action=ct(table=0)
+priority=100,in_port=4,ct_state=+trk,ct_mark=1,tcp,action=3
+`, true}, {"ct_mark bit-fiddling", `table=0,priority=1,action=drop
+table=0,priority=10,arp,action=normal
+table=0,priority=10,icmp,action=normal
+table=0,priority=100,in_port=1,tcp,action=ct(table=1)
+table=0,priority=100,in_port=2,ct_state=-trk,tcp,action=ct(table=1,commit,exec(set_field:0x2/0x6->ct_mark))
+table=1,in_port=1,ct_state=+new,tcp,action=ct(commit,exec(set_field:0x5/0x5->ct_mark)),2
+table=1,in_port=1,ct_state=-new,tcp,action=2
+table=1,in_port=2,ct_state=+trk,ct_mark=3,tcp,action=1
+`, false}, {"ct_mark from register", `priority=1,action=drop
+priority=10,arp,action=normal
+priority=10,icmp,action=normal
+priority=100,in_port=1,tcp,action=load:1->NXM_NX_REG0[0..31],ct(commit,exec(move:NXM_NX_REG0[0..31]->NXM_NX_CT_MARK[])),2
+priority=100,in_port=2,ct_state=-trk,tcp,action=ct(table=0)
+priority=100,in_port=2,ct_state=+trk,ct_mark=1,tcp,action=1
+priority=100,in_port=3,tcp,action=load:2->NXM_NX_REG0[0..31],ct(commit,exec(move:NXM_NX_REG0[0..31]->NXM_NX_CT_MARK[])),4
+priority=100,in_port=4,ct_state=-trk,tcp,action=ct(table=0)
+priority=100,in_port=4,ct_state=+trk,ct_mark=1,tcp,action=3
+`, true}, {"ct_label", `priority=1,action=drop
+priority=10,arp,action=normal
+priority=10,icmp,action=normal
+priority=100,in_port=1,tcp,action=ct(commit,exec(set_field:0x0a000d000005000001->ct_label)),2
+priority=100,in_port=2,ct_state=-trk,tcp,action=ct(table=0)
+priority=100,in_port=2,ct_state=+trk,ct_label=0x0a000d000005000001,tcp,action=1
+priority=100,in_port=3,tcp,action=ct(commit,exec(set_field:0x2->ct_label)),4
+priority=100,in_port=4,ct_state=-trk,tcp,action=ct(table=0)
+priority=100,in_port=4,ct_state=+trk,ct_label=0x0a000d000005000001,tcp,action=3
+`, true}, {"ct_label bit-fiddling", `table=0,priority=1,action=drop
+table=0,priority=10,arp,action=normal
+table=0,priority=10,icmp,action=normal
+table=0,priority=100,in_port=1,tcp,action=ct(table=1)
+table=0,priority=100,in_port=2,ct_state=-trk,tcp,action=ct(table=1,commit,exec(set_field:0x200000000/0x200000004->ct_label))
+table=1,in_port=1,tcp,ct_state=+new,action=ct(commit,exec(set_field:0x5/0x5->ct_label)),2
+table=1,in_port=1,tcp,ct_state=-new,action=2
+table=1,in_port=2,ct_state=+trk,ct_label=0x200000001,tcp,action=1
+`, false}, {"ct metadata, multiple zones", `table=0,priority=1,action=drop
+table=0,priority=10,arp,action=normal
+table=0,priority=10,icmp,action=normal
+table=0,priority=100,in_port=1,tcp,action=ct(zone=1,table=1)
+table=0,priority=100,in_port=2,ct_state=-trk,tcp,action=ct(zone=1,table=1,commit,exec(set_field:0x200000000/0x200000004->ct_label,set_field:0x2/0x6->ct_mark))
+table=1,in_port=1,tcp,ct_state=+new,action=ct(zone=1,commit,exec(set_field:0x5/0x5->ct_label,set_field:0x5/0x5->ct_mark)),ct(commit,zone=2),2
+table=1,in_port=1,tcp,ct_state=-new,action=ct(zone=2),2
+table=1,in_port=2,tcp,action=ct(zone=2),1
+`, false}}
+	inBothModes(t, 4, func(t *testing.T, r *rig, _ bool) {
+		serveTCP(t, r.hosts[1].ns, r.hosts[1].addr, 80, "ns1")
+		serveTCP(t, r.hosts[3].ns, r.hosts[3].addr, 80, "ns3")
+		for _, table := range tables {
+			t.Run(table.name, func(t *testing.T) {
+				r.d.x(t, "del-flows", r.br)
+				r.ovsFlows(t, table.flows)
+				wantAnswer(t, r.hosts[0].ns, r.hosts[1].addr, 80, "ns1")
+				if table.isolated {
+					wantNoAnswer(t, r.hosts[2].ns, r.hosts[3].addr, 80)
+				}
+			})
 		}
 	})
 }
