@@ -2,12 +2,14 @@ package test
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -76,7 +78,8 @@ func serveTCP(t *testing.T, ns, addr string, port int, name string) *tcpService 
 				return
 			}
 			s.mu.Lock()
-			s.from = append(s.from, c.RemoteAddr().(*net.TCPAddr).AddrPort())
+			from := c.RemoteAddr().(*net.TCPAddr).AddrPort()
+			s.from = append(s.from, netip.AddrPortFrom(from.Addr().Unmap(), from.Port()))
 			s.mu.Unlock()
 			go func() {
 				defer c.Close()
@@ -465,6 +468,84 @@ table=1,in_port=2,tcp,action=ct(zone=2),1
 					wantNoAnswer(t, r.hosts[2].ns, r.hosts[3].addr, 80)
 				}
 			})
+		}
+	})
+}
+
+// udpRefused sends a datagram from namespace ns to addr (host:port) on a
+// connected socket and reports whether an ICMP port unreachable came
+// back for it: the socket's next read fails with ECONNREFUSED.
+func udpRefused(t testing.TB, ns, addr string) bool {
+	t.Helper()
+	var err error
+	if doErr := netns.Do(ns, func() error {
+		c, dialErr := net.Dial("udp", addr)
+		if dialErr != nil {
+			return dialErr
+		}
+		defer c.Close()
+		if _, werr := c.Write([]byte("a\n")); werr != nil {
+			return werr
+		}
+		c.SetReadDeadline(time.Now().Add(2 * time.Second))
+		_, err = c.Read(make([]byte, 64))
+		return nil
+	}); doErr != nil {
+		t.Fatalf("UDP from %s to %s: %v", ns, addr, doErr)
+	}
+	return errors.Is(err, syscall.ECONNREFUSED)
+}
+
+// TestConntrackICMPRelated is OVS's "conntrack - ICMP related": UDP from
+// port 1 is committed, and from port 2 only ICMP related to a committed
+// connection comes back: a datagram to a closed port has its port
+// unreachable reach the sender, which the ICMP of no connection (an echo
+// request) does not.
+func TestConntrackICMPRelated(t *testing.T) {
+	inBothModes(t, 2, func(t *testing.T, r *rig, _ bool) {
+		r.ovsFlows(t, `priority=1,action=drop
+priority=10,arp,action=normal
+priority=100,in_port=1,udp,action=ct(commit,exec(set_field:1->ct_mark)),2
+priority=100,in_port=2,icmp,ct_state=-trk,action=ct(table=0)
+priority=100,in_port=2,icmp,ct_state=+trk+rel,ct_mark=1,action=1
+`)
+		ns0, ns1 := r.hosts[0], r.hosts[1]
+		if !udpRefused(t, ns0.ns, net.JoinHostPort(ns1.addr, "10000")) {
+			t.Errorf("no port unreachable came back through the rule of related ICMP")
+		}
+		if _, received, out := ping(t, ns1.ns, ns0.addr, 56, 1); received != 0 {
+			t.Errorf("an echo request from port 2, related to nothing, was answered:\n%s", out)
+		}
+		for rule, want := range map[string]int{
+			"priority=100,udp,in_port=1 ":                   1,
+			"priority=100,icmp,ct_state=-trk,in_port=2 ":    2,
+			"icmp,ct_state=+rel+trk,ct_mark=0x1,in_port=2 ": 1,
+		} {
+			if got := flowPackets(t, r.d, r.br, rule); got != want {
+				t.Errorf("the rule of %s counted %d packets, want %d", rule, got, want)
+			}
+		}
+	})
+}
+
+// TestConntrackClear: ct_clear forgets what ct() found: after it the
+// frame is untracked again (-trk), as OVS's "conntrack - floating IP"
+// needs to look a frame up again once its addresses changed.
+func TestConntrackClear(t *testing.T) {
+	inBothModes(t, 2, func(t *testing.T, r *rig, _ bool) {
+		r.ovsFlows(t, `table=0,priority=1,action=drop
+table=0,priority=10,arp,action=normal
+table=0,priority=100,icmp,action=ct(commit,table=1)
+table=1,priority=100,icmp,ct_state=+trk,action=ct_clear,goto_table:2
+table=2,priority=100,icmp,ct_state=-trk,action=normal
+table=2,priority=10,icmp,ct_state=+trk,action=drop
+`)
+		ns0, ns1 := r.hosts[0], r.hosts[1]
+		if sent, received, out := ping(t, ns0.ns, ns1.addr, 56, 3); sent != 3 || received != 3 {
+			t.Errorf("ping: %d of %d replies, want all 3:\n%s", received, sent, out)
+		}
+		if got := flowPackets(t, r.d, r.br, "icmp,ct_state=-trk actions=NORMAL"); got != 6 {
+			t.Errorf("the rule of untracked frames after ct_clear counted %d packets, want the 3 requests and 3 replies", got)
 		}
 	})
 }
