@@ -271,12 +271,16 @@ func (e *Entry) Format(verbose, stats bool) string {
 			b.WriteString(",flags_reply=")
 			formatFlags(&b, uint32(e.TCP[1].Flags), tcpFlagNames[:])
 		} else {
-			b.WriteString("state=" + tcpDumpState(e.TCP[0].State, e.TCP[1].State).String())
+			b.WriteString("state=" + e.State().String())
 		}
 		b.WriteByte(')')
 	}
 	return b.String()
 }
+
+// State is the one TCP state dump-conntrack and ct-stats-show show for
+// a TCP connection (see tcpDumpState).
+func (e *Entry) State() TCPState { return tcpDumpState(e.TCP[0].State, e.TCP[1].State) }
 
 func protoName(p uint8) string {
 	switch p {
@@ -393,61 +397,84 @@ func formatFlags(b *strings.Builder, flags uint32, names []string) {
 
 func itoa(v uint64) string { return strconv.FormatUint(v, 10) }
 
-// FormatStats writes ct-stats-show's output for a dump's entries: the
-// total, each protocol's count, and with verbose each TCP state's. (OVS
-// counts ICMPv6 connections but prints no line for them; this prints
-// one.)
-func FormatStats(entries []Entry, verbose bool) string {
-	var tcp, udp, udplite, sctp, icmp, icmp6, dccp, igmp, other int
+// ConnStats are ct-stats-show's figures of a dump.
+type ConnStats struct {
+	Total int
+	// Protocols count the connections of each protocol that has any, in
+	// ct-stats-show's order and with its names: TCP, UDP, UDPLITE,
+	// SCTP, ICMP, ICMPv6, DCCP, IGMP, Other.
+	Protocols []ProtoCount
+	// TCPStates count the TCP connections in each state that has any,
+	// the state a dump shows (Entry.State), in state order.
+	TCPStates []TCPStateCount
+}
+
+// ProtoCount is how many connections of one protocol a dump holds.
+type ProtoCount struct {
+	Name  string
+	Count int
+}
+
+// TCPStateCount is how many TCP connections of a dump are in one state.
+type TCPStateCount struct {
+	State TCPState
+	Count int
+}
+
+type statsProto struct {
+	proto uint8
+	name  string
+}
+
+// statsProtos are ct-stats-show's protocols in its order; 0 stands for
+// the others.
+var statsProtos = [...]statsProto{{header.ProtoTCP, "TCP"}, {header.ProtoUDP, "UDP"}, {protoUDPLite, "UDPLITE"}, {header.ProtoSCTP, "SCTP"},
+	{header.ProtoICMP, "ICMP"}, {header.ProtoICMPv6, "ICMPv6"}, {protoDCCP, "DCCP"}, {protoIGMP, "IGMP"}, {0, "Other"}}
+
+// CountConns counts a dump's entries for ct-stats-show.
+func CountConns(entries []Entry) ConnStats {
+	var protos [len(statsProtos)]int
 	var states [TCPTimeWait + 1]int
 	for i := range entries {
 		e := &entries[i]
-		switch e.Orig.Proto {
-		case header.ProtoTCP:
-			tcp++
-			states[tcpDumpState(e.TCP[0].State, e.TCP[1].State)]++
-		case header.ProtoUDP:
-			udp++
-		case protoUDPLite:
-			udplite++
-		case header.ProtoSCTP:
-			sctp++
-		case header.ProtoICMP:
-			icmp++
-		case header.ProtoICMPv6:
-			icmp6++
-		case protoDCCP:
-			dccp++
-		case protoIGMP:
-			igmp++
-		default:
-			other++
+		k := slices.IndexFunc(statsProtos[:], func(p statsProto) bool { return p.proto == e.Orig.Proto })
+		if k < 0 {
+			k = len(statsProtos) - 1
+		}
+		protos[k]++
+		if e.Orig.Proto == header.ProtoTCP {
+			states[e.State()]++
 		}
 	}
-	var b strings.Builder
-	b.WriteString("Connections Stats:\n    Total: " + strconv.Itoa(len(entries)) + "\n")
-	line := func(name string, n int) {
+	s := ConnStats{Total: len(entries)}
+	for k, n := range protos {
 		if n != 0 {
-			b.WriteString("  " + name + ": " + strconv.Itoa(n) + "\n")
+			s.Protocols = append(s.Protocols, ProtoCount{Name: statsProtos[k].name, Count: n})
 		}
 	}
-	line("TCP", tcp)
-	if verbose && tcp != 0 {
-		b.WriteString("    Conn per TCP states:\n")
-		for s, n := range states {
-			if n != 0 {
-				b.WriteString("\t  [" + TCPState(s).String() + "]=" + strconv.Itoa(n) + "\n")
+	for st, n := range states {
+		if n != 0 {
+			s.TCPStates = append(s.TCPStates, TCPStateCount{State: TCPState(st), Count: n})
+		}
+	}
+	return s
+}
+
+// Format writes s as ct-stats-show does: the total, each protocol's
+// count, and with verbose each TCP state's under the TCP line. (OVS counts
+// ICMPv6 connections but prints no line for them; this prints one.)
+func (s *ConnStats) Format(verbose bool) string {
+	var b strings.Builder
+	b.WriteString("Connections Stats:\n    Total: " + strconv.Itoa(s.Total) + "\n")
+	for _, p := range s.Protocols {
+		b.WriteString("  " + p.Name + ": " + strconv.Itoa(p.Count) + "\n")
+		if verbose && p.Name == "TCP" {
+			b.WriteString("    Conn per TCP states:\n")
+			for _, st := range s.TCPStates {
+				b.WriteString("\t  [" + st.State.String() + "]=" + strconv.Itoa(st.Count) + "\n")
 			}
 		}
 	}
-	line("UDP", udp)
-	line("UDPLITE", udplite)
-	line("SCTP", sctp)
-	line("ICMP", icmp)
-	line("ICMPv6", icmp6)
-	line("DCCP", dccp)
-	line("IGMP", igmp)
-	line("Other", other)
 	return b.String()
 }
 

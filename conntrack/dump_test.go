@@ -128,11 +128,13 @@ func TestFormat(t *testing.T) {
 	run(tr, icmpMsg("fc00::1", "fc00::2", 128, 0, 1), commit, s.now)
 	run(tr, other("10.1.1.1", "10.1.1.2", 47), commit, s.now)
 	want := "Connections Stats:\n    Total: 6\n  TCP: 2\n    Conn per TCP states:\n\t  [SYN_SENT]=1\n\t  [ESTABLISHED]=1\n  UDP: 1\n  ICMP: 1\n  ICMPv6: 1\n  Other: 1\n"
-	if got := FormatStats(tr.Dump(nil, s.now), true); got != want {
+	stats := CountConns(tr.Dump(nil, s.now))
+	if got := stats.Format(true); got != want {
 		t.Errorf("ct-stats-show:\n%s\nwant:\n%s", got, want)
 	}
 	zone := uint16(3)
-	if got := FormatStats(tr.Dump(&Filter{Zone: &zone}, s.now), false); got != "Connections Stats:\n    Total: 1\n  TCP: 1\n" {
+	stats = CountConns(tr.Dump(&Filter{Zone: &zone}, s.now))
+	if got := stats.Format(false); got != "Connections Stats:\n    Total: 1\n  TCP: 1\n" {
 		t.Errorf("ct-stats-show zone=3:\n%s", got)
 	}
 	if got := protoName(header.ProtoSCTP) + protoName(136) + protoName(99); got != "sctpudplite99" {

@@ -66,7 +66,8 @@ func TestConcurrent(t *testing.T) {
 				zone := uint16(1)
 				tr.Flush(&Filter{Zone: &zone, Proto: 17}, now)
 			default:
-				FormatStats(tr.Dump(nil, now), true)
+				stats := CountConns(tr.Dump(nil, now))
+				stats.Format(true)
 				tr.Stats()
 			}
 		}

@@ -36,6 +36,9 @@ func LoadConfig(path string) (*store.Config, error) {
 // validateConfig checks a configuration read from disk as the verbs
 // check their input.
 func validateConfig(c *store.Config) error {
+	if err := validateConntrackConfig(c.Conntrack); err != nil {
+		return err
+	}
 	bridges := map[string]bool{}
 	owners := map[string]string{} // port and device names: their bridge
 	for _, bc := range c.Bridges {

@@ -27,6 +27,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 
+	"github.com/xswitch/xswitch/conntrack"
 	"github.com/xswitch/xswitch/control/api"
 	"github.com/xswitch/xswitch/control/store"
 	"github.com/xswitch/xswitch/flow"
@@ -75,11 +76,15 @@ type Daemon struct {
 	// controllers are the OpenFlow agent's hooks into the daemon
 	// (controller.go).
 	controllers controllerHub
+	// conntrack is the connection tracker every bridge shares
+	// (conntrack.go).
+	conntrack *conntrack.Tracker
 
 	stop        chan struct{} // closed by Close: ends the goroutines below
 	expiryDone  chan struct{}
 	linksDone   chan struct{}
 	tunnelsDone chan struct{}
+	sweepDone   chan struct{}
 }
 
 // NewDaemon locks and loads the configuration at opts.DBPath and brings up
@@ -112,7 +117,12 @@ func NewDaemon(opts Options) (*Daemon, error) {
 		opened:     map[string]openedPort{},
 		carried:    map[string]vswitch.PortStats{},
 		tunnels:    map[string]*tunnel.Port{},
+		conntrack:  conntrack.New(conntrack.Config{}),
 	}
+	// Before the bridges, so that none forwards a moment without the
+	// limits.
+	applyConntrackConfig(d.conntrack, d.cfg.Conntrack)
+	d.bridgeOpts.Conntrack = d.conntrack
 	d.underlays.Closed = func(iface string) { log.Info("tunnel underlay closed", "interface", iface) }
 	for _, bc := range d.cfg.Bridges {
 		b, err := vswitch.New(bc.Name, loaded.Tables[bc.Name], d.bridgeOpts)
@@ -138,10 +148,14 @@ func NewDaemon(opts Options) (*Daemon, error) {
 	}
 	d.controllers.syncStatus(d.cfg)
 	log.Info("configuration loaded", "path", dbPath, "bridges", len(d.cfg.Bridges), "changes_replayed", loaded.Records)
-	d.stop, d.expiryDone, d.linksDone, d.tunnelsDone = make(chan struct{}), make(chan struct{}), make(chan struct{}), make(chan struct{})
+	d.stop, d.expiryDone, d.linksDone, d.tunnelsDone, d.sweepDone = make(chan struct{}), make(chan struct{}), make(chan struct{}), make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(d.expiryDone)
 		d.expireLoop(d.stop)
+	}()
+	go func() {
+		defer close(d.sweepDone)
+		d.sweepConntrack(d.stop)
 	}()
 	go func() {
 		defer close(d.tunnelsDone)
@@ -260,6 +274,7 @@ func (d *Daemon) Close() error {
 		<-d.expiryDone
 		<-d.linksDone
 		<-d.tunnelsDone
+		<-d.sweepDone
 		d.controllers.running.Wait()
 		d.stop = nil
 	}
@@ -304,6 +319,9 @@ func (d *Daemon) Handle(req api.Request) api.Response {
 		if id, err = flow.ParseMeterID(req.Match); err == nil {
 			resp.Meters, err = d.Meters(req.Bridge, id)
 		}
+	case api.VerbDumpConntrack, api.VerbFlushConntrack, api.VerbCTStatsShow, api.VerbCTGetMaxConns, api.VerbCTGetNConns,
+		api.VerbCTGetLimits, api.VerbCTGetTCPSeqChk:
+		resp.Conntrack, err = d.conntrackRead(req)
 	case api.VerbStatus:
 		// A daemon serves only once restored: answering is the news, and
 		// must not wait for other verbs.
@@ -352,7 +370,7 @@ func (d *Daemon) handleLocked(req api.Request) (api.Response, error) {
 	case api.VerbDelFlows:
 		resp.Changed, err = d.delFlows(req.Bridge, req.Match, req.Strict)
 	case api.VerbTrace:
-		resp.Trace, err = d.trace(req.Bridge, req.Match)
+		resp.Trace, err = d.trace(req.Bridge, req.Match, req.CTNext)
 	case api.VerbAddGroups, api.VerbModGroup, api.VerbDelGroups, api.VerbInsertBuckets, api.VerbRemoveBuckets:
 		err = d.groupVerb(req)
 	case api.VerbAddMeter, api.VerbModMeter, api.VerbDelMeters:
@@ -385,6 +403,8 @@ func (d *Daemon) handleLocked(req api.Request) (api.Response, error) {
 		err = d.setFailMode(req.Bridge, req.FailMode)
 	case api.VerbDelFailMode:
 		err = d.setFailMode(req.Bridge, "")
+	case api.VerbCTSetMaxConns, api.VerbCTSetLimits, api.VerbCTDelLimits, api.VerbCTEnableTCPSeqChk, api.VerbCTDisableTCPSeqChk:
+		err = d.conntrackSetting(req)
 	default:
 		err = fmt.Errorf("unknown verb %q", req.Verb)
 	}

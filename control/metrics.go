@@ -1,10 +1,12 @@
 package control
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/xswitch/xswitch/conntrack"
 	"github.com/xswitch/xswitch/port"
 	vswitch "github.com/xswitch/xswitch/switch"
 )
@@ -96,4 +98,41 @@ func (d *Daemon) Metrics() []BridgeMetrics {
 	}
 	slices.SortFunc(out, func(a, b BridgeMetrics) int { return strings.Compare(a.Name, b.Name) })
 	return out
+}
+
+// ConntrackMetrics are the figures of the connection tracker, the one
+// table every bridge shares.
+type ConntrackMetrics struct {
+	Stats conntrack.Stats
+	// Zones are the zones that hold connections or have a limit of their
+	// own, by zone.
+	Zones []ZoneMetrics
+}
+
+// ZoneMetrics are one zone's connections, and its limit if one applies
+// (its own, or the default).
+type ZoneMetrics struct {
+	Zone    uint16
+	Count   uint32
+	Limit   uint32
+	Limited bool
+}
+
+// ConntrackMetrics reads the tracker's figures for a scrape. It takes no
+// lock of the daemon's: the tracker's counts are atomics.
+func (d *Daemon) ConntrackMetrics() ConntrackMetrics {
+	t := d.conntrack
+	m := ConntrackMetrics{Stats: t.Stats()}
+	def, own := t.ZoneLimits()
+	zones := map[uint16]ZoneMetrics{}
+	for _, z := range m.Stats.Zones {
+		zones[z.Zone] = ZoneMetrics{Zone: z.Zone, Count: z.Count, Limit: def, Limited: def != 0}
+	}
+	for _, l := range own {
+		zones[l.Zone] = ZoneMetrics{Zone: l.Zone, Count: l.Count, Limit: l.Limit, Limited: true}
+	}
+	for _, z := range slices.Sorted(maps.Keys(zones)) {
+		m.Zones = append(m.Zones, zones[z])
+	}
+	return m
 }

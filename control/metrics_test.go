@@ -4,10 +4,13 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
 
+	"github.com/xswitch/xswitch/conntrack"
 	"github.com/xswitch/xswitch/control/api"
+	"github.com/xswitch/xswitch/internal/cttest"
 )
 
 func TestMetricsDescribeEveryBridgeUntilClosed(t *testing.T) {
@@ -55,5 +58,42 @@ func TestMetricsDescribeEveryBridgeUntilClosed(t *testing.T) {
 	}
 	if got := d.Metrics(); got != nil {
 		t.Errorf("Metrics after Close = %+v; want nothing", got)
+	}
+}
+
+// TestConntrackMetricsCountTheTracker: the tracker's counts after real
+// traffic, refusals by reason, and the zones that hold connections or
+// have a limit, with the limit that applies to each.
+func TestConntrackMetricsCountTheTracker(t *testing.T) {
+	d := quietDaemon(t, filepath.Join(t.TempDir(), "conf.json"))
+	defer d.Close()
+	handle(t, d, api.Request{Verb: api.VerbCTSetLimits, Args: []string{"default=10", "zone=2,limit=1", "zone=4,limit=0"}})
+	handle(t, d, api.Request{Verb: api.VerbCTSetMaxConns, Args: []string{"3"}})
+	tr, now := d.Conntrack(), conntrack.Now()
+	cttest.Handshake(t, tr, 0, "10.0.0.1", "10.0.0.2", 40000, 80, now)
+	in := func(zone uint16) conntrack.Action { return conntrack.Action{Zone: zone, Commit: true} }
+	cttest.Run(tr, cttest.UDP(t, "10.0.0.1", "10.0.0.2", 1, 53), in(2), now)
+	cttest.Run(tr, cttest.UDP(t, "10.0.0.1", "10.0.0.2", 2, 53), in(2), now) // zone 2 is full
+	cttest.Run(tr, cttest.UDP(t, "10.0.0.1", "10.0.0.2", 3, 53), in(4), now) // zone 4 admits none
+	cttest.Run(tr, cttest.Echo(t, "10.0.0.1", "10.0.0.2", 1, false), in(0), now)
+	cttest.Run(tr, cttest.Echo(t, "10.0.0.1", "10.0.0.2", 2, false), in(0), now) // the table is full
+	handle(t, d, api.Request{Verb: api.VerbFlushConntrack, Args: []string{"zone=2"}})
+
+	m := d.ConntrackMetrics()
+	s := m.Stats
+	if s.Entries != 2 || s.MaxConns != 3 || s.Created != 3 || s.Flushed != 1 || s.Expired != 0 {
+		t.Errorf("entries %d, maxconns %d, created %d, flushed %d, expired %d; want 2, 3, 3, 1, 0",
+			s.Entries, s.MaxConns, s.Created, s.Flushed, s.Expired)
+	}
+	refused := map[string]uint64{}
+	for _, r := range conntrack.Refusals() {
+		refused[r.String()] = s.Refused[r]
+	}
+	if want := map[string]uint64{"full": 1, "zone_limit": 2, "nat_exhausted": 0, "clash": 0}; !reflect.DeepEqual(refused, want) {
+		t.Errorf("refusals %v; want %v", refused, want)
+	}
+	want := []ZoneMetrics{{Zone: 0, Count: 2, Limit: 10, Limited: true}, {Zone: 2, Count: 0, Limit: 1, Limited: true}, {Zone: 4, Count: 0, Limit: 0, Limited: true}}
+	if !reflect.DeepEqual(m.Zones, want) {
+		t.Errorf("zones %+v; want %+v", m.Zones, want)
 	}
 }

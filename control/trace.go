@@ -12,8 +12,9 @@ import (
 // trace follows a packet, described in flow syntax, through a bridge as
 // its forwarders would (vswitch.Bridge.Trace): every table it visits, the
 // rule it meets there and what each action does, NORMAL's choice
-// included. It changes nothing, not even the MAC table.
-func (d *Daemon) trace(bridge, packet string) (*api.Trace, error) {
+// included, and the recirculations of ct(table=N) with the states
+// ctNext gives. It changes nothing, not even the MAC table.
+func (d *Daemon) trace(bridge, packet string, ctNext []string) (*api.Trace, error) {
 	b, err := d.bridge(bridge)
 	if err != nil {
 		return nil, err
@@ -22,7 +23,13 @@ func (d *Daemon) trace(bridge, packet string) (*api.Trace, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := b.Trace(f.Match.Key.Headers)
+	states := make([]uint8, len(ctNext))
+	for i, text := range ctNext {
+		if states[i], err = flow.ParseCTState(text); err != nil {
+			return nil, fmt.Errorf("--ct-next %q: %w", text, err)
+		}
+	}
+	res := b.Trace(f.Match.Key.Headers, states...)
 	tr := &api.Trace{Flow: flow.FormatMatch(f.Match), Steps: []api.TraceStep{}, Outputs: res.Outputs,
 		Malformed: res.Malformed, Dropped: res.Dropped, FastPath: res.FastPath}
 	now := time.Now()

@@ -1,5 +1,7 @@
 package flow
 
+import "strings"
+
 // Connection tracking, as Open vSwitch has it (ovs-fields(7),
 // ovs-actions(7)): the fields that say what the connection tracker makes
 // of a frame (ct_state, ct_zone, ct_mark, ct_label and the original
@@ -141,4 +143,12 @@ func printUnlessIPv4(f *Field, m *Match) string {
 		return ""
 	}
 	return printValue(f, m)
+}
+
+// ParseCTState reads a ct_state as a trace's --ct-next gives it, as OVS
+// reads it there: flags by name, separated by commas or |, or a number.
+func ParseCTState(text string) (uint8, error) {
+	f, _ := FieldByName("ct_state")
+	v, _, err := ctStateNames.parse(f, strings.ReplaceAll(text, ",", "|"))
+	return uint8(v.Lo), err
 }

@@ -1,9 +1,10 @@
 // Package metrics exposes the switch's counters to Prometheus.
 //
 // Nothing on the forwarding path knows about Prometheus: the forwarders
-// keep their counters in atomics as they always do, and each scrape reads
-// one snapshot of them from the daemon (a Source: control.Daemon.Metrics),
-// the switch's counters as values, and turns it into constant metrics. A
+// and the connection tracker keep their counters in atomics as they
+// always do, and each scrape reads one snapshot of them from the daemon
+// (a Source: control.Daemon.Metrics and ConntrackMetrics), the switch's
+// counters as values, and turns it into constant metrics. A
 // scrape costs the datapath nothing but one request per bridge between
 // two batches, for the MAC table's size. The package only reads: it
 // changes nothing in the daemon or the switch.
@@ -14,6 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/xswitch/xswitch/conntrack"
 	"github.com/xswitch/xswitch/control"
 	vswitch "github.com/xswitch/xswitch/switch"
 )
@@ -22,6 +24,7 @@ import (
 // one.
 type Source interface {
 	Metrics() []control.BridgeMetrics
+	ConntrackMetrics() control.ConntrackMetrics
 }
 
 const namespace = "xswitch"
@@ -121,7 +124,21 @@ var (
 	bridgeRSTPRoot         = bridgeDesc("rstp_root", "1 if the bridge is the root of its spanning tree, 0 if not; absent without RSTP.")
 	bridgeRSTPChanges      = bridgeDesc("rstp_topology_changes_total", "Topology changes the bridge's spanning tree detected or was told of.")
 	bridgeRSTPBPDUsDropped = bridgeDesc("rstp_bpdus_dropped_total", "BPDUs dropped because the spanning tree had not yet taken the ones before.")
+
+	conntrackEntries  = conntrackDesc("entries", "Connections in the connection tracker's table, the one every bridge shares (ct-get-nconns), those past their time that the next sweep removes included.")
+	conntrackMaxConns = conntrackDesc("maxconns", "The most connections the table holds (ct-set-maxconns).")
+	conntrackCreated  = conntrackDesc("created_total", "Connections committed: its rate is new connections per second.")
+	conntrackExpired  = conntrackDesc("expired_total", "Connections removed at the end of their timeout.")
+	conntrackFlushed  = conntrackDesc("flushed_total", "Connections removed by flush-conntrack.")
+	conntrackReplaced = conntrackDesc("replaced_total", "Connections ended by a packet that started a new one on their tuple: ct(force), or a SYN on a closed TCP connection.")
+	conntrackRefused  = conntrackDesc("refused_total", "Commits refused, the packet going on as +new and uncommitted, by reason: full (the table holds maxconns), zone_limit (the zone holds its limit), nat_exhausted (no free address and port in the NAT range), clash (another connection holds the reply tuple).", "reason")
+	conntrackZone     = conntrackDesc("zone_entries", "Connections in the zone; for the zones that hold connections or have a limit of their own.", "zone")
+	conntrackZoneMax  = conntrackDesc("zone_limit", "The zone's limit of connections (its own, or the default), for the zones of xswitch_conntrack_zone_entries that have one; 0 admits none.", "zone")
 )
+
+func conntrackDesc(name, help string, labels ...string) *prometheus.Desc {
+	return prometheus.NewDesc(prometheus.BuildFQName(namespace, "conntrack", name), help, labels, nil)
+}
 
 // Collector is a prometheus.Collector that reads a Source on each scrape.
 type Collector struct {
@@ -142,6 +159,8 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		bridgeFlows, bridgeCacheHits, bridgeCacheMisses, bridgeCacheStale, bridgeMACEntries, bridgeBusy, bridgeIdle,
 		bridgeRSTPRoot, bridgeRSTPChanges, bridgeRSTPBPDUsDropped,
 		bridgeDropped, portPipelineDropped, tableLookups, tableMatched, tableActive,
+		conntrackEntries, conntrackMaxConns, conntrackCreated, conntrackExpired, conntrackFlushed, conntrackReplaced,
+		conntrackRefused, conntrackZone, conntrackZoneMax,
 	} {
 		ch <- d
 	}
@@ -151,6 +170,27 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	for _, b := range c.src.Metrics() {
 		collectBridge(ch, &b)
+	}
+	collectConntrack(ch, c.src.ConntrackMetrics())
+}
+
+func collectConntrack(ch chan<- prometheus.Metric, m control.ConntrackMetrics) {
+	s := &m.Stats
+	ch <- prometheus.MustNewConstMetric(conntrackEntries, prometheus.GaugeValue, float64(s.Entries))
+	ch <- prometheus.MustNewConstMetric(conntrackMaxConns, prometheus.GaugeValue, float64(s.MaxConns))
+	ch <- prometheus.MustNewConstMetric(conntrackCreated, prometheus.CounterValue, float64(s.Created))
+	ch <- prometheus.MustNewConstMetric(conntrackExpired, prometheus.CounterValue, float64(s.Expired))
+	ch <- prometheus.MustNewConstMetric(conntrackFlushed, prometheus.CounterValue, float64(s.Flushed))
+	ch <- prometheus.MustNewConstMetric(conntrackReplaced, prometheus.CounterValue, float64(s.Replaced))
+	for _, r := range conntrack.Refusals() {
+		ch <- prometheus.MustNewConstMetric(conntrackRefused, prometheus.CounterValue, float64(s.Refused[r]), r.String())
+	}
+	for _, z := range m.Zones {
+		zone := strconv.Itoa(int(z.Zone))
+		ch <- prometheus.MustNewConstMetric(conntrackZone, prometheus.GaugeValue, float64(z.Count), zone)
+		if z.Limited {
+			ch <- prometheus.MustNewConstMetric(conntrackZoneMax, prometheus.GaugeValue, float64(z.Limit), zone)
+		}
 	}
 }
 

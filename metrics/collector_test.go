@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/xswitch/xswitch/conntrack"
 	"github.com/xswitch/xswitch/control"
 	"github.com/xswitch/xswitch/port"
 	vswitch "github.com/xswitch/xswitch/switch"
@@ -19,9 +20,14 @@ import (
 
 // fakeSource is a daemon with one bridge: one working port and one that
 // could not be opened.
-type fakeSource struct{ bridges []control.BridgeMetrics }
+type fakeSource struct {
+	bridges   []control.BridgeMetrics
+	conntrack control.ConntrackMetrics
+}
 
 func (f *fakeSource) Metrics() []control.BridgeMetrics { return f.bridges }
+
+func (f *fakeSource) ConntrackMetrics() control.ConntrackMetrics { return f.conntrack }
 
 func newFakeSource() *fakeSource {
 	up := control.PortMetrics{
@@ -171,8 +177,9 @@ xswitch_table_matched_total{bridge="br0",table="3"} 7
 	}
 	// The down port has no counters and no info, only its up series: 18
 	// counters, 10 drop reasons and info and up for p1, up for p2, 7 bridge
-	// series, 10 drop reasons and 3 series for each of 2 tables.
-	if want := 18 + 10 + 2 + 1 + 7 + 10 + 6; testutil.CollectAndCount(c) != want {
+	// series, 10 drop reasons and 3 series for each of 2 tables; and the
+	// connection tracker's 6 series and 4 refusal reasons.
+	if want := 18 + 10 + 2 + 1 + 7 + 10 + 6 + 10; testutil.CollectAndCount(c) != want {
 		t.Errorf("collected %d series; want %d", testutil.CollectAndCount(c), want)
 	}
 }
@@ -197,9 +204,10 @@ func TestCollectorMetricNamesFollowConventions(t *testing.T) {
 	}
 }
 
+// A daemon without bridges still has its connection tracker, empty.
 func TestCollectorWithoutBridges(t *testing.T) {
-	if n := testutil.CollectAndCount(NewCollector(&fakeSource{})); n != 0 {
-		t.Errorf("a daemon without bridges gave %d series; want 0", n)
+	if n := testutil.CollectAndCount(NewCollector(&fakeSource{})); n != 10 {
+		t.Errorf("a daemon without bridges gave %d series; want the connection tracker's 10", n)
 	}
 }
 
@@ -301,6 +309,58 @@ xswitch_port_fastpath_on{bridge="br0",port="p1"} 0
 `
 	names := []string{"xswitch_bridge_fastpath_hits_total", "xswitch_bridge_fastpath_installs_total", "xswitch_bridge_fastpath_install_failures_total",
 		"xswitch_bridge_fastpath_evictions_total", "xswitch_bridge_fastpath_entries", "xswitch_port_fastpath_on"}
+	if err := testutil.CollectAndCompare(NewCollector(src), strings.NewReader(want), names...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCollectorReportsTheConntrack: the connection tracker's counts, its
+// refusals by reason, and each zone's connections, with its limit when
+// one applies.
+func TestCollectorReportsTheConntrack(t *testing.T) {
+	src := newFakeSource()
+	src.conntrack.Stats = conntrack.Stats{Entries: 7, MaxConns: 1000, Created: 40, Expired: 30, Flushed: 2, Replaced: 1}
+	src.conntrack.Stats.Refused[conntrack.RefusedZoneLimit] = 5
+	src.conntrack.Stats.Refused[conntrack.RefusedNATExhausted] = 3
+	src.conntrack.Zones = []control.ZoneMetrics{{Zone: 0, Count: 4}, {Zone: 7, Count: 3, Limit: 3, Limited: true}, {Zone: 9, Limit: 0, Limited: true}}
+	const want = `
+# HELP xswitch_conntrack_entries Connections in the connection tracker's table, the one every bridge shares (ct-get-nconns), those past their time that the next sweep removes included.
+# TYPE xswitch_conntrack_entries gauge
+xswitch_conntrack_entries 7
+# HELP xswitch_conntrack_maxconns The most connections the table holds (ct-set-maxconns).
+# TYPE xswitch_conntrack_maxconns gauge
+xswitch_conntrack_maxconns 1000
+# HELP xswitch_conntrack_created_total Connections committed: its rate is new connections per second.
+# TYPE xswitch_conntrack_created_total counter
+xswitch_conntrack_created_total 40
+# HELP xswitch_conntrack_expired_total Connections removed at the end of their timeout.
+# TYPE xswitch_conntrack_expired_total counter
+xswitch_conntrack_expired_total 30
+# HELP xswitch_conntrack_flushed_total Connections removed by flush-conntrack.
+# TYPE xswitch_conntrack_flushed_total counter
+xswitch_conntrack_flushed_total 2
+# HELP xswitch_conntrack_replaced_total Connections ended by a packet that started a new one on their tuple: ct(force), or a SYN on a closed TCP connection.
+# TYPE xswitch_conntrack_replaced_total counter
+xswitch_conntrack_replaced_total 1
+# HELP xswitch_conntrack_refused_total Commits refused, the packet going on as +new and uncommitted, by reason: full (the table holds maxconns), zone_limit (the zone holds its limit), nat_exhausted (no free address and port in the NAT range), clash (another connection holds the reply tuple).
+# TYPE xswitch_conntrack_refused_total counter
+xswitch_conntrack_refused_total{reason="clash"} 0
+xswitch_conntrack_refused_total{reason="full"} 0
+xswitch_conntrack_refused_total{reason="nat_exhausted"} 3
+xswitch_conntrack_refused_total{reason="zone_limit"} 5
+# HELP xswitch_conntrack_zone_entries Connections in the zone; for the zones that hold connections or have a limit of their own.
+# TYPE xswitch_conntrack_zone_entries gauge
+xswitch_conntrack_zone_entries{zone="0"} 4
+xswitch_conntrack_zone_entries{zone="7"} 3
+xswitch_conntrack_zone_entries{zone="9"} 0
+# HELP xswitch_conntrack_zone_limit The zone's limit of connections (its own, or the default), for the zones of xswitch_conntrack_zone_entries that have one; 0 admits none.
+# TYPE xswitch_conntrack_zone_limit gauge
+xswitch_conntrack_zone_limit{zone="7"} 3
+xswitch_conntrack_zone_limit{zone="9"} 0
+`
+	names := []string{"xswitch_conntrack_entries", "xswitch_conntrack_maxconns", "xswitch_conntrack_created_total",
+		"xswitch_conntrack_expired_total", "xswitch_conntrack_flushed_total", "xswitch_conntrack_replaced_total",
+		"xswitch_conntrack_refused_total", "xswitch_conntrack_zone_entries", "xswitch_conntrack_zone_limit"}
 	if err := testutil.CollectAndCompare(NewCollector(src), strings.NewReader(want), names...); err != nil {
 		t.Fatal(err)
 	}

@@ -54,8 +54,10 @@ func (ba *bridgeAgent) sendPacketIn(p *vswitch.PacketIn) {
 }
 
 // packetInMatch is the packet-in's match: the frame's metadata fields
-// (in_port, and metadata and every register that is not zero), as OVS
-// gives them.
+// (in_port, and metadata, every register, and the connection's state,
+// zone, mark and label that are not zero), as OVS gives them. OVS also
+// gives the connection's original tuple, which needs the frame's family
+// in the match to be encoded: it is left out.
 func packetInMatch(k *flow.Key) openflow.Match {
 	var m flow.Match
 	m.Key.InPort, m.Mask.InPort = k.InPort, 0xffff
@@ -65,6 +67,21 @@ func packetInMatch(k *flow.Key) openflow.Match {
 	for i, r := range k.Regs {
 		if r != 0 {
 			m.Key.Regs[i], m.Mask.Regs[i] = r, ^uint32(0)
+		}
+	}
+	if ct := &k.CT; ct.State != 0 {
+		m.Key.CT.State, m.Mask.CT.State = ct.State, 0xff
+		if ct.Zone != 0 {
+			m.Key.CT.Zone, m.Mask.CT.Zone = ct.Zone, 0xffff
+		}
+		if ct.Mark != 0 {
+			m.Key.CT.Mark, m.Mask.CT.Mark = ct.Mark, ^uint32(0)
+		}
+		if ct.Label != [16]byte{} {
+			m.Key.CT.Label = ct.Label
+			for i := range m.Mask.CT.Label {
+				m.Mask.CT.Label[i] = 0xff
+			}
 		}
 	}
 	return matchToOF(m)

@@ -266,3 +266,24 @@ func checkActionsOracle(t *testing.T, flows []string) {
 		}
 	}
 }
+
+// TestPacketInCarriesTheConnection: a packet-in of a tracked frame gives
+// its ct_state, ct_zone, ct_mark and ct_label beside the registers, as
+// OVS's packet-ins do; ovs-ofctl ofp-print reads them so.
+func TestPacketInCarriesTheConnection(t *testing.T) {
+	ofctltest.Require(t)
+	var k flow.Key
+	k.InPort, k.Regs[0] = 3, 7
+	k.CT = flow.CTFields{State: flow.CTTracked | flow.CTEstablished | flow.CTReply, Zone: 5, Mark: 0x2a}
+	k.CT.Label[15] = 1
+	msg := openflow.PacketIn{BufferID: openflow.NoBuffer, TotalLen: 60, Reason: 1, Match: packetInMatch(&k), Data: make([]byte, 60)}
+	out, err := ofctltest.Run(t, "ofp-print", hex.EncodeToString(openflow.Append(nil, 1, msg)))
+	if err != nil {
+		t.Fatalf("ovs-ofctl ofp-print: %v: %s", err, out)
+	}
+	for _, want := range []string{"ct_state=est|rpl|trk", "ct_zone=5", "ct_mark=0x2a", "ct_label=0x1", "reg0=0x7", "in_port=3"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("ovs-ofctl prints the packet-in as %q, without %q", out, want)
+		}
+	}
+}

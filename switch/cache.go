@@ -50,6 +50,10 @@ func (f *forwarder) decisionFor(table *flow.Table, now int64) *decision {
 func decide[K comparable](f *forwarder, c *decisionCache[K], table *flow.Table, k *K, now int64) *decision {
 	d, ok := c.get(table, k)
 	switch {
+	case ok && d.running > 0:
+		// A recirculation of the frame whose run of d is under way, back
+		// where it was: d holds for the frame's table, and is not changed
+		// under its run.
 	case !ok:
 		f.flushCounts(time.Now())
 		var cut string
@@ -190,9 +194,14 @@ func (c *decisionCache[K]) get(t *flow.Table, k *K) (*decision, bool) {
 // the decisions it holds first. A translation cut short says why in cut.
 func (c *decisionCache[K]) add(k *K, now int64) (d *decision, cut string) {
 	c.misses.inc()
-	if n := len(c.spare); n > 0 {
+	if n := len(c.spare); n > 0 && c.spare[n-1].running == 0 {
 		d, c.spare = c.spare[n-1], c.spare[:n-1]
 	} else {
+		// None, or one evicted while a recirculation runs it: that one
+		// is left to the collector once its run ends.
+		if n > 0 {
+			c.spare = c.spare[:n-1]
+		}
 		d = new(decision)
 	}
 	cut = c.translate(k, d, now)

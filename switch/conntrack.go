@@ -2,12 +2,10 @@ package vswitch
 
 import (
 	"encoding/binary"
-	"time"
 
 	"github.com/xswitch/xswitch/conntrack"
 	"github.com/xswitch/xswitch/datapath"
 	"github.com/xswitch/xswitch/flow"
-	"golang.org/x/sys/unix"
 )
 
 // Connection tracking: ct() and ct_clear, and the recirculation that
@@ -54,6 +52,8 @@ type recirculation struct {
 	// key's.
 	arrival uint16
 	set     flow.ActionSet
+	// zone is the ct()'s, which trace shows the copy in.
+	zone uint16
 }
 
 // recircKey finds a recirculation's decision: the state it forked with,
@@ -83,7 +83,7 @@ func (tr *translator) conntrack(a flow.Action) {
 	// The fork goes on with the tun_id the tables gave the key so far.
 	tr.syncTunnelID()
 	if c.Table != flow.CTNoTable {
-		rec := &recirculation{key: tr.key, arrival: tr.arrival, set: tr.set}
+		rec := &recirculation{key: tr.key, arrival: tr.arrival, set: tr.set, zone: step.action.Zone}
 		rec.key.Table, rec.key.CT = c.Table, flow.CTFields{}
 		step.resume = rec
 	}
@@ -219,7 +219,9 @@ func (f *forwarder) runConntrack(r *frameRun, step *ctStep, last bool) bool {
 	if r.dropped == dropRule {
 		r.dropped = d.dropped
 	}
+	d.running++
 	f.execute(r, d.actions)
+	d.running--
 	if last {
 		return false // the recirculation ran the frame's actions to their end
 	}
@@ -257,25 +259,6 @@ func natHeaders(h *flow.Headers, p *conntrack.Header, rw conntrack.Rewrite) {
 		h.TpDst = p.DstPort
 	}
 }
-
-// monotonicAt is t on CLOCK_MONOTONIC, the tracker's clock, worked out
-// from a reading of both clocks taken once: Go's time.Time carries a
-// monotonic reading, but not CLOCK_MONOTONIC's origin.
-func monotonicAt(t time.Time) int64 {
-	return monotonicBase.mono + int64(t.Sub(monotonicBase.wall))
-}
-
-var monotonicBase = func() (b struct {
-	wall time.Time
-	mono int64
-}) {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
-		panic(err) // unreachable on Linux
-	}
-	b.wall, b.mono = time.Now(), ts.Nano()
-	return b
-}()
 
 // translateRecirc is how the cache of recirculations works a decision
 // out for its key.

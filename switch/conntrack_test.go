@@ -2,10 +2,13 @@ package vswitch
 
 import (
 	"bytes"
+	"fmt"
 	"net"
+	"slices"
 	"testing"
 
 	"github.com/xswitch/xswitch/conntrack"
+	"github.com/xswitch/xswitch/flow"
 	"github.com/xswitch/xswitch/internal/race"
 )
 
@@ -185,4 +188,41 @@ func TestEstablishedAllocatesNothing(t *testing.T) {
 // flows through ct(commit,table=1) and NORMAL.
 func BenchmarkForwardBatchConntrack(b *testing.B) {
 	benchmarkForwardBatch(b, 8, "in_port=1,ip,actions=ct(commit,table=1)", "table=1,ct_state=+trk,actions=NORMAL")
+}
+
+// TestTraceFollowsRecirculations: trace follows ct(table=N) into table N
+// as a new connection's packet, or with the state --ct-next gives, and
+// says so.
+func TestTraceFollowsRecirculations(t *testing.T) {
+	ports := newPorts(2)
+	f := testForwarder(t, 64, ports...)
+	f.flows.Publish(rules(t, firewall...))
+	var k flow.Key
+	if !flow.NewExtractor().Extract(udpBetween(t, 2, 1, 7000, 8000), 2, &k) {
+		t.Fatal("the test frame does not extract")
+	}
+	asNew := f.trace(k.Headers, nil)
+	if len(asNew.Outputs) != 0 {
+		t.Errorf("a new connection's packet from port 2 leaves by %v, want nowhere", asNew.Outputs)
+	}
+	established := f.trace(k.Headers, []uint8{flow.CTTracked | flow.CTEstablished})
+	if !slices.Equal(established.Outputs, []uint16{1}) {
+		t.Errorf("an established connection's packet from port 2 leaves by %v, want port 1", established.Outputs)
+	}
+	var lookups []string
+	for _, s := range established.Steps {
+		switch {
+		case s.Lookup:
+			lookups = append(lookups, fmt.Sprint(s.Table))
+		case s.Action == "recirc":
+			lookups = append(lookups, s.Notes...)
+		}
+	}
+	want := []string{"0", "the copy ct() sent on resumes in table 1 with ct_state=+est+trk ct_zone=0, as --ct-next says", "1"}
+	if !slices.Equal(lookups, want) {
+		t.Errorf("the trace's lookups and recirculations are %q, want %q", lookups, want)
+	}
+	if established.Final.CT.State != flow.CTTracked|flow.CTEstablished {
+		t.Errorf("the final key's ct_state is %#x, want +trk+est", established.Final.CT.State)
+	}
 }

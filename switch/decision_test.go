@@ -20,10 +20,12 @@ import (
 // randomPipeline writes a random pipeline of a few tables: matches on the
 // fields the random frames vary, registers written and matched, goto_table
 // forward, resubmit anywhere (loops included), rewrites, outputs, NORMAL,
-// FLOOD, CONTROLLER, drops and misses.
+// FLOOD, CONTROLLER, drops and misses; and connection tracking: ct()
+// with and without commit, in zones, recirculating to any table (loops
+// included), and matches on the connection's state.
 func randomPipeline(rnd *rand.Rand, ports int) []string {
 	var flows []string
-	match := func() string {
+	match := func() (string, bool) {
 		var parts []string
 		if rnd.IntN(3) == 0 {
 			parts = append(parts, fmt.Sprintf("in_port=%d", 1+rnd.IntN(ports)))
@@ -31,21 +33,26 @@ func randomPipeline(rnd *rand.Rand, ports int) []string {
 		if rnd.IntN(3) == 0 {
 			parts = append(parts, fmt.Sprintf("reg%d=%d", rnd.IntN(2), rnd.IntN(3)))
 		}
+		if rnd.IntN(4) == 0 {
+			parts = append(parts, []string{"ct_state=-trk", "ct_state=+trk+new", "ct_state=+trk+est", "ct_state=+trk+est+rpl"}[rnd.IntN(4)])
+		}
+		ip := false
 		switch rnd.IntN(4) {
 		case 0:
-			parts = append(parts, fmt.Sprintf("udp,tp_dst=%d", 1+rnd.IntN(3)))
+			parts, ip = append(parts, fmt.Sprintf("udp,tp_dst=%d", 1+rnd.IntN(3))), true
 		case 1:
-			parts = append(parts, fmt.Sprintf("ip,nw_dst=10.0.0.%d", 1+rnd.IntN(3)))
+			parts, ip = append(parts, fmt.Sprintf("ip,nw_dst=10.0.0.%d", 1+rnd.IntN(3))), true
 		case 2:
 			parts = append(parts, fmt.Sprintf("dl_dst=02:00:00:00:00:%02x", 1+rnd.IntN(ports)))
 		}
-		return strings.Join(parts, ",")
+		return strings.Join(parts, ","), ip
 	}
 	for table := range 4 {
 		for range 1 + rnd.IntN(5) {
+			m, ip := match()
 			var actions []string
 			for range rnd.IntN(4) {
-				switch rnd.IntN(11) {
+				switch rnd.IntN(13) {
 				case 0:
 					actions = append(actions, fmt.Sprintf("output:%d", 1+rnd.IntN(ports)))
 				case 1:
@@ -68,6 +75,11 @@ func randomPipeline(rnd *rand.Rand, ports int) []string {
 					actions = append(actions, "output(port=2,max_len=30)")
 				case 10:
 					actions = append(actions, "controller(max_len=40)")
+				case 11, 12:
+					if ip {
+						actions = append(actions, []string{"ct(commit)", fmt.Sprintf("ct(table=%d)", rnd.IntN(4)),
+							fmt.Sprintf("ct(commit,zone=%d,table=%d)", rnd.IntN(2), rnd.IntN(4)), "ct_clear"}[rnd.IntN(4)])
+					}
 				}
 			}
 			// The instructions, in the order OpenFlow 1.3 gives them.
@@ -86,7 +98,6 @@ func randomPipeline(rnd *rand.Rand, ports int) []string {
 			if len(actions) == 0 {
 				actions = []string{"drop"}
 			}
-			m := match()
 			if m != "" {
 				m += ","
 			}
@@ -169,6 +180,7 @@ func TestCachedDecisionsMatchFreshTranslation(t *testing.T) {
 				p[from[i]].Inject(bytes.Clone(fr)) // rewrites work in place
 				if fresh {
 					f.decisions.forget()
+					f.recircs.forget()
 				}
 				forwardAll(f)
 			}

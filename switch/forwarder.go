@@ -131,7 +131,7 @@ func newForwarder(opts Options, flows *flow.Classifier, place threadPlace) (*for
 		decisions: newDecisionCache(cmp.Or(opts.CacheSize, DefaultCacheSize), translateHeaders),
 		recircs:   newDecisionCache(cmp.Or(opts.CacheSize, DefaultCacheSize), translateRecirc),
 		executor: executor{copies: newCopyPool(batchSize), meters: place.meters,
-			ct: ctFrame{tracker: place.tracker, epoch: monotonicAt(place.epoch)}},
+			ct: ctFrame{tracker: place.tracker, epoch: conntrack.At(place.epoch)}},
 		batchCounts: batchCounts{tableCounters: place.tables, bridgeDrops: place.drops, loopLogged: place.loopLogged},
 		fastPathThread: fastPathThread{
 			fp: place.fp,

@@ -282,7 +282,7 @@ func TestTraceOfAMeter(t *testing.T) {
 	}
 	note := func() string {
 		t.Helper()
-		for _, s := range f.trace(k.Headers).Steps {
+		for _, s := range f.trace(k.Headers, nil).Steps {
 			if s.Action == "meter:1" {
 				return strings.Join(s.Notes, "; ")
 			}
@@ -305,7 +305,7 @@ func TestTraceOfAMeter(t *testing.T) {
 		t.Errorf("trace of a meter without budget: %q, want %q", got, want)
 	}
 	f.flows.Publish(rules(t, "in_port=1,actions=meter:2,output:2"))
-	steps := f.trace(k.Headers).Steps
+	steps := f.trace(k.Headers, nil).Steps
 	if !slices.ContainsFunc(steps, func(s TraceStep) bool {
 		return s.Action == "meter:2" && slices.Contains(s.Notes, "the bridge has no meter 2: nothing is metered")
 	}) {

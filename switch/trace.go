@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/xswitch/xswitch/conntrack"
 	"github.com/xswitch/xswitch/flow"
 	"github.com/xswitch/xswitch/header"
 	"github.com/xswitch/xswitch/rstp"
@@ -47,8 +48,12 @@ type TraceStep struct {
 	Notes  []string
 }
 
-// Trace follows a packet with headers h through the bridge.
-func (b *Bridge) Trace(h flow.Headers) TraceResult {
+// Trace follows a packet with headers h through the bridge. A ct(table=N)
+// sends a copy on to table N with the connection's state, which is the
+// tracker's, frame by frame: the trace follows each such recirculation in
+// turn with the next of ctNext for ct_state, or +trk+new when there is
+// none left, as ovs-appctl ofproto/trace --ct-next does.
+func (b *Bridge) Trace(h flow.Headers, ctNext ...uint8) TraceResult {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if len(b.fwds) == 0 {
@@ -57,13 +62,13 @@ func (b *Bridge) Trace(h flow.Headers) TraceResult {
 	f := b.fwds[0]
 	var res TraceResult
 	f.do(func() {
-		res = f.trace(h)
+		res = f.trace(h, ctNext)
 		res.FastPath = f.fastPathVerdict(h)
 	})
 	return res
 }
 
-func (f *forwarder) trace(h flow.Headers) TraceResult {
+func (f *forwarder) trace(h flow.Headers, ctNext []uint8) TraceResult {
 	t := &tracer{v: &f.view, meters: f.meters, now: f.now(), res: TraceResult{Steps: []TraceStep{}, Outputs: []uint16{}}}
 	if isMulticast(h.DlSrc[:]) {
 		// As receive: no station has one, and learning it would poison
@@ -87,16 +92,50 @@ func (f *forwarder) trace(h flow.Headers) TraceResult {
 	}
 	tr := translator{in: xlateIn{view: &f.view, obs: t, meters: f.meters}}
 	var d decision
-	tr.translate(f.flows.Load(), &h, &d, t.now)
+	table := f.flows.Load()
+	tr.translate(table, &h, &d, t.now)
 	t.res.Final = tr.key
 	if d.dropped == dropLoop || d.dropped.stopsActions() {
 		t.res.Outputs = t.res.Outputs[:0]
 	}
+	t.recirculations(&tr, table, d.cts, ctNext)
 	if slot, ok := f.slot(h.InPort); ok && f.stp[slot] == stpLearning {
 		t.res.Dropped = fmt.Sprintf("port %s is learning (RSTP): NORMAL learns, nothing is sent", t.v.label(h.InPort))
 		t.res.Outputs = t.res.Outputs[:0]
 	}
 	return t.res
+}
+
+// recirculations traces where the ct(table=N)s of cts send their copies,
+// in the order they come, and where theirs send theirs, up to the
+// datapath's limit.
+func (t *tracer) recirculations(tr *translator, table *flow.Table, cts []ctStep, ctNext []uint8) {
+	var pending []*recirculation
+	for n := 0; n < maxRecirculations; n++ {
+		for _, step := range cts {
+			if step.resume != nil {
+				pending = append(pending, step.resume)
+			}
+		}
+		if len(pending) == 0 {
+			return
+		}
+		rec := pending[0]
+		pending = pending[1:]
+		state, how := uint8(flow.CTTracked|flow.CTNew), "as a new connection's first packet (trace --ct-next FLAGS to follow another state)"
+		if n < len(ctNext) {
+			state, how = ctNext[n], "as --ct-next says"
+		}
+		key := rec.key
+		key.CT = flow.CTFields{State: state, Zone: rec.zone}
+		t.res.Steps = append(t.res.Steps, TraceStep{Action: "recirc", Table: key.Table, Notes: []string{
+			fmt.Sprintf("the copy ct() sent on resumes in table %d with ct_state=%s ct_zone=%d, %s", key.Table,
+				conntrack.State(state), rec.zone, how)}})
+		var d decision
+		tr.translateRecirculation(table, rec, &key, &d, t.now)
+		t.res.Final = tr.key
+		cts = d.cts
+	}
 }
 
 // tracer is trace's observer of the translation: it writes each lookup
@@ -179,6 +218,10 @@ func (t *tracer) step(a flow.Action, written []flow.Action, key *flow.Key, nest 
 		}
 	case flow.ActMeter:
 		step.Notes = append(step.Notes, t.meter(a.Meter))
+	case flow.ActCT:
+		step.Notes = append(step.Notes, ctNote(a.CT, key))
+	case flow.ActCTClear:
+		step.Notes = append(step.Notes, "the frame is untracked: its connection's fields are zero")
 	case flow.ActCopyTTLIn:
 		switch {
 		case !key.IsMPLS():
@@ -194,6 +237,22 @@ func (t *tracer) step(a flow.Action, written []flow.Action, key *flow.Key, nest 
 		}
 	}
 	t.res.Steps = append(t.res.Steps, step)
+}
+
+// ctNote says what a ct() does with the frame whose key is key.
+func ctNote(c *flow.Conntrack, key *flow.Key) string {
+	zone := c.Zone
+	if c.ZoneSrc != nil {
+		zone = uint16(c.ZoneSrc.Get(key).Shr(uint(c.ZoneOfs)).Lo)
+	}
+	note := fmt.Sprintf("through the connection tracker in zone %d", zone)
+	if c.Commit {
+		note += ", which commits its connection"
+	}
+	if c.Table != flow.CTNoTable {
+		note += fmt.Sprintf("; a copy goes on in table %d with the connection's fields (recirc, below)", c.Table)
+	}
+	return note + "; the frame goes on untracked"
 }
 
 // meter says what meter id is and what it would do with a frame of the

@@ -68,6 +68,11 @@ type decision struct {
 	// offer is the decision's state towards the fast path, made at its
 	// first offer (nil without a fast path).
 	offer *fpOffer
+	// running counts the runs of the decision under way, of a
+	// recirculation's decision, which the frame's next recirculations
+	// must neither translate again nor take for another key
+	// (conntrack.go).
+	running uint8
 }
 
 // The actions that appear only in decisions, numbered down from the top

@@ -114,17 +114,24 @@ func (c *cli) dumpFlowsCommand() *cobra.Command {
 }
 
 func (c *cli) traceCommand() *cobra.Command {
-	return &cobra.Command{
+	var ctNext []string
+	cmd := &cobra.Command{
 		Use:   "trace BRIDGE PACKET",
 		Short: "Show the rule a packet meets and what its actions do",
 		Long: `Show the rule a packet meets and what its actions do, NORMAL's learned or
 flooded decision included. PACKET is described in flow syntax; fields not
-given are zero. Nothing is sent and nothing is learned.`,
-		Example:           `  xswitch trace br0 "in_port=1,tcp,nw_src=10.0.0.1,nw_dst=10.0.0.2,tp_dst=80"`,
+given are zero. Nothing is sent and nothing is learned.
+
+A ct(table=N) sends a copy on to table N with its connection's state,
+which the tracker gives frame by frame: the trace follows each such
+recirculation with the next --ct-next state (flags such as trk,est, as
+ovs-appctl ofproto/trace takes them), or trk,new when none is left.`,
+		Example: `  xswitch trace br0 "in_port=1,tcp,nw_src=10.0.0.1,nw_dst=10.0.0.2,tp_dst=80"
+  xswitch trace br0 "in_port=2,udp,nw_src=10.0.0.2,nw_dst=10.0.0.1" --ct-next trk,est`,
 		Args:              cobra.ExactArgs(2),
 		ValidArgsFunction: c.completeBridge,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			resp, err := c.call(api.Request{Verb: api.VerbTrace, Bridge: args[0], Match: args[1]})
+			resp, err := c.call(api.Request{Verb: api.VerbTrace, Bridge: args[0], Match: args[1], CTNext: ctNext})
 			if err != nil {
 				return err
 			}
@@ -132,6 +139,8 @@ given are zero. Nothing is sent and nothing is learned.`,
 				func(w io.Writer) { printTrace(w, args[0], resp.Trace) })
 		},
 	}
+	cmd.Flags().StringArrayVar(&ctNext, "ct-next", nil, "the ct_state of the next recirculation (repeat for the ones after)")
+	return cmd
 }
 
 // printTrace prints a trace in the shape of ovs-appctl ofproto/trace.

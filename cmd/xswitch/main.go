@@ -69,7 +69,8 @@ the running daemon over its unix socket.
 
 The verbs that print (show, list-br, list-ports, dump-ports, fdb-show,
 dump-flows, trace, pmd-stats-show, get, rstp-show, get-controller,
-get-fail-mode, top, version) print JSON with --format json.
+get-fail-mode, dump-conntrack, ct-stats-show, ct-get-maxconns, ct-get-nconns,
+ct-get-limits, ct-get-tcp-seq-chk, top, version) print JSON with --format json.
 Errors always go to standard error as text.
 
 Exit codes:
@@ -110,5 +111,6 @@ Exit codes:
 		c.topCommand(), c.versionCommand(), c.waitReadyCommand(),
 		c.demoCommand(), c.benchCommand(),
 	)
+	root.AddCommand(c.conntrackCommands()...)
 	return root
 }

@@ -44,6 +44,9 @@ type Request struct {
 	// del-meters, dump-meters and meter-stats, a meter ("meter=N", or N).
 	Match  string `json:"match,omitempty"`
 	Strict bool   `json:"strict,omitempty"`
+	// CTNext are the ct_states trace follows recirculations with, one
+	// each in turn (its --ct-next).
+	CTNext []string `json:"ct_next,omitempty"`
 	// Table and Record name a row for set, get, add, remove and clear;
 	// Columns are what they set ("column[:key]=value"), read
 	// ("column[:key]") or clear, or what add and remove change (a column,
@@ -55,6 +58,16 @@ type Request struct {
 	// set-fail-mode's mode.
 	Targets  []string `json:"targets,omitempty"`
 	FailMode string   `json:"fail_mode,omitempty"`
+	// Args are a conntrack verb's arguments after the bridge, as
+	// ovs-appctl dpctl/* takes them: zone=N, flush-conntrack's tuples,
+	// ct-set-maxconns' number, ct-set-limits' default=N and
+	// zone=N,limit=N... Bridge, for these verbs, only checks that the
+	// bridge exists: the table is the daemon's, which its bridges share.
+	Args []string `json:"args,omitempty"`
+	// More and Statistics are dump-conntrack's -m and -s; More is
+	// ct-stats-show's -m too.
+	More       bool `json:"more,omitempty"`
+	Statistics bool `json:"statistics,omitempty"`
 }
 
 // Verbs.
@@ -97,6 +110,19 @@ const (
 	VerbDelController = "del-controller"
 	VerbSetFailMode   = "set-fail-mode"
 	VerbDelFailMode   = "del-fail-mode"
+	// The connection tracking verbs, as ovs-appctl dpctl/*'s.
+	VerbDumpConntrack      = "dump-conntrack"
+	VerbFlushConntrack     = "flush-conntrack"
+	VerbCTStatsShow        = "ct-stats-show"
+	VerbCTSetMaxConns      = "ct-set-maxconns"
+	VerbCTGetMaxConns      = "ct-get-maxconns"
+	VerbCTGetNConns        = "ct-get-nconns"
+	VerbCTSetLimits        = "ct-set-limits"
+	VerbCTGetLimits        = "ct-get-limits"
+	VerbCTDelLimits        = "ct-del-limits"
+	VerbCTEnableTCPSeqChk  = "ct-enable-tcp-seq-chk"
+	VerbCTDisableTCPSeqChk = "ct-disable-tcp-seq-chk"
+	VerbCTGetTCPSeqChk     = "ct-get-tcp-seq-chk"
 	// VerbStatus asks only whether the daemon serves: it answers once the
 	// configuration is restored.
 	VerbStatus = "status"
@@ -125,6 +151,96 @@ type Response struct {
 	Groups []GroupStatus `json:"groups,omitempty"`
 	// Meters are dump-meters' and meter-stats' meters, by id.
 	Meters []MeterStatus `json:"meters,omitempty"`
+	// Conntrack is what a conntrack verb read of the connection tracker.
+	Conntrack *ConntrackStatus `json:"conntrack,omitempty"`
+}
+
+// ConntrackStatus is what the conntrack verbs read of the daemon's
+// connection tracker, each verb its part.
+type ConntrackStatus struct {
+	// Entries are dump-conntrack's connections, by zone and original
+	// tuple.
+	Entries []ConntrackEntry `json:"entries,omitempty"`
+	// Stats are ct-stats-show's counts.
+	Stats *ConntrackStats `json:"stats,omitempty"`
+	// Limits are ct-get-limits' limits.
+	Limits *ConntrackLimits `json:"limits,omitempty"`
+	// MaxConns, NConns and TCPSeqCheck are ct-get-maxconns',
+	// ct-get-nconns' and ct-get-tcp-seq-chk's answers.
+	MaxConns    uint32 `json:"maxconns,omitempty"`
+	NConns      uint32 `json:"nconns,omitempty"`
+	TCPSeqCheck bool   `json:"tcp_seq_chk,omitempty"`
+}
+
+// ConntrackEntry is one connection as dump-conntrack shows it: its line
+// (Text, with what -m and -s asked for), and its fields.
+type ConntrackEntry struct {
+	Text    string         `json:"text"`
+	Zone    uint16         `json:"zone"`
+	IPProto uint8          `json:"ip_proto"`
+	Orig    ConntrackTuple `json:"orig"`
+	// Reply is the tuple of the reply direction, translated if NAT
+	// applies.
+	Reply ConntrackTuple `json:"reply"`
+	// Timeout is the whole seconds the connection has left.
+	Timeout uint32 `json:"timeout"`
+	Mark    uint32 `json:"mark"`
+	// Labels is the 128-bit label in hex, "" for none.
+	Labels string `json:"labels,omitempty"`
+	// TCP is a TCP connection's state: the one dump-conntrack shows,
+	// and each end's (-m).
+	TCP *ConntrackTCP `json:"tcp,omitempty"`
+}
+
+// ConntrackTuple is one direction of a connection. An ICMP tuple has
+// ICMP, and ports 0.
+type ConntrackTuple struct {
+	Src     string         `json:"src"`
+	Dst     string         `json:"dst"`
+	SrcPort uint16         `json:"sport"`
+	DstPort uint16         `json:"dport"`
+	ICMP    *ConntrackICMP `json:"icmp,omitempty"`
+}
+
+// ConntrackICMP are an ICMP tuple's identifier, type and code.
+type ConntrackICMP struct {
+	ID   uint16 `json:"id"`
+	Type uint8  `json:"type"`
+	Code uint8  `json:"code"`
+}
+
+// ConntrackTCP is a TCP connection's state, as the kernel names states.
+type ConntrackTCP struct {
+	State      string `json:"state"`
+	StateOrig  string `json:"state_orig"`
+	StateReply string `json:"state_reply"`
+}
+
+// ConntrackStats are ct-stats-show's counts: as it prints them (Text),
+// and the connections in all, by protocol (named as ct-stats-show
+// names them: TCP, UDP, ICMP, ...) and TCP connections by state.
+type ConntrackStats struct {
+	Text      string         `json:"text"`
+	Total     int            `json:"total"`
+	Protocols map[string]int `json:"protocols,omitempty"`
+	TCPStates map[string]int `json:"tcp_states,omitempty"`
+}
+
+// ConntrackLimits are ct-get-limits' answer: as it prints them (Text),
+// the default limit (0: none), and the zones asked for, or all those with
+// a limit of their own.
+type ConntrackLimits struct {
+	Text    string               `json:"text"`
+	Default uint32               `json:"default"`
+	Zones   []ConntrackZoneLimit `json:"zones,omitempty"`
+}
+
+// ConntrackZoneLimit is a zone's limit (0: unlimited, when it has none of
+// its own and no default is set) and its connections.
+type ConntrackZoneLimit struct {
+	Zone  uint16 `json:"zone"`
+	Limit uint32 `json:"limit"`
+	Count uint32 `json:"count"`
 }
 
 // FastPathEntry is one entry of the in-kernel fast path: the exact flow

@@ -24,6 +24,35 @@ type Config struct {
 	// after it can tell it from an older one.
 	Generation uint64         `json:"generation,omitempty"`
 	Bridges    []BridgeConfig `json:"bridges"`
+	// Conntrack are the settings of the daemon's connection tracker, the
+	// one table its bridges share; nil: OVS's defaults. Never modified
+	// in place, only replaced.
+	Conntrack *ConntrackConfig `json:"conntrack,omitempty"`
+}
+
+// ConntrackConfig are the connection tracker's settings, as the
+// ct-set-maxconns, ct-set-limits and ct-*-tcp-seq-chk verbs set them.
+type ConntrackConfig struct {
+	// MaxConns is the most connections the table holds; nil: the
+	// default (conntrack.DefaultMaxConns).
+	MaxConns *uint32 `json:"maxconns,omitempty"`
+	// DefaultLimit is the limit of the zones without their own; 0: none.
+	DefaultLimit uint32 `json:"default_zone_limit,omitempty"`
+	// ZoneLimits are the zones' own limits, by zone.
+	ZoneLimits []ZoneLimit `json:"zone_limits,omitempty"`
+	// TCPSeqCheckOff says that TCP sequence checking is off.
+	TCPSeqCheckOff bool `json:"tcp_seq_chk_off,omitempty"`
+}
+
+// ZoneLimit is one zone's own limit of connections.
+type ZoneLimit struct {
+	Zone  uint16 `json:"zone"`
+	Limit uint32 `json:"limit"`
+}
+
+// IsDefault says that c changes nothing of the defaults.
+func (c *ConntrackConfig) IsDefault() bool {
+	return c.MaxConns == nil && c.DefaultLimit == 0 && len(c.ZoneLimits) == 0 && !c.TCPSeqCheckOff
 }
 
 // BridgeConfig is one bridge, its ports and its flow table.
@@ -98,7 +127,7 @@ func (c *Config) Bridge(name string) *BridgeConfig {
 // Clone returns a deep copy, so that a change can be built aside and
 // committed only once it is saved.
 func (c *Config) Clone() *Config {
-	out := &Config{Generation: c.Generation, Bridges: make([]BridgeConfig, len(c.Bridges))}
+	out := &Config{Generation: c.Generation, Bridges: make([]BridgeConfig, len(c.Bridges)), Conntrack: c.Conntrack}
 	for i, b := range c.Bridges {
 		out.Bridges[i] = BridgeConfig{
 			Name:        b.Name,
@@ -118,10 +147,13 @@ func (c *Config) Clone() *Config {
 	return out
 }
 
-// dropEmpty makes an empty other_config, or an empty list of
-// controllers, none, as saving leaves them out, so that a configuration
-// reads back as it was written.
+// dropEmpty makes an empty other_config, an empty list of controllers,
+// or conntrack settings of only defaults, none, as saving leaves them
+// out, so that a configuration reads back as it was written.
 func (c *Config) dropEmpty() {
+	if c.Conntrack != nil && c.Conntrack.IsDefault() {
+		c.Conntrack = nil
+	}
 	for i := range c.Bridges {
 		bc := &c.Bridges[i]
 		if len(bc.OtherConfig) == 0 {

@@ -1,0 +1,374 @@
+package control
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/xswitch/xswitch/conntrack"
+	"github.com/xswitch/xswitch/control/api"
+	"github.com/xswitch/xswitch/control/store"
+	"github.com/xswitch/xswitch/header"
+)
+
+// The daemon's connection tracker: one table for all its bridges, as OVS
+// has one per datapath, swept every second; its settings (maxconns, zone
+// limits, TCP sequence checking) are part of the configuration, and come
+// back with a restart; its connections do not. Its verbs are ovs-appctl's
+// dpctl/*conntrack* and dpctl/ct-*, each of which may name a bridge, as
+// OVS's name a datapath: the bridge must exist, and the verb still reads
+// or changes the one table.
+
+// sweepInterval is how often the daemon frees the room of connections
+// past their time; they are gone for packets the moment their time
+// passes.
+const sweepInterval = time.Second
+
+// Conntrack is the daemon's connection tracker, which its bridges share.
+func (d *Daemon) Conntrack() *conntrack.Tracker { return d.conntrack }
+
+// sweepConntrack sweeps the tracker every sweepInterval until stop is
+// closed.
+func (d *Daemon) sweepConntrack(stop <-chan struct{}) {
+	tick := time.NewTicker(sweepInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+			d.conntrack.Sweep(conntrack.Now())
+		}
+	}
+}
+
+// applyConntrackConfig makes t's settings c's; nil: the defaults.
+func applyConntrackConfig(t *conntrack.Tracker, c *store.ConntrackConfig) {
+	if c == nil {
+		c = &store.ConntrackConfig{}
+	}
+	maxConns := uint32(conntrack.DefaultMaxConns)
+	if c.MaxConns != nil {
+		maxConns = *c.MaxConns
+	}
+	t.SetMaxConns(maxConns)
+	t.SetTCPSeqCheck(!c.TCPSeqCheckOff)
+	t.SetDefaultZoneLimit(c.DefaultLimit)
+	_, current := t.ZoneLimits()
+	for _, z := range current {
+		if !slices.ContainsFunc(c.ZoneLimits, func(l store.ZoneLimit) bool { return l.Zone == z.Zone }) {
+			t.DeleteZoneLimit(z.Zone)
+		}
+	}
+	for _, l := range c.ZoneLimits {
+		t.SetZoneLimit(l.Zone, l.Limit)
+	}
+}
+
+// validateConntrackConfig checks saved conntrack settings as the verbs
+// check theirs.
+func validateConntrackConfig(c *store.ConntrackConfig) error {
+	if c == nil {
+		return nil
+	}
+	for i := 1; i < len(c.ZoneLimits); i++ {
+		if c.ZoneLimits[i].Zone <= c.ZoneLimits[i-1].Zone {
+			return fmt.Errorf("conntrack zone limits not in zone order, or zone %d twice", c.ZoneLimits[i].Zone)
+		}
+	}
+	return nil
+}
+
+// checkConntrackBridge checks that bridge, if named, exists.
+func (d *Daemon) checkConntrackBridge(bridge string) error {
+	if bridge == "" {
+		return nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	_, err := d.bridge(bridge)
+	return err
+}
+
+// conntrackRead runs the conntrack verbs that change no setting: the
+// dumps, the counts and flush-conntrack. They take the verb lock only to
+// check the bridge: a dump of millions of connections holds up no other
+// verb, and the tracker serves them while the bridges forward.
+func (d *Daemon) conntrackRead(req api.Request) (*api.ConntrackStatus, error) {
+	if err := d.checkConntrackBridge(req.Bridge); err != nil {
+		return nil, err
+	}
+	t, now := d.conntrack, conntrack.Now()
+	switch req.Verb {
+	case api.VerbDumpConntrack, api.VerbCTStatsShow:
+		f, err := zoneFilter(req.Verb, req.Args)
+		if err != nil {
+			return nil, err
+		}
+		entries := t.Dump(&f, now)
+		if req.Verb == api.VerbCTStatsShow {
+			return &api.ConntrackStatus{Stats: conntrackStats(entries, req.More)}, nil
+		}
+		out := make([]api.ConntrackEntry, len(entries))
+		for i := range entries {
+			out[i] = conntrackEntry(&entries[i], req.More, req.Statistics)
+		}
+		return &api.ConntrackStatus{Entries: out}, nil
+	case api.VerbFlushConntrack:
+		f, err := conntrack.ParseFlushArgs(req.Args)
+		if err != nil {
+			return nil, fmt.Errorf("flush-conntrack %s: %w", quoteArgs(req.Args), err)
+		}
+		n := t.Flush(&f, now)
+		d.log.Info("connections flushed", "count", n, "args", req.Args)
+		return &api.ConntrackStatus{}, nil
+	case api.VerbCTGetLimits:
+		var zones []uint16
+		for _, arg := range req.Args {
+			z, err := parseZoneList(arg)
+			if err != nil {
+				return nil, err
+			}
+			zones = append(zones, z...)
+		}
+		def, limits := t.ZoneLimits(zones...)
+		out := &api.ConntrackLimits{Text: conntrack.FormatZoneLimits(def, limits), Default: def}
+		for _, l := range limits {
+			out.Zones = append(out.Zones, api.ConntrackZoneLimit{Zone: l.Zone, Limit: l.Limit, Count: l.Count})
+		}
+		return &api.ConntrackStatus{Limits: out}, nil
+	}
+	if len(req.Args) > 0 {
+		return nil, fmt.Errorf("%s takes no argument but the bridge, not %s", req.Verb, quoteArgs(req.Args))
+	}
+	switch req.Verb {
+	case api.VerbCTGetMaxConns:
+		return &api.ConntrackStatus{MaxConns: t.MaxConns()}, nil
+	case api.VerbCTGetNConns:
+		return &api.ConntrackStatus{NConns: uint32(t.Count())}, nil
+	case api.VerbCTGetTCPSeqChk:
+		return &api.ConntrackStatus{TCPSeqCheck: t.TCPSeqCheck()}, nil
+	}
+	return nil, fmt.Errorf("unknown verb %q", req.Verb)
+}
+
+// conntrackSetting runs, under the verb lock, the conntrack verbs that
+// change the tracker's settings: the change is saved, then made.
+func (d *Daemon) conntrackSetting(req api.Request) error {
+	if req.Bridge != "" {
+		if _, err := d.bridge(req.Bridge); err != nil {
+			return err
+		}
+	}
+	var next store.ConntrackConfig
+	if d.cfg.Conntrack != nil {
+		next = *d.cfg.Conntrack
+	}
+	// The saved slice is never changed in place.
+	limits := map[uint16]uint32{}
+	for _, l := range next.ZoneLimits {
+		limits[l.Zone] = l.Limit
+	}
+	switch req.Verb {
+	case api.VerbCTSetMaxConns:
+		if len(req.Args) != 1 {
+			return fmt.Errorf("ct-set-maxconns takes one number, not %s", quoteArgs(req.Args))
+		}
+		n, err := parseCount("maxconns", req.Args[0])
+		if err != nil {
+			return err
+		}
+		next.MaxConns = &n
+	case api.VerbCTEnableTCPSeqChk, api.VerbCTDisableTCPSeqChk:
+		if len(req.Args) > 0 {
+			return fmt.Errorf("%s takes no argument but the bridge, not %s", req.Verb, quoteArgs(req.Args))
+		}
+		next.TCPSeqCheckOff = req.Verb == api.VerbCTDisableTCPSeqChk
+	case api.VerbCTSetLimits:
+		if len(req.Args) == 0 {
+			return errors.New("ct-set-limits needs default=N or zone=N,limit=N")
+		}
+		for _, arg := range req.Args {
+			if v, ok := strings.CutPrefix(arg, "default="); ok {
+				n, err := parseCount("default limit", v)
+				if err != nil {
+					return err
+				}
+				next.DefaultLimit = n
+				continue
+			}
+			zone, limit, err := parseZoneLimit(arg)
+			if err != nil {
+				return err
+			}
+			limits[zone] = limit
+		}
+	case api.VerbCTDelLimits:
+		if len(req.Args) == 0 {
+			return errors.New("ct-del-limits needs default or zone=N[,N...]")
+		}
+		for _, arg := range req.Args {
+			if arg == "default" {
+				next.DefaultLimit = 0
+				continue
+			}
+			zones, err := parseZoneList(arg)
+			if err != nil {
+				return err
+			}
+			for _, z := range zones {
+				delete(limits, z)
+			}
+		}
+	default:
+		return fmt.Errorf("unknown verb %q", req.Verb)
+	}
+	next.ZoneLimits = nil
+	for _, z := range slices.Sorted(maps.Keys(limits)) {
+		next.ZoneLimits = append(next.ZoneLimits, store.ZoneLimit{Zone: z, Limit: limits[z]})
+	}
+	cfg := d.cfg.Clone()
+	cfg.Conntrack = &next
+	if next.IsDefault() {
+		cfg.Conntrack = nil
+	}
+	if err := d.commit(cfg); err != nil {
+		return err
+	}
+	applyConntrackConfig(d.conntrack, cfg.Conntrack)
+	d.log.Info("conntrack settings changed", "verb", req.Verb, "args", req.Args)
+	return nil
+}
+
+// zoneFilter reads dump-conntrack's and ct-stats-show's [zone=N].
+func zoneFilter(verb string, args []string) (conntrack.Filter, error) {
+	var f conntrack.Filter
+	switch {
+	case len(args) > 1:
+		return f, fmt.Errorf("%s takes [zone=N], not %s", verb, quoteArgs(args))
+	case len(args) == 1:
+		v, ok := strings.CutPrefix(args[0], "zone=")
+		if !ok {
+			return f, fmt.Errorf("%s takes [zone=N], not %s", verb, quoteArgs(args))
+		}
+		zone, err := parseZone(v)
+		if err != nil {
+			return f, err
+		}
+		f.Zone = &zone
+	}
+	return f, nil
+}
+
+// parseZone reads a zone, 0 to 65535.
+func parseZone(s string) (uint16, error) {
+	z, err := strconv.ParseUint(s, 10, 16)
+	if err != nil {
+		return 0, fmt.Errorf("bad zone %q: want a number 0-%d", s, math.MaxUint16)
+	}
+	return uint16(z), nil
+}
+
+// parseCount reads what, a count of connections: maxconns or a limit.
+func parseCount(what, s string) (uint32, error) {
+	n, err := strconv.ParseUint(s, 10, 32)
+	if err != nil {
+		return 0, fmt.Errorf("bad %s %q: want a number 0-%d", what, s, uint32(math.MaxUint32))
+	}
+	return uint32(n), nil
+}
+
+// parseZoneLimit reads ct-set-limits' zone=N,limit=N.
+func parseZoneLimit(arg string) (zone uint16, limit uint32, err error) {
+	var haveZone, haveLimit bool
+	for kv := range strings.SplitSeq(arg, ",") {
+		key, value, _ := strings.Cut(kv, "=")
+		switch {
+		case key == "zone" && !haveZone:
+			zone, err = parseZone(value)
+			haveZone = true
+		case key == "limit" && !haveLimit:
+			limit, err = parseCount("limit", value)
+			haveLimit = true
+		default:
+			err = errors.New("want zone=N,limit=N")
+		}
+		if err != nil {
+			return 0, 0, fmt.Errorf("zone limit %q: %w", arg, err)
+		}
+	}
+	if !haveZone || !haveLimit {
+		return 0, 0, fmt.Errorf("zone limit %q: want zone=N,limit=N", arg)
+	}
+	return zone, limit, nil
+}
+
+// parseZoneList reads ct-get-limits' and ct-del-limits' zone=N[,N]...
+func parseZoneList(arg string) ([]uint16, error) {
+	list, ok := strings.CutPrefix(arg, "zone=")
+	if !ok {
+		return nil, fmt.Errorf("bad argument %q: want zone=N[,N...]", arg)
+	}
+	var zones []uint16
+	for v := range strings.SplitSeq(list, ",") {
+		z, err := parseZone(v)
+		if err != nil {
+			return nil, err
+		}
+		zones = append(zones, z)
+	}
+	return zones, nil
+}
+
+// quoteArgs writes args as a shell would take them back.
+func quoteArgs(args []string) string {
+	quoted := make([]string, len(args))
+	for i, a := range args {
+		quoted[i] = strconv.Quote(a)
+	}
+	return strings.Join(quoted, " ")
+}
+
+// conntrackEntry is e as dump-conntrack shows it; more and stats are its
+// -m and -s.
+func conntrackEntry(e *conntrack.Entry, more, stats bool) api.ConntrackEntry {
+	out := api.ConntrackEntry{Text: e.Format(more, stats), Zone: e.Orig.Zone, IPProto: e.Orig.Proto,
+		Orig: conntrackTuple(&e.Orig), Reply: conntrackTuple(&e.Reply), Timeout: e.Timeout, Mark: e.Mark}
+	if l := e.Label; l.Hi != 0 {
+		out.Labels = fmt.Sprintf("%#x%016x", l.Hi, l.Lo)
+	} else if l.Lo != 0 {
+		out.Labels = fmt.Sprintf("%#x", l.Lo)
+	}
+	if e.Orig.Proto == header.ProtoTCP {
+		out.TCP = &api.ConntrackTCP{State: e.State().String(), StateOrig: e.TCP[0].State.String(), StateReply: e.TCP[1].State.String()}
+	}
+	return out
+}
+
+func conntrackTuple(t *conntrack.Tuple) api.ConntrackTuple {
+	out := api.ConntrackTuple{Src: t.Src.Addr.IP(t.IPv6).String(), Dst: t.Dst.Addr.IP(t.IPv6).String()}
+	if t.Proto == header.ProtoICMP || t.Proto == header.ProtoICMPv6 {
+		out.ICMP = &api.ConntrackICMP{ID: t.Src.Port, Type: t.Src.ICMPType, Code: t.Src.ICMPCode}
+	} else {
+		out.SrcPort, out.DstPort = t.Src.Port, t.Dst.Port
+	}
+	return out
+}
+
+// conntrackStats are ct-stats-show's counts of entries; more is its -m.
+func conntrackStats(entries []conntrack.Entry, more bool) *api.ConntrackStats {
+	s := conntrack.CountConns(entries)
+	out := &api.ConntrackStats{Text: s.Format(more), Total: s.Total, Protocols: map[string]int{}, TCPStates: map[string]int{}}
+	for _, p := range s.Protocols {
+		out.Protocols[p.Name] = p.Count
+	}
+	for _, st := range s.TCPStates {
+		out.TCPStates[st.State.String()] = st.Count
+	}
+	return out
+}
