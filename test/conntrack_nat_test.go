@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"regexp"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -37,7 +40,8 @@ func setMAC(t testing.TB, ns, mac string) {
 // TestConntrackSNATPortRange is OVS's "conntrack - SNAT with port range":
 // TCP from port 1 leaves with a source address of 10.1.1.240-254 and a
 // port of 34567-34568, which the server sees, and its replies find their
-// way back through the reverse translation.
+// way back through the reverse translation; dump-conntrack shows the
+// translated reply tuples.
 func TestConntrackSNATPortRange(t *testing.T) {
 	inBothModes(t, 2, func(t *testing.T, r *rig, _ bool) {
 		ns0, ns1 := r.hosts[0], r.hosts[1]
@@ -67,6 +71,12 @@ table=8,reg2=0x0a0101f0/0xfffffff0,action=load:0x808888888888->OXM_OF_PKT_REG0[]
 		if len(seen) != connections {
 			t.Errorf("the server saw %d connections, want %d: %v", len(seen), connections, server.clients())
 		}
+		// OVS's test writes the translated addresses as 10.1.1.2XX.
+		translated := regexp.MustCompile(`dst=` + regexp.QuoteMeta(r.n.fromOVS("10.1.1.2")) + `[45][0-9]`)
+		dump := translated.ReplaceAllString(r.d.x(t, "dump-conntrack"), "dst="+r.n.fromOVS("10.1.1.2XX"))
+		if got, want := formatCT(dump, ns1.addr), r.fromOVS([]string{"tcp,orig=(src=10.1.1.1,dst=10.1.1.2,sport=<cleared>,dport=<cleared>),reply=(src=10.1.1.2,dst=10.1.1.2XX,sport=<cleared>,dport=<cleared>),zone=1,protoinfo=(state=<cleared>)"}); !slices.Equal(got, want) {
+			t.Errorf("dump-conntrack | FORMAT_CT(10.1.1.2) | sed:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
 	})
 }
 
@@ -74,9 +84,10 @@ table=8,reg2=0x0a0101f0/0xfffffff0,action=load:0x808888888888->OXM_OF_PKT_REG0[]
 // with port range with exhaustion" with more clients than ports: SNAT to
 // one address and two ports holds two connections to one server; a
 // third client's SYNs go untranslated, which the rule of frames that
-// were not translated (-snat) drops and counts, and the two connections
-// go on working.
+// were not translated (-snat) drops and counts, as the daemon counts the
+// commits it refused, and the two connections go on working.
 func TestConntrackSNATExhaustion(t *testing.T) {
+	metrics := freeTCPAddr(t)
 	inBothModes(t, 2, func(t *testing.T, r *rig, _ bool) {
 		ns0, ns1 := r.hosts[0], r.hosts[1]
 		setMAC(t, ns0.ns, "80:88:88:88:88:88")
@@ -102,8 +113,13 @@ table=8,reg2=0x0a0101f0,action=load:0x808888888888->OXM_OF_PKT_REG0[]
 			t.Errorf("the rule of untranslated frames counted %d while the range had room", got)
 		}
 		wantNoAnswer(t, ns0.ns, ns1.addr, 80)
-		if got := flowPackets(t, r.d, r.br, untranslated); got < 2 {
-			t.Errorf("the rule of untranslated frames counted %d, want the third client's SYNs (2 or 3)", got)
+		dropped := flowPackets(t, r.d, r.br, untranslated)
+		if dropped < 2 {
+			t.Errorf("the rule of untranslated frames counted %d, want the third client's SYNs (2 or 3)", dropped)
+		}
+		refused := scrapeMetrics(t, metrics).value(t, "xswitch_conntrack_refused_total", map[string]string{"reason": "nat_exhausted"})
+		if int(refused) != dropped {
+			t.Errorf("xswitch_conntrack_refused_total{reason=\"nat_exhausted\"} is %v, want the %d SYNs that went untranslated", refused, dropped)
 		}
 		for i, c := range held {
 			if got, err := ask(c); err != nil || got != "ns1" {
@@ -120,13 +136,15 @@ table=8,reg2=0x0a0101f0,action=load:0x808888888888->OXM_OF_PKT_REG0[]
 		if len(server.clients()) != 2 || !ports[34567] || !ports[34568] {
 			t.Errorf("the server saw clients %v, want 10.1.1.240 ports 34567 and 34568", server.clients())
 		}
-	})
+		r.wantConntrack(t, "10.1.1.2", "tcp,orig=(src=10.1.1.1,dst=10.1.1.2,sport=<cleared>,dport=<cleared>),reply=(src=10.1.1.2,dst=10.1.1.240,sport=<cleared>,dport=<cleared>),zone=1,protoinfo=(state=<cleared>)")
+	}, "--metrics-addr", metrics)
 }
 
 // TestConntrackDNAT is OVS's "conntrack - simple DNAT": TCP to the
 // virtual address 10.1.1.64 reaches the server at 10.1.1.2, which sees
 // the client's own address, and its replies go back from 10.1.1.64;
-// the server's own address works as well.
+// the server's own address works as well; dump-conntrack shows both
+// connections, the first with the server in its reply tuple.
 func TestConntrackDNAT(t *testing.T) {
 	inBothModes(t, 2, func(t *testing.T, r *rig, _ bool) {
 		ns0, ns1 := r.hosts[0], r.hosts[1]
@@ -139,7 +157,9 @@ table=8,reg2=0x0a010140,action=load:0x808888888888->OXM_OF_PKT_REG0[]
 `+ovsARPResponder)
 		server := serveTCP(t, ns1.ns, "", 80, "ns1")
 		wantAnswer(t, ns0.ns, r.n.ipv4(64), 80, "ns1")
+		r.wantConntrack(t, "10.1.1.64", "tcp,orig=(src=10.1.1.1,dst=10.1.1.64,sport=<cleared>,dport=<cleared>),reply=(src=10.1.1.2,dst=10.1.1.1,sport=<cleared>,dport=<cleared>),zone=1,protoinfo=(state=<cleared>)")
 		wantAnswer(t, ns0.ns, ns1.addr, 80, "ns1")
+		r.wantConntrack(t, "10.1.1.2", "tcp,orig=(src=10.1.1.1,dst=10.1.1.2,sport=<cleared>,dport=<cleared>),reply=(src=10.1.1.2,dst=10.1.1.1,sport=<cleared>,dport=<cleared>),zone=1,protoinfo=(state=<cleared>)")
 		for _, c := range server.clients() {
 			if c.Addr().String() != ns0.addr {
 				t.Errorf("the server saw a client at %v, want %s: DNAT changed the source", c, ns0.addr)
@@ -158,7 +178,7 @@ table=8,reg2=0x0a010140,action=load:0x808888888888->OXM_OF_PKT_REG0[]
 // balancing": a select group whose buckets each commit a connection to
 // the virtual address with DNAT to another server spreads 50
 // connections over the three servers, each connection's packets staying
-// with its server.
+// with its server; dump-conntrack shows connections to each.
 func TestConntrackDNATLoadBalancing(t *testing.T) {
 	inBothModes(t, 4, func(t *testing.T, r *rig, _ bool) {
 		for i, h := range r.hosts {
@@ -197,5 +217,9 @@ table=8,reg2=0x0a010140,action=load:0x808888888888->OXM_OF_PKT_REG0[]
 		if total := answers["ns2"] + answers["ns3"] + answers["ns4"]; total != connections {
 			t.Errorf("%d of %d connections were answered by a server: %v", total, connections, answers)
 		}
+		r.wantConntrack(t, "10.1.1.64",
+			"tcp,orig=(src=10.1.1.1,dst=10.1.1.64,sport=<cleared>,dport=<cleared>),reply=(src=10.1.1.2,dst=10.1.1.1,sport=<cleared>,dport=<cleared>),protoinfo=(state=<cleared>)",
+			"tcp,orig=(src=10.1.1.1,dst=10.1.1.64,sport=<cleared>,dport=<cleared>),reply=(src=10.1.1.3,dst=10.1.1.1,sport=<cleared>,dport=<cleared>),protoinfo=(state=<cleared>)",
+			"tcp,orig=(src=10.1.1.1,dst=10.1.1.64,sport=<cleared>,dport=<cleared>),reply=(src=10.1.1.4,dst=10.1.1.1,sport=<cleared>,dport=<cleared>),protoinfo=(state=<cleared>)")
 	})
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -49,9 +51,58 @@ func (n *testNet) fromOVS(s string) string {
 	).Replace(s)
 }
 
-// tcpService is a TCP server in a namespace, OVS's web server: it reads a
-// line from each client, answers with its name and closes, and notes who
-// connected.
+// ctCleared is what OVS's FORMAT_CT clears in dump-conntrack's lines:
+// ports, ICMP ids and TCP states, which change from run to run.
+var ctCleared = []struct {
+	re   *regexp.Regexp
+	with string
+}{
+	{regexp.MustCompile(`port=[0-9]*`), "port=<cleared>"},
+	{regexp.MustCompile(`id=[0-9]*`), "id=<cleared>"},
+	{regexp.MustCompile(`state=[0-9_A-Z]*`), "state=<cleared>"},
+}
+
+// formatCT is OVS's FORMAT_CT(addr) of a dump-conntrack: the lines with
+// "dst=addr" (a prefix, as grep finds it), cleared, sorted, without
+// repeats.
+func formatCT(dump, addr string) []string {
+	var lines []string
+	for _, line := range strings.Split(dump, "\n") {
+		if !strings.Contains(line, "dst="+addr) {
+			continue
+		}
+		for _, c := range ctCleared {
+			line = c.re.ReplaceAllString(line, c.with)
+		}
+		lines = append(lines, line)
+	}
+	slices.Sort(lines)
+	return slices.Compact(lines)
+}
+
+// wantConntrack wants FORMAT_CT(addr) of dump-conntrack to be want;
+// addr and want are written with OVS's addresses.
+func (r *rig) wantConntrack(t testing.TB, addr string, want ...string) {
+	t.Helper()
+	dump := r.d.x(t, "dump-conntrack")
+	if got, wanted := formatCT(dump, r.n.fromOVS(addr)), r.fromOVS(want); !slices.Equal(got, wanted) {
+		t.Errorf("dump-conntrack | FORMAT_CT(%s):\n%s\nwant:\n%s\nwhole dump:\n%s", addr,
+			strings.Join(got, "\n"), strings.Join(wanted, "\n"), dump)
+	}
+}
+
+// fromOVS is testNet.fromOVS of each of lines.
+func (r *rig) fromOVS(lines []string) []string {
+	moved := make([]string, len(lines))
+	for i, line := range lines {
+		moved[i] = r.n.fromOVS(line)
+	}
+	return moved
+}
+
+// tcpService is a TCP server in a namespace, OVS's web server: it
+// answers each line a client sends with its name, until the client
+// closes, and notes who connected.
 type tcpService struct {
 	name string
 	l    net.Listener
@@ -77,15 +128,17 @@ func serveTCP(t *testing.T, ns, addr string, port int, name string) *tcpService 
 			if err != nil {
 				return
 			}
-			s.mu.Lock()
 			from := c.RemoteAddr().(*net.TCPAddr).AddrPort()
+			s.mu.Lock()
 			s.from = append(s.from, netip.AddrPortFrom(from.Addr().Unmap(), from.Port()))
 			s.mu.Unlock()
 			go func() {
 				defer c.Close()
-				c.SetDeadline(time.Now().Add(10 * time.Second))
-				if _, err := bufio.NewReader(c).ReadString('\n'); err == nil {
-					fmt.Fprintln(c, s.name)
+				lines := bufio.NewScanner(c)
+				for c.SetDeadline(time.Now().Add(time.Minute)) == nil && lines.Scan() {
+					if _, err := fmt.Fprintln(c, s.name); err != nil {
+						return
+					}
 				}
 			}()
 		}
@@ -132,10 +185,17 @@ func dialTCP(ns string, lport int, addr string) (net.Conn, error) {
 // ask sends a line on c, returns the line it gets back, and closes c.
 func ask(c net.Conn) (string, error) {
 	defer c.Close()
+	return exchange(c)
+}
+
+// exchange sends a line on c and returns the line it gets back, leaving
+// c open.
+func exchange(c net.Conn) (string, error) {
 	c.SetDeadline(time.Now().Add(askTimeout))
 	if _, err := fmt.Fprintln(c, "hello"); err != nil {
 		return "", err
 	}
+	// One line a request: nothing is read past the answer.
 	answer, err := bufio.NewReader(c).ReadString('\n')
 	return strings.TrimSpace(answer), err
 }
@@ -163,6 +223,8 @@ func wantNoAnswer(t testing.TB, ns, addr string, port int) {
 // TestConntrackIPv4Ping is OVS's "conntrack - IPv4 ping": echo requests
 // from port 1 are committed, and only their replies come back from port
 // 2, established; port 2's own requests stay new and are dropped.
+// dump-conntrack shows the one connection of the pings, and
+// flush-conntrack of its addresses deletes it.
 func TestConntrackIPv4Ping(t *testing.T) {
 	inBothModes(t, 2, func(t *testing.T, r *rig, _ bool) {
 		r.ovsFlows(t, `priority=1,action=drop
@@ -175,6 +237,9 @@ priority=100,in_port=2,icmp,ct_state=+trk+est,action=1
 		if sent, received, out := ping(t, ns0.ns, ns1.addr, 56, 3); sent != 3 || received != 3 {
 			t.Errorf("ping from port 1: %d of %d replies, want all 3:\n%s", received, sent, out)
 		}
+		r.wantConntrack(t, "10.1.1.2", "icmp,orig=(src=10.1.1.1,dst=10.1.1.2,id=<cleared>,type=8,code=0),reply=(src=10.1.1.2,dst=10.1.1.1,id=<cleared>,type=0,code=0)")
+		r.d.x(t, "flush-conntrack", r.n.fromOVS("ct_nw_src=10.1.1.1,ct_nw_dst=10.1.1.2"))
+		r.wantConntrack(t, "10.1.1.2")
 		if _, received, out := ping(t, ns1.ns, ns0.addr, 56, 3); received != 0 {
 			t.Errorf("ping from port 2 got %d replies through a table that lets in only established traffic:\n%s", received, out)
 		}
@@ -189,7 +254,8 @@ priority=100,in_port=2,icmp,ct_state=+trk+est,action=1
 
 // TestConntrackIPv6Ping is OVS's "conntrack - IPv6 ping": echo requests
 // and replies go through the firewall in table 1, neighbour discovery
-// and the rest through NORMAL.
+// and the rest through NORMAL; dump-conntrack and flush-conntrack as for
+// IPv4.
 func TestConntrackIPv6Ping(t *testing.T) {
 	inBothModes(t, 2, func(t *testing.T, r *rig, _ bool) {
 		for i, h := range r.hosts {
@@ -206,12 +272,17 @@ table=1,priority=1,action=drop
 		ns0, ns1 := r.hosts[0].ns, r.hosts[1].ns
 		addr0, addr1 := r.n.ipv6(1), r.n.ipv6(2)
 		waitPing(t, ns0, addr1, 5*time.Second)
+		// The state that made, OVS's test is not interested in.
+		r.d.x(t, "flush-conntrack")
 		if _, received, out := ping(t, ns1, addr0, 56, 3); received != 0 {
 			t.Errorf("ping -6 from port 2 got %d replies through a table that lets in only established traffic:\n%s", received, out)
 		}
 		if sent, received, out := ping(t, ns0, addr1, 56, 3); sent != 3 || received != 3 {
 			t.Errorf("ping -6 from port 1: %d of %d replies, want all 3:\n%s", received, sent, out)
 		}
+		r.wantConntrack(t, "fc00::2", "icmpv6,orig=(src=fc00::1,dst=fc00::2,id=<cleared>,type=128,code=0),reply=(src=fc00::2,dst=fc00::1,id=<cleared>,type=129,code=0)")
+		r.d.x(t, "flush-conntrack", r.n.fromOVS("ct_ipv6_src=fc00::1,ct_ipv6_dst=fc00::2"))
+		r.wantConntrack(t, "fc00::2")
 		if got := flowPackets(t, r.d, r.br, "ct_state=+est+trk"); got < 3 {
 			t.Errorf("the +est rule counted %d packets, want at least the last 3 echo replies", got)
 		}
@@ -241,6 +312,7 @@ priority=100,in_port=2,ct_state=+trk+new,tcp,action=drop
 		for range 3 {
 			wantAnswer(t, ns0.ns, ns1.addr, 80, "ns1")
 		}
+		r.wantConntrack(t, "10.1.1.2", "tcp,orig=(src=10.1.1.1,dst=10.1.1.2,sport=<cleared>,dport=<cleared>),reply=(src=10.1.1.2,dst=10.1.1.1,sport=<cleared>,dport=<cleared>),protoinfo=(state=<cleared>)")
 		newDrops := "tcp,ct_state=+new+trk,in_port=2 actions=drop"
 		if got := flowPackets(t, r.d, r.br, newDrops); got != 0 {
 			t.Errorf("the rule for new connections from port 2 counted %d packets of connections port 1 opened", got)
@@ -248,6 +320,10 @@ priority=100,in_port=2,ct_state=+trk+new,tcp,action=drop
 		wantNoAnswer(t, ns1.ns, ns0.addr, 80)
 		if got := inside.clients(); len(got) != 0 {
 			t.Errorf("the server behind port 1 accepted connections from %v through the firewall", got)
+		}
+		// Looked up, not committed.
+		if dump := r.d.x(t, "dump-conntrack"); strings.Contains(dump, "orig=(src="+ns1.addr+",") {
+			t.Errorf("dump-conntrack has a connection from port 2's side:\n%s", dump)
 		}
 		// A SYN, retransmitted after 1 s and 3 s.
 		if got := flowPackets(t, r.d, r.br, newDrops); got < 2 || got > 3 {
@@ -287,14 +363,48 @@ priority=100,in_port=4,tcp,ct_state=+trk,action=3
 	})
 }
 
+// pairScenario is one of system-traffic.at's scenarios of two pairs of
+// hosts: host 1's connection to host 2 works, host 3's to host 4 does not
+// when isolated says the rules part them, and dump-conntrack's
+// FORMAT_CT of each address in dumps is what dumps says. The rules, the
+// addresses and the lines are written with OVS's addresses.
+type pairScenario struct {
+	name, flows string
+	isolated    bool
+	dumps       map[string][]string
+}
+
+// runPairScenarios runs each scenario in turn in one rig of four hosts,
+// with an empty table and connection table each time, in both modes.
+func runPairScenarios(t *testing.T, scenarios []pairScenario) {
+	inBothModes(t, 4, func(t *testing.T, r *rig, _ bool) {
+		serveTCP(t, r.hosts[1].ns, r.hosts[1].addr, 80, "ns1")
+		serveTCP(t, r.hosts[3].ns, r.hosts[3].addr, 80, "ns3")
+		for _, sc := range scenarios {
+			t.Run(sc.name, func(t *testing.T) {
+				r.d.x(t, "del-flows", r.br)
+				r.d.x(t, "flush-conntrack")
+				r.ovsFlows(t, sc.flows)
+				wantAnswer(t, r.hosts[0].ns, r.hosts[1].addr, 80, "ns1")
+				if sc.isolated {
+					wantNoAnswer(t, r.hosts[2].ns, r.hosts[3].addr, 80)
+				}
+				for addr, lines := range sc.dumps {
+					r.wantConntrack(t, addr, lines...)
+				}
+			})
+		}
+	})
+}
+
 // TestConntrackZones is OVS's "conntrack - zones" and "conntrack - zones
 // from field": ports 1 and 2 commit and look up in one zone, and their
 // connections work; ports 3 and 4 commit in another zone than the one
 // their rule of replies wants, and theirs do not. The zone is a number
-// in the rule, or a register's bits.
+// in the rule, or a register's bits; dump-conntrack shows each
+// connection in its zone.
 func TestConntrackZones(t *testing.T) {
-	tables := map[string]string{
-		"zones": `priority=1,action=drop
+	runPairScenarios(t, []pairScenario{{"zones", `priority=1,action=drop
 priority=10,arp,action=normal
 priority=10,icmp,action=normal
 priority=100,in_port=1,tcp,action=ct(commit,zone=1),2
@@ -303,8 +413,10 @@ priority=100,in_port=2,ct_state=+trk,ct_zone=1,tcp,action=1
 priority=100,in_port=3,tcp,action=ct(commit,zone=2),4
 priority=100,in_port=4,ct_state=-trk,tcp,action=ct(table=0,zone=2)
 priority=100,in_port=4,ct_state=+trk,ct_zone=1,tcp,action=3
-`,
-		"zones from field": `priority=1,action=drop
+`, true, map[string][]string{
+		"10.1.1.2": {"tcp,orig=(src=10.1.1.1,dst=10.1.1.2,sport=<cleared>,dport=<cleared>),reply=(src=10.1.1.2,dst=10.1.1.1,sport=<cleared>,dport=<cleared>),zone=1,protoinfo=(state=<cleared>)"},
+		"10.1.1.4": {"tcp,orig=(src=10.1.1.3,dst=10.1.1.4,sport=<cleared>,dport=<cleared>),reply=(src=10.1.1.4,dst=10.1.1.3,sport=<cleared>,dport=<cleared>),zone=2,protoinfo=(state=<cleared>)"},
+	}}, {"zones from field", `priority=1,action=drop
 priority=10,arp,action=normal
 priority=10,icmp,action=normal
 priority=100,in_port=1,tcp,action=load:0x1001->NXM_NX_REG0[0..15],ct(commit,zone=NXM_NX_REG0[0..15]),2
@@ -313,25 +425,15 @@ priority=100,in_port=2,ct_state=+trk,ct_zone=0x1001,tcp,action=1
 priority=100,in_port=3,tcp,action=load:0x1002->NXM_NX_REG0[0..15],ct(commit,zone=NXM_NX_REG0[0..15]),4
 priority=100,in_port=4,ct_state=-trk,tcp,action=load:0x1002->NXM_NX_REG0[0..15],ct(table=0,zone=NXM_NX_REG0[0..15])
 priority=100,in_port=4,ct_state=+trk,ct_zone=0x1001,tcp,action=3
-`,
-	}
-	inBothModes(t, 4, func(t *testing.T, r *rig, _ bool) {
-		serveTCP(t, r.hosts[1].ns, r.hosts[1].addr, 80, "ns1")
-		serveTCP(t, r.hosts[3].ns, r.hosts[3].addr, 80, "ns3")
-		for _, name := range []string{"zones", "zones from field"} {
-			t.Run(name, func(t *testing.T) {
-				r.d.x(t, "del-flows", r.br)
-				r.ovsFlows(t, tables[name])
-				wantAnswer(t, r.hosts[0].ns, r.hosts[1].addr, 80, "ns1")
-				wantNoAnswer(t, r.hosts[2].ns, r.hosts[3].addr, 80)
-			})
-		}
-	})
+`, true, map[string][]string{
+		"10.1.1.2": {"tcp,orig=(src=10.1.1.1,dst=10.1.1.2,sport=<cleared>,dport=<cleared>),reply=(src=10.1.1.2,dst=10.1.1.1,sport=<cleared>,dport=<cleared>),zone=4097,protoinfo=(state=<cleared>)"},
+		"10.1.1.4": {"tcp,orig=(src=10.1.1.3,dst=10.1.1.4,sport=<cleared>,dport=<cleared>),reply=(src=10.1.1.4,dst=10.1.1.3,sport=<cleared>,dport=<cleared>),zone=4098,protoinfo=(state=<cleared>)"},
+	}}})
 }
 
 // TestConntrackMultipleZones is OVS's "conntrack - multiple zones": a
 // frame committed in two zones, one after the other, has its replies
-// found in the second.
+// found in the second, and a connection in each.
 func TestConntrackMultipleZones(t *testing.T) {
 	inBothModes(t, 2, func(t *testing.T, r *rig, _ bool) {
 		r.ovsFlows(t, `priority=1,action=drop
@@ -344,6 +446,9 @@ priority=100,in_port=2,ct_state=+trk,ct_zone=2,tcp,action=1
 		serveTCP(t, r.hosts[1].ns, r.hosts[1].addr, 80, "ns1")
 		wantAnswer(t, r.hosts[0].ns, r.hosts[1].addr, 80, "ns1")
 		wantAnswer(t, r.hosts[0].ns, r.hosts[1].addr, 80, "ns1")
+		r.wantConntrack(t, "10.1.1.2",
+			"tcp,orig=(src=10.1.1.1,dst=10.1.1.2,sport=<cleared>,dport=<cleared>),reply=(src=10.1.1.2,dst=10.1.1.1,sport=<cleared>,dport=<cleared>),zone=1,protoinfo=(state=<cleared>)",
+			"tcp,orig=(src=10.1.1.1,dst=10.1.1.2,sport=<cleared>,dport=<cleared>),reply=(src=10.1.1.2,dst=10.1.1.1,sport=<cleared>,dport=<cleared>),zone=2,protoinfo=(state=<cleared>)")
 	})
 }
 
@@ -388,6 +493,13 @@ priority=100,in_port=4,ct_state=+trk+est,ct_zone=2,ct_mark=2,tcp,action=3
 				t.Errorf("%s's connection answered %q, %v; want %q", want, got, err, want)
 			}
 		}
+		tuple := r.n.fromOVS("tcp,orig=(src=10.1.1.1,dst=10.1.1.2,sport=40000,dport=80),reply=(src=10.1.1.2,dst=10.1.1.1,sport=80,dport=40000),")
+		dump := r.d.x(t, "dump-conntrack")
+		for _, zone := range []string{"zone=1,mark=1,", "zone=2,mark=2,"} {
+			if !strings.Contains(dump, tuple+zone) {
+				t.Errorf("dump-conntrack has no %s%s...:\n%s", tuple, zone, dump)
+			}
+		}
 	})
 }
 
@@ -395,16 +507,16 @@ priority=100,in_port=4,ct_state=+trk+est,ct_zone=2,ct_mark=2,tcp,action=3
 // bit-fiddling", "ct_mark from register", "ct_label", "ct_label
 // bit-fiddling" and "ct metadata, multiple zones": the mark and label
 // exec() writes at commit, whole, under a mask or from a register, are
-// what the replies' rules match; ports 3 and 4 write a mark or label
-// other than the one their rule of replies wants, and their connections
-// fail.
+// what the replies' rules match, and what dump-conntrack shows; ports 3
+// and 4 write a mark or label other than the one their rule of replies
+// wants, and their connections fail.
 func TestConntrackMarkAndLabel(t *testing.T) {
-	tables := []struct {
-		name, flows string
-		// isolated says ports 3 and 4 have rules whose replies must not
-		// match.
-		isolated bool
-	}{{"ct_mark", `priority=1,action=drop
+	const (
+		orig1 = "tcp,orig=(src=10.1.1.1,dst=10.1.1.2,sport=<cleared>,dport=<cleared>),reply=(src=10.1.1.2,dst=10.1.1.1,sport=<cleared>,dport=<cleared>),"
+		orig3 = "tcp,orig=(src=10.1.1.3,dst=10.1.1.4,sport=<cleared>,dport=<cleared>),reply=(src=10.1.1.4,dst=10.1.1.3,sport=<cleared>,dport=<cleared>),"
+		state = "protoinfo=(state=<cleared>)"
+	)
+	runPairScenarios(t, []pairScenario{{"ct_mark", `priority=1,action=drop
 priority=10,arp,action=normal
 priority=10,icmp,action=normal
 priority=100,in_port=1,tcp,action=ct(commit,exec(set_field:1->ct_mark)),2
@@ -413,7 +525,8 @@ priority=100,in_port=2,ct_state=+trk,ct_mark=1,tcp,action=1
 priority=100,in_port=3,tcp,action=ct(commit,exec(set_field:2->ct_mark)),4
 priority=100,in_port=4,ct_state=-trk,tcp,action=ct(table=0)
 priority=100,in_port=4,ct_state=+trk,ct_mark=1,tcp,action=3
-`, true}, {"ct_mark bit-fiddling", `table=0,priority=1,action=drop
+`, true, map[string][]string{"10.1.1.2": {orig1 + "mark=1," + state}, "10.1.1.4": {orig3 + "mark=2," + state}},
+	}, {"ct_mark bit-fiddling", `table=0,priority=1,action=drop
 table=0,priority=10,arp,action=normal
 table=0,priority=10,icmp,action=normal
 table=0,priority=100,in_port=1,tcp,action=ct(table=1)
@@ -421,7 +534,8 @@ table=0,priority=100,in_port=2,ct_state=-trk,tcp,action=ct(table=1,commit,exec(s
 table=1,in_port=1,ct_state=+new,tcp,action=ct(commit,exec(set_field:0x5/0x5->ct_mark)),2
 table=1,in_port=1,ct_state=-new,tcp,action=2
 table=1,in_port=2,ct_state=+trk,ct_mark=3,tcp,action=1
-`, false}, {"ct_mark from register", `priority=1,action=drop
+`, false, map[string][]string{"10.1.1.2": {orig1 + "mark=3," + state}},
+	}, {"ct_mark from register", `priority=1,action=drop
 priority=10,arp,action=normal
 priority=10,icmp,action=normal
 priority=100,in_port=1,tcp,action=load:1->NXM_NX_REG0[0..31],ct(commit,exec(move:NXM_NX_REG0[0..31]->NXM_NX_CT_MARK[])),2
@@ -430,7 +544,8 @@ priority=100,in_port=2,ct_state=+trk,ct_mark=1,tcp,action=1
 priority=100,in_port=3,tcp,action=load:2->NXM_NX_REG0[0..31],ct(commit,exec(move:NXM_NX_REG0[0..31]->NXM_NX_CT_MARK[])),4
 priority=100,in_port=4,ct_state=-trk,tcp,action=ct(table=0)
 priority=100,in_port=4,ct_state=+trk,ct_mark=1,tcp,action=3
-`, true}, {"ct_label", `priority=1,action=drop
+`, true, map[string][]string{"10.1.1.2": {orig1 + "mark=1," + state}, "10.1.1.4": {orig3 + "mark=2," + state}},
+	}, {"ct_label", `priority=1,action=drop
 priority=10,arp,action=normal
 priority=10,icmp,action=normal
 priority=100,in_port=1,tcp,action=ct(commit,exec(set_field:0x0a000d000005000001->ct_label)),2
@@ -439,7 +554,8 @@ priority=100,in_port=2,ct_state=+trk,ct_label=0x0a000d000005000001,tcp,action=1
 priority=100,in_port=3,tcp,action=ct(commit,exec(set_field:0x2->ct_label)),4
 priority=100,in_port=4,ct_state=-trk,tcp,action=ct(table=0)
 priority=100,in_port=4,ct_state=+trk,ct_label=0x0a000d000005000001,tcp,action=3
-`, true}, {"ct_label bit-fiddling", `table=0,priority=1,action=drop
+`, true, map[string][]string{"10.1.1.2": {orig1 + "labels=0xa000d000005000001," + state}, "10.1.1.4": {orig3 + "labels=0x2," + state}},
+	}, {"ct_label bit-fiddling", `table=0,priority=1,action=drop
 table=0,priority=10,arp,action=normal
 table=0,priority=10,icmp,action=normal
 table=0,priority=100,in_port=1,tcp,action=ct(table=1)
@@ -447,7 +563,8 @@ table=0,priority=100,in_port=2,ct_state=-trk,tcp,action=ct(table=1,commit,exec(s
 table=1,in_port=1,tcp,ct_state=+new,action=ct(commit,exec(set_field:0x5/0x5->ct_label)),2
 table=1,in_port=1,tcp,ct_state=-new,action=2
 table=1,in_port=2,ct_state=+trk,ct_label=0x200000001,tcp,action=1
-`, false}, {"ct metadata, multiple zones", `table=0,priority=1,action=drop
+`, false, map[string][]string{"10.1.1.2": {orig1 + "labels=0x200000001," + state}},
+	}, {"ct metadata, multiple zones", `table=0,priority=1,action=drop
 table=0,priority=10,arp,action=normal
 table=0,priority=10,icmp,action=normal
 table=0,priority=100,in_port=1,tcp,action=ct(zone=1,table=1)
@@ -455,21 +572,8 @@ table=0,priority=100,in_port=2,ct_state=-trk,tcp,action=ct(zone=1,table=1,commit
 table=1,in_port=1,tcp,ct_state=+new,action=ct(zone=1,commit,exec(set_field:0x5/0x5->ct_label,set_field:0x5/0x5->ct_mark)),ct(commit,zone=2),2
 table=1,in_port=1,tcp,ct_state=-new,action=ct(zone=2),2
 table=1,in_port=2,tcp,action=ct(zone=2),1
-`, false}}
-	inBothModes(t, 4, func(t *testing.T, r *rig, _ bool) {
-		serveTCP(t, r.hosts[1].ns, r.hosts[1].addr, 80, "ns1")
-		serveTCP(t, r.hosts[3].ns, r.hosts[3].addr, 80, "ns3")
-		for _, table := range tables {
-			t.Run(table.name, func(t *testing.T) {
-				r.d.x(t, "del-flows", r.br)
-				r.ovsFlows(t, table.flows)
-				wantAnswer(t, r.hosts[0].ns, r.hosts[1].addr, 80, "ns1")
-				if table.isolated {
-					wantNoAnswer(t, r.hosts[2].ns, r.hosts[3].addr, 80)
-				}
-			})
-		}
-	})
+`, false, map[string][]string{"10.1.1.2": {orig1 + "zone=1,mark=3,labels=0x200000001," + state, orig1 + "zone=2," + state}},
+	}})
 }
 
 // udpRefused sends a datagram from namespace ns to addr (host:port) on a

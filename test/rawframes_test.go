@@ -200,14 +200,15 @@ func onTheWire(t *testing.T, test func(t *testing.T, w *wire)) {
 	})
 }
 
-// inBothModes runs test twice, in a new rig of hosts hosts each time:
-// with the daemon's fast path on (unless the suite turns it off; fastPath
-// says which) and off.
-func inBothModes(t *testing.T, hosts int, test func(t *testing.T, r *rig, fastPath bool)) {
+// inBothModes runs test twice, in a new rig of hosts hosts each time
+// whose daemon has daemonArgs: with the daemon's fast path on (unless the
+// suite turns it off; fastPath says which) and off.
+func inBothModes(t *testing.T, hosts int, test func(t *testing.T, r *rig, fastPath bool), daemonArgs ...string) {
 	testenv.RequireRoot(t)
 	for _, mode := range []string{"auto", "off"} {
 		t.Run("fast path "+mode, func(t *testing.T) {
-			test(t, newRig(t, hosts, "--fast-path", mode), mode == "auto" && !fastPathOff())
+			r := newRig(t, hosts, append([]string{"--fast-path", mode}, daemonArgs...)...)
+			test(t, r, mode == "auto" && !fastPathOff())
 		})
 	}
 }
