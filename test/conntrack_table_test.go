@@ -354,3 +354,77 @@ priority=100,in_port=2,udp,action=ct(zone=3,commit),1
 		limits("default limit=0\nzone=1,limit=5,count=0\nzone=3,limit=3,count=0\n")
 	})
 }
+
+// TestConntrackSYNFloodFillsTheTable is OVS's "conntrack - get_nconns and
+// get/set_maxconns" with a SYN flood: behind a stateful firewall, with
+// the table held to 100 connections (ct-set-maxconns), 1000 SYNs of a
+// made-up host fill it; the commits past it are refused and counted, the
+// connection established before goes on carrying data, and new ones
+// fail until flush-conntrack takes the flood's away.
+func TestConntrackSYNFloodFillsTheTable(t *testing.T) {
+	metrics := freeTCPAddr(t)
+	inBothModes(t, 2, func(t *testing.T, r *rig, _ bool) {
+		r.ovsFlows(t, `priority=1,action=drop
+priority=10,arp,action=normal
+priority=100,in_port=1,tcp,action=ct(commit),2
+priority=100,in_port=2,tcp,ct_state=-trk,action=ct(table=0)
+priority=100,in_port=2,tcp,ct_state=+trk+est,action=1
+`)
+		ns0, ns1 := r.hosts[0], r.hosts[1]
+		want := func(verb, out string) {
+			t.Helper()
+			if got := r.d.x(t, verb); got != out {
+				t.Errorf("%s printed %q, want %q", verb, got, out)
+			}
+		}
+		want("ct-get-maxconns", "3000000\n")
+		want("ct-get-nconns", "0\n")
+		serveTCP(t, ns1.ns, ns1.addr, 80, "ns1")
+		held, err := dialTCP(ns0.ns, 0, net.JoinHostPort(ns1.addr, "80"))
+		if err != nil {
+			t.Fatalf("TCP through the firewall: %v", err)
+		}
+		defer held.Close()
+		if got, err := exchange(held); err != nil || got != "ns1" {
+			t.Fatalf("TCP through the firewall: answer %q, %v", got, err)
+		}
+		want("ct-get-nconns", "1\n")
+
+		if stderr, _ := r.d.xErr(t, "ct-set-maxconns", "one-bad-dp", "10"); !strings.Contains(stderr, `no bridge "one-bad-dp"`) {
+			t.Errorf("ct-set-maxconns one-bad-dp 10: %q, want it to name the bridge that is not there", stderr)
+		}
+		if got := r.d.x(t, "ct-set-maxconns", "100"); got != "setting maxconns successful\n" {
+			t.Errorf("ct-set-maxconns 100 printed %q", got)
+		}
+		want("ct-get-maxconns", "100\n")
+
+		const flood = 1000
+		var syns [][]byte
+		for i := range flood {
+			syns = append(syns, r.ovsPacket(t, 100, 2, &layers.TCP{SrcPort: layers.TCPPort(10000 + i), DstPort: 80, Seq: uint32(i), SYN: true, Window: 64240}))
+		}
+		r.injectCounted(t, 1, "tcp,in_port=1 actions", syns...)
+		want("ct-get-nconns", "100\n")
+		refused := scrapeMetrics(t, metrics).value(t, "xswitch_conntrack_refused_total", map[string]string{"reason": "full"})
+		if refused != flood-99 {
+			t.Errorf("xswitch_conntrack_refused_total{reason=\"full\"} is %v, want the %d SYNs past the 99 the table had room for", refused, flood-99)
+		}
+		for range 3 {
+			if got, err := exchange(held); err != nil || got != "ns1" {
+				t.Errorf("the connection established before the flood, with the table full: answer %q, %v", got, err)
+			}
+		}
+		// Its SYN goes out uncommitted; the SYN-ACK finds no connection.
+		wantNoAnswer(t, ns0.ns, ns1.addr, 80)
+
+		r.d.x(t, "flush-conntrack", "ct_nw_src="+r.n.ipv4(100))
+		want("ct-get-nconns", "1\n")
+		wantAnswer(t, ns0.ns, ns1.addr, 80, "ns1")
+		if got, err := exchange(held); err != nil || got != "ns1" {
+			t.Errorf("the connection established before the flood, after it: answer %q, %v", got, err)
+		}
+		r.d.x(t, "flush-conntrack")
+		want("ct-get-nconns", "0\n")
+		want("ct-get-maxconns", "100\n")
+	}, "--metrics-addr", metrics)
+}
