@@ -428,3 +428,87 @@ priority=100,in_port=2,tcp,ct_state=+trk+est,action=1
 		want("ct-get-maxconns", "100\n")
 	}, "--metrics-addr", metrics)
 }
+
+// tcpSegment is a TCP segment from made-up station src to dst (see
+// ovsStation), ports sport to dport, with flags from "SAFRP" (SYN, ACK,
+// FIN, RST, PSH), window 64240 and no options.
+func (r *rig) tcpSegment(t testing.TB, src, dst int, sport, dport uint16, seq, ack uint32, flags string, payload string) []byte {
+	t.Helper()
+	tcp := &layers.TCP{SrcPort: layers.TCPPort(sport), DstPort: layers.TCPPort(dport), Seq: seq, Ack: ack, Window: 64240,
+		SYN: strings.Contains(flags, "S"), ACK: strings.Contains(flags, "A"), FIN: strings.Contains(flags, "F"),
+		RST: strings.Contains(flags, "R"), PSH: strings.Contains(flags, "P")}
+	return r.ovsPacket(t, src, dst, tcp, gopacket.Payload(payload))
+}
+
+// TestConntrackInvalidTCP: in a TCP connection between two made-up
+// stations, built of raw frames through a stateful firewall, a segment
+// beyond the receiver's window and RSTs with a sequence number out of it
+// are +inv, dropped and counted by the rule of invalid frames, while the
+// connection goes on: a segment in the window passes, and a RST in it
+// too. With sequence checking off (ct-disable-tcp-seq-chk, as OVS's) the
+// same out-of-window segments of another connection pass.
+func TestConntrackInvalidTCP(t *testing.T) {
+	const a, b = 11, 12 // made-up stations 10.1.1.11 behind port 1, 10.1.1.12 behind port 2
+	inBothModes(t, 2, func(t *testing.T, r *rig, _ bool) {
+		r.ovsFlows(t, `priority=1,action=drop
+priority=10,arp,action=normal
+priority=100,tcp,ct_state=-trk,action=ct(table=0)
+priority=100,in_port=1,tcp,ct_state=+trk+new,action=ct(commit),2
+priority=100,in_port=1,tcp,ct_state=+trk+est,action=2
+priority=100,in_port=2,tcp,ct_state=+trk+est,action=1
+priority=200,tcp,ct_state=+trk+inv,action=drop
+`)
+		macA, _ := r.ovsStation(a)
+		macB, _ := r.ovsStation(b)
+		arrivals := map[int]*frameCounter{1: startCounting(t, r.hosts[1].ns, macA), 2: startCounting(t, r.hosts[0].ns, macB)}
+		arrived := map[int]int{1: 0, 2: 0}
+		invalid := 0
+		// send sends a segment into port in and checks that it crosses the
+		// bridge, or is dropped as +inv.
+		send := func(what string, in int, frame []byte, passes bool) {
+			t.Helper()
+			r.injectCounted(t, in, "tcp,ct_state=-trk actions", frame)
+			if passes {
+				arrived[in]++
+			} else {
+				invalid++
+			}
+			deadline := time.Now().Add(time.Second)
+			for arrivals[in].peek() < arrived[in] && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			time.Sleep(50 * time.Millisecond) // for one that should not arrive
+			if got := arrivals[in].peek(); got != arrived[in] {
+				t.Errorf("%s: %d frames from port %d's station arrived, want %d (the segment passes: %v)", what, got, in, arrived[in], passes)
+				arrived[in] = got
+			}
+			if got := flowPackets(t, r.d, r.br, "ct_state=+inv+trk actions=drop"); got != invalid {
+				t.Errorf("%s: the rule of invalid frames counted %d, want %d", what, got, invalid)
+				invalid = got
+			}
+		}
+		// open makes connection sport->80: a's ISN 1000, b's 5000, 5
+		// bytes each way.
+		open := func(sport uint16) {
+			t.Helper()
+			send("SYN", 1, r.tcpSegment(t, a, b, sport, 80, 1000, 0, "S", ""), true)
+			send("SYN-ACK", 2, r.tcpSegment(t, b, a, 80, sport, 5000, 1001, "SA", ""), true)
+			send("ACK", 1, r.tcpSegment(t, a, b, sport, 80, 1001, 5001, "A", ""), true)
+			send("data", 1, r.tcpSegment(t, a, b, sport, 80, 1001, 5001, "PA", "hello"), true)
+			send("data back", 2, r.tcpSegment(t, b, a, 80, sport, 5001, 1006, "PA", "howdy"), true)
+		}
+		far := uint32(1 << 30) // beyond any window, ahead or (wrapping) behind
+		open(40000)
+		send("a segment beyond the window", 1, r.tcpSegment(t, a, b, 40000, 80, 1006+far, 5006, "PA", "later"), false)
+		send("a RST beyond the window", 1, r.tcpSegment(t, a, b, 40000, 80, 1006+far, 0, "R", ""), false)
+		send("a RST from behind the window", 2, r.tcpSegment(t, b, a, 80, 40000, 5006-far, 0, "R", ""), false)
+		send("a segment in the window, after those", 1, r.tcpSegment(t, a, b, 40000, 80, 1006, 5006, "PA", "again"), true)
+		send("a RST in the window", 1, r.tcpSegment(t, a, b, 40000, 80, 1011, 0, "R", ""), true)
+
+		r.d.x(t, "ct-disable-tcp-seq-chk")
+		open(40001)
+		send("a segment beyond the window, unchecked", 1, r.tcpSegment(t, a, b, 40001, 80, 1006+far, 5006, "PA", "later"), true)
+		send("a RST from behind the window, unchecked", 2, r.tcpSegment(t, b, a, 80, 40001, 5006-far, 0, "R", ""), true)
+		r.d.x(t, "ct-enable-tcp-seq-chk")
+	})
+}
