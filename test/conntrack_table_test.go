@@ -512,3 +512,66 @@ priority=200,tcp,ct_state=+trk+inv,action=drop
 		r.d.x(t, "ct-enable-tcp-seq-chk")
 	})
 }
+
+// ctTimeouts is the seconds each UDP connection of dump-conntrack -s has
+// left, by its original source port.
+func (r *rig) ctTimeouts(t testing.TB) map[int]int {
+	t.Helper()
+	left := map[int]int{}
+	line := regexp.MustCompile(`^udp,orig=\(src=[^,]+,dst=[^,]+,sport=(\d+),.*,timeout=(\d+)`)
+	for _, l := range strings.Split(r.d.x(t, "dump-conntrack", "-s"), "\n") {
+		if m := line.FindStringSubmatch(l); m != nil {
+			left[atoi(m[1])] = atoi(m[2])
+		}
+	}
+	return left
+}
+
+func atoi(s string) int { return int(atou(s)) }
+
+// TestConntrackIdleConnectionsExpire: a UDP connection that has seen
+// both ways lives OVS's 30 s without a packet (its default "UDP
+// multiple" timeout), as dump-conntrack -s counts down, and not longer:
+// behind a firewall that lets in only established UDP, the reply of a
+// connection idle for 22 s passes, and that of one idle for 32 s is new
+// and dropped; the sweep has taken the expired one out of the table. The
+// daemon has no flag to shorten the timeouts, so this test takes 32 s,
+// its two runs side by side.
+func TestConntrackIdleConnectionsExpire(t *testing.T) {
+	const a, b = 11, 12 // made-up stations behind ports 1 and 2
+	inBothModesAtOnce(t, 2, func(t *testing.T, r *rig, _ bool) {
+		r.ovsFlows(t, `priority=1,action=drop
+priority=10,arp,action=normal
+priority=100,in_port=1,udp,action=ct(commit),2
+priority=100,in_port=2,udp,ct_state=-trk,action=ct(table=0)
+priority=100,in_port=2,udp,ct_state=+trk+est,action=1
+priority=100,in_port=2,udp,ct_state=+trk+new,action=drop
+`)
+		const established, dropped = "udp,ct_state=+est+trk,in_port=2 actions", "udp,ct_state=+new+trk,in_port=2 actions"
+		// open makes connection sport->9 with a datagram each way.
+		open := func(sport uint16) {
+			t.Helper()
+			r.injectCounted(t, 1, "udp,in_port=1 actions", r.udpPacket(t, a, b, sport, 9))
+			r.injectCounted(t, 2, established, r.udpPacket(t, b, a, 9, sport))
+		}
+		start := time.Now()
+		open(1000)
+		time.Sleep(10 * time.Second)
+		open(1001)
+		left := r.ctTimeouts(t)
+		if l := left[1000]; l < 17 || l > 20 {
+			t.Errorf("10 s after its last packet, the first connection has %d s left, want about 20: %v", l, left)
+		}
+		if l := left[1001]; l < 28 || l > 30 {
+			t.Errorf("just after its last packet, the second connection has %d s left, want about 30: %v", l, left)
+		}
+
+		time.Sleep(32*time.Second - time.Since(start))
+		left = r.ctTimeouts(t)
+		if _, ok := left[1000]; ok || len(left) != 1 || left[1001] > 8 {
+			t.Errorf("32 s after the first connection's last packet, 22 s after the second's, dump-conntrack -s has %v, want only the second's, with at most 8 s left", left)
+		}
+		r.injectCounted(t, 2, established, r.udpPacket(t, b, a, 9, 1001))
+		r.injectCounted(t, 2, dropped, r.udpPacket(t, b, a, 9, 1000))
+	})
+}

@@ -204,9 +204,22 @@ func onTheWire(t *testing.T, test func(t *testing.T, w *wire)) {
 // whose daemon has daemonArgs: with the daemon's fast path on (unless the
 // suite turns it off; fastPath says which) and off.
 func inBothModes(t *testing.T, hosts int, test func(t *testing.T, r *rig, fastPath bool), daemonArgs ...string) {
+	eachMode(t, false, hosts, test, daemonArgs)
+}
+
+// inBothModesAtOnce is inBothModes with the two runs side by side, for a
+// test that mostly waits.
+func inBothModesAtOnce(t *testing.T, hosts int, test func(t *testing.T, r *rig, fastPath bool), daemonArgs ...string) {
+	eachMode(t, true, hosts, test, daemonArgs)
+}
+
+func eachMode(t *testing.T, parallel bool, hosts int, test func(t *testing.T, r *rig, fastPath bool), daemonArgs []string) {
 	testenv.RequireRoot(t)
 	for _, mode := range []string{"auto", "off"} {
 		t.Run("fast path "+mode, func(t *testing.T) {
+			if parallel {
+				t.Parallel()
+			}
 			r := newRig(t, hosts, append([]string{"--fast-path", mode}, daemonArgs...)...)
 			test(t, r, mode == "auto" && !fastPathOff())
 		})
