@@ -732,3 +732,72 @@ table=21             ip,nw_dst=10.1.1.2 action=set_field:f0:00:00:01:01:02->eth_
 		r.waitConntrack(t, closing, "10.254.254.2", "tcp,orig=(src=10.254.254.2,dst=10.1.1.1,sport=<cleared>,dport=<cleared>),reply=(src=10.1.1.1,dst=10.254.254.2,sport=<cleared>,dport=<cleared>),protoinfo=(state=<cleared>)")
 	})
 }
+
+// TestConntrackRestart: a daemon restart keeps the rules and forgets the
+// connections, as OVS's does. Throughout, the side the firewall keeps
+// out gets in neither while the daemon is down nor after it is back with
+// an empty table; a connection established before resumes once its own
+// side speaks again, its next segment committed anew (a TCP connection
+// picked up in the middle, as OVS's tracker does), and the answer finds
+// it.
+func TestConntrackRestart(t *testing.T) {
+	inBothModes(t, 2, func(t *testing.T, r *rig, _ bool) {
+		r.ovsFlows(t, `priority=1,action=drop
+priority=10,arp,action=normal
+priority=10,icmp,action=normal
+priority=100,in_port=1,tcp,action=ct(commit),2
+priority=100,in_port=2,tcp,ct_state=-trk,action=ct(table=0)
+priority=100,in_port=2,tcp,ct_state=+trk+est,action=1
+`)
+		ns0, ns1 := r.hosts[0], r.hosts[1]
+		serveTCP(t, ns1.ns, ns1.addr, 80, "ns1")
+		inside := serveTCP(t, ns0.ns, ns0.addr, 80, "ns0")
+		held, err := dialTCP(ns0.ns, 0, net.JoinHostPort(ns1.addr, "80"))
+		if err != nil {
+			t.Fatalf("TCP through the firewall: %v", err)
+		}
+		defer held.Close()
+		if got, err := exchange(held); err != nil || got != "ns1" {
+			t.Fatalf("TCP through the firewall: answer %q, %v", got, err)
+		}
+		flows := stripCounters(r.d.x(t, "dump-flows", r.br))
+
+		// Port 2's side keeps knocking while the daemon restarts.
+		stop := make(chan struct{})
+		knocks := make(chan [2]int) // knocks, and how many got in
+		go func() {
+			var n [2]int
+			for {
+				select {
+				case <-stop:
+					knocks <- n
+					return
+				default:
+				}
+				n[0]++
+				if _, err := askTCP(ns1.ns, 0, net.JoinHostPort(ns0.addr, "80")); err == nil {
+					n[1]++
+				}
+			}
+		}()
+		r.d.stop(t, syscall.SIGTERM)
+		r.d.start(t)
+		waitPing(t, ns0.ns, ns1.addr, 5*time.Second)
+		if again := stripCounters(r.d.x(t, "dump-flows", r.br)); again != flows {
+			t.Errorf("dump-flows after the restart:\n%s\nbefore:\n%s", again, flows)
+		}
+		if dump := r.d.x(t, "dump-conntrack"); dump != "" {
+			t.Errorf("dump-conntrack right after the restart:\n%s\nwant an empty table", dump)
+		}
+		time.Sleep(askTimeout) // one more knock on the restarted daemon
+		close(stop)
+		if n := <-knocks; n[0] < 2 || n[1] != 0 || len(inside.clients()) != 0 {
+			t.Errorf("port 2's side knocked %d times around a restart and got in %d times through the firewall (the server saw %v); want some knocks, none in", n[0], n[1], inside.clients())
+		}
+
+		if got, err := exchange(held); err != nil || got != "ns1" {
+			t.Errorf("the connection established before the restart, speaking again: answer %q, %v", got, err)
+		}
+		r.wantConntrack(t, "10.1.1.2", "tcp,orig=(src=10.1.1.1,dst=10.1.1.2,sport=<cleared>,dport=<cleared>),reply=(src=10.1.1.2,dst=10.1.1.1,sport=<cleared>,dport=<cleared>),protoinfo=(state=<cleared>)")
+	})
+}
