@@ -208,19 +208,13 @@ func updateUDPChecksum(b []byte, ipv6 bool, delta uint32) {
 	u.SetChecksum(c)
 }
 
-// updateICMPChecksum updates an ICMP or ICMPv6 checksum. ICMP's covers
-// no pseudo-header, so its message may be all zeros (an echo reply with
-// identifier, sequence and data all 0), the one case where RFC 1624's
-// update gives 0 where the sum needs 0xffff; 0xffff is right whenever 0
-// is (they are the two zeros of one's complement), so it is written
-// instead.
+// updateICMPChecksum updates an ICMP or ICMPv6 checksum.
 func updateICMPChecksum(b []byte, ipv6 bool, delta uint32) {
-	field := b[header.ICMPChecksumOffset:]
-	c := header.Update(binary.BigEndian.Uint16(field), delta)
-	if c == 0 && !ipv6 {
-		c = 0xffff
+	if ipv6 {
+		header.ICMP(b).UpdatePseudoChecksum(delta)
+	} else {
+		header.ICMP(b).UpdateChecksum(delta)
 	}
-	binary.BigEndian.PutUint16(field, c)
 }
 
 // putAddr4 writes an IPv4 address and returns what the change adds to a

@@ -32,21 +32,6 @@ const sweepInterval = time.Second
 // Conntrack is the daemon's connection tracker, which its bridges share.
 func (d *Daemon) Conntrack() *conntrack.Tracker { return d.conntrack }
 
-// sweepConntrack sweeps the tracker every sweepInterval until stop is
-// closed.
-func (d *Daemon) sweepConntrack(stop <-chan struct{}) {
-	tick := time.NewTicker(sweepInterval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-tick.C:
-			d.conntrack.Sweep(conntrack.Now())
-		}
-	}
-}
-
 // applyConntrackConfig makes t's settings c's; nil: the defaults.
 func applyConntrackConfig(t *conntrack.Tracker, c *store.ConntrackConfig) {
 	if c == nil {

@@ -149,18 +149,17 @@ func NewDaemon(opts Options) (*Daemon, error) {
 	d.controllers.syncStatus(d.cfg)
 	log.Info("configuration loaded", "path", dbPath, "bridges", len(d.cfg.Bridges), "changes_replayed", loaded.Records)
 	d.stop, d.expiryDone, d.linksDone, d.tunnelsDone, d.sweepDone = make(chan struct{}), make(chan struct{}), make(chan struct{}), make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(d.expiryDone)
-		d.expireLoop(d.stop)
-	}()
-	go func() {
-		defer close(d.sweepDone)
-		d.sweepConntrack(d.stop)
-	}()
-	go func() {
-		defer close(d.tunnelsDone)
-		d.retryTunnels(d.stop)
-	}()
+	// OpenFlow timeouts have a resolution of one second; connections
+	// past their time are gone for packets at once, and the sweep frees
+	// their room; tunnels that cannot reach their remote are looked at
+	// again.
+	d.every(time.Second, d.expiryDone, d.expireFlows)
+	d.every(sweepInterval, d.sweepDone, func(time.Time) { d.conntrack.Sweep(conntrack.Now()) })
+	d.every(tunnelRetry, d.tunnelsDone, func(time.Time) {
+		if d.tunnelsWaiting() {
+			d.refreshTunnels()
+		}
+	})
 	if err := d.watchLinks(d.stop); err != nil {
 		close(d.linksDone)
 		d.Close()
@@ -609,4 +608,22 @@ func (d *Daemon) delPort(bridge, name string) error {
 	d.deleteOwnedDevice(pc)
 	d.log.Info("port deleted", "bridge", bridge, "port", name)
 	return nil
+}
+
+// every runs fn every interval on a goroutine of its own until d.stop is
+// closed, and then closes done.
+func (d *Daemon) every(interval time.Duration, done chan struct{}, fn func(now time.Time)) {
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(interval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-d.stop:
+				return
+			case now := <-tick.C:
+				fn(now)
+			}
+		}
+	}()
 }

@@ -211,18 +211,3 @@ func (d *Daemon) expireFlows(now time.Time) {
 	}
 	d.compactIfDue()
 }
-
-// expireLoop checks timeouts once a second until stop is closed. OpenFlow
-// timeouts have a resolution of one second.
-func (d *Daemon) expireLoop(stop <-chan struct{}) {
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case now := <-tick.C:
-			d.expireFlows(now)
-		}
-	}
-}

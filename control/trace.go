@@ -84,6 +84,10 @@ func exactMatch(key flow.Key, given flow.Key) flow.Match {
 	if key.NwTTL != 0 {
 		mask.NwTTL = 0xff
 	}
+	if key.CT.State != 0 {
+		// A recirculation's: the state trace followed it in.
+		mask.CT.State, mask.CT.Zone = 0xff, 0xffff
+	}
 	if key.IsMPLS() {
 		// The frame's network fields are under its label stack, where no
 		// match reads them: the stack's top entry shows instead.

@@ -189,23 +189,6 @@ func (d *Daemon) watchTunnels(stop <-chan struct{}) error {
 	})
 }
 
-// retryTunnels looks again, every tunnelRetry, at the tunnels that cannot
-// reach their remote, until stop is closed.
-func (d *Daemon) retryTunnels(stop <-chan struct{}) {
-	tick := time.NewTicker(tunnelRetry)
-	defer tick.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-tick.C:
-		}
-		if d.tunnelsWaiting() {
-			d.refreshTunnels()
-		}
-	}
-}
-
 // tunnelsWaiting reports whether a tunnel is down, or open without a
 // resolved way to its remote.
 func (d *Daemon) tunnelsWaiting() bool {

@@ -262,3 +262,22 @@ func BenchmarkUpdate(b *testing.B) {
 		udp.UpdateChecksum(delta)
 	}
 }
+
+// TestICMPChecksumOfAZeroMessage: an echo request of identifier,
+// sequence and data 0 turned into a reply is a message of all zeros,
+// whose checksum is 0xffff (a full sum's), not the 0 RFC 1624's update
+// gives; an ICMPv6 message's covers a pseudo-header and keeps RFC 1624's.
+func TestICMPChecksumOfAZeroMessage(t *testing.T) {
+	msg := ICMP{8, 0, 0, 0, 0, 0, 0, 0}
+	binary.BigEndian.PutUint16(msg[ICMPChecksumOffset:], ^uint16(0x0800))
+	msg.UpdateChecksum(Delta16(0x0800, 0x0000))
+	msg[0] = 0
+	if c := binary.BigEndian.Uint16(msg[ICMPChecksumOffset:]); c != 0xffff {
+		t.Fatalf("the all-zero echo reply's checksum is %#04x, want 0xffff", c)
+	}
+	v6 := ICMP{128, 0, 0x12, 0x34, 0, 0, 0, 0}
+	v6.UpdatePseudoChecksum(Delta16(0x8000, 0x8100))
+	if c := binary.BigEndian.Uint16(v6[ICMPChecksumOffset:]); c != Update(0x1234, Delta16(0x8000, 0x8100)) {
+		t.Fatalf("ICMPv6's checksum is %#04x, want RFC 1624's update", c)
+	}
+}

@@ -106,6 +106,21 @@ func (b UDP) UpdateChecksum(delta uint32) {
 // ICMP is an ICMP or ICMPv6 header.
 type ICMP []byte
 
-// UpdateChecksum updates the checksum for covered words that changed by
-// delta.
-func (b ICMP) UpdateChecksum(delta uint32) { updateAt(b[ICMPChecksumOffset:], delta) }
+// UpdateChecksum updates an ICMP (over IPv4) checksum for covered words
+// that changed by delta. It covers no pseudo-header, so its message may be
+// all zeros (an echo with identifier, sequence and data all 0), the one
+// case where RFC 1624's update gives 0 where the sum needs 0xffff; 0xffff
+// is right whenever 0 is (they are the two zeros of one's complement), so
+// it is written instead.
+func (b ICMP) UpdateChecksum(delta uint32) {
+	c := Update(binary.BigEndian.Uint16(b[ICMPChecksumOffset:]), delta)
+	if c == 0 {
+		c = 0xffff
+	}
+	binary.BigEndian.PutUint16(b[ICMPChecksumOffset:], c)
+}
+
+// UpdatePseudoChecksum updates an ICMPv6 checksum, which covers a
+// pseudo-header and so never sums to zero, for covered words that changed
+// by delta.
+func (b ICMP) UpdatePseudoChecksum(delta uint32) { updateAt(b[ICMPChecksumOffset:], delta) }

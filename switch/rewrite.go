@@ -186,7 +186,11 @@ func setField(frame []byte, l *flow.Layout, f *flow.Field, v flow.Value) {
 		for i := 0; i < len(words); i += 2 {
 			delta += uint32(binary.BigEndian.Uint16(words[i:]))
 		}
-		header.ICMP(frame[l.L4:]).UpdateChecksum(delta)
+		if l.L4Proto == flow.ProtoICMPv6 {
+			header.ICMP(frame[l.L4:]).UpdatePseudoChecksum(delta)
+		} else {
+			header.ICMP(frame[l.L4:]).UpdateChecksum(delta)
+		}
 	}
 }
 
@@ -391,7 +395,7 @@ func updatePseudoHeaderChecksum(frame []byte, l *flow.Layout, delta uint32) {
 	case flow.ProtoUDP:
 		header.UDP(frame[l.L4:]).UpdateChecksum(delta)
 	case flow.ProtoICMPv6:
-		header.ICMP(frame[l.L4:]).UpdateChecksum(delta)
+		header.ICMP(frame[l.L4:]).UpdatePseudoChecksum(delta)
 	}
 }
 

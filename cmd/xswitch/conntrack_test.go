@@ -16,14 +16,7 @@ import (
 // exchange and an ICMPv6 echo in zone 5.
 func TestConntrackVerbs(t *testing.T) {
 	d, x := serve(t)
-	must := func(args ...string) string {
-		t.Helper()
-		out, err := x(args...)
-		if err != nil {
-			t.Fatalf("xswitch %s: %v", strings.Join(args, " "), err)
-		}
-		return out
-	}
+	must := mustRun(t, x)
 	refused := func(want string, args ...string) {
 		t.Helper()
 		if out, err := x(args...); err == nil || !strings.Contains(err.Error(), want) {
@@ -135,14 +128,7 @@ func TestConntrackVerbs(t *testing.T) {
 
 func TestConntrackLimitVerbs(t *testing.T) {
 	d, x := serve(t)
-	must := func(args ...string) string {
-		t.Helper()
-		out, err := x(args...)
-		if err != nil {
-			t.Fatalf("xswitch %s: %v", strings.Join(args, " "), err)
-		}
-		return out
-	}
+	must := mustRun(t, x)
 	must("add-br", "br0")
 	tr, now := d.Conntrack(), conntrack.Now()
 	cttest.Handshake(t, tr, 0, "10.0.0.1", "10.0.0.2", 40000, 80, now)
@@ -214,14 +200,7 @@ func TestConntrackLimitVerbs(t *testing.T) {
 
 func TestFlushConntrack(t *testing.T) {
 	d, x := serve(t)
-	must := func(args ...string) string {
-		t.Helper()
-		out, err := x(args...)
-		if err != nil {
-			t.Fatalf("xswitch %s: %v", strings.Join(args, " "), err)
-		}
-		return out
-	}
+	must := mustRun(t, x)
 	must("add-br", "br0")
 	tr, now := d.Conntrack(), conntrack.Now()
 	cttest.Handshake(t, tr, 0, "10.0.0.1", "10.0.0.2", 40000, 80, now)

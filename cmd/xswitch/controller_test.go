@@ -45,9 +45,9 @@ func serve(t *testing.T) (*control.Daemon, func(args ...string) (string, error))
 	}
 }
 
-func TestControllerVerbs(t *testing.T) {
-	d, x := serve(t)
-	must := func(args ...string) string {
+// mustRun is x that fails the test on an error, returning the output.
+func mustRun(t *testing.T, x func(args ...string) (string, error)) func(args ...string) string {
+	return func(args ...string) string {
 		t.Helper()
 		out, err := x(args...)
 		if err != nil {
@@ -55,6 +55,11 @@ func TestControllerVerbs(t *testing.T) {
 		}
 		return out
 	}
+}
+
+func TestControllerVerbs(t *testing.T) {
+	d, x := serve(t)
+	must := mustRun(t, x)
 	must("add-br", "br0")
 	if out := must("get-controller", "br0"); out != "" {
 		t.Errorf("get-controller of a new bridge printed %q, want nothing", out)

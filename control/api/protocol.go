@@ -288,7 +288,7 @@ type GroupStatus struct {
 type MeterStatus struct {
 	ID          uint32       `json:"meter_id"`
 	Text        string       `json:"meter"`
-	StatsText   string       `json:"-"`
+	StatsText   string       `json:"stats,omitempty"`
 	FlowCount   uint32       `json:"flow_count"`
 	Packets     uint64       `json:"packet_in_count"`
 	Bytes       uint64       `json:"byte_in_count"`
