@@ -111,8 +111,8 @@ func (r *rig) waitConntrackWith(t testing.TB, sub string, strip *regexp.Regexp, 
 
 // TestConntrackFlush is OVS's "conntrack - ct flush": UDP, ICMP and SCTP
 // connections committed in zones 0 and 5 with a mark and a label, and
-// flush-conntrack, with and without the bridge named, deletes exactly
-// those its arguments name: a whole tuple of either direction, a zone,
+// flush-conntrack (also under its dpctl/ name, and with the bridge named
+// where OVS names the datapath) deletes exactly those its arguments name: a whole tuple of either direction, a zone,
 // parts of the original or the reply tuple (ports, addresses, an ICMP
 // id), a mark or labels with or without a mask; bad arguments are
 // refused with OVS's words and delete nothing.
@@ -129,118 +129,120 @@ priority=100,in_port=1,ip,action=ct(commit,exec(set_field:0xaa->ct_mark)),2
 priority=100,in_port=2,ip,action=ct(zone=5,commit,exec(set_field:0xaa00000000->ct_label)),1
 `)
 		udp1, udp2 := r.udpPacket(t, 1, 2, 1, 2), r.udpPacket(t, 2, 1, 2, 1)
-		for _, verb := range [][]string{{"flush-conntrack"}, {"dpctl/flush-conntrack", r.br}} {
-			t.Run(strings.Join(verb, " "), func(t *testing.T) {
-				flush := func(args ...string) {
-					t.Helper()
-					for i := range args {
-						args[i] = r.n.fromOVS(args[i])
-					}
-					r.d.x(t, append(slices.Clone(verb), args...)...)
-				}
-				from := func(sub string, want ...string) {
-					t.Helper()
-					r.waitConntrackWith(t, sub, nil, want...)
-				}
-				both := func() {
-					t.Helper()
-					r.inject(t, 1, udp1)
-					r.inject(t, 2, udp2)
-					from("10.1.1.1,", from1, from2)
-				}
+		flush := func(args ...string) {
+			t.Helper()
+			r.d.x(t, append([]string{"flush-conntrack"}, r.fromOVS(args)...)...)
+		}
+		from := func(sub string, want ...string) {
+			t.Helper()
+			r.waitConntrackWith(t, sub, nil, want...)
+		}
+		both := func() {
+			t.Helper()
+			r.inject(t, 1, udp1)
+			r.inject(t, 2, udp2)
+			from("10.1.1.1,", from1, from2)
+		}
 
-				// A whole tuple, of the reply direction.
-				r.inject(t, 1, udp1)
-				from("orig=(src=10.1.1.1,", from1)
-				flush("ct_nw_src=10.1.1.2,ct_nw_dst=10.1.1.1,ct_nw_proto=17,ct_tp_src=2,ct_tp_dst=1")
-				from("orig=(src=10.1.1.1,")
+		// A whole tuple, of the reply direction.
+		r.inject(t, 1, udp1)
+		from("orig=(src=10.1.1.1,", from1)
+		flush("ct_nw_src=10.1.1.2,ct_nw_dst=10.1.1.1,ct_nw_proto=17,ct_tp_src=2,ct_tp_dst=1")
+		from("orig=(src=10.1.1.1,")
 
-				// A whole tuple in a zone.
-				r.inject(t, 2, udp2)
-				from("orig=(src=10.1.1.2,", from2)
-				flush("zone=5", "ct_nw_src=10.1.1.1,ct_nw_dst=10.1.1.2,ct_nw_proto=17,ct_tp_src=1,ct_tp_dst=2")
-				from("dst=10.1.1.2")
+		// A whole tuple in a zone.
+		r.inject(t, 2, udp2)
+		from("orig=(src=10.1.1.2,", from2)
+		flush("zone=5", "ct_nw_src=10.1.1.1,ct_nw_dst=10.1.1.2,ct_nw_proto=17,ct_tp_src=1,ct_tp_dst=2")
+		from("dst=10.1.1.2")
 
-				// ICMP, by its id.
-				if sent, received, out := ping(t, r.hosts[1].ns, r.hosts[0].addr, 56, 3); sent != 3 || received != 3 {
-					t.Fatalf("ping from port 2: %d of %d replies, want all 3:\n%s", received, sent, out)
-				}
-				dump := r.d.x(t, "dump-conntrack")
-				icmp := conntrackWith(dump, r.n.fromOVS("orig=(src=10.1.1.2,"), nil)
-				id := regexp.MustCompile(`,id=([0-9]+),`).FindStringSubmatch(strings.Join(icmp, "\n"))
-				if len(icmp) != 1 || id == nil {
-					t.Fatalf("dump-conntrack has no one ICMP connection from port 2:\n%s", dump)
-				}
-				want := fmt.Sprintf("icmp,orig=(src=10.1.1.2,dst=10.1.1.1,id=%s,type=8,code=0),reply=(src=10.1.1.1,dst=10.1.1.2,id=%s,type=0,code=0),zone=5,labels=0xaa00000000", id[1], id[1])
-				from("orig=(src=10.1.1.2,", want)
-				flush("zone=5", "ct_nw_src=10.1.1.2,ct_nw_dst=10.1.1.1,ct_nw_proto=1,icmp_id="+id[1]+",icmp_type=8,icmp_code=0")
-				from("orig=(src=10.1.1.2,")
+		// ICMP, by its id.
+		if sent, received, out := ping(t, r.hosts[1].ns, r.hosts[0].addr, 56, 3); sent != 3 || received != 3 {
+			t.Fatalf("ping from port 2: %d of %d replies, want all 3:\n%s", received, sent, out)
+		}
+		dump := r.d.x(t, "dump-conntrack")
+		icmp := conntrackWith(dump, r.n.fromOVS("orig=(src=10.1.1.2,"), nil)
+		id := regexp.MustCompile(`,id=([0-9]+),`).FindStringSubmatch(strings.Join(icmp, "\n"))
+		if len(icmp) != 1 || id == nil {
+			t.Fatalf("dump-conntrack has no one ICMP connection from port 2:\n%s", dump)
+		}
+		want := fmt.Sprintf("icmp,orig=(src=10.1.1.2,dst=10.1.1.1,id=%s,type=8,code=0),reply=(src=10.1.1.1,dst=10.1.1.2,id=%s,type=0,code=0),zone=5,labels=0xaa00000000", id[1], id[1])
+		from("orig=(src=10.1.1.2,", want)
+		flush("zone=5", "ct_nw_src=10.1.1.2,ct_nw_dst=10.1.1.1,ct_nw_proto=1,icmp_id="+id[1]+",icmp_type=8,icmp_code=0")
+		from("orig=(src=10.1.1.2,")
 
-				// Parts of the original tuple, then of the reply one.
-				for _, step := range [][2][]string{
-					{{"ct_nw_proto=17,ct_tp_src=1"}, {"ct_nw_proto=17,ct_tp_src=2"}},
-					{{"ct_nw_proto=17,ct_tp_dst=2"}, {"ct_nw_proto=17,ct_tp_dst=1"}},
-					{{"ct_nw_src=10.1.1.1"}, {"ct_nw_src=10.1.1.2"}},
-					{{"ct_nw_dst=10.1.1.2"}, {"ct_nw_dst=10.1.1.1"}},
-					{{"", "ct_nw_src=10.1.1.2"}, {"zone=5", "", "ct_nw_src=10.1.1.1"}},
-					{{"mark=0xaa"}, {"labels=0xaa00000000"}},
-					{{"mark=2/2"}, {"labels=0x0200000000/0x0200000000"}},
-				} {
-					both()
-					flush(step[0]...)
-					from("10.1.1.1,", from2)
-					flush(step[1]...)
-					from("10.1.1.1,")
-				}
-				both()
-				flush()
-				from("10.1.1.1,")
+		// Parts of the original tuple, then of the reply one.
+		for _, step := range [][2][]string{
+			{{"ct_nw_proto=17,ct_tp_src=1"}, {"ct_nw_proto=17,ct_tp_src=2"}},
+			{{"ct_nw_proto=17,ct_tp_dst=2"}, {"ct_nw_proto=17,ct_tp_dst=1"}},
+			{{"ct_nw_src=10.1.1.1"}, {"ct_nw_src=10.1.1.2"}},
+			{{"ct_nw_dst=10.1.1.2"}, {"ct_nw_dst=10.1.1.1"}},
+			{{"", "ct_nw_src=10.1.1.2"}, {"zone=5", "", "ct_nw_src=10.1.1.1"}},
+			{{"mark=0xaa"}, {"labels=0xaa00000000"}},
+			{{"mark=2/2"}, {"labels=0x0200000000/0x0200000000"}},
+		} {
+			both()
+			flush(step[0]...)
+			from("10.1.1.1,", from2)
+			flush(step[1]...)
+			from("10.1.1.1,")
+		}
+		both()
+		flush()
+		from("10.1.1.1,")
 
-				// SCTP, by its ports.
-				r.inject(t, 1, r.sctpInit(t, 1, 2, 1, 2))
-				r.inject(t, 2, r.sctpInit(t, 2, 1, 2, 1))
-				r.waitConntrackWith(t, "10.1.1.1,", protoinfo,
-					"sctp,orig=(src=10.1.1.1,dst=10.1.1.2,sport=1,dport=2),reply=(src=10.1.1.2,dst=10.1.1.1,sport=2,dport=1),mark=170",
-					"sctp,orig=(src=10.1.1.2,dst=10.1.1.1,sport=2,dport=1),reply=(src=10.1.1.1,dst=10.1.1.2,sport=1,dport=2),zone=5,labels=0xaa00000000")
-				flush("ct_nw_src=10.1.1.1,ct_nw_proto=132,ct_tp_src=1,ct_tp_dst=2")
-				r.waitConntrackWith(t, "10.1.1.1,", protoinfo,
-					"sctp,orig=(src=10.1.1.2,dst=10.1.1.1,sport=2,dport=1),reply=(src=10.1.1.1,dst=10.1.1.2,sport=1,dport=2),zone=5,labels=0xaa00000000")
-				flush("ct_nw_src=10.1.1.2,ct_nw_proto=132,ct_tp_src=2,ct_tp_dst=1")
-				from("10.1.1.1,")
+		// SCTP, by its ports.
+		r.inject(t, 1, r.sctpInit(t, 1, 2, 1, 2))
+		r.inject(t, 2, r.sctpInit(t, 2, 1, 2, 1))
+		r.waitConntrackWith(t, "10.1.1.1,", protoinfo,
+			"sctp,orig=(src=10.1.1.1,dst=10.1.1.2,sport=1,dport=2),reply=(src=10.1.1.2,dst=10.1.1.1,sport=2,dport=1),mark=170",
+			"sctp,orig=(src=10.1.1.2,dst=10.1.1.1,sport=2,dport=1),reply=(src=10.1.1.1,dst=10.1.1.2,sport=1,dport=2),zone=5,labels=0xaa00000000")
+		flush("ct_nw_src=10.1.1.1,ct_nw_proto=132,ct_tp_src=1,ct_tp_dst=2")
+		r.waitConntrackWith(t, "10.1.1.1,", protoinfo,
+			"sctp,orig=(src=10.1.1.2,dst=10.1.1.1,sport=2,dport=1),reply=(src=10.1.1.1,dst=10.1.1.2,sport=1,dport=2),zone=5,labels=0xaa00000000")
+		flush("ct_nw_src=10.1.1.2,ct_nw_proto=132,ct_tp_src=2,ct_tp_dst=1")
+		from("10.1.1.1,")
 
-				// Bad arguments: refused, and nothing deleted.
-				both()
-				for _, bad := range []struct {
-					args []string
-					says string
-				}{
-					{[]string{"zone=invalid", "ct_nw_src=10.1.1.1", "ct_nw_dst=10.1.1.1"}, "failed to parse zone"},
-					{[]string{"zone=1", "ct_nw_src=10.1.1.1,invalid=invalid", "ct_nw_dst=10.1.1.1"}, "invalid conntrack tuple field: invalid"},
-					{[]string{"zone=1", "ct_nw_src=invalid", "ct_nw_dst=10.1.1.1"}, "failed to parse field ct_nw_src"},
-					{[]string{"zone=1", "ct_nw_src=10.1.1.1", "ct_nw_dst=10.1.1.1", "invalid"}, "invalid arguments"},
-					// ovs-appctl refuses this one before dpctl reads it ("command
-					// takes at most 6 arguments"); xswitch's reading refuses it.
-					{[]string{"zone=1", "mark=1", "labels=1", "ct_nw_src=10.1.1.1", "ct_nw_dst=10.1.1.1", "invalid", "invalid"}, "invalid arguments"},
-					{[]string{"mark=invalid"}, "failed to parse mark"},
-					{[]string{"labels=invalid"}, "failed to parse labels"},
-				} {
-					args := r.fromOVS(bad.args)
-					if stderr, _ := r.d.xErr(t, append(slices.Clone(verb), args...)...); !strings.Contains(stderr, bad.says) {
-						t.Errorf("flush-conntrack %s: %q, want it to say %q", strings.Join(bad.args, " "), stderr, bad.says)
-					}
-				}
-				from("10.1.1.1,", from1, from2)
+		// Bad arguments: refused, and nothing deleted.
+		both()
+		for _, bad := range []struct {
+			args []string
+			says string
+		}{
+			{[]string{"zone=invalid", "ct_nw_src=10.1.1.1", "ct_nw_dst=10.1.1.1"}, "failed to parse zone"},
+			{[]string{"zone=1", "ct_nw_src=10.1.1.1,invalid=invalid", "ct_nw_dst=10.1.1.1"}, "invalid conntrack tuple field: invalid"},
+			{[]string{"zone=1", "ct_nw_src=invalid", "ct_nw_dst=10.1.1.1"}, "failed to parse field ct_nw_src"},
+			{[]string{"zone=1", "ct_nw_src=10.1.1.1", "ct_nw_dst=10.1.1.1", "invalid"}, "invalid arguments"},
+			// ovs-appctl refuses this one before dpctl reads it ("command
+			// takes at most 6 arguments"); xswitch's reading refuses it.
+			{[]string{"zone=1", "mark=1", "labels=1", "ct_nw_src=10.1.1.1", "ct_nw_dst=10.1.1.1", "invalid", "invalid"}, "invalid arguments"},
+			{[]string{"mark=invalid"}, "failed to parse mark"},
+			{[]string{"labels=invalid"}, "failed to parse labels"},
+		} {
+			if stderr, _ := r.d.xErr(t, append([]string{"flush-conntrack"}, r.fromOVS(bad.args)...)...); !strings.Contains(stderr, bad.says) {
+				t.Errorf("flush-conntrack %s: %q, want it to say %q", strings.Join(bad.args, " "), stderr, bad.says)
+			}
+		}
+		from("10.1.1.1,", from1, from2)
 
-				// A zone.
-				flush("zone=5")
-				from("10.1.1.1,", from1)
-				r.inject(t, 2, udp2)
-				from("10.1.1.1,", from1, from2)
-				flush("zone=0")
-				from("10.1.1.1,", from2)
-				flush()
-				from("10.1.1.1,")
-			})
+		// A zone.
+		flush("zone=5")
+		from("10.1.1.1,", from1)
+		r.inject(t, 2, udp2)
+		from("10.1.1.1,", from1, from2)
+		flush("zone=0")
+		from("10.1.1.1,", from2)
+		flush()
+		from("10.1.1.1,")
+
+		// OVS's other forms name the datapath: here, a bridge.
+		both()
+		r.d.x(t, "dpctl/flush-conntrack", r.br, "zone=5")
+		from("10.1.1.1,", from1)
+		r.d.x(t, "flush-conntrack", r.br)
+		from("10.1.1.1,")
+		if stderr, _ := r.d.xErr(t, "flush-conntrack", "one-bad-dp"); !strings.Contains(stderr, `no bridge "one-bad-dp"`) {
+			t.Errorf("flush-conntrack one-bad-dp: %q, want it to name the bridge that is not there", stderr)
 		}
 	})
 }
