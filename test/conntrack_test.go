@@ -801,3 +801,64 @@ priority=100,in_port=2,tcp,ct_state=+trk+est,action=1
 		r.wantConntrack(t, "10.1.1.2", "tcp,orig=(src=10.1.1.1,dst=10.1.1.2,sport=<cleared>,dport=<cleared>),reply=(src=10.1.1.2,dst=10.1.1.1,sport=<cleared>,dport=<cleared>),protoinfo=(state=<cleared>)")
 	})
 }
+
+// TestConntrackInvalid is OVS's "conntrack - invalid": ports 1 and 3
+// track without committing, so the SYN-ACK that answers finds no
+// connection and, a SYN-ACK starting none, is +inv. Port 2's rules let
+// only new traffic back and their connections fail; port 4's let invalid
+// traffic through too, and theirs work. Nothing is committed.
+func TestConntrackInvalid(t *testing.T) {
+	inBothModes(t, 4, func(t *testing.T, r *rig, _ bool) {
+		r.ovsFlows(t, `priority=1,action=drop
+priority=10,arp,action=normal
+priority=10,icmp,action=normal
+priority=100,in_port=1,tcp,action=ct(),2
+priority=100,in_port=2,ct_state=-trk,tcp,action=ct(table=0)
+priority=100,in_port=2,ct_state=+trk+new,tcp,action=1
+priority=100,in_port=3,tcp,action=ct(),4
+priority=100,in_port=4,ct_state=-trk,tcp,action=ct(table=0)
+priority=100,in_port=4,ct_state=+trk+inv,tcp,action=3
+priority=100,in_port=4,ct_state=+trk+new,tcp,action=3
+`)
+		serveTCP(t, r.hosts[1].ns, r.hosts[1].addr, 80, "ns1")
+		serveTCP(t, r.hosts[3].ns, r.hosts[3].addr, 80, "ns3")
+		wantNoAnswer(t, r.hosts[0].ns, r.hosts[1].addr, 80)
+		wantAnswer(t, r.hosts[2].ns, r.hosts[3].addr, 80, "ns3")
+		if got := flowPackets(t, r.d, r.br, "ct_state=+inv+trk,in_port=4 "); got < 1 {
+			t.Errorf("the rule of invalid frames from port 4 counted %d, want at least the SYN-ACK", got)
+		}
+		if dump := r.d.x(t, "dump-conntrack"); dump != "" {
+			t.Errorf("dump-conntrack after ct() without commit:\n%s\nwant nothing", dump)
+		}
+	})
+}
+
+// TestConntrackNewConnections is OVS's "conntrack - new connections": a
+// committed connection that has seen no reply stays +new, however many
+// packets it has: TCP cannot get through rules that send on only +est,
+// nor do three UDP datagrams of one way match +est.
+func TestConntrackNewConnections(t *testing.T) {
+	inBothModes(t, 2, func(t *testing.T, r *rig, _ bool) {
+		r.ovsFlows(t, `table=0, priority=1,action=drop
+table=0, priority=10,arp,action=normal
+table=0, priority=100,tcp,action=ct(table=1)
+table=0, priority=100,udp,action=ct(table=1)
+table=1, priority=100,in_port=1,tcp,ct_state=+trk+new,action=ct(commit)
+table=1, priority=100,in_port=1,udp,ct_state=+trk+new,action=ct(commit)
+table=1, priority=100,in_port=1,ct_state=+trk+est,action=2
+table=1, priority=100,in_port=2,ct_state=+trk+est,action=1
+`)
+		serveTCP(t, r.hosts[1].ns, r.hosts[1].addr, 80, "ns1")
+		wantNoAnswer(t, r.hosts[0].ns, r.hosts[1].addr, 80)
+		udp := r.udpPacket(t, 1, 2, 1, 2)
+		const newUDP = "udp,ct_state=+new+trk,in_port=1 actions"
+		r.injectCounted(t, 1, newUDP, udp, udp)
+		if got := flowPackets(t, r.d, r.br, "ct_state=+est+trk,in_port=1 "); got != 0 {
+			t.Errorf("the +est rule of port 1 counted %d packets after two UDP datagrams of one way, want none", got)
+		}
+		r.injectCounted(t, 1, newUDP, udp)
+		if got := flowPackets(t, r.d, r.br, "ct_state=+est+trk,in_port=1 "); got != 0 {
+			t.Errorf("the +est rule of port 1 counted %d packets after three UDP datagrams of one way, want none", got)
+		}
+	})
+}
