@@ -258,10 +258,15 @@ func parseBucket(text string, t GroupType, ports PortNames) (Bucket, error) {
 		return Bucket{}, err
 	}
 	var actionItems []string
-	hasActions := false
+	hasActionsKey := false // actions= with nothing after it is none
 	for _, item := range items {
-		name, value, _ := strings.Cut(item, ":")
-		switch name {
+		// OVS reads a key and its value either side of ':' or '=', the key
+		// in any case.
+		name, value := item, ""
+		if i := strings.IndexAny(item, ":="); i >= 0 {
+			name, value = item[:i], item[i+1:]
+		}
+		switch strings.ToLower(name) {
 		case "weight":
 			if t != GroupSelect {
 				return Bucket{}, errors.New("only select groups have bucket weights")
@@ -289,18 +294,16 @@ func parseBucket(text string, t GroupType, ports PortNames) (Bucket, error) {
 				return Bucket{}, err
 			}
 			b.ID = uint32(id)
+		case "action", "actions":
+			hasActionsKey = true
+			if value != "" {
+				actionItems = append(actionItems, value)
+			}
 		default:
-			if rest, ok := strings.CutPrefix(item, "actions="); ok {
-				item = rest
-			}
-			if item == "" {
-				continue
-			}
-			hasActions = true
 			actionItems = append(actionItems, item)
 		}
 	}
-	if !hasActions && !slices.ContainsFunc(items, func(s string) bool { return strings.HasPrefix(s, "actions=") }) {
+	if len(actionItems) == 0 && !hasActionsKey {
 		return Bucket{}, errors.New("a bucket must specify actions (actions=drop for none)")
 	}
 	if b.Actions, err = parseBucketActions(actionItems, ports); err != nil {

@@ -36,6 +36,11 @@ var groupCases = []string{
 	"group_id=6,type=all,bucket=set_field:80->tcp_src,output:1,bucket=set_field:53->udp_dst,mod_tp_src:7,output:2",
 	"group_id=6,type=all,bucket=set_field:0x50/0xf0->tcp_dst,output:1",
 	"group_id=4294967040,type=all",
+	// A bucket's keys with '=' and in any case, as OVS's
+	// ofputil_parse_key_value and strcasecmp read them.
+	"group_id=2,type=select,bucket=weight=20,output:1,bucket=bucket_id=7,weight=5,actions=output:2",
+	"group_id=3,type=ff,bucket=watch_port=1,watch_group=3,output:1",
+	"group_id=2,type=select,bucket=WEIGHT:3,Bucket_Id:1,output:1,bucket=action=output:2",
 	// Refused by both.
 	"group_id=7,type=indirect,bucket=output:1,bucket=output:2",
 	"type=all,bucket=output:1",
