@@ -74,19 +74,8 @@ type SwitchProcess struct {
 // with generator gen, saying in progress when the receiver has not seen
 // every flow by connsDeadline.
 func measureConns(ctx context.Context, hosts Hosts, w Workload, gen Generator, proc SwitchProcess, progress io.Writer) (s samples, err error) {
-	genMAC, err := peerMAC(hosts.GenNetns)
+	frame, err := udpFrameOf(hosts, w)
 	if err != nil {
-		return samples{}, err
-	}
-	rcvMAC, err := peerMAC(hosts.RcvNetns)
-	if err != nil {
-		return samples{}, err
-	}
-	frame, err := BuildFrame(FrameConfig{SrcMAC: genMAC, DstMAC: rcvMAC, SrcIP: genIP, DstIP: rcvIP, Size: w.Size})
-	if err != nil {
-		return samples{}, err
-	}
-	if err := announce(hosts.RcvNetns, rcvMAC, genMAC); err != nil {
 		return samples{}, err
 	}
 	cnt, err := attachCounter(hosts.RcvNetns, PeerName, w.Flows)

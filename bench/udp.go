@@ -7,25 +7,31 @@ import (
 	"time"
 )
 
+// udpFrameOf is the frame of w's UDP traffic from hosts' generator to
+// their receiver, whose address it announces: a learning switch then
+// knows where the receiver is and forwards rather than floods.
+func udpFrameOf(hosts Hosts, w Workload) ([]byte, error) {
+	genMAC, err := peerMAC(hosts.GenNetns)
+	if err != nil {
+		return nil, err
+	}
+	rcvMAC, err := peerMAC(hosts.RcvNetns)
+	if err != nil {
+		return nil, err
+	}
+	frame, err := BuildFrame(FrameConfig{SrcMAC: genMAC, DstMAC: rcvMAC, SrcIP: genIP, DstIP: rcvIP, Size: w.Size})
+	if err != nil {
+		return nil, err
+	}
+	return frame, announce(hosts.RcvNetns, rcvMAC, genMAC)
+}
+
 // measureUDP sends w's frames from hosts' generator with gen for duration
 // and returns, for each second after the first, what the receiver
 // counted, what the generator sent and how busy the CPUs were.
 func measureUDP(ctx context.Context, hosts Hosts, w Workload, gen Generator, duration time.Duration) (s samples, err error) {
-	genMAC, err := peerMAC(hosts.GenNetns)
+	frame, err := udpFrameOf(hosts, w)
 	if err != nil {
-		return samples{}, err
-	}
-	rcvMAC, err := peerMAC(hosts.RcvNetns)
-	if err != nil {
-		return samples{}, err
-	}
-	frame, err := BuildFrame(FrameConfig{SrcMAC: genMAC, DstMAC: rcvMAC, SrcIP: genIP, DstIP: rcvIP, Size: w.Size})
-	if err != nil {
-		return samples{}, err
-	}
-	// A learning switch then knows where the receiver is and forwards
-	// rather than floods.
-	if err := announce(hosts.RcvNetns, rcvMAC, genMAC); err != nil {
 		return samples{}, err
 	}
 	cnt, err := attachCounter(hosts.RcvNetns, PeerName, 0)
