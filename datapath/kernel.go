@@ -37,7 +37,7 @@ func NewKernel() (*Kernel, error) {
 	if err != nil {
 		return nil, err
 	}
-	shared, err := bpf.NewFastpathShared()
+	shared, err := bpf.NewFastpathShared(0)
 	if err != nil {
 		return nil, err
 	}
