@@ -6,9 +6,10 @@
 // programs' parts, one concern each, after katran's layout: the wire
 // headers (proto.h), the types user space shares (structs.h), the fast
 // path's maps (maps.h), its parser (parse.h), checksums (csum.h), flow
-// hash (hash.h), operations (actions.h) and tunnel push and pop
-// (encap.h); which frames are a tunnel's (tunnel.h) and the step to the
-// AF_XDP socket (xsk.h), which both XDP programs use. The Go side loads
+// hash (hash.h), operations (actions.h), meters (meter.h), tracked
+// connections (conntrack.h) and tunnel push and pop (encap.h); which
+// frames are a tunnel's (tunnel.h) and the step to the AF_XDP socket
+// (xsk.h), which both XDP programs use. The Go side loads
 // programs and makes maps; what goes in the fast path's maps, and when,
 // is package datapath's and the switch's to say.
 //

@@ -20,8 +20,9 @@
 //     (tcp_judge).
 //
 // The program checks no address or port: the entry's key must hold the
-// connection's tuple, as the tracker keys it, which the switch's entries
-// do.
+// connection's tuple (addresses, protocol, ports) as the tracker keys
+// it, and only frames the tracker would find the connection by may meet
+// the operation.
 
 #ifndef XSWITCH_CONNTRACK_H
 #define XSWITCH_CONNTRACK_H

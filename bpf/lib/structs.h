@@ -110,7 +110,7 @@ enum fp_op_type {
 	// The frame through the meter in slot tunnel of meters, if it is still
 	// meter delta's (fp_meter): its bands may drop the frame, or remark
 	// the DSCP of its IP header, of version len (4 or 6; 0: none). The
-	// first operation, if there is one.
+	// first operation but a connection's, if there is one.
 	FP_OP_METER,
 	// The frame checked against, and counted in, connection handle of
 	// ct_conns (conntrack.h) as the direction len says (0: the original,
