@@ -406,3 +406,27 @@ func BenchmarkFastpathConntrack(b *testing.B) {
 		})
 	}
 }
+
+// Programs on several CPUs judging one connection's frames at once take
+// its lock in turn: no count is lost.
+func TestConntrackCountsUnderContention(t *testing.T) {
+	fr := udpFrame(t, false, 10)
+	r := ctBridge(t, map[bool][][]byte{false: {fr}})
+	r.putConn(t, udpConn(t))
+	const runs, each = 4, 100000
+	errs := make(chan error, runs)
+	for range runs {
+		go func() {
+			_, _, err := r.objs.Fastpath.Benchmark(fr, each, nil)
+			errs <- err
+		}()
+	}
+	for range runs {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c := r.conn(t).Dir[0]; c.Packets != runs*each || c.Bytes != runs*each*uint64(len(fr)) {
+		t.Errorf("counted %d frames, %d bytes; want %d, %d", c.Packets, c.Bytes, runs*each, runs*each*len(fr))
+	}
+}
