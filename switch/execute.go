@@ -60,6 +60,10 @@ type savedRun struct {
 
 // execute runs a decision's actions on the frame.
 func (f *forwarder) execute(r *frameRun, actions []flow.Action) {
+	// The clone brackets of actions are those opened from here on: a
+	// recirculation's actions run inside the fork of the ct() before
+	// them, whose bracket is the caller's.
+	base := r.clones
 	for i := 0; i < len(actions); i++ {
 		a := &actions[i]
 		switch a.Type {
@@ -139,7 +143,7 @@ func (f *forwarder) execute(r *frameRun, actions []flow.Action) {
 			r.frame, r.layout, r.copied, r.tunnel, r.shared = c.frame, c.layout, c.copied, c.tunnel, true
 		default:
 			if !f.rewriteFrame(r, a) {
-				if r.clones == 0 {
+				if r.clones == base {
 					return
 				}
 				i = int(f.saved[r.clones-1].end) - 1 // the bracket's copy is dropped: on from its end
