@@ -256,8 +256,7 @@ func (e *Entry) Format(verbose, stats bool) string {
 		b.WriteString(",mark=" + itoa(uint64(e.Mark)))
 	}
 	if !e.Label.IsZero() {
-		b.WriteString(",labels=")
-		formatLabel(&b, e.Label)
+		b.WriteString(",labels=" + e.Label.String())
 	}
 	if e.Orig.Proto == header.ProtoTCP {
 		b.WriteString(",protoinfo=(")
@@ -334,34 +333,6 @@ func formatAddr(a Addr, ipv6 bool) string {
 
 func netipString4(b []byte) string {
 	return itoa(uint64(b[0])) + "." + itoa(uint64(b[1])) + "." + itoa(uint64(b[2])) + "." + itoa(uint64(b[3]))
-}
-
-// formatLabel writes a label as OVS's ds_put_hex: its big-endian bytes in
-// hex from the first non-zero one.
-func formatLabel(b *strings.Builder, l Label) {
-	var raw [16]byte
-	for i := range 8 {
-		raw[i] = byte(l.Hi >> (56 - 8*i))
-		raw[8+i] = byte(l.Lo >> (56 - 8*i))
-	}
-	printed := false
-	for _, v := range raw {
-		switch {
-		case printed:
-			b.WriteString(hex2(v))
-		case v != 0:
-			b.WriteString("0x" + strconv.FormatUint(uint64(v), 16))
-			printed = true
-		}
-	}
-	if !printed {
-		b.WriteByte('0')
-	}
-}
-
-func hex2(v byte) string {
-	const digits = "0123456789abcdef"
-	return string([]byte{digits[v>>4], digits[v&0xf]})
 }
 
 // formatFlags writes flags as OVS's format_flags: names joined by '|',

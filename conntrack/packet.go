@@ -1,6 +1,7 @@
 package conntrack
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/xswitch/xswitch/header"
@@ -117,6 +118,16 @@ func (s State) String() string {
 // Label is a connection's 128-bit ct_label, Hi the first 64 bits of the
 // NXM field's big-endian value.
 type Label struct{ Hi, Lo uint64 }
+
+// String is l as dumps write it, as OVS's ds_put_hex does: the 128-bit
+// number in hex, without leading zeros.
+func (l Label) String() string {
+	if l.Hi == 0 {
+		return "0x" + strconv.FormatUint(l.Lo, 16)
+	}
+	lo := strconv.FormatUint(l.Lo, 16)
+	return "0x" + strconv.FormatUint(l.Hi, 16) + strings.Repeat("0", 16-len(lo)) + lo
+}
 
 // IsZero reports whether every bit of l is clear.
 func (l Label) IsZero() bool { return l == Label{} }

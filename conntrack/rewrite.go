@@ -2,12 +2,9 @@ package conntrack
 
 import (
 	"encoding/binary"
-	"hash/crc32"
 
 	"github.com/xswitch/xswitch/header"
 )
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // ApplyNAT writes the translation Execute made (rw, the new values in h)
 // into the packet whose IP header starts l3, the packet h was read from:
@@ -72,13 +69,14 @@ func ApplyNAT(l3 []byte, h *Header, rw Rewrite) bool {
 			updateUDPChecksum(l4, h.IPv6, delta)
 		}
 	case h.Proto == header.ProtoSCTP:
-		if rw&RewriteSrcPort != 0 {
-			putPort(l4[header.SrcPortOffset:], h.SrcPort)
-		}
-		if rw&RewriteDstPort != 0 {
-			putPort(l4[header.DstPortOffset:], h.DstPort)
-		}
-		sctpChecksum(l4)
+		header.SCTP(l4).Rewrite(func() {
+			if rw&RewriteSrcPort != 0 {
+				putPort(l4[header.SrcPortOffset:], h.SrcPort)
+			}
+			if rw&RewriteDstPort != 0 {
+				putPort(l4[header.DstPortOffset:], h.DstPort)
+			}
+		})
 	case isICMP(h.IPv6, h.Proto):
 		delta := uint32(0)
 		if h.IPv6 {
@@ -246,13 +244,4 @@ func putWords(field, v []byte) uint32 {
 	}
 	copy(field, v)
 	return delta
-}
-
-// sctpChecksum computes an SCTP packet's CRC32c again (RFC 9260
-// appendix A: over the whole packet with the field zero, stored least
-// significant byte first).
-func sctpChecksum(b []byte) {
-	field := b[header.SCTPChecksumOffset : header.SCTPChecksumOffset+4]
-	clear(field)
-	binary.LittleEndian.PutUint32(field, crc32.Checksum(b, castagnoli))
 }

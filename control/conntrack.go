@@ -324,10 +324,8 @@ func quoteArgs(args []string) string {
 func conntrackEntry(e *conntrack.Entry, more, stats bool) api.ConntrackEntry {
 	out := api.ConntrackEntry{Text: e.Format(more, stats), Zone: e.Orig.Zone, IPProto: e.Orig.Proto,
 		Orig: conntrackTuple(&e.Orig), Reply: conntrackTuple(&e.Reply), Timeout: e.Timeout, Mark: e.Mark}
-	if l := e.Label; l.Hi != 0 {
-		out.Labels = fmt.Sprintf("%#x%016x", l.Hi, l.Lo)
-	} else if l.Lo != 0 {
-		out.Labels = fmt.Sprintf("%#x", l.Lo)
+	if !e.Label.IsZero() {
+		out.Labels = e.Label.String()
 	}
 	if e.Orig.Proto == header.ProtoTCP {
 		out.TCP = &api.ConntrackTCP{State: e.State().String(), StateOrig: e.TCP[0].State.String(), StateReply: e.TCP[1].State.String()}

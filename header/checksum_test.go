@@ -3,6 +3,7 @@ package header
 import (
 	"bytes"
 	"encoding/binary"
+	"hash/crc32"
 	"math/rand/v2"
 	"testing"
 
@@ -279,5 +280,24 @@ func TestICMPChecksumOfAZeroMessage(t *testing.T) {
 	v6.UpdatePseudoChecksum(Delta16(0x8000, 0x8100))
 	if c := binary.BigEndian.Uint16(v6[ICMPChecksumOffset:]); c != Update(0x1234, Delta16(0x8000, 0x8100)) {
 		t.Fatalf("ICMPv6's checksum is %#04x, want RFC 1624's update", c)
+	}
+}
+
+// TestSCTPRewrite: a rewrite changes the CRC32c by its difference, so a
+// right one stays right and a wrong one stays as wrong.
+func TestSCTPRewrite(t *testing.T) {
+	crc := func(b SCTP) uint32 {
+		c := bytes.Clone(b)
+		clear(c[SCTPChecksumOffset : SCTPChecksumOffset+4])
+		return crc32.Checksum(c, crc32.MakeTable(crc32.Castagnoli))
+	}
+	packet := SCTP(append(make([]byte, SCTPLen), "a chunk of data"...))
+	binary.BigEndian.PutUint16(packet[SrcPortOffset:], 1000)
+	for _, wrong := range []uint32{0, 0xdeadbeef} {
+		binary.LittleEndian.PutUint32(packet[SCTPChecksumOffset:], crc(packet)^wrong)
+		packet.Rewrite(func() { binary.BigEndian.PutUint16(packet[SrcPortOffset:], 2000+uint16(wrong&1)) })
+		if got := binary.LittleEndian.Uint32(packet[SCTPChecksumOffset:]); got != crc(packet)^wrong {
+			t.Errorf("after the rewrite the checksum is %#x, want %#x (off by %#x as before)", got, crc(packet)^wrong, wrong)
+		}
 	}
 }

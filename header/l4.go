@@ -1,6 +1,9 @@
 package header
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"hash/crc32"
+)
 
 // TCP and UDP start with the ports:
 //
@@ -44,6 +47,24 @@ const (
 	SCTPChecksumOffset = 8
 	SCTPLen            = 12
 )
+
+// SCTP is an SCTP packet: its common header and its chunks.
+type SCTP []byte
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Rewrite runs write, which changes bytes of the packet other than its
+// checksum, and changes the checksum by the CRC32c's difference: a
+// packet whose checksum was wrong stays wrong, as a sum's update keeps
+// it.
+func (b SCTP) Rewrite(write func()) {
+	checksum := b[SCTPChecksumOffset : SCTPChecksumOffset+4]
+	stored := binary.LittleEndian.Uint32(checksum)
+	clear(checksum)
+	before := crc32.Checksum(b, castagnoli)
+	write()
+	binary.LittleEndian.PutUint32(checksum, stored^before^crc32.Checksum(b, castagnoli))
+}
 
 // ICMPv6 neighbour discovery (RFC 4861): a neighbour solicitation (135)
 // and advertisement (136) are the ICMPv6 header, 4 bytes of flags and

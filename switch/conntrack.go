@@ -52,8 +52,6 @@ type recirculation struct {
 	// key's.
 	arrival uint16
 	set     flow.ActionSet
-	// zone is the ct()'s, which trace shows the copy in.
-	zone uint16
 }
 
 // recircKey finds a recirculation's decision: the state it forked with,
@@ -72,10 +70,7 @@ const maxRecirculations = 6
 // conntrack resolves ct() action a at this point of the translation.
 func (tr *translator) conntrack(a flow.Action) {
 	c := a.CT
-	step := ctStep{action: conntrack.Action{Zone: c.Zone, Commit: c.Commit, Force: c.Force}}
-	if c.ZoneSrc != nil {
-		step.action.Zone = uint16(c.ZoneSrc.Get(&tr.key).Shr(uint(c.ZoneOfs)).Lo)
-	}
+	step := ctStep{action: conntrack.Action{Zone: ctZone(c, &tr.key), Commit: c.Commit, Force: c.Force}}
 	if c.NAT != nil {
 		step.action.NAT = trackerNAT(c.NAT)
 	}
@@ -83,13 +78,22 @@ func (tr *translator) conntrack(a flow.Action) {
 	// The fork goes on with the tun_id the tables gave the key so far.
 	tr.syncTunnelID()
 	if c.Table != flow.CTNoTable {
-		rec := &recirculation{key: tr.key, arrival: tr.arrival, set: tr.set, zone: step.action.Zone}
+		rec := &recirculation{key: tr.key, arrival: tr.arrival, set: tr.set}
 		rec.key.Table, rec.key.CT = c.Table, flow.CTFields{}
 		step.resume = rec
 	}
 	tr.d.cts = append(tr.d.cts, step)
 	tr.emit(flow.Action{Type: actConntrack, Port: uint16(len(tr.d.cts) - 1)})
 	a.ApplyToKey(&tr.key)
+}
+
+// ctZone is the zone c tracks a frame with key in: its number, or its
+// field's bits.
+func ctZone(c *flow.Conntrack, key *flow.Key) uint16 {
+	if c.ZoneSrc == nil {
+		return c.Zone
+	}
+	return uint16(c.ZoneSrc.Get(key).Shr(uint(c.ZoneOfs)).Lo)
 }
 
 // execWrites works exec()'s writes out as the mark and label the commit
@@ -155,8 +159,8 @@ func (tr *translator) translateRecirculation(t *flow.Table, rec *recirculation, 
 
 // ctFrame is the executor's state for the frame's ct() actions: the
 // packet as the tracker sees it, whose metadata goes from one ct() to the
-// next as OVS keeps it in the packet (fresh says it was reset for the
-// frame under way), and the tracker's clock at the batch's start.
+// next as OVS keeps it in the packet (frameRun.tracked says it is the
+// frame's), and the key its recirculation's decision is found by.
 type ctFrame struct {
 	tracker *conntrack.Tracker
 	packet  conntrack.Packet
@@ -207,12 +211,10 @@ func (f *forwarder) runConntrack(r *frameRun, step *ctStep, last bool) bool {
 	at := r.clones
 	if !last {
 		// The frame goes on after ct() as the tracker left it: the
-		// recirculation's rewrites are made in a copy, as a clone's, and
-		// the copy pool keeps the frame meanwhile (makeRoom).
+		// recirculation runs in a clone bracket, and the copy pool keeps
+		// the frame meanwhile (makeRoom).
 		r.frame = f.makeRoom(r.frame, r.copied, maxNormalCopies*2)
-		f.saved[at] = savedRun{frame: r.frame, layout: r.layout, copied: r.copied, tunnel: r.tunnel}
-		r.clones++
-		r.shared = true
+		f.openBracket(r, 0)
 	}
 	r.recircs++
 	r.controllers, r.cts = d.controllers, d.cts
@@ -225,9 +227,7 @@ func (f *forwarder) runConntrack(r *frameRun, step *ctStep, last bool) bool {
 	if last {
 		return false // the recirculation ran the frame's actions to their end
 	}
-	r.clones = at
-	c := &f.saved[at]
-	r.frame, r.layout, r.copied, r.tunnel, r.shared = c.frame, c.layout, c.copied, c.tunnel, true
+	f.closeBracket(r, at)
 	r.controllers, r.cts, r.recircs = controllers, cts, recircs
 	return true
 }

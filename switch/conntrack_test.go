@@ -226,3 +226,20 @@ func TestTraceFollowsRecirculations(t *testing.T) {
 		t.Errorf("the final key's ct_state is %#x, want +trk+est", established.Final.CT.State)
 	}
 }
+
+// TestDropInAForkedRecirculation: a frame the recirculation of a
+// ct(table=N) with actions after it drops (dec_ttl at TTL 1) ends that
+// copy's way; the frame goes on with the actions after ct().
+func TestDropInAForkedRecirculation(t *testing.T) {
+	ports := newPorts(3)
+	f := testForwarder(t, 64, ports...)
+	f.flows.Publish(rules(t,
+		"in_port=1,ip,actions=ct(table=1),output:3",
+		"table=1,ip,actions=dec_ttl,output:2"))
+	fr := udpBetween(t, 1, 2, 1, 2)
+	fr[14+8] = 1 // the IPv4 TTL
+	ports[0].Inject(fr)
+	forwardAll(f)
+	wantFrames(t, ports[1])
+	wantFrames(t, ports[2], fr)
+}

@@ -60,6 +60,10 @@ type savedRun struct {
 
 // execute runs a decision's actions on the frame.
 func (f *forwarder) execute(r *frameRun, actions []flow.Action) {
+	// The clone brackets of actions are those opened from here on: a
+	// recirculation's actions run inside the fork of the ct() before
+	// them, whose bracket is the caller's.
+	base := r.clones
 	for i := 0; i < len(actions); i++ {
 		a := &actions[i]
 		switch a.Type {
@@ -130,22 +134,35 @@ func (f *forwarder) execute(r *frameRun, actions []flow.Action) {
 				// over while it holds the frame to go on with (makeRoom).
 				r.frame = f.makeRoom(r.frame, r.copied, int(a.Port))
 			}
-			f.saved[r.clones] = savedRun{frame: r.frame, layout: r.layout, copied: r.copied, tunnel: r.tunnel, end: a.Value}
-			r.clones++
-			r.shared = true // what the bracket rewrites, it rewrites in a copy
+			f.openBracket(r, a.Value)
 		case actCloneEnd:
-			r.clones--
-			c := &f.saved[r.clones]
-			r.frame, r.layout, r.copied, r.tunnel, r.shared = c.frame, c.layout, c.copied, c.tunnel, true
+			f.closeBracket(r, r.clones-1)
 		default:
 			if !f.rewriteFrame(r, a) {
-				if r.clones == 0 {
+				if r.clones == base {
 					return
 				}
 				i = int(f.saved[r.clones-1].end) - 1 // the bracket's copy is dropped: on from its end
 			}
 		}
 	}
+}
+
+// openBracket saves the frame as it is, for what follows the bracket
+// (whose end is at index end of the actions), and marks it shared: what
+// the bracket rewrites, it rewrites in a copy.
+func (f *forwarder) openBracket(r *frameRun, end uint16) {
+	f.saved[r.clones] = savedRun{frame: r.frame, layout: r.layout, copied: r.copied, tunnel: r.tunnel, end: end}
+	r.clones++
+	r.shared = true
+}
+
+// closeBracket gives the frame back as bracket at found it, and closes
+// it and any opened within it.
+func (f *forwarder) closeBracket(r *frameRun, at int) {
+	r.clones = at
+	c := &f.saved[at]
+	r.frame, r.layout, r.copied, r.tunnel, r.shared = c.frame, c.layout, c.copied, c.tunnel, true
 }
 
 // logLoop says, once per bridge, that a translation was cut at the

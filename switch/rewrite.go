@@ -38,7 +38,6 @@ package vswitch
 
 import (
 	"encoding/binary"
-	"hash/crc32"
 
 	"github.com/xswitch/xswitch/flow"
 	"github.com/xswitch/xswitch/header"
@@ -205,19 +204,10 @@ func putBits(field []byte, v flow.Value, bits uint) {
 	}
 }
 
-// castagnoli is SCTP's CRC32c.
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
 // writeSCTP writes v's low bits bits into field, in the SCTP header of the
 // packet at l.L4, and changes the packet's CRC32c by the difference.
 func writeSCTP(frame []byte, l *flow.Layout, field []byte, v flow.Value, bits uint) {
-	packet := frame[l.L4:ipPacketEnd(frame, l)]
-	checksum := packet[header.SCTPChecksumOffset : header.SCTPChecksumOffset+4]
-	stored := binary.LittleEndian.Uint32(checksum)
-	clear(checksum)
-	before := crc32.Checksum(packet, castagnoli)
-	putBits(field, v, bits)
-	binary.LittleEndian.PutUint32(checksum, stored^before^crc32.Checksum(packet, castagnoli))
+	header.SCTP(frame[l.L4:ipPacketEnd(frame, l)]).Rewrite(func() { putBits(field, v, bits) })
 }
 
 // ipPacketEnd is where the frame's IP packet ends, before any Ethernet

@@ -110,27 +110,27 @@ func (f *forwarder) trace(h flow.Headers, ctNext []uint8) TraceResult {
 // in the order they come, and where theirs send theirs, up to the
 // datapath's limit.
 func (t *tracer) recirculations(tr *translator, table *flow.Table, cts []ctStep, ctNext []uint8) {
-	var pending []*recirculation
+	var pending []ctStep
 	for n := 0; n < maxRecirculations; n++ {
 		for _, step := range cts {
 			if step.resume != nil {
-				pending = append(pending, step.resume)
+				pending = append(pending, step)
 			}
 		}
 		if len(pending) == 0 {
 			return
 		}
-		rec := pending[0]
+		rec, zone := pending[0].resume, pending[0].action.Zone
 		pending = pending[1:]
 		state, how := uint8(flow.CTTracked|flow.CTNew), "as a new connection's first packet (trace --ct-next FLAGS to follow another state)"
 		if n < len(ctNext) {
 			state, how = ctNext[n], "as --ct-next says"
 		}
 		key := rec.key
-		key.CT = flow.CTFields{State: state, Zone: rec.zone}
+		key.CT = flow.CTFields{State: state, Zone: zone}
 		t.res.Steps = append(t.res.Steps, TraceStep{Action: "recirc", Table: key.Table, Notes: []string{
 			fmt.Sprintf("the copy ct() sent on resumes in table %d with ct_state=%s ct_zone=%d, %s", key.Table,
-				conntrack.State(state), rec.zone, how)}})
+				conntrack.State(state), zone, how)}})
 		var d decision
 		tr.translateRecirculation(table, rec, &key, &d, t.now)
 		t.res.Final = tr.key
@@ -241,11 +241,7 @@ func (t *tracer) step(a flow.Action, written []flow.Action, key *flow.Key, nest 
 
 // ctNote says what a ct() does with the frame whose key is key.
 func ctNote(c *flow.Conntrack, key *flow.Key) string {
-	zone := c.Zone
-	if c.ZoneSrc != nil {
-		zone = uint16(c.ZoneSrc.Get(key).Shr(uint(c.ZoneOfs)).Lo)
-	}
-	note := fmt.Sprintf("through the connection tracker in zone %d", zone)
+	note := fmt.Sprintf("through the connection tracker in zone %d", ctZone(c, key))
 	if c.Commit {
 		note += ", which commits its connection"
 	}
