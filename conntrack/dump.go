@@ -175,6 +175,9 @@ func (f *Filter) exactTuple() (Tuple, bool) {
 func (t *Tracker) Dump(f *Filter, now int64) []Entry {
 	var out []Entry
 	t.scan(nil, func(slot uint32, c *conn) bool {
+		if c.carrier != 0 {
+			t.refresh(c, makeHandle(slot, c.gen))
+		}
 		if now < c.expires.Load() {
 			if e := t.entry(c, slot, now); f == nil || f.matches(&e) {
 				out = append(out, e)

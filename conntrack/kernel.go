@@ -56,6 +56,11 @@ func (t *Tracker) KernelState(h Handle) (KernelConn, bool) {
 		return KernelConn{}, false
 	}
 	defer c.mu.Unlock()
+	return t.kernelState(c)
+}
+
+// kernelState is KernelState of locked connection c.
+func (t *Tracker) kernelState(c *conn) (KernelConn, bool) {
 	tm, ok := c.carriedTimer()
 	if !ok {
 		return KernelConn{}, false
@@ -89,6 +94,11 @@ func (t *Tracker) SyncFromKernel(h Handle, k KernelConn) bool {
 		return false
 	}
 	defer c.mu.Unlock()
+	return c.syncFromKernel(&k)
+}
+
+// syncFromKernel is SyncFromKernel of locked connection c.
+func (c *conn) syncFromKernel(k *KernelConn) bool {
 	tm, ok := c.carriedTimer()
 	if !ok || k.Proto != c.key[0].Proto {
 		return false

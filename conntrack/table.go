@@ -154,6 +154,9 @@ func (t *Tracker) lookup(k *Tuple, now int64) (c *conn, slot uint32, reply bool)
 	c = t.slab.conn(r.slot())
 	c.mu.Lock()
 	s.mu.Unlock()
+	if c.carrier != 0 {
+		t.takeBack(c, makeHandle(r.slot(), c.gen))
+	}
 	if now >= c.expires.Load() {
 		c.mu.Unlock()
 		return nil, 0, false
@@ -253,6 +256,10 @@ func (t *Tracker) drop(slot, gen uint32, why *atomic.Uint64, onlyExpired bool, n
 		c.mu.Unlock()
 		return false
 	}
+	if onlyExpired && c.carrier != 0 {
+		// Its packets may have re-armed its timer in the fast path.
+		t.refresh(c, makeHandle(slot, gen))
+	}
 	k0, k1 := c.key[0], c.key[1]
 	c.mu.Unlock()
 
@@ -272,6 +279,8 @@ func (t *Tracker) drop(slot, gen uint32, why *atomic.Uint64, onlyExpired bool, n
 		sb.idx.removeAt(i)
 	}
 	c.live = false
+	carrier := c.carrier
+	c.carrier = 0
 	c.gen++
 	if c.gen == 0 {
 		c.gen = 1
@@ -279,6 +288,9 @@ func (t *Tracker) drop(slot, gen uint32, why *atomic.Uint64, onlyExpired bool, n
 	c.mu.Unlock()
 	unlockPair(sa, sb)
 
+	if carrier != 0 {
+		t.forgetCarried(carrier, makeHandle(slot, gen))
+	}
 	t.release(k0.Zone)
 	t.slab.give(slot)
 	why.Add(1)

@@ -35,6 +35,7 @@ type Tracker struct {
 	limitsMu    sync.Mutex // serializes changes to limits
 	stats       counters
 	zoneCount   [numZones]atomic.Int32
+	carriers    carriers
 
 	sweepMu sync.Mutex // one scan at a time, for victims
 	victims []victim
@@ -380,7 +381,13 @@ func (t *Tracker) setMarkLabel(c *conn, a *Action) {
 // SetTCPSeqCheck turns TCP sequence checking on or off
 // (ct-enable-tcp-seq-chk, ct-disable-tcp-seq-chk); it is on by default.
 // Off, every segment passes as in window, resets included.
-func (t *Tracker) SetTCPSeqCheck(on bool) { t.tcpSeqCheck.Store(on) }
+// The connections fast paths carry are taken back, to be carried again
+// with the new setting.
+func (t *Tracker) SetTCPSeqCheck(on bool) {
+	if t.tcpSeqCheck.Swap(on) != on {
+		t.takeBackAll(func(*conn) bool { return true })
+	}
+}
 
 // TCPSeqCheck reports whether TCP sequence checking is on.
 func (t *Tracker) TCPSeqCheck() bool { return t.tcpSeqCheck.Load() }

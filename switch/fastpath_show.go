@@ -141,7 +141,7 @@ func (f *forwarder) fastPathVerdict(h flow.Headers) string {
 	tr := translator{in: xlateIn{view: &f.view}}
 	var d decision
 	tr.translate(f.flows.Load(), &h, &d, f.now())
-	if _, why := f.fastPathEntry(&d, &h); why != "" {
+	if _, why := f.fastPathEntry(&d, &h, nil); why != "" {
 		return "no (" + why + ")"
 	}
 	return "yes"
