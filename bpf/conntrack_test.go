@@ -110,7 +110,7 @@ func ctBridge(tb testing.TB, frames map[bool][][]byte, ops ...FastpathFpOp) *run
 	}
 	for reply, fs := range frames {
 		for _, f := range fs {
-			r.install(tb, f, *withOps(FastpathFpFlow{Out: 1}, append([]FastpathFpOp{ConntrackOp(ctHandle, reply)}, ops...)...))
+			r.install(tb, f, *withOps(FastpathFpFlow{Out: 1}, append([]FastpathFpOp{ConntrackOp(ctHandle, reply, false)}, ops...)...))
 		}
 	}
 	return r
@@ -370,7 +370,7 @@ func TestConntrackMapSize(t *testing.T) {
 // entries, as BenchmarkFastpathRun's.
 func BenchmarkFastpathConntrack(b *testing.B) {
 	tcp, udp := tcpFrame(b, false, tcpPshAck, 1000, 5000, 18), udpFrame(b, false, 18)
-	ct := ConntrackOp(ctHandle, false)
+	ct := ConntrackOp(ctHandle, false, false)
 	for _, c := range []struct {
 		name  string
 		frame []byte

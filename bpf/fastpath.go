@@ -379,13 +379,16 @@ const DefaultMaxConns = 262144
 
 // ConntrackOp is the operation that judges an entry's frames as the
 // tracker would, for the connection of the tracker's handle in ct_conns,
-// going its reply direction if reply, or its original one
-// (FP_OP_CONNTRACK; lib/conntrack.h says what it does). It must be the
-// entry's first.
-func ConntrackOp(handle uint64, reply bool) FastpathFpOp {
+// going its reply direction if reply, or its original one, and seen one
+// way if oneWay, or else established (FP_OP_CONNTRACK; lib/conntrack.h
+// says what it does). It must be the entry's first.
+func ConntrackOp(handle uint64, reply, oneWay bool) FastpathFpOp {
 	op := FastpathFpOp{Type: uint8(FastpathFpOpTypeFP_OP_CONNTRACK), Delta: uint32(handle), Tunnel: uint32(handle >> 32)}
 	if reply {
-		op.Len = 1
+		op.Len |= 1
+	}
+	if oneWay {
+		op.Len |= 2
 	}
 	return op
 }

@@ -38,7 +38,8 @@ type FastpathFpConn struct {
 	}
 	Proto    uint8
 	SeqCheck uint8
-	Pad      uint16
+	OrigOnly uint8
+	Pad      uint8
 	Expires  uint64
 	Timeout  uint64
 	Dir      [2]FastpathFpConnDir

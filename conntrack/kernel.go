@@ -20,6 +20,10 @@ type KernelConn struct {
 	// SeqCheck is the tracker's TCPSeqCheck: on, a segment outside its
 	// window is +inv; off, every segment passes.
 	SeqCheck bool
+	// OrigOnly says the connection (UDP or another protocol's) has been
+	// seen one way only: its packets that way leave it so (+new), one
+	// the other way would make it one seen both ways.
+	OrigOnly bool
 	// Expires is when the connection times out, on Execute's clock,
 	// unless a packet comes before; each packet moves it to Timeout
 	// after the packet.
@@ -40,9 +44,12 @@ type KernelTCPEnd struct {
 
 // KernelState is h's connection as a fast path carries it, if it is
 // established: a TCP connection whose ends are both ESTABLISHED, or a
-// UDP (or other protocol's) connection that has had packets both ways.
-// The tracker calls each further packet of such a connection +est
-// (+rpl going the reply way) and re-arms its timer for the same state,
+// UDP (or other protocol's) connection that has had packets both ways;
+// or a UDP (or other) connection of several packets one way, whose
+// further packets that way the tracker calls +new and which stays so
+// (OrigOnly). The tracker calls each further packet of an established
+// connection +est (+rpl going the reply way) and re-arms its timer for
+// the same state,
 // but for TCP segments with SYN, FIN or RST or without ACK, which may
 // change the state, and, with TCPSeqCheck on, segments outside their
 // windows, which are +inv and change nothing. A segment within its
@@ -61,11 +68,11 @@ func (t *Tracker) KernelState(h Handle) (KernelConn, bool) {
 
 // kernelState is KernelState of locked connection c.
 func (t *Tracker) kernelState(c *conn) (KernelConn, bool) {
-	tm, ok := c.carriedTimer()
+	tm, origOnly, ok := c.carriedTimer()
 	if !ok {
 		return KernelConn{}, false
 	}
-	k := KernelConn{Proto: c.key[0].Proto, SeqCheck: t.tcpSeqCheck.Load(), Expires: c.expires.Load(), Timeout: t.timeouts[tm]}
+	k := KernelConn{Proto: c.key[0].Proto, SeqCheck: t.tcpSeqCheck.Load(), OrigOnly: origOnly, Expires: c.expires.Load(), Timeout: t.timeouts[tm]}
 	if k.Proto == header.ProtoTCP {
 		var shifts [2]uint8
 		shifts[0], shifts[1] = windowShifts(&c.tcp[0], &c.tcp[1])
@@ -99,8 +106,8 @@ func (t *Tracker) SyncFromKernel(h Handle, k KernelConn) bool {
 
 // syncFromKernel is SyncFromKernel of locked connection c.
 func (c *conn) syncFromKernel(k *KernelConn) bool {
-	tm, ok := c.carriedTimer()
-	if !ok || k.Proto != c.key[0].Proto {
+	tm, origOnly, ok := c.carriedTimer()
+	if !ok || k.Proto != c.key[0].Proto || k.OrigOnly != origOnly {
 		return false
 	}
 	if k.Proto == header.ProtoTCP {
@@ -120,14 +127,17 @@ func (c *conn) syncFromKernel(k *KernelConn) bool {
 	return true
 }
 
-// carriedTimer reports whether locked connection c is established as
-// KernelState says, and the timer each of its packets arms then.
-func (c *conn) carriedTimer() (timeout, bool) {
+// carriedTimer reports whether locked connection c is one KernelState
+// hands over, the timer each of its packets arms then, and whether it is
+// carried one way only.
+func (c *conn) carriedTimer() (tm timeout, origOnly, ok bool) {
 	switch {
 	case c.key[0].Proto == header.ProtoTCP:
-		return tmTCPEstablished, c.tcp[0].state == TCPEstablished && c.tcp[1].state == TCPEstablished
+		return tmTCPEstablished, false, c.tcp[0].state == TCPEstablished && c.tcp[1].state == TCPEstablished
 	case isICMP(c.key[0].IPv6, c.key[0].Proto):
-		return 0, false
+		return 0, false, false
+	case c.other == otherMultiple:
+		return tmOtherMultiple, true, true
 	}
-	return tmOtherBidir, c.other == otherBidir
+	return tmOtherBidir, false, c.other == otherBidir
 }

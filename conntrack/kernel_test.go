@@ -90,10 +90,22 @@ func TestKernelStateRefuses(t *testing.T) {
 	run(tr, u, commit, now)
 	h := onlyHandle(t, tr, now)
 	if _, ok := tr.KernelState(h); ok {
-		t.Error("UDP seen one way is handed over")
+		t.Error("UDP seen once is handed over")
+	}
+	// Seen twice one way, it stays so for each further packet that way
+	// (+new), until one comes back.
+	if got := run(tr, u, commit, now); got.State != state(t, "+trk+new") {
+		t.Fatalf("UDP seen twice one way: %s", got.State)
+	}
+	k, ok := tr.KernelState(h)
+	if want := (KernelConn{Proto: header.ProtoUDP, SeqCheck: true, OrigOnly: true, Expires: now + int64(60*time.Second), Timeout: int64(60 * time.Second)}); !ok || k != want {
+		t.Errorf("UDP seen twice one way: %+v, %v; want %+v", k, ok, want)
 	}
 	run(tr, udp("10.0.0.2", "10.0.0.1", 53, 1000), commit, now)
-	k, ok := tr.KernelState(h)
+	if tr.SyncFromKernel(h, k) {
+		t.Error("took the state of the connection seen one way after it was seen both ways")
+	}
+	k, ok = tr.KernelState(h)
 	if want := (KernelConn{Proto: header.ProtoUDP, SeqCheck: true, Expires: now + int64(30*time.Second), Timeout: int64(30 * time.Second)}); !ok || k != want {
 		t.Errorf("UDP seen both ways: %+v, %v; want %+v", k, ok, want)
 	}

@@ -293,8 +293,8 @@ func (d *ctDiff) open() {
 		tb.Fatalf("the connection opened by %+v is not established", open)
 	}
 	d.put(rk)
-	d.bed.install(tb, d.conn.frame(open[0]), datapath.ConntrackOp(d.sh, false))
-	d.bed.install(tb, d.conn.frame(open[1]), datapath.ConntrackOp(d.sh, true))
+	d.bed.install(tb, d.conn.frame(open[0]), datapath.ConntrackOp(d.sh, false, false))
+	d.bed.install(tb, d.conn.frame(open[1]), datapath.ConntrackOp(d.sh, true, false))
 }
 
 // put puts the system tracker's state in the kernel, which must be the
@@ -564,8 +564,8 @@ func TestKernelConntrackUDP(t *testing.T) {
 		t.Fatalf("the reply is %s", st)
 	}
 	_, h := track(tr, orig, now)
-	bed.install(t, orig, datapath.ConntrackOp(h, false))
-	bed.install(t, reply, datapath.ConntrackOp(h, true))
+	bed.install(t, orig, datapath.ConntrackOp(h, false, false))
+	bed.install(t, reply, datapath.ConntrackOp(h, true, false))
 	if bed.carry(t, orig) {
 		t.Fatal("the program carried a datagram of a connection user space had not put in")
 	}
@@ -672,3 +672,73 @@ func TestFakeKeepsConnsAsTheKernel(t *testing.T) {
 }
 
 func first(_ datapath.Conn, err error) error { return err }
+
+// A UDP connection seen several times one way is the program's that way,
+// each datagram re-arming its expiry as the tracker's +new ones do, but
+// through an entry made for it seen one way only: a datagram coming back,
+// which would make it one seen both ways, goes to user space, and so does
+// one of an entry made for it established; and once user space saw one
+// come back and put it in again, the entry made for it one way gives its
+// datagrams to user space, whose rules may treat them otherwise.
+func TestKernelConntrackOneWay(t *testing.T) {
+	bed := newCTBed(t)
+	tr := conntrack.New(conntrack.Config{Seed: 1})
+	orig, reply := udpFrame(false), udpFrame(true)
+	now := monotonic(t)
+	track(tr, orig, now)
+	st, h := track(tr, orig, now)
+	if st != conntrack.StateTracked|conntrack.StateNew {
+		t.Fatalf("the second datagram one way is %s", st)
+	}
+	k, ok := tr.KernelState(h)
+	if !ok || !k.OrigOnly {
+		t.Fatalf("KernelState %+v, %v; want the connection one way", k, ok)
+	}
+	c := datapath.ConnOf(k)
+	if err := bed.dp.PutConn(h, &c); err != nil {
+		t.Fatal(err)
+	}
+	bed.install(t, orig, datapath.ConntrackOp(h, false, false))
+	if bed.carry(t, orig) {
+		t.Error("an entry made for the connection established carried a datagram of it seen one way")
+	}
+	bed.install(t, orig, datapath.ConntrackOp(h, false, true))
+	bed.install(t, reply, datapath.ConntrackOp(h, true, true))
+	for i := range 3 {
+		if !bed.carry(t, orig) {
+			t.Fatalf("datagram %d one way went to user space", i)
+		}
+	}
+	got, err := bed.dp.Conn(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Dir[0].Packets != 3 || got.Expires != got.Dir[0].LastSeen+uint64(k.Timeout) {
+		t.Errorf("the program holds %+v after three datagrams one way", got)
+	}
+	if bed.carry(t, reply) {
+		t.Fatal("the program carried the first datagram back")
+	}
+	taken, err := bed.dp.TakeConn(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !tr.SyncFromKernel(h, datapath.KernelConnOf(&taken)) {
+		t.Fatal("the tracker refused the kernel's state")
+	}
+	if st, _ := track(tr, reply, monotonic(t)); st != est(true) {
+		t.Fatalf("the first datagram back: %s", st)
+	}
+	k, _ = tr.KernelState(h)
+	c = datapath.ConnOf(k)
+	if err := bed.dp.PutConn(h, &c); err != nil {
+		t.Fatal(err)
+	}
+	if bed.carry(t, orig) {
+		t.Error("an entry made for the connection seen one way carried a datagram of it established")
+	}
+	bed.install(t, orig, datapath.ConntrackOp(h, false, false))
+	if !bed.carry(t, orig) {
+		t.Error("the entry made for the connection established did not carry its datagram")
+	}
+}

@@ -50,13 +50,17 @@ const (
 
 // ConntrackOp is the operation that judges an entry's frames as the
 // tracker would, for connection h (which PutConn entered), going its
-// reply direction if reply, else its original one: a frame the tracker
-// would call +trk+est (+rpl) goes on through the entry's other
-// operations, moving the connection's state on as the tracker would; any
-// other goes to user space as it came (bpf/lib/conntrack.h says which).
+// reply direction if reply, else its original one, seen one way if
+// oneWay (Conn.OrigOnly) or else established: a frame that leaves the
+// connection in that state (+trk+est, +rpl; +trk+new one way) goes on
+// through the entry's other operations, moving the connection's state on
+// as the tracker would; any other goes to user space as it came
+// (bpf/lib/conntrack.h says which).
 // It must be the entry's first operation, and the entry's key must hold
 // the connection's tuple: the program checks only its protocol.
-func ConntrackOp(h conntrack.Handle, reply bool) Op { return bpf.ConntrackOp(uint64(h), reply) }
+func ConntrackOp(h conntrack.Handle, reply, oneWay bool) Op {
+	return bpf.ConntrackOp(uint64(h), reply, oneWay)
+}
 
 // Conn is a tracked connection as the programs carry it
 // (bpf/lib/structs.h's fp_conn): the tracker's state for it (ConnOf,
@@ -72,6 +76,9 @@ func ConnOf(k conntrack.KernelConn) Conn {
 	if k.SeqCheck {
 		c.SeqCheck = 1
 	}
+	if k.OrigOnly {
+		c.OrigOnly = 1
+	}
 	for i, e := range k.TCP {
 		d := &c.Dir[i]
 		d.SeqLo, d.SeqHi, d.MaxWin, d.Wscale = e.SeqLo, e.SeqHi, e.MaxWin, e.WScale
@@ -82,7 +89,7 @@ func ConnOf(k conntrack.KernelConn) Conn {
 // KernelConnOf is the tracker's state as the programs made it of c, for
 // conntrack.Tracker.SyncFromKernel.
 func KernelConnOf(c *Conn) conntrack.KernelConn {
-	k := conntrack.KernelConn{Proto: c.Proto, SeqCheck: c.SeqCheck != 0, Expires: int64(c.Expires), Timeout: int64(c.Timeout)}
+	k := conntrack.KernelConn{Proto: c.Proto, SeqCheck: c.SeqCheck != 0, OrigOnly: c.OrigOnly != 0, Expires: int64(c.Expires), Timeout: int64(c.Timeout)}
 	for i := range c.Dir {
 		d := &c.Dir[i]
 		k.TCP[i] = conntrack.KernelTCPEnd{SeqLo: d.SeqLo, SeqHi: d.SeqHi, MaxWin: d.MaxWin, WScale: d.Wscale}

@@ -9,7 +9,9 @@ import (
 	"github.com/xswitch/xswitch/header"
 )
 
-// Established connections in the fast path. A decision with a ct() has
+// Established connections in the fast path (and UDP's and other
+// protocols' seen several times one way, whose frames the tracker calls
+// +new until one comes back, as OVS's does). A decision with a ct() has
 // no entry of its own: what its frames do depends on their connection's
 // state, which the tracker judges per frame. Its entry is per connection
 // instead (the rules' keys are exact when they use ct(), so one entry
@@ -29,8 +31,8 @@ import (
 // for another reason (the entry was swept, a new generation) does the
 // same, and its batch puts the connection back.
 //
-// What stays in user space: new connections and every frame that
-// changes a connection's state; ICMP exchanges (whose echo identifier
+// What stays in user space: new connections (but those seen one way) and
+// every frame that changes a connection's state; ICMP exchanges (whose echo identifier
 // no key has); IPv6 NAT; ct(force), a second ct(), and ct() after a
 // rewrite; ct(table=N) with actions after it (a fork).
 
@@ -39,7 +41,10 @@ import (
 type connOffer struct {
 	step   *ctStep // the ct() it went through
 	handle conntrack.Handle
-	reply  bool
+	// reply says the frame went the connection's reply way; oneWay, that
+	// it is of a connection seen one way (+new), or else of an
+	// established one.
+	reply, oneWay bool
 	// natted is the frame's headers after the ct()'s NAT.
 	natted flow.Headers
 	// next is the decision the frame went on with, for ct(table=N).
@@ -63,14 +68,23 @@ func (f *forwarder) offerConnection(r *frameRun, step *ctStep, rw conntrack.Rewr
 	pc := f.connPending
 	f.connPending = pendingConn{}
 	p := &f.ct.packet
-	const wanted = conntrack.StateTracked | conntrack.StateEstablished
+	const (
+		established = conntrack.StateTracked | conntrack.StateEstablished
+		oneWay      = conntrack.StateTracked | conntrack.StateNew
+		states      = established | oneWay | conntrack.StateInvalid | conntrack.StateRelated
+		tcp         = header.ProtoTCP
+	)
+	state := p.CT.State & states
 	switch {
-	case pc.d == nil, p.CT.Conn == 0,
-		p.CT.State&(wanted|conntrack.StateNew|conntrack.StateInvalid|conntrack.StateRelated) != wanted,
-		p.Header.Proto == header.ProtoICMP, p.Header.Proto == header.ProtoICMPv6,
-		p.Header.Proto == header.ProtoTCP && (p.Header.TCPFlags&(conntrack.TCPSyn|conntrack.TCPFin|conntrack.TCPRst) != 0 ||
+	case pc.d == nil, p.CT.Conn == 0, p.Header.Proto == header.ProtoICMP, p.Header.Proto == header.ProtoICMPv6,
+		state != established && (state != oneWay || p.Header.Proto == tcp),
+		p.Header.Proto == tcp && (p.Header.TCPFlags&(conntrack.TCPSyn|conntrack.TCPFin|conntrack.TCPRst) != 0 ||
 			p.Header.TCPFlags&conntrack.TCPAck == 0):
-		return // the program would hand this frame over
+		// The program would hand this frame over: an ICMP exchange, a
+		// connection that is not established (but UDP's, or another
+		// protocol's, committed and seen one way), a TCP segment that
+		// may change its connection's state.
+		return
 	}
 	d := pc.d
 	if d.offer == nil {
@@ -81,13 +95,13 @@ func (f *forwarder) offerConnection(r *frameRun, step *ctStep, rw conntrack.Rewr
 		o.state, o.epoch = 0, epoch
 	}
 	gen := f.fpView.generation
-	if o.conn == p.CT.Conn && (o.state < 0 || o.generation == gen && o.at == r.now) {
+	conn := connOffer{step: step, handle: p.CT.Conn, reply: p.CT.State&conntrack.StateReply != 0, oneWay: state == oneWay, next: next}
+	if o.conn == conn.handle && o.connOneWay == conn.oneWay && (o.state < 0 || o.generation == gen && o.at == r.now) {
 		return // refused, or queued in this batch
 	}
-	conn := connOffer{step: step, handle: p.CT.Conn, reply: p.CT.State&conntrack.StateReply != 0, next: next}
 	conn.natted = f.key.Headers
 	natHeaders(&conn.natted, &p.Header, rw)
-	o.conn = p.CT.Conn
+	o.conn, o.connOneWay = conn.handle, conn.oneWay
 	e, why := f.fastPathEntry(d, &f.key.Headers, &conn)
 	if why != "" {
 		o.state = -1

@@ -65,6 +65,17 @@ var connTables = []connTable{
 		"table=1,priority=100,in_port=2,ct_state=+trk+est,ip,actions=mod_dl_src:02:00:00:00:00:99,output:1",
 		"table=1,priority=1,actions=drop",
 	}},
+	// The rules tell a connection seen one way (+new) from an
+	// established one.
+	{name: "one way", to: 2, toPort: 80, seen: 1, flows: []string{
+		"priority=1,actions=drop",
+		"priority=100,in_port=1,ip,actions=ct(commit,table=1)",
+		"priority=100,in_port=2,ip,actions=ct(table=1)",
+		"table=1,priority=100,in_port=1,ct_state=+trk+new,ip,actions=mod_nw_tos:32,output:2",
+		"table=1,priority=100,in_port=1,ct_state=+trk+est,ip,actions=output:2",
+		"table=1,priority=100,in_port=2,ct_state=+trk+est,ip,actions=output:1",
+		"table=1,priority=1,actions=drop",
+	}},
 	{name: "dnat", to: 100, toPort: 8080, seen: 1, flows: []string{
 		"priority=1,actions=drop",
 		"priority=100,in_port=1,ip,actions=ct(nat(dst=10.0.0.2:80),commit,table=1)",
@@ -97,9 +108,8 @@ func TestFastPathCarriesEstablishedConnections(t *testing.T) {
 			}
 			rnd := rand.New(rand.NewPCG(uint64(len(ct.name)), 29))
 			carried, handedOver := 0, 0
-			send := func(in int, g tcpSegment, what string) {
+			send := func(in int, fr []byte, flags uint8, what string) {
 				t.Helper()
-				fr := g.frame(t)
 				k := fast.kernel(t, in, fr)
 				var sent [][]byte
 				var on []int
@@ -112,7 +122,7 @@ func TestFastPathCarriesEstablishedConnections(t *testing.T) {
 				wantSent, wantOn := slow.userSpace(in, bytes.Clone(fr))
 				if k.hit {
 					carried++
-					if g.flags&(conntrack.TCPSyn|conntrack.TCPFin|conntrack.TCPRst) != 0 {
+					if flags&(conntrack.TCPSyn|conntrack.TCPFin|conntrack.TCPRst) != 0 {
 						t.Errorf("%s: the program carried a segment with SYN, FIN or RST", what)
 					}
 				} else if k.punted {
@@ -121,6 +131,10 @@ func TestFastPathCarriesEstablishedConnections(t *testing.T) {
 				if !slices.Equal(on, wantOn) || !slices.EqualFunc(sent, wantSent, bytes.Equal) {
 					t.Fatalf("%s (carried by the program: %v): sent %x to %v; user space alone sends %x to %v", what, k.hit, sent, on, wantSent, wantOn)
 				}
+			}
+			sendSeg := func(in int, g tcpSegment, what string) {
+				t.Helper()
+				send(in, g.frame(t), g.flags, what)
 			}
 			for conn := range 3 {
 				cport := uint16(40000 + conn)
@@ -131,32 +145,32 @@ func TestFastPathCarriesEstablishedConnections(t *testing.T) {
 				back := func(flags uint8, payload int) tcpSegment {
 					return tcpSegment{src: 2, dst: ct.seen, sport: 80, dport: cport, flags: flags, seq: s, ack: c, payload: payload}
 				}
-				send(0, out(conntrack.TCPSyn, 0), "SYN")
+				sendSeg(0, out(conntrack.TCPSyn, 0), "SYN")
 				c++
-				send(1, back(conntrack.TCPSyn|conntrack.TCPAck, 0), "SYN-ACK")
+				sendSeg(1, back(conntrack.TCPSyn|conntrack.TCPAck, 0), "SYN-ACK")
 				s++
-				send(0, out(conntrack.TCPAck, 0), "ACK")
+				sendSeg(0, out(conntrack.TCPAck, 0), "ACK")
 				for i := range 300 {
 					what := fmt.Sprintf("connection %d segment %d", conn, i)
 					switch n := rnd.IntN(20); {
 					case n < 9:
 						size := 700 + rnd.IntN(700)
-						send(0, out(conntrack.TCPAck, size), what+": data")
+						sendSeg(0, out(conntrack.TCPAck, size), what+": data")
 						c += uint32(size)
 					case n < 16:
-						send(1, back(conntrack.TCPAck, 0), what+": ack")
+						sendSeg(1, back(conntrack.TCPAck, 0), what+": ack")
 					case n < 18:
 						size := rnd.IntN(1400)
-						send(1, back(conntrack.TCPAck, size), what+": data back")
+						sendSeg(1, back(conntrack.TCPAck, size), what+": data back")
 						s += uint32(size)
 					case n < 19:
 						g := out(conntrack.TCPAck, 100)
 						g.seq += 1 << 30
-						send(0, g, what+": out of window")
+						sendSeg(0, g, what+": out of window")
 					default:
 						g := back(conntrack.TCPRst, 0)
 						g.seq += 1 << 30
-						send(1, g, what+": reset at a wrong sequence number")
+						sendSeg(1, g, what+": reset at a wrong sequence number")
 					}
 				}
 				// The windows the program moved on are the tracker's
@@ -164,14 +178,30 @@ func TestFastPathCarriesEstablishedConnections(t *testing.T) {
 				if got, want := windows(t, fast, cport), windows(t, slow, cport); got != want {
 					t.Errorf("connection %d: with the fast path its ends are %+v; without, %+v", conn, got, want)
 				}
-				send(0, out(conntrack.TCPFin|conntrack.TCPAck, 0), "FIN")
+				sendSeg(0, out(conntrack.TCPFin|conntrack.TCPAck, 0), "FIN")
 				c++
-				send(1, back(conntrack.TCPFin|conntrack.TCPAck, 0), "FIN back")
+				sendSeg(1, back(conntrack.TCPFin|conntrack.TCPAck, 0), "FIN back")
 				s++
-				send(0, out(conntrack.TCPAck, 0), "last ACK")
+				sendSeg(0, out(conntrack.TCPAck, 0), "last ACK")
 			}
-			t.Logf("the program carried %d segments and handed %d over", carried, handedOver)
-			if carried < 300 || handedOver == 0 {
+			// UDP: datagrams one way, then both ways.
+			for conn := range 3 {
+				cport := uint16(30000 + conn)
+				out := udpFrame(t, mac(ct.to), mac(1), net.IPv4(10, 0, 0, 1), net.IPv4(10, 0, 0, ct.to), cport, ct.toPort, []byte("out"))
+				back := udpFrame(t, mac(ct.seen), mac(2), net.IPv4(10, 0, 0, 2), net.IPv4(10, 0, 0, ct.seen), 80, cport, []byte("back"))
+				for i := range 20 {
+					send(0, out, 0, fmt.Sprintf("UDP connection %d datagram %d one way", conn, i))
+				}
+				for i := range 40 {
+					if rnd.IntN(2) == 0 {
+						send(0, out, 0, fmt.Sprintf("UDP connection %d datagram %d out", conn, i))
+					} else {
+						send(1, back, 0, fmt.Sprintf("UDP connection %d datagram %d back", conn, i))
+					}
+				}
+			}
+			t.Logf("the program carried %d segments and datagrams and handed %d over", carried, handedOver)
+			if carried < 400 || handedOver == 0 {
 				t.Errorf("the program carried %d segments and handed %d over: the test hardly tests it", carried, handedOver)
 			}
 			now := conntrack.Now()

@@ -322,7 +322,7 @@ func (f *forwarder) fastPathEntry(d *decision, h *flow.Headers, conn *connOffer)
 				return e, "ct(table=N) with actions after it, which fork the frame"
 			}
 			conntracked = true
-			if !op(datapath.ConntrackOp(conn.handle, conn.reply)) {
+			if !op(datapath.ConntrackOp(conn.handle, conn.reply, conn.oneWay)) {
 				return e, why
 			}
 			if why := natOps(&k, &conn.natted, setAddr, setPort); why != "" {

@@ -17,9 +17,10 @@ type fpOffer struct {
 	at         int64  // at that time
 	// epoch is fastPath.offerEpoch when the state was worked out.
 	epoch uint64
-	// conn is the connection the state is of, for a decision with ct()
-	// (fastpath_conntrack.go).
-	conn conntrack.Handle
+	// conn is the connection the state is of, for a decision with ct(),
+	// seen one way or established (fastpath_conntrack.go).
+	conn       conntrack.Handle
+	connOneWay bool
 }
 
 // entryKey is the key of the fast path's entry for a flow with headers h

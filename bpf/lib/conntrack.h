@@ -1,13 +1,18 @@
 // An entry's connection (FP_OP_CONNTRACK): the frame judged as the
 // conntrack package's tracker (user space's, authoritative) would judge
-// it, for a connection the tracker established and user space put in
-// ct_conns (structs.h's fp_conn), and counted in it. A frame the tracker
-// would call +trk+est the program carries on, moving the connection's
-// state on as the tracker would; any other it gives back to user space
-// as it came, untouched, for the tracker to judge. That is, a frame is
-// user space's when
+// it, for a connection the tracker established (or, UDP and other
+// protocols, has seen several packets of one way) and user space put in
+// ct_conns (structs.h's fp_conn), and counted in it. A frame that leaves
+// the connection in its state the program carries on, moving it on as
+// the tracker would; any other it gives back to user space as it came,
+// untouched, for the tracker to judge. That is, a frame is user space's
+// when
 //
 //   - its connection is not in ct_conns, or is past its time (expires);
+//   - it goes the reply way of a connection seen one way (orig_only),
+//     which it would make one seen both ways, or the entry was made for
+//     the connection seen one way and it is now seen both ways, or the
+//     other way round (the rules saw another ct_state);
 //   - it is not of the connection's protocol, is an IPv4 fragment, or
 //     the tracker would call it malformed (conntrack's Decode: a TCP
 //     header longer than the packet, a UDP length outside 8 bytes and
@@ -164,18 +169,19 @@ static __always_inline int tcp_judge(struct fp_conn *c, struct fp_conn_dir *src,
 }
 
 // run_conntrack runs an FP_OP_CONNTRACK, of the connection whose handle
-// is hi << 32 | lo, in direction dir, on the frame whose IP header is at
+// is hi << 32 | lo, as how says (the operation's len), on the frame whose IP header is at
 // l3 (fp_run: FP_RUN_OK, or FP_RUN_USER). The frame, carried, counts in
 // its direction, and re-arms the connection's timer from now. A global
 // function, of scalar arguments, as run_meter: the verifier checks it
 // once.
-__noinline int run_conntrack(struct xdp_md *ctx, __u32 lo, __u32 hi, __u32 dir, __u32 l3)
+__noinline int run_conntrack(struct xdp_md *ctx, __u32 lo, __u32 hi, __u32 how, __u32 l3)
 {
+	__u32 dir = how & 1, one_way = how >> 1 & 1;
 	__u64 handle = (__u64)hi << 32 | lo;
 	struct fp_conn *c = bpf_map_lookup_elem(&ct_conns, &handle);
 	struct ct_segment seg = {};
 
-	if (!c || !ct_read(ctx, l3, c->proto, &seg))
+	if (!c || (dir && c->orig_only) || one_way != c->orig_only || !ct_read(ctx, l3, c->proto, &seg))
 		return FP_RUN_USER;
 	int tcp = c->proto == IPPROTO_TCP;
 

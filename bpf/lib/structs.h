@@ -113,8 +113,11 @@ enum fp_op_type {
 	// first operation but a connection's, if there is one.
 	FP_OP_METER,
 	// The frame checked against, and counted in, connection handle of
-	// ct_conns (conntrack.h) as the direction len says (0: the original,
-	// 1: the reply): delta holds the handle's low 32 bits, tunnel its
+	// ct_conns (conntrack.h) as len says: its bit 0 the direction (0: the
+	// original, 1: the reply), its bit 1 that the entry is for the
+	// connection seen one way (fp_conn's orig_only), so that a connection
+	// since seen both ways, whose frames the rules may treat otherwise,
+	// is user space's. delta holds the handle's low 32 bits, tunnel its
 	// high ones. The entry's first operation, if there is one, for it may
 	// give the frame back to user space, which must find it as it came.
 	FP_OP_CONNTRACK,
@@ -292,7 +295,10 @@ struct fp_conn {
 	struct bpf_spin_lock lock;
 	__u8 proto;     // the connection's IP protocol: a frame of another is user space's
 	__u8 seq_check; // TCP: 1: a segment out of its window is user space's; 0: any passes
-	__u16 pad;
+	// 1: a frame going the reply way is user space's: it would make a
+	// connection seen one way (UDP, other protocols) one seen both ways.
+	__u8 orig_only;
+	__u8 pad;
 	// When the connection times out, on the tracker's clock, unless a
 	// frame comes before: each frame carried moves it to timeout
 	// nanoseconds after the frame, as the tracker re-arms its timer.
