@@ -172,3 +172,18 @@ func TestCarryRefusals(t *testing.T) {
 		t.Errorf("dump: %s", d)
 	}
 }
+
+// A handle names one connection: once it is gone, its slot's next
+// connection is not carried through it.
+func TestCarryThroughAStaleHandle(t *testing.T) {
+	tr, s, store, id, h := carried(t)
+	tr.Flush(nil, s.now)
+	run(tr, udp("10.1.1.1", "10.1.1.2", 3, 4), commit, s.now)
+	run(tr, udp("10.1.1.2", "10.1.1.1", 4, 3), commit, s.now)
+	if next := onlyHandle(t, tr, s.now); next.slot() != h.slot() {
+		t.Fatalf("the slot was not reused (%d, then %d)", h.slot(), next.slot())
+	}
+	if tr.Carry(h, id) || len(store.conns) != 0 {
+		t.Error("the slot's next connection was carried through the old handle")
+	}
+}

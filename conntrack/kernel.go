@@ -87,9 +87,9 @@ func (t *Tracker) kernelState(c *conn) (KernelConn, bool) {
 // since KernelState gave it: the TCP ends' windows (SeqLo, SeqHi,
 // MaxWin) replace the tracker's, and the connection expires at
 // k.Expires if that is later than the tracker's time (so a packet the
-// fast path carried re-arms the timer as Touch would from the packet's
-// time, even after the tracker's time for it passed, if the connection
-// is still in the table). The fast path must have carried the
+// fast path carried re-arms the timer as one the tracker saw would, from
+// the packet's time, even after the tracker's time for it passed, if the
+// connection is still in the table). The fast path must have carried the
 // connection alone since: call it with what the fast path held last,
 // taken away from it, before the tracker sees the connection's next
 // packet. It does nothing, and reports false, when the connection is

@@ -391,21 +391,3 @@ func (t *Tracker) SetTCPSeqCheck(on bool) {
 
 // TCPSeqCheck reports whether TCP sequence checking is on.
 func (t *Tracker) TCPSeqCheck() bool { return t.tcpSeqCheck.Load() }
-
-// Touch re-arms the timer of h's connection from now, for the state it
-// was last armed for, as a packet that changes nothing would: a fast path
-// that forwards a connection's packets without the tracker reports them
-// so. It reports false if the connection is gone or already past its time
-// (which a late refresh must not bring back).
-func (t *Tracker) Touch(h Handle, now int64) bool {
-	c := t.byHandle(h)
-	if c == nil {
-		return false
-	}
-	defer c.mu.Unlock()
-	if now >= c.expires.Load() {
-		return false
-	}
-	c.arm(t, c.tm, now)
-	return true
-}
