@@ -4,6 +4,7 @@ import (
 	"math"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 )
 
 // The table: connections live in slots of a slab of fixed-size chunks,
@@ -46,12 +47,18 @@ func (r ref) reply() bool                 { return r&1 != 0 }
 
 type chunk [chunkSize]conn
 
+const chunkBytes = unsafe.Sizeof(chunk{})
+
 type slab struct {
 	mu       sync.Mutex
 	freeHead uint32 // a free slot + 1; 0 when none
 	used     uint32 // slots below this have been handed out at least once
-	chunks   [maxChunks]atomic.Pointer[chunk]
+	// chunks is an object of its own, which the tracker's cleanup frees
+	// the chunks of (chunk.go).
+	chunks *chunkTable
 }
+
+type chunkTable [maxChunks]atomic.Pointer[chunk]
 
 // never is the expiry of a free slot.
 const never = math.MaxInt64
@@ -82,7 +89,10 @@ func (s *slab) take() (uint32, bool) {
 	}
 	slot := s.used
 	if slot&(chunkSize-1) == 0 {
-		c := new(chunk)
+		c, ok := newChunk()
+		if !ok {
+			return 0, false // no memory for more: full
+		}
 		for i := range c {
 			c[i].gen = 1
 			c[i].expires.Store(never)

@@ -2,6 +2,7 @@ package conntrack
 
 import (
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"sync/atomic"
 )
@@ -58,6 +59,8 @@ const numZones = 1 << 16
 // New makes a tracker.
 func New(cfg Config) *Tracker {
 	t := &Tracker{seed: cfg.Seed, timeouts: cfg.Timeouts.table()}
+	t.slab.chunks = new(chunkTable)
+	runtime.AddCleanup(t, freeChunks, t.slab.chunks)
 	if t.seed == 0 {
 		t.seed = rand.Uint64() | 1
 	}

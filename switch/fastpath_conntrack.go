@@ -51,6 +51,12 @@ type connOffer struct {
 	next *decision
 }
 
+// carryAfter is how many of a connection's frames (one way) user space
+// forwards before it has the kernel carry the rest: putting a connection
+// in and taking it back cost system calls, which a short one (a request
+// and its answer) does not pay back.
+const carryAfter = 8
+
 // pendingConn is a decision with ct() whose frame is under way, to be
 // offered with its connection once the tracker judged it.
 type pendingConn struct {
@@ -96,12 +102,18 @@ func (f *forwarder) offerConnection(r *frameRun, step *ctStep, rw conntrack.Rewr
 	}
 	gen := f.fpView.generation
 	conn := connOffer{step: step, handle: p.CT.Conn, reply: p.CT.State&conntrack.StateReply != 0, oneWay: state == oneWay, next: next}
-	if o.conn == conn.handle && o.connOneWay == conn.oneWay && (o.state < 0 || o.generation == gen && o.at == r.now) {
+	if o.conn != conn.handle || o.connOneWay != conn.oneWay {
+		o.conn, o.connOneWay, o.state, o.frames = conn.handle, conn.oneWay, 0, 0
+	}
+	if o.state < 0 || o.generation == gen && o.at == r.now {
 		return // refused, or queued in this batch
+	}
+	if o.frames < carryAfter {
+		o.frames++
+		return
 	}
 	conn.natted = f.key.Headers
 	natHeaders(&conn.natted, &p.Header, rw)
-	o.conn, o.connOneWay = conn.handle, conn.oneWay
 	e, why := f.fastPathEntry(d, &f.key.Headers, &conn)
 	if why != "" {
 		o.state = -1

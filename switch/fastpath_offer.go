@@ -21,6 +21,9 @@ type fpOffer struct {
 	// seen one way or established (fastpath_conntrack.go).
 	conn       conntrack.Handle
 	connOneWay bool
+	// frames counts conn's frames that reached user space so, up to
+	// carryAfter.
+	frames uint8
 }
 
 // entryKey is the key of the fast path's entry for a flow with headers h
