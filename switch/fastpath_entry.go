@@ -21,8 +21,9 @@ import (
 // IPv4, their checksums updated; the IPv6 hop limit; a meter (the
 // program reads its bands from the meter's slot as each frame runs); one
 // output to a port that forwards, a group's bucket included (a bracket
-// whose copy goes nowhere leaves the frame as it was); and a drop the
-// rules chose. Everything else stays with
+// whose copy goes nowhere leaves the frame as it was); a drop the rules
+// chose; and a ct(), in the entry of one connection, for a frame that
+// leaves it in its state (fastpath_conntrack.go). Everything else stays with
 // user space: packet-ins, floods and several outputs (the program
 // redirects a frame once), IPv6 addresses, traffic class and ports,
 // SCTP ports (whose CRC32c the program does not compute), the fields
