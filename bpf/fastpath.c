@@ -7,9 +7,10 @@
 // if the entry is of the bridge's current generation, runs its
 // operations on the frame (lib/actions.h), counts it and sends it out of
 // a port of tx_ports, or drops it. Anything else (a frame it cannot read,
-// a frame in several buffers, no entry, an entry of an older generation)
-// is user space's: it goes to the port's AF_XDP socket (lib/xsk.h), as
-// with xsk.c. Every frame it drops it counts by reason in drops.
+// a frame in several buffers, no entry, an entry of an older generation,
+// a frame whose connection's tracker must judge it: lib/conntrack.h) is
+// user space's: it goes to the port's AF_XDP socket (lib/xsk.h), as with
+// xsk.c. Every frame it drops it counts by reason in drops.
 //
 // Every port of a bridge runs its own copy of the program, loaded with its
 // OpenFlow port number and its own xsks_map, and all share the bridge's
@@ -23,6 +24,7 @@
 #include "lib/maps.h"
 #include "lib/parse.h"
 #include "lib/actions.h"
+#include "lib/conntrack.h"
 #include "lib/encap.h"
 #include "lib/tunnel.h"
 #include "lib/xsk.h"
@@ -153,16 +155,26 @@ int fastpath(struct xdp_md *ctx)
 		rec->hit = 1;
 		rec->out = f->out;
 	}
-	// A meter is an entry's first operation, or none: called from one
-	// place, it costs the verifier one way through, not one per
-	// operation of run_ops' unrolled loop.
+	// A connection is an entry's first operation, or none; a meter the
+	// first after it, or none: called from one place each, they cost
+	// the verifier one way through, not one per operation of run_ops'
+	// unrolled loop. The connection comes first because it may give the
+	// frame back to user space, which must find it as it came, and not
+	// metered yet.
 	int run = FP_RUN_OK;
+	struct fp_op *first = &f->ops[0];
 
-	if (f->ops[0].type == FP_OP_METER)
-		run = run_meter(ctx, f->ops[0].tunnel, f->ops[0].delta, f->ops[0].len, l3);
+	if (first->type == FP_OP_CONNTRACK) {
+		run = run_conntrack(ctx, first->delta, first->tunnel, first->len, l3);
+		first = &f->ops[1];
+	}
+	if (run == FP_RUN_OK && first->type == FP_OP_METER)
+		run = run_meter(ctx, first->tunnel, first->delta, first->len, l3);
 	if (run == FP_RUN_OK)
 		run = run_ops(ctx, f, l3, &flow);
 
+	if (run == FP_RUN_USER)
+		return to_user(ctx, popped);
 	if (run == FP_RUN_FAILED)
 		return drop(FP_DROP_OP_FAILED);
 	f->packets++;

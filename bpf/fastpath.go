@@ -134,9 +134,10 @@ func NetworkOrder(v uint16) uint16 {
 // state_slot, which is current), where each slot sends (tx_ports), the
 // tunnels' outer headers (tunnels) and what claims a frame for a tunnel
 // (tunnels_in), the meters and what the programs counted of them (meters,
-// meter_counts), and the frames the programs dropped (drops).
+// meter_counts), the tracked connections they carry (ct_conns), and the
+// frames the programs dropped (drops).
 type FastpathShared struct {
-	Flows, FlowsL2, State, StateSlot, TxPorts, Tunnels, TunnelsIn, Meters, MeterCounts, Drops *ebpf.Map
+	Flows, FlowsL2, State, StateSlot, TxPorts, Tunnels, TunnelsIn, Meters, MeterCounts, CtConns, Drops *ebpf.Map
 
 	// The state maps' memory (they are BPF_F_MMAPABLE), and which of
 	// state's two slots is current: see SetState.
@@ -147,8 +148,10 @@ type FastpathShared struct {
 	meters []byte
 }
 
-// NewFastpathShared creates a bridge's shared maps, empty, at generation 0.
-func NewFastpathShared() (*FastpathShared, error) {
+// NewFastpathShared creates a bridge's shared maps, empty, at generation
+// 0, with room for maxConns connections in ct_conns (0: the map's
+// default, DefaultMaxConns).
+func NewFastpathShared(maxConns uint32) (*FastpathShared, error) {
 	if err := rlimit.RemoveMemlock(); err != nil {
 		return nil, err
 	}
@@ -156,13 +159,17 @@ func NewFastpathShared() (*FastpathShared, error) {
 	if err != nil {
 		return nil, err
 	}
+	if maxConns != 0 {
+		spec.Maps[FastpathMapCtConns].MaxEntries = maxConns
+	}
 	var s FastpathShared
 	for _, m := range []struct {
 		name string
 		to   **ebpf.Map
 	}{{FastpathMapFlows, &s.Flows}, {FastpathMapFlowsL2, &s.FlowsL2}, {FastpathMapState, &s.State}, {FastpathMapStateSlot, &s.StateSlot},
 		{FastpathMapTxPorts, &s.TxPorts}, {FastpathMapTunnels, &s.Tunnels}, {FastpathMapTunnelsIn, &s.TunnelsIn},
-		{FastpathMapMeters, &s.Meters}, {FastpathMapMeterCounts, &s.MeterCounts}, {FastpathMapDrops, &s.Drops}} {
+		{FastpathMapMeters, &s.Meters}, {FastpathMapMeterCounts, &s.MeterCounts}, {FastpathMapCtConns, &s.CtConns},
+		{FastpathMapDrops, &s.Drops}} {
 		if *m.to, err = ebpf.NewMap(spec.Maps[m.name]); err != nil {
 			s.Close()
 			return nil, fmt.Errorf("create the fast path's %s map: %w", m.name, err)
@@ -287,7 +294,7 @@ func (s *FastpathShared) Close() error {
 		errs = append(errs, unix.Munmap(s.meters))
 		s.meters = nil
 	}
-	for _, m := range []*ebpf.Map{s.Flows, s.FlowsL2, s.State, s.StateSlot, s.TxPorts, s.Tunnels, s.TunnelsIn, s.Meters, s.MeterCounts, s.Drops} {
+	for _, m := range []*ebpf.Map{s.Flows, s.FlowsL2, s.State, s.StateSlot, s.TxPorts, s.Tunnels, s.TunnelsIn, s.Meters, s.MeterCounts, s.CtConns, s.Drops} {
 		if m != nil {
 			errs = append(errs, m.Close())
 		}
@@ -344,7 +351,7 @@ func LoadFastpathProgram(cfg FastpathConfig) (*FastpathObjects, error) {
 		for name, m := range map[string]*ebpf.Map{FastpathMapFlows: cfg.Shared.Flows, FastpathMapFlowsL2: cfg.Shared.FlowsL2,
 			FastpathMapState: cfg.Shared.State, FastpathMapStateSlot: cfg.Shared.StateSlot, FastpathMapTxPorts: cfg.Shared.TxPorts,
 			FastpathMapTunnels: cfg.Shared.Tunnels, FastpathMapTunnelsIn: cfg.Shared.TunnelsIn, FastpathMapMeters: cfg.Shared.Meters,
-			FastpathMapMeterCounts: cfg.Shared.MeterCounts, FastpathMapDrops: cfg.Shared.Drops} {
+			FastpathMapMeterCounts: cfg.Shared.MeterCounts, FastpathMapCtConns: cfg.Shared.CtConns, FastpathMapDrops: cfg.Shared.Drops} {
 			if m != nil {
 				replace[name] = m
 			}
@@ -364,6 +371,26 @@ func LoadFastpathProgram(cfg FastpathConfig) (*FastpathObjects, error) {
 		return nil, fmt.Errorf("the verifier refused the fast path program: %w", err)
 	}
 	return &objs, nil
+}
+
+// DefaultMaxConns is how many connections ct_conns holds unless
+// NewFastpathShared is told otherwise (FP_MAX_CONNS).
+const DefaultMaxConns = 262144
+
+// ConntrackOp is the operation that judges an entry's frames as the
+// tracker would, for the connection of the tracker's handle in ct_conns,
+// going its reply direction if reply, or its original one, and seen one
+// way if oneWay, or else established (FP_OP_CONNTRACK; lib/conntrack.h
+// says what it does). It must be the entry's first.
+func ConntrackOp(handle uint64, reply, oneWay bool) FastpathFpOp {
+	op := FastpathFpOp{Type: uint8(FastpathFpOpTypeFP_OP_CONNTRACK), Delta: uint32(handle), Tunnel: uint32(handle >> 32)}
+	if reply {
+		op.Len |= 1
+	}
+	if oneWay {
+		op.Len |= 2
+	}
+	return op
 }
 
 // FlowHash is the hash of a frame's flow, by the key the fast path's

@@ -30,6 +30,34 @@ const (
 	FastpathFpBandTypeFP_BAND_DSCP_REMARK FastpathFpBandType = 2
 )
 
+type FastpathFpConn struct {
+	_    structs.HostLayout
+	Lock struct {
+		_   structs.HostLayout
+		Val uint32
+	}
+	Proto    uint8
+	SeqCheck uint8
+	OrigOnly uint8
+	Pad      uint8
+	Expires  uint64
+	Timeout  uint64
+	Dir      [2]FastpathFpConnDir
+}
+
+type FastpathFpConnDir struct {
+	_        structs.HostLayout
+	LastSeen uint64
+	Packets  uint64
+	Bytes    uint64
+	SeqLo    uint32
+	SeqHi    uint32
+	MaxWin   uint16
+	Wscale   uint8
+	Pad      uint8
+	Pad2     uint32
+}
+
 type FastpathFpCsum uint32
 
 const (
@@ -149,6 +177,7 @@ const (
 	FastpathFpOpTypeFP_OP_SET_L4      FastpathFpOpType = 7
 	FastpathFpOpTypeFP_OP_TUNNEL_PUSH FastpathFpOpType = 8
 	FastpathFpOpTypeFP_OP_METER       FastpathFpOpType = 9
+	FastpathFpOpTypeFP_OP_CONNTRACK   FastpathFpOpType = 10
 )
 
 type FastpathFpParsed struct {
@@ -208,6 +237,7 @@ type FastpathTunnelListenKey struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	FastpathMapCtConns      = "ct_conns"
 	FastpathMapDrops        = "drops"
 	FastpathMapFlows        = "flows"
 	FastpathMapFlowsL2      = "flows_l2"
@@ -281,6 +311,7 @@ type FastpathProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type FastpathMapSpecs struct {
+	CtConns      *ebpf.MapSpec `ebpf:"ct_conns"`
 	Drops        *ebpf.MapSpec `ebpf:"drops"`
 	Flows        *ebpf.MapSpec `ebpf:"flows"`
 	FlowsL2      *ebpf.MapSpec `ebpf:"flows_l2"`
@@ -330,6 +361,7 @@ func (o *FastpathObjects) Close() error {
 //
 // It can be passed to LoadFastpathObjects or ebpf.CollectionSpec.LoadAndAssign.
 type FastpathMaps struct {
+	CtConns      *ebpf.Map `ebpf:"ct_conns"`
 	Drops        *ebpf.Map `ebpf:"drops"`
 	Flows        *ebpf.Map `ebpf:"flows"`
 	FlowsL2      *ebpf.Map `ebpf:"flows_l2"`
@@ -348,6 +380,7 @@ type FastpathMaps struct {
 
 func (m *FastpathMaps) Close() error {
 	return _FastpathClose(
+		m.CtConns,
 		m.Drops,
 		m.Flows,
 		m.FlowsL2,

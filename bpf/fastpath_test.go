@@ -314,7 +314,7 @@ func FuzzFastpathParser(f *testing.F) {
 // slot it writes alternating, so that the program reads each state whole.
 func TestSetStateWritesTheMaps(t *testing.T) {
 	testenv.RequireRoot(t)
-	s, err := NewFastpathShared()
+	s, err := NewFastpathShared(0)
 	if err != nil {
 		t.Fatal(err)
 	}

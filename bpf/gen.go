@@ -6,9 +6,10 @@
 // programs' parts, one concern each, after katran's layout: the wire
 // headers (proto.h), the types user space shares (structs.h), the fast
 // path's maps (maps.h), its parser (parse.h), checksums (csum.h), flow
-// hash (hash.h), operations (actions.h) and tunnel push and pop
-// (encap.h); which frames are a tunnel's (tunnel.h) and the step to the
-// AF_XDP socket (xsk.h), which both XDP programs use. The Go side loads
+// hash (hash.h), operations (actions.h), meters (meter.h), tracked
+// connections (conntrack.h) and tunnel push and pop (encap.h); which
+// frames are a tunnel's (tunnel.h) and the step to the AF_XDP socket
+// (xsk.h), which both XDP programs use. The Go side loads
 // programs and makes maps; what goes in the fast path's maps, and when,
 // is package datapath's and the switch's to say.
 //
@@ -25,7 +26,7 @@ package bpf
 
 //go:generate go tool bpf2go -tags linux -target bpfel -cflags "-O2 -g -Wall -Werror" Xsk xsk.c -- -I/usr/include -I/usr/include/x86_64-linux-gnu -I/usr/include/aarch64-linux-gnu
 //go:generate go tool bpf2go -tags linux -target bpfel -cflags "-O2 -g -Wall -Werror" Redirect redirect.c -- -I/usr/include -I/usr/include/x86_64-linux-gnu -I/usr/include/aarch64-linux-gnu
-//go:generate go tool bpf2go -tags linux -target bpfel -cflags "-O2 -g -Wall -Werror" -type fp_key -type fp_parsed -type fp_flow -type fp_op -type fp_state -type fp_op_type -type fp_csum -type fp_l2_key -type fp_mask_kind -type fp_tunnel -type fp_tunnel_key -type fp_tunnel_in -type fp_drop_reason -type tunnel_kind -type fp_meter -type fp_band -type fp_meter_counts -type fp_band_type Fastpath fastpath.c -- -I/usr/include -I/usr/include/x86_64-linux-gnu -I/usr/include/aarch64-linux-gnu
+//go:generate go tool bpf2go -tags linux -target bpfel -cflags "-O2 -g -Wall -Werror" -type fp_key -type fp_parsed -type fp_flow -type fp_op -type fp_state -type fp_op_type -type fp_csum -type fp_l2_key -type fp_mask_kind -type fp_tunnel -type fp_tunnel_key -type fp_tunnel_in -type fp_drop_reason -type tunnel_kind -type fp_meter -type fp_band -type fp_meter_counts -type fp_band_type -type fp_conn -type fp_conn_dir Fastpath fastpath.c -- -I/usr/include -I/usr/include/x86_64-linux-gnu -I/usr/include/aarch64-linux-gnu
 
 // MaxQueues is the number of slots in xsks_map (its max_entries in xsk.c):
 // sockets can be bound to rx queues 0 to MaxQueues-1.

@@ -26,7 +26,7 @@ const runGeneration = 1
 func loadRunBridge(tb testing.TB) *runBridge {
 	tb.Helper()
 	testenv.RequireRoot(tb)
-	shared, err := NewFastpathShared()
+	shared, err := NewFastpathShared(0)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -46,8 +46,8 @@ func loadRunBridge(tb testing.TB) *runBridge {
 	return &runBridge{shared: shared, objs: objs, ncpu: ncpu}
 }
 
-// install gives frame, as the port receives it, the entry f.
-func (r *runBridge) install(tb testing.TB, frame []byte, f FastpathFpFlow) {
+// runKey is the key of frame's entry, as the port receives it.
+func runKey(tb testing.TB, frame []byte) FastpathFpKey {
 	tb.Helper()
 	var k flow.Key
 	if !flow.NewExtractor().Extract(frame, testInPort, &k) {
@@ -55,6 +55,13 @@ func (r *runBridge) install(tb testing.TB, frame []byte, f FastpathFpFlow) {
 	}
 	key := KeyOf(&k.Headers)
 	key.Gen = KeyGen(runGeneration)
+	return key
+}
+
+// install gives frame, as the port receives it, the entry f.
+func (r *runBridge) install(tb testing.TB, frame []byte, f FastpathFpFlow) {
+	tb.Helper()
+	key := runKey(tb, frame)
 	values := make([]FastpathFpFlow, r.ncpu)
 	for i := range values {
 		values[i] = f

@@ -185,7 +185,7 @@ func FuzzFastpathTunnelPop(f *testing.F) {
 // each underlay's program claims its frames for its own tunnel.
 func TestTunnelsAreClaimedPerUnderlay(t *testing.T) {
 	testenv.RequireRoot(t)
-	shared, err := NewFastpathShared()
+	shared, err := NewFastpathShared(0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,9 +27,12 @@ type conn struct {
 	other     uint8
 	seenReply bool
 	tm        timeout
-	expires   atomic.Int64
-	mark      uint32
-	label     Label
+	// carrier is the store that carries the connection (CarrierID), 0
+	// for none (carry.go).
+	carrier uint8
+	expires atomic.Int64
+	mark    uint32
+	label   Label
 	// key is the original direction's tuple, then the reply direction's:
 	// the original reversed, or translated by NAT.
 	key [2]Tuple

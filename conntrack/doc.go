@@ -1,8 +1,10 @@
 // Package conntrack is xswitch's connection tracker: the table behind
 // OVS's ct() action, ct_state matches and NAT, with the meaning OVS's
 // userspace tracker (lib/conntrack*.c) gives them. It is authoritative:
-// the fast path may later carry established connections, but it learns
-// them from here, and what it cannot judge comes back here.
+// a fast path may carry established connections (KernelState hands one
+// over, SyncFromKernel takes back what the fast path moved on; the
+// kernel's is bpf/lib/conntrack.h), but it learns them from here, and
+// what it cannot judge comes back here.
 //
 // # What a packet meets
 //

@@ -175,6 +175,9 @@ func (f *Filter) exactTuple() (Tuple, bool) {
 func (t *Tracker) Dump(f *Filter, now int64) []Entry {
 	var out []Entry
 	t.scan(nil, func(slot uint32, c *conn) bool {
+		if c.carrier != 0 {
+			t.refresh(c, makeHandle(slot, c.gen))
+		}
 		if now < c.expires.Load() {
 			if e := t.entry(c, slot, now); f == nil || f.matches(&e) {
 				out = append(out, e)
@@ -455,6 +458,8 @@ func (s *ConnStats) Format(verbose bool) string {
 type Stats struct {
 	Entries  int
 	MaxConns uint32
+	// Carried is how many connections fast paths carry (Carry).
+	Carried int
 	// Created counts committed connections; Expired, Flushed and
 	// Replaced those removed by timing out, by Flush, and by a packet
 	// that ended them (force, or a new SYN on a closed connection).
@@ -473,7 +478,7 @@ type ZoneCount struct {
 
 // Stats reads the counts.
 func (t *Tracker) Stats() Stats {
-	s := Stats{Entries: t.Count(), MaxConns: t.MaxConns(), Created: t.stats.created.Load(),
+	s := Stats{Entries: t.Count(), MaxConns: t.MaxConns(), Carried: t.Carried(), Created: t.stats.created.Load(),
 		Expired: t.stats.expired.Load(), Flushed: t.stats.flushed.Load(), Replaced: t.stats.replaced.Load()}
 	for i := range s.Refused {
 		s.Refused[i] = t.stats.refused[i].Load()

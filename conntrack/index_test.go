@@ -12,7 +12,7 @@ import (
 func TestIndexAgainstMap(t *testing.T) {
 	for _, hashes := range []uint32{3, 40, 1 << 30} {
 		r := rand.New(rand.NewPCG(uint64(hashes), 5))
-		var s slab
+		s := slab{chunks: new(chunkTable)}
 		var x index
 		want := map[Tuple]ref{}
 		hashOf := map[Tuple]uint32{}

@@ -173,31 +173,3 @@ func TestExpiry(t *testing.T) {
 		t.Errorf("recommit over an expired connection: %+v, count %d", md, tr.Count())
 	}
 }
-
-// TestTouch: a refresh from a fast path re-arms the timer of the state
-// the connection is in, and cannot revive one past its time.
-func TestTouch(t *testing.T) {
-	tr := newTracker(t)
-	md := run(tr, udp("10.1.1.1", "10.1.1.2", 1, 2), commit, t0)
-	if !tr.Touch(md.Conn, t0+50*sec) {
-		t.Fatal("touch failed")
-	}
-	if e := tr.Dump(nil, t0+50*sec); len(e) != 1 || e[0].Expires != t0+110*sec {
-		t.Fatalf("after touch: %+v", e)
-	}
-	if tr.Touch(md.Conn, t0+110*sec) {
-		t.Error("touch revived an expired connection")
-	}
-	tr.Sweep(t0 + 110*sec)
-	if tr.Touch(md.Conn, t0) {
-		t.Error("touch of a removed connection")
-	}
-	// The slot's next connection is not touched through the old handle.
-	md2 := run(tr, udp("10.1.1.1", "10.1.1.2", 3, 4), commit, t0)
-	if md2.Conn.slot() != md.Conn.slot() {
-		t.Skip("slot not reused")
-	}
-	if tr.Touch(md.Conn, t0) {
-		t.Error("a stale handle touched the slot's next connection")
-	}
-}

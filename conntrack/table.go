@@ -4,6 +4,7 @@ import (
 	"math"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 )
 
 // The table: connections live in slots of a slab of fixed-size chunks,
@@ -46,12 +47,18 @@ func (r ref) reply() bool                 { return r&1 != 0 }
 
 type chunk [chunkSize]conn
 
+const chunkBytes = unsafe.Sizeof(chunk{})
+
 type slab struct {
 	mu       sync.Mutex
 	freeHead uint32 // a free slot + 1; 0 when none
 	used     uint32 // slots below this have been handed out at least once
-	chunks   [maxChunks]atomic.Pointer[chunk]
+	// chunks is an object of its own, which the tracker's cleanup frees
+	// the chunks of (chunk.go).
+	chunks *chunkTable
 }
+
+type chunkTable [maxChunks]atomic.Pointer[chunk]
 
 // never is the expiry of a free slot.
 const never = math.MaxInt64
@@ -82,7 +89,10 @@ func (s *slab) take() (uint32, bool) {
 	}
 	slot := s.used
 	if slot&(chunkSize-1) == 0 {
-		c := new(chunk)
+		c, ok := newChunk()
+		if !ok {
+			return 0, false // no memory for more: full
+		}
 		for i := range c {
 			c[i].gen = 1
 			c[i].expires.Store(never)
@@ -154,6 +164,9 @@ func (t *Tracker) lookup(k *Tuple, now int64) (c *conn, slot uint32, reply bool)
 	c = t.slab.conn(r.slot())
 	c.mu.Lock()
 	s.mu.Unlock()
+	if c.carrier != 0 {
+		t.takeBack(c, makeHandle(r.slot(), c.gen))
+	}
 	if now >= c.expires.Load() {
 		c.mu.Unlock()
 		return nil, 0, false
@@ -253,6 +266,10 @@ func (t *Tracker) drop(slot, gen uint32, why *atomic.Uint64, onlyExpired bool, n
 		c.mu.Unlock()
 		return false
 	}
+	if onlyExpired && c.carrier != 0 {
+		// Its packets may have re-armed its timer in the fast path.
+		t.refresh(c, makeHandle(slot, gen))
+	}
 	k0, k1 := c.key[0], c.key[1]
 	c.mu.Unlock()
 
@@ -272,6 +289,8 @@ func (t *Tracker) drop(slot, gen uint32, why *atomic.Uint64, onlyExpired bool, n
 		sb.idx.removeAt(i)
 	}
 	c.live = false
+	carrier := c.carrier
+	c.carrier = 0
 	c.gen++
 	if c.gen == 0 {
 		c.gen = 1
@@ -279,6 +298,9 @@ func (t *Tracker) drop(slot, gen uint32, why *atomic.Uint64, onlyExpired bool, n
 	c.mu.Unlock()
 	unlockPair(sa, sb)
 
+	if carrier != 0 {
+		t.forgetCarried(carrier, makeHandle(slot, gen))
+	}
 	t.release(k0.Zone)
 	t.slab.give(slot)
 	why.Add(1)

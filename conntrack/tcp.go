@@ -151,14 +151,7 @@ func (c *conn) tcpStep(t *Tracker, h *Header, reply bool, now int64) update {
 
 	var sws, dws uint8 // the shifts of the sender's and receiver's windows
 	if flags&TCPSyn == 0 {
-		switch {
-		case src.wscale&wscaleSeen != 0 && dst.wscale&wscaleSeen != 0:
-			sws, dws = src.wscale&wscaleMask, dst.wscale&wscaleMask
-		case src.wscale&wscaleUnknown != 0 && dst.wscale&wscaleUnknown != 0:
-			// Picked up midway: assume the largest scale, the most
-			// permissive window.
-			sws, dws = maxWScale, maxWScale
-		}
+		sws, dws = windowShifts(src, dst)
 	}
 
 	win := h.Window
@@ -250,6 +243,20 @@ func (c *conn) tcpStep(t *Tracker, h *Header, reply bool, now int64) update {
 		return updValid
 	}
 	return updInvalid
+}
+
+// windowShifts are the shifts of the windows ends a and b send, but in a
+// SYN: each end's scale when both sent the option, the largest when the
+// connection was picked up midway (the most permissive window), else
+// none.
+func windowShifts(a, b *tcpPeer) (uint8, uint8) {
+	switch {
+	case a.wscale&wscaleSeen != 0 && b.wscale&wscaleSeen != 0:
+		return a.wscale & wscaleMask, b.wscale & wscaleMask
+	case a.wscale&wscaleUnknown != 0 && b.wscale&wscaleUnknown != 0:
+		return maxWScale, maxWScale
+	}
+	return 0, 0
 }
 
 // tcpAdvance moves the windows on by an accepted segment: the sender's

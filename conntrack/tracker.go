@@ -2,6 +2,7 @@ package conntrack
 
 import (
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"sync/atomic"
 )
@@ -35,6 +36,7 @@ type Tracker struct {
 	limitsMu    sync.Mutex // serializes changes to limits
 	stats       counters
 	zoneCount   [numZones]atomic.Int32
+	carriers    carriers
 
 	sweepMu sync.Mutex // one scan at a time, for victims
 	victims []victim
@@ -57,6 +59,8 @@ const numZones = 1 << 16
 // New makes a tracker.
 func New(cfg Config) *Tracker {
 	t := &Tracker{seed: cfg.Seed, timeouts: cfg.Timeouts.table()}
+	t.slab.chunks = new(chunkTable)
+	runtime.AddCleanup(t, freeChunks, t.slab.chunks)
 	if t.seed == 0 {
 		t.seed = rand.Uint64() | 1
 	}
@@ -380,25 +384,13 @@ func (t *Tracker) setMarkLabel(c *conn, a *Action) {
 // SetTCPSeqCheck turns TCP sequence checking on or off
 // (ct-enable-tcp-seq-chk, ct-disable-tcp-seq-chk); it is on by default.
 // Off, every segment passes as in window, resets included.
-func (t *Tracker) SetTCPSeqCheck(on bool) { t.tcpSeqCheck.Store(on) }
+// The connections fast paths carry are taken back, to be carried again
+// with the new setting.
+func (t *Tracker) SetTCPSeqCheck(on bool) {
+	if t.tcpSeqCheck.Swap(on) != on {
+		t.takeBackAll(func(*conn) bool { return true })
+	}
+}
 
 // TCPSeqCheck reports whether TCP sequence checking is on.
 func (t *Tracker) TCPSeqCheck() bool { return t.tcpSeqCheck.Load() }
-
-// Touch re-arms the timer of h's connection from now, for the state it
-// was last armed for, as a packet that changes nothing would: a fast path
-// that forwards a connection's packets without the tracker reports them
-// so. It reports false if the connection is gone or already past its time
-// (which a late refresh must not bring back).
-func (t *Tracker) Touch(h Handle, now int64) bool {
-	c := t.byHandle(h)
-	if c == nil {
-		return false
-	}
-	defer c.mu.Unlock()
-	if now >= c.expires.Load() {
-		return false
-	}
-	c.arm(t, c.tm, now)
-	return true
-}

@@ -11,8 +11,10 @@ package datapath
 
 import (
 	"encoding/binary"
+	"errors"
 
 	"github.com/xswitch/xswitch/bpf"
+	"github.com/xswitch/xswitch/conntrack"
 	"github.com/xswitch/xswitch/flow"
 	"github.com/xswitch/xswitch/port"
 )
@@ -43,7 +45,61 @@ const (
 	OpSetL4      = uint8(bpf.FastpathFpOpTypeFP_OP_SET_L4)
 	OpTunnelPush = uint8(bpf.FastpathFpOpTypeFP_OP_TUNNEL_PUSH)
 	OpMeter      = uint8(bpf.FastpathFpOpTypeFP_OP_METER)
+	OpConntrack  = uint8(bpf.FastpathFpOpTypeFP_OP_CONNTRACK)
 )
+
+// ConntrackOp is the operation that judges an entry's frames as the
+// tracker would, for connection h (which PutConn entered), going its
+// reply direction if reply, else its original one, seen one way if
+// oneWay (Conn.OrigOnly) or else established: a frame that leaves the
+// connection in that state (+trk+est, +rpl; +trk+new one way) goes on
+// through the entry's other operations, moving the connection's state on
+// as the tracker would; any other goes to user space as it came
+// (bpf/lib/conntrack.h says which).
+// It must be the entry's first operation, and the entry's key must hold
+// the connection's tuple: the program checks only its protocol.
+func ConntrackOp(h conntrack.Handle, reply, oneWay bool) Op {
+	return bpf.ConntrackOp(uint64(h), reply, oneWay)
+}
+
+// Conn is a tracked connection as the programs carry it
+// (bpf/lib/structs.h's fp_conn): the tracker's state for it (ConnOf,
+// KernelConnOf), and, by direction (Conn.Dir[0] the original, [1] the
+// reply), when the programs last carried a frame of it (LastSeen, on the
+// tracker's clock), and how many frames and bytes.
+type Conn = bpf.FastpathFpConn
+
+// ConnOf is the tracker's state k as the programs keep it, nothing carried
+// yet.
+func ConnOf(k conntrack.KernelConn) Conn {
+	c := Conn{Proto: k.Proto, Expires: uint64(k.Expires), Timeout: uint64(k.Timeout)}
+	if k.SeqCheck {
+		c.SeqCheck = 1
+	}
+	if k.OrigOnly {
+		c.OrigOnly = 1
+	}
+	for i, e := range k.TCP {
+		d := &c.Dir[i]
+		d.SeqLo, d.SeqHi, d.MaxWin, d.Wscale = e.SeqLo, e.SeqHi, e.MaxWin, e.WScale
+	}
+	return c
+}
+
+// KernelConnOf is the tracker's state as the programs made it of c, for
+// conntrack.Tracker.SyncFromKernel.
+func KernelConnOf(c *Conn) conntrack.KernelConn {
+	k := conntrack.KernelConn{Proto: c.Proto, SeqCheck: c.SeqCheck != 0, OrigOnly: c.OrigOnly != 0, Expires: int64(c.Expires), Timeout: int64(c.Timeout)}
+	for i := range c.Dir {
+		d := &c.Dir[i]
+		k.TCP[i] = conntrack.KernelTCPEnd{SeqLo: d.SeqLo, SeqHi: d.SeqHi, MaxWin: d.MaxWin, WScale: d.Wscale}
+	}
+	return k
+}
+
+// ErrNoConn is the error of reading, taking or deleting a connection the
+// programs do not hold.
+var ErrNoConn = errors.New("the fast path holds no such connection")
 
 // Meter is a meter's slot in the memory user space and the programs
 // share (bpf/lib/structs.h's fp_meter): its configuration, which user
@@ -182,6 +238,19 @@ type Datapath interface {
 	// to c; ResetMeterCounts zeroes it, for a new meter in the slot.
 	AddMeterCounts(slot uint32, c *MeterCounts) error
 	ResetMeterCounts(slot uint32) error
+
+	// PutConn enters connection h as c for the programs to carry
+	// (ConntrackOp), replacing what they held of it. Conn reads what
+	// they hold of it, and TakeConn reads it and deletes it at once, so
+	// that they carry it no further (the state the tracker takes back,
+	// SyncFromKernel); DeleteConn deletes it. Each reads or writes the
+	// connection whole, under the lock the programs take for each frame.
+	// Conn, TakeConn and DeleteConn fail with ErrNoConn when the programs
+	// do not hold h.
+	PutConn(h conntrack.Handle, c *Conn) error
+	Conn(h conntrack.Handle) (Conn, error)
+	TakeConn(h conntrack.Handle) (Conn, error)
+	DeleteConn(h conntrack.Handle) error
 
 	Close() error
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/cilium/ebpf"
 
 	"github.com/xswitch/xswitch/bpf"
+	"github.com/xswitch/xswitch/conntrack"
 	"github.com/xswitch/xswitch/flow"
 	"github.com/xswitch/xswitch/port"
 )
@@ -31,13 +32,26 @@ type Kernel struct {
 	values []Entry
 }
 
-// NewKernel makes a bridge's maps, empty, at generation 0.
-func NewKernel() (*Kernel, error) {
+// KernelConfig is how NewKernelWith makes a bridge's maps.
+type KernelConfig struct {
+	// MaxConns is how many tracked connections the programs may carry at
+	// once (PutConn); 0 takes bpf.DefaultMaxConns. A connection's memory
+	// is taken when it is put, not up front.
+	MaxConns uint32
+}
+
+// NewKernel makes a bridge's maps, empty, at generation 0, as the zero
+// KernelConfig says.
+func NewKernel() (*Kernel, error) { return NewKernelWith(KernelConfig{}) }
+
+// NewKernelWith makes a bridge's maps, empty, at generation 0, as cfg
+// says.
+func NewKernelWith(cfg KernelConfig) (*Kernel, error) {
 	ncpu, err := ebpf.PossibleCPU()
 	if err != nil {
 		return nil, err
 	}
-	shared, err := bpf.NewFastpathShared()
+	shared, err := bpf.NewFastpathShared(cfg.MaxConns)
 	if err != nil {
 		return nil, err
 	}
@@ -184,6 +198,39 @@ func (k *Kernel) AddMeterCounts(slot uint32, c *MeterCounts) error {
 }
 
 func (k *Kernel) ResetMeterCounts(slot uint32) error { return k.shared.ResetMeterCounts(slot) }
+
+func (k *Kernel) PutConn(h conntrack.Handle, c *Conn) error {
+	if err := k.shared.CtConns.Update(uint64(h), c, ebpf.UpdateLock); err != nil {
+		return fmt.Errorf("enter connection %#x in ct_conns: %w", uint64(h), err)
+	}
+	return nil
+}
+
+func (k *Kernel) Conn(h conntrack.Handle) (Conn, error) {
+	var c Conn
+	return c, connErr("read", h, k.shared.CtConns.LookupWithFlags(uint64(h), &c, ebpf.LookupLock))
+}
+
+func (k *Kernel) TakeConn(h conntrack.Handle) (Conn, error) {
+	var c Conn
+	return c, connErr("take", h, k.shared.CtConns.LookupAndDeleteWithFlags(uint64(h), &c, ebpf.LookupLock))
+}
+
+func (k *Kernel) DeleteConn(h conntrack.Handle) error {
+	return connErr("delete", h, k.shared.CtConns.Delete(uint64(h)))
+}
+
+// connErr is the error of doing what to connection h in ct_conns, if err
+// says it failed.
+func connErr(what string, h conntrack.Handle, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ebpf.ErrKeyNotExist):
+		return fmt.Errorf("%s connection %#x: %w", what, uint64(h), ErrNoConn)
+	}
+	return fmt.Errorf("%s connection %#x in ct_conns: %w", what, uint64(h), err)
+}
 
 func (k *Kernel) Close() error {
 	var err error

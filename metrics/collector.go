@@ -127,6 +127,7 @@ var (
 
 	conntrackEntries  = conntrackDesc("entries", "Connections in the connection tracker's table, the one every bridge shares (ct-get-nconns), those past their time that the next sweep removes included.")
 	conntrackMaxConns = conntrackDesc("maxconns", "The most connections the table holds (ct-set-maxconns).")
+	conntrackCarried  = conntrackDesc("carried", "Established connections the bridges' XDP programs carry: their frames are judged and forwarded in the kernel until one needs the tracker.")
 	conntrackCreated  = conntrackDesc("created_total", "Connections committed: its rate is new connections per second.")
 	conntrackExpired  = conntrackDesc("expired_total", "Connections removed at the end of their timeout.")
 	conntrackFlushed  = conntrackDesc("flushed_total", "Connections removed by flush-conntrack.")
@@ -159,7 +160,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		bridgeFlows, bridgeCacheHits, bridgeCacheMisses, bridgeCacheStale, bridgeMACEntries, bridgeBusy, bridgeIdle,
 		bridgeRSTPRoot, bridgeRSTPChanges, bridgeRSTPBPDUsDropped,
 		bridgeDropped, portPipelineDropped, tableLookups, tableMatched, tableActive,
-		conntrackEntries, conntrackMaxConns, conntrackCreated, conntrackExpired, conntrackFlushed, conntrackReplaced,
+		conntrackEntries, conntrackMaxConns, conntrackCarried, conntrackCreated, conntrackExpired, conntrackFlushed, conntrackReplaced,
 		conntrackRefused, conntrackZone, conntrackZoneMax,
 	} {
 		ch <- d
@@ -178,6 +179,7 @@ func collectConntrack(ch chan<- prometheus.Metric, m control.ConntrackMetrics) {
 	s := &m.Stats
 	ch <- prometheus.MustNewConstMetric(conntrackEntries, prometheus.GaugeValue, float64(s.Entries))
 	ch <- prometheus.MustNewConstMetric(conntrackMaxConns, prometheus.GaugeValue, float64(s.MaxConns))
+	ch <- prometheus.MustNewConstMetric(conntrackCarried, prometheus.GaugeValue, float64(s.Carried))
 	ch <- prometheus.MustNewConstMetric(conntrackCreated, prometheus.CounterValue, float64(s.Created))
 	ch <- prometheus.MustNewConstMetric(conntrackExpired, prometheus.CounterValue, float64(s.Expired))
 	ch <- prometheus.MustNewConstMetric(conntrackFlushed, prometheus.CounterValue, float64(s.Flushed))

@@ -178,8 +178,8 @@ xswitch_table_matched_total{bridge="br0",table="3"} 7
 	// The down port has no counters and no info, only its up series: 18
 	// counters, 10 drop reasons and info and up for p1, up for p2, 7 bridge
 	// series, 10 drop reasons and 3 series for each of 2 tables; and the
-	// connection tracker's 6 series and 4 refusal reasons.
-	if want := 18 + 10 + 2 + 1 + 7 + 10 + 6 + 10; testutil.CollectAndCount(c) != want {
+	// connection tracker's 7 series and 4 refusal reasons.
+	if want := 18 + 10 + 2 + 1 + 7 + 10 + 6 + 11; testutil.CollectAndCount(c) != want {
 		t.Errorf("collected %d series; want %d", testutil.CollectAndCount(c), want)
 	}
 }
@@ -206,8 +206,8 @@ func TestCollectorMetricNamesFollowConventions(t *testing.T) {
 
 // A daemon without bridges still has its connection tracker, empty.
 func TestCollectorWithoutBridges(t *testing.T) {
-	if n := testutil.CollectAndCount(NewCollector(&fakeSource{})); n != 10 {
-		t.Errorf("a daemon without bridges gave %d series; want the connection tracker's 10", n)
+	if n := testutil.CollectAndCount(NewCollector(&fakeSource{})); n != 11 {
+		t.Errorf("a daemon without bridges gave %d series; want the connection tracker's 11", n)
 	}
 }
 
@@ -319,7 +319,7 @@ xswitch_port_fastpath_on{bridge="br0",port="p1"} 0
 // one applies.
 func TestCollectorReportsTheConntrack(t *testing.T) {
 	src := newFakeSource()
-	src.conntrack.Stats = conntrack.Stats{Entries: 7, MaxConns: 1000, Created: 40, Expired: 30, Flushed: 2, Replaced: 1}
+	src.conntrack.Stats = conntrack.Stats{Entries: 7, MaxConns: 1000, Carried: 6, Created: 40, Expired: 30, Flushed: 2, Replaced: 1}
 	src.conntrack.Stats.Refused[conntrack.RefusedZoneLimit] = 5
 	src.conntrack.Stats.Refused[conntrack.RefusedNATExhausted] = 3
 	src.conntrack.Zones = []control.ZoneMetrics{{Zone: 0, Count: 4}, {Zone: 7, Count: 3, Limit: 3, Limited: true}, {Zone: 9, Limit: 0, Limited: true}}
@@ -330,6 +330,9 @@ xswitch_conntrack_entries 7
 # HELP xswitch_conntrack_maxconns The most connections the table holds (ct-set-maxconns).
 # TYPE xswitch_conntrack_maxconns gauge
 xswitch_conntrack_maxconns 1000
+# HELP xswitch_conntrack_carried Established connections the bridges' XDP programs carry: their frames are judged and forwarded in the kernel until one needs the tracker.
+# TYPE xswitch_conntrack_carried gauge
+xswitch_conntrack_carried 6
 # HELP xswitch_conntrack_created_total Connections committed: its rate is new connections per second.
 # TYPE xswitch_conntrack_created_total counter
 xswitch_conntrack_created_total 40
@@ -358,7 +361,7 @@ xswitch_conntrack_zone_entries{zone="9"} 0
 xswitch_conntrack_zone_limit{zone="7"} 3
 xswitch_conntrack_zone_limit{zone="9"} 0
 `
-	names := []string{"xswitch_conntrack_entries", "xswitch_conntrack_maxconns", "xswitch_conntrack_created_total",
+	names := []string{"xswitch_conntrack_entries", "xswitch_conntrack_maxconns", "xswitch_conntrack_carried", "xswitch_conntrack_created_total",
 		"xswitch_conntrack_expired_total", "xswitch_conntrack_flushed_total", "xswitch_conntrack_replaced_total",
 		"xswitch_conntrack_refused_total", "xswitch_conntrack_zone_entries", "xswitch_conntrack_zone_limit"}
 	if err := testutil.CollectAndCompare(NewCollector(src), strings.NewReader(want), names...); err != nil {

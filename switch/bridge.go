@@ -150,7 +150,10 @@ func New(name string, flows *flow.Table, opts Options) (*Bridge, error) {
 		if err != nil {
 			return nil, fmt.Errorf("bridge %s: fast path: %w", name, err)
 		}
-		fp := newFastPath(dp, place.tables, place.drops, len(place.fdb.slots))
+		fp, err := newFastPath(dp, &place)
+		if err != nil {
+			return nil, fmt.Errorf("bridge %s: fast path: %w", name, err)
+		}
 		fp.publish(cls, flows)
 		b.fp, place.fp = fp, fp
 		place.meters = newMeterBank(dp, place.epoch)

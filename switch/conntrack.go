@@ -196,6 +196,9 @@ func (f *forwarder) runConntrack(r *frameRun, step *ctStep, last bool) bool {
 		conntrack.ApplyNAT(r.frame[r.layout.L3:], &p.Header, rw)
 	}
 	if step.resume == nil {
+		if f.connPending.d != nil {
+			f.offerConnection(r, step, rw, nil)
+		}
 		return true
 	}
 	if r.recircs == maxRecirculations {
@@ -207,6 +210,12 @@ func (f *forwarder) runConntrack(r *frameRun, step *ctStep, last bool) bool {
 	natHeaders(&k.headers, &p.Header, rw)
 	d := decide(f, f.recircs, r.table, k, r.now)
 	f.count(d, len(r.frame))
+	if f.connPending.d != nil {
+		if last {
+			f.offerConnection(r, step, rw, d)
+		}
+		f.connPending = pendingConn{} // a fork: the program runs none
+	}
 	controllers, cts, recircs := r.controllers, r.cts, r.recircs
 	at := r.clones
 	if !last {

@@ -67,12 +67,14 @@ func newBed(t *testing.T, dp datapath.Datapath, macTableSize int, configs ...VLA
 	t.Helper()
 	opts := Options{BatchSize: 64, MACTableSize: macTableSize, MACAging: time.Hour, CacheSize: 256}.withDefaults()
 	place := firstOf(1, opts)
-	fp := newFastPath(dp, place.tables, place.drops, len(place.fdb.slots))
+	fp, err := newFastPath(dp, &place)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { fp.close() })
 	place.fp, place.meters = fp, newMeterBank(dp, place.epoch)
 	bed := &fastPathBed{fp: fp, cls: flow.NewClassifier()}
 	fp.publish(bed.cls, normalTable())
-	var err error
 	if bed.f, err = newForwarder(opts, bed.cls, place); err != nil {
 		t.Fatal(err)
 	}
@@ -92,11 +94,14 @@ func newBed(t *testing.T, dp datapath.Datapath, macTableSize int, configs ...VLA
 
 // kernel is what port in's program does with frame: whether an entry
 // took it, and then whether it redirected it (to slot out, as out) or
-// dropped it.
+// dropped it, or gave it to user space after all.
 type kernelVerdict struct {
 	hit, redirected bool
-	slot            uint32
-	frame           []byte
+	// punted: an entry took the frame but its connection's operation
+	// gave it to user space, as it came.
+	punted bool
+	slot   uint32
+	frame  []byte
 }
 
 func (bed *fastPathBed) kernel(t *testing.T, in int, frame []byte) kernelVerdict {
@@ -119,6 +124,8 @@ func (bed *fastPathBed) kernel(t *testing.T, in int, frame []byte) kernelVerdict
 		return kernelVerdict{}
 	}
 	switch ret {
+	case xdpPass:
+		return kernelVerdict{punted: true}
 	case xdpRedirect:
 		return kernelVerdict{hit: true, redirected: true, slot: rec.Out, frame: opts.DataOut}
 	case xdpDrop:

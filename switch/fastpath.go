@@ -1,11 +1,13 @@
 package vswitch
 
 import (
+	"errors"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/xswitch/xswitch/conntrack"
 	"github.com/xswitch/xswitch/datapath"
 	"github.com/xswitch/xswitch/flow"
 )
@@ -75,6 +77,10 @@ const (
 // it installed there, and their counters.
 type fastPath struct {
 	dp datapath.Datapath
+	// tracker is the bridge's connection tracker, for which the
+	// datapath's ct_conns is the store (fastpath_conntrack.go).
+	tracker *conntrack.Tracker
+	carrier conntrack.CarrierID
 	// view is what forwarders decide under; viewMu serialises new ones.
 	view   atomic.Pointer[fpView]
 	viewMu sync.Mutex
@@ -123,6 +129,7 @@ type fastPathThread struct {
 	fp            *fastPath
 	fpView        *fpView
 	fpPending     []fpPending
+	connPending   pendingConn
 	displaced     []uint32
 	displacedLost bool
 	lastSweep     int64
@@ -137,15 +144,20 @@ type fpView struct {
 	mask       *flow.Headers
 }
 
-// newFastPath makes a bridge's fast path over dp, which it owns from
-// then on, for a MAC table of macSlots slots.
-func newFastPath(dp datapath.Datapath, tables *[flow.NumTables]tableCounters, drops *dropCounters, macSlots int) *fastPath {
-	fp := &fastPath{dp: dp, tables: tables, drops: drops, reliedOn: make([]atomic.Uint64, (macSlots+63)/64),
+// newFastPath makes the fast path over dp, which it owns from then on, of
+// the bridge whose threads' place is place.
+func newFastPath(dp datapath.Datapath, place *threadPlace) (*fastPath, error) {
+	fp := &fastPath{dp: dp, tracker: place.tracker, tables: place.tables, drops: place.drops,
+		reliedOn:  make([]atomic.Uint64, (len(place.fdb.slots)+63)/64),
 		installed: map[datapath.Key]*fpInstalled{}, dependents: map[uint32]map[*fpInstalled]struct{}{},
 		ports: map[*bridgePort]*fpPortDrops{}, tunnels: map[*bridgePort]*fpTunnel{}}
+	var err error
+	if fp.carrier, err = place.tracker.AddCarrier(connStore{dp}); err != nil {
+		return nil, errors.Join(err, dp.Close())
+	}
 	fp.view.Store(&fpView{})
 	fp.bump()
-	return fp
+	return fp, nil
 }
 
 // generation is the bridge's current generation.
@@ -284,4 +296,9 @@ func readsHeaders(a flow.Action) bool {
 	return true
 }
 
-func (fp *fastPath) close() error { return fp.dp.Close() }
+// close takes back the connections the fast path carries, and closes
+// its datapath.
+func (fp *fastPath) close() error {
+	fp.tracker.RemoveCarrier(fp.carrier)
+	return fp.dp.Close()
+}

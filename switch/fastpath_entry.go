@@ -21,8 +21,9 @@ import (
 // IPv4, their checksums updated; the IPv6 hop limit; a meter (the
 // program reads its bands from the meter's slot as each frame runs); one
 // output to a port that forwards, a group's bucket included (a bracket
-// whose copy goes nowhere leaves the frame as it was); and a drop the
-// rules chose. Everything else stays with
+// whose copy goes nowhere leaves the frame as it was); a drop the rules
+// chose; and a ct(), in the entry of one connection, for a frame that
+// leaves it in its state (fastpath_conntrack.go). Everything else stays with
 // user space: packet-ins, floods and several outputs (the program
 // redirects a frame once), IPv6 addresses, traffic class and ports,
 // SCTP ports (whose CRC32c the program does not compute), the fields
@@ -39,8 +40,10 @@ import (
 // pushed, through its underlay.
 
 // fastPathEntry returns the fast path's entry for decision d of the flow
-// with headers h, or why the XDP program cannot carry it.
-func (f *forwarder) fastPathEntry(d *decision, h *flow.Headers) (e datapath.Entry, why string) {
+// with headers h, or why the XDP program cannot carry it. conn is what
+// the frame's first ct() made of it, when d has one (nil otherwise): the
+// entry is then its connection's (fastpath_conntrack.go).
+func (f *forwarder) fastPathEntry(d *decision, h *flow.Headers, conn *connOffer) (e datapath.Entry, why string) {
 	ops := e.Ops[:0]
 	// why an operation op, setTCI or setTOS refused is not what it said
 	why = fmt.Sprintf("more than the %d operations the program runs", len(e.Ops))
@@ -102,6 +105,34 @@ func (f *forwarder) fastPathEntry(d *decision, h *flow.Headers) (e datapath.Entr
 		}
 		return true
 	}
+	// setAddr and setPort write an IPv4 address or a transport port;
+	// setPort says why it cannot.
+	setAddr := func(dst bool, addr [4]byte) bool {
+		old, off := k.NwSrc, uint8(header.IPv4SrcOffset)
+		if dst {
+			old, off = k.NwDst, header.IPv4DstOffset
+		}
+		return op(datapath.Op{Type: datapath.OpSetL3, Off: off, Len: 4, Csums: datapath.CsumL3 | l4Csum(&k), Value: addr,
+			Delta: header.Delta32(binary.BigEndian.Uint32(old[:]), binary.BigEndian.Uint32(addr[:]))})
+	}
+	setPort := func(dst bool, port uint16) bool {
+		switch {
+		case k.DlType != flow.EtherTypeIPv4:
+			why = "a port rewrite over IPv6"
+			return false
+		case k.NwProto == flow.ProtoSCTP:
+			why = "an SCTP port rewrite"
+			return false
+		}
+		old, off := k.TpSrc, uint8(header.SrcPortOffset)
+		if dst {
+			old, off = k.TpDst, header.DstPortOffset
+		}
+		var value [4]byte
+		binary.BigEndian.PutUint16(value[:], port)
+		return op(datapath.Op{Type: datapath.OpSetL4, Off: off, Len: 2, Csums: l4Csum(&k), Value: value,
+			Delta: header.Delta16(old, port)})
+	}
 	// toTunnel ends the entry with tunnel slot's outer headers and an
 	// output to its underlay, for frames short enough to fit them.
 	toTunnel := func(slot uint16) bool {
@@ -149,8 +180,11 @@ func (f *forwarder) fastPathEntry(d *decision, h *flow.Headers) (e datapath.Entr
 		// ipv6_exthdr differs.
 		return e, "IPv6 extension headers, which the program leaves to user space"
 	}
-	for i := range d.actions {
-		a := &d.actions[i]
+	// final is the decision whose actions end the entry's: d's, or the
+	// recirculation's of d's ct(table=N).
+	final, actions, conntracked := d, d.actions, false
+	for i := 0; i < len(actions); i++ {
+		a := &actions[i]
 		if outputs > 0 && a.Type != actCloneEnd {
 			return e, "several outputs"
 		}
@@ -204,34 +238,21 @@ func (f *forwarder) fastPathEntry(d *decision, h *flow.Headers) (e datapath.Entr
 			if k.DlType != flow.EtherTypeIPv4 {
 				break // not IPv4: the rewrite leaves the frame alone
 			}
-			addr, off := k.NwSrc, uint8(header.IPv4SrcOffset)
+			addr := k.NwSrc
 			if a.Type == flow.ActSetNwDst {
-				addr, off = k.NwDst, header.IPv4DstOffset
+				addr = k.NwDst
 			}
-			old := binary.BigEndian.Uint32(addr[:])
 			a.SetAddress(addr[:])
-			csums := datapath.CsumL3 | l4Csum(&k)
-			ok = op(datapath.Op{Type: datapath.OpSetL3, Off: off, Len: 4, Csums: csums, Value: addr,
-				Delta: header.Delta32(old, binary.BigEndian.Uint32(addr[:]))})
+			ok = setAddr(a.Type == flow.ActSetNwDst, addr)
 		case flow.ActSetTpSrc, flow.ActSetTpDst:
 			if !k.HasPorts() {
 				break
 			}
-			switch {
-			case k.DlType != flow.EtherTypeIPv4:
-				return e, "a port rewrite over IPv6"
-			case k.NwProto == flow.ProtoSCTP:
-				return e, "an SCTP port rewrite"
-			}
-			port, off := k.TpSrc, uint8(header.SrcPortOffset)
+			port := k.TpSrc
 			if a.Type == flow.ActSetTpDst {
-				port, off = k.TpDst, header.DstPortOffset
+				port = k.TpDst
 			}
-			updated := a.MaskedPort(port)
-			var value [4]byte
-			binary.BigEndian.PutUint16(value[:], updated)
-			ok = op(datapath.Op{Type: datapath.OpSetL4, Off: off, Len: 2, Csums: l4Csum(&k), Value: value,
-				Delta: header.Delta16(port, updated)})
+			ok = setPort(a.Type == flow.ActSetTpDst, a.MaskedPort(port))
 		case flow.ActSetNwTTL, flow.ActDecTTL:
 			ttl := uint8(a.Value)
 			if a.Type == flow.ActDecTTL {
@@ -286,12 +307,41 @@ func (f *forwarder) fastPathEntry(d *decision, h *flow.Headers) (e datapath.Entr
 			}
 		case actSetTunnelID:
 			tunnelID = uint32(a.Imm.Lo)
+		case actConntrack:
+			switch {
+			case conn == nil:
+				return e, "ct(), whose frames the kernel carries per connection, once user space saw it established"
+			case conntracked || &final.cts[a.Port] != conn.step:
+				return e, "several ct() actions"
+			case open > 0:
+				return e, "ct() in a clone bracket"
+			case len(ops) > 0:
+				return e, "a rewrite or a meter before ct(): the program judges a connection's frames first"
+			case final.cts[a.Port].action.Force:
+				return e, "ct(force), which may end the connection"
+			case conn.next != nil && i != len(actions)-1:
+				return e, "ct(table=N) with actions after it, which fork the frame"
+			}
+			conntracked = true
+			if !op(datapath.ConntrackOp(conn.handle, conn.reply, conn.oneWay)) {
+				return e, why
+			}
+			if why := natOps(&k, &conn.natted, setAddr, setPort); why != "" {
+				return e, why
+			}
+			if conn.next != nil {
+				if len(conn.next.controllers) > 0 {
+					return e, "a packet-in to the controller, which user space makes"
+				}
+				final, actions, i = conn.next, conn.next.actions, -1
+			}
+			continue
 		case actMeter:
 			switch {
 			case a.Port == noMeterSlot:
 				return e, fmt.Sprintf("meter %d, which the bridge does not have", a.Meter)
-			case len(ops) > 0:
-				return e, "a meter after a rewrite: the program runs a meter first, if at all"
+			case len(ops) > b2i(conntracked):
+				return e, "a meter after a rewrite: the program runs a meter first (after a connection's operation), if at all"
 			}
 			ok = op(datapath.Op{Type: datapath.OpMeter, Tunnel: uint32(a.Port), Delta: a.Meter, Len: ipVersion(k.DlType)})
 			metered = true
@@ -303,18 +353,23 @@ func (f *forwarder) fastPathEntry(d *decision, h *flow.Headers) (e datapath.Entr
 		}
 		a.ApplyToKey(&k)
 	}
+	dropped := d.dropped
+	if final != d && dropped == dropRule {
+		dropped = final.dropped
+	}
 	switch {
 	case outputs == 1:
 		e.Out = out
-	case d.dropped == dropRule:
+	case dropped == dropRule:
 		e.Out = datapath.OutDrop
 		if !metered {
 			// The rewrites of a frame that goes nowhere are not run;
-			// a meter's are, for it counts the frame as rewritten.
-			e.Ops = [len(e.Ops)]datapath.Op{}
+			// a meter's are, for it counts the frame as rewritten, and
+			// a connection's, which judges the frame before all.
+			clear(e.Ops[b2i(conntracked):])
 		}
 	default:
-		return e, fmt.Sprintf("a %s drop, which user space counts", DropReasons[d.dropped])
+		return e, fmt.Sprintf("a %s drop, which user space counts", DropReasons[dropped])
 	}
 	return e, ""
 }
@@ -330,8 +385,8 @@ func unoffloaded(t flow.ActionType) string {
 		return "NORMAL runs per frame: its source is not learned, or the decision relies on too many MAC-table entries"
 	case flow.ActPushMPLS, flow.ActPopMPLS, flow.ActSetMPLSLabel, flow.ActSetMPLSTC, flow.ActSetMPLSTTL, flow.ActCopyTTLIn:
 		return "an MPLS push, pop, set or TTL copy, which the program leaves to user space"
-	case actConntrack, flow.ActCTClear:
-		return "connection tracking, which the program leaves to user space"
+	case flow.ActCTClear:
+		return "ct_clear, which the program leaves to user space"
 	}
 	return "an action the program does not run"
 }

@@ -278,7 +278,7 @@ func TestFastPathDoesWhatUserSpaceDoes(t *testing.T) {
 			if !ok {
 				t.Fatalf("no decision for %+v", k.Headers)
 			}
-			entry, why := f.fastPathEntry(d, &k.Headers)
+			entry, why := f.fastPathEntry(d, &k.Headers, nil)
 			if why != "" {
 				continue
 			}

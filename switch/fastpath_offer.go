@@ -1,11 +1,9 @@
 package vswitch
 
 import (
-	"slices"
-
+	"github.com/xswitch/xswitch/conntrack"
 	"github.com/xswitch/xswitch/datapath"
 	"github.com/xswitch/xswitch/flow"
-	"github.com/xswitch/xswitch/header"
 )
 
 // A frame's decision offered to the fast path: what its entry is, and
@@ -19,6 +17,13 @@ type fpOffer struct {
 	at         int64  // at that time
 	// epoch is fastPath.offerEpoch when the state was worked out.
 	epoch uint64
+	// conn is the connection the state is of, for a decision with ct(),
+	// seen one way or established (fastpath_conntrack.go).
+	conn       conntrack.Handle
+	connOneWay bool
+	// frames counts conn's frames that reached user space so, up to
+	// carryAfter.
+	frames uint8
 }
 
 // entryKey is the key of the fast path's entry for a flow with headers h
@@ -31,6 +36,12 @@ func (f *forwarder) entryKey(h *flow.Headers) datapath.Key {
 // it and it was not queued lately in the batch's generation. It runs for
 // frames that reached user space, before d's actions run on them.
 func (f *forwarder) offerFastPath(d *decision, inSlot uint16, now int64) {
+	if len(d.cts) > 0 {
+		// Its entry is its frame's connection's, once the tracker
+		// judged it (offerConnection).
+		f.connPending = pendingConn{d: d, inSlot: inSlot}
+		return
+	}
 	if d.offer == nil {
 		d.offer = new(fpOffer)
 	}
@@ -44,7 +55,7 @@ func (f *forwarder) offerFastPath(d *decision, inSlot uint16, now int64) {
 	}
 	if o.state == 0 {
 		o.state = -1
-		if e, why := f.fastPathEntry(d, &f.key.Headers); why == "" {
+		if e, why := f.fastPathEntry(d, &f.key.Headers, nil); why == "" {
 			o.state, o.entry = 1, e
 		}
 		if o.state < 0 {
@@ -52,24 +63,5 @@ func (f *forwarder) offerFastPath(d *decision, inSlot uint16, now int64) {
 		}
 	}
 	o.generation, o.at = gen, now
-	key := f.entryKey(&f.key.Headers)
-	meta := &fpInstalled{key: key, rules: slices.Clone(d.rules), lookups: slices.Clone(d.lookups), groups: slices.Clone(d.groupHits),
-		macDeps: slices.Clone(d.macDeps), in: f.ports[inSlot], entry: o.entry, mask: f.fpView.mask, l2: isL2Mask(f.fpView.mask),
-		active: now}
-	if o.entry.Out != datapath.OutDrop {
-		meta.out, meta.via = f.ports[o.entry.Out], f.ports[o.entry.Out]
-	}
-	for _, op := range o.entry.Ops {
-		switch op.Type {
-		case datapath.OpPushVLAN:
-			meta.lenDelta += header.VLANTagLen
-		case datapath.OpPopVLAN:
-			meta.lenDelta -= header.VLANTagLen
-		case datapath.OpTunnelPush:
-			// Counted as the tunnel's, which the frame leaves by through
-			// its underlay.
-			meta.out = f.ports[datapath.TunnelSlot(op.Tunnel)]
-		}
-	}
-	f.fpPending = append(f.fpPending, fpPending{key: key, flow: o.entry, meta: meta})
+	f.queueEntry(o.entry, inSlot, now, 0, d)
 }

@@ -106,6 +106,14 @@ func (r *fpInstalled) datapathActions() string {
 			parts = append(parts, fmt.Sprintf("set(%s(offset=%d,value=0x%x))", header, op.Off, op.Value[:op.Len]))
 		case datapath.OpTunnelPush:
 			parts = append(parts, fmt.Sprintf("tnl_push(tnl_port(%d),vni=%d)", r.out.ofport, op.Delta))
+		case datapath.OpConntrack:
+			// The connection as dump-conntrack -m names it, and the
+			// frames' direction in it.
+			dir := "orig"
+			if op.Len != 0 {
+				dir = "reply"
+			}
+			parts = append(parts, fmt.Sprintf("ct(est,id=%d,%s)", op.Delta, dir))
 		}
 	}
 	if r.out != nil && r.out.tunnel != nil {
@@ -141,7 +149,7 @@ func (f *forwarder) fastPathVerdict(h flow.Headers) string {
 	tr := translator{in: xlateIn{view: &f.view}}
 	var d decision
 	tr.translate(f.flows.Load(), &h, &d, f.now())
-	if _, why := f.fastPathEntry(&d, &h); why != "" {
+	if _, why := f.fastPathEntry(&d, &h, nil); why != "" {
 		return "no (" + why + ")"
 	}
 	return "yes"

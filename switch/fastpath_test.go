@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xswitch/xswitch/conntrack"
 	"github.com/xswitch/xswitch/datapath"
 	"github.com/xswitch/xswitch/datapath/datapathtest"
 	"github.com/xswitch/xswitch/flow"
@@ -32,11 +33,15 @@ const sweepAging = 3 * time.Second
 
 func newSweepRig(t *testing.T) *sweepRig {
 	t.Helper()
-	var tables [flow.NumTables]tableCounters
+	place := threadPlace{fdb: newMACTable(64, sweepAging), tracker: conntrack.New(conntrack.Config{}),
+		tables: new([flow.NumTables]tableCounters), drops: new(dropCounters)}
 	dp := datapathtest.New()
-	fp := newFastPath(dp, &tables, new(dropCounters), 64)
+	fp, err := newFastPath(dp, &place)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { fp.close() })
-	r := &sweepRig{fp: fp, dp: dp, fdb: newMACTable(64, sweepAging),
+	r := &sweepRig{fp: fp, dp: dp, fdb: place.fdb,
 		in: &bridgePort{Port: porttest.New("p1"), ofport: 1, slot: 0}, out: &bridgePort{Port: porttest.New("p2"), ofport: 2, slot: 1},
 		rule: rules(t, "actions=NORMAL").Entries()[0]}
 	h := flow.Headers{InPort: 1, DlSrc: [6]byte{2, 0, 0, 0, 0, 1}, DlDst: [6]byte{2, 0, 0, 0, 0, 2}, DlType: flow.EtherTypeIPv4}
@@ -266,7 +271,7 @@ func entryFor(f *forwarder, h flow.Headers) (datapath.Entry, string) {
 	tr := translator{in: xlateIn{view: &f.view}}
 	var d decision
 	tr.translate(f.flows.Load(), &h, &d, 0)
-	return f.fastPathEntry(&d, &h)
+	return f.fastPathEntry(&d, &h, nil)
 }
 
 // randomHeaders are the headers of a plausible frame from port 1, to one

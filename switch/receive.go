@@ -136,6 +136,7 @@ func (f *forwarder) forwardFrame(table *flow.Table, inSlot uint16, frame []byte,
 	*r = frameRun{inSlot: inSlot, table: table, frame: frame, layout: f.extractor.Layout(), now: now, dropped: d.dropped,
 		controllers: d.controllers, cts: d.cts, tunnel: port.TunnelTx{ID: uint32(f.key.TunID), Hash: d.flowHash}}
 	f.execute(r, d.actions)
+	f.connPending = pendingConn{}
 	if !r.sent && !f.learnOnly {
 		f.drops.count(r.dropped)
 	}

@@ -1,7 +1,8 @@
 // The operations of an entry (fp_op_type), run on the frame in order:
 // MAC and VLAN rewrites, tag push and pop, IP and L4 field rewrites with
 // their checksums (csum.h), a meter (meter.h), and the push of a tunnel's
-// outer headers (encap.h).
+// outer headers (encap.h). A connection's (conntrack.h) and a meter come
+// first, and fastpath.c runs them.
 
 #ifndef XSWITCH_ACTIONS_H
 #define XSWITCH_ACTIONS_H
@@ -156,8 +157,8 @@ static __always_inline int run_ops(struct xdp_md *ctx, struct fp_flow *f, __u32 
 			push = op; // always the last (fp_op_type)
 			break;
 		}
-		if (op->type == FP_OP_METER)
-			continue; // the first, which fastpath.c ran before
+		if (op->type == FP_OP_CONNTRACK || op->type == FP_OP_METER)
+			continue; // the first ones, which fastpath.c ran before
 		if (!run_op(ctx, op, &l3))
 			return FP_RUN_FAILED;
 	}

@@ -1,7 +1,7 @@
 // The fast path's maps. Every port of a bridge runs its own copy of the
 // program, and all share the bridge's flows, flows_l2, state, state_slot,
-// tx_ports, tunnels, tunnels_in, meters, meter_counts and drops
-// (bpf.FastpathShared); xsks_map and oversize are the port's own (xsk.h),
+// tx_ports, tunnels, tunnels_in, meters, meter_counts, ct_conns and
+// drops (bpf.FastpathShared); xsks_map and oversize are the port's own (xsk.h),
 // tunnel_listen its underlay's (tunnel.h), parsed the tests'.
 
 #ifndef XSWITCH_MAPS_H
@@ -94,6 +94,20 @@ struct {
 	__type(key, __u32);
 	__type(value, struct fp_meter_counts);
 } meter_counts SEC(".maps");
+
+// The established connections the programs carry, by the tracker's
+// handle (structs.h's fp_conn). Only user space adds and removes them, so
+// an entry's memory is allocated when user space puts it, not all up
+// front; its size is the default of user space's, which may set another.
+#define FP_MAX_CONNS 262144
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, FP_MAX_CONNS);
+	__type(key, __u64);
+	__type(value, struct fp_conn);
+} ct_conns SEC(".maps");
 
 // The frames the program dropped, by fp_drop_reason: the kernel's own
 // count, which pmd-stats-show prints apart from the pipeline's drops.

@@ -14,13 +14,6 @@
 #include "maps.h"
 #include "csum.h"
 
-// What run_ops makes of an entry's operations.
-enum fp_run {
-	FP_RUN_OK = 0,
-	FP_RUN_FAILED, // an operation did not fit the frame
-	FP_RUN_METERED, // a drop band of the entry's meter applied
-};
-
 #define NSEC_PER_SEC 1000000000ULL
 // A frame's cost at a band of rate kbps is its bits over the rate:
 // bytes * 8 * 10^6 / kbps nanoseconds.

@@ -10,6 +10,7 @@
 
 #include <stddef.h>
 #include <linux/types.h>
+#include <linux/bpf.h>
 #include <linux/if_ether.h>
 #include <linux/ip.h>
 #include <linux/udp.h>
@@ -109,8 +110,17 @@ enum fp_op_type {
 	// The frame through the meter in slot tunnel of meters, if it is still
 	// meter delta's (fp_meter): its bands may drop the frame, or remark
 	// the DSCP of its IP header, of version len (4 or 6; 0: none). The
-	// first operation, if there is one.
+	// first operation but a connection's, if there is one.
 	FP_OP_METER,
+	// The frame checked against, and counted in, connection handle of
+	// ct_conns (conntrack.h) as len says: its bit 0 the direction (0: the
+	// original, 1: the reply), its bit 1 that the entry is for the
+	// connection seen one way (fp_conn's orig_only), so that a connection
+	// since seen both ways, whose frames the rules may treat otherwise,
+	// is user space's. delta holds the handle's low 32 bits, tunnel its
+	// high ones. The entry's first operation, if there is one, for it may
+	// give the frame back to user space, which must find it as it came.
+	FP_OP_CONNTRACK,
 };
 
 // Which checksums an FP_OP_SET_L3 or FP_OP_SET_L4 updates, by adding
@@ -132,8 +142,12 @@ struct fp_op {
 	__be16 mask;
 	__u8 mac[6];
 	__u8 value[4]; // FP_OP_SET_L3, FP_OP_SET_L4
-	__u32 delta;   // FP_OP_SET_L3, FP_OP_SET_L4; FP_OP_TUNNEL_PUSH: the VNI; FP_OP_METER: the meter's id
-	__u32 tunnel;  // FP_OP_TUNNEL_PUSH: the tunnel's slot in tunnels; FP_OP_METER: the meter's in meters
+	// FP_OP_SET_L3, FP_OP_SET_L4; FP_OP_TUNNEL_PUSH: the VNI; FP_OP_METER: the meter's id;
+	// FP_OP_CONNTRACK: the handle's low 32 bits.
+	__u32 delta;
+	// FP_OP_TUNNEL_PUSH: the tunnel's slot in tunnels; FP_OP_METER: the meter's in meters;
+	// FP_OP_CONNTRACK: the handle's high 32 bits.
+	__u32 tunnel;
 };
 
 #define FP_MAX_OPS 6
@@ -255,6 +269,44 @@ struct fp_meter_counts {
 	__u64 band_bytes[FP_MAX_BANDS];
 };
 
+// Connections the conntrack package's tracker established, which the
+// programs carry (conntrack.h), in ct_conns under the tracker's handle:
+// user space puts each in whole, as the tracker's KernelState gives it,
+// and reads it back, under the entry's lock, which the programs take for
+// each frame they judge. The state of each direction is its sender's end
+// (conntrack's tcpPeer, with the window scale tcpStep applies to it
+// once both ends are established) and what the programs carried of it.
+struct fp_conn_dir {
+	// When the programs last carried a frame of the direction, on the
+	// kernel's CLOCK_MONOTONIC in nanoseconds (the tracker's clock; 0:
+	// none yet), and how many frames and bytes they carried.
+	__u64 last_seen;
+	__u64 packets, bytes;
+	// TCP: the end of what the sender has sent, the most it may send,
+	// its largest window (as sent, unscaled) and the shift of its windows.
+	__u32 seq_lo, seq_hi;
+	__u16 max_win;
+	__u8 wscale;
+	__u8 pad;
+	__u32 pad2;
+};
+
+struct fp_conn {
+	struct bpf_spin_lock lock;
+	__u8 proto;     // the connection's IP protocol: a frame of another is user space's
+	__u8 seq_check; // TCP: 1: a segment out of its window is user space's; 0: any passes
+	// 1: a frame going the reply way is user space's: it would make a
+	// connection seen one way (UDP, other protocols) one seen both ways.
+	__u8 orig_only;
+	__u8 pad;
+	// When the connection times out, on the tracker's clock, unless a
+	// frame comes before: each frame carried moves it to timeout
+	// nanoseconds after the frame, as the tracker re-arms its timer.
+	__u64 expires;
+	__u64 timeout;
+	struct fp_conn_dir dir[2]; // by direction: 0 the original, 1 the reply
+};
+
 // What the program stores of each frame with record_key set (tests).
 struct fp_parsed {
 	__u32 ok; // 1: the key is the frame's; 0: the parser gave up
@@ -271,6 +323,15 @@ enum fp_drop_reason {
 	FP_DROP_RESTORE,   // a tunnel frame's popped headers could not be put back
 	FP_DROP_METER,     // a drop band of the entry's meter
 	FP_DROP_REASONS,   // how many there are
+};
+
+// What an entry's operations make of a frame (fastpath.c, actions.h):
+// the program's own, user space never sees it.
+enum fp_run {
+	FP_RUN_OK = 0,
+	FP_RUN_FAILED,  // an operation did not fit the frame
+	FP_RUN_METERED, // a drop band of the entry's meter applied
+	FP_RUN_USER,    // the frame is user space's to judge (conntrack.h), as it came
 };
 
 #endif

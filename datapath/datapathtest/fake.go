@@ -9,13 +9,15 @@ import (
 	"sync"
 
 	"github.com/xswitch/xswitch/bpf"
+	"github.com/xswitch/xswitch/conntrack"
 	"github.com/xswitch/xswitch/datapath"
 	"github.com/xswitch/xswitch/flow"
 	"github.com/xswitch/xswitch/port"
 )
 
 // Fake is a datapath.Datapath in memory. Capacity, if not 0, is how many
-// entries each table takes, as the kernel's maps refuse more.
+// entries each table takes, and how many connections, as the kernel's
+// maps refuse more.
 type Fake struct {
 	Capacity int
 
@@ -25,6 +27,7 @@ type Fake struct {
 	Mask    *flow.Headers
 	L2      bool
 	entries [2]map[datapath.Key]*fakeEntry // by l2, keyed as the map is
+	conns   map[conntrack.Handle]datapath.Conn
 	tunnels map[uint32]port.TunnelHeader
 	in      map[datapath.TunnelKey]datapath.TunnelIn
 	meters  []datapath.Meter
@@ -40,7 +43,8 @@ type fakeEntry struct {
 
 // New makes an empty Fake.
 func New() *Fake {
-	return &Fake{entries: [2]map[datapath.Key]*fakeEntry{{}, {}}, tunnels: map[uint32]port.TunnelHeader{}, in: map[datapath.TunnelKey]datapath.TunnelIn{},
+	return &Fake{entries: [2]map[datapath.Key]*fakeEntry{{}, {}}, conns: map[conntrack.Handle]datapath.Conn{},
+		tunnels: map[uint32]port.TunnelHeader{}, in: map[datapath.TunnelKey]datapath.TunnelIn{},
 		meters: make([]datapath.Meter, flow.MaxMeters), MeterCounts: make([]datapath.MeterCounts, flow.MaxMeters)}
 }
 
@@ -170,6 +174,42 @@ func (f *Fake) ResetMeterCounts(slot uint32) error {
 	defer f.mu.Unlock()
 	f.MeterCounts[slot] = datapath.MeterCounts{}
 	return nil
+}
+
+// PutConn keeps c as the programs' state of h: a test plays the
+// programs by putting what they would have made of it.
+func (f *Fake) PutConn(h conntrack.Handle, c *datapath.Conn) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, there := f.conns[h]; !there && f.Capacity > 0 && len(f.conns) >= f.Capacity {
+		return fmt.Errorf("enter connection %#x: the map is full (its %d entries)", uint64(h), f.Capacity)
+	}
+	f.conns[h] = *c
+	return nil
+}
+
+func (f *Fake) Conn(h conntrack.Handle) (datapath.Conn, error) { return f.conn("read", h, false) }
+
+func (f *Fake) TakeConn(h conntrack.Handle) (datapath.Conn, error) { return f.conn("take", h, true) }
+
+func (f *Fake) DeleteConn(h conntrack.Handle) error {
+	_, err := f.conn("delete", h, true)
+	return err
+}
+
+// conn returns h's connection, deleting it if remove, or fails to do what
+// with it.
+func (f *Fake) conn(what string, h conntrack.Handle, remove bool) (datapath.Conn, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c, ok := f.conns[h]
+	if !ok {
+		return c, fmt.Errorf("%s connection %#x: %w", what, uint64(h), datapath.ErrNoConn)
+	}
+	if remove {
+		delete(f.conns, h)
+	}
+	return c, nil
 }
 
 func (f *Fake) Close() error { return nil }

@@ -1,0 +1,239 @@
+package vswitch
+
+import (
+	"slices"
+
+	"github.com/xswitch/xswitch/conntrack"
+	"github.com/xswitch/xswitch/datapath"
+	"github.com/xswitch/xswitch/flow"
+	"github.com/xswitch/xswitch/header"
+)
+
+// Established connections in the fast path (and UDP's and other
+// protocols' seen several times one way, whose frames the tracker calls
+// +new until one comes back, as OVS's does). A decision with a ct() has
+// no entry of its own: what its frames do depends on their connection's
+// state, which the tracker judges per frame. Its entry is per connection
+// instead (the rules' keys are exact when they use ct(), so one entry
+// serves one direction of one connection): a frame of an established
+// connection that reaches user space offers the entry of its connection
+// (offerConnection), made of the program's connection operation (the
+// connection's handle and the frame's direction), the NAT the tracker
+// applied to it as constant rewrites, and the rest of the decision's
+// actions, or, for ct(table=N), the recirculation's decision's. At the
+// batch's end, the tracker puts the connection in the bridge's ct_conns
+// (Tracker.Carry), and the entry goes in. From then on the program
+// judges the connection's frames as the tracker would, moving its TCP
+// windows and its expiry on, and hands user space those it cannot judge
+// (SYN, FIN, RST, out of window, past its time, a fragment): the tracker
+// takes the connection back, with what the program made of it, before it
+// judges any frame of it (conntrack/carry.go). A frame that comes up
+// for another reason (the entry was swept, a new generation) does the
+// same, and its batch puts the connection back.
+//
+// What stays in user space: new connections (but those seen one way) and
+// every frame that changes a connection's state; ICMP exchanges (whose echo identifier
+// no key has); IPv6 NAT; ct(force), a second ct(), and ct() after a
+// rewrite; ct(table=N) with actions after it (a fork).
+
+// connOffer is what a frame's first ct() made of it, for its
+// connection's entry.
+type connOffer struct {
+	step   *ctStep // the ct() it went through
+	handle conntrack.Handle
+	// reply says the frame went the connection's reply way; oneWay, that
+	// it is of a connection seen one way (+new), or else of an
+	// established one.
+	reply, oneWay bool
+	// natted is the frame's headers after the ct()'s NAT.
+	natted flow.Headers
+	// next is the decision the frame went on with, for ct(table=N).
+	next *decision
+}
+
+// carryAfter is how many of a connection's frames (one way) user space
+// forwards before it has the kernel carry the rest: putting a connection
+// in and taking it back cost system calls, which a short one (a request
+// and its answer) does not pay back.
+const carryAfter = 8
+
+// pendingConn is a decision with ct() whose frame is under way, to be
+// offered with its connection once the tracker judged it.
+type pendingConn struct {
+	d      *decision
+	inSlot uint16
+}
+
+// offerConnection offers the entry of the connection that the frame's
+// first ct() (step) found, if it is established and its frame is one
+// the program would judge so; next is the recirculation's decision of a
+// ct(table=N) that ends the actions. It runs after the tracker judged
+// the frame, which the tracker's NAT rewrote as rw, and queues at most
+// one entry per decision and batch.
+func (f *forwarder) offerConnection(r *frameRun, step *ctStep, rw conntrack.Rewrite, next *decision) {
+	pc := f.connPending
+	f.connPending = pendingConn{}
+	p := &f.ct.packet
+	const (
+		established = conntrack.StateTracked | conntrack.StateEstablished
+		oneWay      = conntrack.StateTracked | conntrack.StateNew
+		states      = established | oneWay | conntrack.StateInvalid | conntrack.StateRelated
+		tcp         = header.ProtoTCP
+	)
+	state := p.CT.State & states
+	switch {
+	case pc.d == nil, p.CT.Conn == 0, p.Header.Proto == header.ProtoICMP, p.Header.Proto == header.ProtoICMPv6,
+		state != established && (state != oneWay || p.Header.Proto == tcp),
+		p.Header.Proto == tcp && (p.Header.TCPFlags&(conntrack.TCPSyn|conntrack.TCPFin|conntrack.TCPRst) != 0 ||
+			p.Header.TCPFlags&conntrack.TCPAck == 0):
+		// The program would hand this frame over: an ICMP exchange, a
+		// connection that is not established (but UDP's, or another
+		// protocol's, committed and seen one way), a TCP segment that
+		// may change its connection's state.
+		return
+	}
+	d := pc.d
+	if d.offer == nil {
+		d.offer = new(fpOffer)
+	}
+	o := d.offer
+	if epoch := f.fp.offerEpoch.Load(); o.epoch != epoch {
+		o.state, o.epoch = 0, epoch
+	}
+	gen := f.fpView.generation
+	conn := connOffer{step: step, handle: p.CT.Conn, reply: p.CT.State&conntrack.StateReply != 0, oneWay: state == oneWay, next: next}
+	if o.conn != conn.handle || o.connOneWay != conn.oneWay {
+		o.conn, o.connOneWay, o.state, o.frames = conn.handle, conn.oneWay, 0, 0
+	}
+	if o.state < 0 || o.generation == gen && o.at == r.now {
+		return // refused, or queued in this batch
+	}
+	if o.frames < carryAfter {
+		o.frames++
+		return
+	}
+	conn.natted = f.key.Headers
+	natHeaders(&conn.natted, &p.Header, rw)
+	e, why := f.fastPathEntry(d, &f.key.Headers, &conn)
+	if why != "" {
+		o.state = -1
+		return
+	}
+	o.state, o.generation, o.at = 1, gen, r.now
+	decisions := []*decision{d}
+	if next != nil {
+		decisions = append(decisions, next)
+	}
+	f.queueEntry(e, pc.inSlot, r.now, conn.handle, decisions...)
+}
+
+// natOps adds to an entry the rewrites that take a frame with key k to
+// natted, the headers the tracker's NAT gave it, and moves k there.
+func natOps(k *flow.Key, natted *flow.Headers, setAddr func(dst bool, addr [4]byte) bool, setPort func(dst bool, port uint16) bool) string {
+	if k.DlType == flow.EtherTypeIPv6 {
+		if k.IPv6Src != natted.IPv6Src || k.IPv6Dst != natted.IPv6Dst || k.TpSrc != natted.TpSrc || k.TpDst != natted.TpDst {
+			return "IPv6 NAT, which the program leaves to user space"
+		}
+		return ""
+	}
+	const full = "more operations than the program runs"
+	for _, dst := range []bool{false, true} {
+		from, to := k.NwSrc, natted.NwSrc
+		if dst {
+			from, to = k.NwDst, natted.NwDst
+		}
+		if from != to && !setAddr(dst, to) {
+			return full
+		}
+	}
+	k.NwSrc, k.NwDst = natted.NwSrc, natted.NwDst
+	for _, dst := range []bool{false, true} {
+		from, to := k.TpSrc, natted.TpSrc
+		if dst {
+			from, to = k.TpDst, natted.TpDst
+		}
+		if from != to && !setPort(dst, to) {
+			return "a NAT of ports the program cannot rewrite"
+		}
+	}
+	k.TpSrc, k.TpDst = natted.TpSrc, natted.TpDst
+	return ""
+}
+
+// queueEntry queues entry e of a flow from inSlot whose frames the
+// decisions ds make, the connection's h for an entry with one (0 for
+// none), for installation at the batch's end.
+func (f *forwarder) queueEntry(e datapath.Entry, inSlot uint16, now int64, h conntrack.Handle, ds ...*decision) {
+	key := f.entryKey(&f.key.Headers)
+	meta := &fpInstalled{key: key, in: f.ports[inSlot], entry: e, mask: f.fpView.mask, l2: isL2Mask(f.fpView.mask), active: now}
+	for _, d := range ds {
+		meta.rules = append(slices.Clip(meta.rules), d.rules...)
+		meta.lookups = append(slices.Clip(meta.lookups), d.lookups...)
+		meta.groups = append(slices.Clip(meta.groups), d.groupHits...)
+		meta.macDeps = append(slices.Clip(meta.macDeps), d.macDeps...)
+	}
+	if e.Out != datapath.OutDrop {
+		meta.out, meta.via = f.ports[e.Out], f.ports[e.Out]
+	}
+	for _, op := range e.Ops {
+		switch op.Type {
+		case datapath.OpPushVLAN:
+			meta.lenDelta += header.VLANTagLen
+		case datapath.OpPopVLAN:
+			meta.lenDelta -= header.VLANTagLen
+		case datapath.OpTunnelPush:
+			// Counted as the tunnel's, which the frame leaves by through
+			// its underlay.
+			meta.out = f.ports[datapath.TunnelSlot(op.Tunnel)]
+		}
+	}
+	f.fpPending = append(f.fpPending, fpPending{key: key, flow: e, meta: meta, conn: h})
+}
+
+// carryConnections has the tracker put the connections of the entries
+// the batch queued in ct_conns; an entry whose connection does not go in
+// (no longer established, or the map is full) is not installed.
+func (f *forwarder) carryConnections() {
+	for i := range f.fpPending {
+		p := &f.fpPending[i]
+		if p.conn != 0 && !f.ct.tracker.Carry(p.conn, f.fp.carrier) {
+			p.refused = true
+		}
+	}
+}
+
+// connStore is a bridge's ct_conns as the tracker's store of the
+// connections the fast path carries.
+type connStore struct{ dp datapath.Datapath }
+
+func (s connStore) PutConn(h conntrack.Handle, k *conntrack.KernelConn) error {
+	c := datapath.ConnOf(*k)
+	return s.dp.PutConn(h, &c)
+}
+
+func (s connStore) PeekConn(h conntrack.Handle) (conntrack.KernelConn, bool) {
+	return s.read(s.dp.Conn(h))
+}
+
+func (s connStore) TakeConn(h conntrack.Handle) (conntrack.KernelConn, bool) {
+	return s.read(s.dp.TakeConn(h))
+}
+
+func (s connStore) read(c datapath.Conn, err error) (conntrack.KernelConn, bool) {
+	if err != nil {
+		return conntrack.KernelConn{}, false
+	}
+	return datapath.KernelConnOf(&c), true
+}
+
+// DeleteConn deletes h's connection; one the map would not give up (it
+// has no such failure but a missing one) the program carries no longer
+// than its expiry.
+func (s connStore) DeleteConn(h conntrack.Handle) { _ = s.dp.DeleteConn(h) }
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
