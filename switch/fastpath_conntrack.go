@@ -93,14 +93,7 @@ func (f *forwarder) offerConnection(r *frameRun, step *ctStep, rw conntrack.Rewr
 		return
 	}
 	d := pc.d
-	if d.offer == nil {
-		d.offer = new(fpOffer)
-	}
-	o := d.offer
-	if epoch := f.fp.offerEpoch.Load(); o.epoch != epoch {
-		o.state, o.epoch = 0, epoch
-	}
-	gen := f.fpView.generation
+	o, gen := f.offerOf(d), f.fpView.generation
 	conn := connOffer{step: step, handle: p.CT.Conn, reply: p.CT.State&conntrack.StateReply != 0, oneWay: state == oneWay, next: next}
 	if o.conn != conn.handle || o.connOneWay != conn.oneWay {
 		o.conn, o.connOneWay, o.state, o.frames = conn.handle, conn.oneWay, 0, 0

@@ -32,6 +32,19 @@ func (f *forwarder) entryKey(h *flow.Headers) datapath.Key {
 	return datapath.NewKey(h, f.fpView.mask, f.fpView.generation)
 }
 
+// offerOf is d's state towards the fast path, worked out again after a
+// change of what entries are (offerEpoch).
+func (f *forwarder) offerOf(d *decision) *fpOffer {
+	if d.offer == nil {
+		d.offer = new(fpOffer)
+	}
+	o := d.offer
+	if epoch := f.fp.offerEpoch.Load(); o.epoch != epoch {
+		o.state, o.epoch = 0, epoch
+	}
+	return o
+}
+
 // offerFastPath queues d's entry for installation if the kernel can carry
 // it and it was not queued lately in the batch's generation. It runs for
 // frames that reached user space, before d's actions run on them.
@@ -42,14 +55,7 @@ func (f *forwarder) offerFastPath(d *decision, inSlot uint16, now int64) {
 		f.connPending = pendingConn{d: d, inSlot: inSlot}
 		return
 	}
-	if d.offer == nil {
-		d.offer = new(fpOffer)
-	}
-	o := d.offer
-	if epoch := f.fp.offerEpoch.Load(); o.epoch != epoch {
-		o.state, o.epoch = 0, epoch
-	}
-	gen := f.fpView.generation
+	o, gen := f.offerOf(d), f.fpView.generation
 	if o.state < 0 || o.generation == gen && now-o.at < int64(reofferAfter) {
 		return
 	}
