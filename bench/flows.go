@@ -35,9 +35,9 @@ func MeterRules() Rules {
 // committed connection (+est, or +rel: an ICMP error about one), ARP is
 // switched, and everything else is dropped. The bench's traffic goes out
 // from the generator's side, so each of its frames passes ct(commit) on a
-// connection the tracker holds (OVS's userspace tracker calls it +est
-// from its second frame on); TCP's segments back, ACKs among them, pass
-// ct(table=1) and the +est rule.
+// connection the tracker holds (+new until a reply comes, as OVS's
+// userspace tracker and the kernel's call it); TCP's segments back, ACKs
+// among them, pass ct(table=1) and the +est rule.
 func StatefulFirewallRules() Rules {
 	return Rules{Flows: []string{
 		fmt.Sprintf("table=0,priority=100,in_port=%d,ip,actions=ct(commit),output:%d", genOFPort, rcvOFPort),

@@ -159,10 +159,10 @@ client and server and ping run on CPU 0. The cases:
                  bridge family has no conntrack without nf_conntrack_bridge,
                  in a namespace of its own; needs nft. Every frame of udpN
                  goes out from the committing side through ct(commit) on a
-                 connection the tracker holds (OVS's userspace tracker and
-                 xswitch's call it +est from its second frame; the kernel's
-                 calls one-way UDP new until a reply); tcp's segments back
-                 take the +est rule
+                 connection the tracker holds (+new until a reply, in all
+                 three trackers; xswitch's XDP programs carry such a
+                 connection once user space has seen 8 of its frames);
+                 tcp's segments back take the +est rule
   xswitch-userspace (only when asked for)
                  xswitch with daemon --fast-path off: every frame through the
                  forwarding thread
