@@ -16,10 +16,10 @@ import (
 )
 
 // tcpSegment is a TCP segment between two stations of the test's
-// subnet: 10.0.0.src:sport to 10.0.0.dst:dport, of MAC addresses mac(src)
-// and mac(dst) unless the addresses are NATed ones (.240 and up, which
-// have dst's MAC address).
+// subnet: 10.0.0.src:sport to 10.0.0.dst:dport (fd00::src to fd00::dst
+// with v6), of MAC addresses mac(src) and mac(dst).
 type tcpSegment struct {
+	v6           bool
 	src, dst     byte
 	sport, dport uint16
 	flags        uint8 // conntrack.TCPSyn and the rest
@@ -29,25 +29,52 @@ type tcpSegment struct {
 
 func (g tcpSegment) frame(tb testing.TB) []byte {
 	tb.Helper()
-	eth := &layers.Ethernet{SrcMAC: mac(g.src), DstMAC: mac(g.dst), EthernetType: layers.EthernetTypeIPv4}
-	ip := &layers.IPv4{Version: 4, TTL: 64, Protocol: layers.IPProtocolTCP, SrcIP: net.IPv4(10, 0, 0, g.src), DstIP: net.IPv4(10, 0, 0, g.dst)}
 	tcp := &layers.TCP{SrcPort: layers.TCPPort(g.sport), DstPort: layers.TCPPort(g.dport), Seq: g.seq, Ack: g.ack, Window: 65535,
 		SYN: g.flags&conntrack.TCPSyn != 0, ACK: g.flags&conntrack.TCPAck != 0, FIN: g.flags&conntrack.TCPFin != 0,
 		RST: g.flags&conntrack.TCPRst != 0, PSH: g.payload > 0}
-	tcp.SetNetworkLayerForChecksum(ip)
+	return ipFrame(tb, g.v6, g.src, g.dst, tcp, bytes.Repeat([]byte{'x'}, g.payload))
+}
+
+// ipFrame is an IP packet of transport header l4 and payload between
+// stations src and dst of the test's subnets, as tcpSegment says.
+func ipFrame(tb testing.TB, v6 bool, src, dst byte, l4 interface {
+	gopacket.SerializableLayer
+	SetNetworkLayerForChecksum(gopacket.NetworkLayer) error
+}, payload []byte) []byte {
+	tb.Helper()
+	eth := &layers.Ethernet{SrcMAC: mac(src), DstMAC: mac(dst), EthernetType: layers.EthernetTypeIPv4}
+	proto := layers.IPProtocolTCP
+	if _, ok := l4.(*layers.UDP); ok {
+		proto = layers.IPProtocolUDP
+	}
+	var ip interface {
+		gopacket.NetworkLayer
+		gopacket.SerializableLayer
+	} = &layers.IPv4{Version: 4, TTL: 64, Protocol: proto, SrcIP: net.IPv4(10, 0, 0, src), DstIP: net.IPv4(10, 0, 0, dst)}
+	if v6 {
+		eth.EthernetType = layers.EthernetTypeIPv6
+		ip = &layers.IPv6{Version: 6, HopLimit: 64, NextHeader: proto, SrcIP: station6(src), DstIP: station6(dst)}
+	}
+	if err := l4.SetNetworkLayerForChecksum(ip); err != nil {
+		tb.Fatal(err)
+	}
 	buf := gopacket.NewSerializeBuffer()
 	opts := gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true}
-	if err := gopacket.SerializeLayers(buf, opts, eth, ip, tcp, gopacket.Payload(bytes.Repeat([]byte{'x'}, g.payload))); err != nil {
+	if err := gopacket.SerializeLayers(buf, opts, eth, ip, l4, gopacket.Payload(payload)); err != nil {
 		tb.Fatal(err)
 	}
 	return buf.Bytes()
 }
+
+// station6 is fd00::n.
+func station6(n byte) net.IP { return net.IP{0xfd, 15: n} }
 
 // connTable is a stateful table between a client on port 1 (10.0.0.1)
 // and a server on port 2 (10.0.0.2), and where the client's packets
 // reach the server, as the server sees them.
 type connTable struct {
 	name  string
+	v6    bool
 	flows []string
 	// to is the address and port the client connects to; seen, the
 	// address the server sees the client by.
@@ -74,6 +101,13 @@ var connTables = []connTable{
 		"table=1,priority=100,in_port=1,ct_state=+trk+new,ip,actions=mod_nw_tos:32,output:2",
 		"table=1,priority=100,in_port=1,ct_state=+trk+est,ip,actions=output:2",
 		"table=1,priority=100,in_port=2,ct_state=+trk+est,ip,actions=output:1",
+		"table=1,priority=1,actions=drop",
+	}},
+	{name: "firewall6", v6: true, to: 2, toPort: 80, seen: 1, flows: []string{
+		"priority=1,actions=drop",
+		"priority=100,in_port=1,ipv6,actions=ct(commit),output:2",
+		"priority=100,in_port=2,ipv6,actions=ct(table=1)",
+		"table=1,priority=100,in_port=2,ct_state=+trk+est,ipv6,actions=dec_ttl,output:1",
 		"table=1,priority=1,actions=drop",
 	}},
 	{name: "dnat", to: 100, toPort: 8080, seen: 1, flows: []string{
@@ -140,10 +174,10 @@ func TestFastPathCarriesEstablishedConnections(t *testing.T) {
 				cport := uint16(40000 + conn)
 				c, s := uint32(1000+conn*7919), uint32(5000+conn*104729)
 				out := func(flags uint8, payload int) tcpSegment {
-					return tcpSegment{src: 1, dst: ct.to, sport: cport, dport: ct.toPort, flags: flags, seq: c, ack: s, payload: payload}
+					return tcpSegment{v6: ct.v6, src: 1, dst: ct.to, sport: cport, dport: ct.toPort, flags: flags, seq: c, ack: s, payload: payload}
 				}
 				back := func(flags uint8, payload int) tcpSegment {
-					return tcpSegment{src: 2, dst: ct.seen, sport: 80, dport: cport, flags: flags, seq: s, ack: c, payload: payload}
+					return tcpSegment{v6: ct.v6, src: 2, dst: ct.seen, sport: 80, dport: cport, flags: flags, seq: s, ack: c, payload: payload}
 				}
 				sendSeg(0, out(conntrack.TCPSyn, 0), "SYN")
 				c++
@@ -187,8 +221,8 @@ func TestFastPathCarriesEstablishedConnections(t *testing.T) {
 			// UDP: datagrams one way, then both ways.
 			for conn := range 3 {
 				cport := uint16(30000 + conn)
-				out := udpFrame(t, mac(ct.to), mac(1), net.IPv4(10, 0, 0, 1), net.IPv4(10, 0, 0, ct.to), cport, ct.toPort, []byte("out"))
-				back := udpFrame(t, mac(ct.seen), mac(2), net.IPv4(10, 0, 0, 2), net.IPv4(10, 0, 0, ct.seen), 80, cport, []byte("back"))
+				out := ipFrame(t, ct.v6, 1, ct.to, &layers.UDP{SrcPort: layers.UDPPort(cport), DstPort: layers.UDPPort(ct.toPort)}, []byte("out"))
+				back := ipFrame(t, ct.v6, 2, ct.seen, &layers.UDP{SrcPort: 80, DstPort: layers.UDPPort(cport)}, []byte("back"))
 				for i := range 20 {
 					send(0, out, 0, fmt.Sprintf("UDP connection %d datagram %d one way", conn, i))
 				}
