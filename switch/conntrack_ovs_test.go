@@ -1,12 +1,10 @@
 package vswitch
 
 import (
-	"bytes"
 	"net"
 	"testing"
 
 	"github.com/xswitch/xswitch/conntrack"
-	"github.com/xswitch/xswitch/internal/ovsdummy"
 )
 
 // TestConntrackStatesAsOVSDoesIt holds the tracker's ct_state against
@@ -50,30 +48,9 @@ func TestConntrackStatesAsOVSDoesIt(t *testing.T) {
 	s++
 	frames = append(frames, seg(false, conntrack.TCPAck, 0, 0))
 
-	ovs := ovsdummy.Start(t, 5)
-	ovs.AddFlows(t, flows...)
-	ports := newPorts(5)
-	f := testForwarder(t, 64, ports...)
-	f.flows.Publish(rules(t, flows...))
-	for _, fr := range frames {
-		ovs.Receive(t, 1, fr)
-		ports[0].Inject(fr)
-		forwardAll(f)
-	}
-	for i := 1; i < len(ports); i++ {
-		theirs, ours := ovs.Sent(t, i+1), ports[i].Transmitted()
-		if len(theirs) == 0 {
-			t.Errorf("port %d: OVS sent nothing: the test hardly tests its state", i+1)
-		}
-		for j := range max(len(ours), len(theirs)) {
-			switch {
-			case j >= len(ours):
-				t.Errorf("port %d: OVS sent %x, xswitch nothing", i+1, theirs[j])
-			case j >= len(theirs):
-				t.Errorf("port %d: xswitch sent %x, OVS nothing", i+1, ours[j])
-			case !bytes.Equal(ours[j], theirs[j]):
-				t.Errorf("port %d, frame %d: xswitch sent\n%x\nOVS\n%x", i+1, j, ours[j], theirs[j])
-			}
+	for port, n := range sameAsOVS(t, flows, 5, frames)[1:] {
+		if n == 0 {
+			t.Errorf("port %d: OVS sent nothing: the test hardly tests its state", port+2)
 		}
 	}
 }
