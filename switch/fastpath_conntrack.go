@@ -31,10 +31,11 @@ import (
 // for another reason (the entry was swept, a new generation) does the
 // same, and its batch puts the connection back.
 //
-// What stays in user space: new connections (but those seen one way) and
-// every frame that changes a connection's state; ICMP exchanges (whose echo identifier
-// no key has); IPv6 NAT; ct(force), a second ct(), and ct() after a
-// rewrite; ct(table=N) with actions after it (a fork).
+// What stays in user space: new connections (but those seen one way),
+// every frame that changes a connection's state, and a connection's
+// first carryAfter frames each way; ICMP exchanges (whose echo
+// identifier no key has); IPv6 NAT; ct(force), a second ct(), and ct()
+// after a rewrite; ct(table=N) with actions after it (a fork).
 
 // connOffer is what a frame's first ct() made of it, for its
 // connection's entry.
