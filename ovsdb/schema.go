@@ -216,7 +216,9 @@ func parseBaseType(data json.RawMessage) (*BaseType, error) {
 // Decode reads a datum of type t: a Set or a Map whose atoms have the Go
 // types of t's base types (int64, float64, bool, string, UUID). It checks
 // the atoms' types, enums and the number of elements.
-func (t *Type) Decode(data []byte) (any, error) {
+func (t *Type) Decode(data []byte) (any, error) { return t.decode(data, true) }
+
+func (t *Type) decode(data []byte, counted bool) (any, error) {
 	var v any
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
@@ -227,10 +229,12 @@ func (t *Type) Decode(data []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return t.check(d)
+	return t.check(d, counted)
 }
 
-func (t *Type) check(d any) (any, error) {
+// check converts d's atoms to t's base types; counted says whether to check
+// d's number of elements too, which an update2 difference can exceed.
+func (t *Type) check(d any, counted bool) (any, error) {
 	var n int
 	switch d := d.(type) {
 	case Set:
@@ -267,7 +271,7 @@ func (t *Type) check(d any) (any, error) {
 		}
 		n = len(d)
 	}
-	if n < t.Min || n > t.Max {
+	if counted && (n < t.Min || n > t.Max) {
 		return nil, fmt.Errorf("%d elements where %d to %s are allowed", n, t.Min, maxString(t.Max))
 	}
 	return d, nil
@@ -337,7 +341,12 @@ func maxString(max int) string {
 type Row map[string]any
 
 // DecodeRow reads a row's JSON object of the table t.
-func (t *Table) DecodeRow(data []byte) (Row, error) {
+func (t *Table) DecodeRow(data []byte) (Row, error) { return t.decodeRow(data, true) }
+
+// decodeDiff reads the differences of a row-update2's modify.
+func (t *Table) decodeDiff(data []byte) (Row, error) { return t.decodeRow(data, false) }
+
+func (t *Table) decodeRow(data []byte, counted bool) (Row, error) {
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(data, &raw); err != nil {
 		return nil, fmt.Errorf("ovsdb: %s row: %w", t.Name, err)
@@ -348,7 +357,7 @@ func (t *Table) DecodeRow(data []byte) (Row, error) {
 		if c == nil {
 			return nil, fmt.Errorf("ovsdb: %s has no column %s", t.Name, name)
 		}
-		d, err := c.Type.Decode(v)
+		d, err := c.Type.decode(v, counted)
 		if err != nil {
 			return nil, fmt.Errorf("ovsdb: %s.%s: %w", t.Name, name, err)
 		}
