@@ -200,12 +200,13 @@ func applyUpdate2(t *Table, old Row, raw json.RawMessage) (Change, error) {
 }
 
 // applyDiff applies an update2 difference (RFC 7047's extension in
-// ovsdb-server(7)): a scalar's new value; for a set, the elements to add
-// or remove; for a map, the keys to remove (same value), add or change.
+// ovsdb-server(7)): for a set of at most one element, the new value (an
+// empty set when it is gone); for a larger set, the elements to add or
+// remove; for a map, the keys to remove (same value), add or change.
 func applyDiff(t *Type, old, diff any) any {
 	switch d := diff.(type) {
 	case Set:
-		if t.IsScalar() {
+		if t.Max == 1 {
 			return d
 		}
 		o, _ := old.(Set)
