@@ -3,6 +3,7 @@ package ovsdb
 import (
 	"context"
 	"errors"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,9 +18,14 @@ const vswitchSchema = "/usr/share/openvswitch/vswitch.ovsschema"
 // server is a real ovsdb-server holding a new Open_vSwitch database.
 type server struct {
 	sock string // unix:PATH
+	tcp  string // tcp:127.0.0.1:PORT, when asked for
 }
 
-func startServer(t *testing.T) *server {
+func startServer(t *testing.T) *server { return startServerWith(t, "") }
+
+// startServerWith starts a server that also listens on tcp (tcp:IP:PORT)
+// unless that is "".
+func startServerWith(t *testing.T, tcp string) *server {
 	t.Helper()
 	for _, tool := range []string{"ovsdb-server", "ovsdb-tool", "ovs-vsctl"} {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -35,6 +41,10 @@ func startServer(t *testing.T) *server {
 	cmd := exec.Command("ovsdb-server", db, "--remote=punix:"+sock,
 		"--unixctl="+filepath.Join(dir, "ctl"), "--no-chdir",
 		"--log-file="+filepath.Join(dir, "ovsdb-server.log"), "--pidfile="+filepath.Join(dir, "pid"))
+	if tcp != "" {
+		ip, port, _ := strings.Cut(strings.TrimPrefix(tcp, "tcp:"), ":")
+		cmd.Args = append(cmd.Args, "--remote=ptcp:"+port+":"+ip) // ptcp's port comes first
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("ovsdb-server: %v", err)
 	}
@@ -50,7 +60,7 @@ func startServer(t *testing.T) *server {
 			t.Fatalf("ovsdb-server made no socket %s in 10s", sock)
 		}
 	}
-	return &server{sock: "unix:" + sock}
+	return &server{sock: "unix:" + sock, tcp: tcp}
 }
 
 func (s *server) dial(t *testing.T) *Client {
@@ -391,5 +401,37 @@ func TestServerGone(t *testing.T) {
 	}
 	if _, err := c.ListDBs(testContext(t)); err == nil {
 		t.Fatal("a call on a dropped connection succeeded")
+	}
+}
+
+// TestServerEchoOverTCP stays idle on a tcp: connection longer than
+// ovsdb-server's inactivity probe (5 s, then 5 s more for the reply, on
+// tcp but not unix remotes): the server drops a client that does not
+// answer its echo, so a call that works afterwards shows the client did.
+func TestServerEchoOverTCP(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	s := startServerWith(t, "tcp:"+addr)
+	var c *Client
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if c, err = Dial(testContext(t), s.tcp); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { c.Close() })
+	select {
+	case <-c.Done():
+		t.Fatalf("the server dropped an idle client: %v", c.Err())
+	case <-time.After(12 * time.Second):
+	}
+	if _, err := c.ListDBs(testContext(t)); err != nil {
+		t.Fatal(err)
 	}
 }
