@@ -38,6 +38,11 @@ var monitorIDs atomic.Uint64
 // told of each update's changes, the initial state included, in order, on
 // the goroutine reading the connection: it must not wait for the client.
 func (c *Client) Monitor(ctx context.Context, db string, schema *Schema, tables map[string][]string, onChange func([]Change)) (*Replica, error) {
+	return c.monitor(ctx, db, schema, tables, onChange, "monitor_cond", "monitor")
+}
+
+// monitor monitors with the first of methods that the server knows.
+func (c *Client) monitor(ctx context.Context, db string, schema *Schema, tables map[string][]string, onChange func([]Change), methods ...string) (*Replica, error) {
 	r := &Replica{schema: schema, tables: map[string]map[UUID]Row{}, onChange: onChange}
 	for name, cols := range tables {
 		t := schema.Tables[name]
@@ -71,15 +76,17 @@ func (c *Client) Monitor(ctx context.Context, db string, schema *Schema, tables 
 		}
 		requests[name] = []any{req}
 	}
-	err := c.call(ctx, "monitor_cond", []any{db, id, requests}, nil, func(res json.RawMessage) error {
-		r.Cond = true
-		return r.apply(true, res)
-	})
-	var rpc *RPCError
-	if errors.As(err, &rpc) && rpc.Err == "unknown method" {
-		err = c.call(ctx, "monitor", []any{db, id, requests}, nil, func(res json.RawMessage) error {
-			return r.apply(false, res)
+	var err error
+	for _, method := range methods {
+		update2 := method == "monitor_cond"
+		err = c.call(ctx, method, []any{db, id, requests}, nil, func(res json.RawMessage) error {
+			r.Cond = update2
+			return r.apply(update2, res)
 		})
+		var rpc *RPCError
+		if !errors.As(err, &rpc) || rpc.Err != "unknown method" {
+			break
+		}
 	}
 	if err != nil {
 		c.mu.Lock()

@@ -115,6 +115,11 @@ func TestServerListDBsAndSchema(t *testing.T) {
 	if err := c.Echo(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// Monitor falls back from monitor_cond to monitor on this error.
+	var rpc *RPCError
+	if err := c.Call(ctx, "monitor_cond_nosuch", nil, nil); !errors.As(err, &rpc) || rpc.Err != "unknown method" {
+		t.Fatalf("an unknown method: %v, want an RPCError saying unknown method", err)
+	}
 	if _, err := c.GetSchema(ctx, "NoSuchDB"); err == nil || !strings.Contains(err.Error(), "unknown database") {
 		t.Fatalf("get_schema of NoSuchDB: %v, want unknown database", err)
 	}
@@ -171,6 +176,12 @@ func byName(rows map[UUID]Row, name string) (UUID, Row) {
 }
 
 func TestServerTransactAndMonitor(t *testing.T) {
+	for _, method := range []string{"monitor_cond", "monitor"} {
+		t.Run(method, func(t *testing.T) { testTransactAndMonitor(t, method) })
+	}
+}
+
+func testTransactAndMonitor(t *testing.T, method string) {
 	s := startServer(t)
 	c := s.dial(t)
 	ctx := testContext(t)
@@ -179,17 +190,17 @@ func TestServerTransactAndMonitor(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := newRecorder()
-	replica, err := c.Monitor(ctx, "Open_vSwitch", schema, map[string][]string{
+	replica, err := c.monitor(ctx, "Open_vSwitch", schema, map[string][]string{
 		"Open_vSwitch": {"bridges", "next_cfg"},
 		"Bridge":       {"name", "ports", "fail_mode", "external_ids"},
 		"Port":         {"name", "interfaces", "tag"},
 		"Interface":    {"name", "type", "options"},
-	}, rec.record)
+	}, rec.record, method)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !replica.Cond {
-		t.Errorf("ovsdb-server took monitor, not monitor_cond")
+	if replica.Cond != (method == "monitor_cond") {
+		t.Errorf("%s: the replica says Cond %v", method, replica.Cond)
 	}
 	if n := len(replica.Rows("Open_vSwitch")); n != 0 {
 		t.Fatalf("a new database has %d Open_vSwitch rows", n)
