@@ -1,6 +1,10 @@
 package ovsdb
 
 import (
+	"context"
+	"encoding/json"
+	"io"
+	"net"
 	"reflect"
 	"testing"
 )
@@ -46,5 +50,49 @@ func FuzzDecodeDatum(f *testing.F) {
 		r := &Replica{schema: schema, tables: map[string]map[UUID]Row{"Port": {}}}
 		_ = r.apply(true, data)
 		_ = r.apply(false, data)
+	})
+}
+
+// FuzzClientMessages feeds a Client what a server might send: any stream
+// of bytes must end the connection with an error or leave it up, never
+// panic. A monitor "m" and a pending request 1 give updates and replies
+// somewhere to go.
+func FuzzClientMessages(f *testing.F) {
+	for _, seed := range []string{
+		`{"id":1,"result":["Open_vSwitch"],"error":null}`,
+		`{"id":1,"result":null,"error":{"error":"unknown method"}}`,
+		`{"id":"echo","method":"echo","params":[]}`,
+		`{"id":null,"method":"update2","params":["m",{"Port":{"0a1b2c3d-0000-4000-8000-000000000001":{"insert":{"name":"p1"}}}}]}`,
+		`{"id":null,"method":"update","params":["m",{"Port":{"0a1b2c3d-0000-4000-8000-000000000001":{"new":{"tag":3}}}}]}`,
+		`{"id":null,"method":"locked","params":["x"]}`,
+		`{"id":7,"method":"nosuch","params":[]}`,
+		`{"id":99,"result":1,"error":null}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	schema, err := ReadSchema(vswitchSchema)
+	if err != nil {
+		f.Skipf("the installed schema: %v", err)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		server, conn := net.Pipe()
+		c := NewClient(conn)
+		r := &Replica{schema: schema, tables: map[string]map[UUID]Row{"Port": {}}}
+		c.monitors[`"m"`] = func(method string, params json.RawMessage) {
+			if err := r.apply(method == "update2", params); err != nil {
+				c.fail(err)
+			}
+		}
+		c.OnLock(func(string, bool) {})
+		go func() { _, _ = io.Copy(io.Discard, server) }()
+		errc := make(chan error, 1)
+		go func() { errc <- c.Call(context.Background(), "list_dbs", nil, nil) }()
+		_, _ = server.Write(data)
+		server.Close()
+		<-c.Done()
+		if c.Err() == nil {
+			t.Fatal("Done closed with no error")
+		}
+		<-errc
 	})
 }
