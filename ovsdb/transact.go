@@ -38,6 +38,9 @@ func where(conds []Condition) []Condition {
 // Insert inserts row into table; uuidName, unless "", names the new row
 // for the rest of the transaction (NamedUUID(uuidName)).
 func Insert(table string, row map[string]any, uuidName string) Op {
+	if row == nil {
+		row = map[string]any{} // all columns their defaults
+	}
 	op := Op{"op": "insert", "table": table, "row": row}
 	if uuidName != "" {
 		op["uuid-name"] = uuidName
@@ -75,6 +78,9 @@ func Select(table string, columns []string, conds ...Condition) Op {
 func Wait(table string, conds []Condition, columns []string, until string, rows []map[string]any, timeoutMs int) Op {
 	if rows == nil {
 		rows = []map[string]any{}
+	}
+	if columns == nil {
+		columns = []string{}
 	}
 	op := Op{"op": "wait", "table": table, "where": where(conds), "columns": columns, "until": until, "rows": rows}
 	if timeoutMs >= 0 {
