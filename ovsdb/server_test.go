@@ -15,6 +15,29 @@ import (
 
 const vswitchSchema = "/usr/share/openvswitch/vswitch.ovsschema"
 
+// requireOVSDB skips a test that needs Open vSwitch's database tools and
+// schema when they are not installed, or fails it when
+// XSWITCH_REQUIRE_PRIVILEGED=1 says no test may skip (as in CI).
+func requireOVSDB(t testing.TB) {
+	t.Helper()
+	missing := ""
+	for _, tool := range []string{"ovsdb-server", "ovsdb-tool", "ovs-vsctl"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			missing = tool
+		}
+	}
+	if _, err := os.Stat(vswitchSchema); err != nil {
+		missing = vswitchSchema
+	}
+	if missing == "" {
+		return
+	}
+	if os.Getenv("XSWITCH_REQUIRE_PRIVILEGED") == "1" {
+		t.Fatalf("%s is not installed (test/deps installs openvswitch-common and openvswitch-switch) and XSWITCH_REQUIRE_PRIVILEGED=1 forbids skipping this test", missing)
+	}
+	t.Skipf("skipping: %s is not installed (test/deps installs it, with openvswitch-common and openvswitch-switch); set XSWITCH_REQUIRE_PRIVILEGED=1 to make this a failure", missing)
+}
+
 // server is a real ovsdb-server holding a new Open_vSwitch database.
 type server struct {
 	sock string // unix:PATH
@@ -27,11 +50,7 @@ func startServer(t *testing.T) *server { return startServerWith(t, "") }
 // unless that is "".
 func startServerWith(t *testing.T, tcp string) *server {
 	t.Helper()
-	for _, tool := range []string{"ovsdb-server", "ovsdb-tool", "ovs-vsctl"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s is not installed (Debian's openvswitch-common has it): %v", tool, err)
-		}
-	}
+	requireOVSDB(t)
 	dir := t.TempDir()
 	db := filepath.Join(dir, "conf.db")
 	if out, err := exec.Command("ovsdb-tool", "create", db, vswitchSchema).CombinedOutput(); err != nil {
