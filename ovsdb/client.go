@@ -334,6 +334,12 @@ func (c *Client) Lock(ctx context.Context, name string) (bool, error) {
 	return r.Locked, err
 }
 
+// Steal takes the lock name from its holder, which the server tells with
+// a "stolen" notification.
+func (c *Client) Steal(ctx context.Context, name string) error {
+	return c.Call(ctx, "steal", []any{name}, nil)
+}
+
 // Unlock gives the lock name back, or stops waiting for it.
 func (c *Client) Unlock(ctx context.Context, name string) error {
 	return c.Call(ctx, "unlock", []any{name}, nil)

@@ -412,6 +412,32 @@ func TestServerLock(t *testing.T) {
 	}
 }
 
+func TestServerSteal(t *testing.T) {
+	s := startServer(t)
+	holder, thief := s.dial(t), s.dial(t)
+	ctx := testContext(t)
+	stolen := make(chan string, 1)
+	holder.OnLock(func(name string, held bool) {
+		if !held {
+			stolen <- name
+		}
+	})
+	if got, err := holder.Lock(ctx, "xswitch"); err != nil || !got {
+		t.Fatalf("lock: %v, %v", got, err)
+	}
+	if err := thief.Steal(ctx, "xswitch"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case name := <-stolen:
+		if name != "xswitch" {
+			t.Fatalf("stolen %q", name)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no stolen notification after a steal")
+	}
+}
+
 func TestServerGone(t *testing.T) {
 	s := startServer(t)
 	c := s.dial(t)
