@@ -372,74 +372,56 @@ func (r Row) set(col string) Set {
 	return s
 }
 
+// first gives the first (an optional column's only) element of the
+// column's set as a T, and whether there is one of that type.
+func first[T any](r Row, col string) (T, bool) {
+	if s := r.set(col); len(s) > 0 {
+		v, ok := s[0].(T)
+		return v, ok
+	}
+	var zero T
+	return zero, false
+}
+
+// elements gives the column's elements of type T, in the order the
+// server gave them.
+func elements[T any](r Row, col string) []T {
+	var out []T
+	for _, a := range r.set(col) {
+		if v, ok := a.(T); ok {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
 // String gives a string column's value, "" when it is empty.
 func (r Row) String(col string) string {
-	if s := r.set(col); len(s) > 0 {
-		v, _ := s[0].(string)
-		return v
-	}
-	return ""
+	v, _ := first[string](r, col)
+	return v
 }
 
 // Strings gives a set of strings, sorted.
 func (r Row) Strings(col string) []string {
-	var out []string
-	for _, a := range r.set(col) {
-		if v, ok := a.(string); ok {
-			out = append(out, v)
-		}
-	}
+	out := elements[string](r, col)
 	sort.Strings(out)
 	return out
 }
 
 // OptInt gives an optional integer column's value and whether it has one.
-func (r Row) OptInt(col string) (int64, bool) {
-	if s := r.set(col); len(s) > 0 {
-		v, ok := s[0].(int64)
-		return v, ok
-	}
-	return 0, false
-}
+func (r Row) OptInt(col string) (int64, bool) { return first[int64](r, col) }
 
 // Ints gives a set of integers, in the order the server gave them.
-func (r Row) Ints(col string) []int64 {
-	var out []int64
-	for _, a := range r.set(col) {
-		if v, ok := a.(int64); ok {
-			out = append(out, v)
-		}
-	}
-	return out
-}
+func (r Row) Ints(col string) []int64 { return elements[int64](r, col) }
 
 // OptBool gives an optional boolean column's value and whether it has one.
-func (r Row) OptBool(col string) (v, ok bool) {
-	if s := r.set(col); len(s) > 0 {
-		v, ok = s[0].(bool)
-	}
-	return v, ok
-}
+func (r Row) OptBool(col string) (bool, bool) { return first[bool](r, col) }
 
 // UUIDs gives a set of references.
-func (r Row) UUIDs(col string) []UUID {
-	var out []UUID
-	for _, a := range r.set(col) {
-		if v, ok := a.(UUID); ok {
-			out = append(out, v)
-		}
-	}
-	return out
-}
+func (r Row) UUIDs(col string) []UUID { return elements[UUID](r, col) }
 
 // OptUUID gives an optional reference and whether there is one.
-func (r Row) OptUUID(col string) (UUID, bool) {
-	if s := r.set(col); len(s) > 0 {
-		v, ok := s[0].(UUID)
-		return v, ok
-	}
-	return "", false
-}
+func (r Row) OptUUID(col string) (UUID, bool) { return first[UUID](r, col) }
 
 // StringMap gives a map of strings to strings, such as other_config.
 func (r Row) StringMap(col string) map[string]string {

@@ -114,11 +114,7 @@ func (f *forwarder) offerConnection(r *frameRun, step *ctStep, rw conntrack.Rewr
 		return
 	}
 	o.state, o.generation, o.at = 1, gen, r.now
-	decisions := []*decision{d}
-	if next != nil {
-		decisions = append(decisions, next)
-	}
-	f.queueEntry(e, pc.inSlot, r.now, conn.handle, decisions...)
+	f.queueEntry(e, pc.inSlot, r.now, conn.handle, d, next)
 }
 
 // natOps adds to an entry the rewrites that take a frame with key k to
@@ -155,12 +151,15 @@ func natOps(k *flow.Key, natted *flow.Headers, setAddr func(dst bool, addr [4]by
 }
 
 // queueEntry queues entry e of a flow from inSlot whose frames the
-// decisions ds make, the connection's h for an entry with one (0 for
-// none), for installation at the batch's end.
+// decisions ds make (nil ones left out), the connection's h for an entry
+// with one (0 for none), for installation at the batch's end.
 func (f *forwarder) queueEntry(e datapath.Entry, inSlot uint16, now int64, h conntrack.Handle, ds ...*decision) {
 	key := f.entryKey(&f.key.Headers)
 	meta := &fpInstalled{key: key, in: f.ports[inSlot], entry: e, mask: f.fpView.mask, l2: isL2Mask(f.fpView.mask), active: now}
 	for _, d := range ds {
+		if d == nil {
+			continue
+		}
 		meta.rules = append(slices.Clip(meta.rules), d.rules...)
 		meta.lookups = append(slices.Clip(meta.lookups), d.lookups...)
 		meta.groups = append(slices.Clip(meta.groups), d.groupHits...)
