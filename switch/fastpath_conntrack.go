@@ -20,16 +20,17 @@ import (
 // (offerConnection), made of the program's connection operation (the
 // connection's handle and the frame's direction), the NAT the tracker
 // applied to it as constant rewrites, and the rest of the decision's
-// actions, or, for ct(table=N), the recirculation's decision's. At the
-// batch's end, the tracker puts the connection in the bridge's ct_conns
-// (Tracker.Carry), and the entry goes in. From then on the program
+// actions, or, for ct(table=N), the recirculation's decision's. The
+// tracker puts the connection in the bridge's ct_conns at once
+// (Tracker.Carry), and the entry goes in at the batch's end. From then
+// on the program
 // judges the connection's frames as the tracker would, moving its TCP
 // windows and its expiry on, and hands user space those it cannot judge
 // (SYN, FIN, RST, out of window, past its time, a fragment): the tracker
 // takes the connection back, with what the program made of it, before it
 // judges any frame of it (conntrack/carry.go). A frame that comes up
 // for another reason (the entry was swept, a new generation) does the
-// same, and its batch puts the connection back.
+// same, and the connection goes back as soon as the tracker judged it.
 //
 // What stays in user space: new connections (but those seen one way),
 // every frame that changes a connection's state, and a connection's
@@ -99,22 +100,33 @@ func (f *forwarder) offerConnection(r *frameRun, step *ctStep, rw conntrack.Rewr
 	if o.conn != conn.handle || o.connOneWay != conn.oneWay {
 		o.conn, o.connOneWay, o.state, o.frames = conn.handle, conn.oneWay, 0, 0
 	}
-	if o.state < 0 || o.generation == gen && o.at == r.now {
-		return // refused, or queued in this batch
+	if o.state < 0 {
+		return
 	}
 	if o.frames < carryAfter {
 		o.frames++
 		return
 	}
-	conn.natted = f.key.Headers
-	natHeaders(&conn.natted, &p.Header, rw)
-	e, why := f.fastPathEntry(d, &f.key.Headers, &conn)
-	if why != "" {
-		o.state = -1
+	queued := o.generation == gen && o.at == r.now
+	var e datapath.Entry
+	if !queued {
+		conn.natted = f.key.Headers
+		natHeaders(&conn.natted, &p.Header, rw)
+		var why string
+		if e, why = f.fastPathEntry(d, &f.key.Headers, &conn); why != "" {
+			o.state = -1
+			return
+		}
+	}
+	// The connection goes back into ct_conns now, not at the batch's
+	// end: while it is out, the program hands every frame of it to user
+	// space, and a batch-long gap under load hands over enough of them
+	// that every batch takes the connection back again.
+	if !f.ct.tracker.Carry(conn.handle, f.fp.carrier) || queued {
 		return
 	}
 	o.state, o.generation, o.at = 1, gen, r.now
-	f.queueEntry(e, pc.inSlot, r.now, conn.handle, d, next)
+	f.queueEntry(e, pc.inSlot, r.now, d, next)
 }
 
 // natOps adds to an entry the rewrites that take a frame with key k to
@@ -151,9 +163,9 @@ func natOps(k *flow.Key, natted *flow.Headers, setAddr func(dst bool, addr [4]by
 }
 
 // queueEntry queues entry e of a flow from inSlot whose frames the
-// decisions ds make (nil ones left out), the connection's h for an entry
-// with one (0 for none), for installation at the batch's end.
-func (f *forwarder) queueEntry(e datapath.Entry, inSlot uint16, now int64, h conntrack.Handle, ds ...*decision) {
+// decisions ds make (nil ones left out), for installation at the batch's
+// end.
+func (f *forwarder) queueEntry(e datapath.Entry, inSlot uint16, now int64, ds ...*decision) {
 	key := f.entryKey(&f.key.Headers)
 	meta := &fpInstalled{key: key, in: f.ports[inSlot], entry: e, mask: f.fpView.mask, l2: isL2Mask(f.fpView.mask), active: now}
 	for _, d := range ds {
@@ -180,19 +192,7 @@ func (f *forwarder) queueEntry(e datapath.Entry, inSlot uint16, now int64, h con
 			meta.out = f.ports[datapath.TunnelSlot(op.Tunnel)]
 		}
 	}
-	f.fpPending = append(f.fpPending, fpPending{key: key, flow: e, meta: meta, conn: h})
-}
-
-// carryConnections has the tracker put the connections of the entries
-// the batch queued in ct_conns; an entry whose connection does not go in
-// (no longer established, or the map is full) is not installed.
-func (f *forwarder) carryConnections() {
-	for i := range f.fpPending {
-		p := &f.fpPending[i]
-		if p.conn != 0 && !f.ct.tracker.Carry(p.conn, f.fp.carrier) {
-			p.refused = true
-		}
-	}
+	f.fpPending = append(f.fpPending, fpPending{key: key, flow: e, meta: meta})
 }
 
 // connStore is a bridge's ct_conns as the tracker's store of the

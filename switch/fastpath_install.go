@@ -1,7 +1,6 @@
 package vswitch
 
 import (
-	"github.com/xswitch/xswitch/conntrack"
 	"github.com/xswitch/xswitch/datapath"
 	"github.com/xswitch/xswitch/flow"
 )
@@ -39,10 +38,6 @@ type fpPending struct {
 	key  datapath.Key
 	flow datapath.Entry
 	meta *fpInstalled
-	// conn is the connection the entry judges frames of (0: none), and
-	// refused says it did not go into ct_conns.
-	conn    conntrack.Handle
-	refused bool
 }
 
 // fastPathBatch ends a batch for the fast path: the entries that relied
@@ -50,7 +45,6 @@ type fpPending struct {
 // come in.
 func (f *forwarder) fastPathBatch(now int64) {
 	f.retireDisplaced(now)
-	f.carryConnections()
 	f.installPending(now)
 }
 
@@ -70,7 +64,7 @@ func (f *forwarder) installPending(now int64) {
 		batch := fp.installing[:0]
 		for i := range f.fpPending {
 			p := &f.fpPending[i]
-			if p.meta.l2 != l2 || p.refused || p.key.Gen != current || !fp.depsHold(p.meta, f.fdb, now) {
+			if p.meta.l2 != l2 || p.key.Gen != current || !fp.depsHold(p.meta, f.fdb, now) {
 				continue
 			}
 			if old, ok := fp.installed[p.key]; ok {

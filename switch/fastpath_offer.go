@@ -69,5 +69,5 @@ func (f *forwarder) offerFastPath(d *decision, inSlot uint16, now int64) {
 		}
 	}
 	o.generation, o.at = gen, now
-	f.queueEntry(o.entry, inSlot, now, 0, d)
+	f.queueEntry(o.entry, inSlot, now, d)
 }
