@@ -430,3 +430,44 @@ func TestConntrackCountsUnderContention(t *testing.T) {
 		t.Errorf("counted %d frames, %d bytes; want %d, %d", c.Packets, c.Bytes, runs*each, runs*each*len(fr))
 	}
 }
+
+// User space takes a connection back while programs on other CPUs judge
+// its frames: every frame a program carried is counted in what user space
+// took (or in the connection it put back, taken at the end), none moved a
+// connection user space had already copied (cttake.c).
+func TestTakeConnLosesNoFrame(t *testing.T) {
+	fr := udpFrame(t, false, 10)
+	r := ctBridge(t, map[bool][][]byte{false: {fr}})
+	r.putConn(t, udpConn(t))
+	const runs = 100000
+	carried := make(chan uint64)
+	go func() {
+		var n uint64
+		for range runs {
+			if ret, err := r.objs.Fastpath.Run(&ebpf.RunOptions{Data: fr}); err == nil && ret == xdpRedirect {
+				n++
+			}
+		}
+		carried <- n
+	}()
+	var c FastpathFpConn
+	takes := 0
+	for {
+		select {
+		case n := <-carried:
+			if err := r.shared.TakeConn(uint64(ctHandle), &c); err != nil {
+				t.Fatal(err)
+			}
+			if c.Dir[0].Packets != n {
+				t.Errorf("the programs carried %d frames, user space took the connection %d times and found %d", n, takes, c.Dir[0].Packets)
+			}
+			return
+		default:
+		}
+		if err := r.shared.TakeConn(uint64(ctHandle), &c); err != nil {
+			t.Fatal(err)
+		}
+		takes++
+		r.putConn(t, c)
+	}
+}

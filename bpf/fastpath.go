@@ -146,6 +146,8 @@ type FastpathShared struct {
 	// meters is the meters map's memory, mapped for Go pointers into it
 	// (MeterSlots).
 	meters []byte
+	// takeConn is cttake.c's program, on CtConns (TakeConn).
+	takeConn *ebpf.Program
 }
 
 // NewFastpathShared creates a bridge's shared maps, empty, at generation
@@ -189,7 +191,52 @@ func NewFastpathShared(maxConns uint32) (*FastpathShared, error) {
 		s.Close()
 		return nil, fmt.Errorf("map the fast path's meters: %w", err)
 	}
+	if s.takeConn, err = loadTakeConn(s.CtConns); err != nil {
+		s.Close()
+		return nil, err
+	}
 	return &s, nil
+}
+
+// loadTakeConn loads cttake.c's program on the connections map conns.
+func loadTakeConn(conns *ebpf.Map) (*ebpf.Program, error) {
+	spec, err := LoadCttake()
+	if err != nil {
+		return nil, err
+	}
+	spec.Maps[CttakeMapCtConns].MaxEntries = conns.MaxEntries()
+	var objs CttakeObjects
+	if err := spec.LoadAndAssign(&objs, &ebpf.CollectionOptions{MapReplacements: map[string]*ebpf.Map{CttakeMapCtConns: conns}}); err != nil {
+		return nil, fmt.Errorf("the verifier refused the program that takes connections back: %w", err)
+	}
+	return objs.CtTake, nil
+}
+
+// linux/bpf.h's enum xdp_action: the programs' verdicts.
+const (
+	xdpDrop     = 1
+	xdpPass     = 2
+	xdpRedirect = 4
+)
+
+// TakeConn takes connection handle out of ct_conns into c, with all the
+// programs made of it (cttake.c says why a lookup and delete would not
+// do); ebpf.ErrKeyNotExist if ct_conns does not hold it.
+func (s *FastpathShared) TakeConn(handle uint64, c *FastpathFpConn) error {
+	var frame [8 + unsafe.Sizeof(FastpathFpConn{})]byte
+	binary.NativeEndian.PutUint64(frame[:], handle)
+	out := frame
+	verdict, err := s.takeConn.Run(&ebpf.RunOptions{Data: frame[:], DataOut: out[:]})
+	switch {
+	case err != nil:
+		return fmt.Errorf("run the program that takes connections back: %w", err)
+	case verdict == xdpDrop:
+		return ebpf.ErrKeyNotExist
+	case verdict != xdpPass:
+		return fmt.Errorf("the program that takes connections back returned %d", verdict)
+	}
+	_, err = binary.Decode(out[8:], binary.NativeEndian, c)
+	return err
 }
 
 // MeterSlots are the meters map's slots, in its memory: what user space
@@ -290,6 +337,9 @@ func (s *FastpathShared) DropCounts() map[string]uint64 {
 // Close closes the maps; programs that use them keep their own references.
 func (s *FastpathShared) Close() error {
 	var errs []error
+	if s.takeConn != nil {
+		errs = append(errs, s.takeConn.Close())
+	}
 	if s.meters != nil {
 		errs = append(errs, unix.Munmap(s.meters))
 		s.meters = nil

@@ -70,8 +70,6 @@ func TestProgramLoadsFragsAware(t *testing.T) {
 	}
 }
 
-const xdpPass = 2
-
 // The fast path's program replaces a port's own, so it must be frags-aware
 // as that one is, or veth would refuse it beyond one page of MTU.
 func TestFastpathProgramIsFragsAware(t *testing.T) {

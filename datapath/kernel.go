@@ -213,7 +213,7 @@ func (k *Kernel) Conn(h conntrack.Handle) (Conn, error) {
 
 func (k *Kernel) TakeConn(h conntrack.Handle) (Conn, error) {
 	var c Conn
-	return c, connErr("take", h, k.shared.CtConns.LookupAndDeleteWithFlags(uint64(h), &c, ebpf.LookupLock))
+	return c, connErr("take", h, k.shared.TakeConn(uint64(h), &c))
 }
 
 func (k *Kernel) DeleteConn(h conntrack.Handle) error {
