@@ -35,7 +35,7 @@ import (
 // What stays in user space: new connections (but those seen one way),
 // every frame that changes a connection's state, and a connection's
 // first carryAfter frames each way; ICMP exchanges (whose echo
-// identifier no key has); IPv6 NAT; ct(force), a second ct(), and ct()
+// identifier no key has); ct(force), a second ct(), and ct()
 // after a rewrite; ct(table=N) with actions after it (a fork).
 
 // connOffer is what a frame's first ct() made of it, for its
@@ -130,36 +130,31 @@ func (f *forwarder) offerConnection(r *frameRun, step *ctStep, rw conntrack.Rewr
 }
 
 // natOps adds to an entry the rewrites that take a frame with key k to
-// natted, the headers the tracker's NAT gave it, and moves k there.
-func natOps(k *flow.Key, natted *flow.Headers, setAddr func(dst bool, addr [4]byte) bool, setPort func(dst bool, port uint16) bool) string {
-	if k.DlType == flow.EtherTypeIPv6 {
-		if k.IPv6Src != natted.IPv6Src || k.IPv6Dst != natted.IPv6Dst || k.TpSrc != natted.TpSrc || k.TpDst != natted.TpDst {
-			return "IPv6 NAT, which the program leaves to user space"
-		}
-		return ""
-	}
-	const full = "more operations than the program runs"
+// natted, the headers the tracker's NAT gave it, and moves k there; false
+// if the program cannot make one (the closures say why).
+func natOps(k *flow.Key, natted *flow.Headers, setAddr func(dst bool, addr [4]byte) bool,
+	setAddr6 func(dst bool, addr [16]byte) bool, setPort func(dst bool, port uint16) bool) bool {
 	for _, dst := range []bool{false, true} {
-		from, to := k.NwSrc, natted.NwSrc
+		from, to, from6, to6 := k.NwSrc, natted.NwSrc, k.IPv6Src, natted.IPv6Src
 		if dst {
-			from, to = k.NwDst, natted.NwDst
+			from, to, from6, to6 = k.NwDst, natted.NwDst, k.IPv6Dst, natted.IPv6Dst
 		}
-		if from != to && !setAddr(dst, to) {
-			return full
+		if from != to && !setAddr(dst, to) || from6 != to6 && !setAddr6(dst, to6) {
+			return false
 		}
 	}
-	k.NwSrc, k.NwDst = natted.NwSrc, natted.NwDst
+	k.NwSrc, k.NwDst, k.IPv6Src, k.IPv6Dst = natted.NwSrc, natted.NwDst, natted.IPv6Src, natted.IPv6Dst
 	for _, dst := range []bool{false, true} {
 		from, to := k.TpSrc, natted.TpSrc
 		if dst {
 			from, to = k.TpDst, natted.TpDst
 		}
 		if from != to && !setPort(dst, to) {
-			return "a NAT of ports the program cannot rewrite"
+			return false
 		}
 	}
 	k.TpSrc, k.TpDst = natted.TpSrc, natted.TpDst
-	return ""
+	return true
 }
 
 // queueEntry queues entry e of a flow from inSlot whose frames the

@@ -110,6 +110,23 @@ var connTables = []connTable{
 		"table=1,priority=100,in_port=2,ct_state=+trk+est,ipv6,actions=dec_ttl,output:1",
 		"table=1,priority=1,actions=drop",
 	}},
+	// IPv6 NAT: the words of an address that change, and a port.
+	{name: "snat6", v6: true, to: 2, toPort: 80, seen: 240, flows: []string{
+		"priority=1,actions=drop",
+		"priority=100,in_port=1,ipv6,actions=ct(commit,zone=5,nat(src=[fd00::f0])),output:2",
+		"priority=100,in_port=2,ipv6,actions=ct(zone=5,nat,table=1)",
+		"table=1,priority=100,in_port=2,ct_state=+trk+est,ipv6,actions=mod_dl_src:02:00:00:00:00:99,output:1",
+		"table=1,priority=1,actions=drop",
+	}},
+	{name: "dnat6", v6: true, to: 100, toPort: 8080, seen: 1, flows: []string{
+		"priority=1,actions=drop",
+		"priority=100,in_port=1,ipv6,actions=ct(nat(dst=[fd00::2]:80),commit,table=1)",
+		"priority=100,in_port=2,ipv6,actions=ct(nat,table=1)",
+		"table=1,priority=100,in_port=1,ct_state=+trk+est,ipv6,actions=output:2",
+		"table=1,priority=100,in_port=1,ct_state=+trk+new,ipv6,actions=output:2",
+		"table=1,priority=100,in_port=2,ct_state=+trk+est,ipv6,actions=output:1",
+		"table=1,priority=1,actions=drop",
+	}},
 	{name: "dnat", to: 100, toPort: 8080, seen: 1, flows: []string{
 		"priority=1,actions=drop",
 		"priority=100,in_port=1,ip,actions=ct(nat(dst=10.0.0.2:80),commit,table=1)",

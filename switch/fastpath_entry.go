@@ -115,12 +115,30 @@ func (f *forwarder) fastPathEntry(d *decision, h *flow.Headers, conn *connOffer)
 		return op(datapath.Op{Type: datapath.OpSetL3, Off: off, Len: 4, Csums: datapath.CsumL3 | l4Csum(&k), Value: addr,
 			Delta: header.Delta32(binary.BigEndian.Uint32(old[:]), binary.BigEndian.Uint32(addr[:]))})
 	}
-	setPort := func(dst bool, port uint16) bool {
-		switch {
-		case k.DlType != flow.EtherTypeIPv4:
-			why = "a port rewrite over IPv6"
+	// setAddr6 writes an IPv6 address, a word at a time and only the
+	// words that change.
+	setAddr6 := func(dst bool, addr [16]byte) bool {
+		csums := l4Csum(&k)
+		if csums == 0 {
+			// ICMPv6's checksum covers the addresses too.
+			why = "an IPv6 address rewrite of a packet neither TCP nor UDP"
 			return false
-		case k.NwProto == flow.ProtoSCTP:
+		}
+		old, off := k.IPv6Src, uint8(header.IPv6SrcOffset)
+		if dst {
+			old, off = k.IPv6Dst, header.IPv6DstOffset
+		}
+		for i := 0; i < len(addr); i += 4 {
+			from, to := binary.BigEndian.Uint32(old[i:]), binary.BigEndian.Uint32(addr[i:])
+			if from != to && !op(datapath.Op{Type: datapath.OpSetL3, Off: off + uint8(i), Len: 4, Csums: csums, Value: [4]byte(addr[i:]),
+				Delta: header.Delta32(from, to)}) {
+				return false
+			}
+		}
+		return true
+	}
+	setPort := func(dst bool, port uint16) bool {
+		if k.NwProto == flow.ProtoSCTP {
 			why = "an SCTP port rewrite"
 			return false
 		}
@@ -326,7 +344,7 @@ func (f *forwarder) fastPathEntry(d *decision, h *flow.Headers, conn *connOffer)
 			if !op(datapath.ConntrackOp(conn.handle, conn.reply, conn.oneWay)) {
 				return e, why
 			}
-			if why := natOps(&k, &conn.natted, setAddr, setPort); why != "" {
+			if !natOps(&k, &conn.natted, setAddr, setAddr6, setPort) {
 				return e, why
 			}
 			if conn.next != nil {

@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/cilium/ebpf"
+	"github.com/google/gopacket/layers"
 
 	"github.com/xswitch/xswitch/bpf"
 	"github.com/xswitch/xswitch/datapath"
@@ -55,12 +57,17 @@ func randomOffloadPipeline(rnd *rand.Rand) []string {
 		var actions []string
 		// IP rewrites need an IP match.
 		udp := rnd.IntN(4) != 0
+		udp6 := udp && rnd.IntN(3) == 0
 		kinds := 6
 		if udp {
 			kinds = 14
 		}
 		for range rnd.IntN(4) {
-			actions = append(actions, randomRewrite(rnd, kinds))
+			rewrite := randomRewrite(rnd, kinds)
+			if udp6 && (strings.HasPrefix(rewrite, "mod_nw_src") || strings.HasSuffix(rewrite, "->ip_dst")) {
+				rewrite = "mod_tp_dst:" + strconv.Itoa(rnd.IntN(65536)) // IPv4's address, which IPv6 has not
+			}
+			actions = append(actions, rewrite)
 		}
 		switch rnd.IntN(8) {
 		case 7:
@@ -97,7 +104,10 @@ func randomOffloadPipeline(rnd *rand.Rand) []string {
 		case 1:
 			match = "dl_vlan=0xffff,"
 		}
-		if udp {
+		switch {
+		case udp6:
+			match += "udp6,"
+		case udp:
 			match += "udp,"
 		}
 		flows = append(flows, fmt.Sprintf("priority=%d,%sactions=%s", rnd.IntN(3), match, strings.Join(actions, ",")))
@@ -223,7 +233,7 @@ func TestFastPathDoesWhatUserSpaceDoes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var carried, redirected, dropped, frames, ipRewrites, grouped, metered int
+	var carried, redirected, dropped, frames, ipRewrites, ip6Rewrites, grouped, metered int
 	for seed := range uint64(150) {
 		rnd := rand.New(rand.NewPCG(seed, 13))
 		text := randomOffloadPipeline(rnd)
@@ -249,13 +259,19 @@ func TestFastPathDoesWhatUserSpaceDoes(t *testing.T) {
 		}
 		for range 8 {
 			in := frame(mac(byte(1+rnd.IntN(3))), mac(1), "payload of the frame")
-			if rnd.IntN(4) != 0 {
-				ttl := []uint8{0, 1, 2, 64, 64, 255}[rnd.IntN(6)]
+			ttl := []uint8{0, 1, 2, 64, 64, 255}[rnd.IntN(6)]
+			sport, dport := uint16(rnd.IntN(65536)), uint16(rnd.IntN(65536))
+			switch rnd.IntN(6) {
+			case 0, 1, 2:
 				in = udpFrame(t, mac(byte(1+rnd.IntN(3))), mac(1), net.IPv4(10, 0, 0, 1), net.IPv4(10, 0, 0, 2),
-					uint16(rnd.IntN(65536)), uint16(rnd.IntN(65536)), []byte("payload of the frame"))
+					sport, dport, []byte("payload of the frame"))
 				ip := header.IPv4(in[header.EthernetLen:])
 				ip.SetTTL(ttl) // and the header checksum with it
 				ip.SetChecksum(ip.ComputeChecksum())
+			case 3, 4:
+				in = ipFrame(t, true, 1, byte(1+rnd.IntN(3)), &layers.UDP{SrcPort: layers.UDPPort(sport), DstPort: layers.UDPPort(dport)},
+					[]byte("payload of the frame"))
+				header.IPv6(in[header.EthernetLen:]).SetHopLimit(ttl)
 			}
 			if rnd.IntN(2) == 0 {
 				// PCP and DEI, which the key does not keep, and the VID.
@@ -292,6 +308,9 @@ func TestFastPathDoesWhatUserSpaceDoes(t *testing.T) {
 			for _, o := range entry.Ops {
 				if o.Type == datapath.OpSetL3 || o.Type == datapath.OpSetL4 {
 					ipRewrites++
+					if k.DlType == flow.EtherTypeIPv6 {
+						ip6Rewrites++
+					}
 					break
 				}
 			}
@@ -332,9 +351,9 @@ func TestFastPathDoesWhatUserSpaceDoes(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d frames: %d decisions with a fast path entry (%d sent, %d dropped; %d rewrite IP or L4 fields, %d through a group, %d metered)",
-		frames, carried, redirected, dropped, ipRewrites, grouped, metered)
-	if redirected < frames/5 || dropped == 0 || ipRewrites < frames/20 || grouped < frames/50 || metered < frames/20 {
+	t.Logf("%d frames: %d decisions with a fast path entry (%d sent, %d dropped; %d rewrite IP or L4 fields, %d of them IPv6, %d through a group, %d metered)",
+		frames, carried, redirected, dropped, ipRewrites, ip6Rewrites, grouped, metered)
+	if redirected < frames/5 || dropped == 0 || ipRewrites < frames/20 || ip6Rewrites < frames/100 || grouped < frames/50 || metered < frames/20 {
 		t.Errorf("only %d of %d decisions sent and %d dropped in the fast path: the test hardly tests it", redirected, frames, dropped)
 	}
 }

@@ -101,8 +101,8 @@ static __always_inline int set_tci(struct xdp_md *ctx, struct fp_op *op)
 _Static_assert(sizeof(struct ipv6hdr) <= FIELD_OFF_MASK + 1, "the mask keeps every field's offset");
 
 // set_field writes an FP_OP_SET_L3 or FP_OP_SET_L4 at hdr (the IP or L4
-// header's offset) and updates the checksums it names.
-static __always_inline int set_field(struct xdp_md *ctx, struct fp_op *op, __u32 l3, __u32 hdr)
+// header's offset, l3 or l4) and updates the checksums it names.
+static __always_inline int set_field(struct xdp_md *ctx, struct fp_op *op, __u32 l3, __u32 l4, __u32 hdr)
 {
 	__u8 *field = (void *)(long)ctx->data + (hdr & HDR_OFF_MASK) + (op->off & FIELD_OFF_MASK);
 
@@ -112,12 +112,12 @@ static __always_inline int set_field(struct xdp_md *ctx, struct fp_op *op, __u32
 	for (int i = 0; i < sizeof(op->value); i++)
 		if (i < op->len)
 			field[i] = op->value[i];
-	return update_csums(ctx, l3, op->csums, op->delta);
+	return update_csums(ctx, l3, l4, op->csums, op->delta);
 }
 
 // run_op runs one operation but a tunnel push on the frame whose IP
-// header is at *l3.
-static __always_inline int run_op(struct xdp_md *ctx, struct fp_op *op, __u32 *l3)
+// header, ip_len bytes long, is at *l3.
+static __always_inline int run_op(struct xdp_md *ctx, struct fp_op *op, __u32 *l3, __u32 ip_len)
 {
 	switch (op->type) {
 	case FP_OP_SET_DL_SRC:
@@ -130,9 +130,9 @@ static __always_inline int run_op(struct xdp_md *ctx, struct fp_op *op, __u32 *l
 	case FP_OP_SET_TCI:
 		return set_tci(ctx, op);
 	case FP_OP_SET_L3:
-		return set_field(ctx, op, *l3, *l3);
-	case FP_OP_SET_L4: // over IPv4: user space rewrites no IPv6 packet's ports
-		return set_field(ctx, op, *l3, *l3 + sizeof(struct iphdr));
+		return set_field(ctx, op, *l3, *l3 + ip_len, *l3);
+	case FP_OP_SET_L4:
+		return set_field(ctx, op, *l3, *l3 + ip_len, *l3 + ip_len);
 	}
 	return 1;
 }
@@ -146,6 +146,9 @@ static __always_inline int run_op(struct xdp_md *ctx, struct fp_op *op, __u32 *l
 static __always_inline int run_ops(struct xdp_md *ctx, struct fp_flow *f, __u32 l3, struct fp_key *flow)
 {
 	struct fp_op *push = NULL;
+	// The parser takes IPv4 without options and IPv6 without extension
+	// headers (but the two that end the chain, which have no ports).
+	__u32 ip_len = flow->dl_type == bpf_htons(ETH_P_IPV6) ? sizeof(struct ipv6hdr) : sizeof(struct iphdr);
 
 #pragma unroll
 	for (int i = 0; i < FP_MAX_OPS; i++) {
@@ -159,7 +162,7 @@ static __always_inline int run_ops(struct xdp_md *ctx, struct fp_flow *f, __u32 
 		}
 		if (op->type == FP_OP_CONNTRACK || op->type == FP_OP_METER)
 			continue; // the first ones, which fastpath.c ran before
-		if (!run_op(ctx, op, &l3))
+		if (!run_op(ctx, op, &l3, ip_len))
 			return FP_RUN_FAILED;
 	}
 	// Out of the loop, the flow's hash is worked out for a push alone:

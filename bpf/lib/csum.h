@@ -38,13 +38,13 @@ static __always_inline void add_csum(__u8 *csum, __u32 delta)
 // operations before pushed (one each at most), and an L4 header an IPv4
 // header later.
 #define HDR_OFF_MASK 0x7f
-_Static_assert(ETH_HLEN + (MAX_VLAN_TAGS + FP_MAX_OPS) * sizeof(struct vlan_hdr) + sizeof(struct iphdr) <= HDR_OFF_MASK,
+_Static_assert(ETH_HLEN + (MAX_VLAN_TAGS + FP_MAX_OPS) * sizeof(struct vlan_hdr) + sizeof(struct ipv6hdr) <= HDR_OFF_MASK,
 	       "the mask keeps every header's offset");
 
 // update_csums adds an FP_OP_SET_L3's or FP_OP_SET_L4's delta to the
-// checksums csums names, in the frame whose IP header is at l3; it
-// returns 0 if one lies past the frame's end.
-static __always_inline int update_csums(struct xdp_md *ctx, __u32 l3, __u8 csums, __u32 delta)
+// checksums csums names, in the frame whose IP header is at l3 and
+// transport header at l4; it returns 0 if one lies past the frame's end.
+static __always_inline int update_csums(struct xdp_md *ctx, __u32 l3, __u32 l4, __u8 csums, __u32 delta)
 {
 	void *data = (void *)(long)ctx->data;
 	void *end = (void *)(long)ctx->data_end;
@@ -57,8 +57,6 @@ static __always_inline int update_csums(struct xdp_md *ctx, __u32 l3, __u8 csums
 		add_csum(csum, delta);
 	}
 	if (csums & (FP_CSUM_TCP | FP_CSUM_UDP)) {
-		// An IPv4 header: no IPv6 rewrite touches an L4 checksum.
-		__u32 l4 = l3 + sizeof(struct iphdr);
 		__u8 *csum = data + (l4 & HDR_OFF_MASK) +
 			     (csums & FP_CSUM_TCP ? offsetof(struct tcphdr, check) : offsetof(struct udphdr, check));
 

@@ -59,7 +59,7 @@ static __always_inline int remark(struct xdp_md *ctx, __u32 l3, __u8 ip, __u8 le
 		__u16 old = hdr[0] << 8 | hdr[1];
 
 		hdr[1] = raise_drop_precedence(hdr[1], levels);
-		return update_csums(ctx, l3, FP_CSUM_L3, (__u16)~old + (hdr[0] << 8 | hdr[1]));
+		return update_csums(ctx, l3, 0, FP_CSUM_L3, (__u16)~old + (hdr[0] << 8 | hdr[1]));
 	}
 	if (ip == 6) {
 		__u8 tc = raise_drop_precedence(hdr[0] << 4 | hdr[1] >> 4, levels);
