@@ -2,6 +2,7 @@ package bpf
 
 import (
 	"encoding/binary"
+	"errors"
 	"net"
 	"testing"
 
@@ -469,5 +470,32 @@ func TestTakeConnLosesNoFrame(t *testing.T) {
 		}
 		takes++
 		r.putConn(t, c)
+	}
+}
+
+// MergeConn keeps the later edge (modulo 2^32), the larger window and the
+// later expiry of the programs' and user space's, and the programs'
+// counts; a connection ct_conns does not hold is ErrKeyNotExist.
+func TestMergeConn(t *testing.T) {
+	fr := udpFrame(t, false, 10)
+	r := ctBridge(t, map[bool][][]byte{false: {fr}})
+	c := tcpConn(t)
+	c.Dir[0].SeqLo, c.Dir[0].MaxWin = 0xfffffff0, 1000
+	c.Dir[0].Packets = 3
+	r.putConn(t, c)
+	add := c
+	add.Expires -= 1000
+	add.Dir[0].SeqLo, add.Dir[0].SeqHi, add.Dir[0].MaxWin, add.Dir[0].Packets = 0x10, c.Dir[0].SeqHi-5, c.Dir[0].MaxWin+1, 0
+	add.Dir[1].SeqHi = c.Dir[1].SeqHi + 7
+	if err := r.shared.MergeConn(uint64(ctHandle), &add); err != nil {
+		t.Fatal(err)
+	}
+	want := c
+	want.Dir[0].SeqLo, want.Dir[0].MaxWin, want.Dir[1].SeqHi = 0x10, c.Dir[0].MaxWin+1, c.Dir[1].SeqHi+7
+	if got := r.conn(t); got != want {
+		t.Errorf("merged\n%+v\nwant\n%+v", got, want)
+	}
+	if err := r.shared.MergeConn(uint64(ctHandle)+1, &add); !errors.Is(err, ebpf.ErrKeyNotExist) {
+		t.Errorf("merging into a connection ct_conns does not hold: %v", err)
 	}
 }

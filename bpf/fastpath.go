@@ -146,8 +146,8 @@ type FastpathShared struct {
 	// meters is the meters map's memory, mapped for Go pointers into it
 	// (MeterSlots).
 	meters []byte
-	// takeConn is cttake.c's program, on CtConns (TakeConn).
-	takeConn *ebpf.Program
+	// connSync are ctsync.c's programs, on CtConns (TakeConn, MergeConn).
+	connSync *CtsyncPrograms
 }
 
 // NewFastpathShared creates a bridge's shared maps, empty, at generation
@@ -191,49 +191,68 @@ func NewFastpathShared(maxConns uint32) (*FastpathShared, error) {
 		s.Close()
 		return nil, fmt.Errorf("map the fast path's meters: %w", err)
 	}
-	if s.takeConn, err = loadTakeConn(s.CtConns); err != nil {
+	if s.connSync, err = loadConnSync(s.CtConns); err != nil {
 		s.Close()
 		return nil, err
 	}
 	return &s, nil
 }
 
-// loadTakeConn loads cttake.c's program on the connections map conns.
-func loadTakeConn(conns *ebpf.Map) (*ebpf.Program, error) {
-	spec, err := LoadCttake()
+// loadConnSync loads ctsync.c's programs on the connections map conns.
+func loadConnSync(conns *ebpf.Map) (*CtsyncPrograms, error) {
+	spec, err := LoadCtsync()
 	if err != nil {
 		return nil, err
 	}
-	spec.Maps[CttakeMapCtConns].MaxEntries = conns.MaxEntries()
-	var objs CttakeObjects
-	if err := spec.LoadAndAssign(&objs, &ebpf.CollectionOptions{MapReplacements: map[string]*ebpf.Map{CttakeMapCtConns: conns}}); err != nil {
-		return nil, fmt.Errorf("the verifier refused the program that takes connections back: %w", err)
+	spec.Maps[CtsyncMapCtConns].MaxEntries = conns.MaxEntries()
+	var objs CtsyncObjects
+	if err := spec.LoadAndAssign(&objs, &ebpf.CollectionOptions{MapReplacements: map[string]*ebpf.Map{CtsyncMapCtConns: conns}}); err != nil {
+		return nil, fmt.Errorf("the verifier refused the programs that take connections back and merge into them: %w", err)
 	}
-	return objs.CtTake, nil
+	return &objs.CtsyncPrograms, nil
 }
 
-// linux/bpf.h's enum xdp_action: the programs' verdicts.
+// linux/bpf.h's enum xdp_action: the XDP programs' verdicts; and
+// linux/pkt_cls.h's TC_ACT_OK and TC_ACT_SHOT, ctsync.c's.
 const (
 	xdpDrop     = 1
 	xdpPass     = 2
 	xdpRedirect = 4
+	tcActOK     = 0
+	tcActShot   = 2
 )
 
 // TakeConn takes connection handle out of ct_conns into c, with all the
-// programs made of it (cttake.c says why a lookup and delete would not
+// programs made of it (ctsync.c says why a lookup and delete would not
 // do); ebpf.ErrKeyNotExist if ct_conns does not hold it.
 func (s *FastpathShared) TakeConn(handle uint64, c *FastpathFpConn) error {
+	return runConnSync(s.connSync.CtTake, handle, c)
+}
+
+// MergeConn merges c, what user space's tracker made of a frame of the
+// carried connection handle, into ct_conns' (ctsync.c's ct_merge);
+// ebpf.ErrKeyNotExist if ct_conns does not hold it.
+func (s *FastpathShared) MergeConn(handle uint64, c *FastpathFpConn) error {
+	in := *c
+	return runConnSync(s.connSync.CtMerge, handle, &in)
+}
+
+// runConnSync runs prog on a frame of handle and c, and reads c back.
+func runConnSync(prog *ebpf.Program, handle uint64, c *FastpathFpConn) error {
 	var frame [8 + unsafe.Sizeof(FastpathFpConn{})]byte
 	binary.NativeEndian.PutUint64(frame[:], handle)
+	if _, err := binary.Encode(frame[8:], binary.NativeEndian, c); err != nil {
+		return err
+	}
 	out := frame
-	verdict, err := s.takeConn.Run(&ebpf.RunOptions{Data: frame[:], DataOut: out[:]})
+	verdict, err := prog.Run(&ebpf.RunOptions{Data: frame[:], DataOut: out[:]})
 	switch {
 	case err != nil:
-		return fmt.Errorf("run the program that takes connections back: %w", err)
-	case verdict == xdpDrop:
+		return fmt.Errorf("run %s: %w", prog, err)
+	case verdict == tcActShot:
 		return ebpf.ErrKeyNotExist
-	case verdict != xdpPass:
-		return fmt.Errorf("the program that takes connections back returned %d", verdict)
+	case verdict != tcActOK:
+		return fmt.Errorf("%s returned %d", prog, verdict)
 	}
 	_, err = binary.Decode(out[8:], binary.NativeEndian, c)
 	return err
@@ -337,8 +356,8 @@ func (s *FastpathShared) DropCounts() map[string]uint64 {
 // Close closes the maps; programs that use them keep their own references.
 func (s *FastpathShared) Close() error {
 	var errs []error
-	if s.takeConn != nil {
-		errs = append(errs, s.takeConn.Close())
+	if s.connSync != nil {
+		errs = append(errs, s.connSync.Close())
 	}
 	if s.meters != nil {
 		errs = append(errs, unix.Munmap(s.meters))

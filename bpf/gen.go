@@ -25,7 +25,7 @@
 package bpf
 
 //go:generate go tool bpf2go -tags linux -target bpfel -cflags "-O2 -g -Wall -Werror" Xsk xsk.c -- -I/usr/include -I/usr/include/x86_64-linux-gnu -I/usr/include/aarch64-linux-gnu
-//go:generate go tool bpf2go -tags linux -target bpfel -cflags "-O2 -g -Wall -Werror" -no-global-types Cttake cttake.c -- -I/usr/include -I/usr/include/x86_64-linux-gnu -I/usr/include/aarch64-linux-gnu
+//go:generate go tool bpf2go -tags linux -target bpfel -cflags "-O2 -g -Wall -Werror" -no-global-types Ctsync ctsync.c -- -I/usr/include -I/usr/include/x86_64-linux-gnu -I/usr/include/aarch64-linux-gnu
 //go:generate go tool bpf2go -tags linux -target bpfel -cflags "-O2 -g -Wall -Werror" Redirect redirect.c -- -I/usr/include -I/usr/include/x86_64-linux-gnu -I/usr/include/aarch64-linux-gnu
 //go:generate go tool bpf2go -tags linux -target bpfel -cflags "-O2 -g -Wall -Werror" -type fp_key -type fp_parsed -type fp_flow -type fp_op -type fp_state -type fp_op_type -type fp_csum -type fp_l2_key -type fp_mask_kind -type fp_tunnel -type fp_tunnel_key -type fp_tunnel_in -type fp_drop_reason -type tunnel_kind -type fp_meter -type fp_band -type fp_meter_counts -type fp_band_type -type fp_conn -type fp_conn_dir Fastpath fastpath.c -- -I/usr/include -I/usr/include/x86_64-linux-gnu -I/usr/include/aarch64-linux-gnu
 

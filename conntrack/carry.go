@@ -4,17 +4,30 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
+
+	"github.com/xswitch/xswitch/header"
 )
 
 // A fast path carries an established connection (KernelState) from the
 // moment the tracker puts it in the fast path's store (Carry) until the
-// tracker takes it back: before it judges any packet of the connection
-// (the fast path handed it over, or the packet missed the fast path's
-// flows), so that the tracker always judges with what the fast path made
-// of the connection. The tracker reads the store before it expires a
-// connection the fast path carries (whose packets re-armed its timer
-// there), before it dumps one, and deletes the connection there with the
-// connection. A connection is carried by one store at a time.
+// tracker takes it back. A packet of a carried connection that reaches
+// the tracker (the fast path handed it over, or it missed the fast
+// path's flows) is judged with what the fast path made of the connection
+// (read from the store first). One that may change its state (TCP's
+// SYN, FIN, RST, a segment without ACK; the first packet back of one
+// seen one way) takes the connection back first: the fast path carries
+// none of its packets while the tracker judges them. Any other, a packet
+// the fast path would have judged too, leaves the connection carried:
+// the tracker judges it with what it read, and merges the result into
+// the store, where the fast path may have moved the connection on
+// meanwhile (both only move a carried connection forward). Taking the
+// connection back for those would hand the fast path's next packets to
+// the tracker too, each of which would take it back again: at a high
+// rate, it would never be carried again. The tracker reads the store
+// before it expires a connection the fast path carries (whose packets
+// re-armed its timer there), before it dumps one, and deletes the
+// connection there with the connection. A connection is carried by one
+// store at a time.
 
 // Carrier is a fast path's store of the connections it carries: in
 // xswitch, a bridge's ct_conns map, which its XDP programs read and move
@@ -27,6 +40,10 @@ type Carrier interface {
 	// deletes it at once; both report false when it holds nothing.
 	PeekConn(h Handle) (KernelConn, bool)
 	TakeConn(h Handle) (KernelConn, bool)
+	// MergeConn merges k into what the store holds of h (KernelConn's
+	// Merge), in one step with the fast path's changes; false if it
+	// holds nothing of h.
+	MergeConn(h Handle, k *KernelConn) bool
 	DeleteConn(h Handle)
 }
 
@@ -136,6 +153,32 @@ func (t *Tracker) refresh(c *conn, h Handle) {
 			c.syncFromKernel(&k)
 		}
 	}
+}
+
+// judgeCarried prepares carried, locked connection c (handle h) for the
+// tracker to judge packet p going the reply way if reply: it takes c back
+// if p may change its state, and reports whether c stays carried, its
+// judgement then to be merged (mergeCarried).
+func (t *Tracker) judgeCarried(c *conn, h Handle, p *Header, reply bool) bool {
+	_, origOnly, _ := c.carriedTimer()
+	if p.Proto == header.ProtoTCP && (p.TCPFlags&(TCPSyn|TCPFin|TCPRst) != 0 || p.TCPFlags&TCPAck == 0) || reply && origOnly {
+		t.takeBack(c, h)
+		return false
+	}
+	return true
+}
+
+// mergeCarried merges into its store what the tracker made of a packet
+// of carried, locked connection c (handle h), which judgeCarried left
+// carried; one the store lost, or that left the states a store carries,
+// is carried no longer.
+func (t *Tracker) mergeCarried(c *conn, h Handle) {
+	if k, ok := t.kernelState(c); ok {
+		if cr := t.carrier(c.carrier); cr != nil && cr.MergeConn(h, &k) {
+			return
+		}
+	}
+	t.takeBack(c, h)
 }
 
 // forgetCarried deletes connection h, which the tracker removed, from

@@ -10,9 +10,9 @@ import (
 // fakeStore is a fast path's store in memory, counting what the tracker
 // asks of it.
 type fakeStore struct {
-	conns                    map[Handle]KernelConn
-	puts, peeks, takes, dels int
-	refuse                   bool
+	conns                            map[Handle]KernelConn
+	puts, peeks, takes, merges, dels int
+	refuse                           bool
 }
 
 func newFakeStore() *fakeStore { return &fakeStore{conns: map[Handle]KernelConn{}} }
@@ -37,6 +37,16 @@ func (s *fakeStore) TakeConn(h Handle) (KernelConn, bool) {
 	k, ok := s.conns[h]
 	delete(s.conns, h)
 	return k, ok
+}
+
+func (s *fakeStore) MergeConn(h Handle, k *KernelConn) bool {
+	s.merges++
+	cur, ok := s.conns[h]
+	if ok {
+		cur.Merge(k)
+		s.conns[h] = cur
+	}
+	return ok
 }
 
 func (s *fakeStore) DeleteConn(h Handle) {
@@ -65,9 +75,11 @@ func carried(t *testing.T) (*Tracker, *tcpSession, *fakeStore, CarrierID, Handle
 	return tr, s, store, id, h
 }
 
-// The tracker judges a carried connection's next packet with what the
-// fast path made of it: taken back, once, and carried no longer.
-func TestCarriedConnectionIsTakenBackForItsNextPacket(t *testing.T) {
+// A carried connection's packet that reaches the tracker is judged with
+// what the fast path made of the connection. One the fast path would have
+// judged too leaves it carried, the tracker's judgement merged into the
+// store; one that may change its state (a FIN) takes it back, once.
+func TestCarriedConnectionIsJudgedWithTheStoresState(t *testing.T) {
 	tr, s, store, _, h := carried(t)
 	k := store.conns[h]
 	k.TCP[0].SeqLo += 100000
@@ -78,12 +90,35 @@ func TestCarriedConnectionIsTakenBackForItsNextPacket(t *testing.T) {
 	if got := run(tr, p, commit, s.now); got.State != state(t, "+trk+est") {
 		t.Errorf("data at the edge the fast path moved the window to: %s, want +trk+est", got.State)
 	}
-	if store.takes != 1 || len(store.conns) != 0 || tr.Carried() != 0 {
-		t.Errorf("%d takes, the store holds %d, %d carried; want the connection taken back once", store.takes, len(store.conns), tr.Carried())
+	if store.takes != 0 || store.merges != 1 || tr.Carried() != 1 {
+		t.Errorf("%d takes, %d merges, %d carried; want the connection left carried and the packet merged", store.takes, store.merges, tr.Carried())
 	}
-	run(tr, p, commit, s.now)
+	if got := store.conns[h].TCP[0].SeqLo; got != k.TCP[0].SeqLo+100 {
+		t.Errorf("the store's edge is %d after the tracker's packet, want %d", got, k.TCP[0].SeqLo+100)
+	}
+	if got := store.conns[h].Expires; got != k.Expires {
+		t.Errorf("the merge moved the store's expiry back, to %d from %d", got, k.Expires)
+	}
+	fin := tcp("10.1.1.1", "10.1.1.2", 40000, 80, TCPAck|TCPFin, k.TCP[0].SeqLo+100, k.TCP[1].SeqLo, 65535, 0)
+	run(tr, fin, commit, s.now)
+	if store.takes != 1 || len(store.conns) != 0 || tr.Carried() != 0 {
+		t.Errorf("after a FIN: %d takes, the store holds %d, %d carried; want the connection taken back once", store.takes, len(store.conns), tr.Carried())
+	}
+	run(tr, fin, commit, s.now)
 	if store.takes != 1 {
 		t.Errorf("a packet of a connection no longer carried took it back again")
+	}
+}
+
+// KernelConn's Merge keeps the later of each edge, modulo 2^32, the
+// larger window and the later expiry, whichever side has them.
+func TestKernelConnMerge(t *testing.T) {
+	k := KernelConn{Expires: 10, TCP: [2]KernelTCPEnd{{SeqLo: 0xfffffff0, SeqHi: 100, MaxWin: 5}, {SeqLo: 7, SeqHi: 9, MaxWin: 50}}}
+	add := KernelConn{Expires: 5, TCP: [2]KernelTCPEnd{{SeqLo: 0x10, SeqHi: 90, MaxWin: 6}, {SeqLo: 8, SeqHi: 8, MaxWin: 40}}}
+	k.Merge(&add)
+	want := KernelConn{Expires: 10, TCP: [2]KernelTCPEnd{{SeqLo: 0x10, SeqHi: 100, MaxWin: 6}, {SeqLo: 8, SeqHi: 9, MaxWin: 50}}}
+	if k != want {
+		t.Errorf("merged %+v, want %+v", k, want)
 	}
 }
 

@@ -30,6 +30,28 @@ type KernelConn struct {
 	Expires, Timeout int64
 }
 
+// Merge moves k on by what add, the same connection as another party
+// moved it on since they both read it, says: the later of each edge and
+// the larger of each window (a carried connection's state only moves
+// forward), and the later expiry. A fast path's store merges what the
+// tracker made of a frame that the fast path handed over while it
+// carried the connection on (Carrier.MergeConn).
+func (k *KernelConn) Merge(add *KernelConn) {
+	k.Expires = max(k.Expires, add.Expires)
+	for i := range k.TCP {
+		e, a := &k.TCP[i], &add.TCP[i]
+		e.SeqLo, e.SeqHi, e.MaxWin = seqMax(e.SeqLo, a.SeqLo), seqMax(e.SeqHi, a.SeqHi), max(e.MaxWin, a.MaxWin)
+	}
+}
+
+// seqMax is the later of two sequence numbers, modulo 2^32.
+func seqMax(a, b uint32) uint32 {
+	if int32(a-b) >= 0 {
+		return a
+	}
+	return b
+}
+
 // KernelTCPEnd is one end of a TCP connection: the sequence number after
 // what it has sent (SeqLo), the most it may send (SeqHi), its largest
 // window as sent (MaxWin), and the shift tcpStep applies to its windows

@@ -150,9 +150,9 @@ func unlockPair(sa, sb *shard) {
 }
 
 // lookup finds the live, unexpired connection with tuple k and returns it
-// locked, with whether k is its reply direction. A connection past its
-// time is gone as far as packets go, before the sweep removes it, as in
-// OVS.
+// locked, with whether k is its reply direction; a carried one as its
+// store has it. A connection past its time is gone as far as packets go,
+// before the sweep removes it, as in OVS.
 func (t *Tracker) lookup(k *Tuple, now int64) (c *conn, slot uint32, reply bool) {
 	s, h := t.place(k)
 	s.mu.Lock()
@@ -165,7 +165,7 @@ func (t *Tracker) lookup(k *Tuple, now int64) (c *conn, slot uint32, reply bool)
 	c.mu.Lock()
 	s.mu.Unlock()
 	if c.carrier != 0 {
-		t.takeBack(c, makeHandle(r.slot(), c.gen))
+		t.refresh(c, makeHandle(r.slot(), c.gen))
 	}
 	if now >= c.expires.Load() {
 		c.mu.Unlock()

@@ -184,12 +184,18 @@ func (t *Tracker) process(p *Packet, a *Action, k Tuple, related bool, now int64
 	createNew := false
 	switch {
 	case c != nil:
+		carried := c.carrier != 0 && !related && t.judgeCarried(c, makeHandle(slot, c.gen), &p.Header, reply)
 		if createNew = t.track(c, p, reply, related, now); createNew {
 			gen := c.gen
 			c.mu.Unlock()
 			t.remove(slot, gen, &t.stats.replaced)
 			c = nil
-		} else if a.NAT.Kind != NoNAT {
+			break
+		}
+		if carried {
+			t.mergeCarried(c, makeHandle(slot, c.gen))
+		}
+		if a.NAT.Kind != NoNAT {
 			rw = t.handleNAT(c, p, a.Zone, reply, related)
 		}
 	case related:

@@ -243,13 +243,16 @@ type Datapath interface {
 	// (ConntrackOp), replacing what they held of it. Conn reads what
 	// they hold of it, and TakeConn reads it and deletes it at once, so
 	// that they carry it no further (the state the tracker takes back,
-	// SyncFromKernel); DeleteConn deletes it. Each reads or writes the
-	// connection whole, under the lock the programs take for each frame.
-	// Conn, TakeConn and DeleteConn fail with ErrNoConn when the programs
-	// do not hold h.
+	// SyncFromKernel); MergeConn merges into it what the tracker made of
+	// a frame the programs handed over while they carried it on
+	// (conntrack.KernelConn's Merge); DeleteConn deletes it. Each reads
+	// or writes the connection in one step with the programs, under the
+	// lock they take for each frame. Conn, TakeConn, MergeConn and
+	// DeleteConn fail with ErrNoConn when the programs do not hold h.
 	PutConn(h conntrack.Handle, c *Conn) error
 	Conn(h conntrack.Handle) (Conn, error)
 	TakeConn(h conntrack.Handle) (Conn, error)
+	MergeConn(h conntrack.Handle, c *Conn) error
 	DeleteConn(h conntrack.Handle) error
 
 	Close() error

@@ -216,6 +216,10 @@ func (k *Kernel) TakeConn(h conntrack.Handle) (Conn, error) {
 	return c, connErr("take", h, k.shared.TakeConn(uint64(h), &c))
 }
 
+func (k *Kernel) MergeConn(h conntrack.Handle, c *Conn) error {
+	return connErr("merge into", h, k.shared.MergeConn(uint64(h), c))
+}
+
 func (k *Kernel) DeleteConn(h conntrack.Handle) error {
 	return connErr("delete", h, k.shared.CtConns.Delete(uint64(h)))
 }

@@ -207,6 +207,11 @@ func (s connStore) TakeConn(h conntrack.Handle) (conntrack.KernelConn, bool) {
 	return s.read(s.dp.TakeConn(h))
 }
 
+func (s connStore) MergeConn(h conntrack.Handle, k *conntrack.KernelConn) bool {
+	c := datapath.ConnOf(*k)
+	return s.dp.MergeConn(h, &c) == nil
+}
+
 func (s connStore) read(c datapath.Conn, err error) (conntrack.KernelConn, bool) {
 	if err != nil {
 		return conntrack.KernelConn{}, false

@@ -107,13 +107,17 @@ func (r *fpInstalled) datapathActions() string {
 		case datapath.OpTunnelPush:
 			parts = append(parts, fmt.Sprintf("tnl_push(tnl_port(%d),vni=%d)", r.out.ofport, op.Delta))
 		case datapath.OpConntrack:
-			// The connection as dump-conntrack -m names it, and the
-			// frames' direction in it.
-			dir := "orig"
-			if op.Len != 0 {
+			// The connection's state the entry was made for (est, or
+			// new: seen one way), as dump-conntrack -m names it, and
+			// the frames' direction in it (bpf.ConntrackOp's bits).
+			state, dir := "est", "orig"
+			if op.Len&2 != 0 {
+				state = "new"
+			}
+			if op.Len&1 != 0 {
 				dir = "reply"
 			}
-			parts = append(parts, fmt.Sprintf("ct(est,id=%d,%s)", op.Delta, dir))
+			parts = append(parts, fmt.Sprintf("ct(%s,id=%d,%s)", state, op.Delta, dir))
 		}
 	}
 	if r.out != nil && r.out.tunnel != nil {

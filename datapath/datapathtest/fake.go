@@ -192,6 +192,25 @@ func (f *Fake) Conn(h conntrack.Handle) (datapath.Conn, error) { return f.conn("
 
 func (f *Fake) TakeConn(h conntrack.Handle) (datapath.Conn, error) { return f.conn("take", h, true) }
 
+// MergeConn merges c into h's connection as the programs' ct_merge does,
+// their counters kept.
+func (f *Fake) MergeConn(h conntrack.Handle, c *datapath.Conn) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	cur, ok := f.conns[h]
+	if !ok {
+		return fmt.Errorf("merge into connection %#x: %w", uint64(h), datapath.ErrNoConn)
+	}
+	k, add := datapath.KernelConnOf(&cur), datapath.KernelConnOf(c)
+	k.Merge(&add)
+	merged := datapath.ConnOf(k)
+	for i := range merged.Dir {
+		merged.Dir[i].LastSeen, merged.Dir[i].Packets, merged.Dir[i].Bytes = cur.Dir[i].LastSeen, cur.Dir[i].Packets, cur.Dir[i].Bytes
+	}
+	f.conns[h] = merged
+	return nil
+}
+
 func (f *Fake) DeleteConn(h conntrack.Handle) error {
 	_, err := f.conn("delete", h, true)
 	return err
