@@ -65,6 +65,7 @@ the daemon otherwise waits with "xswitch wait-ready".`,
 	f.StringVar(&opts.pidFile, "pidfile", "", "write the daemon's pid to this file once it serves (removed when it stops)")
 	f.StringVar(&opts.logFile, "log-file", "", "append the log to this file instead of standard error (with --detach the log is lost without it)")
 	f.StringVar(&opts.control.DBPath, "db", control.DefaultDB, "where the configuration is kept")
+	f.StringVar(&opts.control.OVSDB, "ovsdb", "", "follow the Open_vSwitch database of this OVSDB server (unix:PATH or tcp:IP:PORT) as ovs-vswitchd does: ovs-vsctl then configures the bridges and ports")
 	f.IntVar(&opts.control.Bridge.CacheSize, "flow-cache-size", vswitch.DefaultCacheSize, "flows in each forwarding thread's exact-match cache of decisions")
 	f.StringVar(&opts.logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&opts.logLevel, "log-level", "info", "least severe level logged: debug, info, warn or error")
@@ -190,6 +191,7 @@ func startDaemon(ctx context.Context, opts daemonOptions, parent *detachedParent
 		return err
 	}
 	opts.control.Log = log
+	opts.control.Version = buildVersion().Version
 	opts.ready = func() {
 		if err := sdnotify.Notify(sdnotify.Ready); err != nil {
 			log.Warn("telling systemd the daemon is ready", "err", err)
