@@ -1,0 +1,155 @@
+package control
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/xswitch/xswitch/control/api"
+	"github.com/xswitch/xswitch/ovsdb"
+)
+
+// dbRows builds the tables of a database as a monitor gives them, each
+// row's columns decoded.
+type dbRows struct{ t dbTables }
+
+func newDBRows() *dbRows {
+	t := dbTables{}
+	for table := range ovsdbColumns {
+		t[table] = map[ovsdb.UUID]ovsdb.Row{}
+	}
+	return &dbRows{t: t}
+}
+
+func (r *dbRows) add(table, uuid string, row ovsdb.Row) ovsdb.UUID {
+	r.t[table][ovsdb.UUID(uuid)] = row
+	return ovsdb.UUID(uuid)
+}
+
+func refs(us ...ovsdb.UUID) ovsdb.Set {
+	s := ovsdb.Set{}
+	for _, u := range us {
+		s = append(s, u)
+	}
+	return s
+}
+
+func strMap(kv ...string) ovsdb.Map {
+	m := ovsdb.Map{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m = append(m, ovsdb.Pair{Key: kv[i], Value: kv[i+1]})
+	}
+	return m
+}
+
+// port adds a Port row of one Interface row of that name.
+func (r *dbRows) port(name string, port, iface ovsdb.Row) ovsdb.UUID {
+	iface["name"] = ovsdb.Set{name}
+	iu := r.add("Interface", "i-"+name, iface)
+	port["name"] = ovsdb.Set{name}
+	port["interfaces"] = refs(iu)
+	return r.add("Port", "p-"+name, port)
+}
+
+func TestWantFromDB(t *testing.T) {
+	r := newDBRows()
+	ports := refs(
+		r.port("br0", ovsdb.Row{}, ovsdb.Row{"type": ovsdb.Set{"internal"}}),
+		r.port("p1", ovsdb.Row{"tag": ovsdb.Set{int64(10)}, "other_config": strMap("storm-limit", "1000", "priority-tags", "true")},
+			ovsdb.Row{"ofport_request": ovsdb.Set{int64(7)}}),
+		r.port("p2", ovsdb.Row{"trunks": ovsdb.Set{int64(30), int64(20)}, "vlan_mode": ovsdb.Set{"native-untagged"}},
+			ovsdb.Row{"type": ovsdb.Set{"system"}}),
+		r.port("vx0", ovsdb.Row{}, ovsdb.Row{"type": ovsdb.Set{"vxlan"},
+			"options": strMap("remote_ip", "192.0.2.2", "key", "42", "dst_port", "4790", "csum", "true")}),
+		r.port("gre0", ovsdb.Row{}, ovsdb.Row{"type": ovsdb.Set{"gre"}}),
+		r.port("t0", ovsdb.Row{"tag": ovsdb.Set{int64(0)}}, ovsdb.Row{}),
+		r.port("q0", ovsdb.Row{"vlan_mode": ovsdb.Set{"dot1q-tunnel"}}, ovsdb.Row{}),
+		r.port("vx1", ovsdb.Row{}, ovsdb.Row{"type": ovsdb.Set{"geneve"}, "options": strMap("remote_ip", "192.0.2.3", "dst_port", "x")}),
+	)
+	// A bond: one port of two interfaces.
+	b1 := r.add("Interface", "i-b1", ovsdb.Row{"name": ovsdb.Set{"b1"}})
+	b2 := r.add("Interface", "i-b2", ovsdb.Row{"name": ovsdb.Set{"b2"}})
+	ports = append(ports, r.add("Port", "p-bond", ovsdb.Row{"name": ovsdb.Set{"bond0"}, "interfaces": refs(b1, b2)}))
+	c1 := r.add("Controller", "c1", ovsdb.Row{"target": ovsdb.Set{"tcp:192.0.2.1"}})
+	c2 := r.add("Controller", "c2", ovsdb.Row{"target": ovsdb.Set{"ssl:192.0.2.1:6653"}})
+	br0 := r.add("Bridge", "b-br0", ovsdb.Row{"name": ovsdb.Set{"br0"}, "ports": ports, "fail_mode": ovsdb.Set{"secure"},
+		"datapath_type": ovsdb.Set{"netdev"}, "controller": refs(c1, c2), "rstp_enable": ovsdb.Set{true},
+		"other_config": strMap("datapath-id", "00000000000000aa", "disable-in-band", "true")})
+	odd := r.add("Bridge", "b-odd", ovsdb.Row{"name": ovsdb.Set{"odd"}, "datapath_type": ovsdb.Set{"dpdk"},
+		"ports": refs(r.port("o1", ovsdb.Row{}, ovsdb.Row{}))})
+	// A bridge no Open_vSwitch row lists is not run.
+	r.add("Bridge", "b-loose", ovsdb.Row{"name": ovsdb.Set{"loose"}})
+	root := r.add("Open_vSwitch", "root", ovsdb.Row{"bridges": refs(br0, odd), "next_cfg": ovsdb.Set{int64(5)}})
+
+	w := wantFromDB(r.t)
+	if w.root != root || w.nextCfg != 5 {
+		t.Errorf("root %q next_cfg %d, want %q 5", w.root, w.nextCfg, root)
+	}
+	if len(w.bridges) != 1 || w.bridges[0].Name != "br0" {
+		t.Fatalf("bridges %+v, want br0 only", w.bridges)
+	}
+	bc := w.bridges[0]
+	if bc.FailMode != "secure" || !bc.RSTPEnable || !reflect.DeepEqual(bc.Controllers, []string{"tcp:192.0.2.1:6653"}) ||
+		!reflect.DeepEqual(bc.OtherConfig, map[string]string{"datapath-id": "00000000000000aa"}) {
+		t.Errorf("br0's own columns: %+v", bc)
+	}
+	if p := strings.Join(w.problems["br0"], "; "); !strings.Contains(p, `connection method "ssl" is not supported`) {
+		t.Errorf("br0's problems %q, want the ssl target among them", p)
+	}
+	want := []api.PortConfig{
+		{Name: "br0", Type: api.PortTypeInternal},
+		{Name: "p1", OFPort: 7, Tag: 10, OtherConfig: map[string]string{"storm-limit": "1000"}},
+		{Name: "p2", Trunks: []uint16{20, 30}, VLANMode: "native-untagged"},
+		{Name: "vx0", Type: api.PortTypeVXLAN, RemoteIP: "192.0.2.2", Key: "42", DstPort: 4790},
+	}
+	if !reflect.DeepEqual(bc.Ports, want) {
+		t.Errorf("br0's ports\n%+v\nwant\n%+v", bc.Ports, want)
+	}
+	for name, why := range map[string]string{
+		"gre0": `interface type "gre" is not supported`,
+		"t0":   "tag: 0 is not supported",
+		"q0":   "vlan_mode: dot1q-tunnel (802.1ad QinQ) is not supported",
+		"vx1":  `options:dst_port "x" is not a UDP port`,
+		"b1":   "port bond0 has 2 interfaces: bonds are not supported",
+		"b2":   "port bond0 has 2 interfaces",
+		"o1":   `bridge odd: datapath_type "dpdk" is not supported`,
+	} {
+		if err := w.refused[name]; err == nil || !strings.Contains(err.Error(), why) {
+			t.Errorf("%s refused with %v, want %q", name, err, why)
+		}
+	}
+	if len(w.refused) != 7 {
+		t.Errorf("refused %v, want 7 interfaces", w.refused)
+	}
+	// Every interface of a listed bridge gets its status, run or not.
+	if len(w.ifaces) != 11 || w.ifaces["o1"] == "" || w.bridgeRows["odd"] != odd {
+		t.Errorf("status rows: interfaces %v, bridges %v", w.ifaces, w.bridgeRows)
+	}
+}
+
+func TestWantFromEmptyDB(t *testing.T) {
+	w := wantFromDB(newDBRows().t)
+	if w.root != "" || len(w.bridges) != 0 {
+		t.Errorf("an empty database asks for %+v", w)
+	}
+}
+
+func TestSamePort(t *testing.T) {
+	running := api.PortConfig{Name: "br0", OFPort: 65534, Type: api.PortTypeInternal, Device: internalDevice("br0"), Tag: 5}
+	for _, tc := range []struct {
+		want api.PortConfig
+		same bool
+	}{
+		{api.PortConfig{Name: "br0", Type: api.PortTypeInternal}, true},
+		{api.PortConfig{Name: "br0", Type: api.PortTypeInternal, Tag: 9, OtherConfig: map[string]string{"storm-limit": "5"}}, true},
+		{api.PortConfig{Name: "br0", Type: api.PortTypeInternal, OFPort: 65534}, true},
+		{api.PortConfig{Name: "br0", Type: api.PortTypeInternal, OFPort: 3}, false},
+		{api.PortConfig{Name: "br0"}, false},
+		{api.PortConfig{Name: "br0", Type: api.PortTypeTap}, false},
+		{api.PortConfig{Name: "br0", Type: "nosuch"}, false},
+	} {
+		if got := samePort(running, tc.want); got != tc.same {
+			t.Errorf("samePort(%+v, %+v) = %v, want %v", running, tc.want, got, tc.same)
+		}
+	}
+}
