@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/xswitch/xswitch/internal/testenv"
 )
 
 func TestDecodeDatum(t *testing.T) {
@@ -113,8 +115,8 @@ func TestEqual(t *testing.T) {
 }
 
 func TestTypeDefault(t *testing.T) {
-	requireOVSDB(t)
-	s, err := ReadSchema(vswitchSchema)
+	testenv.RequireOVSDB(t)
+	s, err := ReadSchema(testenv.VswitchSchema)
 	if err != nil {
 		t.Fatal(err)
 	}

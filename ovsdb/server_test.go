@@ -11,32 +11,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/xswitch/xswitch/internal/testenv"
 )
-
-const vswitchSchema = "/usr/share/openvswitch/vswitch.ovsschema"
-
-// requireOVSDB skips a test that needs Open vSwitch's database tools and
-// schema when they are not installed, or fails it when
-// XSWITCH_REQUIRE_PRIVILEGED=1 says no test may skip (as in CI).
-func requireOVSDB(t testing.TB) {
-	t.Helper()
-	missing := ""
-	for _, tool := range []string{"ovsdb-server", "ovsdb-tool", "ovs-vsctl"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			missing = tool
-		}
-	}
-	if _, err := os.Stat(vswitchSchema); err != nil {
-		missing = vswitchSchema
-	}
-	if missing == "" {
-		return
-	}
-	if os.Getenv("XSWITCH_REQUIRE_PRIVILEGED") == "1" {
-		t.Fatalf("%s is not installed (test/deps installs openvswitch-common and openvswitch-switch) and XSWITCH_REQUIRE_PRIVILEGED=1 forbids skipping this test", missing)
-	}
-	t.Skipf("skipping: %s is not installed (test/deps installs it, with openvswitch-common and openvswitch-switch); set XSWITCH_REQUIRE_PRIVILEGED=1 to make this a failure", missing)
-}
 
 // server is a real ovsdb-server holding a new Open_vSwitch database.
 type server struct {
@@ -50,10 +27,10 @@ func startServer(t *testing.T) *server { return startServerWith(t, "") }
 // unless that is "".
 func startServerWith(t *testing.T, tcp string) *server {
 	t.Helper()
-	requireOVSDB(t)
+	testenv.RequireOVSDB(t)
 	dir := t.TempDir()
 	db := filepath.Join(dir, "conf.db")
-	if out, err := exec.Command("ovsdb-tool", "create", db, vswitchSchema).CombinedOutput(); err != nil {
+	if out, err := exec.Command("ovsdb-tool", "create", db, testenv.VswitchSchema).CombinedOutput(); err != nil {
 		t.Fatalf("ovsdb-tool create: %v: %s", err, out)
 	}
 	sock := filepath.Join(dir, "db.sock")
@@ -123,7 +100,7 @@ func TestServerListDBsAndSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	file, err := ReadSchema(vswitchSchema)
+	file, err := ReadSchema(testenv.VswitchSchema)
 	if err != nil {
 		t.Fatal(err)
 	}

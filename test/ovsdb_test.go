@@ -1,0 +1,199 @@
+package test
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/xswitch/xswitch/internal/testenv"
+)
+
+// ovsdbServer is an ovsdb-server that `xswitch ovsdb-start` started on a
+// database of its own.
+type ovsdbServer struct {
+	dir, sock string
+}
+
+// startOVSDB starts a server in a fresh directory; cleanup stops it.
+func startOVSDB(t *testing.T) *ovsdbServer {
+	t.Helper()
+	testenv.RequireOVSDB(t)
+	s := &ovsdbServer{dir: t.TempDir()}
+	s.start(t)
+	t.Cleanup(func() { s.kill(t) })
+	return s
+}
+
+// start runs ovsdb-start (again) on s's directory.
+func (s *ovsdbServer) start(t *testing.T) {
+	t.Helper()
+	s.sock = strings.TrimSpace(mustRun(t, xswitchBin, "ovsdb-start", "--dir", s.dir))
+	if want := "unix:" + filepath.Join(s.dir, "db.sock"); s.sock != want {
+		t.Fatalf("ovsdb-start printed %q, want %q", s.sock, want)
+	}
+}
+
+// kill stops the server, which ovsdb-start detached, by its pid file.
+func (s *ovsdbServer) kill(t *testing.T) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(s.dir, "ovsdb-server.pid"))
+	if err != nil {
+		return
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil || syscall.Kill(pid, syscall.SIGTERM) != nil {
+		return
+	}
+	for deadline := time.Now().Add(5 * time.Second); syscall.Kill(pid, 0) == nil; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}
+
+// vsctl runs ovs-vsctl on the server, waiting (as without --no-wait it
+// does) until the switch daemon has applied the change: cur_cfg.
+func (s *ovsdbServer) vsctl(t *testing.T, args ...string) string {
+	t.Helper()
+	return mustRun(t, "ovs-vsctl", append([]string{"--db=" + s.sock, "--timeout=10"}, args...)...)
+}
+
+// get is a column's value as ovs-vsctl get prints it, unquoted.
+func (s *ovsdbServer) get(t *testing.T, table, record, column string) string {
+	t.Helper()
+	v := strings.TrimSpace(mustRun(t, "ovs-vsctl", "--db="+s.sock, "get", table, record, column))
+	if u, err := strconv.Unquote(v); err == nil {
+		return u
+	}
+	return v
+}
+
+// noPing wants no echo reply from addr.
+func noPing(t *testing.T, ns, addr string) {
+	t.Helper()
+	if _, received, out := ping(t, ns, addr, 56, 2); received != 0 {
+		t.Errorf("ping %s from %s: %d replies, want none:\n%s", addr, ns, received, out)
+	}
+}
+
+// TestOVSDBDrivesTheSwitch drives the daemon with the real ovs-vsctl
+// through the real ovsdb-server, as ovs-vswitchd is driven.
+func TestOVSDBDrivesTheSwitch(t *testing.T) {
+	testenv.RequireRoot(t)
+	s := startOVSDB(t)
+	d := startDaemonWith(t, "--ovsdb", s.sock)
+	n := newTestNet()
+	br := n.name("br")
+	deleteLinkAtCleanup(t, br) // the bridge's internal port, if del-br does not come
+	p1, p2 := foreignPort(t, n, 1), foreignPort(t, n, 2)
+
+	s.vsctl(t, "add-br", br, "--", "set", "Bridge", br, "fail_mode=secure")
+	// ovs-vsctl returned: the daemon has applied it (cur_cfg).
+	if got := strings.TrimSpace(d.x(t, "get-fail-mode", br)); got != "secure" {
+		t.Errorf("fail mode after add-br with fail_mode=secure: %q", got)
+	}
+	if got := s.get(t, "Interface", br, "ofport"); got != "65534" {
+		t.Errorf("the bridge's own interface has ofport %s, want 65534 (LOCAL)", got)
+	}
+	if got := s.get(t, "Bridge", br, "datapath_id"); len(got) != 16 {
+		t.Errorf("Bridge:datapath_id %q, want 16 hex digits", got)
+	}
+	for col, want := range map[string]string{"datapath_types": "[netdev, system]", "iface_types": "[geneve, internal, system, tap, vxlan]"} {
+		if got := s.get(t, "Open_vSwitch", ".", col); got != want {
+			t.Errorf("Open_vSwitch:%s %s, want %s", col, got, want)
+		}
+	}
+
+	began := time.Now()
+	s.vsctl(t, "add-port", br, p1.name, "--", "set", "Interface", p1.name, "ofport_request=7")
+	t.Logf("ovs-vsctl add-port returned, applied, in %v", time.Since(began))
+	s.vsctl(t, "add-port", br, p2.name)
+	if got := ofports(t, d, br); got[p1.name] != 7 || got[p2.name] == 0 {
+		t.Errorf("ofports right after add-port returned: %v, want %s at 7 and %s", got, p1.name, p2.name)
+	}
+	if got := s.get(t, "Interface", p1.name, "ofport"); got != "7" {
+		t.Errorf("ovs-vsctl get Interface %s ofport: %s, want 7", p1.name, got)
+	}
+	for col, want := range map[string]string{"admin_state": "up", "link_state": "up", "error": "[]", "mtu": "1500"} {
+		if got := s.get(t, "Interface", p1.name, col); got != want {
+			t.Errorf("Interface %s %s: %s, want %s", p1.name, col, got, want)
+		}
+	}
+	if got := s.get(t, "Interface", p1.name, "mac_in_use"); len(got) != 17 {
+		t.Errorf("Interface %s mac_in_use: %q", p1.name, got)
+	}
+	s.vsctl(t, "set", "Bridge", br, "fail_mode=standalone")
+	if got := strings.TrimSpace(d.x(t, "get-fail-mode", br)); got != "standalone" {
+		t.Errorf("fail mode after setting standalone: %q", got)
+	}
+	waitPing(t, p1.ns, p2.addr, 5*time.Second)
+
+	// VLANs: p2 alone on VLAN 10 is cut off from the untagged p1, then
+	// joined by it.
+	s.vsctl(t, "set", "Port", p2.name, "tag=10")
+	if got := strings.TrimSpace(d.x(t, "get", "Port", p2.name, "tag")); got != "10" {
+		t.Errorf("xswitch get Port %s tag: %q, want 10", p2.name, got)
+	}
+	noPing(t, p1.ns, p2.addr)
+	s.vsctl(t, "set", "Port", p1.name, "tag=10")
+	waitPing(t, p1.ns, p2.addr, 5*time.Second)
+	s.vsctl(t, "clear", "Port", p1.name, "tag", "--", "clear", "Port", p2.name, "tag")
+	waitPing(t, p1.ns, p2.addr, 5*time.Second)
+
+	// An interface that does not exist is said so, as OVS says it; the rest
+	// forwards on.
+	ghost := n.name("gh")
+	r := run(t, "ovs-vsctl", "--db="+s.sock, "--timeout=10", "add-port", br, ghost)
+	t.Logf("ovs-vsctl add-port %s (no such interface): exit %d: %s", ghost, r.code, strings.TrimSpace(r.stderr))
+	if got, want := s.get(t, "Interface", ghost, "error"), "could not open network device "+ghost+" (No such device)"; got != want {
+		t.Errorf("Interface %s error: %q, want %q", ghost, got, want)
+	}
+	if got := s.get(t, "Interface", ghost, "ofport"); got != "-1" {
+		t.Errorf("Interface %s ofport: %s, want -1", ghost, got)
+	}
+	requirePing(t, p1.ns, p2.addr, 56)
+
+	// With the database, the verbs that change bridges and ports refuse.
+	if msg, _ := d.xErr(t, "add-br", n.name("no")); !strings.Contains(msg, "ovs-vsctl --db="+s.sock) {
+		t.Errorf("add-br under --ovsdb: %q, want it to point at ovs-vsctl", msg)
+	}
+
+	// A second daemon on the same database waits for the lock and leaves
+	// the switch alone.
+	second := startDaemonWith(t, "--ovsdb", s.sock)
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(second.log(), "holds the OVSDB lock ovs_vswitchd"); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the second daemon does not say it waits for the lock:\n%s", second.log())
+		}
+	}
+	if got := strings.TrimSpace(second.x(t, "list-br")); got != "" {
+		t.Errorf("the second daemon runs bridges %q, want none", got)
+	}
+	second.stop(t, syscall.SIGTERM)
+
+	// The server goes away: forwarding goes on; it comes back: the
+	// daemon follows it again.
+	s.kill(t)
+	requirePing(t, p1.ns, p2.addr, 56)
+	s.start(t)
+	s.vsctl(t, "set", "Interface", p2.name, "ofport_request=9")
+	if got := ofports(t, d, br)[p2.name]; got != 9 {
+		t.Errorf("%s has ofport %d after ofport_request=9 through a new server, want 9", p2.name, got)
+	}
+	waitPing(t, p1.ns, p2.addr, 5*time.Second)
+
+	s.vsctl(t, "del-port", br, p2.name)
+	if _, ok := ofports(t, d, br)[p2.name]; ok {
+		t.Errorf("%s still on the bridge after del-port", p2.name)
+	}
+	noPing(t, p1.ns, p2.addr)
+
+	s.vsctl(t, "del-br", br)
+	if got := strings.TrimSpace(d.x(t, "list-br")); got != "" {
+		t.Errorf("bridges after del-br: %q", got)
+	}
+}
