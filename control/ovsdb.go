@@ -56,7 +56,7 @@ var ovsdbColumns = map[string][]string{
 	"Port": {"name", "interfaces", "tag", "trunks", "vlan_mode", "other_config"},
 	"Interface": {"name", "type", "options", "ofport_request", "ofport", "error", "admin_state", "link_state",
 		"mtu", "mac_in_use", "ifindex"},
-	"Controller": {"target"},
+	"Controller": {"target", "is_connected", "role"},
 }
 
 // configVerbs are the verbs that change bridges and ports: with --ovsdb
@@ -74,8 +74,7 @@ type ovsdbFollower struct {
 	version string // Open_vSwitch:ovs_version
 	// failed are the ports that could not be added, by name, with why.
 	failed map[string]error
-	// said is what the log said last of each bridge's problems, so that
-	// it says it once, not at every refresh.
+	// said is what the log said last of each problem (say).
 	said map[string]string
 }
 
@@ -184,22 +183,34 @@ func (f *ovsdbFollower) session(ctx context.Context) error {
 // status that differs from t's.
 func (f *ovsdbFollower) sync(t dbTables, schema *ovsdb.Schema) []ovsdb.Op {
 	want := wantFromDB(t)
-	for br, problems := range want.problems {
-		if said := strings.Join(problems, "; "); f.said[br] != said {
-			f.d.log.Warn("bridge configured with what xswitch cannot follow", "bridge", br, "problems", said)
-			f.said[br] = said
-		}
+	for _, br := range slices.Sorted(maps.Keys(want.problems)) {
+		f.say("bridge "+br, strings.Join(want.problems[br], "; "))
 	}
 	d := f.d
 	d.mu.Lock()
 	defer d.unlock()
-	f.failed = d.reconcile(want)
+	var err error
+	f.failed, err = d.reconcile(want)
+	f.say("reconcile", fmt.Sprint(err))
 	return f.statusOps(t, schema, want)
 }
 
+// say logs what the database asks for that the daemon cannot do, once
+// each time it changes, not at every refresh; what is "<nil>" is nothing.
+func (f *ovsdbFollower) say(what, problem string) {
+	if f.said[what] == problem {
+		return
+	}
+	f.said[what] = problem
+	if problem != "<nil>" && problem != "" {
+		f.d.log.Warn("the OVSDB server asks for what the switch cannot do", "what", what, "problem", problem)
+	}
+}
+
 // reconcile makes the bridges and ports those of want, through the verbs'
-// code, and returns the ports it could not add, by name, with why.
-func (d *Daemon) reconcile(want dbWant) map[string]error {
+// code. It returns the ports it could not add, by name, with why, and
+// what else it could not do.
+func (d *Daemon) reconcile(want dbWant) (map[string]error, error) {
 	before := d.cfg
 	var errs []error
 	failed := map[string]error{}
@@ -236,22 +247,15 @@ func (d *Daemon) reconcile(want dbWant) map[string]error {
 		errs = append(errs, d.reconcileBridge(wb))
 		for _, wp := range wb.Ports {
 			cur := slices.IndexFunc(d.cfg.Bridge(wb.Name).Ports, func(pc api.PortConfig) bool { return pc.Name == wp.Name })
-			var err error
-			if cur < 0 {
-				err = d.addPort(wb.Name, wp)
-			} else {
-				err = d.reconcilePort(d.cfg.Bridge(wb.Name).Ports[cur], wp)
-			}
-			if err != nil {
+			if cur >= 0 {
+				errs = append(errs, d.reconcilePort(d.cfg.Bridge(wb.Name).Ports[cur], wp))
+			} else if err := d.addPort(wb.Name, wp); err != nil {
 				failed[wp.Name] = openError(wp, err)
 			}
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
-		d.log.Error("following the OVSDB server", "err", err)
-	}
 	d.changed(before, nil)
-	return failed
+	return failed, errors.Join(errs...)
 }
 
 // reconcileBridge gives the bridge wb's own columns.
@@ -345,6 +349,9 @@ func (f *ovsdbFollower) statusOps(t dbTables, schema *ovsdb.Schema, want dbWant)
 		}
 		update("Bridge", want.bridgeRows[name], cols)
 	}
+	for _, cu := range slices.Sorted(maps.Keys(want.controllers)) {
+		update("Controller", cu, f.controllerStatus(want.controllers[cu]))
+	}
 	if want.root != "" {
 		update("Open_vSwitch", want.root, map[string]any{
 			"ovs_version":    ovsdb.Set{f.version},
@@ -354,6 +361,35 @@ func (f *ovsdbFollower) statusOps(t dbTables, schema *ovsdb.Schema, want dbWant)
 		update("Open_vSwitch", want.root, map[string]any{"cur_cfg": want.nextCfg})
 	}
 	return ops
+}
+
+// controllerStatus are a Controller row's is_connected and role, as
+// ovs-vswitchd writes them: connected is of a tcp: target that the
+// agent reached; a ptcp: target, where controllers come to the switch,
+// stays not connected.
+func (f *ovsdbFollower) controllerStatus(c dbController) map[string]any {
+	cols := map[string]any{"is_connected": false, "role": ovsdb.Set{}}
+	if c.target.Listen {
+		return cols
+	}
+	if bc := f.d.cfg.Bridge(c.bridge); bc != nil {
+		for _, st := range f.d.controllers.statusOf(bc) {
+			if st.Target == c.target.String() && st.Connected {
+				cols["is_connected"] = true
+				cols["role"] = ovsdb.Set{ovsdbRole(st.Role)}
+			}
+		}
+	}
+	return cols
+}
+
+// ovsdbRole is the agent's name of a role as the Controller table has it:
+// master, slave, or other (OpenFlow's equal).
+func ovsdbRole(role string) string {
+	if role == "master" || role == "slave" {
+		return role
+	}
+	return "other"
 }
 
 func stringSet(ss []string) ovsdb.Set {

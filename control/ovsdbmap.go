@@ -41,6 +41,15 @@ type dbWant struct {
 	// the status goes back.
 	ifaces     map[string]ovsdb.UUID
 	bridgeRows map[string]ovsdb.UUID
+	// controllers are the Controller rows of the bridges that run, with
+	// their targets.
+	controllers map[ovsdb.UUID]dbController
+}
+
+// dbController is a Controller row's bridge and target.
+type dbController struct {
+	bridge string
+	target ControllerTarget
 }
 
 // Datapath types a bridge may have: xswitch has one datapath, AF_XDP in
@@ -54,7 +63,7 @@ var dbIfaceTypes = []string{"geneve", "internal", "system", "tap", "vxlan"}
 // wantFromDB reads what the database t asks for.
 func wantFromDB(t dbTables) dbWant {
 	w := dbWant{refused: map[string]error{}, problems: map[string][]string{},
-		ifaces: map[string]ovsdb.UUID{}, bridgeRows: map[string]ovsdb.UUID{}}
+		ifaces: map[string]ovsdb.UUID{}, bridgeRows: map[string]ovsdb.UUID{}, controllers: map[ovsdb.UUID]dbController{}}
 	var root ovsdb.Row
 	for u, row := range t["Open_vSwitch"] {
 		w.root, root = u, row
@@ -68,7 +77,7 @@ func wantFromDB(t dbTables) dbWant {
 		if brow == nil {
 			continue
 		}
-		bc, problems := bridgeFromRow(t, brow)
+		bc, targets, problems := bridgeFromRow(t, brow)
 		w.bridgeRows[bc.Name] = bu
 		if len(problems) > 0 {
 			w.problems[bc.Name] = problems
@@ -105,18 +114,22 @@ func wantFromDB(t dbTables) dbWant {
 		}
 		if !refuseBridge {
 			w.bridges = append(w.bridges, bc)
+			for cu, target := range targets {
+				w.controllers[cu] = dbController{bridge: bc.Name, target: target}
+			}
 		}
 	}
 	slices.SortFunc(w.bridges, func(a, b store.BridgeConfig) int { return strings.Compare(a.Name, b.Name) })
 	return w
 }
 
-// bridgeFromRow reads a Bridge row's own columns, without its ports.
-func bridgeFromRow(t dbTables, row ovsdb.Row) (store.BridgeConfig, []string) {
-	bc := store.BridgeConfig{Name: row.String("name"), Ports: []api.PortConfig{}, FailMode: row.String("fail_mode"),
+// bridgeFromRow reads a Bridge row's own columns, without its ports, and
+// its Controller rows' targets; problems are what it leaves out, and why.
+func bridgeFromRow(t dbTables, row ovsdb.Row) (bc store.BridgeConfig, targets map[ovsdb.UUID]ControllerTarget, problems []string) {
+	bc = store.BridgeConfig{Name: row.String("name"), Ports: []api.PortConfig{}, FailMode: row.String("fail_mode"),
 		OtherConfig: knownKeys(api.TableBridge, row.StringMap("other_config"))}
 	bc.RSTPEnable, _ = row.OptBool("rstp_enable")
-	var problems []string
+	targets = map[ovsdb.UUID]ControllerTarget{}
 	for _, cu := range row.UUIDs("controller") {
 		crow := t["Controller"][cu]
 		if crow == nil {
@@ -127,6 +140,7 @@ func bridgeFromRow(t dbTables, row ovsdb.Row) (store.BridgeConfig, []string) {
 			problems = append(problems, err.Error())
 			continue
 		}
+		targets[cu] = target
 		if !slices.Contains(bc.Controllers, target.String()) {
 			bc.Controllers = append(bc.Controllers, target.String())
 		}
@@ -135,7 +149,7 @@ func bridgeFromRow(t dbTables, row ovsdb.Row) (store.BridgeConfig, []string) {
 	if protocols := row.Strings("protocols"); len(protocols) > 0 && !slices.Contains(protocols, "OpenFlow13") {
 		problems = append(problems, fmt.Sprintf("protocols %v: xswitch speaks OpenFlow13 only", protocols))
 	}
-	return bc, problems
+	return bc, targets, problems
 }
 
 // knownKeys are the other_config keys of m that xswitch has for table:

@@ -96,6 +96,9 @@ func TestWantFromDB(t *testing.T) {
 	if p := strings.Join(w.problems["br0"], "; "); !strings.Contains(p, `connection method "ssl" is not supported`) {
 		t.Errorf("br0's problems %q, want the ssl target among them", p)
 	}
+	if len(w.controllers) != 1 || w.controllers[c1] != (dbController{bridge: "br0", target: ControllerTarget{Address: "192.0.2.1:6653"}}) {
+		t.Errorf("controllers %+v, want c1 only, br0's tcp:192.0.2.1:6653", w.controllers)
+	}
 	want := []api.PortConfig{
 		{Name: "br0", Type: api.PortTypeInternal},
 		{Name: "p1", OFPort: 7, Tag: 10, OtherConfig: map[string]string{"storm-limit": "1000"}},

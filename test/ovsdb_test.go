@@ -1,8 +1,10 @@
 package test
 
 import (
+	"net"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"syscall"
@@ -196,4 +198,76 @@ func TestOVSDBDrivesTheSwitch(t *testing.T) {
 	if got := strings.TrimSpace(d.x(t, "list-br")); got != "" {
 		t.Errorf("bridges after del-br: %q", got)
 	}
+}
+
+// TestOVSDBRestartsAndController restarts the daemon, with the database
+// changed while it was away, gives a bridge a controller target through
+// the database, and adds an interface of a type xswitch does not have.
+func TestOVSDBRestartsAndController(t *testing.T) {
+	testenv.RequireRoot(t)
+	s := startOVSDB(t)
+	d := startDaemonWith(t, "--ovsdb", s.sock)
+	n := newTestNet()
+	br := n.name("br")
+	deleteLinkAtCleanup(t, br)
+	p1, p2, p3 := foreignPort(t, n, 1), foreignPort(t, n, 2), foreignPort(t, n, 3)
+	s.vsctl(t, "add-br", br, "--", "add-port", br, p1.name, "--", "add-port", br, p2.name, "--", "add-port", br, p3.name)
+	waitPing(t, p1.ns, p2.addr, 5*time.Second)
+	before := ofports(t, d, br)
+
+	// Restarted, the daemon forwards with the same numbers.
+	d.stop(t, syscall.SIGTERM)
+	d.start(t)
+	waitPing(t, p1.ns, p2.addr, 5*time.Second)
+	if after := ofports(t, d, br); !reflect.DeepEqual(after, before) {
+		t.Errorf("ofports after a restart %v, want %v", after, before)
+	}
+
+	// What the database says while the daemon is away is what it runs
+	// once back.
+	d.stop(t, syscall.SIGTERM)
+	s.vsctl(t, "--no-wait", "del-port", br, p2.name, "--", "set", "Port", p3.name, "tag=20")
+	d.start(t)
+	mustRun(t, "ovs-vsctl", "--db="+s.sock, "--timeout=10", "wait-until", "Open_vSwitch", ".", "cur_cfg{>=}"+s.get(t, "Open_vSwitch", ".", "next_cfg"))
+	if got := ofports(t, d, br); got[p2.name] != 0 || got[p1.name] != before[p1.name] {
+		t.Errorf("ofports after del-port %s while the daemon was away: %v", p2.name, got)
+	}
+	if got := strings.TrimSpace(d.x(t, "get", "Port", p3.name, "tag")); got != "20" {
+		t.Errorf("%s's tag after a change while the daemon was away: %q, want 20", p3.name, got)
+	}
+	noPing(t, p1.ns, p2.addr)
+
+	// A listening controller target: ovs-ofctl reaches the bridge on it;
+	// as in OVS, such a target is never "connected".
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	l.Close()
+	s.vsctl(t, "set-controller", br, "ptcp:"+port+":127.0.0.1")
+	if got := strings.TrimSpace(d.x(t, "get-controller", br)); got != "ptcp:"+port+":127.0.0.1" {
+		t.Errorf("get-controller after set-controller through the database: %q", got)
+	}
+	var dumped result
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if dumped = run(t, "ovs-ofctl", "-O", "OpenFlow13", "dump-flows", "tcp:127.0.0.1:"+port); dumped.code == 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if dumped.code != 0 || !strings.Contains(dumped.stdout, "actions=NORMAL") {
+		t.Errorf("ovs-ofctl dump-flows on the bridge's ptcp target: exit %d: %s%s", dumped.code, dumped.stdout, dumped.stderr)
+	}
+	if got := strings.TrimSpace(mustRun(t, "ovs-vsctl", "--db="+s.sock, "--bare", "--columns=is_connected", "list", "Controller")); got != "false" {
+		t.Errorf("Controller is_connected of a ptcp target: %q, want false", got)
+	}
+
+	// A type xswitch does not have is said so in the interface's error.
+	s.vsctl(t, "add-port", br, n.name("pt"), "--", "set", "Interface", n.name("pt"), "type=patch", "options:peer=x")
+	if got := s.get(t, "Interface", n.name("pt"), "error"); !strings.Contains(got, `interface type "patch" is not supported`) {
+		t.Errorf("a patch interface's error: %q", got)
+	}
+	// The rest goes on.
+	s.vsctl(t, "clear", "Port", p3.name, "tag")
+	waitPing(t, p1.ns, p3.addr, 5*time.Second)
 }
