@@ -36,7 +36,9 @@ const (
 	dbName    = "Open_vSwitch"
 	// ovsdbRefresh is how often the status is looked at (and ports that
 	// could not be opened are tried again) without a change in the
-	// database: links go up and down, devices appear.
+	// database: links go up and down, devices appear. The interfaces'
+	// statistics are written then, and only then, as ovs-vswitchd's are
+	// (other_config:stats-update-interval, 5 s by default).
 	ovsdbRefresh = 5 * time.Second
 	// ovsdbBackoff and ovsdbMaxBackoff bound the wait before connecting
 	// again.
@@ -55,7 +57,7 @@ var ovsdbColumns = map[string][]string{
 		"datapath_type", "datapath_id", "datapath_version"},
 	"Port": {"name", "interfaces", "tag", "trunks", "vlan_mode", "other_config"},
 	"Interface": {"name", "type", "options", "ofport_request", "ofport", "error", "admin_state", "link_state",
-		"mtu", "mac_in_use", "ifindex"},
+		"mtu", "mac_in_use", "ifindex", "statistics"},
 	"Controller": {"target", "is_connected", "role"},
 }
 
@@ -157,16 +159,19 @@ func (f *ovsdbFollower) session(ctx context.Context) error {
 	log.Info("following the OVSDB server", "ovsdb", f.target, "lock", ovsdbLock)
 	tick := time.NewTicker(ovsdbRefresh)
 	defer tick.Stop()
+	stats := true
 	for {
 		t := dbTables(replica.Snapshot())
-		if ops := f.sync(t, schema); len(ops) > 0 {
+		if ops := f.sync(t, schema, stats); len(ops) > 0 {
 			if _, err := c.Transact(ctx, dbName, append([]ovsdb.Op{ovsdb.Assert(ovsdbLock)}, ops...)...); err != nil {
 				log.Warn("writing the status to the OVSDB server", "err", err)
 			}
 		}
+		stats = false
 		select {
 		case <-changed:
 		case <-tick.C:
+			stats = true
 		case held := <-lock:
 			if !held {
 				return errors.New("the lock " + ovsdbLock + " was stolen: another daemon drives the switch")
@@ -180,8 +185,8 @@ func (f *ovsdbFollower) session(ctx context.Context) error {
 }
 
 // sync makes the switch what t asks for, and returns the writes of the
-// status that differs from t's.
-func (f *ovsdbFollower) sync(t dbTables, schema *ovsdb.Schema) []ovsdb.Op {
+// status that differs from t's, the statistics included when stats says.
+func (f *ovsdbFollower) sync(t dbTables, schema *ovsdb.Schema, stats bool) []ovsdb.Op {
 	want := wantFromDB(t)
 	for _, br := range slices.Sorted(maps.Keys(want.problems)) {
 		f.say("bridge "+br, strings.Join(want.problems[br], "; "))
@@ -192,7 +197,7 @@ func (f *ovsdbFollower) sync(t dbTables, schema *ovsdb.Schema) []ovsdb.Op {
 	var err error
 	f.failed, err = d.reconcile(want)
 	f.say("reconcile", fmt.Sprint(err))
-	return f.statusOps(t, schema, want)
+	return f.statusOps(t, schema, want, stats)
 }
 
 // say logs what the database asks for that the daemon cannot do, once
@@ -318,9 +323,10 @@ func openError(pc api.PortConfig, err error) error {
 }
 
 // statusOps are the writes of the status columns whose values differ
-// from t's: of every interface of want, every bridge, and the
-// Open_vSwitch row, with cur_cfg last, once the rest is in place.
-func (f *ovsdbFollower) statusOps(t dbTables, schema *ovsdb.Schema, want dbWant) []ovsdb.Op {
+// from t's: of every interface of want (with its statistics when stats
+// says), every bridge, and the Open_vSwitch row, with cur_cfg last, once
+// the rest is in place.
+func (f *ovsdbFollower) statusOps(t dbTables, schema *ovsdb.Schema, want dbWant, stats bool) []ovsdb.Op {
 	var ops []ovsdb.Op
 	update := func(table string, u ovsdb.UUID, cols map[string]any) {
 		row := t[table][u]
@@ -338,8 +344,16 @@ func (f *ovsdbFollower) statusOps(t dbTables, schema *ovsdb.Schema, want dbWant)
 			ops = append(ops, ovsdb.Update(table, changes, ovsdb.Cond("_uuid", "==", u)))
 		}
 	}
+	var counts map[string]ovsdb.Map
+	if stats {
+		counts = f.d.ovsdbStatistics()
+	}
 	for _, name := range slices.Sorted(maps.Keys(want.ifaces)) {
-		update("Interface", want.ifaces[name], f.ifaceStatus(name, want))
+		cols := f.ifaceStatus(name, want)
+		if c, ok := counts[name]; ok {
+			cols["statistics"] = c
+		}
+		update("Interface", want.ifaces[name], cols)
 	}
 	for _, name := range slices.Sorted(maps.Keys(want.bridgeRows)) {
 		cols := map[string]any{"datapath_id": ovsdb.Set{}, "datapath_version": datapathVersion}
@@ -439,6 +453,27 @@ func (f *ovsdbFollower) ifaceStatus(name string, want dbWant) map[string]any {
 		cols["mac_in_use"] = ovsdb.Set{a.HardwareAddr.String()}
 	}
 	return cols
+}
+
+// ovsdbStatistics are the counters of every configured port, by name, as
+// Interface:statistics has them: those the OpenFlow agent gives too.
+func (d *Daemon) ovsdbStatistics() map[string]ovsdb.Map {
+	out := map[string]ovsdb.Map{}
+	for i := range d.cfg.Bridges {
+		bc := &d.cfg.Bridges[i]
+		b := d.bridges[bc.Name]
+		b.SyncFastPath() // so that the counters include what the kernel carried
+		for _, cp := range d.configuredPorts(b, bc) {
+			s := cp.counts
+			out[cp.Name] = ovsdb.Map{
+				{Key: "rx_packets", Value: int64(s.RxPackets)}, {Key: "rx_bytes", Value: int64(s.RxBytes)},
+				{Key: "rx_dropped", Value: int64(s.Port.RxDropped)}, {Key: "rx_errors", Value: int64(s.RxErrors)},
+				{Key: "tx_packets", Value: int64(s.TxPackets)}, {Key: "tx_bytes", Value: int64(s.TxBytes)},
+				{Key: "tx_dropped", Value: int64(s.TxDropped)},
+			}
+		}
+	}
+	return out
 }
 
 func upDown(up bool) ovsdb.Set {

@@ -133,6 +133,16 @@ func TestOVSDBDrivesTheSwitch(t *testing.T) {
 		t.Errorf("fail mode after setting standalone: %q", got)
 	}
 	waitPing(t, p1.ns, p2.addr, 5*time.Second)
+	// Statistics come every 5 s, as OVS's do.
+	for deadline := time.Now().Add(7 * time.Second); ; time.Sleep(250 * time.Millisecond) {
+		r := run(t, "ovs-vsctl", "--db="+s.sock, "get", "Interface", p1.name, "statistics:rx_packets")
+		if rx, _ := strconv.Atoi(strings.TrimSpace(r.stdout)); rx > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Interface %s statistics: %s after 7 s, want rx_packets counting the pings", p1.name, s.get(t, "Interface", p1.name, "statistics"))
+		}
+	}
 
 	// VLANs: p2 alone on VLAN 10 is cut off from the untagged p1, then
 	// joined by it.
@@ -270,4 +280,40 @@ func TestOVSDBRestartsAndController(t *testing.T) {
 	// The rest goes on.
 	s.vsctl(t, "clear", "Port", p3.name, "tag")
 	waitPing(t, p1.ns, p3.addr, 5*time.Second)
+}
+
+// TestOVSDBVXLANWithTheKernel has ovs-vsctl make a VXLAN port, as OVS's
+// users write it (datapath_type=netdev, options:remote_ip and key), on
+// an xswitch host whose namespace is reached over the tunnel from the
+// kernel's vxlan device on another host.
+func TestOVSDBVXLANWithTheKernel(t *testing.T) {
+	testenv.RequireRoot(t)
+	n := newTestNet()
+	hosts := newUnderlay(t, n, 2)
+	a, b := hosts[0], hosts[1]
+	s := startOVSDB(t)
+	d := startDaemonIn(t, a.ns, "--ovsdb", s.sock)
+	nsA := n.namespace(t, "a")
+	mustRun(t, "ip", "-n", a.ns, "link", "add", "vma", "type", "veth", "peer", "name", "eth0", "netns", nsA)
+	mustRun(t, "ip", "-n", a.ns, "link", "set", "vma", "up")
+	mustRun(t, "ip", "-n", nsA, "addr", "add", n.ipv4(1)+"/24", "dev", "eth0")
+	mustRun(t, "ip", "-n", nsA, "link", "set", "eth0", "up")
+	mustRun(t, "ip", "netns", "exec", nsA, "ethtool", "-K", "eth0", "tx", "off")
+	nsB := kernelVXLAN(t, n, b, a.addr, 42, "b", n.ipv4(2))
+
+	br := n.name("br")
+	s.vsctl(t, "add-br", br, "--", "set", "Bridge", br, "datapath_type=netdev",
+		"--", "add-port", br, "vma",
+		"--", "add-port", br, "vx0", "--", "set", "Interface", "vx0", "type=vxlan", "options:remote_ip="+b.addr, "options:key=42")
+	if got := s.get(t, "Interface", "vx0", "error"); got != "[]" {
+		t.Errorf("Interface vx0 error: %s", got)
+	}
+	if got := s.get(t, "Interface", "vx0", "ofport"); got == "-1" || got == "[]" {
+		t.Errorf("Interface vx0 ofport: %s", got)
+	}
+	waitPing(t, nsA, n.ipv4(2), 10*time.Second)
+	requirePing(t, nsB, n.ipv4(1), 1400)
+	if got := strings.TrimSpace(d.x(t, "list-ports", br)); !strings.Contains(got, "vx0") {
+		t.Errorf("list-ports: %q, want vx0 among them", got)
+	}
 }
