@@ -76,7 +76,7 @@ type ovsdbFollower struct {
 	version string // Open_vSwitch:ovs_version
 	// failed are the ports that could not be added, by name, with why.
 	failed map[string]error
-	// said is what the log said last of each problem (say).
+	// said are the problems the log told of last (report).
 	said map[string]string
 }
 
@@ -100,7 +100,7 @@ func (d *Daemon) followOVSDB(target, version string) {
 		if time.Since(began) > ovsdbMaxBackoff {
 			backoff = ovsdbBackoff
 		}
-		d.log.Warn("OVSDB server unreachable: the switch keeps forwarding as configured; connecting again",
+		d.log.Warn("no longer following the OVSDB server: the switch forwards on as configured; connecting again",
 			"ovsdb", target, "err", err, "in", backoff)
 		select {
 		case <-ctx.Done():
@@ -188,28 +188,36 @@ func (f *ovsdbFollower) session(ctx context.Context) error {
 // status that differs from t's, the statistics included when stats says.
 func (f *ovsdbFollower) sync(t dbTables, schema *ovsdb.Schema, stats bool) []ovsdb.Op {
 	want := wantFromDB(t)
-	for _, br := range slices.Sorted(maps.Keys(want.problems)) {
-		f.say("bridge "+br, strings.Join(want.problems[br], "; "))
-	}
 	d := f.d
 	d.mu.Lock()
 	defer d.unlock()
-	var err error
-	f.failed, err = d.reconcile(want)
-	f.say("reconcile", fmt.Sprint(err))
+	failed, err := d.reconcile(want)
+	f.failed = failed
+	problems := map[string]string{}
+	for br, p := range want.problems {
+		problems["bridge "+br] = strings.Join(p, "; ")
+	}
+	for _, m := range []map[string]error{want.refused, failed} {
+		for name, err := range m {
+			problems["interface "+name] = err.Error()
+		}
+	}
+	if err != nil {
+		problems["switch"] = err.Error()
+	}
+	f.report(problems)
 	return f.statusOps(t, schema, want, stats)
 }
 
-// say logs what the database asks for that the daemon cannot do, once
-// each time it changes, not at every refresh; what is "<nil>" is nothing.
-func (f *ovsdbFollower) say(what, problem string) {
-	if f.said[what] == problem {
-		return
+// report logs what the database asks for that the switch cannot do, by
+// what it is about, each once until it changes, not at every refresh.
+func (f *ovsdbFollower) report(problems map[string]string) {
+	for _, what := range slices.Sorted(maps.Keys(problems)) {
+		if f.said[what] != problems[what] {
+			f.d.log.Warn("the OVSDB server asks for what the switch cannot do", "what", what, "problem", problems[what])
+		}
 	}
-	f.said[what] = problem
-	if problem != "<nil>" && problem != "" {
-		f.d.log.Warn("the OVSDB server asks for what the switch cannot do", "what", what, "problem", problem)
-	}
+	f.said = problems
 }
 
 // reconcile makes the bridges and ports those of want, through the verbs'
