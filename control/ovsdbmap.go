@@ -120,7 +120,29 @@ func wantFromDB(t dbTables) dbWant {
 		}
 	}
 	slices.SortFunc(w.bridges, func(a, b store.BridgeConfig) int { return strings.Compare(a.Name, b.Name) })
+	w.refuseShared()
 	return w
+}
+
+// refuseShared refuses the interfaces that more than one port lists (a
+// Port row in two bridges, say), in every port: running one of them
+// would be a guess, and both would be half of what was asked.
+func (w *dbWant) refuseShared() {
+	owners := map[string][]string{} // bridges, by interface
+	for _, bc := range w.bridges {
+		for _, pc := range bc.Ports {
+			owners[pc.Name] = append(owners[pc.Name], bc.Name)
+		}
+	}
+	for i := range w.bridges {
+		w.bridges[i].Ports = slices.DeleteFunc(w.bridges[i].Ports, func(pc api.PortConfig) bool {
+			if len(owners[pc.Name]) < 2 {
+				return false
+			}
+			w.refused[pc.Name] = fmt.Errorf("interface %s is in more than one port (of bridges %s)", pc.Name, strings.Join(owners[pc.Name], ", "))
+			return true
+		})
+	}
 }
 
 // bridgeFromRow reads a Bridge row's own columns, without its ports, and

@@ -156,3 +156,18 @@ func TestSamePort(t *testing.T) {
 		}
 	}
 }
+
+func TestWantFromDBRefusesSharedInterfaces(t *testing.T) {
+	r := newDBRows()
+	shared := r.port("p1", ovsdb.Row{}, ovsdb.Row{})
+	a := r.add("Bridge", "b-a", ovsdb.Row{"name": ovsdb.Set{"a"}, "ports": refs(shared, r.port("p2", ovsdb.Row{}, ovsdb.Row{}))})
+	b := r.add("Bridge", "b-b", ovsdb.Row{"name": ovsdb.Set{"b"}, "ports": refs(shared)})
+	r.add("Open_vSwitch", "root", ovsdb.Row{"bridges": refs(a, b)})
+	w := wantFromDB(r.t)
+	if len(w.bridges) != 2 || len(w.bridges[0].Ports) != 1 || w.bridges[0].Ports[0].Name != "p2" || len(w.bridges[1].Ports) != 0 {
+		t.Errorf("bridges %+v, want a with p2 only and b with none", w.bridges)
+	}
+	if err := w.refused["p1"]; err == nil || err.Error() != "interface p1 is in more than one port (of bridges a, b)" {
+		t.Errorf("p1 refused with %v", err)
+	}
+}

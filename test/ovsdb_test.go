@@ -293,12 +293,7 @@ func TestOVSDBVXLANWithTheKernel(t *testing.T) {
 	a, b := hosts[0], hosts[1]
 	s := startOVSDB(t)
 	d := startDaemonIn(t, a.ns, "--ovsdb", s.sock)
-	nsA := n.namespace(t, "a")
-	mustRun(t, "ip", "-n", a.ns, "link", "add", "vma", "type", "veth", "peer", "name", "eth0", "netns", nsA)
-	mustRun(t, "ip", "-n", a.ns, "link", "set", "vma", "up")
-	mustRun(t, "ip", "-n", nsA, "addr", "add", n.ipv4(1)+"/24", "dev", "eth0")
-	mustRun(t, "ip", "-n", nsA, "link", "set", "eth0", "up")
-	mustRun(t, "ip", "netns", "exec", nsA, "ethtool", "-K", "eth0", "tx", "off")
+	nsA := vmBehind(t, n, a, "a", n.ipv4(1))
 	nsB := kernelVXLAN(t, n, b, a.addr, 42, "b", n.ipv4(2))
 
 	br := n.name("br")
@@ -315,5 +310,112 @@ func TestOVSDBVXLANWithTheKernel(t *testing.T) {
 	requirePing(t, nsB, n.ipv4(1), 1400)
 	if got := strings.TrimSpace(d.x(t, "list-ports", br)); !strings.Contains(got, "vx0") {
 		t.Errorf("list-ports: %q, want vx0 among them", got)
+	}
+}
+
+// vmBehind makes a new namespace (suffix), a VM of host h, whose eth0 has
+// address addr/24 and is a veth whose other end, "vm"+suffix, sits in h
+// for its switch to take as a port; it returns the namespace.
+func vmBehind(t *testing.T, n *testNet, h underlayHost, suffix, addr string) string {
+	t.Helper()
+	ns := n.namespace(t, suffix)
+	mustRun(t, "ip", "-n", h.ns, "link", "add", "vm"+suffix, "type", "veth", "peer", "name", "eth0", "netns", ns)
+	mustRun(t, "ip", "-n", h.ns, "link", "set", "vm"+suffix, "up")
+	mustRun(t, "ip", "-n", ns, "addr", "add", addr+"/24", "dev", "eth0")
+	mustRun(t, "ip", "-n", ns, "link", "set", "eth0", "up")
+	// As for the underlay (newUnderlay): the kernel leaves a veth's
+	// checksums to a NIC that is not there.
+	mustRun(t, "ip", "netns", "exec", ns, "ethtool", "-K", "eth0", "tx", "off")
+	return ns
+}
+
+// TestOVSDBOVNChassis does what ovn-controller does on a new chassis
+// (br-int with fail_mode=secure and other_config:disable-in-band=true, a
+// Geneve port with options:remote_ip, key=flow and csum=true, a VM's port
+// with external_ids:iface-id), then installs the flows OVN would, with
+// the flow verbs that work under --ovsdb; the VM reaches one behind an
+// xswitch on another host over the tunnel.
+func TestOVSDBOVNChassis(t *testing.T) {
+	testenv.RequireRoot(t)
+	n := newTestNet()
+	hosts := newUnderlay(t, n, 2)
+	a, b := hosts[0], hosts[1]
+	s := startOVSDB(t)
+	dA := startDaemonIn(t, a.ns, "--ovsdb", s.sock)
+	nsA := vmBehind(t, n, a, "a", n.ipv4(1))
+	br := n.name("br")
+	dB, nsB := xswitchHost(t, n, b, br, "b", n.ipv4(2))
+	dB.x(t, "add-port", br, "gn1", "--type", "geneve", "--remote-ip", a.addr, "--key", "5000")
+
+	s.vsctl(t, "--may-exist", "add-br", "br-int", "--", "set", "Bridge", "br-int", "fail_mode=secure", "other_config:disable-in-band=true")
+	s.vsctl(t, "--may-exist", "add-port", "br-int", "ovn-b-0", "--", "set", "Interface", "ovn-b-0", "type=geneve",
+		"options:remote_ip="+b.addr, "options:key=flow", "options:csum=true")
+	s.vsctl(t, "add-port", "br-int", "vma", "--", "set", "Interface", "vma", "external_ids:iface-id=lsp-a")
+	for _, iface := range []string{"br-int", "ovn-b-0", "vma"} {
+		if got := s.get(t, "Interface", iface, "error"); got != "[]" {
+			t.Errorf("Interface %s error: %s", iface, got)
+		}
+	}
+	if got := s.get(t, "Interface", "vma", "external_ids:iface-id"); got != "lsp-a" {
+		t.Errorf("external_ids:iface-id %q, want it kept as given", got)
+	}
+	if got := strings.TrimSpace(dA.x(t, "get-fail-mode", "br-int")); got != "secure" {
+		t.Errorf("br-int's fail mode: %q", got)
+	}
+	dA.x(t, "del-flows", "br-int")
+	dA.x(t, "add-flow", "br-int", "in_port=vma,actions=set_tunnel:5000,output:ovn-b-0")
+	dA.x(t, "add-flow", "br-int", "in_port=ovn-b-0,tun_id=5000,actions=output:vma")
+	waitPing(t, nsA, n.ipv4(2), 10*time.Second)
+	requirePing(t, nsB, n.ipv4(1), 1400)
+}
+
+// TestOVSDBBadInput gives the daemon through the database what it cannot
+// run: a port in two bridges, a tunnel whose options are malformed. Each
+// gets a clear error column, and the rest of the switch runs on.
+func TestOVSDBBadInput(t *testing.T) {
+	testenv.RequireRoot(t)
+	s := startOVSDB(t)
+	d := startDaemonWith(t, "--ovsdb", s.sock)
+	n := newTestNet()
+	br1, br2 := n.name("b1"), n.name("b2")
+	deleteLinkAtCleanup(t, br1)
+	deleteLinkAtCleanup(t, br2)
+	p1, p2 := foreignPort(t, n, 1), foreignPort(t, n, 2)
+	s.vsctl(t, "add-br", br1, "--", "add-br", br2, "--", "add-port", br1, p1.name, "--", "add-port", br1, p2.name)
+	waitPing(t, p1.ns, p2.addr, 5*time.Second)
+
+	// ovs-vsctl's own commands keep a port in one bridge; its generic
+	// ones do not.
+	port := s.get(t, "Port", p2.name, "_uuid")
+	s.vsctl(t, "add", "Bridge", br2, "ports", port)
+	if got := s.get(t, "Interface", p2.name, "error"); !strings.Contains(got, "is in more than one port") {
+		t.Errorf("a port in two bridges: Interface error %q", got)
+	}
+	if got := s.get(t, "Interface", p2.name, "ofport"); got != "-1" {
+		t.Errorf("a port in two bridges: ofport %s, want -1", got)
+	}
+	noPing(t, p1.ns, p2.addr)
+	s.vsctl(t, "remove", "Bridge", br2, "ports", port)
+	waitPing(t, p1.ns, p2.addr, 5*time.Second)
+	if got := s.get(t, "Interface", p2.name, "error"); got != "[]" {
+		t.Errorf("the port back in one bridge: Interface error %q", got)
+	}
+
+	for name, c := range map[string]struct{ options, why string }{
+		n.name("v1"): {"options:remote_ip=not-an-ip", `"not-an-ip" is not an IP address`},
+		n.name("v2"): {"options:dst_port=x", `options:dst_port "x" is not a UDP port`},
+		n.name("v3"): {"options:key=7", "needs --remote-ip"},
+	} {
+		run(t, "ovs-vsctl", "--db="+s.sock, "--timeout=10", "add-port", br1, name, "--", "set", "Interface", name, "type=vxlan", c.options)
+		if got := s.get(t, "Interface", name, "error"); !strings.Contains(got, c.why) {
+			t.Errorf("a vxlan port with %s: Interface error %q, want %q in it", c.options, got, c.why)
+		}
+		if got := s.get(t, "Interface", name, "ofport"); got != "-1" {
+			t.Errorf("a vxlan port with %s: ofport %s, want -1", c.options, got)
+		}
+	}
+	requirePing(t, p1.ns, p2.addr, 56)
+	if got := strings.Fields(d.x(t, "list-ports", br1)); len(got) != 3 {
+		t.Errorf("list-ports %s: %v, want the bridge's own port, %s and %s", br1, got, p1.name, p2.name)
 	}
 }
