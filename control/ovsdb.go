@@ -56,7 +56,7 @@ var ovsdbColumns = map[string][]string{
 	"Bridge": {"name", "ports", "fail_mode", "controller", "protocols", "other_config", "rstp_enable",
 		"datapath_type", "datapath_id", "datapath_version"},
 	"Port": {"name", "interfaces", "tag", "trunks", "vlan_mode", "other_config"},
-	"Interface": {"name", "type", "options", "ofport_request", "ofport", "error", "admin_state", "link_state",
+	"Interface": {"name", "type", "options", "other_config", "mtu_request", "ofport_request", "ofport", "error", "admin_state", "link_state",
 		"mtu", "mac_in_use", "ifindex", "statistics"},
 	"Controller": {"target", "is_connected", "role"},
 }

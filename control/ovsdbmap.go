@@ -209,6 +209,9 @@ func portFromRows(prow, irow ovsdb.Row) (api.PortConfig, error) {
 	default:
 		return pc, fmt.Errorf("interface type %q is not supported (xswitch has system, internal, tap, vxlan and geneve)", typ)
 	}
+	if err := addXswitchConfig(&pc, irow); err != nil {
+		return pc, err
+	}
 	if n, ok := irow.OptInt("ofport_request"); ok {
 		if n < 1 || n > vswitch.MaxOFPort {
 			return pc, fmt.Errorf("ofport_request %d out of range 1-%d", n, vswitch.MaxOFPort)
@@ -232,4 +235,35 @@ func portFromRows(prow, irow ovsdb.Row) (api.PortConfig, error) {
 		pc.VLANMode = mode
 	}
 	return pc, nil
+}
+
+// xswitchKeys are the Interface other_config keys of what xswitch has and
+// OVS does not: add-port's --netns, --peer and --address (a veth pair
+// that xswitch creates, its peer in a namespace), --mode and --queues.
+const (
+	keyNetns   = "xswitch-netns"
+	keyPeer    = "xswitch-peer"
+	keyAddress = "xswitch-address"
+	keyMode    = "xswitch-mode"
+	keyQueues  = "xswitch-queues"
+)
+
+// addXswitchConfig reads into pc what of irow's other_config is
+// xswitch's, and its mtu_request, which sets the MTU of an interface that
+// xswitch creates; an existing interface keeps the MTU its owner gave it,
+// as without the database (mtu.go).
+func addXswitchConfig(pc *api.PortConfig, irow ovsdb.Row) error {
+	oc := irow.StringMap("other_config")
+	pc.Netns, pc.Peer, pc.Address, pc.Mode = oc[keyNetns], oc[keyPeer], oc[keyAddress], oc[keyMode]
+	if v, ok := oc[keyQueues]; ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return fmt.Errorf("other_config:%s %q is not a number of queues", keyQueues, v)
+		}
+		pc.Queues = n
+	}
+	if mtu, ok := irow.OptInt("mtu_request"); ok && ownsDevice(*pc) {
+		pc.MTU = int(mtu)
+	}
+	return nil
 }

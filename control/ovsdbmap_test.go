@@ -65,6 +65,10 @@ func TestWantFromDB(t *testing.T) {
 		r.port("t0", ovsdb.Row{"tag": ovsdb.Set{int64(0)}}, ovsdb.Row{}),
 		r.port("q0", ovsdb.Row{"vlan_mode": ovsdb.Set{"dot1q-tunnel"}}, ovsdb.Row{}),
 		r.port("vx1", ovsdb.Row{}, ovsdb.Row{"type": ovsdb.Set{"geneve"}, "options": strMap("remote_ip", "192.0.2.3", "dst_port", "x")}),
+		r.port("v1", ovsdb.Row{}, ovsdb.Row{"mtu_request": ovsdb.Set{int64(9000)},
+			"other_config": strMap("xswitch-netns", "ns1", "xswitch-address", "10.0.0.1/24", "xswitch-mode", "copy", "xswitch-queues", "2", "other", "x")}),
+		r.port("e1", ovsdb.Row{}, ovsdb.Row{"mtu_request": ovsdb.Set{int64(9000)}}), // an existing interface keeps its MTU
+		r.port("v2", ovsdb.Row{}, ovsdb.Row{"other_config": strMap("xswitch-queues", "-1")}),
 	)
 	// A bond: one port of two interfaces.
 	b1 := r.add("Interface", "i-b1", ovsdb.Row{"name": ovsdb.Set{"b1"}})
@@ -104,6 +108,8 @@ func TestWantFromDB(t *testing.T) {
 		{Name: "p1", OFPort: 7, Tag: 10, OtherConfig: map[string]string{"storm-limit": "1000"}},
 		{Name: "p2", Trunks: []uint16{20, 30}, VLANMode: "native-untagged"},
 		{Name: "vx0", Type: api.PortTypeVXLAN, RemoteIP: "192.0.2.2", Key: "42", DstPort: 4790},
+		{Name: "v1", Netns: "ns1", Address: "10.0.0.1/24", Mode: "copy", Queues: 2, MTU: 9000},
+		{Name: "e1"},
 	}
 	if !reflect.DeepEqual(bc.Ports, want) {
 		t.Errorf("br0's ports\n%+v\nwant\n%+v", bc.Ports, want)
@@ -116,16 +122,17 @@ func TestWantFromDB(t *testing.T) {
 		"b1":   "port bond0 has 2 interfaces: bonds are not supported",
 		"b2":   "port bond0 has 2 interfaces",
 		"o1":   `bridge odd: datapath_type "dpdk" is not supported`,
+		"v2":   `other_config:xswitch-queues "-1" is not a number of queues`,
 	} {
 		if err := w.refused[name]; err == nil || !strings.Contains(err.Error(), why) {
 			t.Errorf("%s refused with %v, want %q", name, err, why)
 		}
 	}
-	if len(w.refused) != 7 {
-		t.Errorf("refused %v, want 7 interfaces", w.refused)
+	if len(w.refused) != 8 {
+		t.Errorf("refused %v, want 8 interfaces", w.refused)
 	}
 	// Every interface of a listed bridge gets its status, run or not.
-	if len(w.ifaces) != 11 || w.ifaces["o1"] == "" || w.bridgeRows["odd"] != odd {
+	if len(w.ifaces) != 14 || w.ifaces["o1"] == "" || w.bridgeRows["odd"] != odd {
 		t.Errorf("status rows: interfaces %v, bridges %v", w.ifaces, w.bridgeRows)
 	}
 }

@@ -1,6 +1,7 @@
 package test
 
 import (
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -417,5 +418,42 @@ func TestOVSDBBadInput(t *testing.T) {
 	requirePing(t, p1.ns, p2.addr, 56)
 	if got := strings.Fields(d.x(t, "list-ports", br1)); len(got) != 3 {
 		t.Errorf("list-ports %s: %v, want the bridge's own port, %s and %s", br1, got, p1.name, p2.name)
+	}
+}
+
+// TestOVSDBNamespacePorts has ovs-vsctl make xswitch's own kind of port,
+// a veth pair into a namespace (Interface other_config:xswitch-netns and
+// xswitch-address), with an mtu_request; del-port deletes the pair.
+func TestOVSDBNamespacePorts(t *testing.T) {
+	testenv.RequireRoot(t)
+	s := startOVSDB(t)
+	d := startDaemonWith(t, "--ovsdb", s.sock)
+	n := newTestNet()
+	br := n.name("br")
+	deleteLinkAtCleanup(t, br)
+	s.vsctl(t, "add-br", br)
+	var ports []nsPort
+	for i := 1; i <= 2; i++ {
+		p := nsPort{name: n.name(fmt.Sprintf("p%d", i)), ns: n.namespace(t, fmt.Sprintf("n%d", i)), addr: n.ipv4(i)}
+		deleteLinkAtCleanup(t, p.name)
+		s.vsctl(t, "add-port", br, p.name, "--", "set", "Interface", p.name,
+			"other_config:xswitch-netns="+p.ns, "other_config:xswitch-address="+p.addr+"/24", "mtu_request=2000")
+		ports = append(ports, p)
+	}
+	p1, p2 := ports[0], ports[1]
+	waitPing(t, p1.ns, p2.addr, 5*time.Second)
+	requirePing(t, p1.ns, p2.addr, 1900)
+	if got := s.get(t, "Interface", p1.name, "mtu"); got != "2000" {
+		t.Errorf("Interface %s mtu: %s, want 2000 (its mtu_request)", p1.name, got)
+	}
+	if got := mustRun(t, "ip", "-n", p1.ns, "link", "show", "dev", "eth0"); !strings.Contains(got, "mtu 2000") {
+		t.Errorf("the namespace's end of %s: %s, want mtu 2000", p1.name, got)
+	}
+	if got := strings.TrimSpace(d.x(t, "--format", "json", "show")); !strings.Contains(got, `"netns": "`+p1.ns+`"`) {
+		t.Errorf("show %s: want %s's netns %s in\n%s", br, p1.name, p1.ns, got)
+	}
+	s.vsctl(t, "del-port", br, p2.name)
+	if linkExists(t, p2.name) || nsLinkExists(t, p2.ns, "eth0") {
+		t.Errorf("%s's veth pair is still there after del-port", p2.name)
 	}
 }
