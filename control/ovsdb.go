@@ -61,6 +61,19 @@ var ovsdbColumns = map[string][]string{
 	"Controller": {"target", "is_connected", "role"},
 }
 
+// monitoredColumns are the columns of ovsdbColumns that schema has: an
+// older schema lacks some (mtu_request, datapath_version, ...), which are
+// then neither read nor written.
+func monitoredColumns(schema *ovsdb.Schema) map[string][]string {
+	out := map[string][]string{}
+	for table, cols := range ovsdbColumns {
+		if t := schema.Tables[table]; t != nil {
+			out[table] = slices.DeleteFunc(slices.Clone(cols), func(c string) bool { return t.Columns[c] == nil })
+		}
+	}
+	return out
+}
+
 // configVerbs are the verbs that change bridges and ports: with --ovsdb
 // the database is the one truth of those, and ovs-vsctl changes it.
 var configVerbs = map[string]bool{
@@ -147,7 +160,7 @@ func (f *ovsdbFollower) session(ctx context.Context) error {
 		}
 	}
 	changed := make(chan struct{}, 1)
-	replica, err := c.Monitor(ctx, dbName, schema, ovsdbColumns, func([]ovsdb.Change) {
+	replica, err := c.Monitor(ctx, dbName, schema, monitoredColumns(schema), func([]ovsdb.Change) {
 		select {
 		case changed <- struct{}{}:
 		default:
@@ -337,12 +350,19 @@ func openError(pc api.PortConfig, err error) error {
 func (f *ovsdbFollower) statusOps(t dbTables, schema *ovsdb.Schema, want dbWant, stats bool) []ovsdb.Op {
 	var ops []ovsdb.Op
 	update := func(table string, u ovsdb.UUID, cols map[string]any) {
-		row := t[table][u]
+		row, tbl := t[table][u], schema.Tables[table]
+		if tbl == nil {
+			return // an older schema's
+		}
 		changes := map[string]any{}
 		for col, v := range cols {
+			c := tbl.Columns[col]
+			if c == nil {
+				continue // an older schema's
+			}
 			old, ok := row[col]
 			if !ok {
-				old = schema.Tables[table].Columns[col].Type.Default()
+				old = c.Type.Default()
 			}
 			if !ovsdb.Equal(old, v) {
 				changes[col] = v

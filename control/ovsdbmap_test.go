@@ -178,3 +178,17 @@ func TestWantFromDBRefusesSharedInterfaces(t *testing.T) {
 		t.Errorf("p1 refused with %v", err)
 	}
 }
+
+func TestMonitoredColumnsOfAnOlderSchema(t *testing.T) {
+	schema, err := ovsdb.ParseSchema([]byte(`{"name": "Open_vSwitch", "tables": {
+		"Interface": {"columns": {"name": {"type": "string"}, "ofport": {"type": {"key": "integer", "min": 0, "max": 1}}}},
+		"Bridge": {"columns": {"name": {"type": "string"}}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := monitoredColumns(schema)
+	want := map[string][]string{"Interface": {"name", "ofport"}, "Bridge": {"name"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("monitored %v, want %v", got, want)
+	}
+}
