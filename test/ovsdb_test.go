@@ -88,6 +88,12 @@ func noPing(t *testing.T, ns, addr string) {
 func TestOVSDBDrivesTheSwitch(t *testing.T) {
 	testenv.RequireRoot(t)
 	s := startOVSDB(t)
+	pid := func() string { data, _ := os.ReadFile(filepath.Join(s.dir, "ovsdb-server.pid")); return string(data) }
+	first := pid()
+	s.start(t) // a server already running is left as it is
+	if again := pid(); again != first {
+		t.Errorf("ovsdb-start again: the server's pid went from %q to %q, want it left running", first, again)
+	}
 	d := startDaemonWith(t, "--ovsdb", s.sock)
 	n := newTestNet()
 	br := n.name("br")
@@ -169,6 +175,9 @@ func TestOVSDBDrivesTheSwitch(t *testing.T) {
 		t.Errorf("Interface %s ofport: %s, want -1", ghost, got)
 	}
 	requirePing(t, p1.ns, p2.addr, 56)
+	if got := s.vsctl(t, "show"); !strings.Contains(got, `error: "could not open network device `+ghost+` (No such device)"`) {
+		t.Errorf("ovs-vsctl show does not tell of %s's error:\n%s", ghost, got)
+	}
 
 	// With the database, the verbs that change bridges and ports refuse.
 	if msg, _ := d.xErr(t, "add-br", n.name("no")); !strings.Contains(msg, "ovs-vsctl --db="+s.sock) {
