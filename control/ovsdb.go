@@ -275,7 +275,13 @@ func (d *Daemon) reconcile(want dbWant) (map[string]error, error) {
 			cur := slices.IndexFunc(d.cfg.Bridge(wb.Name).Ports, func(pc api.PortConfig) bool { return pc.Name == wp.Name })
 			if cur >= 0 {
 				errs = append(errs, d.reconcilePort(d.cfg.Bridge(wb.Name).Ports[cur], wp))
-			} else if err := d.addPort(wb.Name, wp); err != nil {
+				continue
+			}
+			if h := want.ofports[wp.Name]; wp.OFPort == 0 && h != 0 &&
+				!slices.ContainsFunc(d.cfg.Bridge(wb.Name).Ports, func(pc api.PortConfig) bool { return pc.OFPort == h }) {
+				wp.OFPort = h
+			}
+			if err := d.addPort(wb.Name, wp); err != nil {
 				failed[wp.Name] = openError(wp, err)
 			}
 		}

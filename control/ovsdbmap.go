@@ -41,6 +41,12 @@ type dbWant struct {
 	// the status goes back.
 	ifaces     map[string]ovsdb.UUID
 	bridgeRows map[string]ovsdb.UUID
+	// ofports are the ofport columns of the interfaces that have one, by
+	// name: the number a port gets when it is added without an
+	// ofport_request, if it is free, as ovs-vswitchd does, so that a
+	// port keeps its number across a daemon that lost its own record of
+	// it, or across a move from ovs-vswitchd to xswitch.
+	ofports map[string]uint16
 	// controllers are the Controller rows of the bridges that run, with
 	// their targets.
 	controllers map[ovsdb.UUID]dbController
@@ -63,7 +69,8 @@ var dbIfaceTypes = []string{"geneve", "internal", "system", "tap", "vxlan"}
 // wantFromDB reads what the database t asks for.
 func wantFromDB(t dbTables) dbWant {
 	w := dbWant{refused: map[string]error{}, problems: map[string][]string{},
-		ifaces: map[string]ovsdb.UUID{}, bridgeRows: map[string]ovsdb.UUID{}, controllers: map[ovsdb.UUID]dbController{}}
+		ifaces: map[string]ovsdb.UUID{}, bridgeRows: map[string]ovsdb.UUID{}, ofports: map[string]uint16{},
+		controllers: map[ovsdb.UUID]dbController{}}
 	var root ovsdb.Row
 	for u, row := range t["Open_vSwitch"] {
 		w.root, root = u, row
@@ -97,6 +104,9 @@ func wantFromDB(t dbTables) dbWant {
 				}
 				name := irow.String("name")
 				w.ifaces[name] = iu
+				if n, ok := irow.OptInt("ofport"); ok && n >= 1 && n <= vswitch.MaxOFPort {
+					w.ofports[name] = uint16(n)
+				}
 				switch {
 				case refuseBridge:
 					w.refused[name] = fmt.Errorf("bridge %s: datapath_type %q is not supported (xswitch has one datapath, for \"\", system and netdev)", bc.Name, dt)

@@ -58,7 +58,7 @@ func TestWantFromDB(t *testing.T) {
 		r.port("p1", ovsdb.Row{"tag": ovsdb.Set{int64(10)}, "other_config": strMap("storm-limit", "1000", "priority-tags", "true")},
 			ovsdb.Row{"ofport_request": ovsdb.Set{int64(7)}}),
 		r.port("p2", ovsdb.Row{"trunks": ovsdb.Set{int64(30), int64(20)}, "vlan_mode": ovsdb.Set{"native-untagged"}},
-			ovsdb.Row{"type": ovsdb.Set{"system"}}),
+			ovsdb.Row{"type": ovsdb.Set{"system"}, "ofport": ovsdb.Set{int64(12)}}),
 		r.port("vx0", ovsdb.Row{}, ovsdb.Row{"type": ovsdb.Set{"vxlan"},
 			"options": strMap("remote_ip", "192.0.2.2", "key", "42", "dst_port", "4790", "csum", "true")}),
 		r.port("gre0", ovsdb.Row{}, ovsdb.Row{"type": ovsdb.Set{"gre"}}),
@@ -130,6 +130,9 @@ func TestWantFromDB(t *testing.T) {
 	}
 	if len(w.refused) != 8 {
 		t.Errorf("refused %v, want 8 interfaces", w.refused)
+	}
+	if !reflect.DeepEqual(w.ofports, map[string]uint16{"p2": 12}) {
+		t.Errorf("ofports %v, want p2's 12 (a number, not a request)", w.ofports)
 	}
 	// Every interface of a listed bridge gets its status, run or not.
 	if len(w.ifaces) != 14 || w.ifaces["o1"] == "" || w.bridgeRows["odd"] != odd {

@@ -231,9 +231,15 @@ func TestOVSDBRestartsAndController(t *testing.T) {
 	br := n.name("br")
 	deleteLinkAtCleanup(t, br)
 	p1, p2, p3 := foreignPort(t, n, 1), foreignPort(t, n, 2), foreignPort(t, n, 3)
-	s.vsctl(t, "add-br", br, "--", "add-port", br, p1.name, "--", "add-port", br, p2.name, "--", "add-port", br, p3.name)
+	s.vsctl(t, "add-br", br, "--", "add-port", br, p1.name, "--", "set", "Interface", p1.name, "ofport_request=10",
+		"--", "add-port", br, p2.name, "--", "add-port", br, p3.name)
+	// The number stays the port's once the request is gone.
+	s.vsctl(t, "clear", "Interface", p1.name, "ofport_request")
 	waitPing(t, p1.ns, p2.addr, 5*time.Second)
 	before := ofports(t, d, br)
+	if before[p1.name] != 10 {
+		t.Fatalf("ofports %v, want %s at 10", before, p1.name)
+	}
 
 	// Restarted, the daemon forwards with the same numbers.
 	d.stop(t, syscall.SIGTERM)
@@ -243,12 +249,34 @@ func TestOVSDBRestartsAndController(t *testing.T) {
 		t.Errorf("ofports after a restart %v, want %v", after, before)
 	}
 
+	// Restarted without its own configuration (as after a move from
+	// ovs-vswitchd, or a lost --db) and the devices it made (as after a
+	// reboot), the daemon gives the ports the numbers the database has.
+	d.stop(t, syscall.SIGTERM)
+	for _, f := range []string{d.db, d.db + ".journal"} {
+		if err := os.Remove(f); err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+	}
+	mustRun(t, "ip", "link", "del", "dev", br)
+	d.start(t)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		after := ofports(t, d, br)
+		if reflect.DeepEqual(after, before) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ofports after a restart without --db %v, want the database's %v", after, before)
+		}
+	}
+	waitPing(t, p1.ns, p2.addr, 5*time.Second)
+
 	// What the database says while the daemon is away is what it runs
 	// once back.
 	d.stop(t, syscall.SIGTERM)
 	s.vsctl(t, "--no-wait", "del-port", br, p2.name, "--", "set", "Port", p3.name, "tag=20")
 	d.start(t)
-	mustRun(t, "ovs-vsctl", "--db="+s.sock, "--timeout=10", "wait-until", "Open_vSwitch", ".", "cur_cfg{>=}"+s.get(t, "Open_vSwitch", ".", "next_cfg"))
+	mustRun(t, "ovs-vsctl", "--db="+s.sock, "--timeout=10", "wait-until", "Open_vSwitch", ".", "cur_cfg="+s.get(t, "Open_vSwitch", ".", "next_cfg"))
 	if got := ofports(t, d, br); got[p2.name] != 0 || got[p1.name] != before[p1.name] {
 		t.Errorf("ofports after del-port %s while the daemon was away: %v", p2.name, got)
 	}
