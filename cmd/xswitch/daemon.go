@@ -38,6 +38,11 @@ func (c *cli) daemonCommand() *cobra.Command {
 every port (detaching its XDP program) and exits. SIGHUP is logged and
 ignored: there is nothing to reload.
 
+With --ovsdb it takes its bridges and ports from the Open_vSwitch database
+of an OVSDB server, as ovs-vswitchd does: ovs-vsctl configures them, and
+the verbs that would change them refuse ("xswitch ovsdb-start" starts a
+server). The rest, flows included, is as without it.
+
 It is ready once it serves: it tells systemd so (sd_notify READY=1, for a
 Type=notify unit), and with --detach it runs in the background and the
 command returns then, as ovs-vswitchd --detach does. A script that starts
