@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -250,6 +251,15 @@ func testTransactAndMonitor(t *testing.T, method string) {
 			iface.String("type") == "internal" && iface.StringMap("options")["peer"] == "x" &&
 			len(port.UUIDs("interfaces")) == 1
 	})
+	snap := replica.Snapshot()
+	for table := range snap {
+		if !reflect.DeepEqual(snap[table], replica.Rows(table)) {
+			t.Errorf("Snapshot's %s differs from Rows'", table)
+		}
+	}
+	if len(snap) != 4 || len(snap["Interface"]) != 2 {
+		t.Errorf("Snapshot holds %d tables, %d interfaces; want the 4 monitored, and br0's and p1's interfaces", len(snap), len(snap["Interface"]))
+	}
 	s.vsctl(t, "set", "Port", "p1", "tag=20")
 	waitFor(t, rec, "p1's tag changed", func() bool {
 		_, port := byName(replica.Rows("Port"), "p1")
