@@ -32,6 +32,7 @@ import (
 	"github.com/xswitch/xswitch/control/store"
 	"github.com/xswitch/xswitch/flow"
 	"github.com/xswitch/xswitch/internal/ifname"
+	"github.com/xswitch/xswitch/ovsdb"
 	"github.com/xswitch/xswitch/port"
 	"github.com/xswitch/xswitch/port/afxdp"
 	"github.com/xswitch/xswitch/port/veth"
@@ -47,6 +48,10 @@ type Options struct {
 	DBPath string          // where the configuration is kept
 	Log    *slog.Logger    // nil: slog.Default()
 	Bridge vswitch.Options // for every bridge
+	// OVSDB, unless "", is the OVSDB server (unix:PATH or tcp:IP:PORT)
+	// whose Open_vSwitch database says what the bridges and ports are
+	// (ovsdb.go); Version is what the daemon tells it is its version.
+	OVSDB, Version string
 }
 
 // Daemon owns the bridges and the persisted configuration. Its methods are
@@ -80,6 +85,11 @@ type Daemon struct {
 	// (conntrack.go).
 	conntrack *conntrack.Tracker
 
+	// ovsdb is Options.OVSDB: with one, the verbs that change bridges and
+	// ports refuse, and ovsdbDone is closed when its follower is done.
+	ovsdb     string
+	ovsdbDone chan struct{}
+
 	stop        chan struct{} // closed by Close: ends the goroutines below
 	expiryDone  chan struct{}
 	linksDone   chan struct{}
@@ -98,6 +108,11 @@ func NewDaemon(opts Options) (*Daemon, error) {
 	}
 	if opts.Bridge.Logger == nil {
 		opts.Bridge.Logger = log // what a forwarder says once goes to the daemon's log
+	}
+	if opts.OVSDB != "" {
+		if err := ovsdb.CheckTarget(opts.OVSDB); err != nil {
+			return nil, err
+		}
 	}
 	db, loaded, err := store.Open(dbPath, time.Now(), configRules)
 	if err != nil {
@@ -168,6 +183,10 @@ func NewDaemon(opts Options) (*Daemon, error) {
 	if err := d.watchTunnels(d.stop); err != nil {
 		d.Close()
 		return nil, fmt.Errorf("watching the routing and neighbour tables: %w", err)
+	}
+	if opts.OVSDB != "" {
+		d.ovsdb, d.ovsdbDone = opts.OVSDB, make(chan struct{})
+		go d.followOVSDB(opts.OVSDB, opts.Version)
 	}
 	return d, nil
 }
@@ -274,6 +293,9 @@ func (d *Daemon) Close() error {
 		<-d.linksDone
 		<-d.tunnelsDone
 		<-d.sweepDone
+		if d.ovsdbDone != nil {
+			<-d.ovsdbDone
+		}
 		d.controllers.running.Wait()
 		d.stop = nil
 	}
@@ -340,6 +362,9 @@ func (d *Daemon) Handle(req api.Request) api.Response {
 func (d *Daemon) handleLocked(req api.Request) (api.Response, error) {
 	var err error
 	var resp api.Response
+	if d.ovsdb != "" && configVerbs[req.Verb] {
+		return resp, fmt.Errorf("%s: this daemon follows the OVSDB server %s (--ovsdb), which holds its bridges and ports: change them there, with ovs-vsctl --db=%s", req.Verb, d.ovsdb, d.ovsdb)
+	}
 	before := d.cfg
 	switch req.Verb {
 	case api.VerbAddBridge:
@@ -407,13 +432,20 @@ func (d *Daemon) handleLocked(req api.Request) (api.Response, error) {
 	default:
 		err = fmt.Errorf("unknown verb %q", req.Verb)
 	}
+	d.changed(before, err)
+	return resp, err
+}
+
+// changed follows what was done under the verb lock to the configuration,
+// which was before: a journal compacted when due (unless it failed), the
+// OpenFlow agent told of changed controller settings.
+func (d *Daemon) changed(before *store.Config, err error) {
 	if err == nil {
 		d.compactIfDue()
 	}
 	if d.cfg != before {
 		d.controllers.changed(before, d.cfg)
 	}
-	return resp, err
 }
 
 // save writes rec to the journal and adopts its configuration, if it has

@@ -67,9 +67,9 @@ func (e *RPCError) Error() string {
 
 // Dial connects to unix:PATH or tcp:IP:PORT.
 func Dial(ctx context.Context, target string) (*Client, error) {
-	network, addr, ok := strings.Cut(target, ":")
-	if !ok || (network != "unix" && network != "tcp") || addr == "" {
-		return nil, fmt.Errorf("ovsdb: %q is neither unix:PATH nor tcp:IP:PORT", target)
+	network, addr, err := splitTarget(target)
+	if err != nil {
+		return nil, err
 	}
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, network, addr)
@@ -77,6 +77,20 @@ func Dial(ctx context.Context, target string) (*Client, error) {
 		return nil, fmt.Errorf("ovsdb: %w", err)
 	}
 	return NewClient(conn), nil
+}
+
+// CheckTarget says whether target is one Dial takes, without dialing.
+func CheckTarget(target string) error {
+	_, _, err := splitTarget(target)
+	return err
+}
+
+func splitTarget(target string) (network, addr string, err error) {
+	network, addr, ok := strings.Cut(target, ":")
+	if !ok || (network != "unix" && network != "tcp") || addr == "" {
+		return "", "", fmt.Errorf("ovsdb: %q is neither unix:PATH nor tcp:IP:PORT", target)
+	}
+	return network, addr, nil
 }
 
 // NewClient speaks JSON-RPC on conn, which it owns from now on.

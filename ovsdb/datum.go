@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -275,4 +276,41 @@ func describe(v any) string {
 		return string(j[:57]) + "..."
 	}
 	return string(j)
+}
+
+// Equal says whether two datums are the same: sets with the same atoms,
+// or maps with the same pairs, in any order.
+func Equal(a, b any) bool {
+	ca, errA := canonical(a)
+	cb, errB := canonical(b)
+	return errA == nil && errB == nil && ca == cb
+}
+
+// canonical is a datum's encoding with its elements sorted.
+func canonical(d any) (string, error) {
+	var parts []string
+	switch d := d.(type) {
+	case Set:
+		for _, a := range d {
+			j, err := EncodeDatum(a)
+			if err != nil {
+				return "", err
+			}
+			parts = append(parts, string(j))
+		}
+	case Map:
+		for _, p := range d {
+			j, err := EncodeDatum(Map{p})
+			if err != nil {
+				return "", err
+			}
+			parts = append(parts, string(j))
+		}
+		parts = append(parts, "map") // an empty map is not an empty set
+	default:
+		j, err := EncodeDatum(d)
+		return string(j), err
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ","), nil
 }

@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/xswitch/xswitch/internal/testenv"
 )
 
 func TestDecodeDatum(t *testing.T) {
@@ -88,6 +90,48 @@ func TestEncodeDatum(t *testing.T) {
 	for _, bad := range []any{struct{}{}, Set{[]int{1}}} {
 		if _, err := EncodeDatum(bad); err == nil {
 			t.Errorf("%#v encoded", bad)
+		}
+	}
+}
+
+func TestEqual(t *testing.T) {
+	for _, tc := range []struct {
+		a, b any
+		same bool
+	}{
+		{Set{int64(1), int64(2)}, Set{int64(2), int64(1)}, true},
+		{Set{"up"}, "up", true},
+		{Set{int64(1)}, int64(1), true},
+		{Set{int64(1)}, Set{1.0}, false},
+		{Set{}, Map{}, false},
+		{Map{{"a", "1"}, {"b", "2"}}, Map{{"b", "2"}, {"a", "1"}}, true},
+		{Map{{"a", "1"}}, Map{{"a", "2"}}, false},
+		{Set{"a"}, Set{"a", "b"}, false},
+	} {
+		if got := Equal(tc.a, tc.b); got != tc.same {
+			t.Errorf("Equal(%v, %v) = %v, want %v", tc.a, tc.b, got, tc.same)
+		}
+	}
+}
+
+func TestTypeDefault(t *testing.T) {
+	testenv.RequireOVSDB(t)
+	s, err := ReadSchema(testenv.VswitchSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		table, column string
+		want          any
+	}{
+		{"Open_vSwitch", "cur_cfg", Set{int64(0)}},
+		{"Interface", "error", Set{}},
+		{"Interface", "options", Map{}},
+		{"Bridge", "datapath_version", Set{""}},
+		{"Interface", "type", Set{""}},
+	} {
+		if got := s.Tables[tc.table].Columns[tc.column].Type.Default(); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s.%s's default %#v, want %#v", tc.table, tc.column, got, tc.want)
 		}
 	}
 }

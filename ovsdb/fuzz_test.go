@@ -7,6 +7,8 @@ import (
 	"net"
 	"reflect"
 	"testing"
+
+	"github.com/xswitch/xswitch/internal/testenv"
 )
 
 // FuzzDecodeDatum checks that decoding any input neither panics nor
@@ -70,8 +72,8 @@ func FuzzClientMessages(f *testing.F) {
 	} {
 		f.Add([]byte(seed))
 	}
-	requireOVSDB(f)
-	schema, err := ReadSchema(vswitchSchema)
+	testenv.RequireOVSDB(f)
+	schema, err := ReadSchema(testenv.VswitchSchema)
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -279,3 +279,19 @@ func (r *Replica) Row(table string, uuid UUID) Row {
 	defer r.mu.RUnlock()
 	return r.tables[table][uuid]
 }
+
+// Snapshot gives a copy of every monitored table's rows, by table and
+// UUID, as of one moment: the rows one refers to are those of the same
+// update.
+func (r *Replica) Snapshot() map[string]map[UUID]Row {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make(map[string]map[UUID]Row, len(r.tables))
+	for name, rows := range r.tables {
+		out[name] = make(map[UUID]Row, len(rows))
+		for u, row := range rows {
+			out[name][u] = row
+		}
+	}
+	return out
+}

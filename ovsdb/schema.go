@@ -42,6 +42,29 @@ type Type struct {
 	Max   int // Unlimited for "unlimited"
 }
 
+// Default is the value of a column of type t that nothing set, as a
+// decoded datum: the empty set or map, or for a column of exactly one
+// atom 0, 0.0, false or "" (RFC 7047 section 5.1, "default").
+func (t *Type) Default() any {
+	switch {
+	case t.IsMap():
+		return Map{}
+	case t.Min == 0:
+		return Set{}
+	}
+	switch t.Key.Type {
+	case "integer":
+		return Set{int64(0)}
+	case "real":
+		return Set{0.0}
+	case "boolean":
+		return Set{false}
+	case "string":
+		return Set{""}
+	}
+	return Set{UUID("00000000-0000-0000-0000-000000000000")}
+}
+
 // Unlimited is Type.Max for a max of "unlimited".
 const Unlimited = math.MaxInt
 

@@ -4,11 +4,13 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/xswitch/xswitch/internal/testenv"
 )
 
 func TestReadVswitchSchema(t *testing.T) {
-	requireOVSDB(t)
-	s, err := ReadSchema(vswitchSchema)
+	testenv.RequireOVSDB(t)
+	s, err := ReadSchema(testenv.VswitchSchema)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,36 +7,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/xswitch/xswitch/internal/testenv"
 )
-
-const vswitchSchema = "/usr/share/openvswitch/vswitch.ovsschema"
-
-// requireOVSDB skips a test that needs Open vSwitch's database tools and
-// schema when they are not installed, or fails it when
-// XSWITCH_REQUIRE_PRIVILEGED=1 says no test may skip (as in CI).
-func requireOVSDB(t testing.TB) {
-	t.Helper()
-	missing := ""
-	for _, tool := range []string{"ovsdb-server", "ovsdb-tool", "ovs-vsctl"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			missing = tool
-		}
-	}
-	if _, err := os.Stat(vswitchSchema); err != nil {
-		missing = vswitchSchema
-	}
-	if missing == "" {
-		return
-	}
-	if os.Getenv("XSWITCH_REQUIRE_PRIVILEGED") == "1" {
-		t.Fatalf("%s is not installed (test/deps installs openvswitch-common and openvswitch-switch) and XSWITCH_REQUIRE_PRIVILEGED=1 forbids skipping this test", missing)
-	}
-	t.Skipf("skipping: %s is not installed (test/deps installs it, with openvswitch-common and openvswitch-switch); set XSWITCH_REQUIRE_PRIVILEGED=1 to make this a failure", missing)
-}
 
 // server is a real ovsdb-server holding a new Open_vSwitch database.
 type server struct {
@@ -50,10 +28,10 @@ func startServer(t *testing.T) *server { return startServerWith(t, "") }
 // unless that is "".
 func startServerWith(t *testing.T, tcp string) *server {
 	t.Helper()
-	requireOVSDB(t)
+	testenv.RequireOVSDB(t)
 	dir := t.TempDir()
 	db := filepath.Join(dir, "conf.db")
-	if out, err := exec.Command("ovsdb-tool", "create", db, vswitchSchema).CombinedOutput(); err != nil {
+	if out, err := exec.Command("ovsdb-tool", "create", db, testenv.VswitchSchema).CombinedOutput(); err != nil {
 		t.Fatalf("ovsdb-tool create: %v: %s", err, out)
 	}
 	sock := filepath.Join(dir, "db.sock")
@@ -123,7 +101,7 @@ func TestServerListDBsAndSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	file, err := ReadSchema(vswitchSchema)
+	file, err := ReadSchema(testenv.VswitchSchema)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,6 +251,15 @@ func testTransactAndMonitor(t *testing.T, method string) {
 			iface.String("type") == "internal" && iface.StringMap("options")["peer"] == "x" &&
 			len(port.UUIDs("interfaces")) == 1
 	})
+	snap := replica.Snapshot()
+	for table := range snap {
+		if !reflect.DeepEqual(snap[table], replica.Rows(table)) {
+			t.Errorf("Snapshot's %s differs from Rows'", table)
+		}
+	}
+	if len(snap) != 4 || len(snap["Interface"]) != 2 {
+		t.Errorf("Snapshot holds %d tables, %d interfaces; want the 4 monitored, and br0's and p1's interfaces", len(snap), len(snap["Interface"]))
+	}
 	s.vsctl(t, "set", "Port", "p1", "tag=20")
 	waitFor(t, rec, "p1's tag changed", func() bool {
 		_, port := byName(replica.Rows("Port"), "p1")

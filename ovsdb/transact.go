@@ -89,6 +89,10 @@ func Wait(table string, conds []Condition, columns []string, until string, rows 
 	return op
 }
 
+// Assert fails the transaction unless this client holds the lock, so that
+// a daemon that lost its lock writes nothing.
+func Assert(lock string) Op { return Op{"op": "assert", "lock": lock} }
+
 // Comment writes text in the database's log.
 func Comment(text string) Op { return Op{"op": "comment", "comment": text} }
 

@@ -38,6 +38,11 @@ func (c *cli) daemonCommand() *cobra.Command {
 every port (detaching its XDP program) and exits. SIGHUP is logged and
 ignored: there is nothing to reload.
 
+With --ovsdb it takes its bridges and ports from the Open_vSwitch database
+of an OVSDB server, as ovs-vswitchd does: ovs-vsctl configures them, and
+the verbs that would change them refuse ("xswitch ovsdb-start" starts a
+server). The rest, flows included, is as without it.
+
 It is ready once it serves: it tells systemd so (sd_notify READY=1, for a
 Type=notify unit), and with --detach it runs in the background and the
 command returns then, as ovs-vswitchd --detach does. A script that starts
@@ -65,6 +70,7 @@ the daemon otherwise waits with "xswitch wait-ready".`,
 	f.StringVar(&opts.pidFile, "pidfile", "", "write the daemon's pid to this file once it serves (removed when it stops)")
 	f.StringVar(&opts.logFile, "log-file", "", "append the log to this file instead of standard error (with --detach the log is lost without it)")
 	f.StringVar(&opts.control.DBPath, "db", control.DefaultDB, "where the configuration is kept")
+	f.StringVar(&opts.control.OVSDB, "ovsdb", "", "follow the Open_vSwitch database of this OVSDB server (unix:PATH or tcp:IP:PORT) as ovs-vswitchd does: ovs-vsctl then configures the bridges and ports")
 	f.IntVar(&opts.control.Bridge.CacheSize, "flow-cache-size", vswitch.DefaultCacheSize, "flows in each forwarding thread's exact-match cache of decisions")
 	f.StringVar(&opts.logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&opts.logLevel, "log-level", "info", "least severe level logged: debug, info, warn or error")
@@ -190,6 +196,7 @@ func startDaemon(ctx context.Context, opts daemonOptions, parent *detachedParent
 		return err
 	}
 	opts.control.Log = log
+	opts.control.Version = buildVersion().Version
 	opts.ready = func() {
 		if err := sdnotify.Notify(sdnotify.Ready); err != nil {
 			log.Warn("telling systemd the daemon is ready", "err", err)

@@ -94,7 +94,7 @@ Exit codes:
 	root.PersistentFlags().DurationVar(&c.timeout, "timeout", 0, "give up on the daemon's answer after this long (exit 3); 0 waits as long as it takes")
 	root.RegisterFlagCompletionFunc("format", cobra.FixedCompletions([]string{formatText, formatJSON}, cobra.ShellCompDirectiveNoFileComp))
 	root.AddCommand(
-		c.daemonCommand(),
+		c.daemonCommand(), c.ovsdbStartCommand(),
 		c.addBridgeCommand(), c.delBridgeCommand(), c.listBridgesCommand(),
 		c.addPortCommand(), c.delPortCommand(), c.listPortsCommand(),
 		c.showCommand(), c.dumpPortsCommand(), c.dumpTablesCommand(), c.dumpFastPathCommand(), c.fdbShowCommand(),

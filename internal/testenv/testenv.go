@@ -30,6 +30,34 @@ func RequireRoot(t testing.TB) {
 	t.Skip("skipping: this test needs root (network namespaces, XDP); run as root, or set XSWITCH_REQUIRE_PRIVILEGED=1 to make this a failure")
 }
 
+// VswitchSchema is Open vSwitch's database schema, as openvswitch-common
+// installs it.
+const VswitchSchema = "/usr/share/openvswitch/vswitch.ovsschema"
+
+// RequireOVSDB skips a test that needs Open vSwitch's database tools
+// (ovsdb-server, ovsdb-tool, ovs-vsctl) and schema when they are not
+// installed, or fails it when XSWITCH_REQUIRE_PRIVILEGED=1 says no test
+// may skip (as in CI).
+func RequireOVSDB(t testing.TB) {
+	t.Helper()
+	missing := ""
+	for _, tool := range []string{"ovsdb-server", "ovsdb-tool", "ovs-vsctl"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			missing = tool
+		}
+	}
+	if _, err := os.Stat(VswitchSchema); err != nil {
+		missing = VswitchSchema
+	}
+	if missing == "" {
+		return
+	}
+	if os.Getenv("XSWITCH_REQUIRE_PRIVILEGED") == "1" {
+		t.Fatalf("%s is not installed (test/deps installs openvswitch-common and openvswitch-switch) and XSWITCH_REQUIRE_PRIVILEGED=1 forbids skipping this test", missing)
+	}
+	t.Skipf("skipping: %s is not installed (test/deps installs it, with openvswitch-common and openvswitch-switch); set XSWITCH_REQUIRE_PRIVILEGED=1 to make this a failure", missing)
+}
+
 // UniqueName returns "xt" and 10 random hex digits: a name for a namespace
 // or interface (12 characters, within IFNAMSIZ) that no other test run
 // uses.

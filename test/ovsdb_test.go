@@ -1,0 +1,496 @@
+package test
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/xswitch/xswitch/internal/testenv"
+)
+
+// ovsdbServer is an ovsdb-server that `xswitch ovsdb-start` started on a
+// database of its own.
+type ovsdbServer struct {
+	dir, sock string
+}
+
+// startOVSDB starts a server in a fresh directory; cleanup stops it.
+func startOVSDB(t *testing.T) *ovsdbServer {
+	t.Helper()
+	testenv.RequireOVSDB(t)
+	s := &ovsdbServer{dir: t.TempDir()}
+	s.start(t)
+	t.Cleanup(func() { s.kill(t) })
+	return s
+}
+
+// start runs ovsdb-start (again) on s's directory.
+func (s *ovsdbServer) start(t *testing.T) {
+	t.Helper()
+	s.sock = strings.TrimSpace(mustRun(t, xswitchBin, "ovsdb-start", "--dir", s.dir))
+	if want := "unix:" + filepath.Join(s.dir, "db.sock"); s.sock != want {
+		t.Fatalf("ovsdb-start printed %q, want %q", s.sock, want)
+	}
+}
+
+// kill stops the server, which ovsdb-start detached, by its pid file.
+func (s *ovsdbServer) kill(t *testing.T) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(s.dir, "ovsdb-server.pid"))
+	if err != nil {
+		return
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil || syscall.Kill(pid, syscall.SIGTERM) != nil {
+		return
+	}
+	for deadline := time.Now().Add(5 * time.Second); syscall.Kill(pid, 0) == nil; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}
+
+// vsctl runs ovs-vsctl on the server, waiting (as without --no-wait it
+// does) until the switch daemon has applied the change: cur_cfg.
+func (s *ovsdbServer) vsctl(t *testing.T, args ...string) string {
+	t.Helper()
+	return mustRun(t, "ovs-vsctl", append([]string{"--db=" + s.sock, "--timeout=10"}, args...)...)
+}
+
+// get is a column's value as ovs-vsctl get prints it, unquoted.
+func (s *ovsdbServer) get(t *testing.T, table, record, column string) string {
+	t.Helper()
+	v := strings.TrimSpace(mustRun(t, "ovs-vsctl", "--db="+s.sock, "get", table, record, column))
+	if u, err := strconv.Unquote(v); err == nil {
+		return u
+	}
+	return v
+}
+
+// noPing wants no echo reply from addr.
+func noPing(t *testing.T, ns, addr string) {
+	t.Helper()
+	if _, received, out := ping(t, ns, addr, 56, 2); received != 0 {
+		t.Errorf("ping %s from %s: %d replies, want none:\n%s", addr, ns, received, out)
+	}
+}
+
+// TestOVSDBDrivesTheSwitch drives the daemon with the real ovs-vsctl
+// through the real ovsdb-server, as ovs-vswitchd is driven.
+func TestOVSDBDrivesTheSwitch(t *testing.T) {
+	testenv.RequireRoot(t)
+	s := startOVSDB(t)
+	pid := func() string { data, _ := os.ReadFile(filepath.Join(s.dir, "ovsdb-server.pid")); return string(data) }
+	first := pid()
+	s.start(t) // a server already running is left as it is
+	if again := pid(); again != first {
+		t.Errorf("ovsdb-start again: the server's pid went from %q to %q, want it left running", first, again)
+	}
+	d := startDaemonWith(t, "--ovsdb", s.sock)
+	n := newTestNet()
+	br := n.name("br")
+	deleteLinkAtCleanup(t, br) // the bridge's internal port, if del-br does not come
+	p1, p2 := foreignPort(t, n, 1), foreignPort(t, n, 2)
+
+	s.vsctl(t, "add-br", br, "--", "set", "Bridge", br, "fail_mode=secure")
+	// ovs-vsctl returned: the daemon has applied it (cur_cfg).
+	if got := strings.TrimSpace(d.x(t, "get-fail-mode", br)); got != "secure" {
+		t.Errorf("fail mode after add-br with fail_mode=secure: %q", got)
+	}
+	if got := s.get(t, "Interface", br, "ofport"); got != "65534" {
+		t.Errorf("the bridge's own interface has ofport %s, want 65534 (LOCAL)", got)
+	}
+	if got := s.get(t, "Bridge", br, "datapath_id"); len(got) != 16 {
+		t.Errorf("Bridge:datapath_id %q, want 16 hex digits", got)
+	}
+	for col, want := range map[string]string{"datapath_types": "[netdev, system]", "iface_types": "[geneve, internal, system, tap, vxlan]"} {
+		if got := s.get(t, "Open_vSwitch", ".", col); got != want {
+			t.Errorf("Open_vSwitch:%s %s, want %s", col, got, want)
+		}
+	}
+
+	began := time.Now()
+	s.vsctl(t, "add-port", br, p1.name, "--", "set", "Interface", p1.name, "ofport_request=7")
+	t.Logf("ovs-vsctl add-port returned, applied, in %v", time.Since(began))
+	s.vsctl(t, "add-port", br, p2.name)
+	if got := ofports(t, d, br); got[p1.name] != 7 || got[p2.name] == 0 {
+		t.Errorf("ofports right after add-port returned: %v, want %s at 7 and %s", got, p1.name, p2.name)
+	}
+	if got := s.get(t, "Interface", p1.name, "ofport"); got != "7" {
+		t.Errorf("ovs-vsctl get Interface %s ofport: %s, want 7", p1.name, got)
+	}
+	for col, want := range map[string]string{"admin_state": "up", "link_state": "up", "error": "[]", "mtu": "1500"} {
+		if got := s.get(t, "Interface", p1.name, col); got != want {
+			t.Errorf("Interface %s %s: %s, want %s", p1.name, col, got, want)
+		}
+	}
+	if got := s.get(t, "Interface", p1.name, "mac_in_use"); len(got) != 17 {
+		t.Errorf("Interface %s mac_in_use: %q", p1.name, got)
+	}
+	s.vsctl(t, "set", "Bridge", br, "fail_mode=standalone")
+	if got := strings.TrimSpace(d.x(t, "get-fail-mode", br)); got != "standalone" {
+		t.Errorf("fail mode after setting standalone: %q", got)
+	}
+	waitPing(t, p1.ns, p2.addr, 5*time.Second)
+	// Statistics come every 5 s, as OVS's do.
+	for deadline := time.Now().Add(7 * time.Second); ; time.Sleep(250 * time.Millisecond) {
+		r := run(t, "ovs-vsctl", "--db="+s.sock, "get", "Interface", p1.name, "statistics:rx_packets")
+		if rx, _ := strconv.Atoi(strings.TrimSpace(r.stdout)); rx > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Interface %s statistics: %s after 7 s, want rx_packets counting the pings", p1.name, s.get(t, "Interface", p1.name, "statistics"))
+		}
+	}
+
+	// VLANs: p2 alone on VLAN 10 is cut off from the untagged p1, then
+	// joined by it.
+	s.vsctl(t, "set", "Port", p2.name, "tag=10")
+	if got := strings.TrimSpace(d.x(t, "get", "Port", p2.name, "tag")); got != "10" {
+		t.Errorf("xswitch get Port %s tag: %q, want 10", p2.name, got)
+	}
+	noPing(t, p1.ns, p2.addr)
+	s.vsctl(t, "set", "Port", p1.name, "tag=10")
+	waitPing(t, p1.ns, p2.addr, 5*time.Second)
+	s.vsctl(t, "clear", "Port", p1.name, "tag", "--", "clear", "Port", p2.name, "tag")
+	waitPing(t, p1.ns, p2.addr, 5*time.Second)
+
+	// An interface that does not exist is said so, as OVS says it; the rest
+	// forwards on.
+	ghost := n.name("gh")
+	r := run(t, "ovs-vsctl", "--db="+s.sock, "--timeout=10", "add-port", br, ghost)
+	t.Logf("ovs-vsctl add-port %s (no such interface): exit %d: %s", ghost, r.code, strings.TrimSpace(r.stderr))
+	if got, want := s.get(t, "Interface", ghost, "error"), "could not open network device "+ghost+" (No such device)"; got != want {
+		t.Errorf("Interface %s error: %q, want %q", ghost, got, want)
+	}
+	if got := s.get(t, "Interface", ghost, "ofport"); got != "-1" {
+		t.Errorf("Interface %s ofport: %s, want -1", ghost, got)
+	}
+	requirePing(t, p1.ns, p2.addr, 56)
+	if got := s.vsctl(t, "show"); !strings.Contains(got, `error: "could not open network device `+ghost+` (No such device)"`) {
+		t.Errorf("ovs-vsctl show does not tell of %s's error:\n%s", ghost, got)
+	}
+
+	// With the database, the verbs that change bridges and ports refuse.
+	if msg, _ := d.xErr(t, "add-br", n.name("no")); !strings.Contains(msg, "ovs-vsctl --db="+s.sock) {
+		t.Errorf("add-br under --ovsdb: %q, want it to point at ovs-vsctl", msg)
+	}
+
+	// A second daemon on the same database waits for the lock and leaves
+	// the switch alone.
+	second := startDaemonWith(t, "--ovsdb", s.sock)
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(second.log(), "holds the OVSDB lock ovs_vswitchd"); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the second daemon does not say it waits for the lock:\n%s", second.log())
+		}
+	}
+	if got := strings.TrimSpace(second.x(t, "list-br")); got != "" {
+		t.Errorf("the second daemon runs bridges %q, want none", got)
+	}
+	second.stop(t, syscall.SIGTERM)
+
+	// The server goes away: forwarding goes on; it comes back: the
+	// daemon follows it again.
+	s.kill(t)
+	requirePing(t, p1.ns, p2.addr, 56)
+	s.start(t)
+	s.vsctl(t, "set", "Interface", p2.name, "ofport_request=9")
+	if got := ofports(t, d, br)[p2.name]; got != 9 {
+		t.Errorf("%s has ofport %d after ofport_request=9 through a new server, want 9", p2.name, got)
+	}
+	waitPing(t, p1.ns, p2.addr, 5*time.Second)
+
+	s.vsctl(t, "del-port", br, p2.name)
+	if _, ok := ofports(t, d, br)[p2.name]; ok {
+		t.Errorf("%s still on the bridge after del-port", p2.name)
+	}
+	noPing(t, p1.ns, p2.addr)
+
+	s.vsctl(t, "del-br", br)
+	if got := strings.TrimSpace(d.x(t, "list-br")); got != "" {
+		t.Errorf("bridges after del-br: %q", got)
+	}
+}
+
+// TestOVSDBRestartsAndController restarts the daemon, with the database
+// changed while it was away, gives a bridge a controller target through
+// the database, and adds an interface of a type xswitch does not have.
+func TestOVSDBRestartsAndController(t *testing.T) {
+	testenv.RequireRoot(t)
+	s := startOVSDB(t)
+	d := startDaemonWith(t, "--ovsdb", s.sock)
+	n := newTestNet()
+	br := n.name("br")
+	deleteLinkAtCleanup(t, br)
+	p1, p2, p3 := foreignPort(t, n, 1), foreignPort(t, n, 2), foreignPort(t, n, 3)
+	s.vsctl(t, "add-br", br, "--", "add-port", br, p1.name, "--", "set", "Interface", p1.name, "ofport_request=10",
+		"--", "add-port", br, p2.name, "--", "add-port", br, p3.name)
+	// The number stays the port's once the request is gone.
+	s.vsctl(t, "clear", "Interface", p1.name, "ofport_request")
+	waitPing(t, p1.ns, p2.addr, 5*time.Second)
+	before := ofports(t, d, br)
+	if before[p1.name] != 10 {
+		t.Fatalf("ofports %v, want %s at 10", before, p1.name)
+	}
+
+	// Restarted, the daemon forwards with the same numbers.
+	d.stop(t, syscall.SIGTERM)
+	d.start(t)
+	waitPing(t, p1.ns, p2.addr, 5*time.Second)
+	if after := ofports(t, d, br); !reflect.DeepEqual(after, before) {
+		t.Errorf("ofports after a restart %v, want %v", after, before)
+	}
+
+	// Restarted without its own configuration (as after a move from
+	// ovs-vswitchd, or a lost --db) and the devices it made (as after a
+	// reboot), the daemon gives the ports the numbers the database has.
+	d.stop(t, syscall.SIGTERM)
+	for _, f := range []string{d.db, d.db + ".journal"} {
+		if err := os.Remove(f); err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+	}
+	mustRun(t, "ip", "link", "del", "dev", br)
+	d.start(t)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		after := ofports(t, d, br)
+		if reflect.DeepEqual(after, before) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ofports after a restart without --db %v, want the database's %v", after, before)
+		}
+	}
+	waitPing(t, p1.ns, p2.addr, 5*time.Second)
+
+	// What the database says while the daemon is away is what it runs
+	// once back.
+	d.stop(t, syscall.SIGTERM)
+	s.vsctl(t, "--no-wait", "del-port", br, p2.name, "--", "set", "Port", p3.name, "tag=20")
+	d.start(t)
+	mustRun(t, "ovs-vsctl", "--db="+s.sock, "--timeout=10", "wait-until", "Open_vSwitch", ".", "cur_cfg="+s.get(t, "Open_vSwitch", ".", "next_cfg"))
+	if got := ofports(t, d, br); got[p2.name] != 0 || got[p1.name] != before[p1.name] {
+		t.Errorf("ofports after del-port %s while the daemon was away: %v", p2.name, got)
+	}
+	if got := strings.TrimSpace(d.x(t, "get", "Port", p3.name, "tag")); got != "20" {
+		t.Errorf("%s's tag after a change while the daemon was away: %q, want 20", p3.name, got)
+	}
+	noPing(t, p1.ns, p2.addr)
+
+	// A listening controller target: ovs-ofctl reaches the bridge on it;
+	// as in OVS, such a target is never "connected".
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	l.Close()
+	s.vsctl(t, "set-controller", br, "ptcp:"+port+":127.0.0.1")
+	if got := strings.TrimSpace(d.x(t, "get-controller", br)); got != "ptcp:"+port+":127.0.0.1" {
+		t.Errorf("get-controller after set-controller through the database: %q", got)
+	}
+	var dumped result
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if dumped = run(t, "ovs-ofctl", "-O", "OpenFlow13", "dump-flows", "tcp:127.0.0.1:"+port); dumped.code == 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if dumped.code != 0 || !strings.Contains(dumped.stdout, "actions=NORMAL") {
+		t.Errorf("ovs-ofctl dump-flows on the bridge's ptcp target: exit %d: %s%s", dumped.code, dumped.stdout, dumped.stderr)
+	}
+	if got := strings.TrimSpace(mustRun(t, "ovs-vsctl", "--db="+s.sock, "--bare", "--columns=is_connected", "list", "Controller")); got != "false" {
+		t.Errorf("Controller is_connected of a ptcp target: %q, want false", got)
+	}
+
+	// A type xswitch does not have is said so in the interface's error.
+	s.vsctl(t, "add-port", br, n.name("pt"), "--", "set", "Interface", n.name("pt"), "type=patch", "options:peer=x")
+	if got := s.get(t, "Interface", n.name("pt"), "error"); !strings.Contains(got, `interface type "patch" is not supported`) {
+		t.Errorf("a patch interface's error: %q", got)
+	}
+	// The rest goes on.
+	s.vsctl(t, "clear", "Port", p3.name, "tag")
+	waitPing(t, p1.ns, p3.addr, 5*time.Second)
+}
+
+// TestOVSDBVXLANWithTheKernel has ovs-vsctl make a VXLAN port, as OVS's
+// users write it (datapath_type=netdev, options:remote_ip and key), on
+// an xswitch host whose namespace is reached over the tunnel from the
+// kernel's vxlan device on another host.
+func TestOVSDBVXLANWithTheKernel(t *testing.T) {
+	testenv.RequireRoot(t)
+	n := newTestNet()
+	hosts := newUnderlay(t, n, 2)
+	a, b := hosts[0], hosts[1]
+	s := startOVSDB(t)
+	d := startDaemonIn(t, a.ns, "--ovsdb", s.sock)
+	nsA := vmBehind(t, n, a, "a", n.ipv4(1))
+	nsB := kernelVXLAN(t, n, b, a.addr, 42, "b", n.ipv4(2))
+
+	br := n.name("br")
+	s.vsctl(t, "add-br", br, "--", "set", "Bridge", br, "datapath_type=netdev",
+		"--", "add-port", br, "vma",
+		"--", "add-port", br, "vx0", "--", "set", "Interface", "vx0", "type=vxlan", "options:remote_ip="+b.addr, "options:key=42")
+	if got := s.get(t, "Interface", "vx0", "error"); got != "[]" {
+		t.Errorf("Interface vx0 error: %s", got)
+	}
+	if got := s.get(t, "Interface", "vx0", "ofport"); got == "-1" || got == "[]" {
+		t.Errorf("Interface vx0 ofport: %s", got)
+	}
+	waitPing(t, nsA, n.ipv4(2), 10*time.Second)
+	requirePing(t, nsB, n.ipv4(1), 1400)
+	if got := strings.TrimSpace(d.x(t, "list-ports", br)); !strings.Contains(got, "vx0") {
+		t.Errorf("list-ports: %q, want vx0 among them", got)
+	}
+}
+
+// vmBehind makes a new namespace (suffix), a VM of host h, whose eth0 has
+// address addr/24 and is a veth whose other end, "vm"+suffix, sits in h
+// for its switch to take as a port; it returns the namespace.
+func vmBehind(t *testing.T, n *testNet, h underlayHost, suffix, addr string) string {
+	t.Helper()
+	ns := n.namespace(t, suffix)
+	mustRun(t, "ip", "-n", h.ns, "link", "add", "vm"+suffix, "type", "veth", "peer", "name", "eth0", "netns", ns)
+	mustRun(t, "ip", "-n", h.ns, "link", "set", "vm"+suffix, "up")
+	mustRun(t, "ip", "-n", ns, "addr", "add", addr+"/24", "dev", "eth0")
+	mustRun(t, "ip", "-n", ns, "link", "set", "eth0", "up")
+	// As for the underlay (newUnderlay): the kernel leaves a veth's
+	// checksums to a NIC that is not there.
+	mustRun(t, "ip", "netns", "exec", ns, "ethtool", "-K", "eth0", "tx", "off")
+	return ns
+}
+
+// TestOVSDBOVNChassis does what ovn-controller does on a new chassis
+// (br-int with fail_mode=secure and other_config:disable-in-band=true, a
+// Geneve port with options:remote_ip, key=flow and csum=true, a VM's port
+// with external_ids:iface-id), then installs the flows OVN would, with
+// the flow verbs that work under --ovsdb; the VM reaches one behind an
+// xswitch on another host over the tunnel.
+func TestOVSDBOVNChassis(t *testing.T) {
+	testenv.RequireRoot(t)
+	n := newTestNet()
+	hosts := newUnderlay(t, n, 2)
+	a, b := hosts[0], hosts[1]
+	s := startOVSDB(t)
+	dA := startDaemonIn(t, a.ns, "--ovsdb", s.sock)
+	nsA := vmBehind(t, n, a, "a", n.ipv4(1))
+	br := n.name("br")
+	dB, nsB := xswitchHost(t, n, b, br, "b", n.ipv4(2))
+	dB.x(t, "add-port", br, "gn1", "--type", "geneve", "--remote-ip", a.addr, "--key", "5000")
+
+	s.vsctl(t, "--may-exist", "add-br", "br-int", "--", "set", "Bridge", "br-int", "fail_mode=secure", "other_config:disable-in-band=true")
+	s.vsctl(t, "--may-exist", "add-port", "br-int", "ovn-b-0", "--", "set", "Interface", "ovn-b-0", "type=geneve",
+		"options:remote_ip="+b.addr, "options:key=flow", "options:csum=true")
+	s.vsctl(t, "add-port", "br-int", "vma", "--", "set", "Interface", "vma", "external_ids:iface-id=lsp-a")
+	for _, iface := range []string{"br-int", "ovn-b-0", "vma"} {
+		if got := s.get(t, "Interface", iface, "error"); got != "[]" {
+			t.Errorf("Interface %s error: %s", iface, got)
+		}
+	}
+	if got := s.get(t, "Interface", "vma", "external_ids:iface-id"); got != "lsp-a" {
+		t.Errorf("external_ids:iface-id %q, want it kept as given", got)
+	}
+	if got := strings.TrimSpace(dA.x(t, "get-fail-mode", "br-int")); got != "secure" {
+		t.Errorf("br-int's fail mode: %q", got)
+	}
+	dA.x(t, "del-flows", "br-int")
+	dA.x(t, "add-flow", "br-int", "in_port=vma,actions=set_tunnel:5000,output:ovn-b-0")
+	dA.x(t, "add-flow", "br-int", "in_port=ovn-b-0,tun_id=5000,actions=output:vma")
+	waitPing(t, nsA, n.ipv4(2), 10*time.Second)
+	requirePing(t, nsB, n.ipv4(1), 1400)
+}
+
+// TestOVSDBBadInput gives the daemon through the database what it cannot
+// run: a port in two bridges, a tunnel whose options are malformed. Each
+// gets a clear error column, and the rest of the switch runs on.
+func TestOVSDBBadInput(t *testing.T) {
+	testenv.RequireRoot(t)
+	s := startOVSDB(t)
+	d := startDaemonWith(t, "--ovsdb", s.sock)
+	n := newTestNet()
+	br1, br2 := n.name("b1"), n.name("b2")
+	deleteLinkAtCleanup(t, br1)
+	deleteLinkAtCleanup(t, br2)
+	p1, p2 := foreignPort(t, n, 1), foreignPort(t, n, 2)
+	s.vsctl(t, "add-br", br1, "--", "add-br", br2, "--", "add-port", br1, p1.name, "--", "add-port", br1, p2.name)
+	waitPing(t, p1.ns, p2.addr, 5*time.Second)
+
+	// ovs-vsctl's own commands keep a port in one bridge; its generic
+	// ones do not.
+	port := s.get(t, "Port", p2.name, "_uuid")
+	s.vsctl(t, "add", "Bridge", br2, "ports", port)
+	if got := s.get(t, "Interface", p2.name, "error"); !strings.Contains(got, "is in more than one port") {
+		t.Errorf("a port in two bridges: Interface error %q", got)
+	}
+	if got := s.get(t, "Interface", p2.name, "ofport"); got != "-1" {
+		t.Errorf("a port in two bridges: ofport %s, want -1", got)
+	}
+	noPing(t, p1.ns, p2.addr)
+	s.vsctl(t, "remove", "Bridge", br2, "ports", port)
+	waitPing(t, p1.ns, p2.addr, 5*time.Second)
+	if got := s.get(t, "Interface", p2.name, "error"); got != "[]" {
+		t.Errorf("the port back in one bridge: Interface error %q", got)
+	}
+
+	for name, c := range map[string]struct{ options, why string }{
+		n.name("v1"): {"options:remote_ip=not-an-ip", `"not-an-ip" is not an IP address`},
+		n.name("v2"): {"options:dst_port=x", `options:dst_port "x" is not a UDP port`},
+		n.name("v3"): {"options:key=7", "needs --remote-ip"},
+	} {
+		run(t, "ovs-vsctl", "--db="+s.sock, "--timeout=10", "add-port", br1, name, "--", "set", "Interface", name, "type=vxlan", c.options)
+		if got := s.get(t, "Interface", name, "error"); !strings.Contains(got, c.why) {
+			t.Errorf("a vxlan port with %s: Interface error %q, want %q in it", c.options, got, c.why)
+		}
+		if got := s.get(t, "Interface", name, "ofport"); got != "-1" {
+			t.Errorf("a vxlan port with %s: ofport %s, want -1", c.options, got)
+		}
+	}
+	requirePing(t, p1.ns, p2.addr, 56)
+	if got := strings.Fields(d.x(t, "list-ports", br1)); len(got) != 3 {
+		t.Errorf("list-ports %s: %v, want the bridge's own port, %s and %s", br1, got, p1.name, p2.name)
+	}
+}
+
+// TestOVSDBNamespacePorts has ovs-vsctl make xswitch's own kind of port,
+// a veth pair into a namespace (Interface other_config:xswitch-netns and
+// xswitch-address), with an mtu_request; del-port deletes the pair.
+func TestOVSDBNamespacePorts(t *testing.T) {
+	testenv.RequireRoot(t)
+	s := startOVSDB(t)
+	d := startDaemonWith(t, "--ovsdb", s.sock)
+	n := newTestNet()
+	br := n.name("br")
+	deleteLinkAtCleanup(t, br)
+	s.vsctl(t, "add-br", br)
+	var ports []nsPort
+	for i := 1; i <= 2; i++ {
+		p := nsPort{name: n.name(fmt.Sprintf("p%d", i)), ns: n.namespace(t, fmt.Sprintf("n%d", i)), addr: n.ipv4(i)}
+		deleteLinkAtCleanup(t, p.name)
+		s.vsctl(t, "add-port", br, p.name, "--", "set", "Interface", p.name,
+			"other_config:xswitch-netns="+p.ns, "other_config:xswitch-address="+p.addr+"/24", "mtu_request=2000")
+		ports = append(ports, p)
+	}
+	p1, p2 := ports[0], ports[1]
+	waitPing(t, p1.ns, p2.addr, 5*time.Second)
+	requirePing(t, p1.ns, p2.addr, 1900)
+	if got := s.get(t, "Interface", p1.name, "mtu"); got != "2000" {
+		t.Errorf("Interface %s mtu: %s, want 2000 (its mtu_request)", p1.name, got)
+	}
+	if got := mustRun(t, "ip", "-n", p1.ns, "link", "show", "dev", "eth0"); !strings.Contains(got, "mtu 2000") {
+		t.Errorf("the namespace's end of %s: %s, want mtu 2000", p1.name, got)
+	}
+	if got := strings.TrimSpace(d.x(t, "--format", "json", "show")); !strings.Contains(got, `"netns": "`+p1.ns+`"`) {
+		t.Errorf("show %s: want %s's netns %s in\n%s", br, p1.name, p1.ns, got)
+	}
+	s.vsctl(t, "del-port", br, p2.name)
+	if linkExists(t, p2.name) || nsLinkExists(t, p2.ns, "eth0") {
+		t.Errorf("%s's veth pair is still there after del-port", p2.name)
+	}
+}
