@@ -18,6 +18,7 @@ import (
 	"net"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -58,7 +59,7 @@ var ovsdbColumns = map[string][]string{
 	"Port": {"name", "interfaces", "tag", "trunks", "vlan_mode", "other_config"},
 	"Interface": {"name", "type", "options", "other_config", "mtu_request", "ofport_request", "ofport", "error", "admin_state", "link_state",
 		"mtu", "mac_in_use", "ifindex", "statistics"},
-	"Controller": {"target", "is_connected", "role"},
+	"Controller": {"target", "is_connected", "role", "status"},
 }
 
 // monitoredColumns are the columns of ovsdbColumns that schema has: an
@@ -397,8 +398,15 @@ func (f *ovsdbFollower) statusOps(t dbTables, schema *ovsdb.Schema, want dbWant,
 		}
 		update("Bridge", want.bridgeRows[name], cols)
 	}
+	now := time.Now()
 	for _, cu := range slices.Sorted(maps.Keys(want.controllers)) {
-		update("Controller", cu, f.controllerStatus(want.controllers[cu]))
+		cols := f.controllerStatus(want.controllers[cu], now)
+		if row := t["Controller"][cu]; !stats && ovsdb.Equal(row["is_connected"], cols["is_connected"]) && ovsdb.Equal(row["role"], cols["role"]) {
+			// As ovs-vswitchd, whose status counts seconds: with the
+			// statistics, or with a change of connection.
+			delete(cols, "status")
+		}
+		update("Controller", cu, cols)
 	}
 	if want.root != "" {
 		update("Open_vSwitch", want.root, map[string]any{
@@ -411,22 +419,35 @@ func (f *ovsdbFollower) statusOps(t dbTables, schema *ovsdb.Schema, want dbWant,
 	return ops
 }
 
-// controllerStatus are a Controller row's is_connected and role, as
-// ovs-vswitchd writes them: connected is of a tcp: target that the
-// agent reached; a ptcp: target, where controllers come to the switch,
-// stays not connected.
-func (f *ovsdbFollower) controllerStatus(c dbController) map[string]any {
-	cols := map[string]any{"is_connected": false, "role": ovsdb.Set{}}
+// controllerStatus are a Controller row's is_connected, role and status
+// at now, as ovs-vswitchd writes them (bridge.c's
+// refresh_controller_status, connmgr.c's connmgr_get_controller_info): of
+// a tcp: target, whether the agent has a controller connected there, its
+// role while it has, and the connection's state, last error and seconds
+// since it was last made and lost; a ptcp: target, where controllers
+// come to the switch, is not connected and has none of these.
+func (f *ovsdbFollower) controllerStatus(c dbController, now time.Time) map[string]any {
+	cols := map[string]any{"is_connected": false, "role": ovsdb.Set{}, "status": ovsdb.Map{}}
 	if c.target.Listen {
 		return cols
 	}
-	if bc := f.d.cfg.Bridge(c.bridge); bc != nil {
-		for _, st := range f.d.controllers.statusOf(bc) {
-			if st.Target == c.target.String() && st.Connected {
-				cols["is_connected"] = true
-				cols["role"] = ovsdb.Set{ovsdbRole(st.Role)}
-			}
+	st := f.d.controllers.conn(c.bridge, c.target.String())
+	status := ovsdb.Map{}
+	add := func(k, v string) { status = append(status, ovsdb.Pair{Key: k, Value: v}) }
+	if st.LastError != "" {
+		add("last_error", st.LastError)
+	}
+	if st.State != "" {
+		add("state", st.State)
+	}
+	for k, at := range map[string]time.Time{"sec_since_connect": st.ConnectedAt, "sec_since_disconnect": st.DisconnectedAt} {
+		if !at.IsZero() {
+			add(k, strconv.FormatInt(int64(now.Sub(at)/time.Second), 10))
 		}
+	}
+	cols["is_connected"], cols["status"] = st.Connected, status
+	if st.Connected {
+		cols["role"] = ovsdb.Set{ovsdbRole(st.Role)}
 	}
 	return cols
 }

@@ -494,3 +494,69 @@ func TestOVSDBNamespacePorts(t *testing.T) {
 		t.Errorf("%s's veth pair is still there after del-port", p2.name)
 	}
 }
+
+// waitColumn waits, polling ovs-vsctl get, until a column (or a map
+// column's key, "status:state") of a record is want; a missing key is
+// "". ovs-vswitchd refreshes some status (a controller's) only every 5 s.
+func (s *ovsdbServer) waitColumn(t *testing.T, table, record, column, want string, within time.Duration) {
+	t.Helper()
+	var got string
+	for deadline := time.Now().Add(within); ; time.Sleep(200 * time.Millisecond) {
+		r := run(t, "ovs-vsctl", "--db="+s.sock, "get", table, record, column)
+		got = strings.TrimSpace(r.stdout)
+		if u, err := strconv.Unquote(got); err == nil {
+			got = u
+		}
+		if got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s %s %s: %q after %v, want %q; the row:\n%s", table, record, column, got, within, want,
+				mustRun(t, "ovs-vsctl", "--db="+s.sock, "list", table, record))
+		}
+	}
+}
+
+// TestOVSDBControllerStatus connects a bridge to a real controller (os-ken)
+// through a tcp: target set with ovs-vsctl, and reads back what
+// ovs-vswitchd writes of it: is_connected, role and the status map (the
+// connection's state, seconds since it was made), then, the controller
+// gone, that it is not connected and why.
+func TestOVSDBControllerStatus(t *testing.T) {
+	testenv.RequireRoot(t)
+	requireTool(t, "osken-manager")
+	s := startOVSDB(t)
+	startDaemonWith(t, "--ovsdb", s.sock)
+	n := newTestNet()
+	br := n.name("br")
+	deleteLinkAtCleanup(t, br)
+	port := freeTCPPort(t)
+	ctl := startOsKen(t, port)
+	target := "tcp:127.0.0.1:" + strconv.Itoa(port)
+	s.vsctl(t, "add-br", br, "--", "set-controller", br, target)
+	c := strings.TrimSpace(mustRun(t, "ovs-vsctl", "--db="+s.sock, "--bare", "--columns=_uuid", "find", "Controller", "target=\""+target+"\""))
+	s.waitColumn(t, "Controller", c, "is_connected", "true", 15*time.Second)
+	s.waitColumn(t, "Controller", c, "status:state", "ACTIVE", 7*time.Second)
+	if got := s.get(t, "Controller", c, "role"); got != "other" {
+		t.Errorf("Controller role of os-ken, which asks for none: %q, want other (OpenFlow's equal)", got)
+	}
+	if got, err := strconv.Atoi(s.get(t, "Controller", c, "status:sec_since_connect")); err != nil || got < 0 || got > 60 {
+		t.Errorf("Controller status:sec_since_connect %d (%v), want the seconds since os-ken connected", got, err)
+	}
+	t.Logf("connected: %s", s.get(t, "Controller", c, "status"))
+
+	ctl.stop()
+	s.waitColumn(t, "Controller", c, "is_connected", "false", 15*time.Second)
+	if got := s.get(t, "Controller", c, "role"); got != "[]" {
+		t.Errorf("Controller role with the controller gone: %q, want none", got)
+	}
+	if got := s.get(t, "Controller", c, "status:state"); got != "BACKOFF" && got != "CONNECTING" {
+		t.Errorf("Controller status:state with the controller gone: %q, want BACKOFF or CONNECTING", got)
+	}
+	for _, key := range []string{"last_error", "sec_since_disconnect", "sec_since_connect"} {
+		if r := run(t, "ovs-vsctl", "--db="+s.sock, "get", "Controller", c, "status:"+key); r.code != 0 {
+			t.Errorf("Controller status has no %s with the controller gone: %s", key, s.get(t, "Controller", c, "status"))
+		}
+	}
+	t.Logf("gone: %s", s.get(t, "Controller", c, "status"))
+}
