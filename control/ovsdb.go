@@ -27,6 +27,7 @@ import (
 
 	"github.com/xswitch/xswitch/control/api"
 	"github.com/xswitch/xswitch/control/store"
+	"github.com/xswitch/xswitch/flow"
 	"github.com/xswitch/xswitch/ovsdb"
 )
 
@@ -250,14 +251,15 @@ func (d *Daemon) reconcile(want dbWant) (map[string]error, error) {
 		}
 	}
 	// Deletions first: a port that moves to another bridge, or changes
-	// what it is, is added again after.
+	// what it is, or its number, is added again after.
 	for _, bc := range before.Bridges {
 		if !slices.ContainsFunc(want.bridges, func(w store.BridgeConfig) bool { return w.Name == bc.Name }) {
 			errs = append(errs, d.delBridge(bc.Name))
 			continue
 		}
+		renumber := renumbered(bc, wanted)
 		for _, pc := range bc.Ports {
-			if w := wanted[pc.Name]; w == nil || bridgeOf[pc.Name] != bc.Name || !samePort(pc, *w) {
+			if w := wanted[pc.Name]; w == nil || bridgeOf[pc.Name] != bc.Name || !samePort(pc, *w) || renumber[pc.Name] {
 				errs = append(errs, d.delPort(bc.Name, pc.Name))
 			}
 		}
@@ -272,18 +274,41 @@ func (d *Daemon) reconcile(want dbWant) (map[string]error, error) {
 			}
 		}
 		errs = append(errs, d.reconcileBridge(wb))
+		running := func(name string) (api.PortConfig, bool) {
+			i := slices.IndexFunc(d.cfg.Bridge(wb.Name).Ports, func(pc api.PortConfig) bool { return pc.Name == name })
+			if i < 0 {
+				return api.PortConfig{}, false
+			}
+			return d.cfg.Bridge(wb.Name).Ports[i], true
+		}
+		held := func(n uint16) bool {
+			return slices.ContainsFunc(d.cfg.Bridge(wb.Name).Ports, func(pc api.PortConfig) bool { return pc.OFPort == n })
+		}
 		for _, wp := range wb.Ports {
-			cur := slices.IndexFunc(d.cfg.Bridge(wb.Name).Ports, func(pc api.PortConfig) bool { return pc.Name == wp.Name })
-			if cur >= 0 {
-				errs = append(errs, d.reconcilePort(d.cfg.Bridge(wb.Name).Ports[cur], wp))
-				continue
+			if cur, ok := running(wp.Name); ok {
+				errs = append(errs, d.reconcilePort(cur, wp))
 			}
-			if h := want.ofports[wp.Name]; wp.OFPort == 0 && h != 0 &&
-				!slices.ContainsFunc(d.cfg.Bridge(wb.Name).Ports, func(pc api.PortConfig) bool { return pc.OFPort == h }) {
-				wp.OFPort = h
-			}
-			if err := d.addPort(wb.Name, wp); err != nil {
-				failed[wp.Name] = openError(wp, err)
+		}
+		// As ovs-vswitchd adds them (bridge_add_ports): first the ports
+		// that request a number, so that no other takes it by chance.
+		// A number that is taken leaves its requester one chosen as for
+		// a port that requests none, as ofproto's alloc_ofp_port does;
+		// a port that requests none gets the one its Interface:ofport
+		// has, if free.
+		for _, requests := range []bool{true, false} {
+			for _, wp := range wb.Ports {
+				if _, ok := running(wp.Name); ok || (wp.OFPort != 0) != requests {
+					continue
+				}
+				switch h := want.ofports[wp.Name]; {
+				case wp.OFPort != 0 && held(wp.OFPort):
+					wp.OFPort = 0
+				case wp.OFPort == 0 && h != 0 && !held(h):
+					wp.OFPort = h
+				}
+				if err := d.addPort(wb.Name, wp); err != nil {
+					failed[wp.Name] = openError(wp, err)
+				}
 			}
 		}
 	}
@@ -322,14 +347,39 @@ func (d *Daemon) reconcilePort(cur, want api.PortConfig) error {
 	})
 }
 
+// renumbered are the ports of the running bridge bc to add again for
+// their numbers, as ovs-vswitchd decides it
+// (bridge_delete_or_reconfigure_ports): a port whose ofport_request (in
+// wanted, by name) is not its number, when that number is free, or held
+// by a port that does not request it, which is added again too, with
+// another. When both request it, the one that holds it keeps it, and the
+// other keeps its own.
+func renumbered(bc store.BridgeConfig, wanted map[string]*api.PortConfig) map[string]bool {
+	holder := map[uint16]string{}
+	for _, pc := range bc.Ports {
+		holder[pc.OFPort] = pc.Name
+	}
+	out := map[string]bool{}
+	for _, pc := range bc.Ports {
+		w := wanted[pc.Name]
+		if w == nil || w.OFPort == 0 || w.OFPort == pc.OFPort || pc.OFPort == flow.LocalPort {
+			continue
+		}
+		victim, held := holder[w.OFPort]
+		if !held {
+			out[pc.Name] = true
+		} else if v := wanted[victim]; v == nil || v.OFPort != w.OFPort {
+			out[pc.Name], out[victim] = true, true
+		}
+	}
+	return out
+}
+
 // samePort says whether the running port cur is the interface want
-// describes, so that only its settings may differ; want's OFPort is a
-// request, 0 for any.
+// describes, so that only its settings may differ; its number is
+// renumbered's.
 func samePort(cur, want api.PortConfig) bool {
 	if err := completePortType(&want); err != nil {
-		return false
-	}
-	if want.OFPort != 0 && want.OFPort != cur.OFPort {
 		return false
 	}
 	for _, pc := range []*api.PortConfig{&cur, &want} {

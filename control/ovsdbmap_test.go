@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/xswitch/xswitch/control/api"
+	"github.com/xswitch/xswitch/control/store"
 	"github.com/xswitch/xswitch/ovsdb"
 )
 
@@ -156,13 +157,41 @@ func TestSamePort(t *testing.T) {
 		{api.PortConfig{Name: "br0", Type: api.PortTypeInternal}, true},
 		{api.PortConfig{Name: "br0", Type: api.PortTypeInternal, Tag: 9, OtherConfig: map[string]string{"storm-limit": "5"}}, true},
 		{api.PortConfig{Name: "br0", Type: api.PortTypeInternal, OFPort: 65534}, true},
-		{api.PortConfig{Name: "br0", Type: api.PortTypeInternal, OFPort: 3}, false},
+		{api.PortConfig{Name: "br0", Type: api.PortTypeInternal, OFPort: 3}, true}, // a number is renumbered's
 		{api.PortConfig{Name: "br0"}, false},
 		{api.PortConfig{Name: "br0", Type: api.PortTypeTap}, false},
 		{api.PortConfig{Name: "br0", Type: "nosuch"}, false},
 	} {
 		if got := samePort(running, tc.want); got != tc.same {
 			t.Errorf("samePort(%+v, %+v) = %v, want %v", running, tc.want, got, tc.same)
+		}
+	}
+}
+
+// TestRenumbered: which running ports are added again for the numbers
+// their ofport_request columns ask for, as ovs-vswitchd decides it.
+func TestRenumbered(t *testing.T) {
+	bc := store.BridgeConfig{Name: "br0", Ports: []api.PortConfig{
+		{Name: "br0", OFPort: 65534}, {Name: "a", OFPort: 1}, {Name: "b", OFPort: 2}, {Name: "c", OFPort: 3}, {Name: "d", OFPort: 4},
+	}}
+	for _, tc := range []struct {
+		requests map[string]uint16 // by name; the others request none
+		want     map[string]bool
+	}{
+		{nil, map[string]bool{}},
+		{map[string]uint16{"a": 1, "br0": 7}, map[string]bool{}},           // has it; LOCAL stays LOCAL
+		{map[string]uint16{"a": 9}, map[string]bool{"a": true}},            // free
+		{map[string]uint16{"a": 2}, map[string]bool{"a": true, "b": true}}, // b holds it, not asking
+		{map[string]uint16{"a": 2, "b": 2}, map[string]bool{}},             // b holds it and asks: a keeps its own
+		{map[string]uint16{"a": 2, "b": 3}, map[string]bool{"a": true, "b": true, "c": true}},
+	} {
+		wanted := map[string]*api.PortConfig{}
+		for _, pc := range bc.Ports {
+			w := api.PortConfig{Name: pc.Name, OFPort: tc.requests[pc.Name]}
+			wanted[pc.Name] = &w
+		}
+		if got := renumbered(bc, wanted); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("requests %v: renumbered %v, want %v", tc.requests, got, tc.want)
 		}
 	}
 }

@@ -560,3 +560,42 @@ func TestOVSDBControllerStatus(t *testing.T) {
 	}
 	t.Logf("gone: %s", s.get(t, "Controller", c, "status"))
 }
+
+// TestOVSDBOFPortRequestConflicts has two interfaces request one number,
+// as ovs-vswitchd takes it: one gets it, the other a number of its own,
+// neither an error; once the holder no longer asks for it, the other,
+// which still does, gets it.
+func TestOVSDBOFPortRequestConflicts(t *testing.T) {
+	testenv.RequireRoot(t)
+	s := startOVSDB(t)
+	d := startDaemonWith(t, "--ovsdb", s.sock)
+	n := newTestNet()
+	br := n.name("br")
+	deleteLinkAtCleanup(t, br)
+	p1, p2 := foreignPort(t, n, 1), foreignPort(t, n, 2)
+	s.vsctl(t, "add-br", br, "--", "add-port", br, p1.name, "--", "set", "Interface", p1.name, "ofport_request=7",
+		"--", "add-port", br, p2.name, "--", "set", "Interface", p2.name, "ofport_request=7")
+	holder, other := p1, p2
+	if s.get(t, "Interface", p2.name, "ofport") == "7" {
+		holder, other = p2, p1
+	}
+	check := func(when string, want map[string]bool) { // by name: whether at 7
+		t.Helper()
+		got := ofports(t, d, br)
+		for name, at7 := range want {
+			col := s.get(t, "Interface", name, "ofport")
+			if at7 != (col == "7") || col == "-1" || col == "[]" || col != strconv.Itoa(int(got[name])) {
+				t.Errorf("%s: %s has ofport %s in the database, %d in the switch; want 7: %v", when, name, col, got[name], at7)
+			}
+			if e := s.get(t, "Interface", name, "error"); e != "[]" {
+				t.Errorf("%s: %s has error %s", when, name, e)
+			}
+		}
+	}
+	check("both asking for 7", map[string]bool{holder.name: true, other.name: false})
+	waitPing(t, p1.ns, p2.addr, 5*time.Second)
+
+	s.vsctl(t, "clear", "Interface", holder.name, "ofport_request")
+	check("the holder no longer asking", map[string]bool{holder.name: false, other.name: true})
+	waitPing(t, p1.ns, p2.addr, 5*time.Second)
+}
