@@ -29,6 +29,7 @@ import (
 	"github.com/xswitch/xswitch/control/store"
 	"github.com/xswitch/xswitch/flow"
 	"github.com/xswitch/xswitch/ovsdb"
+	"github.com/xswitch/xswitch/rstp"
 )
 
 const (
@@ -56,8 +57,8 @@ const (
 var ovsdbColumns = map[string][]string{
 	"Open_vSwitch": {"bridges", "next_cfg", "cur_cfg", "ovs_version", "datapath_types", "iface_types"},
 	"Bridge": {"name", "ports", "fail_mode", "controller", "protocols", "other_config", "rstp_enable",
-		"datapath_type", "datapath_id", "datapath_version"},
-	"Port": {"name", "interfaces", "tag", "trunks", "vlan_mode", "other_config"},
+		"datapath_type", "datapath_id", "datapath_version", "rstp_status"},
+	"Port": {"name", "interfaces", "tag", "trunks", "vlan_mode", "other_config", "rstp_status"},
 	"Interface": {"name", "type", "options", "other_config", "mtu_request", "ofport_request", "ofport", "error", "admin_state", "link_state",
 		"mtu", "mac_in_use", "ifindex", "statistics"},
 	"Controller": {"target", "is_connected", "role", "status"},
@@ -440,13 +441,29 @@ func (f *ovsdbFollower) statusOps(t dbTables, schema *ovsdb.Schema, want dbWant,
 		}
 		update("Interface", want.ifaces[name], cols)
 	}
+	rstpPorts := map[string]ovsdb.Map{} // by name
 	for _, name := range slices.Sorted(maps.Keys(want.bridgeRows)) {
-		cols := map[string]any{"datapath_id": ovsdb.Set{}, "datapath_version": datapathVersion}
+		cols := map[string]any{"datapath_id": ovsdb.Set{}, "datapath_version": datapathVersion, "rstp_status": ovsdb.Map{}}
 		if bc := f.d.cfg.Bridge(name); bc != nil {
 			s, _ := controllerSettingsOf(bc) // validated
 			cols["datapath_id"] = ovsdb.Set{formatDatapathID(s.DatapathID)}
 		}
+		if b := f.d.bridges[name]; b != nil {
+			if st, ok := b.RSTPStatus(); ok {
+				cols["rstp_status"] = rstpBridgeStatus(st.Status)
+				for _, p := range st.Ports {
+					rstpPorts[st.Names[p.Number]] = rstpPortStatus(p)
+				}
+			}
+		}
 		update("Bridge", want.bridgeRows[name], cols)
+	}
+	for _, name := range slices.Sorted(maps.Keys(want.portRows)) {
+		st, ok := rstpPorts[name]
+		if !ok {
+			st = ovsdb.Map{}
+		}
+		update("Port", want.portRows[name], map[string]any{"rstp_status": st})
 	}
 	now := time.Now()
 	for _, cu := range slices.Sorted(maps.Keys(want.controllers)) {
@@ -500,6 +517,40 @@ func (f *ovsdbFollower) controllerStatus(c dbController, now time.Time) map[stri
 		cols["role"] = ovsdb.Set{ovsdbRole(st.Role)}
 	}
 	return cols
+}
+
+// rstpBridgeStatus is Bridge:rstp_status as ovs-vswitchd writes it of a
+// bridge that runs RSTP (bridge.c's br_refresh_rstp_status): the bridge's
+// and the root's identifiers, and its root priority vector.
+func rstpBridgeStatus(st rstp.Status) ovsdb.Map {
+	return ovsdb.Map{
+		{Key: "rstp_bridge_id", Value: ovsRSTPID(st.BridgeID)},
+		{Key: "rstp_root_id", Value: ovsRSTPID(st.Root)},
+		{Key: "rstp_root_path_cost", Value: strconv.FormatUint(uint64(st.RootPathCost), 10)},
+		{Key: "rstp_designated_id", Value: ovsRSTPID(st.DesignatedBridge)},
+		{Key: "rstp_designated_port_id", Value: fmt.Sprintf("%04x", uint16(st.DesignatedPort))},
+		{Key: "rstp_bridge_port_id", Value: fmt.Sprintf("%04x", uint16(st.RootPortID))},
+	}
+}
+
+// rstpPortStatus is Port:rstp_status as ovs-vswitchd writes it of a port
+// in its bridge's spanning tree (port_refresh_rstp_status).
+func rstpPortStatus(p rstp.PortStatus) ovsdb.Map {
+	capital := func(s string) string { return strings.ToUpper(s[:1]) + s[1:] }
+	return ovsdb.Map{
+		{Key: "rstp_port_id", Value: fmt.Sprintf("%04x", uint16(p.ID))},
+		{Key: "rstp_port_role", Value: capital(p.Role.String())},
+		{Key: "rstp_port_state", Value: capital(p.State.String())},
+		{Key: "rstp_designated_bridge_id", Value: ovsRSTPID(p.DesignatedBridge)},
+		{Key: "rstp_designated_port_id", Value: fmt.Sprintf("%04x", uint16(p.DesignatedPort))},
+		{Key: "rstp_designated_path_cost", Value: strconv.FormatUint(uint64(p.DesignatedPathCost), 10)},
+	}
+}
+
+// ovsRSTPID is a bridge identifier as OVS writes it in the database
+// (RSTP_ID_FMT): priority, system ID extension, address, 8.000.0a1b2c3d4e5f.
+func ovsRSTPID(id rstp.BridgeID) string {
+	return fmt.Sprintf("%01x.%03x.%012x", uint64(id)>>60, uint64(id)>>48&0xfff, uint64(id)&(1<<48-1))
 }
 
 // ovsdbRole is the agent's name of a role as the Controller table has it:

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -598,4 +599,56 @@ func TestOVSDBOFPortRequestConflicts(t *testing.T) {
 	s.vsctl(t, "clear", "Interface", holder.name, "ofport_request")
 	check("the holder no longer asking", map[string]bool{holder.name: false, other.name: true})
 	waitPing(t, p1.ns, p2.addr, 5*time.Second)
+}
+
+// TestOVSDBRSTPStatus turns RSTP on with ovs-vsctl and reads back the
+// rstp_status columns ovs-vswitchd writes: the bridge's, alone and so
+// the root, and its ports', which become designated and forwarding; the
+// bridge's own (internal) port takes no part, as in OVS. Turned off, the
+// columns are empty again.
+func TestOVSDBRSTPStatus(t *testing.T) {
+	testenv.RequireRoot(t)
+	s := startOVSDB(t)
+	startDaemonWith(t, "--ovsdb", s.sock)
+	n := newTestNet()
+	br := n.name("br")
+	deleteLinkAtCleanup(t, br)
+	p1, p2 := foreignPort(t, n, 1), foreignPort(t, n, 2)
+	s.vsctl(t, "add-br", br, "--", "add-port", br, p1.name, "--", "add-port", br, p2.name)
+	if got := s.get(t, "Bridge", br, "rstp_status"); got != "{}" {
+		t.Errorf("Bridge rstp_status without RSTP: %s, want {}", got)
+	}
+	s.vsctl(t, "set", "Bridge", br, "rstp_enable=true", "other_config:rstp-priority=4096")
+	id := s.get(t, "Bridge", br, "rstp_status:rstp_bridge_id")
+	if !regexp.MustCompile(`^1\.000\.[0-9a-f]{12}$`).MatchString(id) {
+		t.Errorf("Bridge rstp_status:rstp_bridge_id %q, want 1.000.<address> (priority 4096)", id)
+	}
+	for key, want := range map[string]string{"rstp_root_id": id, "rstp_designated_id": id, "rstp_root_path_cost": "0",
+		"rstp_designated_port_id": "0000", "rstp_bridge_port_id": "0000"} {
+		if got := s.get(t, "Bridge", br, "rstp_status:"+key); got != want {
+			t.Errorf("Bridge rstp_status:%s of a bridge alone, the root: %q, want %q", key, got, want)
+		}
+	}
+	for _, p := range []nsPort{p1, p2} {
+		s.waitColumn(t, "Port", p.name, "rstp_status:rstp_port_state", "Forwarding", 15*time.Second)
+		for key, want := range map[string]string{"rstp_port_role": "Designated", "rstp_designated_bridge_id": id, "rstp_designated_path_cost": "0"} {
+			if got := s.get(t, "Port", p.name, "rstp_status:"+key); got != want {
+				t.Errorf("Port %s rstp_status:%s: %q, want %q", p.name, key, got, want)
+			}
+		}
+		if got := s.get(t, "Port", p.name, "rstp_status:rstp_port_id"); !regexp.MustCompile(`^8[0-9a-f]{3}$`).MatchString(got) {
+			t.Errorf("Port %s rstp_status:rstp_port_id %q, want 8nnn (priority 128, the port's number)", p.name, got)
+		}
+	}
+	if got := s.get(t, "Port", br, "rstp_status"); got != "{}" {
+		t.Errorf("the bridge's internal port has rstp_status %s, want {} (it takes no part)", got)
+	}
+	waitPing(t, p1.ns, p2.addr, 5*time.Second)
+
+	s.vsctl(t, "set", "Bridge", br, "rstp_enable=false")
+	for table, rec := range map[string]string{"Bridge": br, "Port": p1.name} {
+		if got := s.get(t, table, rec, "rstp_status"); got != "{}" {
+			t.Errorf("%s %s rstp_status with RSTP off: %s, want {}", table, rec, got)
+		}
+	}
 }
