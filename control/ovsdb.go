@@ -403,8 +403,9 @@ func openError(pc api.PortConfig, err error) error {
 
 // statusOps are the writes of the status columns whose values differ
 // from t's: of every interface of want (with its statistics when stats
-// says), every bridge, and the Open_vSwitch row, with cur_cfg last, once
-// the rest is in place.
+// says), every bridge and port of one interface, every controller (its
+// status when stats says, or its connection changed), and the
+// Open_vSwitch row, with cur_cfg last, once the rest is in place.
 func (f *ovsdbFollower) statusOps(t dbTables, schema *ovsdb.Schema, want dbWant, stats bool) []ovsdb.Op {
 	var ops []ovsdb.Op
 	update := func(table string, u ovsdb.UUID, cols map[string]any) {
