@@ -295,13 +295,16 @@ func (d *Daemon) reconcile(want dbWant) (map[string]error, error) {
 		// A number that is taken leaves its requester one chosen as for
 		// a port that requests none, as ofproto's alloc_ofp_port does;
 		// a port that requests none gets the one its Interface:ofport
-		// has, if free.
+		// has, if free. The bridge's own port is LOCAL whatever it
+		// requests, as in OVS.
 		for _, requests := range []bool{true, false} {
 			for _, wp := range wb.Ports {
 				if _, ok := running(wp.Name); ok || (wp.OFPort != 0) != requests {
 					continue
 				}
 				switch h := want.ofports[wp.Name]; {
+				case wp.Name == wb.Name:
+					wp.OFPort = 0
 				case wp.OFPort != 0 && held(wp.OFPort):
 					wp.OFPort = 0
 				case wp.OFPort == 0 && h != 0 && !held(h):

@@ -562,10 +562,10 @@ func TestOVSDBControllerStatus(t *testing.T) {
 	t.Logf("gone: %s", s.get(t, "Controller", c, "status"))
 }
 
-// TestOVSDBOFPortRequestConflicts has two interfaces request one number,
-// as ovs-vswitchd takes it: one gets it, the other a number of its own,
-// neither an error; once the holder no longer asks for it, the other,
-// which still does, gets it.
+// TestOVSDBOFPortRequestConflicts has two interfaces (and the bridge's
+// own) request one number, as ovs-vswitchd takes it: one gets it, the
+// other a number of its own, neither an error; once the holder no longer
+// asks for it, the other, which still does, gets it.
 func TestOVSDBOFPortRequestConflicts(t *testing.T) {
 	testenv.RequireRoot(t)
 	s := startOVSDB(t)
@@ -574,8 +574,13 @@ func TestOVSDBOFPortRequestConflicts(t *testing.T) {
 	br := n.name("br")
 	deleteLinkAtCleanup(t, br)
 	p1, p2 := foreignPort(t, n, 1), foreignPort(t, n, 2)
-	s.vsctl(t, "add-br", br, "--", "add-port", br, p1.name, "--", "set", "Interface", p1.name, "ofport_request=7",
+	s.vsctl(t, "add-br", br, "--", "set", "Interface", br, "ofport_request=7",
+		"--", "add-port", br, p1.name, "--", "set", "Interface", p1.name, "ofport_request=7",
 		"--", "add-port", br, p2.name, "--", "set", "Interface", p2.name, "ofport_request=7")
+	// The bridge's own port is LOCAL whatever it asks for, as in OVS.
+	if got, e := s.get(t, "Interface", br, "ofport"), s.get(t, "Interface", br, "error"); got != "65534" || e != "[]" {
+		t.Errorf("the bridge's own interface, asking for 7: ofport %s, error %s; want 65534 (LOCAL), no error", got, e)
+	}
 	holder, other := p1, p2
 	if s.get(t, "Interface", p2.name, "ofport") == "7" {
 		holder, other = p2, p1
