@@ -6,7 +6,7 @@ package control
 // datapath_id (and other_config:datapath-id) hold them. The daemon keeps
 // them with the rest of the configuration; the OpenFlow agent (package
 // ofagent) follows them through OnControllers and reports each
-// connection back with SetControllerStatus, for show.
+// connection back with SetControllerStatus, for show and Controller:status.
 
 import (
 	"errors"
@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/vishvananda/netlink"
 
@@ -348,7 +349,26 @@ type controllerHub struct {
 	running  sync.WaitGroup // the watchers' goroutines
 
 	mu     sync.Mutex
-	status map[string]map[string]api.ControllerStatus // by bridge and target
+	status map[string]map[string]ControllerConn // by bridge and target
+}
+
+// ControllerConn is what the OpenFlow agent knows of the connection on
+// one of a bridge's targets: whether a controller is connected, in which
+// role, and, of an active (tcp:) target, what OVS's rconn keeps of it,
+// which ovs-vswitchd writes to Controller:status.
+type ControllerConn struct {
+	Connected bool
+	Role      string // the controller's role, as the agent names it
+	// State is BACKOFF, CONNECTING, ACTIVE or IDLE (waiting for the
+	// answer to an echo request), as OVS names them; "" for a passive
+	// (ptcp:) target.
+	State string
+	// LastError is why the last connection, or attempt at one, ended, in
+	// OVS's words ("Connection refused", "End of file"); "" for none.
+	LastError string
+	// ConnectedAt and DisconnectedAt are when the last connection was
+	// made, and when the last one (or attempt) ended: zero for never.
+	ConnectedAt, DisconnectedAt time.Time
 }
 
 // OnControllers has fn called with every bridge's settings now, before it
@@ -419,15 +439,11 @@ func (h *controllerHub) changed(before, after *store.Config) {
 func (h *controllerHub) syncStatus(cfg *store.Config) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	next := make(map[string]map[string]api.ControllerStatus, len(cfg.Bridges))
+	next := make(map[string]map[string]ControllerConn, len(cfg.Bridges))
 	for _, bc := range cfg.Bridges {
-		m := make(map[string]api.ControllerStatus, len(bc.Controllers))
+		m := make(map[string]ControllerConn, len(bc.Controllers))
 		for _, t := range bc.Controllers {
-			st, ok := h.status[bc.Name][t]
-			if !ok {
-				st = api.ControllerStatus{Target: t}
-			}
-			m[t] = st
+			m[t] = h.status[bc.Name][t]
 		}
 		next[bc.Name] = m
 	}
@@ -435,10 +451,9 @@ func (h *controllerHub) syncStatus(cfg *store.Config) {
 }
 
 // SetControllerStatus records what the OpenFlow agent knows of one of a
-// bridge's targets, for show: whether a controller is connected on it,
-// and in which role. It is kept in memory only, and ignored for a target
-// the bridge no longer has.
-func (d *Daemon) SetControllerStatus(bridge, target string, connected bool, role string) {
+// bridge's targets, for show and the OVSDB server. It is kept in memory
+// only, and ignored for a target the bridge no longer has.
+func (d *Daemon) SetControllerStatus(bridge, target string, c ControllerConn) {
 	if t, err := ParseControllerTarget(target); err == nil {
 		target = t.String() // as the configuration spells it
 	}
@@ -446,7 +461,7 @@ func (d *Daemon) SetControllerStatus(bridge, target string, connected bool, role
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if _, ok := h.status[bridge][target]; ok {
-		h.status[bridge][target] = api.ControllerStatus{Target: target, Connected: connected, Role: role}
+		h.status[bridge][target] = c
 	}
 }
 
@@ -456,9 +471,17 @@ func (h *controllerHub) statusOf(bc *store.BridgeConfig) []api.ControllerStatus 
 	defer h.mu.Unlock()
 	out := make([]api.ControllerStatus, 0, len(bc.Controllers))
 	for _, t := range bc.Controllers {
-		out = append(out, h.status[bc.Name][t])
+		c := h.status[bc.Name][t]
+		out = append(out, api.ControllerStatus{Target: t, Connected: c.Connected, Role: c.Role})
 	}
 	return out
+}
+
+// conn is what the agent said last of bridge's target.
+func (h *controllerHub) conn(bridge, target string) ControllerConn {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.status[bridge][target]
 }
 
 // setControllers is set-controller, and with no targets del-controller:

@@ -325,7 +325,7 @@ func TestOnControllers(t *testing.T) {
 			if resp := d.Handle(api.Request{Verb: api.VerbShow}); resp.Error != "" {
 				t.Errorf("show from the hook: %s", resp.Error)
 			}
-			d.SetControllerStatus(bridge, "tcp:127.0.0.1", true, "master")
+			d.SetControllerStatus(bridge, "tcp:127.0.0.1", ControllerConn{Connected: true, Role: "master"})
 			calls <- call{bridge, s}
 		})
 		close(registered)
@@ -384,9 +384,9 @@ func TestControllerStatus(t *testing.T) {
 	defer d.Close()
 	handle(t, d, api.Request{Verb: api.VerbAddBridge, Bridge: "br0"})
 	handle(t, d, api.Request{Verb: api.VerbSetController, Bridge: "br0", Targets: []string{"tcp:127.0.0.1", "ptcp:6653"}})
-	d.SetControllerStatus("br0", "tcp:127.0.0.1", true, "master") // as typed, not as saved
-	d.SetControllerStatus("br0", "tcp:10.9.9.9:6653", true, "")   // not configured
-	d.SetControllerStatus("br9", "tcp:127.0.0.1:6653", true, "")  // no such bridge
+	d.SetControllerStatus("br0", "tcp:127.0.0.1", ControllerConn{Connected: true, Role: "master"}) // as typed, not as saved
+	d.SetControllerStatus("br0", "tcp:10.9.9.9:6653", ControllerConn{Connected: true})             // not configured
+	d.SetControllerStatus("br9", "tcp:127.0.0.1:6653", ControllerConn{Connected: true})            // no such bridge
 	want := []api.ControllerStatus{{Target: "tcp:127.0.0.1:6653", Connected: true, Role: "master"}, {Target: "ptcp:6653"}}
 	if got := shown(t, d, "br0").Controllers; !reflect.DeepEqual(got, want) {
 		t.Fatalf("show says %+v, want %+v", got, want)
@@ -396,7 +396,7 @@ func TestControllerStatus(t *testing.T) {
 		t.Fatalf("targets reordered: show says %+v, want the status kept", got)
 	}
 	handle(t, d, api.Request{Verb: api.VerbSetController, Bridge: "br0", Targets: []string{"ptcp:6653"}})
-	d.SetControllerStatus("br0", "tcp:127.0.0.1:6653", true, "master") // too late: removed
+	d.SetControllerStatus("br0", "tcp:127.0.0.1:6653", ControllerConn{Connected: true, Role: "master"}) // too late: removed
 	handle(t, d, api.Request{Verb: api.VerbSetController, Bridge: "br0", Targets: []string{"tcp:127.0.0.1"}})
 	if got := shown(t, d, "br0").Controllers; !reflect.DeepEqual(got, []api.ControllerStatus{{Target: "tcp:127.0.0.1:6653"}}) {
 		t.Fatalf("a target removed and set again: show says %+v, want it not known to be connected", got)

@@ -18,6 +18,7 @@ import (
 	"net"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -26,7 +27,9 @@ import (
 
 	"github.com/xswitch/xswitch/control/api"
 	"github.com/xswitch/xswitch/control/store"
+	"github.com/xswitch/xswitch/flow"
 	"github.com/xswitch/xswitch/ovsdb"
+	"github.com/xswitch/xswitch/rstp"
 )
 
 const (
@@ -54,11 +57,11 @@ const (
 var ovsdbColumns = map[string][]string{
 	"Open_vSwitch": {"bridges", "next_cfg", "cur_cfg", "ovs_version", "datapath_types", "iface_types"},
 	"Bridge": {"name", "ports", "fail_mode", "controller", "protocols", "other_config", "rstp_enable",
-		"datapath_type", "datapath_id", "datapath_version"},
-	"Port": {"name", "interfaces", "tag", "trunks", "vlan_mode", "other_config"},
+		"datapath_type", "datapath_id", "datapath_version", "rstp_status"},
+	"Port": {"name", "interfaces", "tag", "trunks", "vlan_mode", "other_config", "rstp_status"},
 	"Interface": {"name", "type", "options", "other_config", "mtu_request", "ofport_request", "ofport", "error", "admin_state", "link_state",
 		"mtu", "mac_in_use", "ifindex", "statistics"},
-	"Controller": {"target", "is_connected", "role"},
+	"Controller": {"target", "is_connected", "role", "status"},
 }
 
 // monitoredColumns are the columns of ovsdbColumns that schema has: an
@@ -249,14 +252,15 @@ func (d *Daemon) reconcile(want dbWant) (map[string]error, error) {
 		}
 	}
 	// Deletions first: a port that moves to another bridge, or changes
-	// what it is, is added again after.
+	// what it is, or its number, is added again after.
 	for _, bc := range before.Bridges {
 		if !slices.ContainsFunc(want.bridges, func(w store.BridgeConfig) bool { return w.Name == bc.Name }) {
 			errs = append(errs, d.delBridge(bc.Name))
 			continue
 		}
+		renumber := renumbered(bc, wanted)
 		for _, pc := range bc.Ports {
-			if w := wanted[pc.Name]; w == nil || bridgeOf[pc.Name] != bc.Name || !samePort(pc, *w) {
+			if w := wanted[pc.Name]; w == nil || bridgeOf[pc.Name] != bc.Name || !samePort(pc, *w) || renumber[pc.Name] {
 				errs = append(errs, d.delPort(bc.Name, pc.Name))
 			}
 		}
@@ -271,18 +275,44 @@ func (d *Daemon) reconcile(want dbWant) (map[string]error, error) {
 			}
 		}
 		errs = append(errs, d.reconcileBridge(wb))
+		running := func(name string) (api.PortConfig, bool) {
+			i := slices.IndexFunc(d.cfg.Bridge(wb.Name).Ports, func(pc api.PortConfig) bool { return pc.Name == name })
+			if i < 0 {
+				return api.PortConfig{}, false
+			}
+			return d.cfg.Bridge(wb.Name).Ports[i], true
+		}
+		held := func(n uint16) bool {
+			return slices.ContainsFunc(d.cfg.Bridge(wb.Name).Ports, func(pc api.PortConfig) bool { return pc.OFPort == n })
+		}
 		for _, wp := range wb.Ports {
-			cur := slices.IndexFunc(d.cfg.Bridge(wb.Name).Ports, func(pc api.PortConfig) bool { return pc.Name == wp.Name })
-			if cur >= 0 {
-				errs = append(errs, d.reconcilePort(d.cfg.Bridge(wb.Name).Ports[cur], wp))
-				continue
+			if cur, ok := running(wp.Name); ok {
+				errs = append(errs, d.reconcilePort(cur, wp))
 			}
-			if h := want.ofports[wp.Name]; wp.OFPort == 0 && h != 0 &&
-				!slices.ContainsFunc(d.cfg.Bridge(wb.Name).Ports, func(pc api.PortConfig) bool { return pc.OFPort == h }) {
-				wp.OFPort = h
-			}
-			if err := d.addPort(wb.Name, wp); err != nil {
-				failed[wp.Name] = openError(wp, err)
+		}
+		// As ovs-vswitchd adds them (bridge_add_ports): first the ports
+		// that request a number, so that no other takes it by chance.
+		// A number that is taken leaves its requester one chosen as for
+		// a port that requests none, as ofproto's alloc_ofp_port does;
+		// a port that requests none gets the one its Interface:ofport
+		// has, if free. The bridge's own port is LOCAL whatever it
+		// requests, as in OVS.
+		for _, requests := range []bool{true, false} {
+			for _, wp := range wb.Ports {
+				if _, ok := running(wp.Name); ok || (wp.OFPort != 0) != requests {
+					continue
+				}
+				switch h := want.ofports[wp.Name]; {
+				case wp.Name == wb.Name:
+					wp.OFPort = 0
+				case wp.OFPort != 0 && held(wp.OFPort):
+					wp.OFPort = 0
+				case wp.OFPort == 0 && h != 0 && !held(h):
+					wp.OFPort = h
+				}
+				if err := d.addPort(wb.Name, wp); err != nil {
+					failed[wp.Name] = openError(wp, err)
+				}
 			}
 		}
 	}
@@ -321,14 +351,39 @@ func (d *Daemon) reconcilePort(cur, want api.PortConfig) error {
 	})
 }
 
+// renumbered are the ports of the running bridge bc to add again for
+// their numbers, as ovs-vswitchd decides it
+// (bridge_delete_or_reconfigure_ports): a port whose ofport_request (in
+// wanted, by name) is not its number, when that number is free, or held
+// by a port that does not request it, which is added again too, with
+// another. When both request it, the one that holds it keeps it, and the
+// other keeps its own.
+func renumbered(bc store.BridgeConfig, wanted map[string]*api.PortConfig) map[string]bool {
+	holder := map[uint16]string{}
+	for _, pc := range bc.Ports {
+		holder[pc.OFPort] = pc.Name
+	}
+	out := map[string]bool{}
+	for _, pc := range bc.Ports {
+		w := wanted[pc.Name]
+		if w == nil || w.OFPort == 0 || w.OFPort == pc.OFPort || pc.OFPort == flow.LocalPort {
+			continue
+		}
+		victim, held := holder[w.OFPort]
+		if !held {
+			out[pc.Name] = true
+		} else if v := wanted[victim]; v == nil || v.OFPort != w.OFPort {
+			out[pc.Name], out[victim] = true, true
+		}
+	}
+	return out
+}
+
 // samePort says whether the running port cur is the interface want
-// describes, so that only its settings may differ; want's OFPort is a
-// request, 0 for any.
+// describes, so that only its settings may differ; its number is
+// renumbered's.
 func samePort(cur, want api.PortConfig) bool {
 	if err := completePortType(&want); err != nil {
-		return false
-	}
-	if want.OFPort != 0 && want.OFPort != cur.OFPort {
 		return false
 	}
 	for _, pc := range []*api.PortConfig{&cur, &want} {
@@ -351,8 +406,9 @@ func openError(pc api.PortConfig, err error) error {
 
 // statusOps are the writes of the status columns whose values differ
 // from t's: of every interface of want (with its statistics when stats
-// says), every bridge, and the Open_vSwitch row, with cur_cfg last, once
-// the rest is in place.
+// says), every bridge and port of one interface, every controller (its
+// status when stats says, or its connection changed), and the
+// Open_vSwitch row, with cur_cfg last, once the rest is in place.
 func (f *ovsdbFollower) statusOps(t dbTables, schema *ovsdb.Schema, want dbWant, stats bool) []ovsdb.Op {
 	var ops []ovsdb.Op
 	update := func(table string, u ovsdb.UUID, cols map[string]any) {
@@ -389,16 +445,39 @@ func (f *ovsdbFollower) statusOps(t dbTables, schema *ovsdb.Schema, want dbWant,
 		}
 		update("Interface", want.ifaces[name], cols)
 	}
+	rstpPorts := map[string]ovsdb.Map{} // by name
 	for _, name := range slices.Sorted(maps.Keys(want.bridgeRows)) {
-		cols := map[string]any{"datapath_id": ovsdb.Set{}, "datapath_version": datapathVersion}
+		cols := map[string]any{"datapath_id": ovsdb.Set{}, "datapath_version": datapathVersion, "rstp_status": ovsdb.Map{}}
 		if bc := f.d.cfg.Bridge(name); bc != nil {
 			s, _ := controllerSettingsOf(bc) // validated
 			cols["datapath_id"] = ovsdb.Set{formatDatapathID(s.DatapathID)}
 		}
+		if b := f.d.bridges[name]; b != nil {
+			if st, ok := b.RSTPStatus(); ok {
+				cols["rstp_status"] = rstpBridgeStatus(st.Status)
+				for _, p := range st.Ports {
+					rstpPorts[st.Names[p.Number]] = rstpPortStatus(p)
+				}
+			}
+		}
 		update("Bridge", want.bridgeRows[name], cols)
 	}
+	for _, name := range slices.Sorted(maps.Keys(want.portRows)) {
+		st, ok := rstpPorts[name]
+		if !ok {
+			st = ovsdb.Map{}
+		}
+		update("Port", want.portRows[name], map[string]any{"rstp_status": st})
+	}
+	now := time.Now()
 	for _, cu := range slices.Sorted(maps.Keys(want.controllers)) {
-		update("Controller", cu, f.controllerStatus(want.controllers[cu]))
+		cols := f.controllerStatus(want.controllers[cu], now)
+		if row := t["Controller"][cu]; !stats && ovsdb.Equal(row["is_connected"], cols["is_connected"]) && ovsdb.Equal(row["role"], cols["role"]) {
+			// As ovs-vswitchd, whose status counts seconds: with the
+			// statistics, or with a change of connection.
+			delete(cols, "status")
+		}
+		update("Controller", cu, cols)
 	}
 	if want.root != "" {
 		update("Open_vSwitch", want.root, map[string]any{
@@ -411,24 +490,71 @@ func (f *ovsdbFollower) statusOps(t dbTables, schema *ovsdb.Schema, want dbWant,
 	return ops
 }
 
-// controllerStatus are a Controller row's is_connected and role, as
-// ovs-vswitchd writes them: connected is of a tcp: target that the
-// agent reached; a ptcp: target, where controllers come to the switch,
-// stays not connected.
-func (f *ovsdbFollower) controllerStatus(c dbController) map[string]any {
-	cols := map[string]any{"is_connected": false, "role": ovsdb.Set{}}
+// controllerStatus are a Controller row's is_connected, role and status
+// at now, as ovs-vswitchd writes them (bridge.c's
+// refresh_controller_status, connmgr.c's connmgr_get_controller_info): of
+// a tcp: target, whether the agent has a controller connected there, its
+// role while it has, and the connection's state, last error and seconds
+// since it was last made and lost; a ptcp: target, where controllers
+// come to the switch, is not connected and has none of these.
+func (f *ovsdbFollower) controllerStatus(c dbController, now time.Time) map[string]any {
+	cols := map[string]any{"is_connected": false, "role": ovsdb.Set{}, "status": ovsdb.Map{}}
 	if c.target.Listen {
 		return cols
 	}
-	if bc := f.d.cfg.Bridge(c.bridge); bc != nil {
-		for _, st := range f.d.controllers.statusOf(bc) {
-			if st.Target == c.target.String() && st.Connected {
-				cols["is_connected"] = true
-				cols["role"] = ovsdb.Set{ovsdbRole(st.Role)}
-			}
+	st := f.d.controllers.conn(c.bridge, c.target.String())
+	status := ovsdb.Map{}
+	add := func(k, v string) { status = append(status, ovsdb.Pair{Key: k, Value: v}) }
+	if st.LastError != "" {
+		add("last_error", st.LastError)
+	}
+	if st.State != "" {
+		add("state", st.State)
+	}
+	for k, at := range map[string]time.Time{"sec_since_connect": st.ConnectedAt, "sec_since_disconnect": st.DisconnectedAt} {
+		if !at.IsZero() {
+			add(k, strconv.FormatInt(int64(now.Sub(at)/time.Second), 10))
 		}
 	}
+	cols["is_connected"], cols["status"] = st.Connected, status
+	if st.Connected {
+		cols["role"] = ovsdb.Set{ovsdbRole(st.Role)}
+	}
 	return cols
+}
+
+// rstpBridgeStatus is Bridge:rstp_status as ovs-vswitchd writes it of a
+// bridge that runs RSTP (bridge.c's br_refresh_rstp_status): the bridge's
+// and the root's identifiers, and its root priority vector.
+func rstpBridgeStatus(st rstp.Status) ovsdb.Map {
+	return ovsdb.Map{
+		{Key: "rstp_bridge_id", Value: ovsRSTPID(st.BridgeID)},
+		{Key: "rstp_root_id", Value: ovsRSTPID(st.Root)},
+		{Key: "rstp_root_path_cost", Value: strconv.FormatUint(uint64(st.RootPathCost), 10)},
+		{Key: "rstp_designated_id", Value: ovsRSTPID(st.DesignatedBridge)},
+		{Key: "rstp_designated_port_id", Value: fmt.Sprintf("%04x", uint16(st.DesignatedPort))},
+		{Key: "rstp_bridge_port_id", Value: fmt.Sprintf("%04x", uint16(st.RootPortID))},
+	}
+}
+
+// rstpPortStatus is Port:rstp_status as ovs-vswitchd writes it of a port
+// in its bridge's spanning tree (port_refresh_rstp_status).
+func rstpPortStatus(p rstp.PortStatus) ovsdb.Map {
+	capital := func(s string) string { return strings.ToUpper(s[:1]) + s[1:] }
+	return ovsdb.Map{
+		{Key: "rstp_port_id", Value: fmt.Sprintf("%04x", uint16(p.ID))},
+		{Key: "rstp_port_role", Value: capital(p.Role.String())},
+		{Key: "rstp_port_state", Value: capital(p.State.String())},
+		{Key: "rstp_designated_bridge_id", Value: ovsRSTPID(p.DesignatedBridge)},
+		{Key: "rstp_designated_port_id", Value: fmt.Sprintf("%04x", uint16(p.DesignatedPort))},
+		{Key: "rstp_designated_path_cost", Value: strconv.FormatUint(uint64(p.DesignatedPathCost), 10)},
+	}
+}
+
+// ovsRSTPID is a bridge identifier as OVS writes it in the database
+// (RSTP_ID_FMT): priority, system ID extension, address, 8.000.0a1b2c3d4e5f.
+func ovsRSTPID(id rstp.BridgeID) string {
+	return fmt.Sprintf("%01x.%03x.%012x", uint64(id)>>60, uint64(id)>>48&0xfff, uint64(id)&(1<<48-1))
 }
 
 // ovsdbRole is the agent's name of a role as the Controller table has it:

@@ -41,6 +41,8 @@ type dbWant struct {
 	// the status goes back.
 	ifaces     map[string]ovsdb.UUID
 	bridgeRows map[string]ovsdb.UUID
+	// portRows are the Port rows of one interface, by its name.
+	portRows map[string]ovsdb.UUID
 	// ofports are the ofport columns of the interfaces that have one, by
 	// name: the number a port gets when it is added without an
 	// ofport_request, if it is free, as ovs-vswitchd does, so that a
@@ -69,7 +71,7 @@ var dbIfaceTypes = []string{"geneve", "internal", "system", "tap", "vxlan"}
 // wantFromDB reads what the database t asks for.
 func wantFromDB(t dbTables) dbWant {
 	w := dbWant{refused: map[string]error{}, problems: map[string][]string{},
-		ifaces: map[string]ovsdb.UUID{}, bridgeRows: map[string]ovsdb.UUID{}, ofports: map[string]uint16{},
+		ifaces: map[string]ovsdb.UUID{}, bridgeRows: map[string]ovsdb.UUID{}, portRows: map[string]ovsdb.UUID{}, ofports: map[string]uint16{},
 		controllers: map[ovsdb.UUID]dbController{}}
 	var root ovsdb.Row
 	for u, row := range t["Open_vSwitch"] {
@@ -104,6 +106,9 @@ func wantFromDB(t dbTables) dbWant {
 				}
 				name := irow.String("name")
 				w.ifaces[name] = iu
+				if len(irows) == 1 {
+					w.portRows[name] = pu
+				}
 				if n, ok := irow.OptInt("ofport"); ok && n >= 1 && n <= vswitch.MaxOFPort {
 					w.ofports[name] = uint16(n)
 				}

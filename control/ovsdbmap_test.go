@@ -1,12 +1,16 @@
 package control
 
 import (
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/xswitch/xswitch/control/api"
+	"github.com/xswitch/xswitch/control/store"
 	"github.com/xswitch/xswitch/ovsdb"
+	"github.com/xswitch/xswitch/rstp"
 )
 
 // dbRows builds the tables of a database as a monitor gives them, each
@@ -156,13 +160,41 @@ func TestSamePort(t *testing.T) {
 		{api.PortConfig{Name: "br0", Type: api.PortTypeInternal}, true},
 		{api.PortConfig{Name: "br0", Type: api.PortTypeInternal, Tag: 9, OtherConfig: map[string]string{"storm-limit": "5"}}, true},
 		{api.PortConfig{Name: "br0", Type: api.PortTypeInternal, OFPort: 65534}, true},
-		{api.PortConfig{Name: "br0", Type: api.PortTypeInternal, OFPort: 3}, false},
+		{api.PortConfig{Name: "br0", Type: api.PortTypeInternal, OFPort: 3}, true}, // a number is renumbered's
 		{api.PortConfig{Name: "br0"}, false},
 		{api.PortConfig{Name: "br0", Type: api.PortTypeTap}, false},
 		{api.PortConfig{Name: "br0", Type: "nosuch"}, false},
 	} {
 		if got := samePort(running, tc.want); got != tc.same {
 			t.Errorf("samePort(%+v, %+v) = %v, want %v", running, tc.want, got, tc.same)
+		}
+	}
+}
+
+// TestRenumbered: which running ports are added again for the numbers
+// their ofport_request columns ask for, as ovs-vswitchd decides it.
+func TestRenumbered(t *testing.T) {
+	bc := store.BridgeConfig{Name: "br0", Ports: []api.PortConfig{
+		{Name: "br0", OFPort: 65534}, {Name: "a", OFPort: 1}, {Name: "b", OFPort: 2}, {Name: "c", OFPort: 3}, {Name: "d", OFPort: 4},
+	}}
+	for _, tc := range []struct {
+		requests map[string]uint16 // by name; the others request none
+		want     map[string]bool
+	}{
+		{nil, map[string]bool{}},
+		{map[string]uint16{"a": 1, "br0": 7}, map[string]bool{}},           // has it; LOCAL stays LOCAL
+		{map[string]uint16{"a": 9}, map[string]bool{"a": true}},            // free
+		{map[string]uint16{"a": 2}, map[string]bool{"a": true, "b": true}}, // b holds it, not asking
+		{map[string]uint16{"a": 2, "b": 2}, map[string]bool{}},             // b holds it and asks: a keeps its own
+		{map[string]uint16{"a": 2, "b": 3}, map[string]bool{"a": true, "b": true, "c": true}},
+	} {
+		wanted := map[string]*api.PortConfig{}
+		for _, pc := range bc.Ports {
+			w := api.PortConfig{Name: pc.Name, OFPort: tc.requests[pc.Name]}
+			wanted[pc.Name] = &w
+		}
+		if got := renumbered(bc, wanted); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("requests %v: renumbered %v, want %v", tc.requests, got, tc.want)
 		}
 	}
 }
@@ -193,5 +225,61 @@ func TestMonitoredColumnsOfAnOlderSchema(t *testing.T) {
 	want := map[string][]string{"Interface": {"name", "ofport"}, "Bridge": {"name"}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("monitored %v, want %v", got, want)
+	}
+}
+
+// TestControllerStatusColumns: a Controller row's is_connected, role and
+// status, as ovs-vswitchd writes them, from what the agent said of the
+// target.
+func TestControllerStatusColumns(t *testing.T) {
+	d := quietDaemon(t, filepath.Join(t.TempDir(), "conf.json"))
+	defer d.Close()
+	handle(t, d, api.Request{Verb: api.VerbAddBridge, Bridge: "br0"})
+	handle(t, d, api.Request{Verb: api.VerbSetController, Bridge: "br0", Targets: []string{"tcp:127.0.0.1", "ptcp:6653"}})
+	f := &ovsdbFollower{d: d}
+	active, _ := ParseControllerTarget("tcp:127.0.0.1")
+	passive, _ := ParseControllerTarget("ptcp:6653")
+	now := time.Now()
+	for _, tc := range []struct {
+		conn ControllerConn
+		want map[string]any
+	}{
+		{ControllerConn{}, map[string]any{"is_connected": false, "role": ovsdb.Set{}, "status": ovsdb.Map{}}},
+		{ControllerConn{State: "BACKOFF", LastError: "Connection refused", DisconnectedAt: now.Add(-2500 * time.Millisecond)},
+			map[string]any{"is_connected": false, "role": ovsdb.Set{}, "status": ovsdb.Map{
+				{Key: "last_error", Value: "Connection refused"}, {Key: "state", Value: "BACKOFF"}, {Key: "sec_since_disconnect", Value: "2"}}}},
+		{ControllerConn{Connected: true, Role: "equal", State: "IDLE", ConnectedAt: now.Add(-61 * time.Second)},
+			map[string]any{"is_connected": true, "role": ovsdb.Set{"other"}, "status": ovsdb.Map{
+				{Key: "state", Value: "IDLE"}, {Key: "sec_since_connect", Value: "61"}}}},
+	} {
+		d.SetControllerStatus("br0", "tcp:127.0.0.1", tc.conn)
+		got := f.controllerStatus(dbController{bridge: "br0", target: active}, now)
+		for col, want := range tc.want {
+			if !ovsdb.Equal(got[col], want) {
+				t.Errorf("%+v: %s %v, want %v", tc.conn, col, got[col], want)
+			}
+		}
+	}
+	d.SetControllerStatus("br0", "ptcp:6653", ControllerConn{Connected: true, Role: "master"})
+	got := f.controllerStatus(dbController{bridge: "br0", target: passive}, now)
+	if got["is_connected"] != false || !ovsdb.Equal(got["role"], ovsdb.Set{}) || !ovsdb.Equal(got["status"], ovsdb.Map{}) {
+		t.Errorf("a ptcp target with ovs-ofctl on it: %v, want it not connected, with no role or status, as OVS", got)
+	}
+}
+
+// TestRSTPStatusColumns: identifiers and names as OVS writes them in
+// rstp_status.
+func TestRSTPStatusColumns(t *testing.T) {
+	id := rstp.NewBridgeID(0x8000, [6]byte{0x0a, 0x1b, 0x2c, 0x3d, 0x4e, 0x5f})
+	if got := ovsRSTPID(id); got != "8.000.0a1b2c3d4e5f" {
+		t.Errorf("ovsRSTPID %q, want 8.000.0a1b2c3d4e5f", got)
+	}
+	p := rstpPortStatus(rstp.PortStatus{ID: rstp.NewPortID(128, 3), Role: rstp.RoleAlternate, State: rstp.Discarding,
+		DesignatedBridge: id, DesignatedPort: rstp.NewPortID(128, 1), DesignatedPathCost: 2000})
+	want := ovsdb.Map{{Key: "rstp_port_id", Value: "8003"}, {Key: "rstp_port_role", Value: "Alternate"},
+		{Key: "rstp_port_state", Value: "Discarding"}, {Key: "rstp_designated_bridge_id", Value: "8.000.0a1b2c3d4e5f"},
+		{Key: "rstp_designated_port_id", Value: "8001"}, {Key: "rstp_designated_path_cost", Value: "2000"}}
+	if !ovsdb.Equal(p, want) {
+		t.Errorf("rstpPortStatus %v, want %v", p, want)
 	}
 }

@@ -57,8 +57,9 @@ type Switch interface {
 	// settings and of the rules removed with send_flow_rem.
 	OnControllers(fn func(bridge string, s control.ControllerSettings))
 	OnFlowsRemoved(fn func(bridge string, removed []control.RemovedFlow))
-	// SetControllerStatus reports a target's connection, for show.
-	SetControllerStatus(bridge, target string, connected bool, role string)
+	// SetControllerStatus reports a target's connection, for show and
+	// Controller:status.
+	SetControllerStatus(bridge, target string, c control.ControllerConn)
 	Bridge(name string) (*vswitch.Bridge, error)
 	ApplyFlowMods(bridge string, mods []control.FlowMod) ([]int, error)
 	OpenFlowPorts(bridge string) ([]control.OpenFlowPort, error)

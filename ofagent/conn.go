@@ -9,6 +9,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/xswitch/xswitch/openflow"
@@ -49,6 +50,7 @@ type conn struct {
 	closeErr  error
 	isReady   atomic.Bool
 	heard     atomic.Int64 // when the last message came, Unix nanoseconds
+	idle      atomic.Bool  // an echo request waits for its answer (OVS's IDLE)
 
 	xid atomic.Uint32
 
@@ -222,7 +224,7 @@ func (c *conn) readLoop() error {
 	c.isReady.Store(true)
 	c.ba.addConn(c)
 	c.ba.updateFailOpen()
-	c.t.reportStatus()
+	c.t.up()
 	go c.probe()
 	for {
 		raw, err := c.next()
@@ -251,12 +253,18 @@ func (c *conn) probe() {
 			heard := time.Unix(0, c.heard.Load())
 			switch {
 			case now.Sub(heard) < probeInterval:
-				probed = time.Time{}
+				if !probed.IsZero() {
+					probed = time.Time{}
+					c.idle.Store(false)
+					c.t.reportStatus()
+				}
 			case probed.IsZero():
 				probed = now
 				c.sendAsync(openflow.EchoRequest{})
+				c.idle.Store(true)
+				c.t.reportStatus()
 			case now.Sub(probed) >= probeInterval:
-				c.close(fmt.Errorf("no answer to an echo request in %v", probeInterval))
+				c.close(fmt.Errorf("no answer to an echo request in %v: %w", probeInterval, syscall.ETIMEDOUT))
 				return
 			}
 		}

@@ -3,8 +3,12 @@ package ofagent
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
+	"os"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/xswitch/xswitch/control"
@@ -23,6 +27,9 @@ type target struct {
 	mu       sync.Mutex
 	listener net.Listener
 	conns    map[*conn]bool
+	// rconn is what OVS's rconn keeps of an active target's connection
+	// (state, last error, times), but whether it is connected and how.
+	rconn control.ControllerConn
 }
 
 func newTarget(ba *bridgeAgent, ct control.ControllerTarget) *target {
@@ -55,7 +62,7 @@ func (t *target) stop() {
 	}
 	t.mu.Unlock()
 	t.done.Wait()
-	t.ba.a.sw.SetControllerStatus(t.ba.name, t.ct.String(), false, "")
+	t.ba.a.sw.SetControllerStatus(t.ba.name, t.ct.String(), control.ControllerConn{})
 }
 
 var errTargetRemoved = errors.New("the controller target was removed")
@@ -80,6 +87,10 @@ func (t *target) dial() {
 	log := t.ba.log.With("target", t.ct.String())
 	backoff := minBackoff
 	for t.ctx.Err() == nil {
+		t.mu.Lock()
+		t.rconn.State = "CONNECTING"
+		t.mu.Unlock()
+		t.reportStatus()
 		dialer := net.Dialer{Timeout: probeInterval}
 		nc, err := dialer.DialContext(t.ctx, "tcp", t.ct.Address)
 		if err != nil {
@@ -87,6 +98,10 @@ func (t *target) dial() {
 				return
 			}
 			log.Info("openflow: cannot reach the controller", "err", err, "retry_in", backoff)
+			t.mu.Lock()
+			t.ended(err)
+			t.mu.Unlock()
+			t.reportStatus()
 		} else {
 			began := time.Now()
 			t.serve(nc)
@@ -160,23 +175,70 @@ func (t *target) serve(nc net.Conn) {
 	c.run()
 	t.mu.Lock()
 	delete(t.conns, c)
+	if !t.ct.Listen {
+		t.ended(c.closeErr)
+	}
 	t.mu.Unlock()
 	t.ba.removeConn(c)
 	t.ba.updateFailOpen()
 	t.reportStatus()
 }
 
-// reportStatus tells the daemon whether the target is connected, and in
-// which role, for show.
+// up records, of an active target, that its connection finished the
+// handshake: OVS's rconn is connected then.
+func (t *target) up() {
+	if !t.ct.Listen {
+		t.mu.Lock()
+		t.rconn.ConnectedAt = time.Now()
+		t.mu.Unlock()
+	}
+	t.reportStatus()
+}
+
+// ended records, of an active target, that its connection or attempt
+// ended with err, as OVS's rconn does (disconnect): it waits to connect
+// again. The caller holds t.mu.
+func (t *target) ended(err error) {
+	t.rconn.State, t.rconn.LastError, t.rconn.DisconnectedAt = "BACKOFF", rconnError(err), time.Now()
+}
+
+// rconnError is err as OVS's rconn says it in last_error: the C
+// library's words for a system error, "End of file" for a connection the
+// controller closed.
+func rconnError(err error) string {
+	var errno syscall.Errno
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, io.EOF):
+		return "End of file"
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return "Connection timed out"
+	case errors.As(err, &errno):
+		s := errno.Error() // Go's are the C library's, in lower case
+		return strings.ToUpper(s[:1]) + s[1:]
+	}
+	return err.Error()
+}
+
+// reportStatus tells the daemon what is known of the target: whether it
+// is connected, in which role, and for an active one what OVS's rconn
+// would say of it.
 func (t *target) reportStatus() {
 	t.mu.Lock()
-	connected, role := false, ""
+	st := t.rconn
 	for c := range t.conns {
 		if c.ready() {
-			connected, role = true, c.roleName()
+			st.Connected, st.Role = true, c.roleName()
+			if !t.ct.Listen {
+				st.State = "ACTIVE"
+				if c.idle.Load() {
+					st.State = "IDLE"
+				}
+			}
 			break
 		}
 	}
 	t.mu.Unlock()
-	t.ba.a.sw.SetControllerStatus(t.ba.name, t.ct.String(), connected, role)
+	t.ba.a.sw.SetControllerStatus(t.ba.name, t.ct.String(), st)
 }

@@ -406,6 +406,13 @@ type Status struct {
 	Root         BridgeID
 	RootPathCost uint32
 	RootPort     uint16 // its number; 0 when this bridge is the root
+	// DesignatedBridge, DesignatedPort and RootPortID are the rest of
+	// the root priority vector (17.6): the bridge and port the root port
+	// hears the root through, and the root port's identifier; this
+	// bridge, 0 and 0 when it is the root.
+	DesignatedBridge BridgeID
+	DesignatedPort   PortID
+	RootPortID       PortID
 	// RootTimes are the root's times, which this bridge uses; they are its
 	// own when it is the root.
 	RootTimes       Times
@@ -428,9 +435,11 @@ type PortStatus struct {
 	// port's LAN: this bridge and port when the port is designated.
 	DesignatedBridge BridgeID
 	DesignatedPort   PortID
-	RxBPDUs          uint64
-	TxBPDUs          uint64
-	RxDropped        uint64 // BPDUs not taken: invalid, or refused by Receive
+	// DesignatedPathCost is the designated port's cost to the root.
+	DesignatedPathCost uint32
+	RxBPDUs            uint64
+	TxBPDUs            uint64
+	RxDropped          uint64 // BPDUs not taken: invalid, or refused by Receive
 }
 
 // IsRoot reports whether the bridge believes itself the root.
@@ -442,6 +451,8 @@ func (b *Bridge) Status() Status {
 		Config: b.cfg, BridgeID: b.id,
 		Root: b.rootPriority.root, RootPathCost: b.rootPriority.rootPathCost,
 		RootPort: b.rootPortID.Number(), RootTimes: b.rootTimes,
+		DesignatedBridge: b.rootPriority.designatedBridge, DesignatedPort: b.rootPriority.designatedPort,
+		RootPortID:      b.rootPriority.bridgePort,
 		TopologyChanges: b.topologyChanges, Unsettled: b.unsettled,
 	}
 	for _, p := range b.ports {
@@ -449,7 +460,8 @@ func (b *Bridge) Status() Status {
 			Number: p.number, ID: p.id, Config: p.cfg, Role: p.role, State: p.state(),
 			Enabled: p.portEnabled, Edge: p.operEdge, SendRSTP: p.sendRSTP,
 			DesignatedBridge: p.portPriority.designatedBridge, DesignatedPort: p.portPriority.designatedPort,
-			RxBPDUs: p.rxBPDUs, TxBPDUs: p.txBPDUs, RxDropped: p.rxDropped,
+			DesignatedPathCost: p.portPriority.rootPathCost,
+			RxBPDUs:            p.rxBPDUs, TxBPDUs: p.txBPDUs, RxDropped: p.rxDropped,
 		})
 	}
 	return s

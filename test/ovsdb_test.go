@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -492,5 +493,167 @@ func TestOVSDBNamespacePorts(t *testing.T) {
 	s.vsctl(t, "del-port", br, p2.name)
 	if linkExists(t, p2.name) || nsLinkExists(t, p2.ns, "eth0") {
 		t.Errorf("%s's veth pair is still there after del-port", p2.name)
+	}
+}
+
+// waitColumn waits, polling ovs-vsctl get, until a column (or a map
+// column's key, "status:state") of a record is want; a missing key is
+// "". ovs-vswitchd refreshes some status (a controller's) only every 5 s.
+func (s *ovsdbServer) waitColumn(t *testing.T, table, record, column, want string, within time.Duration) {
+	t.Helper()
+	var got string
+	for deadline := time.Now().Add(within); ; time.Sleep(200 * time.Millisecond) {
+		r := run(t, "ovs-vsctl", "--db="+s.sock, "get", table, record, column)
+		got = strings.TrimSpace(r.stdout)
+		if u, err := strconv.Unquote(got); err == nil {
+			got = u
+		}
+		if got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s %s %s: %q after %v, want %q; the row:\n%s", table, record, column, got, within, want,
+				mustRun(t, "ovs-vsctl", "--db="+s.sock, "list", table, record))
+		}
+	}
+}
+
+// TestOVSDBControllerStatus connects a bridge to a real controller (os-ken)
+// through a tcp: target set with ovs-vsctl, and reads back what
+// ovs-vswitchd writes of it: is_connected, role and the status map (the
+// connection's state, seconds since it was made), then, the controller
+// gone, that it is not connected and why.
+func TestOVSDBControllerStatus(t *testing.T) {
+	testenv.RequireRoot(t)
+	requireTool(t, "osken-manager")
+	s := startOVSDB(t)
+	startDaemonWith(t, "--ovsdb", s.sock)
+	n := newTestNet()
+	br := n.name("br")
+	deleteLinkAtCleanup(t, br)
+	port := freeTCPPort(t)
+	ctl := startOsKen(t, port)
+	target := "tcp:127.0.0.1:" + strconv.Itoa(port)
+	s.vsctl(t, "add-br", br, "--", "set-controller", br, target)
+	c := strings.TrimSpace(mustRun(t, "ovs-vsctl", "--db="+s.sock, "--bare", "--columns=_uuid", "find", "Controller", "target=\""+target+"\""))
+	s.waitColumn(t, "Controller", c, "is_connected", "true", 15*time.Second)
+	s.waitColumn(t, "Controller", c, "status:state", "ACTIVE", 7*time.Second)
+	if got := s.get(t, "Controller", c, "role"); got != "other" {
+		t.Errorf("Controller role of os-ken, which asks for none: %q, want other (OpenFlow's equal)", got)
+	}
+	if got, err := strconv.Atoi(s.get(t, "Controller", c, "status:sec_since_connect")); err != nil || got < 0 || got > 60 {
+		t.Errorf("Controller status:sec_since_connect %d (%v), want the seconds since os-ken connected", got, err)
+	}
+	t.Logf("connected: %s", s.get(t, "Controller", c, "status"))
+
+	ctl.stop()
+	s.waitColumn(t, "Controller", c, "is_connected", "false", 15*time.Second)
+	if got := s.get(t, "Controller", c, "role"); got != "[]" {
+		t.Errorf("Controller role with the controller gone: %q, want none", got)
+	}
+	if got := s.get(t, "Controller", c, "status:state"); got != "BACKOFF" && got != "CONNECTING" {
+		t.Errorf("Controller status:state with the controller gone: %q, want BACKOFF or CONNECTING", got)
+	}
+	for _, key := range []string{"last_error", "sec_since_disconnect", "sec_since_connect"} {
+		if r := run(t, "ovs-vsctl", "--db="+s.sock, "get", "Controller", c, "status:"+key); r.code != 0 {
+			t.Errorf("Controller status has no %s with the controller gone: %s", key, s.get(t, "Controller", c, "status"))
+		}
+	}
+	t.Logf("gone: %s", s.get(t, "Controller", c, "status"))
+}
+
+// TestOVSDBOFPortRequestConflicts has two interfaces (and the bridge's
+// own) request one number, as ovs-vswitchd takes it: one gets it, the
+// other a number of its own, neither an error; once the holder no longer
+// asks for it, the other, which still does, gets it.
+func TestOVSDBOFPortRequestConflicts(t *testing.T) {
+	testenv.RequireRoot(t)
+	s := startOVSDB(t)
+	d := startDaemonWith(t, "--ovsdb", s.sock)
+	n := newTestNet()
+	br := n.name("br")
+	deleteLinkAtCleanup(t, br)
+	p1, p2 := foreignPort(t, n, 1), foreignPort(t, n, 2)
+	s.vsctl(t, "add-br", br, "--", "set", "Interface", br, "ofport_request=7",
+		"--", "add-port", br, p1.name, "--", "set", "Interface", p1.name, "ofport_request=7",
+		"--", "add-port", br, p2.name, "--", "set", "Interface", p2.name, "ofport_request=7")
+	// The bridge's own port is LOCAL whatever it asks for, as in OVS.
+	if got, e := s.get(t, "Interface", br, "ofport"), s.get(t, "Interface", br, "error"); got != "65534" || e != "[]" {
+		t.Errorf("the bridge's own interface, asking for 7: ofport %s, error %s; want 65534 (LOCAL), no error", got, e)
+	}
+	holder, other := p1, p2
+	if s.get(t, "Interface", p2.name, "ofport") == "7" {
+		holder, other = p2, p1
+	}
+	check := func(when string, want map[string]bool) { // by name: whether at 7
+		t.Helper()
+		got := ofports(t, d, br)
+		for name, at7 := range want {
+			col := s.get(t, "Interface", name, "ofport")
+			if at7 != (col == "7") || col == "-1" || col == "[]" || col != strconv.Itoa(int(got[name])) {
+				t.Errorf("%s: %s has ofport %s in the database, %d in the switch; want 7: %v", when, name, col, got[name], at7)
+			}
+			if e := s.get(t, "Interface", name, "error"); e != "[]" {
+				t.Errorf("%s: %s has error %s", when, name, e)
+			}
+		}
+	}
+	check("both asking for 7", map[string]bool{holder.name: true, other.name: false})
+	waitPing(t, p1.ns, p2.addr, 5*time.Second)
+
+	s.vsctl(t, "clear", "Interface", holder.name, "ofport_request")
+	check("the holder no longer asking", map[string]bool{holder.name: false, other.name: true})
+	waitPing(t, p1.ns, p2.addr, 5*time.Second)
+}
+
+// TestOVSDBRSTPStatus turns RSTP on with ovs-vsctl and reads back the
+// rstp_status columns ovs-vswitchd writes: the bridge's, alone and so
+// the root, and its ports', which become designated and forwarding; the
+// bridge's own (internal) port takes no part, as in OVS. Turned off, the
+// columns are empty again.
+func TestOVSDBRSTPStatus(t *testing.T) {
+	testenv.RequireRoot(t)
+	s := startOVSDB(t)
+	startDaemonWith(t, "--ovsdb", s.sock)
+	n := newTestNet()
+	br := n.name("br")
+	deleteLinkAtCleanup(t, br)
+	p1, p2 := foreignPort(t, n, 1), foreignPort(t, n, 2)
+	s.vsctl(t, "add-br", br, "--", "add-port", br, p1.name, "--", "add-port", br, p2.name)
+	if got := s.get(t, "Bridge", br, "rstp_status"); got != "{}" {
+		t.Errorf("Bridge rstp_status without RSTP: %s, want {}", got)
+	}
+	s.vsctl(t, "set", "Bridge", br, "rstp_enable=true", "other_config:rstp-priority=4096")
+	id := s.get(t, "Bridge", br, "rstp_status:rstp_bridge_id")
+	if !regexp.MustCompile(`^1\.000\.[0-9a-f]{12}$`).MatchString(id) {
+		t.Errorf("Bridge rstp_status:rstp_bridge_id %q, want 1.000.<address> (priority 4096)", id)
+	}
+	for key, want := range map[string]string{"rstp_root_id": id, "rstp_designated_id": id, "rstp_root_path_cost": "0",
+		"rstp_designated_port_id": "0000", "rstp_bridge_port_id": "0000"} {
+		if got := s.get(t, "Bridge", br, "rstp_status:"+key); got != want {
+			t.Errorf("Bridge rstp_status:%s of a bridge alone, the root: %q, want %q", key, got, want)
+		}
+	}
+	for _, p := range []nsPort{p1, p2} {
+		s.waitColumn(t, "Port", p.name, "rstp_status:rstp_port_state", "Forwarding", 15*time.Second)
+		for key, want := range map[string]string{"rstp_port_role": "Designated", "rstp_designated_bridge_id": id, "rstp_designated_path_cost": "0"} {
+			if got := s.get(t, "Port", p.name, "rstp_status:"+key); got != want {
+				t.Errorf("Port %s rstp_status:%s: %q, want %q", p.name, key, got, want)
+			}
+		}
+		if got := s.get(t, "Port", p.name, "rstp_status:rstp_port_id"); !regexp.MustCompile(`^8[0-9a-f]{3}$`).MatchString(got) {
+			t.Errorf("Port %s rstp_status:rstp_port_id %q, want 8nnn (priority 128, the port's number)", p.name, got)
+		}
+	}
+	if got := s.get(t, "Port", br, "rstp_status"); got != "{}" {
+		t.Errorf("the bridge's internal port has rstp_status %s, want {} (it takes no part)", got)
+	}
+	waitPing(t, p1.ns, p2.addr, 5*time.Second)
+
+	s.vsctl(t, "set", "Bridge", br, "rstp_enable=false")
+	for table, rec := range map[string]string{"Bridge": br, "Port": p1.name} {
+		if got := s.get(t, table, rec, "rstp_status"); got != "{}" {
+			t.Errorf("%s %s rstp_status with RSTP off: %s, want {}", table, rec, got)
+		}
 	}
 }

@@ -104,7 +104,7 @@ func TestControllerVerbs(t *testing.T) {
 	if !regexp.MustCompile(`(?m)^Bridge br0\n    datapath_id: [0-9a-f]{16}\n    Controller "tcp:\[::1\]:6633"\n    fail_mode: secure\n`).MatchString(show) {
 		t.Errorf("show printed\n%s\nwant the datapath id, the controller and the fail mode under the bridge", show)
 	}
-	d.SetControllerStatus("br0", "tcp:[::1]:6633", true, "master")
+	d.SetControllerStatus("br0", "tcp:[::1]:6633", control.ControllerConn{Connected: true, Role: "master"})
 	if show := must("show"); !strings.Contains(show, "    Controller \"tcp:[::1]:6633\"\n        is_connected: true\n") {
 		t.Errorf("show with the controller connected printed\n%s", show)
 	}
