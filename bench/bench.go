@@ -7,7 +7,9 @@
 // frame again and again, counted and dropped by an XDP program on the
 // receiver's veth, with what the generator sent and the CPU time the path
 // cost per frame; TCP throughput with iperf3; and ping latency at idle.
-// Only the path between the two veths differs from case to case. The
+// The addport and portsN workloads time instead how soon a switch that
+// follows an OVSDB server, as ovs-vswitchd does, makes what ovs-vsctl
+// adds forward (ovsdbports.go). Only the path between the two veths differs from case to case. The
 // package starts every switch it measures as its own process, as a user
 // would, and cleans up every namespace and link it made; it reaches into
 // none of them.
@@ -534,7 +536,8 @@ const (
 // measure builds c's path in fresh namespaces, runs w over it for
 // opts.Duration (UDP: with gen) and returns what it saw after the first
 // second, or (conns, with gen) what its switch's memory grew by, and
-// removes everything again.
+// removes everything again; under addport and portsN it times the
+// configuration of c's switch daemon instead (measureOVSDB).
 func measure(ctx context.Context, c Case, w Workload, gen Generator, opts Options) (s samples, err error) {
 	if w.Kind == KindAddPort || w.Kind == KindPorts {
 		return measureOVSDB(ctx, c, w, opts)
