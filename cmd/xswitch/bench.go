@@ -218,10 +218,10 @@ rounds of each workload alternate the cases. One table per workload gives
 medians, ranges over all samples and rounds, and the ratio of each median
 to those of linux-bridge, ovs, bridge-nft, ovs-ct, kernel-vxlan and ovs-vxlan,
 of those the run has (for ping of p50, so above 1 is slower; for connsN of the
-bytes per connection, so above 1 is more memory; for addport and portsN
-of the time to forwarding and to every ofport, so above 1 is slower); UDP tables give the CPU per
-frame against xdp-redirect's too, and say which generator ran and what it
-reached alone.
+bytes per connection, so above 1 is more memory; for addport and portsN of
+the time to forwarding and to every ofport, so above 1 is slower); UDP
+tables give the CPU per frame against xdp-redirect's too, and say which
+generator ran and what it reached alone.
 A failed measurement is reported and the others go on; bench
 then exits with an error. Needs root and iperf3.
 
