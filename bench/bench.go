@@ -7,7 +7,9 @@
 // frame again and again, counted and dropped by an XDP program on the
 // receiver's veth, with what the generator sent and the CPU time the path
 // cost per frame; TCP throughput with iperf3; and ping latency at idle.
-// Only the path between the two veths differs from case to case. The
+// The addport and portsN workloads time instead how soon a switch that
+// follows an OVSDB server, as ovs-vswitchd does, makes what ovs-vsctl
+// adds forward (ovsdbports.go). Only the path between the two veths differs from case to case. The
 // package starts every switch it measures as its own process, as a user
 // would, and cleans up every namespace and link it made; it reaches into
 // none of them.
@@ -61,14 +63,25 @@ type Case struct {
 	// path is up: the conns workload measures its memory. Without it
 	// the case is skipped under conns.
 	Process func() SwitchProcess
+	// Switchd, for a case whose switch can be the switch daemon of an
+	// OVSDB server, as ovs-vswitchd is, starts that daemon on db (in
+	// db.Netns, all of it on SwitchCPU) and returns what stops it: the
+	// addport and ports workloads configure it with ovs-vsctl. Without it
+	// the case is skipped under those.
+	Switchd func(ctx context.Context, db OVSDBServer, log io.Writer) (stop func(), err error)
 }
 
 // skipUnder says why c does not run under w, or nothing.
 func (c Case) skipUnder(w Workload) string {
-	if c.Skip == "" && w.Kind == KindConns && c.Process == nil {
+	switch {
+	case c.Skip != "":
+		return c.Skip
+	case w.Kind == KindConns && c.Process == nil:
 		return "no switch process whose memory to measure: skipped under " + w.Name
+	case (w.Kind == KindAddPort || w.Kind == KindPorts) && c.Switchd == nil:
+		return "no switch daemon that follows an OVSDB server: skipped under " + w.Name
 	}
-	return c.Skip
+	return ""
 }
 
 // Options configure Run.
@@ -154,8 +167,26 @@ type Result struct {
 	BytesPerConn    float64 `json:"bytes_per_connection,omitempty"`
 	FillSeconds     float64 `json:"fill_seconds,omitempty"`
 
-	// Samples counts seconds for rates, replies for ping and rounds for
-	// conns.
+	// addport: over the ports added, the median time from the start of
+	// ovs-vsctl add-port until the first datagram crossed the port, its
+	// range, and the median time until ovs-vsctl returned.
+	AddPortMillis    float64 `json:"addport_ms,omitempty"`
+	MinAddPortMillis float64 `json:"min_addport_ms,omitempty"`
+	MaxAddPortMillis float64 `json:"max_addport_ms,omitempty"`
+	VsctlMillis      float64 `json:"vsctl_ms,omitempty"`
+
+	// portsN: the ports added in one transaction, and the medians over
+	// the rounds of the time until ovs-vsctl returned (the switch had
+	// applied it: cur_cfg) and until every port had its OpenFlow port
+	// number, with the range of the latter.
+	Ports            int     `json:"ports,omitempty"`
+	VsctlSeconds     float64 `json:"vsctl_s,omitempty"`
+	OFPortSeconds    float64 `json:"ofport_s,omitempty"`
+	MinOFPortSeconds float64 `json:"min_ofport_s,omitempty"`
+	MaxOFPortSeconds float64 `json:"max_ofport_s,omitempty"`
+
+	// Samples counts seconds for rates, replies for ping, rounds for
+	// conns and portsN, and ports added for addport.
 	Samples int `json:"samples"`
 }
 
@@ -166,6 +197,9 @@ type samples struct {
 	rtts  []time.Duration
 	lost  int
 	conns []connsRound
+	// addport: one per port added; portsN: one per round.
+	addPorts []addPortTrial
+	ports    []portsRound
 }
 
 // rate is one second's worth of traffic into the receiving namespace,
@@ -229,6 +263,8 @@ func (s *samples) add(more samples) {
 	s.rtts = append(s.rtts, more.rtts...)
 	s.lost += more.lost
 	s.conns = append(s.conns, more.conns...)
+	s.addPorts = append(s.addPorts, more.addPorts...)
+	s.ports = append(s.ports, more.ports...)
 }
 
 // Run measures every case under every workload for opts.Rounds rounds. The
@@ -396,6 +432,28 @@ func summarize(name string, w Workload, s samples, own float64) Result {
 		m := rounds[(len(rounds)-1)/2]
 		r.Connections, r.CountedBySwitch, r.FlowsSeen = m.after, m.countedBySwitch, m.seen
 		r.RSSBefore, r.RSSAfter, r.BytesPerConn, r.FillSeconds = m.rssBefore, m.rssAfter, m.bytesPerConn(), m.fill.Seconds()
+	case KindAddPort:
+		r.Samples = len(s.addPorts)
+		if len(s.addPorts) == 0 {
+			return r
+		}
+		fwd, vsctl := make([]float64, len(s.addPorts)), make([]float64, len(s.addPorts))
+		for i, t := range s.addPorts {
+			fwd[i], vsctl[i] = millis(t.forwarding), millis(t.vsctl)
+		}
+		r.AddPortMillis, r.MinAddPortMillis, r.MaxAddPortMillis = median(fwd), slices.Min(fwd), slices.Max(fwd)
+		r.VsctlMillis = median(vsctl)
+	case KindPorts:
+		r.Samples, r.Ports = len(s.ports), w.Ports
+		if len(s.ports) == 0 {
+			return r
+		}
+		vsctl, ofport := make([]float64, len(s.ports)), make([]float64, len(s.ports))
+		for i, p := range s.ports {
+			vsctl[i], ofport[i] = p.vsctl.Seconds(), p.ofport.Seconds()
+		}
+		r.VsctlSeconds, r.OFPortSeconds = median(vsctl), median(ofport)
+		r.MinOFPortSeconds, r.MaxOFPortSeconds = slices.Min(ofport), slices.Max(ofport)
 	case KindPing:
 		r.Samples, r.Lost = len(s.rtts), s.lost
 		if len(s.rtts) == 0 {
@@ -429,10 +487,18 @@ func (r Result) brief(w Workload) string {
 		}
 		return fmt.Sprintf("%d connections (as %s counts them; the receiver saw %d flows in %.1f s), RSS %.1f -> %.1f MiB: %.0f bytes/connection",
 			r.Connections, by, r.FlowsSeen, r.FillSeconds, float64(r.RSSBefore)/(1<<20), float64(r.RSSAfter)/(1<<20), r.BytesPerConn)
+	case KindAddPort:
+		return fmt.Sprintf("forwarding %.1f ms after ovs-vsctl add-port began (%.1f-%.1f), which returned after %.1f ms; %d ports",
+			r.AddPortMillis, r.MinAddPortMillis, r.MaxAddPortMillis, r.VsctlMillis, r.Samples)
+	case KindPorts:
+		return fmt.Sprintf("%d ports: ovs-vsctl returned after %.2f s, all had an OpenFlow port number after %.2f s (%.2f ms/port)",
+			r.Ports, r.VsctlSeconds, r.OFPortSeconds, 1000*r.OFPortSeconds/float64(r.Ports))
 	default:
 		return fmt.Sprintf("p50 %.0f µs, p99 %.0f µs (%.0f-%.0f), %d replies, %d lost", r.P50Micros, r.P99Micros, r.MinMicros, r.MaxMicros, r.Samples, r.Lost)
 	}
 }
+
+func millis(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 func median(v []float64) float64 {
 	s := slices.Clone(v)
@@ -470,8 +536,12 @@ const (
 // measure builds c's path in fresh namespaces, runs w over it for
 // opts.Duration (UDP: with gen) and returns what it saw after the first
 // second, or (conns, with gen) what its switch's memory grew by, and
-// removes everything again.
+// removes everything again; under addport and portsN it times the
+// configuration of c's switch daemon instead (measureOVSDB).
 func measure(ctx context.Context, c Case, w Workload, gen Generator, opts Options) (s samples, err error) {
+	if w.Kind == KindAddPort || w.Kind == KindPorts {
+		return measureOVSDB(ctx, c, w, opts)
+	}
 	err = withPath(ctx, c, opts, func(hosts Hosts) (err error) {
 		switch w.Kind {
 		case KindUDP:

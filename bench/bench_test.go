@@ -176,13 +176,18 @@ func TestParseWorkload(t *testing.T) {
 		"tcpcrr":       {Name: "tcpcrr", Kind: KindCRR},
 		"conns2":       {Name: "conns2", Kind: KindConns, Size: 64, Flows: 2},
 		"conns3000000": {Name: "conns3000000", Kind: KindConns, Size: 64, Flows: MaxConnections},
+		"addport":      {Name: "addport", Kind: KindAddPort},
+		"ports":        {Name: "ports1000", Kind: KindPorts, Ports: 1000},
+		"ports1":       {Name: "ports1", Kind: KindPorts, Ports: 1},
+		"ports65000":   {Name: "ports65000", Kind: KindPorts, Ports: MaxPorts},
 	} {
 		got, err := ParseWorkload(name)
 		if err != nil || got != want {
 			t.Errorf("ParseWorkload(%q) = %+v, %v; want %+v", name, got, err, want)
 		}
 	}
-	for _, name := range []string{"", "udp", "udp59", "udp65550", "udpx", "UDP64", "tcp2", "tcpcrr2", "TCP_CRR", "conns", "conns1", "conns3000001", "connsx", "conns-5", "icmp", "udp64x", "udp64x-1", "udp64x99999", "udp64x1000x2"} {
+	for _, name := range []string{"", "udp", "udp59", "udp65550", "udpx", "UDP64", "tcp2", "tcpcrr2", "TCP_CRR", "conns", "conns1", "conns3000001", "connsx", "conns-5", "icmp", "udp64x", "udp64x-1", "udp64x99999", "udp64x1000x2",
+		"addport2", "ports0", "ports-1", "ports65001", "portsx"} {
 		if w, err := ParseWorkload(name); err == nil {
 			t.Errorf("ParseWorkload(%q) = %+v, want an error", name, w)
 		}
@@ -513,5 +518,50 @@ func TestOtherLoadCountsOnlyOthers(t *testing.T) {
 	o.count(map[int]procStat{2000: {ticks: 3, cpu: 0}, 2003: {ticks: 8, cpu: 0}}) // 2000 is a new process under an old pid
 	if o.total != 26 {
 		t.Errorf("other users' ticks = %d, want 26: one more of the new one, none of a reused pid", o.total)
+	}
+}
+
+func TestSummarizeAddPortAndPorts(t *testing.T) {
+	ms := time.Millisecond
+	r := summarize("x", AddPort(), samples{addPorts: []addPortTrial{{vsctl: 20 * ms, forwarding: 12 * ms}, {vsctl: 30 * ms, forwarding: 10 * ms}, {vsctl: 25 * ms, forwarding: 40 * ms}}}, 0)
+	if r.AddPortMillis != 12 || r.MinAddPortMillis != 10 || r.MaxAddPortMillis != 40 || r.VsctlMillis != 25 || r.Samples != 3 {
+		t.Errorf("addport: %+v", r)
+	}
+	r = summarize("x", Ports(100), samples{ports: []portsRound{{vsctl: 2 * time.Second, ofport: 3 * time.Second}, {vsctl: time.Second, ofport: time.Second}, {vsctl: 4 * time.Second, ofport: 5 * time.Second}}}, 0)
+	if r.Ports != 100 || r.VsctlSeconds != 2 || r.OFPortSeconds != 3 || r.MinOFPortSeconds != 1 || r.MaxOFPortSeconds != 5 || r.Samples != 3 {
+		t.Errorf("ports100: %+v", r)
+	}
+}
+
+func TestSkipUnderOVSDBWorkloads(t *testing.T) {
+	plain := Case{Name: "linux-bridge"}
+	daemon := Case{Name: "ovs", Switchd: func(context.Context, OVSDBServer, io.Writer) (func(), error) { return func() {}, nil }}
+	for _, w := range []Workload{AddPort(), Ports(10)} {
+		if plain.skipUnder(w) == "" {
+			t.Errorf("a case without Switchd runs under %s", w.Name)
+		}
+		if why := daemon.skipUnder(w); why != "" {
+			t.Errorf("a case with Switchd is skipped under %s: %s", w.Name, why)
+		}
+	}
+	if why := plain.skipUnder(Ping()); why != "" {
+		t.Errorf("a case without Switchd is skipped under ping: %s", why)
+	}
+}
+
+func TestNumberedPorts(t *testing.T) {
+	table := strings.Join([]string{
+		"xsb1p0,1,", "xsb1p1,2,", "xsb1p2,,", "xsb1o,65534,", "other,3,",
+		`xsb1p3,-1,"could not open network device xsb1p3 (No such device), again"`, "xsb1p4,[],",
+	}, "\n") + "\n"
+	n, failed, err := numberedPorts(table, "xsb1p")
+	if err != nil || n != 2 || failed != "interface xsb1p3: could not open network device xsb1p3 (No such device), again" {
+		t.Errorf("numberedPorts = %d, %q, %v", n, failed, err)
+	}
+	if _, _, err := numberedPorts("a,b\n", "a"); err == nil {
+		t.Error("numberedPorts accepted two columns")
+	}
+	if n, failed, err := numberedPorts("", "a"); n != 0 || failed != "" || err != nil {
+		t.Errorf("numberedPorts of nothing = %d, %q, %v", n, failed, err)
 	}
 }

@@ -212,6 +212,14 @@ func (o *ovsInstance) xdpModesInUse(ctx context.Context, modes map[string]string
 
 // start creates the database and runs ovsdb-server and ovs-vswitchd on it.
 func (o *ovsInstance) start(ctx context.Context) error {
+	if err := o.startDatabase(ctx); err != nil {
+		return err
+	}
+	return o.startVswitchd(ctx)
+}
+
+// startDatabase creates the database and runs ovsdb-server on it.
+func (o *ovsInstance) startDatabase(ctx context.Context) error {
 	var err error
 	if o.dir == "" {
 		if o.dir, err = os.MkdirTemp("", "xswitch-bench-ovs-"); err != nil {
@@ -235,9 +243,12 @@ func (o *ovsInstance) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := o.waitDatabase(ctx); err != nil {
-		return err
-	}
+	return o.waitDatabase(ctx)
+}
+
+// startVswitchd runs ovs-vswitchd on the database, all of it on
+// SwitchCPU, in o.netns.
+func (o *ovsInstance) startVswitchd(ctx context.Context) error {
 	// Before ovs-vswitchd starts, so that its PMD thread starts where it
 	// belongs.
 	if _, err := o.vsctl(ctx, "--no-wait", "set", "Open_vSwitch", ".", fmt.Sprintf("other_config:pmd-cpu-mask=%#x", 1<<SwitchCPU)); err != nil {
@@ -459,7 +470,12 @@ func (o *ovsInstance) stop() error {
 			}
 		}
 	}
+	// The workloads of a switch daemon on the database run xswitch
+	// instead, whose devices go with the namespace.
 	netns.Do(o.netns, func() error {
+		if o.vswitchd == nil {
+			return nil
+		}
 		// A killed ovs-vswitchd leaves its taps behind.
 		for _, tap := range append(slices.Clone(o.bridges), ovsDatapathPort) {
 			if l, err := netlink.LinkByName(tap); err == nil {
@@ -499,7 +515,13 @@ func (o *ovsInstance) connections(ctx context.Context) (int, error) {
 
 // vsctl runs ovs-vsctl on the private database.
 func (o *ovsInstance) vsctl(ctx context.Context, args ...string) (string, error) {
-	return o.run(ctx, "ovs-vsctl", append([]string{"--db=unix:" + o.path("db.sock"), "--timeout=15"}, args...)...)
+	return o.vsctlWithin(ctx, ovsReadyTimeout, args...)
+}
+
+// vsctlWithin runs ovs-vsctl on the private database, waiting at most
+// timeout for the server and for the switch daemon to apply the change.
+func (o *ovsInstance) vsctlWithin(ctx context.Context, timeout time.Duration, args ...string) (string, error) {
+	return o.run(ctx, "ovs-vsctl", append([]string{"--db=unix:" + o.path("db.sock"), fmt.Sprintf("--timeout=%.0f", timeout.Seconds())}, args...)...)
 }
 
 // run runs an OVS program in the private environment and returns its

@@ -95,3 +95,25 @@ func TestRedirectCounterAttaches(t *testing.T) {
 		t.Errorf("lo dropped %d redirected frames, want 0", n)
 	}
 }
+
+func TestFastpathSpecCopiesAreApart(t *testing.T) {
+	a, err := fastpathSpecCopy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Variables[FastpathVarInPort].Set(uint16(7)); err != nil {
+		t.Fatal(err)
+	}
+	a.Maps[FastpathMapCtConns].MaxEntries = 3
+	b, err := fastpathSpecCopy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var port uint16
+	if err := b.Variables[FastpathVarInPort].Get(&port); err != nil || port != 0 {
+		t.Errorf("a later copy's in_port = %d (%v), want 0: one port's copy changed the parsed file", port, err)
+	}
+	if n := b.Maps[FastpathMapCtConns].MaxEntries; n == 3 {
+		t.Error("a later copy's ct_conns has the size an earlier copy was given")
+	}
+}

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/vishvananda/netlink"
+
 	"github.com/xswitch/xswitch/control/api"
 	"github.com/xswitch/xswitch/control/store"
 	"github.com/xswitch/xswitch/rstp"
@@ -128,8 +130,11 @@ func runningOptions(pc api.PortConfig) (vswitch.PortOptions, error) {
 	if err != nil {
 		return opts, err
 	}
-	if ifc, err := net.InterfaceByName(deviceOf(pc)); err == nil && len(ifc.HardwareAddr) == 6 {
-		opts.Address = [6]byte(ifc.HardwareAddr)
+	// One link asked for by name: net.InterfaceByName reads every link
+	// the kernel has, which made each of a thousand ports' add-port
+	// read two thousand.
+	if link, err := netlink.LinkByName(deviceOf(pc)); err == nil && len(link.Attrs().HardwareAddr) == 6 {
+		opts.Address = [6]byte(link.Attrs().HardwareAddr)
 	}
 	if _, set := pc.OtherConfig["rstp-path-cost"]; opts.RSTP != nil && !set {
 		opts.RSTP.PathCost = rstp.PathCostForSpeed(linkSpeed(deviceOf(pc)))

@@ -212,6 +212,80 @@ func TestBenchStatefulFirewall(t *testing.T) {
 	}
 }
 
+// TestBenchOVSDB runs the addport and portsN workloads briefly, few
+// ports, on xswitch daemon --ovsdb and on ovs-vswitchd, and checks that
+// each port forwarded and each got its number, with nothing left behind.
+func TestBenchOVSDB(t *testing.T) {
+	testenv.RequireRoot(t)
+	namespacesBefore := namespaceNames(t)
+	linksBefore := linkNames(t)
+	const ports = 20
+	cases := []string{"xswitch"}
+	if _, err := exec.LookPath("ovs-vswitchd"); err == nil {
+		cases = append(cases, "ovs")
+	} else {
+		t.Logf("Open vSwitch is not installed: only xswitch runs")
+	}
+	// About 10 s here, alone.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, xswitchBin, "bench", "--cases", strings.Join(cases, ","),
+		"--workloads", fmt.Sprintf("addport,ports%d", ports), "--rounds", "1", "--json")
+	cmd.Env = clientEnv()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, runErr := cmd.Output()
+	t.Logf("xswitch bench progress:\n%s", stderr.String())
+	var results []struct {
+		Case          string  `json:"case"`
+		Workload      string  `json:"workload"`
+		Skipped       string  `json:"skipped"`
+		Error         string  `json:"error"`
+		AddPortMillis float64 `json:"addport_ms"`
+		VsctlMillis   float64 `json:"vsctl_ms"`
+		Ports         int     `json:"ports"`
+		VsctlSeconds  float64 `json:"vsctl_s"`
+		OFPortSeconds float64 `json:"ofport_s"`
+		Samples       int     `json:"samples"`
+	}
+	if err := json.Unmarshal(out, &results); err != nil {
+		t.Fatalf("bench --json printed no JSON table (%v; bench: %v):\n%s", err, runErr, out)
+	}
+	if runErr != nil {
+		t.Errorf("xswitch bench: %v", runErr)
+	}
+	ran := map[string]bool{}
+	for _, r := range results {
+		if r.Skipped != "" || r.Error != "" {
+			t.Errorf("case %s under %s: skipped %q, failed %q", r.Case, r.Workload, r.Skipped, r.Error)
+			continue
+		}
+		ran[r.Case+" "+r.Workload] = true
+		var ok bool
+		if r.Workload == "addport" {
+			ok = r.Samples == 5 && r.AddPortMillis > 0 && r.VsctlMillis > 0
+		} else {
+			ok = r.Samples == 1 && r.Ports == ports && r.VsctlSeconds > 0 && r.OFPortSeconds >= r.VsctlSeconds
+		}
+		if !ok {
+			t.Errorf("case %s under %s: %+v", r.Case, r.Workload, r)
+		}
+	}
+	for _, c := range cases {
+		for _, w := range []string{"addport", fmt.Sprintf("ports%d", ports)} {
+			if !ran[c+" "+w] {
+				t.Errorf("%s under %s did not run: %s", c, w, out)
+			}
+		}
+	}
+	if left := added(namespacesBefore, namespaceNames(t)); len(left) > 0 {
+		t.Errorf("namespaces left behind by bench: %v", left)
+	}
+	if left := added(linksBefore, linkNames(t)); len(left) > 0 {
+		t.Errorf("links left behind by bench: %v", left)
+	}
+}
+
 // TestBenchRunsSwitchesWhollyOnTheirCPU watches the processes `xswitch
 // bench` starts while it measures xswitch and OVS, and checks that every
 // thread of each switch (xswitch's daemon, ovs-vswitchd) may run on CPU 1

@@ -83,6 +83,27 @@ forwarding path, under each of the workloads of --workloads in one run:
                  receiver had seen them all. Only the cases whose switch
                  is a process of its own (xswitch, ovs); --duration does
                  not apply
+  addport        the switch as the daemon of an OVSDB server, as
+                 ovs-vswitchd is: a private ovsdb-server (Open vSwitch's,
+                 the same for both cases), the switch daemon on it in a
+                 namespace of its own, a bridge (datapath_type=netdev) with
+                 the receiver's veth; then, 5 times, a veth into the
+                 generator's namespace added with a plain "ovs-vsctl
+                 add-port BRIDGE PORT" (which waits for cur_cfg) while the
+                 generator sends a UDP datagram to the receiver every 1 ms
+                 (to its MAC address from the first, no ARP): the median
+                 time from the start of ovs-vsctl to the first datagram
+                 through the port, and to ovs-vsctl's return. Only the
+                 cases xswitch (xswitch daemon --ovsdb) and ovs
+                 (ovs-vswitchd; a system port of the userspace datapath,
+                 not afxdp); --duration does not apply
+  portsN         as addport, N ports (1 to 65,000; "ports" is ports1000)
+                 of type internal added in one ovs-vsctl transaction: the
+                 time until ovs-vsctl returns (the switch applied it) and
+                 until every one has its OpenFlow port number
+                 (Interface:ofport), and that over N. Internal ports are
+                 what both switches make themselves: OVS a tap, xswitch a
+                 veth pair with a socket on its hidden end
 
 The generators (--generator), each on CPU 0:
 
@@ -197,9 +218,10 @@ rounds of each workload alternate the cases. One table per workload gives
 medians, ranges over all samples and rounds, and the ratio of each median
 to those of linux-bridge, ovs, bridge-nft, ovs-ct, kernel-vxlan and ovs-vxlan,
 of those the run has (for ping of p50, so above 1 is slower; for connsN of the
-bytes per connection, so above 1 is more memory); UDP tables give the CPU per
-frame against xdp-redirect's too, and say which generator ran and what it
-reached alone.
+bytes per connection, so above 1 is more memory; for addport and portsN of
+the time to forwarding and to every ofport, so above 1 is slower); UDP
+tables give the CPU per frame against xdp-redirect's too, and say which
+generator ran and what it reached alone.
 A failed measurement is reported and the others go on; bench
 then exits with an error. Needs root and iperf3.
 
@@ -215,7 +237,7 @@ descriptors, which needs Linux 6.6).`,
 	}
 	cmd.Flags().DurationVar(&opts.duration, "duration", 5*time.Second, "how long each case runs per workload and round (at least 2s)")
 	cmd.Flags().IntVar(&opts.rounds, "rounds", 3, "how many times each case runs per workload")
-	cmd.Flags().StringSliceVar(&opts.workloads, "workloads", strings.Split(defaultBenchWorkloads, ","), "the workloads to run, in order: udpN (N-byte frames), tcp, ping, tcpcrr, connsN (N connections)")
+	cmd.Flags().StringSliceVar(&opts.workloads, "workloads", strings.Split(defaultBenchWorkloads, ","), "the workloads to run, in order: udpN (N-byte frames), tcp, ping, tcpcrr, connsN (N connections), addport, portsN (N ports)")
 	cmd.Flags().StringSliceVar(&opts.cases, "cases", strings.Split(defaultBenchCases, ","), "the cases to run, in order")
 	cmd.Flags().IntVar(&opts.mtu, "mtu", 0, "MTU of both ends of every case's veth pairs, as add-port --mtu (default 1500)")
 	cmd.Flags().StringVar(&opts.generator, "generator", string(bench.GeneratorAuto), "how the udpN workloads' frames are sent: live, xsk, packet or auto")
@@ -228,7 +250,9 @@ func benchCases(names []string) ([]bench.Case, error) {
 	for _, name := range names {
 		switch name {
 		case "xswitch":
-			cases = append(cases, xswitchBenchCase(name, xswitchBench{}))
+			c := xswitchBenchCase(name, xswitchBench{})
+			c.Switchd = xswitchSwitchd
+			cases = append(cases, c)
 		case "xswitch-busy":
 			cases = append(cases, xswitchBenchCase(name, xswitchBench{busyPoll: true}))
 		case "xswitch-flows":
@@ -238,7 +262,9 @@ func benchCases(names []string) ([]bench.Case, error) {
 		case "xdp-redirect":
 			cases = append(cases, bench.XDPRedirect())
 		case "ovs":
-			cases = append(cases, bench.OVS(name, bench.Rules{}))
+			c := bench.OVS(name, bench.Rules{})
+			c.Switchd = bench.OVSSwitchd
+			cases = append(cases, c)
 		case "ovs-flows":
 			cases = append(cases, bench.OVS(name, bench.Rules{Flows: bench.ManyFlows(benchFlows)}))
 		case "xswitch-pipeline":
@@ -409,6 +435,40 @@ func setupXswitchBench(ctx context.Context, undo *undoStack, hosts bench.Hosts, 
 		return nil, fmt.Errorf("bridge %s holds %d flows after adding %d", bridge, n, len(xb.rules.Flows))
 	}
 	return d, nil
+}
+
+// xswitchSwitchd is bench.Case.Switchd of the xswitch case: `xswitch
+// daemon --ovsdb` with its default flags, in the database's namespace,
+// all of it on bench.SwitchCPU.
+func xswitchSwitchd(ctx context.Context, db bench.OVSDBServer, log io.Writer) (_ func(), err error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("finding the xswitch binary to run: %w", err)
+	}
+	var undo undoStack
+	defer func() {
+		if err != nil {
+			undo.run()
+		}
+	}()
+	dir, err := os.MkdirTemp("", "xswitch-bench-")
+	if err != nil {
+		return nil, err
+	}
+	undo.push(func() { os.RemoveAll(dir) })
+	d, err := startDaemonProcess(exe, db.Netns, dir, bench.SwitchCPU, "--ovsdb", db.Socket)
+	if err != nil {
+		return nil, err
+	}
+	undo.push(func() {
+		if err := d.stop(); err != nil {
+			fmt.Fprintln(log, err)
+		}
+	})
+	if err := d.run(ctx, "wait-ready", "--timeout", daemonProcessTimeout.String()); err != nil {
+		return nil, err
+	}
+	return undo.run, nil
 }
 
 // useBenchController points bridge at a bench.Controller in fail mode
@@ -622,6 +682,10 @@ func printBenchTable(w io.Writer, kind bench.WorkloadKind, rows []bench.Result) 
 			return fmt.Sprintf("%.2fx", r.MedianCPS/base.MedianCPS)
 		case bench.KindConns:
 			return fmt.Sprintf("%.2fx", r.BytesPerConn/base.BytesPerConn)
+		case bench.KindAddPort:
+			return fmt.Sprintf("%.2fx", r.AddPortMillis/base.AddPortMillis)
+		case bench.KindPorts:
+			return fmt.Sprintf("%.2fx", r.OFPortSeconds/base.OFPortSeconds)
 		default:
 			return fmt.Sprintf("%.2fx", r.P50Micros/base.P50Micros)
 		}
@@ -647,6 +711,10 @@ func printBenchTable(w io.Writer, kind bench.WorkloadKind, rows []bench.Result) 
 		header = "case\tconn/s\trange\tfailed\tcpu1 busy"
 	case bench.KindConns:
 		header = "case\tconnections\tcounted by\tRSS before MiB\tRSS after MiB\tbytes/conn\tfill s"
+	case bench.KindAddPort:
+		header = "case\tforwarding ms\trange ms\tovs-vsctl ms\tports"
+	case bench.KindPorts:
+		header = "case\tports\tovs-vsctl s\tall ofport s\trange s\tms/port"
 	default:
 		header = "case\tp50 µs\tp99 µs\trange µs\tlost"
 	}
@@ -686,6 +754,12 @@ func printBenchTable(w io.Writer, kind bench.WorkloadKind, rows []bench.Result) 
 			}
 			figures = []string{fmt.Sprint(r.Connections), by, fmt.Sprintf("%.1f", float64(r.RSSBefore)/(1<<20)), fmt.Sprintf("%.1f", float64(r.RSSAfter)/(1<<20)),
 				fmt.Sprintf("%.0f", r.BytesPerConn), fmt.Sprintf("%.1f", r.FillSeconds)}
+		case kind == bench.KindAddPort:
+			figures = []string{fmt.Sprintf("%.1f", r.AddPortMillis), fmt.Sprintf("%.1f-%.1f", r.MinAddPortMillis, r.MaxAddPortMillis),
+				fmt.Sprintf("%.1f", r.VsctlMillis), fmt.Sprint(r.Samples)}
+		case kind == bench.KindPorts:
+			figures = []string{fmt.Sprint(r.Ports), fmt.Sprintf("%.2f", r.VsctlSeconds), fmt.Sprintf("%.2f", r.OFPortSeconds),
+				fmt.Sprintf("%.2f-%.2f", r.MinOFPortSeconds, r.MaxOFPortSeconds), fmt.Sprintf("%.2f", 1000*r.OFPortSeconds/float64(r.Ports))}
 		default:
 			figures = []string{fmt.Sprintf("%.0f", r.P50Micros), fmt.Sprintf("%.0f", r.P99Micros), fmt.Sprintf("%.0f-%.0f", r.MinMicros, r.MaxMicros), fmt.Sprint(r.Lost)}
 		}

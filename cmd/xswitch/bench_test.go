@@ -123,3 +123,35 @@ func TestPrintBenchTables(t *testing.T) {
 		}
 	}
 }
+
+func TestPrintBenchTablesOVSDB(t *testing.T) {
+	addport, ports := bench.AddPort(), bench.Ports(300)
+	results := []bench.Result{
+		{Case: "xswitch", Workload: "addport", AddPortMillis: 45.3, MinAddPortMillis: 29.8, MaxAddPortMillis: 57.6, VsctlMillis: 115.7, Samples: 15},
+		{Case: "ovs", Workload: "addport", AddPortMillis: 11.5, MinAddPortMillis: 8.8, MaxAddPortMillis: 34.2, VsctlMillis: 11.5, Samples: 15},
+		{Case: "xswitch", Workload: "ports300", Ports: 300, VsctlSeconds: 39.15, OFPortSeconds: 39.2, MinOFPortSeconds: 37.55, MaxOFPortSeconds: 53.86, Samples: 3},
+		{Case: "ovs", Workload: "ports300", Ports: 300, VsctlSeconds: 0.36, OFPortSeconds: 0.392, MinOFPortSeconds: 0.26, MaxOFPortSeconds: 0.42, Samples: 3},
+	}
+	var out strings.Builder
+	printBenchTables(&out, []bench.Workload{addport, ports}, results)
+	sections := strings.Split(out.String(), "\n\n")
+	if len(sections) != 2 {
+		t.Fatalf("want 2 tables, got %d:\n%s", len(sections), out.String())
+	}
+	for i, want := range []map[string]string{{
+		"case":    "forwarding ms range ms ovs-vsctl ms ports vs ovs",
+		"xswitch": "45.3 29.8-57.6 115.7 15 3.94x",
+		"ovs":     "11.5 8.8-34.2 11.5 15 1.00x",
+	}, {
+		"case":    "ports ovs-vsctl s all ofport s range s ms/port vs ovs",
+		"xswitch": "300 39.15 39.20 37.55-53.86 130.67 100.00x",
+		"ovs":     "300 0.36 0.39 0.26-0.42 1.31 1.00x",
+	}} {
+		got := tableRows(sections[i])
+		for first, w := range want {
+			if g := strings.Join(got[first], " "); g != w {
+				t.Errorf("table %d: row %s = %q, want %q", i, first, g, w)
+			}
+		}
+	}
+}
