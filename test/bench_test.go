@@ -26,15 +26,6 @@ func TestBench(t *testing.T) {
 	// 7 cases x 4 workloads x (2s + setup) is about 80s here, alone; a
 	// loaded machine (CI's other packages, two CPUs) took over 3 minutes.
 	// The limit is for a bench that hangs.
-	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, xswitchBin, "bench", "--duration", "2s", "--rounds", "1", "--json")
-	cmd.Env = clientEnv()
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, runErr := cmd.Output()
-	t.Logf("xswitch bench progress:\n%s", stderr.String())
-
 	var results []struct {
 		Case          string  `json:"case"`
 		Workload      string  `json:"workload"`
@@ -50,14 +41,7 @@ func TestBench(t *testing.T) {
 		P99           float64 `json:"p99_us"`
 		Samples       int     `json:"samples"`
 	}
-	if err := json.Unmarshal(out, &results); err != nil {
-		t.Fatalf("bench --json printed no JSON table (%v; bench: %v):\n%s", err, runErr, out)
-	}
-	// A failed measurement still prints the table, then fails the command;
-	// its Error says why, below.
-	if runErr != nil {
-		t.Errorf("xswitch bench: %v", runErr)
-	}
+	out := runBench(t, 6*time.Minute, &results, "--duration", "2s", "--rounds", "1")
 
 	workloads := []string{"udp64", "udp1500", "tcp", "ping"}
 	wantCases := []string{"xswitch", "xswitch-busy", "xswitch-flows", "linux-bridge", "xdp-redirect"}
@@ -129,15 +113,6 @@ func TestBenchStatefulFirewall(t *testing.T) {
 	wantBenchCleanedUp(t)
 	const conns = 20000
 	// 3 cases x 4 workloads took about a minute here, alone.
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, xswitchBin, "bench", "--cases", "xswitch-ct,ovs-ct,bridge-nft",
-		"--workloads", fmt.Sprintf("udp64,tcp,tcpcrr,conns%d", conns), "--duration", "2s", "--rounds", "1", "--json")
-	cmd.Env = clientEnv()
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, runErr := cmd.Output()
-	t.Logf("xswitch bench progress:\n%s", stderr.String())
 	var results []struct {
 		Case         string  `json:"case"`
 		Workload     string  `json:"workload"`
@@ -152,12 +127,8 @@ func TestBenchStatefulFirewall(t *testing.T) {
 		BytesPerConn float64 `json:"bytes_per_connection"`
 		Samples      int     `json:"samples"`
 	}
-	if err := json.Unmarshal(out, &results); err != nil {
-		t.Fatalf("bench --json printed no JSON table (%v; bench: %v):\n%s", err, runErr, out)
-	}
-	if runErr != nil {
-		t.Errorf("xswitch bench: %v", runErr)
-	}
+	out := runBench(t, 5*time.Minute, &results, "--cases", "xswitch-ct,ovs-ct,bridge-nft",
+		"--workloads", fmt.Sprintf("udp64,tcp,tcpcrr,conns%d", conns), "--duration", "2s", "--rounds", "1")
 	ran := map[string]bool{}
 	for _, r := range results {
 		if r.Skipped != "" {
@@ -212,15 +183,6 @@ func TestBenchOVSDB(t *testing.T) {
 		t.Logf("Open vSwitch is not installed: only xswitch runs")
 	}
 	// About 10 s here, alone.
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, xswitchBin, "bench", "--cases", strings.Join(cases, ","),
-		"--workloads", fmt.Sprintf("addport,ports%d", ports), "--rounds", "1", "--json")
-	cmd.Env = clientEnv()
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, runErr := cmd.Output()
-	t.Logf("xswitch bench progress:\n%s", stderr.String())
 	var results []struct {
 		Case          string  `json:"case"`
 		Workload      string  `json:"workload"`
@@ -233,12 +195,8 @@ func TestBenchOVSDB(t *testing.T) {
 		OFPortSeconds float64 `json:"ofport_s"`
 		Samples       int     `json:"samples"`
 	}
-	if err := json.Unmarshal(out, &results); err != nil {
-		t.Fatalf("bench --json printed no JSON table (%v; bench: %v):\n%s", err, runErr, out)
-	}
-	if runErr != nil {
-		t.Errorf("xswitch bench: %v", runErr)
-	}
+	out := runBench(t, 2*time.Minute, &results, "--cases", strings.Join(cases, ","),
+		"--workloads", fmt.Sprintf("addport,ports%d", ports), "--rounds", "1")
 	ran := map[string]bool{}
 	for _, r := range results {
 		if r.Skipped != "" || r.Error != "" {
@@ -404,4 +362,28 @@ func wantBenchCleanedUp(t *testing.T) {
 			t.Errorf("links left behind by bench: %v", left)
 		}
 	})
+}
+
+// runBench runs xswitch bench with args and --json, within timeout (a
+// limit for a bench that hangs), logs its progress and reads its table
+// into results; it returns the table as printed. A failed measurement
+// still prints the table, then fails the command: the test fails, and
+// the table's Error says why.
+func runBench(t *testing.T, timeout time.Duration, results any, args ...string) []byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, xswitchBin, append(append([]string{"bench"}, args...), "--json")...)
+	cmd.Env = clientEnv()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, runErr := cmd.Output()
+	t.Logf("xswitch bench progress:\n%s", stderr.String())
+	if err := json.Unmarshal(out, results); err != nil {
+		t.Fatalf("bench --json printed no JSON table (%v; bench: %v):\n%s", err, runErr, out)
+	}
+	if runErr != nil {
+		t.Errorf("xswitch bench: %v", runErr)
+	}
+	return out
 }
