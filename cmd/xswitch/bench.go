@@ -361,9 +361,12 @@ func xswitchBenchCase(name string, xb xswitchBench) bench.Case {
 	}}
 }
 
-// setupXswitchBench starts a daemon and builds the case's bridge in it,
-// pushing onto undo what takes it down again.
-func setupXswitchBench(ctx context.Context, undo *undoStack, hosts bench.Hosts, xb xswitchBench) (*daemonProcess, error) {
+// startBenchDaemon starts `xswitch daemon` (this binary) with flags
+// beyond its defaults, in namespace ns ("" for the bench's own), all of it
+// on bench.SwitchCPU, with a directory of its own; it pushes onto undo
+// what stops it (saying on log what stopping reported) and removes the
+// directory.
+func startBenchDaemon(undo *undoStack, ns string, log io.Writer, flags ...string) (*daemonProcess, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("finding the xswitch binary to run: %w", err)
@@ -373,15 +376,25 @@ func setupXswitchBench(ctx context.Context, undo *undoStack, hosts bench.Hosts, 
 		return nil, err
 	}
 	undo.push(func() { os.RemoveAll(dir) })
-	d, err := startDaemonProcess(exe, "", dir, bench.SwitchCPU, xb.daemonFlags()...)
+	d, err := startDaemonProcess(exe, ns, dir, bench.SwitchCPU, flags...)
 	if err != nil {
 		return nil, err
 	}
 	undo.push(func() {
 		if err := d.stop(); err != nil {
-			fmt.Fprintln(hosts.Log, err)
+			fmt.Fprintln(log, err)
 		}
 	})
+	return d, nil
+}
+
+// setupXswitchBench starts a daemon and builds the case's bridge in it,
+// pushing onto undo what takes it down again.
+func setupXswitchBench(ctx context.Context, undo *undoStack, hosts bench.Hosts, xb xswitchBench) (*daemonProcess, error) {
+	d, err := startBenchDaemon(undo, "", hosts.Log, xb.daemonFlags()...)
+	if err != nil {
+		return nil, err
+	}
 	if err := d.run(ctx, "wait-ready", "--timeout", daemonProcessTimeout.String()); err != nil {
 		return nil, err
 	}
@@ -441,30 +454,16 @@ func setupXswitchBench(ctx context.Context, undo *undoStack, hosts bench.Hosts, 
 // daemon --ovsdb` with its default flags, in the database's namespace,
 // all of it on bench.SwitchCPU.
 func xswitchSwitchd(ctx context.Context, db bench.OVSDBServer, log io.Writer) (_ func(), err error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("finding the xswitch binary to run: %w", err)
-	}
 	var undo undoStack
 	defer func() {
 		if err != nil {
 			undo.run()
 		}
 	}()
-	dir, err := os.MkdirTemp("", "xswitch-bench-")
+	d, err := startBenchDaemon(&undo, db.Netns, log, "--ovsdb", db.Socket)
 	if err != nil {
 		return nil, err
 	}
-	undo.push(func() { os.RemoveAll(dir) })
-	d, err := startDaemonProcess(exe, db.Netns, dir, bench.SwitchCPU, "--ovsdb", db.Socket)
-	if err != nil {
-		return nil, err
-	}
-	undo.push(func() {
-		if err := d.stop(); err != nil {
-			fmt.Fprintln(log, err)
-		}
-	})
 	if err := d.run(ctx, "wait-ready", "--timeout", daemonProcessTimeout.String()); err != nil {
 		return nil, err
 	}
@@ -513,30 +512,16 @@ func useBenchController(ctx context.Context, undo *undoStack, client *cli, bridg
 // bridge with the host's veth and a VXLAN port to the remote, over the
 // underlay the daemon finds by the routes of its namespace.
 func xswitchTunnel(ctx context.Context, host, remote bench.TunnelHost, log io.Writer) (_ func(), err error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("finding the xswitch binary to run on host %s: %w", host.Netns, err)
-	}
 	var undo undoStack
 	defer func() {
 		if err != nil {
 			undo.run()
 		}
 	}()
-	dir, err := os.MkdirTemp("", "xswitch-bench-")
+	d, err := startBenchDaemon(&undo, host.Netns, log)
 	if err != nil {
 		return nil, err
 	}
-	undo.push(func() { os.RemoveAll(dir) })
-	d, err := startDaemonProcess(exe, host.Netns, dir, bench.SwitchCPU)
-	if err != nil {
-		return nil, err
-	}
-	undo.push(func() {
-		if err := d.stop(); err != nil {
-			fmt.Fprintln(log, err)
-		}
-	})
 	const bridge, tunnel = "br-int", "vxlan0"
 	for _, args := range [][]string{
 		{"wait-ready", "--timeout", daemonProcessTimeout.String()},
