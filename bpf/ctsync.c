@@ -14,6 +14,7 @@
 
 #include "lib/structs.h"
 #include "lib/maps.h"
+#include "lib/seq.h"
 
 struct conn_frame {
 	__u64 handle;
@@ -69,7 +70,7 @@ int ct_take(struct __sk_buff *ctx)
 	return TC_ACT_OK;
 }
 
-static __always_inline __u32 seq_max(__u32 a, __u32 b) { return (__s32)(a - b) >= 0 ? a : b; }
+static __always_inline __u32 seq_max(__u32 a, __u32 b) { return seq_geq(a, b) ? a : b; }
 
 // ct_merge adds to the connection what the tracker made of a frame the
 // programs handed it while they carried the connection on: the frame's

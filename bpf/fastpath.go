@@ -227,14 +227,10 @@ func loadConnSync(conns *ebpf.Map) (*CtsyncPrograms, error) {
 	return &objs.CtsyncPrograms, nil
 }
 
-// linux/bpf.h's enum xdp_action: the XDP programs' verdicts; and
-// linux/pkt_cls.h's TC_ACT_OK and TC_ACT_SHOT, ctsync.c's.
+// linux/pkt_cls.h's TC_ACT_OK and TC_ACT_SHOT: ctsync.c's verdicts.
 const (
-	xdpDrop     = 1
-	xdpPass     = 2
-	xdpRedirect = 4
-	tcActOK     = 0
-	tcActShot   = 2
+	tcActOK   = 0
+	tcActShot = 2
 )
 
 // TakeConn takes connection handle out of ct_conns into c, with all the
@@ -252,15 +248,17 @@ func (s *FastpathShared) MergeConn(handle uint64, c *FastpathFpConn) error {
 	return runConnSync(s.connSync.CtMerge, handle, &in)
 }
 
+// connFrame is ctsync.c's conn_frame, the frame its programs run on.
+type connFrame struct {
+	handle uint64
+	conn   FastpathFpConn
+}
+
 // runConnSync runs prog on a frame of handle and c, and reads c back.
 func runConnSync(prog *ebpf.Program, handle uint64, c *FastpathFpConn) error {
-	var frame [8 + unsafe.Sizeof(FastpathFpConn{})]byte
-	binary.NativeEndian.PutUint64(frame[:], handle)
-	if _, err := binary.Encode(frame[8:], binary.NativeEndian, c); err != nil {
-		return err
-	}
-	out := frame
-	verdict, err := prog.Run(&ebpf.RunOptions{Data: frame[:], DataOut: out[:]})
+	f := connFrame{handle: handle, conn: *c}
+	frame := unsafe.Slice((*byte)(unsafe.Pointer(&f)), unsafe.Sizeof(f))
+	verdict, err := prog.Run(&ebpf.RunOptions{Data: frame, DataOut: frame})
 	switch {
 	case err != nil:
 		return fmt.Errorf("run %s: %w", prog, err)
@@ -269,8 +267,8 @@ func runConnSync(prog *ebpf.Program, handle uint64, c *FastpathFpConn) error {
 	case verdict != tcActOK:
 		return fmt.Errorf("%s returned %d", prog, verdict)
 	}
-	_, err = binary.Decode(out[8:], binary.NativeEndian, c)
-	return err
+	*c = f.conn
+	return nil
 }
 
 // MeterSlots are the meters map's slots, in its memory: what user space

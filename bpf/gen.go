@@ -2,12 +2,15 @@
 // by bpf2go: xsk.c, the XDP program that steers a port's frames into its
 // AF_XDP sockets; fastpath.c, every port's program when the in-kernel
 // fast path is on; redirect.c, the tracepoint programs that count the
-// fast path's redirects that never left. The C headers in lib/ hold the
+// fast path's redirects that never left; ctsync.c, the tc programs user
+// space runs (BPF_PROG_RUN) to take a tracked connection back from the
+// fast path or merge into it. The C headers in lib/ hold the
 // programs' parts, one concern each, after katran's layout: the wire
 // headers (proto.h), the types user space shares (structs.h), the fast
 // path's maps (maps.h), its parser (parse.h), checksums (csum.h), flow
 // hash (hash.h), operations (actions.h), meters (meter.h), tracked
-// connections (conntrack.h) and tunnel push and pop (encap.h); which
+// connections (conntrack.h) and their sequence numbers (seq.h), and
+// tunnel push and pop (encap.h); which
 // frames are a tunnel's (tunnel.h) and the step to the AF_XDP socket
 // (xsk.h), which both XDP programs use. The Go side loads
 // programs and makes maps; what goes in the fast path's maps, and when,

@@ -85,6 +85,13 @@ func (r *runBridge) tunnel(tb testing.TB, index uint32) {
 	}
 }
 
+// linux/bpf.h's enum xdp_action: the XDP programs' verdicts.
+const (
+	xdpDrop     = 1
+	xdpPass     = 2
+	xdpRedirect = 4
+)
+
 // Every frame the program drops it counts, by reason, in the bridge's
 // drops, and no other: a rule's drop, an operation that cannot run (a
 // push to a tunnel slot past the map's end); not a miss, nor a frame it

@@ -45,6 +45,7 @@
 #include "structs.h"
 #include "maps.h"
 #include "csum.h"
+#include "seq.h"
 
 // The flags of a TCP header's 14th byte (linux/tcp.h names the whole
 // word's).
@@ -132,8 +133,6 @@ static __always_inline int ct_read(struct xdp_md *ctx, __u32 l3, __u8 proto, str
 	return 1;
 }
 
-// Sequence numbers compare modulo 2^32.
-static __always_inline int seq_geq(__u32 a, __u32 b) { return (__s32)(a - b) >= 0; }
 
 // tcp_judge is conntrack's tcpStep for a segment (without SYN, FIN and
 // RST, with ACK) from end src to end dst of a connection whose ends are
