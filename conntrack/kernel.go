@@ -46,7 +46,7 @@ func (k *KernelConn) Merge(add *KernelConn) {
 
 // seqMax is the later of two sequence numbers, modulo 2^32.
 func seqMax(a, b uint32) uint32 {
-	if int32(a-b) >= 0 {
+	if seqGEQ(a, b) {
 		return a
 	}
 	return b

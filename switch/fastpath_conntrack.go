@@ -22,15 +22,15 @@ import (
 // applied to it as constant rewrites, and the rest of the decision's
 // actions, or, for ct(table=N), the recirculation's decision's. The
 // tracker puts the connection in the bridge's ct_conns at once
-// (Tracker.Carry), and the entry goes in at the batch's end. From then
-// on the program
-// judges the connection's frames as the tracker would, moving its TCP
-// windows and its expiry on, and hands user space those it cannot judge
-// (SYN, FIN, RST, out of window, past its time, a fragment): the tracker
-// takes the connection back, with what the program made of it, before it
-// judges any frame of it (conntrack/carry.go). A frame that comes up
-// for another reason (the entry was swept, a new generation) does the
-// same, and the connection goes back as soon as the tracker judged it.
+// (Tracker.Carry), and the entry goes in at the batch's end. From then on
+// the program judges the connection's frames as the tracker would, moving
+// its TCP windows and its expiry on, and hands user space those it cannot
+// judge (SYN, FIN, RST, out of window, past its time, a fragment). The
+// tracker judges those, and any that came up for another reason (the
+// entry was swept, a new generation), with what the program made of the
+// connection: one that may change its state takes the connection back
+// first, and it goes back as soon as the tracker judged the frame; any
+// other leaves it carried (conntrack/carry.go).
 //
 // What stays in user space: new connections (but those seen one way),
 // every frame that changes a connection's state, and a connection's
