@@ -56,8 +56,8 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_DEVMAP);
 	__uint(max_entries, FP_MAX_PORTS);
-	__type(key, __u32);
-	__type(value, __u32);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(__u32));
 } tx_ports SEC(".maps");
 
 // Two for each slot a tunnel port may have (2*slot and 2*slot+1): a

@@ -15,8 +15,8 @@
 struct {
 	__uint(type, BPF_MAP_TYPE_XSKMAP);
 	__uint(max_entries, 64);
-	__type(key, __u32);
-	__type(value, __u32);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(__u32));
 } xsks_map SEC(".maps");
 
 struct {
