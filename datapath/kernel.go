@@ -140,6 +140,9 @@ func (k *Kernel) Walk(fn func(key Key, l2 bool, carried Counts)) error {
 func (k *Kernel) Drops() map[string]uint64 { return k.shared.DropCounts() }
 
 func (k *Kernel) AttachPort(slot, ofport uint16, ifindex int, host port.XDPHost, underlay bool) (func(), error) {
+	if most := k.shared.TxPorts.MaxEntries(); uint32(slot) >= most {
+		return nil, fmt.Errorf("the fast path has room for %d ports", most)
+	}
 	sockets := host.XDPSockets()
 	cfg := bpf.FastpathConfig{InPort: ofport, MaxFrameLen: uint32(sockets.MaxFrame), SocketQueues: sockets.Queues,
 		Shared: k.shared, Sockets: sockets.Map, Oversize: sockets.Oversize}
