@@ -62,9 +62,13 @@ type Daemon struct {
 	log        *slog.Logger
 	bridgeOpts vswitch.Options
 
-	mu      sync.Mutex    // serializes verbs
-	db      *store.Store  // the configuration on disk, locked for this daemon
-	cfg     *store.Config // bridges and ports as saved: the truth a restart restores
+	mu  sync.Mutex    // serializes verbs
+	db  *store.Store  // the configuration on disk, locked for this daemon
+	cfg *store.Config // bridges and ports as saved: the truth a restart restores
+	// unsaved, while not nil, holds back the journal writes that only
+	// replace the configuration (see holdConfigWrites); it says whether
+	// one was held back.
+	unsaved *bool
 	bridges map[string]*vswitch.Bridge
 	down    map[string]error      // ports in cfg that could not be opened, by name
 	opened  map[string]openedPort // the others, by name
@@ -228,6 +232,14 @@ func (d *Daemon) attach(b *vswitch.Bridge, pc api.PortConfig) error {
 	return nil
 }
 
+// internalFrameCount is the UMEM frames of an internal port's socket, a
+// quarter of a port's default: a thousand internal ports (what an OVSDB
+// client may add in one transaction) would lock 16 GiB of UMEM at the
+// default, and an internal port carries what the host's own stack sends,
+// which a veth hands over in copy mode, a frame at a time, not a NIC's
+// bursts.
+const internalFrameCount = 1024
+
 // openedPort is what the daemon knows of an open port's interface.
 type openedPort struct {
 	Index     int  // the interface the port opened, not another of its name
@@ -241,7 +253,11 @@ func (d *Daemon) openPort(pc api.PortConfig) (port.Port, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := afxdp.Open(afxdp.Config{Interface: deviceOf(pc), Queues: pc.Queues, Mode: mode})
+	cfg := afxdp.Config{Interface: deviceOf(pc), Queues: pc.Queues, Mode: mode}
+	if pc.Type == api.PortTypeInternal {
+		cfg.FrameCount = internalFrameCount
+	}
+	p, err := afxdp.Open(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -451,13 +467,37 @@ func (d *Daemon) changed(before *store.Config, err error) {
 // save writes rec to the journal and adopts its configuration, if it has
 // one. The caller installs the flow tables rec edits once it succeeds.
 func (d *Daemon) save(rec store.Record) error {
+	if d.unsaved != nil && rec.Config != nil && rec.Flows == nil {
+		d.cfg, *d.unsaved = rec.Config, true
+		return nil
+	}
 	if err := d.db.Append(rec); err != nil {
 		return fmt.Errorf("saving the configuration: %w", err)
 	}
 	if rec.Config != nil {
 		d.cfg = rec.Config
+		if d.unsaved != nil {
+			*d.unsaved = false
+		}
 	}
 	return nil
+}
+
+// holdConfigWrites runs apply with the journal writes that only replace
+// the configuration held back, and then writes the configuration once.
+// Each such record is the whole configuration: a database transaction
+// that adds a thousand ports would otherwise write a thousand growing
+// copies of it, each synced to disk. A crash before the one write loses
+// only what the database still holds, and the next start applies again.
+func (d *Daemon) holdConfigWrites(apply func()) error {
+	var unsaved bool
+	d.unsaved = &unsaved
+	apply()
+	d.unsaved = nil
+	if !unsaved {
+		return nil
+	}
+	return d.commit(d.cfg)
 }
 
 // commit saves next as the configuration of bridges and ports, and adopts
@@ -587,6 +627,13 @@ func (d *Daemon) addPort(bridge string, pc api.PortConfig) (err error) {
 	}
 	if owner, ok := d.underlayBridge(deviceOf(pc)); ok && !pc.IsTunnel() {
 		return fmt.Errorf("interface %q carries the tunnels of bridge %s (it is their underlay) and cannot also be a port", deviceOf(pc), owner)
+	}
+	if pc.Type == api.PortTypeInternal && veth.Exists(pc.Device) {
+		// The switch end's name derives from the port's (internalDevice):
+		// this pair is one a daemon made and stopped before it saved it
+		// (while it held back its configuration writes, say).
+		d.log.Info("deleting a leftover internal port's veth pair", "port", pc.Name, "device", pc.Device)
+		d.deleteOwnedDevice(pc)
 	}
 	if ownsDevice(pc) {
 		if err := createOwnedDevice(pc); err != nil {

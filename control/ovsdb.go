@@ -207,7 +207,10 @@ func (f *ovsdbFollower) sync(t dbTables, schema *ovsdb.Schema, stats bool) []ovs
 	d := f.d
 	d.mu.Lock()
 	defer d.unlock()
-	failed, err := d.reconcile(want)
+	var failed map[string]error
+	var err error
+	saveErr := d.holdConfigWrites(func() { failed, err = d.reconcile(want) })
+	err = errors.Join(err, saveErr)
 	f.failed = failed
 	problems := map[string]string{}
 	for br, p := range want.problems {

@@ -3,6 +3,7 @@ package control
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -384,5 +386,36 @@ func TestCleanStopWritesTheSnapshot(t *testing.T) {
 	}
 	if data, _ := os.ReadFile(store.JournalPath(path)); bytes.Count(data, []byte("\n")) != 1 {
 		t.Errorf("the journal after a clean stop holds %q, want only its header", data)
+	}
+}
+
+// TestHeldConfigWritesAreOneLine: what reconcile applies of one database
+// transaction is written once, as the configuration it ends with, not a
+// whole copy of it per change; records that edit a flow table are still
+// written when they are made. A restart restores all of it.
+func TestHeldConfigWritesAreOneLine(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "conf.json")
+	d := quietDaemon(t, path)
+	defer func() { d.Close() }()
+	mustHandle(t, d, api.Request{Verb: api.VerbAddBridge, Bridge: "br0"})
+	before, _ := os.ReadFile(store.JournalPath(path))
+	var errs []error
+	err := d.holdConfigWrites(func() {
+		errs = append(errs, d.setFailMode("br0", "secure"), d.setFailMode("br0", "standalone"),
+			d.addBridge("br1"), d.setFailMode("br1", "secure"))
+	})
+	if err := errors.Join(append(errs, err)...); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := os.ReadFile(store.JournalPath(path))
+	// The new bridge's record (its flow table's reset), then the one
+	// held back.
+	if added := bytes.Count(after[len(before):], []byte("\n")); added != 2 {
+		t.Errorf("four changes, one of them a flow table's, appended %d lines, want 2", added)
+	}
+	d.Close()
+	d = quietDaemon(t, path)
+	if got := []string{d.cfg.Bridge("br0").FailMode, d.cfg.Bridge("br1").FailMode}; !slices.Equal(got, []string{"standalone", "secure"}) {
+		t.Errorf("after a restart the fail modes are %q, want standalone and secure", got)
 	}
 }
