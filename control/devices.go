@@ -18,7 +18,12 @@ import (
 
 func vethConfig(pc api.PortConfig) veth.Config {
 	if pc.Type == api.PortTypeInternal {
-		return veth.Config{Name: pc.Device, Namespace: pc.Netns, PeerHere: pc.Netns == "", Peer: pc.Name, Address: pc.Address, MTU: pc.MTU}
+		// One in the host without an address starts down, as OVS's do:
+		// a thousand of them up would each send IPv6's router
+		// solicitations and listener reports, which the bridge floods to
+		// all the others.
+		here := pc.Netns == ""
+		return veth.Config{Name: pc.Device, Namespace: pc.Netns, PeerHere: here, PeerDown: here && pc.Address == "", Peer: pc.Name, Address: pc.Address, MTU: pc.MTU}
 	}
 	return veth.Config{Name: pc.Name, Namespace: pc.Netns, Peer: pc.Peer, Address: pc.Address, MTU: pc.MTU}
 }

@@ -39,6 +39,9 @@ type Config struct {
 	// empty): the host's own interface on the bridge, like an OVS internal
 	// port.
 	PeerHere bool
+	// PeerDown leaves the peer administratively down, for its owner to
+	// bring up, as OVS leaves a new internal port.
+	PeerDown bool
 	Peer     string // the peer's name inside Namespace; DefaultPeer if empty
 	Address  string // optional CIDR for the peer: "10.0.0.1/24" or "fd00::1/64"
 	MTU      int    // of both ends; DefaultMTU if 0
@@ -173,7 +176,7 @@ func Create(cfg Config) (err error) {
 
 	// The caller's namespace has its loopback up already, and it is not
 	// ours to touch.
-	if err := setUpPeer(inNS, peer, addr, !cfg.PeerHere); err != nil {
+	if err := setUpPeer(inNS, peer, addr, !cfg.PeerDown, !cfg.PeerHere); err != nil {
 		return fmt.Errorf("set up %q%s: %w", peer, where, err)
 	}
 	if err := DisableTxChecksum(cfg.Namespace, peer); err != nil {
@@ -188,7 +191,7 @@ func Create(cfg Config) (err error) {
 	return nil
 }
 
-func setUpPeer(h *netlink.Handle, peer string, addr *netlink.Addr, loUp bool) error {
+func setUpPeer(h *netlink.Handle, peer string, addr *netlink.Addr, up, loUp bool) error {
 	link, err := ifname.Link(h.LinkByName, peer)
 	if err != nil {
 		return err
@@ -197,6 +200,9 @@ func setUpPeer(h *netlink.Handle, peer string, addr *netlink.Addr, loUp bool) er
 		if err := h.AddrAdd(link, addr); err != nil {
 			return fmt.Errorf("add address %s: %w", addr.IPNet, err)
 		}
+	}
+	if !up {
+		return nil
 	}
 	if err := h.LinkSetUp(link); err != nil {
 		return fmt.Errorf("bring up: %w", err)
