@@ -112,6 +112,13 @@ func TestOVSDBDrivesTheSwitch(t *testing.T) {
 	if got := s.get(t, "Bridge", br, "datapath_id"); len(got) != 16 {
 		t.Errorf("Bridge:datapath_id %q, want 16 hex digits", got)
 	}
+	// The bridge's own interface starts down, as OVS's does, until its
+	// owner brings it up.
+	if got := s.get(t, "Interface", br, "admin_state"); got != "down" {
+		t.Errorf("the bridge's own interface has admin_state %s right after add-br, want down", got)
+	}
+	mustRun(t, "ip", "link", "set", br, "up")
+	s.waitColumn(t, "Interface", br, "admin_state", "up", 8*time.Second)
 	for col, want := range map[string]string{"datapath_types": "[netdev, system]", "iface_types": "[geneve, internal, system, tap, vxlan]"} {
 		if got := s.get(t, "Open_vSwitch", ".", col); got != want {
 			t.Errorf("Open_vSwitch:%s %s, want %s", col, got, want)
