@@ -12,10 +12,12 @@
 // user space's: it goes to the port's AF_XDP socket (lib/xsk.h), as with
 // xsk.c. Every frame it drops it counts by reason in drops.
 //
-// Every port of a bridge runs its own copy of the program, loaded with its
-// OpenFlow port number and its own xsks_map, and all share the bridge's
-// maps (switch/fastpath.go). With record_key set at load time it stores
-// the key it read, for the tests, which run it with BPF_PROG_RUN.
+// It is one program for all of a bridge's ports, reached from each
+// port's own (entry.c) with a tail call, which says in fp_port which port
+// the frame came in on (lib/entry.h); what it leaves to user space goes
+// on to the port's xsk_redirect. With record_key set at load time it
+// stores the key it read, for the tests, which run it with BPF_PROG_RUN
+// through a port's entry program.
 
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
@@ -26,8 +28,7 @@
 #include "lib/actions.h"
 #include "lib/conntrack.h"
 #include "lib/encap.h"
-#include "lib/tunnel.h"
-#include "lib/xsk.h"
+#include "lib/entry.h"
 
 // So that the enums user space uses are in the object's BTF, for
 // bpf2go's -type (gen.go).
@@ -42,27 +43,20 @@ struct fp_enums {
 
 const struct fp_enums *fp_enums_for_go __attribute__((unused));
 
-// in_port is the OpenFlow port number of the port the program is on;
-// max_frame_len the longest frame its sockets take, and socket_queues how
-// many of its rx queues, from 0, have one. underlay says that the port is
-// a tunnel underlay (lib/tunnel.h), whose slot is underlay_slot: only its
-// tunnels' frames are the bridge's, each from the tunnel tunnels_in names.
-volatile const __u16 in_port = 0;
-volatile const __u32 max_frame_len = 0;
-volatile const __u32 socket_queues = 0;
-volatile const __u8 underlay = 0;
-volatile const __u16 underlay_slot = 0;
 // record_key makes the program store each key, and what an entry did
 // with the frame, in parsed (tests only).
 volatile const __u8 record_key = 0;
 
-// to_user hands a frame to user space: whole again if its outer headers
-// were popped.
-static __always_inline int to_user(struct xdp_md *ctx, __u32 popped)
+// to_user hands a frame to user space, through the program of the port
+// in slot: whole again if its outer headers were popped. A port that is
+// leaving has no program there any more: its frame is the host's, as
+// with no socket for its queue.
+static __always_inline int to_user(struct xdp_md *ctx, __u32 popped, __u32 slot)
 {
 	if (popped && bpf_xdp_adjust_head(ctx, -(int)popped))
 		return drop(FP_DROP_RESTORE); // unreachable: the headers are where they were
-	return to_socket(ctx, max_frame_len);
+	bpf_tail_call(ctx, &fp_sockets, slot);
+	return XDP_PASS;
 }
 
 // lookup returns key's entry of the bridge's current generation, looked
@@ -111,21 +105,22 @@ int fastpath(struct xdp_md *ctx)
 	// A frame in several buffers is user space's: the parser reads only
 	// the first.
 	int whole = bpf_xdp_get_buff_len(ctx) == len;
-	__u16 port = in_port;
+	__u32 zero = 0;
+	struct fp_port *in = bpf_map_lookup_elem(&fp_port, &zero);
 
-	// A queue without a socket is the host's, fast path or not (lib/xsk.h).
-	if (ctx->rx_queue_index >= socket_queues)
-		return XDP_PASS;
-	if (underlay) {
-		struct tunnel_outer o;
+	if (!in)
+		return XDP_PASS; // unreachable: an array's element
+	__u16 port = in->in_port, slot = in->slot;
+	__u32 max_frame_len = in->max_frame_len;
 
-		if (!tunnel_frame((void *)(long)ctx->data, (void *)(long)ctx->data_end, &o))
-			return XDP_PASS; // the host's own traffic
+	if (in->underlay) {
+		struct tunnel_outer o = in->outer;
+
 		if (!whole || len > max_frame_len)
-			return to_socket(ctx, max_frame_len);
-		popped = tunnel_pop(ctx, &o, underlay_slot, &key);
+			return to_user(ctx, 0, slot);
+		popped = tunnel_pop(ctx, &o, slot, &key);
 		if (!popped || bpf_xdp_adjust_head(ctx, popped))
-			return to_socket(ctx, max_frame_len);
+			return to_user(ctx, 0, slot);
 		port = key.in_port;
 		len -= popped;
 	}
@@ -138,19 +133,19 @@ int fastpath(struct xdp_md *ctx)
 		rec->hit = 0;
 	}
 	if (!ok || len > max_frame_len)
-		return to_user(ctx, popped);
+		return to_user(ctx, popped, slot);
 	// The flow's own key, for the hash of a tunnel push: lookup masks the
 	// one it looks up.
 	struct fp_key flow = key;
 	struct fp_flow *f = lookup(&key);
 
 	if (!f || (f->max_len && len > f->max_len))
-		return to_user(ctx, popped);
+		return to_user(ctx, popped, slot);
 	// A slot emptied under the entry (its interface unregistered) would
 	// drop the frame without a trace: user space sends it, and counts
 	// what its port cannot take.
 	if (f->out != FP_OUT_DROP && !bpf_map_lookup_elem(&tx_ports, &f->out))
-		return to_user(ctx, popped);
+		return to_user(ctx, popped, slot);
 	if (rec) {
 		rec->hit = 1;
 		rec->out = f->out;
@@ -174,7 +169,7 @@ int fastpath(struct xdp_md *ctx)
 		run = run_ops(ctx, f, l3, &flow);
 
 	if (run == FP_RUN_USER)
-		return to_user(ctx, popped);
+		return to_user(ctx, popped, slot);
 	if (run == FP_RUN_FAILED)
 		return drop(FP_DROP_OP_FAILED);
 	f->packets++;

@@ -129,7 +129,8 @@ func NetworkOrder(v uint16) uint16 {
 	return binary.BigEndian.Uint16(b[:])
 }
 
-// FastpathShared are the maps every port of a bridge shares: the
+// FastpathShared are the maps every port of a bridge shares, and its
+// fast path program: the
 // decisions (flows, and flows_l2 for keys of the Ethernet header alone),
 // the bridge's generation and key mask (state, two of them, and
 // state_slot, which is current), where each slot sends (tx_ports), the
@@ -139,6 +140,15 @@ func NetworkOrder(v uint16) uint16 {
 // frames the programs dropped (drops).
 type FastpathShared struct {
 	Flows, FlowsL2, State, StateSlot, TxPorts, Tunnels, TunnelsIn, Meters, MeterCounts, CtConns, Drops *ebpf.Map
+	// FpPort, FpProgram and FpSockets are the hand-off between the ports'
+	// programs and the bridge's (lib/entry.h).
+	FpPort, FpProgram, FpSockets *ebpf.Map
+
+	// prog is the bridge's fast path program, loaded with the first port
+	// (program), whether it records keys.
+	programMu sync.Mutex
+	prog      *FastpathObjects
+	recordKey bool
 
 	// The state maps' memory (they are BPF_F_MMAPABLE), and which of
 	// state's two slots is current: see SetState.
@@ -151,9 +161,8 @@ type FastpathShared struct {
 	connSync *CtsyncPrograms
 }
 
-// fastpathSpec is the fast path's object file, parsed once: each port
-// loads a copy of the program, and parsing took some 4.5 ms of every
-// port's add-port.
+// fastpathSpec is the fast path's object file, parsed once: each bridge
+// loads the program, and makes its maps from it.
 var fastpathSpec = sync.OnceValues(LoadFastpath)
 
 // fastpathSpecCopy is a copy of fastpathSpec to be changed and loaded.
@@ -186,7 +195,8 @@ func NewFastpathShared(maxConns uint32) (*FastpathShared, error) {
 	}{{FastpathMapFlows, &s.Flows}, {FastpathMapFlowsL2, &s.FlowsL2}, {FastpathMapState, &s.State}, {FastpathMapStateSlot, &s.StateSlot},
 		{FastpathMapTxPorts, &s.TxPorts}, {FastpathMapTunnels, &s.Tunnels}, {FastpathMapTunnelsIn, &s.TunnelsIn},
 		{FastpathMapMeters, &s.Meters}, {FastpathMapMeterCounts, &s.MeterCounts}, {FastpathMapCtConns, &s.CtConns},
-		{FastpathMapDrops, &s.Drops}} {
+		{FastpathMapDrops, &s.Drops}, {FastpathMapFpPort, &s.FpPort}, {FastpathMapFpProgram, &s.FpProgram},
+		{FastpathMapFpSockets, &s.FpSockets}} {
 		if *m.to, err = ebpf.NewMap(spec.Maps[m.name]); err != nil {
 			s.Close()
 			return nil, fmt.Errorf("create the fast path's %s map: %w", m.name, err)
@@ -317,7 +327,7 @@ func (s *FastpathShared) ResetMeterCounts(slot uint32) error {
 // stateFence orders SetState's stores: see there.
 var stateFence atomic.Uint32
 
-// SetState makes st the state every port's program reads, with plain
+// SetState makes st the state the fast path reads, with plain
 // stores into the maps' memory: no system call, since a controller's flow
 // mods each make a new generation, one round trip apiece. It writes the
 // slot that is not current whole, then names it current; the program
@@ -356,7 +366,7 @@ var DropReasons = [FastpathFpDropReasonFP_DROP_REASONS]string{
 	FastpathFpDropReasonFP_DROP_METER:     "meter",
 }
 
-// DropCounts returns how many frames every port's program dropped, by
+// DropCounts returns how many frames the fast path dropped, by
 // reason (DropReasons), since the maps were made.
 func (s *FastpathShared) DropCounts() map[string]uint64 {
 	counts := make(map[string]uint64, len(DropReasons))
@@ -376,7 +386,11 @@ func (s *FastpathShared) Close() error {
 		errs = append(errs, unix.Munmap(s.meters))
 		s.meters = nil
 	}
-	for _, m := range []*ebpf.Map{s.Flows, s.FlowsL2, s.State, s.StateSlot, s.TxPorts, s.Tunnels, s.TunnelsIn, s.Meters, s.MeterCounts, s.CtConns, s.Drops} {
+	if s.prog != nil {
+		errs = append(errs, s.prog.Close())
+	}
+	for _, m := range []*ebpf.Map{s.Flows, s.FlowsL2, s.State, s.StateSlot, s.TxPorts, s.Tunnels, s.TunnelsIn, s.Meters, s.MeterCounts, s.CtConns, s.Drops,
+		s.FpPort, s.FpProgram, s.FpSockets} {
 		if m != nil {
 			errs = append(errs, m.Close())
 		}
@@ -384,75 +398,161 @@ func (s *FastpathShared) Close() error {
 	return errors.Join(errs...)
 }
 
-// FastpathConfig is what one port's copy of the fast path's program is
-// loaded with. Nil maps are created anew (the tests' own).
+// FastpathConfig is one port's way into its bridge's fast path.
 type FastpathConfig struct {
 	InPort      uint16 // the port's OpenFlow port number
+	Slot        uint16 // the port's slot in the bridge (tx_ports, fp_sockets, tunnels_in's underlay)
 	MaxFrameLen uint32 // the longest frame its sockets take
 	// SocketQueues is how many of the port's rx queues, from queue 0,
 	// have a socket: the frames of the others are the host's.
 	SocketQueues int
-	RecordKey    bool // store each key parsed, and what an entry did, in the parsed map (tests)
-	Shared       *FastpathShared
+	// RecordKey has the fast path store each key parsed, and what an
+	// entry did, in its parsed map (tests). It is the bridge's program's:
+	// every port of one Shared must say the same.
+	RecordKey bool
+	// Shared are the bridge's maps and program; nil makes the port's own
+	// (the tests').
+	Shared *FastpathShared
 	// Sockets and Oversize are the port's XSKMAP and oversize counter,
-	// which a miss goes to and counts in, as with the port's own program.
+	// and SocketProgram its program that sends every frame to its
+	// sockets (xsk.c's xsk_redirect), which takes what the fast path
+	// leaves to user space. Nil maps are made anew; without a program,
+	// what the fast path leaves to user space is the host's (the tests').
 	Sockets, Oversize *ebpf.Map
+	SocketProgram     *ebpf.Program
 	// TunnelListen is set for a tunnel underlay: its port's (address,
 	// UDP port) pairs, whose datagrams are the bridge's; the rest pass.
-	// UnderlaySlot is then the underlay's slot, which tunnels_in's keys
-	// name.
 	TunnelListen *ebpf.Map
-	UnderlaySlot uint16
 }
 
-// LoadFastpathProgram loads one port's copy of the fast path's program.
-func LoadFastpathProgram(cfg FastpathConfig) (*FastpathObjects, error) {
+// FastpathPort is one port's way into its bridge's fast path: the small
+// program the port runs (Fastpath, entry.c), which tail-calls the
+// bridge's one program (fastpath.c), and the bridge's maps.
+type FastpathPort struct {
+	Fastpath *ebpf.Program
+	Parsed   *ebpf.Map // what the bridge's program recorded (RecordKey)
+	Oversize *ebpf.Map // the port's
+	*FastpathShared
+
+	entry     EntryObjects
+	slot      uint32
+	ownShared bool
+	inSockets bool // SocketProgram is in fp_sockets
+}
+
+// entrySpec is entry.c's object file, parsed once.
+var entrySpec = sync.OnceValues(LoadEntry)
+
+// LoadFastpathProgram loads one port's entry program into its bridge's
+// fast path, and the bridge's program if it is the first; it puts the
+// port's SocketProgram in fp_sockets.
+func LoadFastpathProgram(cfg FastpathConfig) (_ *FastpathPort, err error) {
 	if err := rlimit.RemoveMemlock(); err != nil {
 		return nil, err
+	}
+	p := &FastpathPort{FastpathShared: cfg.Shared, slot: uint32(cfg.Slot)}
+	if p.FastpathShared == nil {
+		if p.FastpathShared, err = NewFastpathShared(0); err != nil {
+			return nil, err
+		}
+		p.ownShared = true
+	}
+	defer func() {
+		if err != nil {
+			p.Close()
+		}
+	}()
+	prog, err := p.FastpathShared.program(cfg.RecordKey)
+	if err != nil {
+		return nil, err
+	}
+	p.Parsed = prog.Parsed
+	spec, err := entrySpec()
+	if err != nil {
+		return nil, err
+	}
+	spec = spec.Copy()
+	var underlay uint8
+	if cfg.TunnelListen != nil {
+		underlay = 1
+	}
+	for name, value := range map[string]any{EntryVarInPort: cfg.InPort, EntryVarSlot: cfg.Slot, EntryVarMaxFrameLen: cfg.MaxFrameLen,
+		EntryVarSocketQueues: uint32(cfg.SocketQueues), EntryVarUnderlay: underlay} {
+		if err := spec.Variables[name].Set(value); err != nil {
+			return nil, fmt.Errorf("set %s: %w", name, err)
+		}
+	}
+	replace := map[string]*ebpf.Map{EntryMapFpPort: p.FpPort, EntryMapFpProgram: p.FpProgram, EntryMapFpSockets: p.FpSockets}
+	for name, m := range map[string]*ebpf.Map{EntryMapXsksMap: cfg.Sockets, EntryMapOversize: cfg.Oversize, EntryMapTunnelListen: cfg.TunnelListen} {
+		if m != nil {
+			replace[name] = m
+		}
+	}
+	if err := spec.LoadAndAssign(&p.entry, &ebpf.CollectionOptions{MapReplacements: replace}); err != nil {
+		return nil, fmt.Errorf("the verifier refused the port's way into the fast path: %w", err)
+	}
+	p.Fastpath, p.Oversize = p.entry.FastpathEntry, p.entry.Oversize
+	if cfg.SocketProgram != nil {
+		if err := p.FpSockets.Put(p.slot, cfg.SocketProgram); err != nil {
+			return nil, fmt.Errorf("enter the port's own program in fp_sockets: %w", err)
+		}
+		p.inSockets = true
+	}
+	return p, nil
+}
+
+// Close takes the port's program out of fp_sockets and closes what the
+// port loaded; the bridge's maps and program stay, unless they were the
+// port's own.
+func (p *FastpathPort) Close() error {
+	var errs []error
+	if p.inSockets {
+		errs = append(errs, p.FpSockets.Delete(p.slot))
+	}
+	errs = append(errs, p.entry.Close())
+	if p.ownShared {
+		errs = append(errs, p.FastpathShared.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// program returns the bridge's fast path program, which it loads the first
+// time, and enters in fp_program.
+func (s *FastpathShared) program(recordKey bool) (*FastpathObjects, error) {
+	s.programMu.Lock()
+	defer s.programMu.Unlock()
+	if s.prog != nil {
+		if s.recordKey != recordKey {
+			return nil, errors.New("the bridge's fast path program records keys for one port and not for another")
+		}
+		return s.prog, nil
 	}
 	spec, err := fastpathSpecCopy()
 	if err != nil {
 		return nil, err
 	}
-	var record, underlay uint8
-	if cfg.RecordKey {
+	var record uint8
+	if recordKey {
 		record = 1
 	}
-	if cfg.TunnelListen != nil {
-		underlay = 1
+	if err := spec.Variables[FastpathVarRecordKey].Set(record); err != nil {
+		return nil, fmt.Errorf("set %s: %w", FastpathVarRecordKey, err)
 	}
-	for name, value := range map[string]any{FastpathVarInPort: cfg.InPort, FastpathVarRecordKey: record,
-		FastpathVarMaxFrameLen: cfg.MaxFrameLen, FastpathVarSocketQueues: uint32(cfg.SocketQueues),
-		FastpathVarUnderlay: underlay, FastpathVarUnderlaySlot: cfg.UnderlaySlot} {
-		if err := spec.Variables[name].Set(value); err != nil {
-			return nil, fmt.Errorf("set %s: %w", name, err)
-		}
-	}
-	replace := map[string]*ebpf.Map{}
-	if cfg.Shared != nil {
-		for name, m := range map[string]*ebpf.Map{FastpathMapFlows: cfg.Shared.Flows, FastpathMapFlowsL2: cfg.Shared.FlowsL2,
-			FastpathMapState: cfg.Shared.State, FastpathMapStateSlot: cfg.Shared.StateSlot, FastpathMapTxPorts: cfg.Shared.TxPorts,
-			FastpathMapTunnels: cfg.Shared.Tunnels, FastpathMapTunnelsIn: cfg.Shared.TunnelsIn, FastpathMapMeters: cfg.Shared.Meters,
-			FastpathMapMeterCounts: cfg.Shared.MeterCounts, FastpathMapCtConns: cfg.Shared.CtConns, FastpathMapDrops: cfg.Shared.Drops} {
-			if m != nil {
-				replace[name] = m
-			}
-		}
-	}
-	if cfg.TunnelListen != nil {
-		replace[FastpathMapTunnelListen] = cfg.TunnelListen
-	}
-	if cfg.Sockets != nil {
-		replace[FastpathMapXsksMap] = cfg.Sockets
-	}
-	if cfg.Oversize != nil {
-		replace[FastpathMapOversize] = cfg.Oversize
-	}
-	var objs FastpathObjects
-	if err := spec.LoadAndAssign(&objs, &ebpf.CollectionOptions{MapReplacements: replace}); err != nil {
+	replace := map[string]*ebpf.Map{FastpathMapFlows: s.Flows, FastpathMapFlowsL2: s.FlowsL2,
+		FastpathMapState: s.State, FastpathMapStateSlot: s.StateSlot, FastpathMapTxPorts: s.TxPorts,
+		FastpathMapTunnels: s.Tunnels, FastpathMapTunnelsIn: s.TunnelsIn, FastpathMapMeters: s.Meters,
+		FastpathMapMeterCounts: s.MeterCounts, FastpathMapCtConns: s.CtConns, FastpathMapDrops: s.Drops,
+		FastpathMapFpPort: s.FpPort, FastpathMapFpProgram: s.FpProgram, FastpathMapFpSockets: s.FpSockets}
+	objs := new(FastpathObjects)
+	if err := spec.LoadAndAssign(objs, &ebpf.CollectionOptions{MapReplacements: replace}); err != nil {
 		return nil, fmt.Errorf("the verifier refused the fast path program: %w", err)
 	}
-	return &objs, nil
+	if err := s.FpProgram.Put(uint32(0), objs.Fastpath); err != nil {
+		objs.Close()
+		return nil, fmt.Errorf("enter the fast path program in fp_program: %w", err)
+	}
+	s.prog, s.recordKey = objs, recordKey
+	return objs, nil
 }
 
 // DefaultMaxConns is how many connections ct_conns holds unless

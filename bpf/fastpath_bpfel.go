@@ -188,6 +188,22 @@ type FastpathFpParsed struct {
 	Out uint32
 }
 
+type FastpathFpPort struct {
+	_     structs.HostLayout
+	Outer struct {
+		_    structs.HostLayout
+		Kind uint32
+		L3   uint32
+		Src  uint32
+		Dst  uint32
+	}
+	MaxFrameLen uint32
+	InPort      uint16
+	Slot        uint16
+	Underlay    uint8
+	Pad         [3]uint8
+}
+
 type FastpathFpState struct {
 	_          structs.HostLayout
 	Generation uint64
@@ -226,13 +242,6 @@ const (
 	FastpathTunnelKindTUNNEL_GENEVE FastpathTunnelKind = 2
 )
 
-type FastpathTunnelListenKey struct {
-	_    structs.HostLayout
-	Addr uint32
-	Port uint16
-	Pad  uint16
-}
-
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
@@ -241,25 +250,20 @@ const (
 	FastpathMapDrops        = "drops"
 	FastpathMapFlows        = "flows"
 	FastpathMapFlowsL2      = "flows_l2"
+	FastpathMapFpPort       = "fp_port"
+	FastpathMapFpProgram    = "fp_program"
+	FastpathMapFpSockets    = "fp_sockets"
 	FastpathMapMeterCounts  = "meter_counts"
 	FastpathMapMeters       = "meters"
-	FastpathMapOversize     = "oversize"
 	FastpathMapParsed       = "parsed"
 	FastpathMapState        = "state"
 	FastpathMapStateSlot    = "state_slot"
-	FastpathMapTunnelListen = "tunnel_listen"
 	FastpathMapTunnels      = "tunnels"
 	FastpathMapTunnelsIn    = "tunnels_in"
 	FastpathMapTxPorts      = "tx_ports"
-	FastpathMapXsksMap      = "xsks_map"
 	FastpathProgFastpath    = "fastpath"
 	FastpathVarFpEnumsForGo = "fp_enums_for_go"
-	FastpathVarInPort       = "in_port"
-	FastpathVarMaxFrameLen  = "max_frame_len"
 	FastpathVarRecordKey    = "record_key"
-	FastpathVarSocketQueues = "socket_queues"
-	FastpathVarUnderlay     = "underlay"
-	FastpathVarUnderlaySlot = "underlay_slot"
 )
 
 // LoadFastpath returns the embedded CollectionSpec for Fastpath.
@@ -311,21 +315,21 @@ type FastpathProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type FastpathMapSpecs struct {
-	CtConns      *ebpf.MapSpec `ebpf:"ct_conns"`
-	Drops        *ebpf.MapSpec `ebpf:"drops"`
-	Flows        *ebpf.MapSpec `ebpf:"flows"`
-	FlowsL2      *ebpf.MapSpec `ebpf:"flows_l2"`
-	MeterCounts  *ebpf.MapSpec `ebpf:"meter_counts"`
-	Meters       *ebpf.MapSpec `ebpf:"meters"`
-	Oversize     *ebpf.MapSpec `ebpf:"oversize"`
-	Parsed       *ebpf.MapSpec `ebpf:"parsed"`
-	State        *ebpf.MapSpec `ebpf:"state"`
-	StateSlot    *ebpf.MapSpec `ebpf:"state_slot"`
-	TunnelListen *ebpf.MapSpec `ebpf:"tunnel_listen"`
-	Tunnels      *ebpf.MapSpec `ebpf:"tunnels"`
-	TunnelsIn    *ebpf.MapSpec `ebpf:"tunnels_in"`
-	TxPorts      *ebpf.MapSpec `ebpf:"tx_ports"`
-	XsksMap      *ebpf.MapSpec `ebpf:"xsks_map"`
+	CtConns     *ebpf.MapSpec `ebpf:"ct_conns"`
+	Drops       *ebpf.MapSpec `ebpf:"drops"`
+	Flows       *ebpf.MapSpec `ebpf:"flows"`
+	FlowsL2     *ebpf.MapSpec `ebpf:"flows_l2"`
+	FpPort      *ebpf.MapSpec `ebpf:"fp_port"`
+	FpProgram   *ebpf.MapSpec `ebpf:"fp_program"`
+	FpSockets   *ebpf.MapSpec `ebpf:"fp_sockets"`
+	MeterCounts *ebpf.MapSpec `ebpf:"meter_counts"`
+	Meters      *ebpf.MapSpec `ebpf:"meters"`
+	Parsed      *ebpf.MapSpec `ebpf:"parsed"`
+	State       *ebpf.MapSpec `ebpf:"state"`
+	StateSlot   *ebpf.MapSpec `ebpf:"state_slot"`
+	Tunnels     *ebpf.MapSpec `ebpf:"tunnels"`
+	TunnelsIn   *ebpf.MapSpec `ebpf:"tunnels_in"`
+	TxPorts     *ebpf.MapSpec `ebpf:"tx_ports"`
 }
 
 // FastpathVariableSpecs contains global variables before they are loaded into the kernel.
@@ -333,12 +337,7 @@ type FastpathMapSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type FastpathVariableSpecs struct {
 	FpEnumsForGo *ebpf.VariableSpec `ebpf:"fp_enums_for_go"`
-	InPort       *ebpf.VariableSpec `ebpf:"in_port"`
-	MaxFrameLen  *ebpf.VariableSpec `ebpf:"max_frame_len"`
 	RecordKey    *ebpf.VariableSpec `ebpf:"record_key"`
-	SocketQueues *ebpf.VariableSpec `ebpf:"socket_queues"`
-	Underlay     *ebpf.VariableSpec `ebpf:"underlay"`
-	UnderlaySlot *ebpf.VariableSpec `ebpf:"underlay_slot"`
 }
 
 // FastpathObjects contains all objects after they have been loaded into the kernel.
@@ -361,21 +360,21 @@ func (o *FastpathObjects) Close() error {
 //
 // It can be passed to LoadFastpathObjects or ebpf.CollectionSpec.LoadAndAssign.
 type FastpathMaps struct {
-	CtConns      *ebpf.Map `ebpf:"ct_conns"`
-	Drops        *ebpf.Map `ebpf:"drops"`
-	Flows        *ebpf.Map `ebpf:"flows"`
-	FlowsL2      *ebpf.Map `ebpf:"flows_l2"`
-	MeterCounts  *ebpf.Map `ebpf:"meter_counts"`
-	Meters       *ebpf.Map `ebpf:"meters"`
-	Oversize     *ebpf.Map `ebpf:"oversize"`
-	Parsed       *ebpf.Map `ebpf:"parsed"`
-	State        *ebpf.Map `ebpf:"state"`
-	StateSlot    *ebpf.Map `ebpf:"state_slot"`
-	TunnelListen *ebpf.Map `ebpf:"tunnel_listen"`
-	Tunnels      *ebpf.Map `ebpf:"tunnels"`
-	TunnelsIn    *ebpf.Map `ebpf:"tunnels_in"`
-	TxPorts      *ebpf.Map `ebpf:"tx_ports"`
-	XsksMap      *ebpf.Map `ebpf:"xsks_map"`
+	CtConns     *ebpf.Map `ebpf:"ct_conns"`
+	Drops       *ebpf.Map `ebpf:"drops"`
+	Flows       *ebpf.Map `ebpf:"flows"`
+	FlowsL2     *ebpf.Map `ebpf:"flows_l2"`
+	FpPort      *ebpf.Map `ebpf:"fp_port"`
+	FpProgram   *ebpf.Map `ebpf:"fp_program"`
+	FpSockets   *ebpf.Map `ebpf:"fp_sockets"`
+	MeterCounts *ebpf.Map `ebpf:"meter_counts"`
+	Meters      *ebpf.Map `ebpf:"meters"`
+	Parsed      *ebpf.Map `ebpf:"parsed"`
+	State       *ebpf.Map `ebpf:"state"`
+	StateSlot   *ebpf.Map `ebpf:"state_slot"`
+	Tunnels     *ebpf.Map `ebpf:"tunnels"`
+	TunnelsIn   *ebpf.Map `ebpf:"tunnels_in"`
+	TxPorts     *ebpf.Map `ebpf:"tx_ports"`
 }
 
 func (m *FastpathMaps) Close() error {
@@ -384,17 +383,17 @@ func (m *FastpathMaps) Close() error {
 		m.Drops,
 		m.Flows,
 		m.FlowsL2,
+		m.FpPort,
+		m.FpProgram,
+		m.FpSockets,
 		m.MeterCounts,
 		m.Meters,
-		m.Oversize,
 		m.Parsed,
 		m.State,
 		m.StateSlot,
-		m.TunnelListen,
 		m.Tunnels,
 		m.TunnelsIn,
 		m.TxPorts,
-		m.XsksMap,
 	)
 }
 
@@ -403,12 +402,7 @@ func (m *FastpathMaps) Close() error {
 // It can be passed to LoadFastpathObjects or ebpf.CollectionSpec.LoadAndAssign.
 type FastpathVariables struct {
 	FpEnumsForGo *ebpf.Variable `ebpf:"fp_enums_for_go"`
-	InPort       *ebpf.Variable `ebpf:"in_port"`
-	MaxFrameLen  *ebpf.Variable `ebpf:"max_frame_len"`
 	RecordKey    *ebpf.Variable `ebpf:"record_key"`
-	SocketQueues *ebpf.Variable `ebpf:"socket_queues"`
-	Underlay     *ebpf.Variable `ebpf:"underlay"`
-	UnderlaySlot *ebpf.Variable `ebpf:"underlay_slot"`
 }
 
 // FastpathPrograms contains all programs after they have been loaded into the kernel.

@@ -27,7 +27,7 @@ const testInPort = 7
 
 // parser is the fast path program loaded to record what it parses.
 type parser struct {
-	objs *FastpathObjects
+	objs *FastpathPort
 }
 
 func loadParser(tb testing.TB) *parser {

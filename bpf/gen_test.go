@@ -70,15 +70,23 @@ func TestProgramLoadsFragsAware(t *testing.T) {
 	}
 }
 
-// The fast path's program replaces a port's own, so it must be frags-aware
-// as that one is, or veth would refuse it beyond one page of MTU.
-func TestFastpathProgramIsFragsAware(t *testing.T) {
-	spec, err := LoadFastpath()
+// A port's entry program replaces its own, so it must be frags-aware as
+// that one is, or veth would refuse it beyond one page of MTU; and so
+// must the fast path's, which it tail-calls, and which tail-calls the
+// port's own: the kernel calls only between programs that agree.
+func TestFastpathProgramsAreFragsAware(t *testing.T) {
+	fastpath, err := LoadFastpath()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if flags := spec.Programs[FastpathProgFastpath].Flags; flags&unix.BPF_F_XDP_HAS_FRAGS == 0 {
-		t.Fatalf("program flags %#x lack BPF_F_XDP_HAS_FRAGS: its section must be xdp.frags", flags)
+	entry, err := LoadEntry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, prog := range map[string]*ebpf.ProgramSpec{"fastpath": fastpath.Programs[FastpathProgFastpath], "entry": entry.Programs[EntryProgFastpathEntry]} {
+		if prog.Flags&unix.BPF_F_XDP_HAS_FRAGS == 0 {
+			t.Errorf("the %s program's flags %#x lack BPF_F_XDP_HAS_FRAGS: its section must be xdp.frags", name, prog.Flags)
+		}
 	}
 }
 
@@ -101,7 +109,7 @@ func TestFastpathSpecCopiesAreApart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Variables[FastpathVarInPort].Set(uint16(7)); err != nil {
+	if err := a.Variables[FastpathVarRecordKey].Set(uint8(1)); err != nil {
 		t.Fatal(err)
 	}
 	a.Maps[FastpathMapCtConns].MaxEntries = 3
@@ -109,9 +117,9 @@ func TestFastpathSpecCopiesAreApart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var port uint16
-	if err := b.Variables[FastpathVarInPort].Get(&port); err != nil || port != 0 {
-		t.Errorf("a later copy's in_port = %d (%v), want 0: one port's copy changed the parsed file", port, err)
+	var record uint8
+	if err := b.Variables[FastpathVarRecordKey].Get(&record); err != nil || record != 0 {
+		t.Errorf("a later copy's record_key = %d (%v), want 0: one copy changed the parsed file", record, err)
 	}
 	if n := b.Maps[FastpathMapCtConns].MaxEntries; n == 3 {
 		t.Error("a later copy's ct_conns has the size an earlier copy was given")

@@ -17,7 +17,7 @@ import (
 // program does with an entry.
 type runBridge struct {
 	shared *FastpathShared
-	objs   *FastpathObjects
+	objs   *FastpathPort
 	ncpu   int
 }
 

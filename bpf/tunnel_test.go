@@ -29,7 +29,7 @@ var (
 const popTunnelPort = 9
 
 type popParser struct {
-	objs      *FastpathObjects
+	objs      *FastpathPort
 	listeners tunnel.Listeners
 }
 
@@ -220,7 +220,7 @@ func TestTunnelsAreClaimedPerUnderlay(t *testing.T) {
 	}
 	for slot, want := range map[uint16]uint16{3: 11, 4: 12} {
 		objs, err := LoadFastpathProgram(FastpathConfig{MaxFrameLen: 1 << 16, SocketQueues: 1, RecordKey: true, Shared: shared,
-			TunnelListen: listen, UnderlaySlot: slot})
+			TunnelListen: listen, Slot: slot})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,7 +3,8 @@
 // The XDP half of an AF_XDP port without the fast path (lib/xsk.h): every
 // frame goes to the port's socket for its queue (xsk_redirect); or, on a
 // tunnel underlay, only the tunnels' frames do and the rest continue up
-// the stack (xsk_tunnels, lib/tunnel.h).
+// the stack (xsk_tunnels, lib/listen.h). With the fast path, xsk_redirect
+// takes the frames it leaves to user space (lib/entry.h).
 //
 // The program is frags-aware (xdp.frags): a driver may hand it a frame in
 // several buffers, and the socket receives it as chained descriptors when
@@ -11,7 +12,7 @@
 // natively when its peer's MTU exceeds one page.
 
 #include "lib/xsk.h"
-#include "lib/tunnel.h"
+#include "lib/listen.h"
 
 // max_frame_len is the longest frame the port's sockets take, set from
 // user space before the first socket enters xsks_map.

@@ -144,32 +144,32 @@ func (k *Kernel) AttachPort(slot, ofport uint16, ifindex int, host port.XDPHost,
 		return nil, fmt.Errorf("the fast path has room for %d ports", most)
 	}
 	sockets := host.XDPSockets()
-	cfg := bpf.FastpathConfig{InPort: ofport, MaxFrameLen: uint32(sockets.MaxFrame), SocketQueues: sockets.Queues,
-		Shared: k.shared, Sockets: sockets.Map, Oversize: sockets.Oversize}
+	cfg := bpf.FastpathConfig{InPort: ofport, Slot: slot, MaxFrameLen: uint32(sockets.MaxFrame), SocketQueues: sockets.Queues,
+		Shared: k.shared, Sockets: sockets.Map, Oversize: sockets.Oversize, SocketProgram: sockets.Program}
 	if underlay {
 		listener, ok := host.(interface{ TunnelListen() *ebpf.Map })
 		if !ok {
 			return nil, errors.New("the underlay's XDP program does not say what it listens on")
 		}
-		cfg.TunnelListen, cfg.UnderlaySlot = listener.TunnelListen(), slot
+		cfg.TunnelListen = listener.TunnelListen()
 	}
-	objs, err := bpf.LoadFastpathProgram(cfg)
+	entry, err := bpf.LoadFastpathProgram(cfg)
 	if err != nil {
 		return nil, err
 	}
 	if err := k.shared.TxPorts.Put(uint32(slot), uint32(ifindex)); err != nil {
-		objs.Close()
+		entry.Close()
 		return nil, fmt.Errorf("enter the interface in tx_ports: %w", err)
 	}
-	if err := host.SetXDPProgram(objs.Fastpath); err != nil {
-		objs.Close()
+	if err := host.SetXDPProgram(entry.Fastpath); err != nil {
+		entry.Close()
 		k.shared.TxPorts.Delete(uint32(slot))
 		return nil, err
 	}
 	return func() {
 		host.SetXDPProgram(nil)
 		k.shared.TxPorts.Delete(uint32(slot))
-		objs.Close()
+		entry.Close()
 	}, nil
 }
 

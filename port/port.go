@@ -125,11 +125,14 @@ type XDPHost interface {
 
 // XDPSockets are a port's AF_XDP sockets as its XDP program sees them:
 // its XSKMAP, its counter of frames too long for them, the longest frame
-// they take, and how many rx queues, from queue 0, have one.
+// they take, and how many rx queues, from queue 0, have one; and Program,
+// which sends every frame to them, with the checks and counts of the
+// port's own.
 type XDPSockets struct {
 	Map, Oversize *ebpf.Map
 	MaxFrame      int
 	Queues        int
+	Program       *ebpf.Program
 }
 
 // Wrapper is a port that wraps another (one known by another name, say),

@@ -23,7 +23,7 @@ import (
 )
 
 // fastPathBed is a forwarder with the fast path, driven one frame at a
-// time, and each port's copy of the XDP program on the bridge's maps,
+// time, and each port's entry into the bridge's XDP fast path,
 // run with BPF_PROG_RUN: what the kernel would do with a frame, and then
 // what user space does with it, can be compared frame by frame while
 // the ports, the MAC table and the table change between frames.
@@ -33,7 +33,7 @@ type fastPathBed struct {
 	cls   *flow.Classifier
 	ports []*porttest.Port
 	bps   []*bridgePort
-	progs []*bpf.FastpathObjects
+	progs []*bpf.FastpathPort
 }
 
 func newFastPathBed(t *testing.T, macTableSize int, configs ...VLANConfig) *fastPathBed {
@@ -46,7 +46,7 @@ func newFastPathBed(t *testing.T, macTableSize int, configs ...VLANConfig) *fast
 	bed := newBed(t, dp, macTableSize, configs...)
 	const loopback = 1 // BPF_PROG_RUN does not send: any device will do
 	for _, bp := range bed.bps {
-		objs, err := bpf.LoadFastpathProgram(bpf.FastpathConfig{InPort: bp.ofport, MaxFrameLen: 1 << 16, SocketQueues: 1,
+		objs, err := bpf.LoadFastpathProgram(bpf.FastpathConfig{InPort: bp.ofport, Slot: bp.slot, MaxFrameLen: 1 << 16, SocketQueues: 1,
 			RecordKey: true, Shared: dp.Shared()})
 		if err != nil {
 			t.Fatal(err)

@@ -13,7 +13,7 @@ import (
 )
 
 // The in-kernel fast path's policy: decisions that the XDP program can
-// carry (fastpath_entry.go) are installed in a map every port's program
+// carry (fastpath_entry.go) are installed in a map the bridge's program
 // reads (bpf/fastpath.c), so that their frames go from port to port
 // inside the kernel, in the sender's softirq, and never reach a socket.
 // The maps, the programs and their encodings are package datapath's,

@@ -31,7 +31,7 @@ const (
 // port 1, with every port of tx_ports the loopback device: BPF_PROG_RUN
 // does not send, it says what the program would do and hands back the
 // frame as it left it.
-func fastPathProgram(tb testing.TB) *bpf.FastpathObjects {
+func fastPathProgram(tb testing.TB) *bpf.FastpathPort {
 	tb.Helper()
 	testenv.RequireRoot(tb)
 	objs, err := bpf.LoadFastpathProgram(bpf.FastpathConfig{InPort: 1, MaxFrameLen: 1 << 16, SocketQueues: 1})
@@ -423,9 +423,7 @@ func TestFastPathMissesGoToUserSpace(t *testing.T) {
 
 	// The same entry, on a port whose queue 0 has no socket: a queue
 	// without a socket is the host's, fast path or not.
-	hostOnly, err := bpf.LoadFastpathProgram(bpf.FastpathConfig{InPort: 1, MaxFrameLen: 1 << 16, SocketQueues: 0,
-		Shared: &bpf.FastpathShared{Flows: objs.Flows, FlowsL2: objs.FlowsL2, State: objs.State, StateSlot: objs.StateSlot,
-			TxPorts: objs.TxPorts, Tunnels: objs.Tunnels, TunnelsIn: objs.TunnelsIn}})
+	hostOnly, err := bpf.LoadFastpathProgram(bpf.FastpathConfig{InPort: 1, MaxFrameLen: 1 << 16, SocketQueues: 0, Shared: objs.FastpathShared})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -94,7 +94,8 @@ func (b *Bridge) removeTunnel(t *bridgePort) {
 	}
 }
 
-// The fast path's tunnels. The underlay's copy of the program takes a
+// The fast path's tunnels. The fast path, called from the underlay's
+// entry program (bpf/entry.c) for the tunnels' datagrams, takes a
 // tunnel's frames apart in the kernel (tunnels_in says which tunnel a
 // remote and VNI are, as claim does) and runs their entries; an entry
 // that sends to a tunnel ends with FP_OP_TUNNEL_PUSH, which writes the

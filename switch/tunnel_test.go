@@ -443,7 +443,7 @@ func TestFastPathTunnelsDoWhatUserSpaceDoes(t *testing.T) {
 
 	// The underlay's program takes the frame from the tunnel apart.
 	listen := xskTunnelListen(t, tbLocal, 4789, tunnel.VXLAN)
-	underlay, err := bpf.LoadFastpathProgram(bpf.FastpathConfig{MaxFrameLen: 1 << 16, SocketQueues: 1, Shared: fp.dp.(*datapath.Kernel).Shared(), TunnelListen: listen, UnderlaySlot: tb.b.underlays[0].slot})
+	underlay, err := bpf.LoadFastpathProgram(bpf.FastpathConfig{MaxFrameLen: 1 << 16, SocketQueues: 1, Shared: fp.dp.(*datapath.Kernel).Shared(), TunnelListen: listen, Slot: tb.b.underlays[0].slot})
 	if err != nil {
 		t.Fatal(err)
 	}

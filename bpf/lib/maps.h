@@ -1,8 +1,7 @@
-// The fast path's maps. Every port of a bridge runs its own copy of the
-// program, and all share the bridge's flows, flows_l2, state, state_slot,
-// tx_ports, tunnels, tunnels_in, meters, meter_counts, ct_conns and
-// drops (bpf.FastpathShared); xsks_map and oversize are the port's own (xsk.h),
-// tunnel_listen its underlay's (tunnel.h), parsed the tests'.
+// The fast path's maps, the bridge's (bpf.FastpathShared): flows,
+// flows_l2, state, state_slot, tx_ports, tunnels, tunnels_in, meters,
+// meter_counts, ct_conns and drops; parsed is the tests'. The hand-off
+// from its ports' programs has its own (entry.h).
 
 #ifndef XSWITCH_MAPS_H
 #define XSWITCH_MAPS_H
@@ -51,8 +50,6 @@ struct {
 } state_slot SEC(".maps");
 
 // The bridge's ports by slot: an entry's out.
-#define FP_MAX_PORTS 256
-
 struct {
 	__uint(type, BPF_MAP_TYPE_DEVMAP);
 	__uint(max_entries, FP_MAX_PORTS);

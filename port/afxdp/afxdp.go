@@ -497,7 +497,7 @@ func (p *Port) RxQueues() []port.RxQueue { return p.rxQueues }
 // XDPSockets describes the port's sockets to a program that replaces its
 // own.
 func (p *Port) XDPSockets() port.XDPSockets {
-	return port.XDPSockets{Map: p.objs.XsksMap, Oversize: p.objs.Oversize, MaxFrame: p.info.MaxFrame, Queues: len(p.sockets)}
+	return port.XDPSockets{Map: p.objs.XsksMap, Oversize: p.objs.Oversize, MaxFrame: p.info.MaxFrame, Queues: len(p.sockets), Program: p.objs.XskRedirect}
 }
 
 // ListenTunnel has an underlay port's XDP program steer the IPv4/UDP
