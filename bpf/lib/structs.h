@@ -19,7 +19,7 @@
 
 // The bridge's ports by slot, at most (maps.h's tx_ports, entry.h's
 // fp_sockets).
-#define FP_MAX_PORTS 256
+#define FP_MAX_PORTS 4096
 
 // The key's VLAN TCI is the outer tag's of up to MAX_VLAN_TAGS, with
 // VLAN_CFI set when the frame has a tag, and its nw_frag the fragment
