@@ -1,6 +1,7 @@
-// The AF_XDP step that both of a port's programs end with (xsk.c alone,
-// fastpath.c after a miss): every frame that arrives on an rx queue with a
-// socket bound goes to that socket; the rest continue up the stack.
+// The AF_XDP step a port's programs end with (xsk.c's, which also takes
+// what the fast path leaves to user space; entry.c's while its bridge has
+// no fast path): every frame that arrives on an rx queue with a socket
+// bound goes to that socket; the rest continue up the stack.
 //
 // A frame longer than the port can take (max_len) is dropped here and
 // counted in oversize, rather than left to the kernel, which would drop
