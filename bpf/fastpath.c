@@ -114,11 +114,9 @@ int fastpath(struct xdp_md *ctx)
 	__u32 max_frame_len = in->max_frame_len;
 
 	if (in->underlay) {
-		struct tunnel_outer o = in->outer;
-
 		if (!whole || len > max_frame_len)
 			return to_user(ctx, 0, slot);
-		popped = tunnel_pop(ctx, &o, slot, &key);
+		popped = tunnel_pop(ctx, &in->outer, slot, &key);
 		if (!popped || bpf_xdp_adjust_head(ctx, popped))
 			return to_user(ctx, 0, slot);
 		port = key.in_port;

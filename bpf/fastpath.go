@@ -189,17 +189,10 @@ func NewFastpathShared(maxConns uint32) (*FastpathShared, error) {
 		spec.Maps[FastpathMapCtConns].MaxEntries = maxConns
 	}
 	var s FastpathShared
-	for _, m := range []struct {
-		name string
-		to   **ebpf.Map
-	}{{FastpathMapFlows, &s.Flows}, {FastpathMapFlowsL2, &s.FlowsL2}, {FastpathMapState, &s.State}, {FastpathMapStateSlot, &s.StateSlot},
-		{FastpathMapTxPorts, &s.TxPorts}, {FastpathMapTunnels, &s.Tunnels}, {FastpathMapTunnelsIn, &s.TunnelsIn},
-		{FastpathMapMeters, &s.Meters}, {FastpathMapMeterCounts, &s.MeterCounts}, {FastpathMapCtConns, &s.CtConns},
-		{FastpathMapDrops, &s.Drops}, {FastpathMapFpPort, &s.FpPort}, {FastpathMapFpProgram, &s.FpProgram},
-		{FastpathMapFpSockets, &s.FpSockets}} {
-		if *m.to, err = ebpf.NewMap(spec.Maps[m.name]); err != nil {
+	for name, m := range s.maps() {
+		if *m, err = ebpf.NewMap(spec.Maps[name]); err != nil {
 			s.Close()
-			return nil, fmt.Errorf("create the fast path's %s map: %w", m.name, err)
+			return nil, fmt.Errorf("create the fast path's %s map: %w", name, err)
 		}
 	}
 	if s.stateMem, err = s.State.Memory(); err == nil {
@@ -389,13 +382,23 @@ func (s *FastpathShared) Close() error {
 	if s.prog != nil {
 		errs = append(errs, s.prog.Close())
 	}
-	for _, m := range []*ebpf.Map{s.Flows, s.FlowsL2, s.State, s.StateSlot, s.TxPorts, s.Tunnels, s.TunnelsIn, s.Meters, s.MeterCounts, s.CtConns, s.Drops,
-		s.FpPort, s.FpProgram, s.FpSockets} {
-		if m != nil {
-			errs = append(errs, m.Close())
+	for _, m := range s.maps() {
+		if *m != nil {
+			errs = append(errs, (*m).Close())
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// maps are the bridge's maps by their names in the fast path's object:
+// what NewFastpathShared makes, the bridge's program is loaded with, and
+// Close closes.
+func (s *FastpathShared) maps() map[string]**ebpf.Map {
+	return map[string]**ebpf.Map{FastpathMapFlows: &s.Flows, FastpathMapFlowsL2: &s.FlowsL2, FastpathMapState: &s.State,
+		FastpathMapStateSlot: &s.StateSlot, FastpathMapTxPorts: &s.TxPorts, FastpathMapTunnels: &s.Tunnels,
+		FastpathMapTunnelsIn: &s.TunnelsIn, FastpathMapMeters: &s.Meters, FastpathMapMeterCounts: &s.MeterCounts,
+		FastpathMapCtConns: &s.CtConns, FastpathMapDrops: &s.Drops, FastpathMapFpPort: &s.FpPort,
+		FastpathMapFpProgram: &s.FpProgram, FastpathMapFpSockets: &s.FpSockets}
 }
 
 // FastpathConfig is one port's way into its bridge's fast path.
@@ -538,11 +541,10 @@ func (s *FastpathShared) program(recordKey bool) (*FastpathObjects, error) {
 	if err := spec.Variables[FastpathVarRecordKey].Set(record); err != nil {
 		return nil, fmt.Errorf("set %s: %w", FastpathVarRecordKey, err)
 	}
-	replace := map[string]*ebpf.Map{FastpathMapFlows: s.Flows, FastpathMapFlowsL2: s.FlowsL2,
-		FastpathMapState: s.State, FastpathMapStateSlot: s.StateSlot, FastpathMapTxPorts: s.TxPorts,
-		FastpathMapTunnels: s.Tunnels, FastpathMapTunnelsIn: s.TunnelsIn, FastpathMapMeters: s.Meters,
-		FastpathMapMeterCounts: s.MeterCounts, FastpathMapCtConns: s.CtConns, FastpathMapDrops: s.Drops,
-		FastpathMapFpPort: s.FpPort, FastpathMapFpProgram: s.FpProgram, FastpathMapFpSockets: s.FpSockets}
+	replace := map[string]*ebpf.Map{}
+	for name, m := range s.maps() {
+		replace[name] = *m
+	}
 	objs := new(FastpathObjects)
 	if err := spec.LoadAndAssign(objs, &ebpf.CollectionOptions{MapReplacements: replace}); err != nil {
 		return nil, fmt.Errorf("the verifier refused the fast path program: %w", err)

@@ -65,14 +65,13 @@ type Daemon struct {
 	mu  sync.Mutex    // serializes verbs
 	db  *store.Store  // the configuration on disk, locked for this daemon
 	cfg *store.Config // bridges and ports as saved: the truth a restart restores
-	// unsaved, while not nil, holds back the journal writes that only
-	// replace the configuration (see holdConfigWrites); it says whether
-	// one was held back.
-	unsaved *bool
-	bridges map[string]*vswitch.Bridge
-	down    map[string]error      // ports in cfg that could not be opened, by name
-	opened  map[string]openedPort // the others, by name
-	removed removals              // rules removed, for OnFlowsRemoved
+	// holdConfig holds back the journal writes that only replace the
+	// configuration, and configHeld says one was (holdConfigWrites).
+	holdConfig, configHeld bool
+	bridges                map[string]*vswitch.Bridge
+	down                   map[string]error      // ports in cfg that could not be opened, by name
+	opened                 map[string]openedPort // the others, by name
+	removed                removals              // rules removed, for OnFlowsRemoved
 	// carried are what ports counted before their interface (or a
 	// tunnel's underlay) went away, by name: a port's counters go on from
 	// there, while it is down and once it is back (links.go).
@@ -467,18 +466,15 @@ func (d *Daemon) changed(before *store.Config, err error) {
 // save writes rec to the journal and adopts its configuration, if it has
 // one. The caller installs the flow tables rec edits once it succeeds.
 func (d *Daemon) save(rec store.Record) error {
-	if d.unsaved != nil && rec.Config != nil && rec.Flows == nil {
-		d.cfg, *d.unsaved = rec.Config, true
+	if d.holdConfig && rec.Config != nil && rec.Flows == nil {
+		d.cfg, d.configHeld = rec.Config, true
 		return nil
 	}
 	if err := d.db.Append(rec); err != nil {
 		return fmt.Errorf("saving the configuration: %w", err)
 	}
 	if rec.Config != nil {
-		d.cfg = rec.Config
-		if d.unsaved != nil {
-			*d.unsaved = false
-		}
+		d.cfg, d.configHeld = rec.Config, false
 	}
 	return nil
 }
@@ -490,11 +486,10 @@ func (d *Daemon) save(rec store.Record) error {
 // copies of it, each synced to disk. A crash before the one write loses
 // only what the database still holds, and the next start applies again.
 func (d *Daemon) holdConfigWrites(apply func()) error {
-	var unsaved bool
-	d.unsaved = &unsaved
+	d.holdConfig, d.configHeld = true, false
 	apply()
-	d.unsaved = nil
-	if !unsaved {
+	d.holdConfig = false
+	if !d.configHeld {
 		return nil
 	}
 	return d.commit(d.cfg)

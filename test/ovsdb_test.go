@@ -76,6 +76,19 @@ func (s *ovsdbServer) get(t *testing.T, table, record, column string) string {
 	return v
 }
 
+// ovsdbBed is a server, a daemon that follows it, a test network and the
+// name of a bridge of it, whose own interface goes at the end.
+func ovsdbBed(t *testing.T) (*ovsdbServer, *daemon, *testNet, string) {
+	t.Helper()
+	testenv.RequireRoot(t)
+	s := startOVSDB(t)
+	d := startDaemonWith(t, "--ovsdb", s.sock)
+	n := newTestNet()
+	br := n.name("br")
+	deleteLinkAtCleanup(t, br)
+	return s, d, n, br
+}
+
 // noPing wants no echo reply from addr.
 func noPing(t *testing.T, ns, addr string) {
 	t.Helper()
@@ -232,12 +245,7 @@ func TestOVSDBDrivesTheSwitch(t *testing.T) {
 // changed while it was away, gives a bridge a controller target through
 // the database, and adds an interface of a type xswitch does not have.
 func TestOVSDBRestartsAndController(t *testing.T) {
-	testenv.RequireRoot(t)
-	s := startOVSDB(t)
-	d := startDaemonWith(t, "--ovsdb", s.sock)
-	n := newTestNet()
-	br := n.name("br")
-	deleteLinkAtCleanup(t, br)
+	s, d, n, br := ovsdbBed(t)
 	p1, p2, p3 := foreignPort(t, n, 1), foreignPort(t, n, 2), foreignPort(t, n, 3)
 	s.vsctl(t, "add-br", br, "--", "add-port", br, p1.name, "--", "set", "Interface", p1.name, "ofport_request=10",
 		"--", "add-port", br, p2.name, "--", "add-port", br, p3.name)
@@ -470,12 +478,7 @@ func TestOVSDBBadInput(t *testing.T) {
 // a veth pair into a namespace (Interface other_config:xswitch-netns and
 // xswitch-address), with an mtu_request; del-port deletes the pair.
 func TestOVSDBNamespacePorts(t *testing.T) {
-	testenv.RequireRoot(t)
-	s := startOVSDB(t)
-	d := startDaemonWith(t, "--ovsdb", s.sock)
-	n := newTestNet()
-	br := n.name("br")
-	deleteLinkAtCleanup(t, br)
+	s, d, n, br := ovsdbBed(t)
 	s.vsctl(t, "add-br", br)
 	var ports []nsPort
 	for i := 1; i <= 2; i++ {
@@ -531,13 +534,8 @@ func (s *ovsdbServer) waitColumn(t *testing.T, table, record, column, want strin
 // connection's state, seconds since it was made), then, the controller
 // gone, that it is not connected and why.
 func TestOVSDBControllerStatus(t *testing.T) {
-	testenv.RequireRoot(t)
 	requireTool(t, "osken-manager")
-	s := startOVSDB(t)
-	startDaemonWith(t, "--ovsdb", s.sock)
-	n := newTestNet()
-	br := n.name("br")
-	deleteLinkAtCleanup(t, br)
+	s, _, _, br := ovsdbBed(t)
 	port := freeTCPPort(t)
 	ctl := startOsKen(t, port)
 	target := "tcp:127.0.0.1:" + strconv.Itoa(port)
@@ -574,12 +572,7 @@ func TestOVSDBControllerStatus(t *testing.T) {
 // other a number of its own, neither an error; once the holder no longer
 // asks for it, the other, which still does, gets it.
 func TestOVSDBOFPortRequestConflicts(t *testing.T) {
-	testenv.RequireRoot(t)
-	s := startOVSDB(t)
-	d := startDaemonWith(t, "--ovsdb", s.sock)
-	n := newTestNet()
-	br := n.name("br")
-	deleteLinkAtCleanup(t, br)
+	s, d, n, br := ovsdbBed(t)
 	p1, p2 := foreignPort(t, n, 1), foreignPort(t, n, 2)
 	s.vsctl(t, "add-br", br, "--", "set", "Interface", br, "ofport_request=7",
 		"--", "add-port", br, p1.name, "--", "set", "Interface", p1.name, "ofport_request=7",
@@ -619,12 +612,7 @@ func TestOVSDBOFPortRequestConflicts(t *testing.T) {
 // bridge's own (internal) port takes no part, as in OVS. Turned off, the
 // columns are empty again.
 func TestOVSDBRSTPStatus(t *testing.T) {
-	testenv.RequireRoot(t)
-	s := startOVSDB(t)
-	startDaemonWith(t, "--ovsdb", s.sock)
-	n := newTestNet()
-	br := n.name("br")
-	deleteLinkAtCleanup(t, br)
+	s, _, n, br := ovsdbBed(t)
 	p1, p2 := foreignPort(t, n, 1), foreignPort(t, n, 2)
 	s.vsctl(t, "add-br", br, "--", "add-port", br, p1.name, "--", "add-port", br, p2.name)
 	if got := s.get(t, "Bridge", br, "rstp_status"); got != "{}" {
