@@ -45,11 +45,13 @@ func (h *Header) decodeIPv4(b []byte, checksums bool) bool {
 	if checksums && !ip.ChecksumValid() {
 		return false
 	}
-	if ip.IsFragment() {
-		h.Fragment = true
-		return true
-	}
 	l4 := ip[hl:]
+	if ip.IsFragment() {
+		// A first fragment's transport checksum covers the whole
+		// datagram, which the tracker does not see.
+		h.Fragment, h.FragmentID, h.LaterFragment = true, uint32(ip.ID()), ip.FragmentOffset() != 0
+		return h.LaterFragment || h.decodeL4(l4, false, 0)
+	}
 	var pseudo uint32
 	if checksums {
 		pseudo = header.Sum(header.Sum(0, ip[header.IPv4SrcOffset:header.IPv4DstOffset+header.IPv4AddrLen]),
@@ -76,8 +78,7 @@ func (h *Header) decodeIPv6(b []byte, checksums bool) bool {
 		return false
 	}
 	if frag {
-		h.Fragment = true
-		return true
+		return h.decodeIPv6Fragment(l4)
 	}
 	var pseudo uint32
 	if checksums {
@@ -88,9 +89,30 @@ func (h *Header) decodeIPv6(b []byte, checksums bool) bool {
 	return h.decodeL4(l4, checksums, pseudo)
 }
 
+// decodeIPv6Fragment reads a fragment from its fragment header, fh on: a
+// later fragment's protocol is the header after it, a first fragment's
+// the one past any extension headers that follow. A first fragment's
+// transport checksum covers the whole datagram, which the tracker does
+// not see.
+func (h *Header) decodeIPv6Fragment(fh []byte) bool {
+	be := binary.BigEndian
+	h.Fragment, h.FragmentID = true, be.Uint32(fh[4:])
+	h.Proto, h.LaterFragment = fh[0], be.Uint16(fh[2:])&^ipv6FragmentFlags != 0
+	if h.LaterFragment {
+		return true
+	}
+	proto, l4, frag, ok := walkIPv6(fh[0], fh[header.IPv6FragmentLen:])
+	h.Proto = proto
+	return ok && !frag && h.decodeL4(l4, false, 0)
+}
+
+// ipv6FragmentFlags are the bits of a fragment header's offset word that
+// are not the offset: two reserved, and more-fragments.
+const ipv6FragmentFlags = 0x7
+
 // walkIPv6 follows IPv6 extension headers from next header next over b
 // to the transport protocol and its header. A fragment header ends the
-// walk: the tracker does not reassemble.
+// walk, which returns it in place of the transport header.
 func walkIPv6(next uint8, b []byte) (proto uint8, l4 []byte, frag, ok bool) {
 	for {
 		var n int
@@ -106,7 +128,7 @@ func walkIPv6(next uint8, b []byte) (proto uint8, l4 []byte, frag, ok bool) {
 			}
 			n = (int(b[1]) + 2) * 4
 		case header.ProtoIPv6Fragment:
-			return next, nil, true, len(b) >= header.IPv6FragmentLen
+			return next, b, true, len(b) >= header.IPv6FragmentLen
 		default:
 			return next, b, false, true
 		}
@@ -145,7 +167,8 @@ func (h *Header) decodeL4(b []byte, checksums bool, pseudo uint32) bool {
 		if len(b) < header.UDPLen {
 			return false
 		}
-		if n := int(header.UDP(b).Length()); n < header.UDPLen || n > len(b) {
+		// A first fragment's length field is the whole datagram's.
+		if n := int(header.UDP(b).Length()); n < header.UDPLen || n > len(b) && !h.Fragment {
 			return false
 		}
 		h.SrcPort, h.DstPort = be.Uint16(b), be.Uint16(b[2:])

@@ -26,7 +26,9 @@
 // already, and its connection for a second ct() in the same zone), as
 // OVS's packet metadata does across recirculation.
 //
-// Fragments are not reassembled: they are +inv (OVS reassembles first).
+// Fragments are not reassembled: a datagram's first fragment is tracked
+// as the datagram, and its later fragments by what the first said of the
+// transport header (fragment.go).
 //
 // # The table
 //
@@ -51,7 +53,14 @@
 //
 // # Where it differs from OVS's userspace tracker
 //
-//   - Fragments are +inv, not reassembled.
+//   - Fragments are not reassembled (OVS's ipf reassembles a datagram,
+//     tracks it whole, then sends its fragments on). Each fragment is
+//     tracked and forwarded as it comes, with its datagram's first
+//     fragment's verdict: a later fragment that comes before its first
+//     (or without it) is +inv where OVS would wait for the first; TCP's
+//     and SCTP's fragments and ICMP errors' are +inv; a first fragment's
+//     transport checksum, which covers the whole datagram, is not
+//     checked.
 //   - No ALGs (FTP, TFTP): no helpers, no expectations, no related data
 //     connections.
 //   - One timeout policy for the whole tracker, not one per zone.

@@ -122,7 +122,8 @@ func fuzzPacket(r *fuzzReader) Header {
 	b := r.byte()
 	v6 := b&1 != 0
 	hosts := &fuzzHosts[b2u(v6)]
-	h := Header{IPv6: v6, Src: hosts[b>>1&3], Dst: hosts[b>>3&3], Fragment: b>>5&7 == 7}
+	h := Header{IPv6: v6, Src: hosts[b>>1&3], Dst: hosts[b>>3&3], Fragment: b>>5&7 >= 6, LaterFragment: b>>5&7 == 7,
+		FragmentID: uint32(b >> 7)}
 	protos := [...]uint8{header.ProtoTCP, header.ProtoUDP, header.ProtoICMP, header.ProtoICMPv6, header.ProtoSCTP, 47, header.ProtoTCP, header.ProtoUDP}
 	b = r.byte()
 	h.Proto = protos[b&7]
@@ -224,13 +225,23 @@ func FuzzDecodeApplyNAT(f *testing.F) {
 	f.Add(ipv6ICMPError("fc00::9", "fc00::1", 2, tcp("fc00::1", "fc00::2", 40000, 80, TCPSyn, 1, 0, 1000, 0)), byte(0x23), uint32(99))
 	f.Add(ipv4ICMPError(&tb, "10.1.1.2", "10.1.1.1", 3, 3, &syn), byte(0x21), uint32(1))
 	f.Add(l3Bytes(&tb, &icmpMsg("10.1.1.1", "10.1.1.2", 8, 0, 3).Header), byte(0x10), uint32(5))
+	long := udp("fc00::1", "fc00::2", 1, 2).Header
+	long.Payload = 100
+	for _, frag := range fragmentL3(&tb, l3Bytes(&tb, &long), true, 7, 64) {
+		f.Add(frag, byte(0x0f), uint32(8))
+	}
+	long = udp("10.1.1.1", "10.1.1.2", 1, 2).Header
+	long.Payload = 100
+	for _, frag := range fragmentL3(&tb, l3Bytes(&tb, &long), false, 7, 64) {
+		f.Add(frag, byte(0x0f), uint32(9))
+	}
 	f.Fuzz(func(t *testing.T, b []byte, what byte, v uint32) {
 		b = append([]byte(nil), b...) // the fuzzer's own input must stay as it is
 		var h Header
 		h.Decode(b, false)
 		checked := h
 		checked.Decode(b, true)
-		if h.Malformed || h.Fragment {
+		if h.Malformed {
 			return
 		}
 		rw := Rewrite(what) & (RewriteSrc | RewriteDst | RewriteSrcPort | RewriteDstPort | RewriteICMPID | RewriteInner)
@@ -269,7 +280,7 @@ func FuzzDecodeApplyNAT(f *testing.F) {
 			t.Fatalf("rewrite broke the checksums: %+v", again)
 		case again.Src != h.Src || again.Dst != h.Dst:
 			t.Fatalf("addresses read back %v %v, wrote %v %v", again.Src, again.Dst, h.Src, h.Dst)
-		case hasPorts(h.Proto) && (again.SrcPort != h.SrcPort || again.DstPort != h.DstPort):
+		case hasPorts(h.Proto) && !h.LaterFragment && (again.SrcPort != h.SrcPort || again.DstPort != h.DstPort):
 			t.Fatalf("ports read back %d %d, wrote %d %d", again.SrcPort, again.DstPort, h.SrcPort, h.DstPort)
 		case h.Inner.Valid && rw&RewriteInner != 0 && (again.Inner.Src != h.Inner.Src ||
 			hasPorts(h.Inner.Proto) && again.Inner.SrcPort != h.Inner.SrcPort ||

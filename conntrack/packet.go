@@ -28,9 +28,13 @@ type Header struct {
 	// extension headers).
 	Proto uint8
 	// Fragment says the packet is a fragment of a datagram, first or
-	// later. The tracker does not reassemble: a fragment is +inv (OVS
-	// reassembles first, in its ipf module).
-	Fragment bool
+	// later; LaterFragment, that it is not the first, which alone holds
+	// the transport header; FragmentID is the datagram's identification
+	// (IPv4's 16 bits, IPv6's 32). The tracker does not reassemble: a
+	// later fragment takes the transport header of its datagram's first
+	// (Tracker's fragments), see the package's documentation.
+	Fragment, LaterFragment bool
+	FragmentID              uint32
 	// Malformed says the caller found the packet unfit to track: cut
 	// short, bad lengths, or a bad checksum if it checks them. It is
 	// +inv, as OVS has a packet its conn_key_extract rejects.
@@ -193,7 +197,7 @@ type CT struct {
 // direction the error goes). ok is false for a packet the tracker cannot
 // key, which is +inv (OVS's conn_key_extract failing).
 func (h *Header) key(zone uint16) (k Tuple, related, ok bool) {
-	if h.Malformed || h.Fragment {
+	if h.Malformed {
 		return k, false, false
 	}
 	k = Tuple{Zone: zone, IPv6: h.IPv6, Proto: h.Proto}

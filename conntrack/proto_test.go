@@ -201,11 +201,12 @@ func TestForceCommit(t *testing.T) {
 }
 
 // TestMalformedAndFragments: what the tracker cannot key is +inv with no
-// original tuple.
+// original tuple: here, a malformed packet, port 0, and a later fragment
+// whose first the tracker has not seen.
 func TestMalformedAndFragments(t *testing.T) {
 	tr := newTracker(t)
 	frag := udp("10.1.1.1", "10.1.1.2", 1, 2)
-	frag.Fragment = true
+	frag.Fragment, frag.LaterFragment = true, true
 	bad := udp("10.1.1.1", "10.1.1.2", 1, 2)
 	bad.Malformed = true
 	zero := udp("10.1.1.1", "10.1.1.2", 0, 2)

@@ -19,6 +19,15 @@ func ApplyNAT(l3 []byte, h *Header, rw Rewrite) bool {
 	if rw == 0 {
 		return true
 	}
+	if h.LaterFragment {
+		// Addresses alone: the transport header, and the checksum that
+		// covers them, are in the first fragment.
+		if _, ok := locateL4(l3, h.IPv6); !ok {
+			return false
+		}
+		rewriteAddrs(l3, h, rw)
+		return true
+	}
 	l4, ok := locateL4(l3, h.IPv6)
 	if !ok || len(l4) < 8 {
 		return false
@@ -34,26 +43,7 @@ func ApplyNAT(l3 []byte, h *Header, rw Rewrite) bool {
 		return false
 	}
 
-	// pseudo is what the addresses' change adds to a checksum over the
-	// pseudo-header.
-	var pseudo uint32
-	if h.IPv6 {
-		if rw&RewriteSrc != 0 {
-			pseudo += putAddr16(l3[header.IPv6SrcOffset:], h.Src)
-		}
-		if rw&RewriteDst != 0 {
-			pseudo += putAddr16(l3[header.IPv6DstOffset:], h.Dst)
-		}
-	} else {
-		if rw&RewriteSrc != 0 {
-			pseudo += putAddr4(l3[header.IPv4SrcOffset:], h.Src)
-		}
-		if rw&RewriteDst != 0 {
-			pseudo += putAddr4(l3[header.IPv4DstOffset:], h.Dst)
-		}
-		header.IPv4(l3).UpdateChecksum(pseudo)
-	}
-
+	pseudo := rewriteAddrs(l3, h, rw)
 	switch {
 	case h.Proto == header.ProtoTCP || h.Proto == header.ProtoUDP:
 		delta := pseudo
@@ -102,8 +92,32 @@ func ApplyNAT(l3 []byte, h *Header, rw Rewrite) bool {
 	return true
 }
 
+// rewriteAddrs writes h's addresses that rw changed into the IP header
+// at l3, updating IPv4's header checksum, and returns what the change
+// adds to a checksum over the pseudo-header.
+func rewriteAddrs(l3 []byte, h *Header, rw Rewrite) (pseudo uint32) {
+	if h.IPv6 {
+		if rw&RewriteSrc != 0 {
+			pseudo += putAddr16(l3[header.IPv6SrcOffset:], h.Src)
+		}
+		if rw&RewriteDst != 0 {
+			pseudo += putAddr16(l3[header.IPv6DstOffset:], h.Dst)
+		}
+		return pseudo
+	}
+	if rw&RewriteSrc != 0 {
+		pseudo += putAddr4(l3[header.IPv4SrcOffset:], h.Src)
+	}
+	if rw&RewriteDst != 0 {
+		pseudo += putAddr4(l3[header.IPv4DstOffset:], h.Dst)
+	}
+	header.IPv4(l3).UpdateChecksum(pseudo)
+	return pseudo
+}
+
 // locateL4 finds the transport header of the packet at l3, cut to the IP
-// packet's length.
+// packet's length: a first fragment's is there; a later fragment's is
+// not (under IPv6 l4 is nil, under IPv4 the fragment's data).
 func locateL4(l3 []byte, ipv6 bool) ([]byte, bool) {
 	if ipv6 {
 		if len(l3) < header.IPv6Len {
@@ -114,6 +128,12 @@ func locateL4(l3 []byte, ipv6 bool) ([]byte, bool) {
 			return nil, false
 		}
 		_, l4, frag, ok := walkIPv6(l3[header.IPv6NextHeaderOffset], l3[header.IPv6Len:total])
+		if ok && frag {
+			if binary.BigEndian.Uint16(l4[2:])&^ipv6FragmentFlags != 0 {
+				return nil, true // a later fragment
+			}
+			_, l4, frag, ok = walkIPv6(l4[0], l4[header.IPv6FragmentLen:])
+		}
 		return l4, ok && !frag
 	}
 	ip := header.IPv4(l3)

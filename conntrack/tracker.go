@@ -37,6 +37,7 @@ type Tracker struct {
 	stats       counters
 	zoneCount   [numZones]atomic.Int32
 	carriers    carriers
+	fragments   fragments
 
 	sweepMu sync.Mutex // one scan at a time, for victims
 	victims []victim
@@ -118,7 +119,7 @@ func (t *Tracker) Execute(p *Packet, a *Action, now int64) Rewrite {
 		// A ct() in another zone sees the packet as untracked.
 		md.State = 0
 	}
-	k, related, ok := p.key(a.Zone)
+	k, related, ok := t.key(&p.Header, a.Zone, now)
 	if !ok {
 		*md = CT{State: StateInvalid | StateTracked, Zone: a.Zone}
 		return 0
@@ -143,6 +144,14 @@ func (t *Tracker) Execute(p *Packet, a *Action, now int64) Rewrite {
 		}
 		*md = entry
 	}
+}
+
+// key is h's tuple in zone (Header.key), a fragment's its datagram's.
+func (t *Tracker) key(h *Header, zone uint16, now int64) (k Tuple, related, ok bool) {
+	if h.Fragment && !h.Malformed && !t.fragments.key(h, zone, t.seed, now) {
+		return k, false, false
+	}
+	return h.key(zone)
 }
 
 // executeCached is OVS's process_one_fast: the packet went through a ct()

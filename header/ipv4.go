@@ -86,6 +86,16 @@ func (b IPv4) IsFragment() bool {
 	return binary.BigEndian.Uint16(b[IPv4FlagsOffset:])&(ipv4MoreFragments|ipv4FragOffMask) != 0
 }
 
+// ID is the identification field, which the fragments of one datagram
+// share.
+func (b IPv4) ID() uint16 { return binary.BigEndian.Uint16(b[IPv4IDOffset:]) }
+
+// FragmentOffset is where the fragment's data starts in its datagram, in
+// 8-byte units: 0 for the first fragment (and an unfragmented packet).
+func (b IPv4) FragmentOffset() uint16 {
+	return binary.BigEndian.Uint16(b[IPv4FlagsOffset:]) & ipv4FragOffMask
+}
+
 // ComputeChecksum is the header checksum computed from scratch, whatever
 // the checksum field holds.
 func (b IPv4) ComputeChecksum() uint16 {

@@ -34,8 +34,8 @@ import (
 //
 // What stays in user space: new connections (but those seen one way),
 // every frame that changes a connection's state, and a connection's
-// first carryAfter frames each way; ICMP exchanges (whose echo
-// identifier no key has); ct(force), a second ct(), and ct()
+// first carryAfter frames each way; fragments; ICMP exchanges (whose
+// echo identifier no key has); ct(force), a second ct(), and ct()
 // after a rewrite; ct(table=N) with actions after it (a fork).
 
 // connOffer is what a frame's first ct() made of it, for its
@@ -84,14 +84,14 @@ func (f *forwarder) offerConnection(r *frameRun, step *ctStep, rw conntrack.Rewr
 	)
 	state := p.CT.State & states
 	switch {
-	case pc.d == nil, p.CT.Conn == 0, p.Header.Proto == header.ProtoICMP, p.Header.Proto == header.ProtoICMPv6,
+	case pc.d == nil, p.CT.Conn == 0, p.Header.Fragment, p.Header.Proto == header.ProtoICMP, p.Header.Proto == header.ProtoICMPv6,
 		state != established && (state != oneWay || p.Header.Proto == tcp),
 		p.Header.Proto == tcp && (p.Header.TCPFlags&(conntrack.TCPSyn|conntrack.TCPFin|conntrack.TCPRst) != 0 ||
 			p.Header.TCPFlags&conntrack.TCPAck == 0):
-		// The program would hand this frame over: an ICMP exchange, a
-		// connection that is not established (but UDP's, or another
-		// protocol's, committed and seen one way), a TCP segment that
-		// may change its connection's state.
+		// The program would hand this frame over: a fragment, an ICMP
+		// exchange, a connection that is not established (but UDP's, or
+		// another protocol's, committed and seen one way), a TCP segment
+		// that may change its connection's state.
 		return
 	}
 	d := pc.d

@@ -314,6 +314,75 @@ table=1,priority=1,action=drop
 	})
 }
 
+// TestConntrackFragmentation is OVS's "conntrack - IPv4 fragmentation"
+// and "conntrack - IPv6 fragmentation": pings longer than the MTU, whose
+// requests and replies IP sends in two and three fragments, go through a
+// firewall that commits port 1's ICMP in zone 9 and lets back only what
+// is established; port 2's own pings, fragmented alike, are dropped.
+// xswitch does not reassemble as OVS does: each fragment is tracked with
+// the verdict its datagram's first fragment got.
+func TestConntrackFragmentation(t *testing.T) {
+	inBothModes(t, 2, func(t *testing.T, r *rig, _ bool) {
+		for i, h := range r.hosts {
+			mustRun(t, "ip", "-n", h.ns, "addr", "add", r.n.ipv6(i+1)+"/64", "dev", "eth0", "nodad")
+		}
+		r.ovsFlows(t, `priority=1,action=drop
+priority=10,arp,action=normal
+priority=200,icmp6,icmp_type=135,action=normal
+priority=200,icmp6,icmp_type=136,action=normal
+priority=100,in_port=1,icmp,action=ct(commit,zone=9),2
+priority=100,in_port=2,ct_state=-trk,icmp,action=ct(zone=9,table=0)
+priority=100,in_port=2,ct_state=+trk+est-new,icmp,action=1
+priority=100,in_port=1,icmp6,action=ct(commit,zone=9),2
+priority=100,in_port=2,ct_state=-trk,icmp6,action=ct(zone=9,table=0)
+priority=100,in_port=2,ct_state=+trk+est-new,icmp6,action=1
+`)
+		ns0, ns1 := r.hosts[0], r.hosts[1]
+		for _, dst := range []string{ns1.addr, r.n.ipv6(2)} {
+			for _, size := range []int{1600, 3200} {
+				if sent, received, out := ping(t, ns0.ns, dst, size, 3); sent != 3 || received != 3 {
+					t.Errorf("ping -s %d %s from port 1: %d of %d replies, want all 3:\n%s", size, dst, received, sent, out)
+				}
+			}
+		}
+		zone9 := strings.Count(r.d.x(t, "dump-conntrack", "zone=9"), "zone=9")
+		if zone9 != 4 {
+			t.Errorf("zone 9 holds %d connections, want the 4 pings' (one each, not one a fragment)", zone9)
+		}
+		for _, dst := range []string{ns0.addr, r.n.ipv6(1)} {
+			if _, received, out := ping(t, ns1.ns, dst, 3200, 2); received != 0 {
+				t.Errorf("ping -s 3200 %s from port 2 got %d replies through a table that lets in only established traffic:\n%s", dst, received, out)
+			}
+		}
+		if got := flowPackets(t, r.d, r.br, "priority=1 "); got < 2*2*3 {
+			t.Errorf("the drop rule counted %d packets, want at least the 12 fragments of port 2's 4 echo requests", got)
+		}
+	})
+}
+
+// TestConntrackFragmentationWithSNAT: fragmented pings leave port 1
+// translated to 10.1.1.240, every fragment's source rewritten, and the
+// fragmented replies find their way back through the reverse
+// translation; the peer answers only if each datagram reassembles with
+// its checksum holding.
+func TestConntrackFragmentationWithSNAT(t *testing.T) {
+	inBothModes(t, 2, func(t *testing.T, r *rig, _ bool) {
+		ns0, ns1 := r.hosts[0], r.hosts[1]
+		setMAC(t, ns0.ns, "80:88:88:88:88:88")
+		r.ovsFlows(t, `in_port=1,icmp,action=ct(commit,zone=1,nat(src=10.1.1.240)),2
+in_port=2,ct_state=-trk,icmp,action=ct(table=0,zone=1,nat)
+in_port=2,ct_state=+trk,ct_zone=1,icmp,action=1
+table=8,reg2=0x0a0101f0/0xfffffff0,action=load:0x808888888888->OXM_OF_PKT_REG0[]
+`+ovsARPResponder)
+		for _, size := range []int{1600, 3200} {
+			if sent, received, out := ping(t, ns0.ns, ns1.addr, size, 3); sent != 3 || received != 3 {
+				t.Errorf("ping -s %d through SNAT: %d of %d replies, want all 3:\n%s", size, received, sent, out)
+			}
+		}
+		r.wantConntrack(t, "10.1.1.2", "icmp,orig=(src=10.1.1.1,dst=10.1.1.2,id=<cleared>,type=8,code=0),reply=(src=10.1.1.2,dst=10.1.1.240,id=<cleared>,type=0,code=0),zone=1")
+	})
+}
+
 // TestConntrackStatefulFirewall is OVS's "conntrack - IPv4 HTTP", a
 // stateful firewall: connections opened from port 1 go through, both
 // ways; a connection opened from port 2 does not, its SYNs new and
