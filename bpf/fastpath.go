@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/cilium/ebpf"
@@ -560,6 +561,12 @@ func (s *FastpathShared) program(recordKey bool) (*FastpathObjects, error) {
 // DefaultMaxConns is how many connections ct_conns holds unless
 // NewFastpathShared is told otherwise (FP_MAX_CONNS).
 const DefaultMaxConns = 262144
+
+// CoarseClockLag bounds how far the clock the fast path times carried
+// connections by (bpf_ktime_get_coarse_ns, lib/conntrack.h) lags
+// CLOCK_MONOTONIC, the tracker's: a tick, 10 ms at the lowest HZ a
+// kernel may have.
+const CoarseClockLag = 10 * time.Millisecond
 
 // ConntrackOp is the operation that judges an entry's frames as the
 // tracker would, for the connection of the tracker's handle in ct_conns,

@@ -7,7 +7,8 @@ import (
 )
 
 // The tracker's clock is CLOCK_MONOTONIC, in nanoseconds, which an XDP
-// program reads too (bpf_ktime_get_ns).
+// program reads too (bpf_ktime_get_coarse_ns: the same clock, up to a
+// tick behind).
 
 // Now reads the tracker's clock, for callers outside the per-packet path
 // (a system call each time).

@@ -64,6 +64,9 @@
 //   - No ALGs (FTP, TFTP): no helpers, no expectations, no related data
 //     connections.
 //   - One timeout policy for the whole tracker, not one per zone.
+//   - A connection a fast path carries is timed by the kernel's coarse
+//     clock there: it may outlive its timeout by a clock tick (4 ms at
+//     HZ=250), as the kernel's own conntrack's jiffies do.
 //   - A zone's count is all its connections (as the kernel counts), not
 //     those committed while it had a limit.
 //   - nat without arguments on a new connection commits it untranslated
