@@ -66,7 +66,7 @@ const (
 // arm sets the connection's timer for state tm from now.
 func (c *conn) arm(t *Tracker, tm timeout, now int64) {
 	c.tm = tm
-	c.expires.Store(now + t.timeouts[tm])
+	c.expires.Store(now + t.timeout(c.key[0].Zone, tm))
 }
 
 // start sets up a new connection's protocol state from its first packet

@@ -49,7 +49,8 @@
 // nanoseconds. A connection whose time has passed is gone for packets at
 // once; Sweep, run by the caller from time to time, frees its room,
 // reading the slab's expiries in order (about 10 ns a connection). The
-// timeouts are OVS's userspace defaults (DefaultTimeouts).
+// timeouts are OVS's userspace defaults (DefaultTimeouts), or a zone's
+// own policy (SetZoneTimeouts, as OVS's CT_Zone:timeout_policy).
 //
 // # Where it differs from OVS's userspace tracker
 //
@@ -63,7 +64,6 @@
 //     checked.
 //   - No ALGs (FTP, TFTP): no helpers, no expectations, no related data
 //     connections.
-//   - One timeout policy for the whole tracker, not one per zone.
 //   - A connection a fast path carries is timed by the kernel's coarse
 //     clock there: it may outlive its timeout by a clock tick (4 ms at
 //     HZ=250), as the kernel's own conntrack's jiffies do.

@@ -94,7 +94,7 @@ func (t *Tracker) kernelState(c *conn) (KernelConn, bool) {
 	if !ok {
 		return KernelConn{}, false
 	}
-	k := KernelConn{Proto: c.key[0].Proto, SeqCheck: t.tcpSeqCheck.Load(), OrigOnly: origOnly, Expires: c.expires.Load(), Timeout: t.timeouts[tm]}
+	k := KernelConn{Proto: c.key[0].Proto, SeqCheck: t.tcpSeqCheck.Load(), OrigOnly: origOnly, Expires: c.expires.Load(), Timeout: t.timeout(c.key[0].Zone, tm)}
 	if k.Proto == header.ProtoTCP {
 		var shifts [2]uint8
 		shifts[0], shifts[1] = windowShifts(&c.tcp[0], &c.tcp[1])

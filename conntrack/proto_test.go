@@ -2,6 +2,7 @@ package conntrack
 
 import (
 	"testing"
+	"time"
 
 	"github.com/xswitch/xswitch/header"
 )
@@ -57,6 +58,45 @@ func TestUDPTimeouts(t *testing.T) {
 	run(tr, out, commit, t0)
 	if got := run(tr, udp("10.1.1.2", "10.1.1.1", 2, 1), track, t0+60*sec); got.State != state(t, "+trk+new") {
 		t.Errorf("when udp_first ends: %s", got.State)
+	}
+}
+
+// TestZoneTimeouts: a zone with a timeout policy of its own (ovs-vsctl
+// add-zone-tp) times its connections by it, the fields it leaves out by
+// the tracker's; other zones keep the tracker's. A connection takes a
+// changed policy when its timer is next armed, and the kernel is handed
+// its zone's timeout.
+func TestZoneTimeouts(t *testing.T) {
+	tr := newTracker(t)
+	tr.SetZoneTimeouts(map[uint16]Timeouts{5: {UDPFirst: 2 * time.Second, ICMPFirst: 3 * time.Second}})
+	out, back := udp("10.1.1.1", "10.1.1.2", 1, 2), udp("10.1.1.2", "10.1.1.1", 2, 1)
+	z5 := inZone(*commit, 5)
+	playSteps(t, tr, []step{
+		{"zone 5, committed", out, z5, 0, "+trk+new"},
+		{"zone 0, committed", out, commit, 0, "+trk+new"},
+		{"zone 5, its udp_first (2 s) over", back, inZone(*track, 5), 2, "+trk+new"},
+		{"zone 0, within OVS's default (60 s)", back, track, 2, "+trk+est+rpl"},
+		// udp_multiple is zone 5's too: the tracker's 30 s.
+		{"zone 5, again", out, z5, 3, "+trk+new"},
+		{"zone 5, answered", back, inZone(*track, 5), 4, "+trk+est+rpl"},
+		{"zone 5, 29 s on", out, inZone(*track, 5), 33, "+trk+est"},
+	})
+	md := run(tr, out, z5, t0+33*sec)
+	if k, ok := tr.KernelState(md.Conn); !ok || k.Timeout != int64(DefaultTimeouts.UDPMultiple) {
+		t.Errorf("kernel state %+v, %v; want udp_multiple's timeout", k, ok)
+	}
+	tr.SetZoneTimeouts(map[uint16]Timeouts{5: {UDPMultiple: 5 * time.Second}})
+	playSteps(t, tr, []step{
+		{"zone 5, the new policy armed", out, inZone(*track, 5), 34, "+trk+est"},
+		{"zone 5, 5 s on", out, inZone(*track, 5), 39, "+trk+new"},
+	})
+	tr.SetZoneTimeouts(nil)
+	playSteps(t, tr, []step{
+		{"zone 5, no policy", out, z5, 40, "+trk+new"},
+		{"zone 5, udp_first is the tracker's again", out, inZone(*track, 5), 99, "+trk+new"},
+	})
+	if got := run(tr, back, inZone(*track, 5), t0+99*sec); got.State != state(t, "+trk+est+rpl") {
+		t.Errorf("zone 5 after its policy went, 59 s on: %s, want +trk+est+rpl", got.State)
 	}
 }
 

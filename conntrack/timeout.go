@@ -20,6 +20,24 @@ type Timeouts struct {
 	ICMPReply      time.Duration // a reply seen
 }
 
+// Set sets the field that OVS's timeout policy attribute key names
+// (CT_Timeout_Policy:timeouts, ovs-vsctl add-zone-tp), reporting false
+// for a key OVS's userspace datapath has not (the kernel datapath's
+// tcp_close_wait and the like).
+func (t *Timeouts) Set(key string, d time.Duration) bool {
+	field := map[string]*time.Duration{
+		"tcp_syn_sent": &t.TCPSynSent, "tcp_syn_recv": &t.TCPSynRecv, "tcp_established": &t.TCPEstablished,
+		"tcp_fin_wait": &t.TCPFinWait, "tcp_time_wait": &t.TCPTimeWait, "tcp_close": &t.TCPClose,
+		"udp_first": &t.UDPFirst, "udp_single": &t.UDPSingle, "udp_multiple": &t.UDPMultiple,
+		"icmp_first": &t.ICMPFirst, "icmp_reply": &t.ICMPReply,
+	}[key]
+	if field == nil {
+		return false
+	}
+	*field = d
+	return true
+}
+
 // DefaultTimeouts are OVS's userspace datapath defaults
 // (ct_dpif_netdev_tp_def in lib/conntrack-tp.c).
 var DefaultTimeouts = Timeouts{
@@ -58,26 +76,63 @@ const (
 
 // table maps each timer state to its duration, as OVS's
 // tm_to_ct_dpif_tp does (TCP's "closing" is the fin_wait attribute, its
-// "fin wait" the time_wait one).
+// "fin wait" the time_wait one); zero fields take OVS's defaults.
 func (t Timeouts) table() [numTimeouts]int64 {
-	d := DefaultTimeouts
-	pick := func(v, def time.Duration) int64 {
+	return t.over(DefaultTimeouts.over([numTimeouts]int64{}))
+}
+
+// over is table with base's durations where t's fields are zero.
+func (t Timeouts) over(base [numTimeouts]int64) [numTimeouts]int64 {
+	out := base
+	for tm, v := range [numTimeouts]time.Duration{
+		tmTCPFirst:       t.TCPSynSent,
+		tmTCPOpening:     t.TCPSynRecv,
+		tmTCPEstablished: t.TCPEstablished,
+		tmTCPClosing:     t.TCPFinWait,
+		tmTCPFinWait:     t.TCPTimeWait,
+		tmTCPClosed:      t.TCPClose,
+		tmOtherFirst:     t.UDPFirst,
+		tmOtherMultiple:  t.UDPSingle,
+		tmOtherBidir:     t.UDPMultiple,
+		tmICMPFirst:      t.ICMPFirst,
+		tmICMPReply:      t.ICMPReply,
+	} {
 		if v > 0 {
-			return int64(v)
+			out[tm] = int64(v)
 		}
-		return int64(def)
 	}
-	return [numTimeouts]int64{
-		tmTCPFirst:       pick(t.TCPSynSent, d.TCPSynSent),
-		tmTCPOpening:     pick(t.TCPSynRecv, d.TCPSynRecv),
-		tmTCPEstablished: pick(t.TCPEstablished, d.TCPEstablished),
-		tmTCPClosing:     pick(t.TCPFinWait, d.TCPFinWait),
-		tmTCPFinWait:     pick(t.TCPTimeWait, d.TCPTimeWait),
-		tmTCPClosed:      pick(t.TCPClose, d.TCPClose),
-		tmOtherFirst:     pick(t.UDPFirst, d.UDPFirst),
-		tmOtherMultiple:  pick(t.UDPSingle, d.UDPSingle),
-		tmOtherBidir:     pick(t.UDPMultiple, d.UDPMultiple),
-		tmICMPFirst:      pick(t.ICMPFirst, d.ICMPFirst),
-		tmICMPReply:      pick(t.ICMPReply, d.ICMPReply),
+	return out
+}
+
+// zonePolicies are the zones' own timeouts, by zone.
+type zonePolicies map[uint16]*[numTimeouts]int64
+
+// SetZoneTimeouts gives zones timeout policies of their own (OVS's
+// CT_Zone:timeout_policy, which ovs-vsctl add-zone-tp writes): a
+// connection of a zone in policies is timed by its Timeouts, whose zero
+// fields take the tracker's own; one of another zone, by the tracker's.
+// It replaces the policies set before. A connection takes its zone's
+// policy as it is when its timer is next armed (its next packet), as in
+// OVS.
+func (t *Tracker) SetZoneTimeouts(policies map[uint16]Timeouts) {
+	if len(policies) == 0 {
+		t.zoneTimeouts.Store(nil)
+		return
 	}
+	zones := make(zonePolicies, len(policies))
+	for z, p := range policies {
+		table := p.over(t.timeouts)
+		zones[z] = &table
+	}
+	t.zoneTimeouts.Store(&zones)
+}
+
+// timeout is how long a connection of zone lives in timer state tm.
+func (t *Tracker) timeout(zone uint16, tm timeout) int64 {
+	if zones := t.zoneTimeouts.Load(); zones != nil {
+		if table := (*zones)[zone]; table != nil {
+			return table[tm]
+		}
+	}
+	return t.timeouts[tm]
 }

@@ -27,17 +27,20 @@ const DefaultMaxConns = 3000000
 // dpctl/*-conntrack family. Its methods may be called from any number of
 // goroutines at once.
 type Tracker struct {
-	seed        uint64
-	timeouts    [numTimeouts]int64
-	tcpSeqCheck atomic.Bool
-	maxConns    atomic.Uint32
-	count       atomic.Int64 // connections in the table, expired ones not yet swept included
-	limits      atomic.Pointer[zoneLimits]
-	limitsMu    sync.Mutex // serializes changes to limits
-	stats       counters
-	zoneCount   [numZones]atomic.Int32
-	carriers    carriers
-	fragments   fragments
+	seed     uint64
+	timeouts [numTimeouts]int64
+	// zoneTimeouts are the zones' own (SetZoneTimeouts); nil when none
+	// has any.
+	zoneTimeouts atomic.Pointer[zonePolicies]
+	tcpSeqCheck  atomic.Bool
+	maxConns     atomic.Uint32
+	count        atomic.Int64 // connections in the table, expired ones not yet swept included
+	limits       atomic.Pointer[zoneLimits]
+	limitsMu     sync.Mutex // serializes changes to limits
+	stats        counters
+	zoneCount    [numZones]atomic.Int32
+	carriers     carriers
+	fragments    fragments
 
 	sweepMu sync.Mutex // one scan at a time, for victims
 	victims []victim

@@ -55,13 +55,16 @@ const (
 // ovsdbColumns are the columns monitored: those read and those written
 // back, so that a write can be skipped when the value is there already.
 var ovsdbColumns = map[string][]string{
-	"Open_vSwitch": {"bridges", "next_cfg", "cur_cfg", "ovs_version", "datapath_types", "iface_types"},
+	"Open_vSwitch": {"bridges", "next_cfg", "cur_cfg", "ovs_version", "datapath_types", "iface_types", "datapaths"},
 	"Bridge": {"name", "ports", "fail_mode", "controller", "protocols", "other_config", "rstp_enable",
 		"datapath_type", "datapath_id", "datapath_version", "rstp_status"},
 	"Port": {"name", "interfaces", "tag", "trunks", "vlan_mode", "other_config", "rstp_status"},
 	"Interface": {"name", "type", "options", "other_config", "mtu_request", "ofport_request", "ofport", "error", "admin_state", "link_state",
 		"mtu", "mac_in_use", "ifindex", "statistics"},
-	"Controller": {"target", "is_connected", "role", "status"},
+	"Controller":        {"target", "is_connected", "role", "status"},
+	"Datapath":          {"ct_zones"},
+	"CT_Zone":           {"timeout_policy"},
+	"CT_Timeout_Policy": {"timeouts"},
 }
 
 // monitoredColumns are the columns of ovsdbColumns that schema has: an
@@ -224,6 +227,9 @@ func (f *ovsdbFollower) sync(t dbTables, schema *ovsdb.Schema, stats bool) []ovs
 	if err != nil {
 		problems["switch"] = err.Error()
 	}
+	if len(want.timeoutProblems) > 0 {
+		problems["conntrack timeout policies"] = strings.Join(want.timeoutProblems, "; ")
+	}
 	f.report(problems)
 	return f.statusOps(t, schema, want, stats)
 }
@@ -240,9 +246,10 @@ func (f *ovsdbFollower) report(problems map[string]string) {
 }
 
 // reconcile makes the bridges and ports those of want, through the verbs'
-// code. It returns the ports it could not add, by name, with why, and
+// code, and the zones' timeout policies want's. It returns the ports it could not add, by name, with why, and
 // what else it could not do.
 func (d *Daemon) reconcile(want dbWant) (map[string]error, error) {
+	d.conntrack.SetZoneTimeouts(want.zoneTimeouts)
 	before := d.cfg
 	var errs []error
 	failed := map[string]error{}

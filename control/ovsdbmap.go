@@ -12,7 +12,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/xswitch/xswitch/conntrack"
 	"github.com/xswitch/xswitch/control/api"
 	"github.com/xswitch/xswitch/control/store"
 	"github.com/xswitch/xswitch/ovsdb"
@@ -52,6 +54,10 @@ type dbWant struct {
 	// controllers are the Controller rows of the bridges that run, with
 	// their targets.
 	controllers map[ovsdb.UUID]dbController
+	// zoneTimeouts are the zones' timeout policies, and timeoutProblems
+	// what of them xswitch cannot follow.
+	zoneTimeouts    map[uint16]conntrack.Timeouts
+	timeoutProblems []string
 }
 
 // dbController is a Controller row's bridge and target.
@@ -81,6 +87,7 @@ func wantFromDB(t dbTables) dbWant {
 		return w
 	}
 	w.nextCfg, _ = root.OptInt("next_cfg")
+	w.zoneTimeouts, w.timeoutProblems = zoneTimeoutsFromDB(t, root)
 	for _, bu := range root.UUIDs("bridges") {
 		brow := t["Bridge"][bu]
 		if brow == nil {
@@ -201,6 +208,45 @@ func knownKeys(table string, m map[string]string) map[string]string {
 		return nil
 	}
 	return m
+}
+
+// zoneTimeoutsFromDB reads the zones' timeout policies (ovs-vsctl
+// add-zone-tp: Open_vSwitch:datapaths, Datapath:ct_zones,
+// CT_Zone:timeout_policy) of the system and netdev datapaths. xswitch has
+// one datapath for both: where both give a zone a policy, netdev's is
+// taken.
+func zoneTimeoutsFromDB(t dbTables, root ovsdb.Row) (map[uint16]conntrack.Timeouts, []string) {
+	zones := map[uint16]conntrack.Timeouts{}
+	var problems []string
+	datapaths := map[string]ovsdb.UUID{}
+	for _, p := range root.Pairs("datapaths") {
+		name, _ := p.Key.(string)
+		datapaths[name], _ = p.Value.(ovsdb.UUID)
+	}
+	for _, dp := range []string{"system", "netdev"} {
+		drow := t["Datapath"][datapaths[dp]]
+		for _, p := range drow.Pairs("ct_zones") {
+			zone, _ := p.Key.(int64)
+			zu, _ := p.Value.(ovsdb.UUID)
+			zrow := t["CT_Zone"][zu]
+			if zrow == nil {
+				continue
+			}
+			var tm conntrack.Timeouts
+			if pu, ok := zrow.OptUUID("timeout_policy"); ok {
+				for _, kv := range t["CT_Timeout_Policy"][pu].Pairs("timeouts") {
+					key, _ := kv.Key.(string)
+					secs, _ := kv.Value.(int64)
+					if !tm.Set(key, time.Duration(secs)*time.Second) {
+						problems = append(problems, fmt.Sprintf("%s zone %d: %s is the kernel datapath's, not OVS userspace's: ignored", dp, zone, key))
+					}
+				}
+			}
+			zones[uint16(zone)] = tm
+		}
+	}
+	slices.Sort(problems)
+	return zones, problems
 }
 
 // portFromRows reads a port of one interface.

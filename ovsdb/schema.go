@@ -446,9 +446,15 @@ func (r Row) UUIDs(col string) []UUID { return elements[UUID](r, col) }
 // OptUUID gives an optional reference and whether there is one.
 func (r Row) OptUUID(col string) (UUID, bool) { return first[UUID](r, col) }
 
+// Pairs gives a map column's pairs, in the order the server gave them.
+func (r Row) Pairs(col string) Map {
+	m, _ := r[col].(Map)
+	return m
+}
+
 // StringMap gives a map of strings to strings, such as other_config.
 func (r Row) StringMap(col string) map[string]string {
-	m, _ := r[col].(Map)
+	m := r.Pairs(col)
 	out := make(map[string]string, len(m))
 	for _, p := range m {
 		k, _ := p.Key.(string)

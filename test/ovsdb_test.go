@@ -652,3 +652,55 @@ func TestOVSDBRSTPStatus(t *testing.T) {
 		}
 	}
 }
+
+// TestOVSDBZoneTimeoutPolicy is the intent of OVS's "conntrack -
+// zone-based timeout policy", typed as an OVS user types it: ovs-vsctl
+// add-zone-tp shortens ICMP's timeouts in zone 5, whose pings' connection
+// is then gone within seconds, where it stays with OVS's defaults;
+// del-zone-tp gives the defaults back.
+func TestOVSDBZoneTimeoutPolicy(t *testing.T) {
+	s, d, n, br := ovsdbBed(t)
+	s.vsctl(t, "add-br", br)
+	var ports []nsPort
+	for i := 1; i <= 2; i++ {
+		p := nsPort{name: n.name(fmt.Sprintf("p%d", i)), ns: n.namespace(t, fmt.Sprintf("n%d", i)), addr: n.ipv4(i)}
+		deleteLinkAtCleanup(t, p.name)
+		s.vsctl(t, "add-port", br, p.name, "--", "set", "Interface", p.name,
+			"other_config:xswitch-netns="+p.ns, "other_config:xswitch-address="+p.addr+"/24")
+		ports = append(ports, p)
+	}
+	p1, p2 := ports[0], ports[1]
+	for _, f := range []string{
+		"priority=10,arp,actions=normal",
+		"priority=100,in_port=" + p1.name + ",icmp,actions=ct(commit,zone=5),output:" + p2.name,
+		"priority=100,in_port=" + p2.name + ",icmp,ct_state=-trk,actions=ct(zone=5,table=0)",
+		"priority=100,in_port=" + p2.name + ",icmp,ct_state=+trk+est,actions=output:" + p1.name,
+	} {
+		d.x(t, "add-flow", br, f)
+	}
+	zone5 := func() int { return strings.Count(d.x(t, "dump-conntrack", "zone=5"), "icmp,") }
+	pingOnce := func() {
+		t.Helper()
+		if _, received, out := ping(t, p1.ns, p2.addr, 56, 1); received != 1 {
+			t.Fatalf("ping through zone 5: no reply:\n%s", out)
+		}
+	}
+
+	s.vsctl(t, "--", "--id=@dp", "create", "Datapath", "datapath_version=0", "--", "set", "Open_vSwitch", ".", "datapaths:netdev=@dp")
+	s.vsctl(t, "add-zone-tp", "netdev", "zone=5", "icmp_first=1", "icmp_reply=1")
+	pingOnce()
+	if got := zone5(); got != 1 {
+		t.Fatalf("zone 5 holds %d ICMP connections after a ping, want 1", got)
+	}
+	time.Sleep(2 * time.Second)
+	if got := zone5(); got != 0 {
+		t.Errorf("zone 5 holds %d ICMP connections 2 s after a ping, with icmp_reply=1: want none", got)
+	}
+
+	s.vsctl(t, "del-zone-tp", "netdev", "zone=5")
+	pingOnce()
+	time.Sleep(2 * time.Second)
+	if got := zone5(); got != 1 {
+		t.Errorf("zone 5 holds %d ICMP connections 2 s after a ping, with OVS's default icmp_reply (30 s): want 1", got)
+	}
+}
