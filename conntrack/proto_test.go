@@ -1,6 +1,7 @@
 package conntrack
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -97,6 +98,29 @@ func TestZoneTimeouts(t *testing.T) {
 	})
 	if got := run(tr, back, inZone(*track, 5), t0+99*sec); got.State != state(t, "+trk+est+rpl") {
 		t.Errorf("zone 5 after its policy went, 59 s on: %s, want +trk+est+rpl", got.State)
+	}
+}
+
+// TestTimeoutAttributes: a policy's attributes by OVS's names, set and
+// read back in OVS's order; the kernel datapath's are refused.
+func TestTimeoutAttributes(t *testing.T) {
+	var p Timeouts
+	for key, d := range map[string]time.Duration{"udp_first": time.Second, "tcp_syn_sent": 2 * time.Second, "icmp_reply": 3 * time.Second} {
+		if !p.Set(key, d) {
+			t.Errorf("Set(%s) refused", key)
+		}
+	}
+	if p.Set("tcp_close_wait", time.Second) {
+		t.Error("Set took tcp_close_wait, which OVS's userspace datapath has not")
+	}
+	want := []TimeoutAttribute{{"tcp_syn_sent", 2 * time.Second}, {"udp_first", time.Second}, {"icmp_reply", 3 * time.Second}}
+	if got := p.Attributes(); !slices.Equal(got, want) {
+		t.Errorf("Attributes %v, want %v", got, want)
+	}
+	tr := newTracker(t)
+	tr.SetZoneTimeouts(map[uint16]Timeouts{7: p})
+	if got := tr.ZoneTimeouts(); len(got) != 1 || got[7] != p {
+		t.Errorf("ZoneTimeouts %v, want zone 7's %v", got, p)
 	}
 }
 

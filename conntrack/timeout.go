@@ -1,6 +1,9 @@
 package conntrack
 
-import "time"
+import (
+	"maps"
+	"time"
+)
 
 // Timeouts is how long a connection lives without a packet, by the state
 // it is in: OVS's timeout policy attributes, with its userspace defaults
@@ -20,22 +23,52 @@ type Timeouts struct {
 	ICMPReply      time.Duration // a reply seen
 }
 
-// Set sets the field that OVS's timeout policy attribute key names
-// (CT_Timeout_Policy:timeouts, ovs-vsctl add-zone-tp), reporting false
-// for a key OVS's userspace datapath has not (the kernel datapath's
-// tcp_close_wait and the like).
-func (t *Timeouts) Set(key string, d time.Duration) bool {
-	field := map[string]*time.Duration{
-		"tcp_syn_sent": &t.TCPSynSent, "tcp_syn_recv": &t.TCPSynRecv, "tcp_established": &t.TCPEstablished,
-		"tcp_fin_wait": &t.TCPFinWait, "tcp_time_wait": &t.TCPTimeWait, "tcp_close": &t.TCPClose,
-		"udp_first": &t.UDPFirst, "udp_single": &t.UDPSingle, "udp_multiple": &t.UDPMultiple,
-		"icmp_first": &t.ICMPFirst, "icmp_reply": &t.ICMPReply,
-	}[key]
-	if field == nil {
-		return false
+// attributes are t's fields by OVS's names of timeout policy attributes
+// (CT_Timeout_Policy:timeouts, ovs-vsctl add-zone-tp), those OVS's
+// userspace datapath has, in OVS's order.
+func (t *Timeouts) attributes() []struct {
+	key   string
+	field *time.Duration
+} {
+	return []struct {
+		key   string
+		field *time.Duration
+	}{
+		{"tcp_syn_sent", &t.TCPSynSent}, {"tcp_syn_recv", &t.TCPSynRecv}, {"tcp_established", &t.TCPEstablished},
+		{"tcp_fin_wait", &t.TCPFinWait}, {"tcp_time_wait", &t.TCPTimeWait}, {"tcp_close", &t.TCPClose},
+		{"udp_first", &t.UDPFirst}, {"udp_single", &t.UDPSingle}, {"udp_multiple", &t.UDPMultiple},
+		{"icmp_first", &t.ICMPFirst}, {"icmp_reply", &t.ICMPReply},
 	}
-	*field = d
-	return true
+}
+
+// Set sets the field that OVS's timeout policy attribute key names,
+// reporting false for a key OVS's userspace datapath has not (the kernel
+// datapath's tcp_close_wait and the like).
+func (t *Timeouts) Set(key string, d time.Duration) bool {
+	for _, a := range t.attributes() {
+		if a.key == key {
+			*a.field = d
+			return true
+		}
+	}
+	return false
+}
+
+// Attributes are t's fields that are set, by OVS's names, in OVS's order.
+func (t Timeouts) Attributes() []TimeoutAttribute {
+	var out []TimeoutAttribute
+	for _, a := range t.attributes() {
+		if *a.field > 0 {
+			out = append(out, TimeoutAttribute{Key: a.key, Timeout: *a.field})
+		}
+	}
+	return out
+}
+
+// TimeoutAttribute is one attribute of a timeout policy.
+type TimeoutAttribute struct {
+	Key     string
+	Timeout time.Duration
 }
 
 // DefaultTimeouts are OVS's userspace datapath defaults
@@ -104,8 +137,12 @@ func (t Timeouts) over(base [numTimeouts]int64) [numTimeouts]int64 {
 	return out
 }
 
-// zonePolicies are the zones' own timeouts, by zone.
-type zonePolicies map[uint16]*[numTimeouts]int64
+// zonePolicies are the zones' own timeouts, by zone, as given and as
+// tables.
+type zonePolicies struct {
+	given  map[uint16]Timeouts
+	tables map[uint16]*[numTimeouts]int64
+}
 
 // SetZoneTimeouts gives zones timeout policies of their own (OVS's
 // CT_Zone:timeout_policy, which ovs-vsctl add-zone-tp writes): a
@@ -119,18 +156,26 @@ func (t *Tracker) SetZoneTimeouts(policies map[uint16]Timeouts) {
 		t.zoneTimeouts.Store(nil)
 		return
 	}
-	zones := make(zonePolicies, len(policies))
+	zones := zonePolicies{given: maps.Clone(policies), tables: make(map[uint16]*[numTimeouts]int64, len(policies))}
 	for z, p := range policies {
 		table := p.over(t.timeouts)
-		zones[z] = &table
+		zones.tables[z] = &table
 	}
 	t.zoneTimeouts.Store(&zones)
+}
+
+// ZoneTimeouts are the zones' timeout policies SetZoneTimeouts set.
+func (t *Tracker) ZoneTimeouts() map[uint16]Timeouts {
+	if zones := t.zoneTimeouts.Load(); zones != nil {
+		return maps.Clone(zones.given)
+	}
+	return nil
 }
 
 // timeout is how long a connection of zone lives in timer state tm.
 func (t *Tracker) timeout(zone uint16, tm timeout) int64 {
 	if zones := t.zoneTimeouts.Load(); zones != nil {
-		if table := (*zones)[zone]; table != nil {
+		if table := zones.tables[zone]; table != nil {
 			return table[tm]
 		}
 	}

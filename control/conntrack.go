@@ -18,8 +18,8 @@ import (
 
 // The daemon's connection tracker: one table for all its bridges, as OVS
 // has one per datapath, swept every second; its settings (maxconns, zone
-// limits, TCP sequence checking) are part of the configuration, and come
-// back with a restart; its connections do not. Its verbs are ovs-appctl's
+// limits, TCP sequence checking, zones' timeout policies) are part of the
+// configuration, and come back with a restart; its connections do not. Its verbs are ovs-appctl's
 // dpctl/*conntrack* and dpctl/ct-*, each of which may name a bridge, as
 // OVS's name a datapath: the bridge must exist, and the verb still reads
 // or changes the one table.
@@ -32,10 +32,20 @@ const sweepInterval = time.Second
 // Conntrack is the daemon's connection tracker, which its bridges share.
 func (d *Daemon) Conntrack() *conntrack.Tracker { return d.conntrack }
 
-// applyConntrackConfig makes t's settings c's; nil: the defaults.
-func applyConntrackConfig(t *conntrack.Tracker, c *store.ConntrackConfig) {
+// applyConntrackConfig makes the tracker's settings c's; nil: the
+// defaults. Under --ovsdb the zones' timeout policies are the database's
+// (ovsdb.go), not c's.
+func (d *Daemon) applyConntrackConfig(c *store.ConntrackConfig) {
+	t := d.conntrack
 	if c == nil {
 		c = &store.ConntrackConfig{}
+	}
+	if d.ovsdb == "" {
+		policies := map[uint16]conntrack.Timeouts{}
+		for _, z := range c.ZoneTimeouts {
+			policies[z.Zone], _ = zonePolicy(z.Timeouts)
+		}
+		t.SetZoneTimeouts(policies)
 	}
 	maxConns := uint32(conntrack.DefaultMaxConns)
 	if c.MaxConns != nil {
@@ -65,6 +75,79 @@ func validateConntrackConfig(c *store.ConntrackConfig) error {
 		if c.ZoneLimits[i].Zone <= c.ZoneLimits[i-1].Zone {
 			return fmt.Errorf("conntrack zone limits not in zone order, or zone %d twice", c.ZoneLimits[i].Zone)
 		}
+	}
+	for i, z := range c.ZoneTimeouts {
+		if i > 0 && z.Zone <= c.ZoneTimeouts[i-1].Zone {
+			return fmt.Errorf("conntrack zone timeout policies not in zone order, or zone %d twice", z.Zone)
+		}
+		if _, err := zonePolicy(z.Timeouts); err != nil {
+			return fmt.Errorf("zone %d: %w", z.Zone, err)
+		}
+	}
+	return nil
+}
+
+// zonePolicy reads a zone's timeout policy, seconds by OVS's attribute
+// names.
+func zonePolicy(timeouts map[string]uint32) (conntrack.Timeouts, error) {
+	var p conntrack.Timeouts
+	for _, key := range slices.Sorted(maps.Keys(timeouts)) {
+		if !p.Set(key, time.Duration(timeouts[key])*time.Second) {
+			return p, fmt.Errorf("timeout policy key %q: not one of OVS's userspace datapath (%s)", key, strings.Join(timeoutKeys(), ", "))
+		}
+	}
+	return p, nil
+}
+
+// timeoutKeys are the timeout policy keys there are, in OVS's order.
+func timeoutKeys() []string {
+	var keys []string
+	for _, a := range conntrack.DefaultTimeouts.Attributes() {
+		keys = append(keys, a.Key)
+	}
+	return keys
+}
+
+// parseZoneTP reads add-zone-tp's and del-zone-tp's arguments: the
+// datapath, zone=N and, with policy, the policy's key=seconds pairs.
+func parseZoneTP(verb string, args []string, policy bool) (zone uint16, timeouts map[string]uint32, err error) {
+	if len(args) < 2 || !policy && len(args) > 2 {
+		usage := "DATAPATH zone=N"
+		if policy {
+			usage += " [KEY=SECONDS]..."
+		}
+		return 0, nil, fmt.Errorf("%s takes %s, not %s", verb, usage, quoteArgs(args))
+	}
+	if err := checkDatapath(args[0]); err != nil {
+		return 0, nil, err
+	}
+	v, ok := strings.CutPrefix(args[1], "zone=")
+	if !ok {
+		return 0, nil, fmt.Errorf("%s: %q is not zone=N", verb, args[1])
+	}
+	if zone, err = parseZone(v); err != nil {
+		return 0, nil, err
+	}
+	timeouts = map[string]uint32{}
+	for _, arg := range args[2:] {
+		key, v, _ := strings.Cut(arg, "=")
+		n, err := strconv.ParseUint(v, 10, 32)
+		if err != nil {
+			return 0, nil, fmt.Errorf("%s: %q is not KEY=SECONDS", verb, arg)
+		}
+		timeouts[key] = uint32(n)
+	}
+	if _, err := zonePolicy(timeouts); err != nil {
+		return 0, nil, err
+	}
+	return zone, timeouts, nil
+}
+
+// checkDatapath checks a zone-tp verb's datapath, which ovs-vsctl names
+// as ovs-vswitchd's datapath types: xswitch has one datapath for both.
+func checkDatapath(dp string) error {
+	if dp != "netdev" && dp != "system" {
+		return fmt.Errorf("datapath %s does not exist (xswitch has one datapath, netdev or system)", dp)
 	}
 	return nil
 }
@@ -112,6 +195,23 @@ func (d *Daemon) conntrackRead(req api.Request) (*api.ConntrackStatus, error) {
 		n := t.Flush(&f, now)
 		d.log.Info("connections flushed", "count", n, "args", req.Args)
 		return &api.ConntrackStatus{}, nil
+	case api.VerbListZoneTP:
+		if len(req.Args) != 1 {
+			return nil, fmt.Errorf("list-zone-tp takes DATAPATH, not %s", quoteArgs(req.Args))
+		}
+		if err := checkDatapath(req.Args[0]); err != nil {
+			return nil, err
+		}
+		policies := t.ZoneTimeouts()
+		out := &api.ConntrackStatus{ZoneTimeouts: []api.ZoneTimeouts{}}
+		for _, z := range slices.Sorted(maps.Keys(policies)) {
+			zt := api.ZoneTimeouts{Zone: z, Timeouts: map[string]uint32{}}
+			for _, a := range policies[z].Attributes() {
+				zt.Timeouts[a.Key] = uint32(a.Timeout / time.Second)
+			}
+			out.ZoneTimeouts = append(out.ZoneTimeouts, zt)
+		}
+		return out, nil
 	case api.VerbCTGetLimits:
 		var zones []uint16
 		for _, arg := range req.Args {
@@ -154,12 +254,38 @@ func (d *Daemon) conntrackSetting(req api.Request) error {
 	if d.cfg.Conntrack != nil {
 		next = *d.cfg.Conntrack
 	}
-	// The saved slice is never changed in place.
+	// The saved slices are never changed in place.
 	limits := map[uint16]uint32{}
 	for _, l := range next.ZoneLimits {
 		limits[l.Zone] = l.Limit
 	}
+	policies := map[uint16]map[string]uint32{}
+	for _, z := range next.ZoneTimeouts {
+		policies[z.Zone] = z.Timeouts
+	}
 	switch req.Verb {
+	case api.VerbAddZoneTP:
+		zone, timeouts, err := parseZoneTP(req.Verb, req.Args, true)
+		switch _, had := policies[zone]; {
+		case err != nil:
+			return err
+		case had && req.MayExist:
+			return nil
+		case had:
+			return fmt.Errorf("zone id %d already exists", zone)
+		}
+		policies[zone] = timeouts
+	case api.VerbDelZoneTP:
+		zone, _, err := parseZoneTP(req.Verb, req.Args, false)
+		switch _, had := policies[zone]; {
+		case err != nil:
+			return err
+		case !had && req.IfExists:
+			return nil
+		case !had:
+			return fmt.Errorf("zone id %d does not exist", zone)
+		}
+		delete(policies, zone)
 	case api.VerbCTSetMaxConns:
 		if len(req.Args) != 1 {
 			return fmt.Errorf("ct-set-maxconns takes one number, not %s", quoteArgs(req.Args))
@@ -213,9 +339,12 @@ func (d *Daemon) conntrackSetting(req api.Request) error {
 	default:
 		return fmt.Errorf("unknown verb %q", req.Verb)
 	}
-	next.ZoneLimits = nil
+	next.ZoneLimits, next.ZoneTimeouts = nil, nil
 	for _, z := range slices.Sorted(maps.Keys(limits)) {
 		next.ZoneLimits = append(next.ZoneLimits, store.ZoneLimit{Zone: z, Limit: limits[z]})
+	}
+	for _, z := range slices.Sorted(maps.Keys(policies)) {
+		next.ZoneTimeouts = append(next.ZoneTimeouts, api.ZoneTimeouts{Zone: z, Timeouts: policies[z]})
 	}
 	cfg := d.cfg.Clone()
 	cfg.Conntrack = &next
@@ -225,7 +354,7 @@ func (d *Daemon) conntrackSetting(req api.Request) error {
 	if err := d.commit(cfg); err != nil {
 		return err
 	}
-	applyConntrackConfig(d.conntrack, cfg.Conntrack)
+	d.applyConntrackConfig(cfg.Conntrack)
 	d.log.Info("conntrack settings changed", "verb", req.Verb, "args", req.Args)
 	return nil
 }

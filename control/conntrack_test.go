@@ -17,15 +17,16 @@ import (
 
 // trackerSettings are what the conntrack verbs set in a tracker.
 type trackerSettings struct {
-	MaxConns    uint32
-	Default     uint32
-	Zones       []conntrack.ZoneLimit
-	TCPSeqCheck bool
+	MaxConns     uint32
+	Default      uint32
+	Zones        []conntrack.ZoneLimit
+	TCPSeqCheck  bool
+	ZoneTimeouts map[uint16]conntrack.Timeouts
 }
 
 func settingsOf(tr *conntrack.Tracker) trackerSettings {
 	def, zones := tr.ZoneLimits()
-	return trackerSettings{MaxConns: tr.MaxConns(), Default: def, Zones: zones, TCPSeqCheck: tr.TCPSeqCheck()}
+	return trackerSettings{MaxConns: tr.MaxConns(), Default: def, Zones: zones, TCPSeqCheck: tr.TCPSeqCheck(), ZoneTimeouts: tr.ZoneTimeouts()}
 }
 
 // The tracker's settings are saved with the configuration and come back
@@ -44,8 +45,12 @@ func TestConntrackSettingsSurviveARestart(t *testing.T) {
 			handle(t, d, api.Request{Verb: api.VerbCTSetLimits, Bridge: "br0", Args: []string{"default=50", "zone=3,limit=7", "zone=9,limit=1"}})
 			handle(t, d, api.Request{Verb: api.VerbCTDelLimits, Args: []string{"zone=9"}})
 			handle(t, d, api.Request{Verb: api.VerbCTDisableTCPSeqChk})
+			handle(t, d, api.Request{Verb: api.VerbAddZoneTP, Args: []string{"netdev", "zone=5", "udp_first=1", "icmp_reply=7"}})
+			handle(t, d, api.Request{Verb: api.VerbAddZoneTP, Args: []string{"system", "zone=6", "tcp_established=100"}})
+			handle(t, d, api.Request{Verb: api.VerbDelZoneTP, Args: []string{"netdev", "zone=6"}})
 			cttest.Run(d.Conntrack(), cttest.UDP(t, "10.0.0.1", "10.0.0.2", 1, 2), conntrack.Action{Zone: 3, Commit: true}, conntrack.Now())
-			want := trackerSettings{MaxConns: 1000, Default: 50, Zones: []conntrack.ZoneLimit{{Zone: 3, Limit: 7}}}
+			want := trackerSettings{MaxConns: 1000, Default: 50, Zones: []conntrack.ZoneLimit{{Zone: 3, Limit: 7}},
+				ZoneTimeouts: map[uint16]conntrack.Timeouts{5: {UDPFirst: time.Second, ICMPReply: 7 * time.Second}}}
 			stop.stop(d)
 
 			d = quietDaemon(t, path)
@@ -56,12 +61,17 @@ func TestConntrackSettingsSurviveARestart(t *testing.T) {
 			if n := d.Conntrack().Count(); n != 0 {
 				t.Errorf("after a restart the tracker holds %d connections; want none", n)
 			}
+			listed := handle(t, d, api.Request{Verb: api.VerbListZoneTP, Args: []string{"netdev"}}).Conntrack
+			if want := []api.ZoneTimeouts{{Zone: 5, Timeouts: map[string]uint32{"udp_first": 1, "icmp_reply": 7}}}; listed == nil || !reflect.DeepEqual(listed.ZoneTimeouts, want) {
+				t.Errorf("list-zone-tp netdev: %+v; want %+v", listed, want)
+			}
 
 			// Back to the defaults, the configuration holds none.
 			handle(t, d, api.Request{Verb: api.VerbCTDelLimits, Args: []string{"default", "zone=3"}})
 			handle(t, d, api.Request{Verb: api.VerbCTEnableTCPSeqChk})
 			handle(t, d, api.Request{Verb: api.VerbCTSetMaxConns, Args: []string{"3000000"}})
-			if c := running(d).Conntrack; c == nil || *c.MaxConns != 3000000 || c.DefaultLimit != 0 || c.ZoneLimits != nil || c.TCPSeqCheckOff {
+			handle(t, d, api.Request{Verb: api.VerbDelZoneTP, Args: []string{"system", "zone=5"}})
+			if c := running(d).Conntrack; c == nil || *c.MaxConns != 3000000 || c.DefaultLimit != 0 || c.ZoneLimits != nil || c.TCPSeqCheckOff || c.ZoneTimeouts != nil {
 				t.Errorf("configuration's conntrack settings %+v; want only maxconns 3000000", c)
 			}
 		})
@@ -74,8 +84,20 @@ func TestRefusedConntrackSettingsChangeNothing(t *testing.T) {
 	defer d.Close()
 	handle(t, d, api.Request{Verb: api.VerbAddBridge, Bridge: "br0"})
 	handle(t, d, api.Request{Verb: api.VerbCTSetLimits, Args: []string{"zone=3,limit=7"}})
+	handle(t, d, api.Request{Verb: api.VerbAddZoneTP, Args: []string{"netdev", "zone=5", "udp_first=1"}})
 	cfg, settings := running(d), settingsOf(d.Conntrack())
+	// ovs-vsctl's --may-exist and --if-exists: no error, no change.
+	handle(t, d, api.Request{Verb: api.VerbAddZoneTP, Args: []string{"netdev", "zone=5", "udp_first=9"}, MayExist: true})
+	handle(t, d, api.Request{Verb: api.VerbDelZoneTP, Args: []string{"netdev", "zone=6"}, IfExists: true})
 	for _, req := range []api.Request{
+		{Verb: api.VerbAddZoneTP, Args: []string{"netdev", "zone=5", "udp_first=9"}},
+		{Verb: api.VerbAddZoneTP, Args: []string{"br0", "zone=6", "udp_first=9"}},
+		{Verb: api.VerbAddZoneTP, Args: []string{"netdev", "zone=6", "tcp_close_wait=9"}},
+		{Verb: api.VerbAddZoneTP, Args: []string{"netdev", "zone=6", "udp_first=-1"}},
+		{Verb: api.VerbAddZoneTP, Args: []string{"netdev", "zone=65536"}},
+		{Verb: api.VerbAddZoneTP, Args: []string{"netdev", "6"}},
+		{Verb: api.VerbDelZoneTP, Args: []string{"netdev", "zone=6"}},
+		{Verb: api.VerbDelZoneTP, Args: []string{"netdev", "zone=5", "udp_first=1"}},
 		{Verb: api.VerbCTSetMaxConns, Args: []string{"-1"}},
 		{Verb: api.VerbCTSetMaxConns, Bridge: "br9", Args: []string{"10"}},
 		{Verb: api.VerbCTSetLimits, Args: []string{"default=5", "zone=4,limit=x"}},

@@ -136,10 +136,11 @@ func NewDaemon(opts Options) (*Daemon, error) {
 		carried:    map[string]vswitch.PortStats{},
 		tunnels:    map[string]*tunnel.Port{},
 		conntrack:  conntrack.New(conntrack.Config{}),
+		ovsdb:      opts.OVSDB,
 	}
 	// Before the bridges, so that none forwards a moment without the
 	// limits.
-	applyConntrackConfig(d.conntrack, d.cfg.Conntrack)
+	d.applyConntrackConfig(d.cfg.Conntrack)
 	d.bridgeOpts.Conntrack = d.conntrack
 	d.underlays.Closed = func(iface string) { log.Info("tunnel underlay closed", "interface", iface) }
 	for _, bc := range d.cfg.Bridges {
@@ -188,7 +189,7 @@ func NewDaemon(opts Options) (*Daemon, error) {
 		return nil, fmt.Errorf("watching the routing and neighbour tables: %w", err)
 	}
 	if opts.OVSDB != "" {
-		d.ovsdb, d.ovsdbDone = opts.OVSDB, make(chan struct{})
+		d.ovsdbDone = make(chan struct{})
 		go d.followOVSDB(opts.OVSDB, opts.Version)
 	}
 	return d, nil
@@ -356,7 +357,7 @@ func (d *Daemon) Handle(req api.Request) api.Response {
 			resp.Meters, err = d.Meters(req.Bridge, id)
 		}
 	case api.VerbDumpConntrack, api.VerbFlushConntrack, api.VerbCTStatsShow, api.VerbCTGetMaxConns, api.VerbCTGetNConns,
-		api.VerbCTGetLimits, api.VerbCTGetTCPSeqChk:
+		api.VerbCTGetLimits, api.VerbCTGetTCPSeqChk, api.VerbListZoneTP:
 		resp.Conntrack, err = d.conntrackRead(req)
 	case api.VerbStatus:
 		// A daemon serves only once restored: answering is the news, and
@@ -378,7 +379,7 @@ func (d *Daemon) handleLocked(req api.Request) (api.Response, error) {
 	var err error
 	var resp api.Response
 	if d.ovsdb != "" && configVerbs[req.Verb] {
-		return resp, fmt.Errorf("%s: this daemon follows the OVSDB server %s (--ovsdb), which holds its bridges and ports: change them there, with ovs-vsctl --db=%s", req.Verb, d.ovsdb, d.ovsdb)
+		return resp, fmt.Errorf("%s: this daemon follows the OVSDB server %s (--ovsdb), which holds its bridges, ports and zones' timeout policies: change them there, with ovs-vsctl --db=%s", req.Verb, d.ovsdb, d.ovsdb)
 	}
 	before := d.cfg
 	switch req.Verb {
@@ -442,7 +443,8 @@ func (d *Daemon) handleLocked(req api.Request) (api.Response, error) {
 		err = d.setFailMode(req.Bridge, req.FailMode)
 	case api.VerbDelFailMode:
 		err = d.setFailMode(req.Bridge, "")
-	case api.VerbCTSetMaxConns, api.VerbCTSetLimits, api.VerbCTDelLimits, api.VerbCTEnableTCPSeqChk, api.VerbCTDisableTCPSeqChk:
+	case api.VerbCTSetMaxConns, api.VerbCTSetLimits, api.VerbCTDelLimits, api.VerbCTEnableTCPSeqChk, api.VerbCTDisableTCPSeqChk,
+		api.VerbAddZoneTP, api.VerbDelZoneTP:
 		err = d.conntrackSetting(req)
 	default:
 		err = fmt.Errorf("unknown verb %q", req.Verb)

@@ -80,12 +80,14 @@ func monitoredColumns(schema *ovsdb.Schema) map[string][]string {
 	return out
 }
 
-// configVerbs are the verbs that change bridges and ports: with --ovsdb
-// the database is the one truth of those, and ovs-vsctl changes it.
+// configVerbs are the verbs that change bridges, ports and zones'
+// timeout policies: with --ovsdb the database is the one truth of those,
+// and ovs-vsctl changes it.
 var configVerbs = map[string]bool{
 	api.VerbAddBridge: true, api.VerbDelBridge: true, api.VerbAddPort: true, api.VerbDelPort: true,
 	api.VerbSet: true, api.VerbAdd: true, api.VerbRemove: true, api.VerbClear: true,
 	api.VerbSetController: true, api.VerbDelController: true, api.VerbSetFailMode: true, api.VerbDelFailMode: true,
+	api.VerbAddZoneTP: true, api.VerbDelZoneTP: true,
 }
 
 // ovsdbFollower is the daemon's side of one OVSDB server.

@@ -657,7 +657,9 @@ func TestOVSDBRSTPStatus(t *testing.T) {
 // zone-based timeout policy", typed as an OVS user types it: ovs-vsctl
 // add-zone-tp shortens ICMP's timeouts in zone 5, whose pings' connection
 // is then gone within seconds, where it stays with OVS's defaults;
-// del-zone-tp gives the defaults back.
+// del-zone-tp gives the defaults back. xswitch list-zone-tp prints what
+// ovs-vsctl's does; xswitch add-zone-tp refuses: the database holds the
+// policies.
 func TestOVSDBZoneTimeoutPolicy(t *testing.T) {
 	s, d, n, br := ovsdbBed(t)
 	s.vsctl(t, "add-br", br)
@@ -688,6 +690,13 @@ func TestOVSDBZoneTimeoutPolicy(t *testing.T) {
 
 	s.vsctl(t, "--", "--id=@dp", "create", "Datapath", "datapath_version=0", "--", "set", "Open_vSwitch", ".", "datapaths:netdev=@dp")
 	s.vsctl(t, "add-zone-tp", "netdev", "zone=5", "icmp_first=1", "icmp_reply=1")
+	// ovs-vsctl list-zone-tp is the oracle of xswitch's.
+	if got, want := d.x(t, "list-zone-tp", "netdev"), s.vsctl(t, "list-zone-tp", "netdev"); got != want {
+		t.Errorf("xswitch list-zone-tp netdev:\n%s\novs-vsctl list-zone-tp netdev:\n%s", got, want)
+	}
+	if msg, _ := d.xErr(t, "add-zone-tp", "netdev", "zone=6", "udp_first=1"); !strings.Contains(msg, "ovs-vsctl") {
+		t.Errorf("xswitch add-zone-tp under --ovsdb: %q; want it refused, pointing at ovs-vsctl", msg)
+	}
 	pingOnce()
 	if got := zone5(); got != 1 {
 		t.Fatalf("zone 5 holds %d ICMP connections after a ping, want 1", got)

@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -262,4 +264,87 @@ func orEmptyMap[K comparable, V any](m map[K]V) map[K]V {
 		return map[K]V{}
 	}
 	return m
+}
+
+// The zones' timeout policies, as ovs-vsctl's add-zone-tp, del-zone-tp
+// and list-zone-tp: DATAPATH is netdev or system, xswitch's one datapath
+// either way.
+
+const zoneTPShared = `DATAPATH is netdev or system: xswitch has one datapath, and one connection
+table, whichever is named. The keys are those of Open vSwitch's userspace
+datapath: tcp_syn_sent, tcp_syn_recv, tcp_established, tcp_fin_wait,
+tcp_time_wait, tcp_close, udp_first, udp_single, udp_multiple, icmp_first,
+icmp_reply, in seconds; a key left out keeps OVS's default. A connection of
+the zone takes a changed policy from its next packet. Saved with the
+configuration; under --ovsdb the database holds the policies, and
+ovs-vsctl changes them.`
+
+func (c *cli) zoneTPCommands() []*cobra.Command {
+	var mayExist, ifExists bool
+	add := &cobra.Command{
+		Use:   "add-zone-tp DATAPATH zone=N [KEY=SECONDS]...",
+		Short: "Give a conntrack zone a timeout policy of its own",
+		Long: `Give connection tracking zone N a timeout policy of its own, as ovs-vsctl
+add-zone-tp does: how long its connections live without a packet, by state.
+A zone that has one already is an error, unless --may-exist, which leaves it
+as it is.
+
+` + zoneTPShared,
+		Example: `  xswitch add-zone-tp netdev zone=5 udp_first=1 udp_single=1 icmp_first=1 icmp_reply=1`,
+		Args:    cobra.MinimumNArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			_, err := c.call(api.Request{Verb: api.VerbAddZoneTP, Args: args, MayExist: mayExist})
+			return err
+		},
+	}
+	add.Flags().BoolVar(&mayExist, "may-exist", false, "leave a zone that has a policy as it is, without an error")
+	del := &cobra.Command{
+		Use:   "del-zone-tp DATAPATH zone=N",
+		Short: "Take a conntrack zone's timeout policy away",
+		Long: `Take connection tracking zone N's timeout policy away, as ovs-vsctl
+del-zone-tp does: its connections live as long as OVS's defaults say. A zone
+without one is an error, unless --if-exists.
+
+` + zoneTPShared,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			_, err := c.call(api.Request{Verb: api.VerbDelZoneTP, Args: args, IfExists: ifExists})
+			return err
+		},
+	}
+	del.Flags().BoolVar(&ifExists, "if-exists", false, "a zone without a policy is no error")
+	list := &cobra.Command{
+		Use:   "list-zone-tp DATAPATH",
+		Short: "Print the conntrack zones' timeout policies",
+		Long: `Print the connection tracking zones' timeout policies, one zone a line, as
+ovs-vsctl list-zone-tp does.
+
+` + zoneTPShared,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			resp, err := c.call(api.Request{Verb: api.VerbListZoneTP, Args: args})
+			if err != nil {
+				return err
+			}
+			var zones []api.ZoneTimeouts
+			if resp.Conntrack != nil {
+				zones = resp.Conntrack.ZoneTimeouts
+			}
+			return c.emit(cmd.OutOrStdout(), zoneTPJSON{Zones: orEmpty(zones)}, func(w io.Writer) {
+				for _, z := range zones {
+					var policies []string
+					for _, key := range slices.Sorted(maps.Keys(z.Timeouts)) {
+						policies = append(policies, fmt.Sprintf("%s=%d", key, z.Timeouts[key]))
+					}
+					fmt.Fprintf(w, "Zone:%d, Timeout Policies: %s\n", z.Zone, strings.Join(policies, " "))
+				}
+			})
+		},
+	}
+	return []*cobra.Command{add, del, list}
+}
+
+// zoneTPJSON is list-zone-tp's answer.
+type zoneTPJSON struct {
+	Zones []api.ZoneTimeouts `json:"zones"`
 }

@@ -112,5 +112,6 @@ Exit codes:
 		c.demoCommand(), c.benchCommand(),
 	)
 	root.AddCommand(c.conntrackCommands()...)
+	root.AddCommand(c.zoneTPCommands()...)
 	return root
 }

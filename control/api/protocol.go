@@ -68,6 +68,11 @@ type Request struct {
 	// ct-stats-show's -m too.
 	More       bool `json:"more,omitempty"`
 	Statistics bool `json:"statistics,omitempty"`
+	// MayExist and IfExists are ovs-vsctl's --may-exist (add-zone-tp: a
+	// zone that has a policy keeps it) and --if-exists (del-zone-tp: a
+	// zone without one is no error).
+	MayExist bool `json:"may_exist,omitempty"`
+	IfExists bool `json:"if_exists,omitempty"`
 }
 
 // Verbs.
@@ -123,6 +128,12 @@ const (
 	VerbCTEnableTCPSeqChk  = "ct-enable-tcp-seq-chk"
 	VerbCTDisableTCPSeqChk = "ct-disable-tcp-seq-chk"
 	VerbCTGetTCPSeqChk     = "ct-get-tcp-seq-chk"
+	// The zones' timeout policies, as ovs-vsctl's verbs: their Args are
+	// the datapath (netdev or system, one and the same in xswitch),
+	// zone=N and the policy's key=value pairs.
+	VerbAddZoneTP  = "add-zone-tp"
+	VerbDelZoneTP  = "del-zone-tp"
+	VerbListZoneTP = "list-zone-tp"
 	// VerbStatus asks only whether the daemon serves: it answers once the
 	// configuration is restored.
 	VerbStatus = "status"
@@ -170,6 +181,15 @@ type ConntrackStatus struct {
 	MaxConns    uint32 `json:"maxconns,omitempty"`
 	NConns      uint32 `json:"nconns,omitempty"`
 	TCPSeqCheck bool   `json:"tcp_seq_chk,omitempty"`
+	// ZoneTimeouts are list-zone-tp's policies, by zone.
+	ZoneTimeouts []ZoneTimeouts `json:"zone_timeouts,omitempty"`
+}
+
+// ZoneTimeouts is one zone's connection tracking timeout policy
+// (add-zone-tp): seconds by OVS's attribute names (udp_first, ...).
+type ZoneTimeouts struct {
+	Zone     uint16            `json:"zone"`
+	Timeouts map[string]uint32 `json:"timeouts"`
 }
 
 // ConntrackEntry is one connection as dump-conntrack shows it: its line

@@ -31,7 +31,8 @@ type Config struct {
 }
 
 // ConntrackConfig are the connection tracker's settings, as the
-// ct-set-maxconns, ct-set-limits and ct-*-tcp-seq-chk verbs set them.
+// ct-set-maxconns, ct-set-limits, ct-*-tcp-seq-chk and add-zone-tp verbs
+// set them.
 type ConntrackConfig struct {
 	// MaxConns is the most connections the table holds; nil: the
 	// default (conntrack.DefaultMaxConns).
@@ -42,6 +43,9 @@ type ConntrackConfig struct {
 	ZoneLimits []ZoneLimit `json:"zone_limits,omitempty"`
 	// TCPSeqCheckOff says that TCP sequence checking is off.
 	TCPSeqCheckOff bool `json:"tcp_seq_chk_off,omitempty"`
+	// ZoneTimeouts are the zones' timeout policies (add-zone-tp), by
+	// zone.
+	ZoneTimeouts []api.ZoneTimeouts `json:"zone_timeouts,omitempty"`
 }
 
 // ZoneLimit is one zone's own limit of connections.
@@ -52,7 +56,7 @@ type ZoneLimit struct {
 
 // IsDefault says that c changes nothing of the defaults.
 func (c *ConntrackConfig) IsDefault() bool {
-	return c.MaxConns == nil && c.DefaultLimit == 0 && len(c.ZoneLimits) == 0 && !c.TCPSeqCheckOff
+	return c.MaxConns == nil && c.DefaultLimit == 0 && len(c.ZoneLimits) == 0 && !c.TCPSeqCheckOff && len(c.ZoneTimeouts) == 0
 }
 
 // BridgeConfig is one bridge, its ports and its flow table.
