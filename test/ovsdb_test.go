@@ -480,15 +480,7 @@ func TestOVSDBBadInput(t *testing.T) {
 func TestOVSDBNamespacePorts(t *testing.T) {
 	s, d, n, br := ovsdbBed(t)
 	s.vsctl(t, "add-br", br)
-	var ports []nsPort
-	for i := 1; i <= 2; i++ {
-		p := nsPort{name: n.name(fmt.Sprintf("p%d", i)), ns: n.namespace(t, fmt.Sprintf("n%d", i)), addr: n.ipv4(i)}
-		deleteLinkAtCleanup(t, p.name)
-		s.vsctl(t, "add-port", br, p.name, "--", "set", "Interface", p.name,
-			"other_config:xswitch-netns="+p.ns, "other_config:xswitch-address="+p.addr+"/24", "mtu_request=2000")
-		ports = append(ports, p)
-	}
-	p1, p2 := ports[0], ports[1]
+	p1, p2 := s.namespacePorts(t, n, br, "mtu_request=2000")
 	waitPing(t, p1.ns, p2.addr, 5*time.Second)
 	requirePing(t, p1.ns, p2.addr, 1900)
 	if got := s.get(t, "Interface", p1.name, "mtu"); got != "2000" {
@@ -504,6 +496,22 @@ func TestOVSDBNamespacePorts(t *testing.T) {
 	if linkExists(t, p2.name) || nsLinkExists(t, p2.ns, "eth0") {
 		t.Errorf("%s's veth pair is still there after del-port", p2.name)
 	}
+}
+
+// namespacePorts adds two ports to br with ovs-vsctl, each a veth pair
+// into a namespace of its own with an address (xswitch's other_config
+// keys), and the Interface columns set, if any.
+func (s *ovsdbServer) namespacePorts(t *testing.T, n *testNet, br string, set ...string) (nsPort, nsPort) {
+	t.Helper()
+	var ports []nsPort
+	for i := 1; i <= 2; i++ {
+		p := nsPort{name: n.name(fmt.Sprintf("p%d", i)), ns: n.namespace(t, fmt.Sprintf("n%d", i)), addr: n.ipv4(i)}
+		deleteLinkAtCleanup(t, p.name)
+		s.vsctl(t, append([]string{"add-port", br, p.name, "--", "set", "Interface", p.name,
+			"other_config:xswitch-netns=" + p.ns, "other_config:xswitch-address=" + p.addr + "/24"}, set...)...)
+		ports = append(ports, p)
+	}
+	return ports[0], ports[1]
 }
 
 // waitColumn waits, polling ovs-vsctl get, until a column (or a map
@@ -663,15 +671,7 @@ func TestOVSDBRSTPStatus(t *testing.T) {
 func TestOVSDBZoneTimeoutPolicy(t *testing.T) {
 	s, d, n, br := ovsdbBed(t)
 	s.vsctl(t, "add-br", br)
-	var ports []nsPort
-	for i := 1; i <= 2; i++ {
-		p := nsPort{name: n.name(fmt.Sprintf("p%d", i)), ns: n.namespace(t, fmt.Sprintf("n%d", i)), addr: n.ipv4(i)}
-		deleteLinkAtCleanup(t, p.name)
-		s.vsctl(t, "add-port", br, p.name, "--", "set", "Interface", p.name,
-			"other_config:xswitch-netns="+p.ns, "other_config:xswitch-address="+p.addr+"/24")
-		ports = append(ports, p)
-	}
-	p1, p2 := ports[0], ports[1]
+	p1, p2 := s.namespacePorts(t, n, br)
 	for _, f := range []string{
 		"priority=10,arp,actions=normal",
 		"priority=100,in_port=" + p1.name + ",icmp,actions=ct(commit,zone=5),output:" + p2.name,
