@@ -25,19 +25,25 @@ type Timeouts struct {
 
 // attributes are t's fields by OVS's names of timeout policy attributes
 // (CT_Timeout_Policy:timeouts, ovs-vsctl add-zone-tp), those OVS's
-// userspace datapath has, in OVS's order.
+// userspace datapath has, in OVS's order, with the timer state each
+// times, as OVS's tm_to_ct_dpif_tp maps them (TCP's "closing" is the
+// fin_wait attribute, its "fin wait" the time_wait one).
 func (t *Timeouts) attributes() []struct {
 	key   string
+	tm    timeout
 	field *time.Duration
 } {
 	return []struct {
 		key   string
+		tm    timeout
 		field *time.Duration
 	}{
-		{"tcp_syn_sent", &t.TCPSynSent}, {"tcp_syn_recv", &t.TCPSynRecv}, {"tcp_established", &t.TCPEstablished},
-		{"tcp_fin_wait", &t.TCPFinWait}, {"tcp_time_wait", &t.TCPTimeWait}, {"tcp_close", &t.TCPClose},
-		{"udp_first", &t.UDPFirst}, {"udp_single", &t.UDPSingle}, {"udp_multiple", &t.UDPMultiple},
-		{"icmp_first", &t.ICMPFirst}, {"icmp_reply", &t.ICMPReply},
+		{"tcp_syn_sent", tmTCPFirst, &t.TCPSynSent}, {"tcp_syn_recv", tmTCPOpening, &t.TCPSynRecv},
+		{"tcp_established", tmTCPEstablished, &t.TCPEstablished}, {"tcp_fin_wait", tmTCPClosing, &t.TCPFinWait},
+		{"tcp_time_wait", tmTCPFinWait, &t.TCPTimeWait}, {"tcp_close", tmTCPClosed, &t.TCPClose},
+		{"udp_first", tmOtherFirst, &t.UDPFirst}, {"udp_single", tmOtherMultiple, &t.UDPSingle},
+		{"udp_multiple", tmOtherBidir, &t.UDPMultiple},
+		{"icmp_first", tmICMPFirst, &t.ICMPFirst}, {"icmp_reply", tmICMPReply, &t.ICMPReply},
 	}
 }
 
@@ -107,9 +113,8 @@ const (
 	numTimeouts
 )
 
-// table maps each timer state to its duration, as OVS's
-// tm_to_ct_dpif_tp does (TCP's "closing" is the fin_wait attribute, its
-// "fin wait" the time_wait one); zero fields take OVS's defaults.
+// table maps each timer state to its duration (attributes); zero fields
+// take OVS's defaults.
 func (t Timeouts) table() [numTimeouts]int64 {
 	return t.over(DefaultTimeouts.over([numTimeouts]int64{}))
 }
@@ -117,21 +122,9 @@ func (t Timeouts) table() [numTimeouts]int64 {
 // over is table with base's durations where t's fields are zero.
 func (t Timeouts) over(base [numTimeouts]int64) [numTimeouts]int64 {
 	out := base
-	for tm, v := range [numTimeouts]time.Duration{
-		tmTCPFirst:       t.TCPSynSent,
-		tmTCPOpening:     t.TCPSynRecv,
-		tmTCPEstablished: t.TCPEstablished,
-		tmTCPClosing:     t.TCPFinWait,
-		tmTCPFinWait:     t.TCPTimeWait,
-		tmTCPClosed:      t.TCPClose,
-		tmOtherFirst:     t.UDPFirst,
-		tmOtherMultiple:  t.UDPSingle,
-		tmOtherBidir:     t.UDPMultiple,
-		tmICMPFirst:      t.ICMPFirst,
-		tmICMPReply:      t.ICMPReply,
-	} {
-		if v > 0 {
-			out[tm] = int64(v)
+	for _, a := range t.attributes() {
+		if *a.field > 0 {
+			out[a.tm] = int64(*a.field)
 		}
 	}
 	return out

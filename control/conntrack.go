@@ -19,10 +19,12 @@ import (
 // The daemon's connection tracker: one table for all its bridges, as OVS
 // has one per datapath, swept every second; its settings (maxconns, zone
 // limits, TCP sequence checking, zones' timeout policies) are part of the
-// configuration, and come back with a restart; its connections do not. Its verbs are ovs-appctl's
-// dpctl/*conntrack* and dpctl/ct-*, each of which may name a bridge, as
-// OVS's name a datapath: the bridge must exist, and the verb still reads
-// or changes the one table.
+// configuration, and come back with a restart; its connections do not.
+// Its verbs are ovs-appctl's dpctl/*conntrack* and dpctl/ct-*, each of
+// which may name a bridge, as OVS's name a datapath: the bridge must
+// exist, and the verb still reads or changes the one table; and
+// ovs-vsctl's add-zone-tp, del-zone-tp and list-zone-tp, which name a
+// datapath type.
 
 // sweepInterval is how often the daemon frees the room of connections
 // past their time; they are gone for packets the moment their time
