@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/netip"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/vishvananda/netlink"
 
@@ -175,7 +177,7 @@ func StartOVSTunnelHost(ctx context.Context, cfg OVSTunnelHostConfig) (_ *OVSTun
 	}
 	// OVS reads the kernel's routes too, but the guide adds the route so
 	// that it is there however soon the first frame comes.
-	if _, err := h.Appctl(ctx, "ovs/route/add", underlayAddr.Masked().String(), OVSUnderlayBridge); err != nil {
+	if err := h.addRoute(ctx); err != nil {
 		return nil, err
 	}
 	if cfg.Log != nil {
@@ -345,6 +347,24 @@ func (h *OVSTunnelHost) Vsctl(ctx context.Context, args ...string) (string, erro
 // "tnl/neigh/show".
 func (h *OVSTunnelHost) Appctl(ctx context.Context, args ...string) (string, error) {
 	return h.ovs.run(ctx, "ovs-appctl", append([]string{"-t", h.ovs.path("ovs-vswitchd.ctl")}, args...)...)
+}
+
+// addRoute adds the route to the underlay's prefix through
+// OVSUnderlayBridge (ovs/route/add). OVS takes the route's source address
+// from what it knows of the bridge's addresses, which it learns from the
+// kernel a moment after moveAddress: until then it refuses the route
+// ("Error while inserting route"), and addRoute tries again.
+func (h *OVSTunnelHost) addRoute(ctx context.Context) error {
+	deadline := time.Now().Add(ovsReadyTimeout)
+	for {
+		_, err := h.Appctl(ctx, "ovs/route/add", h.underlayAddr.Masked().String(), OVSUnderlayBridge)
+		if err == nil || time.Now().After(deadline) || !strings.Contains(err.Error(), "Error while inserting route") {
+			return err
+		}
+		if err := sleep(ctx, 50*time.Millisecond); err != nil {
+			return err
+		}
+	}
 }
 
 // Ofctl runs ovs-ofctl with args, in which a bridge's name (such as
