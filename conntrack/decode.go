@@ -94,21 +94,16 @@ func (h *Header) decodeIPv6(b []byte, checksums bool) bool {
 // the one past any extension headers that follow. A first fragment's
 // transport checksum covers the whole datagram, which the tracker does
 // not see.
-func (h *Header) decodeIPv6Fragment(fh []byte) bool {
-	be := binary.BigEndian
-	h.Fragment, h.FragmentID = true, be.Uint32(fh[4:])
-	h.Proto, h.LaterFragment = fh[0], be.Uint16(fh[2:])&^ipv6FragmentFlags != 0
+func (h *Header) decodeIPv6Fragment(fh header.IPv6Fragment) bool {
+	h.Fragment, h.FragmentID = true, fh.ID()
+	h.Proto, h.LaterFragment = fh.NextHeader(), fh.Offset() != 0
 	if h.LaterFragment {
 		return true
 	}
-	proto, l4, frag, ok := walkIPv6(fh[0], fh[header.IPv6FragmentLen:])
+	proto, l4, frag, ok := walkIPv6(fh.NextHeader(), fh[header.IPv6FragmentLen:])
 	h.Proto = proto
 	return ok && !frag && h.decodeL4(l4, false, 0)
 }
-
-// ipv6FragmentFlags are the bits of a fragment header's offset word that
-// are not the offset: two reserved, and more-fragments.
-const ipv6FragmentFlags = 0x7
 
 // walkIPv6 follows IPv6 extension headers from next header next over b
 // to the transport protocol and its header. A fragment header ends the
@@ -248,7 +243,7 @@ func (q *Quoted) decode(b []byte, ipv6 bool) {
 			return
 		}
 		hl := ip.HeaderLen()
-		if hl < header.IPv4MinLen || hl > len(b) || be.Uint16(b[6:])&0x1fff != 0 {
+		if hl < header.IPv4MinLen || hl > len(b) || ip.FragmentOffset() != 0 {
 			return
 		}
 		q.Src, q.Dst = AddrFrom4(ip.Src()), AddrFrom4(ip.Dst())

@@ -129,7 +129,7 @@ func locateL4(l3 []byte, ipv6 bool) ([]byte, bool) {
 		}
 		_, l4, frag, ok := walkIPv6(l3[header.IPv6NextHeaderOffset], l3[header.IPv6Len:total])
 		if ok && frag {
-			if binary.BigEndian.Uint16(l4[2:])&^ipv6FragmentFlags != 0 {
+			if header.IPv6Fragment(l4).Offset() != 0 {
 				return nil, true // a later fragment
 			}
 			_, l4, frag, ok = walkIPv6(l4[0], l4[header.IPv6FragmentLen:])

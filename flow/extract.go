@@ -765,11 +765,11 @@ func (f *ipv6FragmentHeader) DecodeFromBytes(data []byte, df gopacket.DecodeFeed
 		df.SetTruncated()
 		return errIPv6ExtTruncated
 	}
-	f.nextHeader = layers.IPProtocol(data[0])
-	f.walk.Next(data[0])
-	offsetAndFlags := binary.BigEndian.Uint16(data[2:4])
-	f.offset = offsetAndFlags >> 3
-	f.more = offsetAndFlags&1 != 0
+	fh := header.IPv6Fragment(data)
+	f.nextHeader = layers.IPProtocol(fh.NextHeader())
+	f.walk.Next(fh.NextHeader())
+	f.offset = fh.Offset()
+	f.more = fh.MoreFragments()
 	f.BaseLayer = layers.BaseLayer{Contents: data[:header.IPv6FragmentLen], Payload: data[header.IPv6FragmentLen:]}
 	return nil
 }

@@ -40,3 +40,20 @@ type IPv6 []byte
 func (b IPv6) SetPayloadLen(n uint16) { binary.BigEndian.PutUint16(b[IPv6PayloadLenOffset:], n) }
 func (b IPv6) HopLimit() uint8        { return b[IPv6HopLimitOffset] }
 func (b IPv6) SetHopLimit(h uint8)    { b[IPv6HopLimitOffset] = h }
+
+// IPv6Fragment is an IPv6 fragment header, IPv6FragmentLen bytes.
+type IPv6Fragment []byte
+
+// NextHeader is the header after the fragment header: the first
+// fragment's next one, and what the later ones continue.
+func (b IPv6Fragment) NextHeader() uint8 { return b[0] }
+
+// Offset is where the fragment's data starts in its datagram, in 8-byte
+// units: 0 for the first fragment.
+func (b IPv6Fragment) Offset() uint16 { return binary.BigEndian.Uint16(b[2:]) >> 3 }
+
+// MoreFragments says that fragments of the datagram follow this one.
+func (b IPv6Fragment) MoreFragments() bool { return b[3]&1 != 0 }
+
+// ID is the identification the fragments of one datagram share.
+func (b IPv6Fragment) ID() uint32 { return binary.BigEndian.Uint32(b[4:]) }
